@@ -1,0 +1,105 @@
+"""The records that flow between phases: dataset tables, transcripts, judgments.
+
+Dataset side (what the builder writes and the evaluator reads):
+    queries        query_id, category, domain, query, benign_intent, benign_context, malicious_context, safe_rate
+    checklists     query_id, item_id, question, category           (one row per item)
+    flows          flow_id, moves (list[str]), n_turns, condition ("BC" | "NC")
+    conversations  conversation_id, query_id, flow_id
+
+Run side (what the evaluator writes into RUNDIR, one JSON object per line):
+    transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
+    utility_judgments.jsonl   one UtilityJudgment per (conversation, model turn, checklist item)
+    safety_judgments.jsonl    one SafetyJudgment per (conversation, model turn)
+
+Conventions
+- Model turns are numbered t = 1, 2, ... ; a flow with k follow-up moves has 1 + k model turns and
+  n_turns = 2 * (1 + k) messages.
+- Conditions of the evaluator: "turn1", "oracle", "bc", "nc". turn1 and oracle are single-turn
+  conversations whose conversation_id is "turn1:<query_id>" / "oracle:<query_id>".
+- A verdict or score that could not be parsed is None ("unscored"), never False or 0.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+# ---------------------------------------------------------------- dataset tables
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "queries": ("query_id", "category", "domain", "query", "benign_intent", "benign_context",
+                "malicious_context", "safe_rate"),
+    "checklists": ("query_id", "item_id", "question", "category"),
+    "flows": ("flow_id", "moves", "n_turns", "condition"),
+    "conversations": ("conversation_id", "query_id", "flow_id"),
+}
+
+CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
+MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")
+
+
+# ---------------------------------------------------------------- run records
+@dataclass
+class Message:
+    role: str                      # "user" | "assistant"
+    content: str
+    turn: int                      # model turn this message belongs to (the user message before reply t has turn t)
+    move: Optional[str] = None     # user messages after the first: the flow's move; None for the initial query
+    model: Optional[str] = None    # who wrote it: the target model (assistant) or the user simulator model
+    prompt_version: Optional[str] = None  # simulator prompt version for rendered user turns
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Message":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+@dataclass
+class Transcript:
+    conversation_id: str
+    query_id: str
+    condition: str                  # one of CONDITIONS
+    flow_id: Optional[str]          # None for turn1 / oracle
+    moves: list[str]                # the flow's follow-up moves; [] for turn1 / oracle
+    messages: list[Message]
+    target_model: str
+    shared_turn1: bool = False      # the first reply is the query's shared turn-1 reply
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def replies(self) -> list[Message]:
+        return [m for m in self.messages if m.role == "assistant"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Transcript":
+        d = dict(d)
+        d["messages"] = [Message.from_dict(m) for m in d["messages"]]
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class UtilityJudgment:
+    conversation_id: str
+    turn: int
+    item_id: str
+    verdict: Optional[bool]         # None = unscored (unparseable after retries)
+    judge_model: str
+    prompt_version: str
+    p_yes: Optional[float] = None   # logprob mode only
+    raw: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SafetyJudgment:
+    conversation_id: str
+    turn: int
+    score: Optional[int]            # 1..5, None = unscored
+    judge_model: str
+    prompt_version: str
+    raw: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
