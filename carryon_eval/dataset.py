@@ -1,0 +1,137 @@
+"""Load a CarryOnBench dataset (a local folder or a Hub id) into plain records.
+
+Any folder (or Hub repo) that `datasets.load_dataset(PATH, CONFIG, split="test")` reads and whose
+configs have at least the columns of `schema.TABLE_COLUMNS` works, so researchers can bring their
+own queries and checklists. Extra columns are kept.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .moves import violations
+from .schema import TABLE_COLUMNS
+
+SAMPLE_DATASET = Path(__file__).parent / "sample_data"
+
+
+class DatasetError(Exception):
+    """A dataset that lacks a config, a column or a cross-reference; the message names what is missing."""
+
+
+@dataclass
+class Benchmark:
+    source: str                                   # folder path or Hub id
+    revision: Optional[str]
+    queries: dict[str, dict[str, Any]]            # query_id -> row (in dataset order)
+    checklists: dict[str, list[dict[str, Any]]]   # query_id -> items (in dataset order)
+    flows: dict[str, dict[str, Any]]              # flow_id -> row
+    conversations: list[dict[str, Any]]           # rows in dataset order
+    manifest: Optional[dict[str, Any]] = None     # MANIFEST.json of a built release, if present
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.queries)
+
+    def conversations_of(self, query_id: str) -> list[dict[str, Any]]:
+        return [c for c in self.conversations if c["query_id"] == query_id]
+
+    def limited(self, n: Optional[int]) -> "Benchmark":
+        """The first n queries (dataset order) with all their checklists and conversations."""
+        if n is None:
+            return self
+        keep = list(self.queries)[:n]
+        keep_set = set(keep)
+        convs = [c for c in self.conversations if c["query_id"] in keep_set]
+        used_flows = {c["flow_id"] for c in convs}
+        return Benchmark(
+            source=self.source, revision=self.revision,
+            queries={q: self.queries[q] for q in keep},
+            checklists={q: self.checklists.get(q, []) for q in keep},
+            flows={f: r for f, r in self.flows.items() if f in used_flows},
+            conversations=convs, manifest=self.manifest, notes=list(self.notes),
+        )
+
+
+def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, Any]]:
+    import datasets
+
+    datasets.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    try:
+        ds = datasets.load_dataset(source, config, split="test", revision=revision)
+    except ValueError as exc:  # unknown config name
+        raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
+    except FileNotFoundError as exc:
+        raise DatasetError(f"dataset {source}: not found ({_first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types; the user needs one line
+        raise DatasetError(f"dataset {source}: cannot load config {config!r}: {type(exc).__name__}: {_first_line(exc)}") from None
+    missing = [c for c in TABLE_COLUMNS[config] if c not in ds.column_names]
+    if missing:
+        raise DatasetError(
+            f"dataset {source}: config {config!r} lacks column(s) {missing}; "
+            f"expected at least {list(TABLE_COLUMNS[config])}")
+    return ds.to_list()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optional[str] = None) -> Benchmark:
+    """Load all four configs and check their cross-references. source=None loads the built-in sample."""
+    source = str(source if source is not None else SAMPLE_DATASET)
+    if Path(source).exists():
+        source = str(Path(source).resolve())
+    tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
+
+    queries: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(tables["queries"]):
+        if row["query_id"] in queries:
+            raise DatasetError(f"dataset {source}: queries row {i}: duplicate query_id {row['query_id']!r}")
+        queries[row["query_id"]] = row
+    checklists: dict[str, list[dict[str, Any]]] = {q: [] for q in queries}
+    seen_items: set[tuple[str, str]] = set()
+    for i, row in enumerate(tables["checklists"]):
+        if row["query_id"] not in queries:
+            raise DatasetError(f"dataset {source}: checklists row {i}: unknown query_id {row['query_id']!r}")
+        key = (row["query_id"], row["item_id"])
+        if key in seen_items:
+            raise DatasetError(f"dataset {source}: checklists row {i}: duplicate item_id {row['item_id']!r}")
+        seen_items.add(key)
+        checklists[row["query_id"]].append(row)
+    flows: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(tables["flows"]):
+        problems = violations(list(row["moves"]))
+        if problems:
+            raise DatasetError(f"dataset {source}: flows row {i} ({row['flow_id']}): invalid flow: {'; '.join(problems)}")
+        flows[row["flow_id"]] = row
+    for i, row in enumerate(tables["conversations"]):
+        if row["query_id"] not in queries:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {row['query_id']!r}")
+        if row["flow_id"] not in flows:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
+
+    manifest = None
+    manifest_path = Path(source) / "MANIFEST.json"
+    if manifest_path.is_file():
+        import json
+
+        manifest = json.loads(manifest_path.read_text())
+    bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
+                      flows=flows, conversations=tables["conversations"], manifest=manifest)
+    empty = [q for q, items in checklists.items() if not items]
+    if empty:
+        bench.notes.append(f"{len(empty)} of {len(queries)} queries have no checklist items: "
+                           "their utility cannot be computed and is reported as unscored")
+    if not any(r.get("benign_intent") for r in queries.values()):
+        bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
+                           "cannot be run on this dataset")
+    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", source,
+                                              len(queries), len(tables["conversations"]))
+    return bench
