@@ -1,0 +1,104 @@
+"""Content-addressed, crash-safe disk cache of model replies.
+
+Layout: ``DIR/ab/abcdef....json`` where ``abcdef...`` is the key (a sha256 hex digest, see
+``carryon_eval.client.cache_key``) and ``ab`` its first two characters.
+
+- ``put`` writes a temporary file in the same directory, fsyncs it and ``os.replace``s it into
+  place, so a crash mid-write never leaves a half-written entry under the real name.
+- ``get`` treats a missing, unreadable, truncated or otherwise corrupt entry as a miss
+  (``None``); the next ``put`` for that key overwrites it.
+
+The cache stores whatever JSON object it is given; the endpoint client stores only the reply
+(text, finish_reason, token counts, top_logprobs) - never request headers, API keys or the key.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+log = logging.getLogger("carryon.client")
+
+_KEY_RE = re.compile(r"^[0-9a-f]{16,128}$")
+
+
+class ResponseCache:
+    """Disk cache of JSON objects keyed by a hex digest. Safe to share between processes."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.directory)!r})"
+
+    def path(self, key: str) -> Path:
+        """Where the entry for ``key`` lives (whether or not it exists)."""
+        if not isinstance(key, str) or not _KEY_RE.match(key):
+            raise ValueError(f"invalid cache key {key!r}: expected a lowercase hex digest")
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Optional[dict[str, Any]]:
+        """The stored object, or None if absent or unreadable (a corrupt entry is a miss)."""
+        path = self.path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("cache entry %s unreadable (%s); treating as a miss", path, exc.__class__.__name__)
+            return None
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            log.warning("cache entry %s is corrupt; treating as a miss", path)
+            return None
+        if not isinstance(obj, dict):
+            log.warning("cache entry %s is not a JSON object; treating as a miss", path)
+            return None
+        return obj
+
+    def put(self, key: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` (a JSON-serialisable dict) atomically under ``key``."""
+        if not isinstance(payload, dict):
+            raise TypeError("cache payload must be a dict")
+        path = self.path(key)
+        data = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        _fsync_dir(path.parent)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Best effort: persist the directory entry of a freshly renamed file (POSIX only)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
