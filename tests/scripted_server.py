@@ -1,0 +1,442 @@
+"""A real, scripted OpenAI-compatible HTTP server for tests.
+
+Every test that needs "a model" runs one of these instead of mocking the client: the product's
+``carryon_eval.client.Endpoint`` (and the real ``openai`` library under it) talk real HTTP to a
+Starlette app served by uvicorn in a background thread on a free 127.0.0.1 port.
+
+Quick start
+-----------
+    from scripted_server import ScriptedServer, Reply, Fault, script, faults_then
+    # (tests/conftest.py puts tests/ on sys.path, so this import works from any test file)
+
+    def handler(body: dict):                      # body = the JSON of POST /v1/chat/completions
+        return "Sure, here is how ..."           # str | Reply | Fault
+
+    with ScriptedServer(handler, models=("target", "judge")) as srv:
+        cfg = EndpointConfig(base_url=srv.base_url, model="target")
+        ...
+        assert srv.count() == 1                   # chat requests received
+        assert srv.count(lambda b: b["model"] == "judge") == 0
+
+In pytest, prefer the ``scripted_server`` fixture from ``tests/conftest.py`` (also available as
+``make_server``); it stops every server it started when the test ends:
+
+    def test_x(scripted_server):
+        srv = scripted_server(handler, models=("m",))
+
+Routes
+------
+- ``GET  /v1/models``            -> ``{"object": "list", "data": [{"id": ...}, ...]}`` for ``models``.
+- ``POST /v1/chat/completions``  -> the handler's outcome as an OpenAI chat completion. A request
+  for a model not in ``models`` gets a 404 ``model_not_found`` error like OpenAI's, without calling
+  the handler (it is still recorded in ``.requests``).
+
+Handler outcomes
+----------------
+``handler(body) -> str | Reply | Fault`` (it may also be ``async def``).
+
+- ``"text"``                          200 with that content, finish_reason "stop".
+- ``Reply(text, logprobs=[(tok, lp), ...], prompt_tokens=, completion_tokens=, finish_reason=)``.
+  ``logprobs`` become the first generated token's ``top_logprobs`` (trimmed to the request's
+  ``top_logprobs``) and are only sent when the request asked for ``logprobs``.
+- ``Fault.status(429, retry_after=1)`` an OpenAI-style error with that status (+ Retry-After header).
+- ``Fault.status(500)``               idem; any status works (400, 401, 503, ...).
+- ``Fault.delay(seconds, then="...")`` wait, then reply normally (to trigger client timeouts);
+  the wait ends early if the client hangs up.
+- ``Fault.malformed()``               200 whose body is not JSON (``content_type`` and ``body`` settable).
+- ``Fault.empty()`` / ``Fault.empty("")``  200 with message content ``null`` / ``""``.
+- ``Fault.drop()``                    close the TCP connection without sending any response.
+
+If the handler raises (or a ``script`` runs out of outcomes), the server answers HTTP 418 (which the
+client does not retry, so the test fails fast with the message) and records the error in
+``.errors``.
+
+Helpers to build handlers
+-------------------------
+- ``script([o1, o2, ...], then=None)``  call i gets outcome i; afterwards ``then`` (or an error if
+  None). Outcomes and ``then`` may be callables ``body -> outcome``.
+- ``faults_then(reply, [Fault..., ...])``  the faults first, then ``reply`` forever.
+- ``by_model({"target": h1, "judge": h2})``  dispatch on the request's model id.
+- ``last_user_text(body)`` / ``system_text(body)``  pick message text out of a request body.
+
+Options
+-------
+- ``supports_response_format=False``: requests carrying ``response_format`` get HTTP 400 (like
+  servers without structured output) and never reach the handler.
+- ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
+  recorded.
+- ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+__all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then",
+           "by_model", "last_user_text", "system_text", "ScriptExhausted"]
+
+
+# ---------------------------------------------------------------- outcomes
+@dataclass(frozen=True)
+class Reply:
+    """A normal chat completion. Token counts default to whitespace-word counts."""
+    text: Optional[str]
+    logprobs: Optional[Sequence[tuple[str, float]]] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A scripted misbehaviour. Build with the class methods, not directly."""
+    kind: str                                   # status | delay | malformed | empty | drop
+    status_code: int = 200
+    retry_after: Optional[float] = None
+    message: Optional[str] = None
+    seconds: float = 0.0
+    then: Optional[Union[str, Reply]] = None
+    body: Optional[str] = None
+    content_type: str = "application/json"
+    content: Optional[str] = None
+
+    @classmethod
+    def status(cls, code: int, *, retry_after: Optional[float] = None, message: Optional[str] = None) -> "Fault":
+        """An OpenAI-style JSON error with HTTP ``code``; ``retry_after`` adds a Retry-After header."""
+        return cls("status", status_code=int(code), retry_after=retry_after, message=message)
+
+    @classmethod
+    def delay(cls, seconds: float, then: Union[str, Reply] = "delayed reply") -> "Fault":
+        """Sleep ``seconds`` (stop early if the client disconnects), then reply with ``then``."""
+        return cls("delay", seconds=float(seconds), then=then)
+
+    @classmethod
+    def malformed(cls, body: str = '{"id": "chatcmpl-broken", "choices": [{"message": ',
+                  content_type: str = "application/json") -> "Fault":
+        """HTTP 200 whose body is not valid JSON."""
+        return cls("malformed", body=body, content_type=content_type)
+
+    @classmethod
+    def empty(cls, content: Optional[str] = None) -> "Fault":
+        """HTTP 200 with message content ``None`` (null) or ``""``."""
+        return cls("empty", content=content)
+
+    @classmethod
+    def drop(cls) -> "Fault":
+        """Close the connection without sending a response."""
+        return cls("drop")
+
+
+Outcome = Union[str, Reply, Fault]
+Handler = Callable[[dict], Union[Outcome, Awaitable[Outcome]]]
+
+
+class ScriptExhausted(AssertionError):
+    """A ``script`` handler was called more often than it has outcomes."""
+
+
+# ---------------------------------------------------------------- handler helpers
+def _resolve(outcome: Any, body: dict) -> Any:
+    return outcome(body) if callable(outcome) else outcome
+
+
+def script(outcomes: Iterable[Any], *, then: Any = None) -> Handler:
+    """Handler returning ``outcomes[i]`` on the i-th call (0-based), then ``then`` forever.
+
+    Each outcome (and ``then``) is a str, Reply, Fault or a callable ``body -> outcome``.
+    With ``then=None`` an extra call is an error (HTTP 418 + ``server.errors``).
+    """
+    items = list(outcomes)
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def handler(body: dict) -> Any:
+        with lock:
+            i = next(counter)
+        if i < len(items):
+            return _resolve(items[i], body)
+        if then is None:
+            raise ScriptExhausted(f"script has {len(items)} outcome(s) but got call #{i + 1}")
+        return _resolve(then, body)
+
+    return handler
+
+
+def faults_then(reply: Any, faults: Iterable[Fault]) -> Handler:
+    """The given faults on the first calls, then ``reply`` (str, Reply or callable) on every later call."""
+    return script(list(faults), then=reply)
+
+
+def by_model(handlers: dict[str, Any]) -> Handler:
+    """Dispatch on ``body["model"]``; values are handlers or fixed outcomes."""
+    def handler(body: dict) -> Any:
+        try:
+            h = handlers[body.get("model")]
+        except KeyError:
+            raise AssertionError(f"no scripted handler for model {body.get('model')!r}") from None
+        return _resolve(h, body)
+    return handler
+
+
+def _text_of(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):   # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def last_user_text(body: dict) -> str:
+    """Content of the last user message of a chat request body ("" if none)."""
+    for m in reversed(body.get("messages") or []):
+        if m.get("role") == "user":
+            return _text_of(m)
+    return ""
+
+
+def system_text(body: dict) -> str:
+    """Concatenated content of the system messages of a chat request body ("" if none)."""
+    return "\n".join(_text_of(m) for m in body.get("messages") or [] if m.get("role") == "system")
+
+
+# ---------------------------------------------------------------- the server
+def _error(status: int, message: str, type_: str, code: Optional[str] = None,
+           headers: Optional[dict[str, str]] = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": type_, "param": None, "code": code}},
+                        status_code=status, headers=headers)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class _RawSend:
+    """Outermost ASGI layer: exposes the server's own ``send`` so a route can reach the socket."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope["scripted.raw_send"] = send
+        await self.app(scope, receive, send)
+
+
+class ScriptedServer:
+    """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
+
+    def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
+                 supports_response_format: bool = True, api_key: Optional[str] = None) -> None:
+        self.handler = handler
+        self.models = tuple(models)
+        self.supports_response_format = supports_response_format
+        self.api_key = api_key
+        self._lock = threading.Lock()
+        self._requests: list[dict] = []
+        self._errors: list[str] = []
+        self._ids = itertools.count(1)
+        self._server: Optional[uvicorn.Server] = None
+        self._thread: Optional[threading.Thread] = None
+        self._sock: Optional[socket.socket] = None
+        self.port: Optional[int] = None
+
+    # ---------------------------------------------------------------- public state
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` - what EndpointConfig.base_url wants."""
+        if self.port is None:
+            raise RuntimeError("server not started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict]:
+        """Copies of the JSON bodies of all chat requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def errors(self) -> list[str]:
+        """Handler exceptions (formatted), e.g. a script that ran out of outcomes."""
+        with self._lock:
+            return list(self._errors)
+
+    def count(self, predicate: Optional[Callable[[dict], bool]] = None) -> int:
+        """Number of chat requests received (matching ``predicate(body)`` if given)."""
+        reqs = self.requests
+        return len(reqs) if predicate is None else sum(1 for b in reqs if predicate(b))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._errors.clear()
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> "ScriptedServer":
+        if self._server is not None:
+            return self
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self._app(), log_config=None, log_level="warning", access_log=False,
+                                lifespan="off", http="h11", ws="none", proxy_headers=False,
+                                timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"scripted-server-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("scripted server failed to start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is not None:
+            server.should_exit = True
+        if thread is not None:
+            thread.join(timeout=5)
+            if thread.is_alive() and server is not None:
+                server.force_exit = True
+                thread.join(timeout=5)
+        if self._sock is not None:
+            self._sock.close()
+        self._server = self._thread = self._sock = None
+
+    def __enter__(self) -> "ScriptedServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- app
+    def _app(self) -> Any:
+        app = Starlette(routes=[
+            Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+        ])
+        return _RawSend(app)
+
+    def _unauthorized(self, request: Request) -> Optional[Response]:
+        if self.api_key is None:
+            return None
+        if request.headers.get("authorization") == f"Bearer {self.api_key}":
+            return None
+        return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+
+    async def _models(self, request: Request) -> Response:
+        denied = self._unauthorized(request)
+        if denied is not None:
+            return denied
+        return JSONResponse({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.models]})
+
+    async def _chat(self, request: Request) -> Response:
+        denied = self._unauthorized(request)
+        if denied is not None:
+            return denied
+        try:
+            body = json.loads(await request.body())
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            return _error(400, "We could not parse the JSON body of your request.", "invalid_request_error")
+        with self._lock:
+            self._requests.append(body)
+        model = body.get("model")
+        if model not in self.models:
+            return _error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                          "invalid_request_error", "model_not_found")
+        if body.get("response_format") is not None and not self.supports_response_format:
+            return _error(400, "response_format is not supported by this server", "invalid_request_error")
+        try:
+            outcome = self.handler(body)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            return await self._render(request, body, outcome)
+        except Exception as exc:   # a broken script: fail the client fast and loudly
+            with self._lock:
+                self._errors.append("".join(traceback.format_exception(exc)))
+            return _error(418, f"scripted handler failed: {exc.__class__.__name__}: {exc}", "scripted_error")
+
+    async def _render(self, request: Request, body: dict, outcome: Any) -> Response:
+        if isinstance(outcome, str):
+            return self._completion(body, Reply(outcome))
+        if isinstance(outcome, Reply):
+            return self._completion(body, outcome)
+        if not isinstance(outcome, Fault):
+            raise TypeError(f"handler returned {type(outcome).__name__}; expected str, Reply or Fault")
+        kind = outcome.kind
+        if kind == "status":
+            headers = {"retry-after": f"{outcome.retry_after:g}"} if outcome.retry_after is not None else None
+            code = outcome.status_code
+            type_ = {429: "rate_limit_exceeded"}.get(code, "server_error" if code >= 500 else "invalid_request_error")
+            return _error(code, outcome.message or f"scripted HTTP {code}", type_, headers=headers)
+        if kind == "delay":
+            deadline = time.monotonic() + outcome.seconds
+            while time.monotonic() < deadline:
+                if await request.is_disconnected():
+                    return Response(status_code=499)   # nobody is listening any more
+                await asyncio.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+            return await self._render(request, body, outcome.then if outcome.then is not None else "")
+        if kind == "malformed":
+            return Response(content=(outcome.body or "").encode("utf-8"), status_code=200,
+                            media_type=outcome.content_type)
+        if kind == "empty":
+            return self._completion(body, Reply(outcome.content, completion_tokens=0))
+        if kind == "drop":
+            raw_send = request.scope.get("scripted.raw_send")
+            transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
+            if transport is None:
+                raise RuntimeError("Fault.drop(): cannot reach the connection with this uvicorn version")
+            transport.close()
+            await asyncio.sleep(0.05)   # let the server notice the disconnect; the reply below is discarded
+            return Response(status_code=499)
+        raise ValueError(f"unknown fault kind {kind!r}")
+
+    def _completion(self, body: dict, reply: Reply) -> JSONResponse:
+        text = reply.text
+        prompt_tokens = reply.prompt_tokens
+        if prompt_tokens is None:
+            prompt_tokens = sum(_words(_text_of(m)) for m in body.get("messages") or [] if isinstance(m, dict))
+        completion_tokens = reply.completion_tokens
+        if completion_tokens is None:
+            completion_tokens = _words(text or "")
+        logprobs = None
+        if body.get("logprobs") and reply.logprobs:
+            n = body.get("top_logprobs")
+            tops = list(reply.logprobs)[: n if isinstance(n, int) and n > 0 else None]
+            entries = [{"token": t, "logprob": float(lp), "bytes": list(t.encode("utf-8"))} for t, lp in tops]
+            first = dict(entries[0])
+            logprobs = {"content": [{**first, "top_logprobs": entries}], "refusal": None}
+        return JSONResponse({
+            "id": f"chatcmpl-scripted-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": logprobs,
+                "finish_reason": reply.finish_reason,
+            }],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
