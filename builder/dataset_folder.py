@@ -1,0 +1,164 @@
+"""Write a dataset folder (Parquet per config, README.md card with YAML configs, MANIFEST.json) atomically.
+
+Byte-identical output for the same inputs: rows are written in a fixed order, Parquet with fixed
+settings and no pandas metadata, YAML and JSON with fixed key order, no timestamps anywhere.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+# Arrow schema of every config. Columns beyond schema.TABLE_COLUMNS are documented in the card.
+SCHEMAS: dict[str, pa.Schema] = {
+    "queries": pa.schema([
+        ("query_id", pa.string()), ("category", pa.string()), ("domain", pa.string()), ("query", pa.string()),
+        ("benign_intent", pa.string()), ("benign_context", pa.string()), ("malicious_context", pa.string()),
+        ("safe_rate", pa.float64()), ("unsafe_context_safe_rate", pa.float64()), ("sorry_bench_id", pa.int64()),
+    ]),
+    "checklists": pa.schema([
+        ("query_id", pa.string()), ("item_id", pa.string()), ("question", pa.string()), ("category", pa.string()),
+    ]),
+    "flows": pa.schema([
+        ("flow_id", pa.string()), ("moves", pa.list_(pa.string())), ("n_turns", pa.int64()),
+        ("condition", pa.string()), ("n_follow_ups", pa.int64()), ("n_benign_moves", pa.int64()),
+    ]),
+    "conversations": pa.schema([
+        ("conversation_id", pa.string()), ("query_id", pa.string()), ("flow_id", pa.string()),
+        ("n_turns", pa.int64()), ("condition", pa.string()),
+    ]),
+    "provenance": pa.schema([
+        ("query_id", pa.string()), ("item_id", pa.string()), ("stage", pa.string()), ("decision", pa.string()),
+        ("reason", pa.string()), ("detail", pa.string()),
+    ]),
+}
+CONFIG_ORDER = ("queries", "checklists", "flows", "conversations", "provenance")
+_HF_DTYPES = {pa.string(): "string", pa.float64(): "float64", pa.int64(): "int64"}
+
+
+def parquet_name(config: str) -> str:
+    return f"data/{config}/test.parquet"
+
+
+def rows_sha256(rows: list[dict[str, Any]]) -> str:
+    """Hash of the rows themselves (canonical JSON lines), independent of the Parquet encoding."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    return h.hexdigest()
+
+
+def write_parquet(path: Path, config: str, rows: list[dict[str, Any]]) -> None:
+    table = arrow_table(config, rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd", compression_level=9, use_dictionary=True,
+                   write_statistics=True, store_schema=False, row_group_size=1 << 20)
+
+
+def hf_features(config: str) -> list[dict[str, Any]]:
+    out = []
+    for field in SCHEMAS[config]:
+        if pa.types.is_list(field.type):
+            out.append({"name": field.name, "list": _HF_DTYPES[field.type.value_type]})
+        else:
+            out.append({"name": field.name, "dtype": _HF_DTYPES[field.type]})
+    return out
+
+
+def arrow_table(config: str, rows: list[dict[str, Any]]) -> pa.Table:
+    schema = SCHEMAS[config]
+    return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+
+
+def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
+    header: dict[str, Any] = {
+        "pretty_name": "CarryOnBench",
+        "language": ["en"],
+        "license": "other",
+        "license_name": "carryonbench-research-use",
+        "task_categories": ["text-generation"],
+        "tags": ["safety", "over-refusal", "multi-turn", "benchmark", "llm-evaluation"],
+        "size_categories": ["1K<n<10K"],
+        "extra_gated_heading": "Access CarryOnBench (derived from gated SORRY-Bench queries)",
+        "extra_gated_prompt": (
+            "CarryOnBench's queries come from SORRY-Bench and CASE-Bench, which are gated under their own terms. "
+            "You agree to accept SORRY-Bench's terms, to use this dataset only to evaluate or improve the "
+            "safety and helpfulness of AI systems, and not to use it to elicit or distribute harmful content."),
+        "extra_gated_fields": {
+            "Name": "text", "Affiliation": "text", "Intended use": "text",
+            "I have accepted SORRY-Bench's terms of use": "checkbox",
+            "I will use this dataset only for research on AI safety and helpfulness": "checkbox",
+        },
+        "configs": [
+            {"config_name": c, "data_files": [{"split": "test", "path": parquet_name(c)}],
+             **({"default": True} if c == "conversations" else {})}
+            for c in CONFIG_ORDER if c in tables
+        ],
+        "dataset_info": [
+            {"config_name": c, "features": hf_features(c),
+             "splits": [{"name": "test", "num_bytes": arrow_table(c, tables[c]).nbytes, "num_examples": len(tables[c])}]}
+            for c in CONFIG_ORDER if c in tables
+        ],
+    }
+    return yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=100)
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
+
+
+def render_card(template: str, values: dict[str, Any]) -> str:
+    """Fill {{ name }} placeholders; an unknown placeholder is an error (the card must stay true)."""
+    def sub(m: re.Match) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise KeyError(f"dataset card template: no value for {{{{ {key} }}}}")
+        value = values[key]
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def file_entry(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], card: str,
+                         manifest: dict[str, Any]) -> dict[str, Any]:
+    """Write everything into a temporary folder beside `out`, then swap it in. Returns the manifest."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / "MANIFEST.json").is_file():
+        raise FileExistsError(f"{out}: exists, is not empty and is not a CarryOnBench build; choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for config in CONFIG_ORDER:
+            if config in tables:
+                write_parquet(tmp / parquet_name(config), config, tables[config])
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+        manifest = dict(manifest)
+        manifest["files"] = {p.relative_to(tmp).as_posix(): file_entry(p)
+                             for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest["content_sha256"] = {c: rows_sha256(tables[c]) for c in CONFIG_ORDER if c in tables}
+        (tmp / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        old = None
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+        tmp.rename(out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest

@@ -1,0 +1,128 @@
+"""The builder's stages, in order: ingest -> select -> [intents -> checklists] -> pool -> plan -> write.
+
+The LLM stages are optional (`--no-llm`); when they run they may drop queries, and the conversation
+plan is drawn for the final query set while the flow pool stays the same (it depends on the seed only).
+"""
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pyarrow
+
+from . import BUILDER_VERSION
+from .dataset_folder import card_yaml, render_card, write_dataset_folder
+from .domains import DOMAINS
+from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
+from .source import SourceQuery, file_sha256, load_source, select_queries
+
+CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
+
+
+@dataclass
+class LLMOutput:
+    """What the LLM stages hand back to the pipeline (builder/llm_stages.py produces it)."""
+    intents: dict[str, str]                       # query_id -> benign intent
+    checklist_rows: list[dict[str, Any]]          # rows of the checklists config
+    provenance_rows: list[dict[str, Any]]         # rows of the provenance config
+    kept_query_ids: list[str]                     # queries that survive the checklist filter
+    manifest: dict[str, Any] = field(default_factory=dict)   # stage models, params, prompt refs, usage
+    card: dict[str, Any] = field(default_factory=dict)       # extra card values (llm_summary text)
+
+
+LLMStages = Callable[[list[SourceQuery]], LLMOutput]
+
+
+def query_row(q: SourceQuery, intent: str) -> dict[str, Any]:
+    return {"query_id": q.query_id, "category": q.category, "domain": q.domain, "query": q.query,
+            "benign_intent": intent, "benign_context": q.benign_context, "malicious_context": q.malicious_context,
+            "safe_rate": q.safe_rate, "unsafe_context_safe_rate": q.unsafe_context_safe_rate,
+            "sorry_bench_id": q.sorry_bench_id}
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
+          limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
+          log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every stage and write the dataset folder; returns the manifest."""
+    source = Path(source)
+    all_queries = load_source(source)
+    selected = select_queries(all_queries)
+    log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} after dropping "
+        f"{len(all_queries) - len(selected)} queries of the 4 excluded categories")
+    if limit is not None:
+        selected = selected[:limit]
+        log(f"limit: building the first {len(selected)} queries")
+
+    if llm_stages is None:
+        llm = LLMOutput(intents={}, checklist_rows=[], provenance_rows=[],
+                        kept_query_ids=[q.query_id for q in selected])
+    else:
+        llm = llm_stages(selected)
+    kept = set(llm.kept_query_ids)
+    final = [q for q in selected if q.query_id in kept]
+
+    pool = flow_pool(seed)
+    flows = pool_flows(pool)
+    conversations = conversation_plan([q.query_id for q in final], pool, seed)
+    flow_by_id = {f.flow_id: f for f in flows}
+    tables: dict[str, list[dict[str, Any]]] = {
+        "queries": [query_row(q, llm.intents.get(q.query_id, "")) for q in final],
+        "checklists": [r for r in llm.checklist_rows if r["query_id"] in kept],
+        "flows": [f.row() for f in flows],
+        "conversations": conversations,
+    }
+    if llm_stages is not None:
+        tables["provenance"] = llm.provenance_rows
+
+    per_length = Counter((c["n_turns"], c["condition"]) for c in conversations)
+    counts = {name: len(rows) for name, rows in tables.items()}
+    model_turns = sum(flow_by_id[c["flow_id"]].n_turns // 2 for c in conversations)
+    used = {c["flow_id"] for c in conversations}
+    manifest: dict[str, Any] = {
+        "name": "carryonbench",
+        "release": release,
+        "builder_version": BUILDER_VERSION,
+        "seed": seed,
+        "source": {"file": source.name, "sha256": file_sha256(source)},
+        "llm_stages": llm.manifest if llm_stages is not None else None,
+        "encoding": {"pyarrow": pyarrow.__version__, "python": platform.python_version()},
+        "counts": {**counts, "model_turns": model_turns, "flows_used": len(used),
+                   "source_queries": len(all_queries), "selected_queries": len(selected),
+                   "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
+                   "domains": dict(sorted(Counter(q.domain for q in final).items()))},
+    }
+    card_values = {
+        "release": release, "builder_version": BUILDER_VERSION, "seed": seed,
+        "source_sha256": manifest["source"]["sha256"],
+        "n_source_queries": len(all_queries), "n_selected": len(selected), "n_queries": len(final),
+        "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
+        "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
+        "pool_size": POOL_SIZE,
+        "pool_table": _md_table(["follow-up moves", "turns", "BC flows", "NC flows", "valid sequences"],
+                                [[k, 2 * (k + 1), POOL_QUOTA[(k, "BC")], POOL_QUOTA[(k, "NC")], n]
+                                 for k, n in zip(range(1, 6), (5, 34, 213, 1361, 8654))]),
+        "domain_table": _md_table(["domain", "queries"],
+                                  [[d, sum(q.domain == d for q in final)] for d in DOMAINS]),
+        "llm_summary": llm.card.get("llm_summary") if llm_stages is not None else (
+            "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
+            "query, the `checklists` config has no rows (its Parquet file holds the schema only; `datasets` "
+            "cannot load a config with no rows, read it with pyarrow) and there is no `provenance` config. "
+            "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
+    }
+    if not CARD_TEMPLATE.is_file():
+        raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing (install with pip install -e .)")
+    card = "---\n" + card_yaml(tables) + "---\n\n" + render_card(
+        CARD_TEMPLATE.read_text(encoding="utf-8"), card_values)
+    manifest = write_dataset_folder(out, tables, card, manifest)
+    log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(used)} used), "
+        f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items")
+    return manifest

@@ -1,0 +1,186 @@
+"""Ingest and validate the CASE-Bench source file, then select CarryOnBench's queries (paper, Appendix A.1).
+
+The source is a JSON list of rows, two per query (one safe, one unsafe context):
+    query (str), context {sender, recipient, transmission_principle} (each a str or a {str: str} object),
+    context_intended_to_be_safe (bool), safe_rate (number in [0, 1]), scores (list of 1 | 2), category (str).
+Every problem raises SourceError with a one-line message naming the file, the row index and the field.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .domains import CATEGORIES, EXCLUDED_CATEGORIES
+
+CONTEXT_PARTS = ("sender", "recipient", "transmission_principle")
+
+
+class SourceError(Exception):
+    """Bad input: the message is one line naming file, row and field."""
+
+
+@dataclass(frozen=True)
+class SourceQuery:
+    """One CASE-Bench query with its two human-rated contexts."""
+    query_id: str
+    query: str
+    category: str
+    domain: str
+    sorry_bench_id: int
+    benign_context: str
+    malicious_context: str
+    safe_rate: float            # share of annotators judging the query safe in its safe context
+    unsafe_context_safe_rate: float
+    source_rows: tuple[int, int]  # (safe row index, unsafe row index) in the source file
+
+
+def query_id_for(query: str) -> str:
+    """Stable id from the query text alone: independent of row order, category spelling and rebuilds."""
+    return "cob-" + hashlib.sha256(query.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _label(key: str) -> str:
+    return key.replace("_", " ").strip().capitalize()
+
+
+def _is_leaf(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) or (
+        isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
+
+
+def _leaf_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(_leaf_text(v) for v in value)
+    return str(value).strip()
+
+
+def _is_text_tree(value: Any) -> bool:
+    """A non-empty string, or a non-empty object whose values are scalars, lists of scalars or such objects
+    (CASE-Bench nests some contexts and has a few numbers, booleans and lists among its leaves)."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, dict) and bool(value) and all(
+        _is_leaf(v) or _is_text_tree(v) for v in value.values())
+
+
+def _tree_lines(value: Any, depth: int) -> list[str]:
+    pad = "  " * depth
+    if isinstance(value, str):
+        return [f"{pad}- {value.strip()}"]
+    lines: list[str] = []
+    for key, sub in value.items():
+        if _is_leaf(sub):
+            lines.append(f"{pad}- {_label(key)}: {_leaf_text(sub)}")
+        else:
+            lines.append(f"{pad}- {_label(key)}:")
+            lines += _tree_lines(sub, depth + 1)
+    return lines
+
+
+def _context_text(ctx: dict[str, Any]) -> str:
+    """The CASE-Bench context as readable text: a heading per part, an indented line per attribute."""
+    lines: list[str] = []
+    for part in CONTEXT_PARTS:
+        lines.append(_label(part) + ":")
+        lines += _tree_lines(ctx[part], 0)
+    return "\n".join(lines)
+
+
+def _check_row(path: Path, i: int, row: Any) -> None:
+    where = f"{path}: row {i}"
+    if not isinstance(row, dict):
+        raise SourceError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for key, kind, label in (("query", str, "a non-empty string"), ("category", str, "a string"),
+                             ("context", dict, "an object {sender, recipient, transmission_principle}"),
+                             ("context_intended_to_be_safe", bool, "true or false"),
+                             ("scores", list, "a list of 1 (safe) / 2 (unsafe) ratings")):
+        if key not in row:
+            raise SourceError(f"{where}: field '{key}' is missing; expected {label}")
+        if not isinstance(row[key], kind):
+            raise SourceError(f"{where}: field '{key}': expected {label}, got {type(row[key]).__name__}")
+    if not row["query"].strip():
+        raise SourceError(f"{where}: field 'query': expected a non-empty string, got an empty one")
+    rate = row.get("safe_rate")
+    if "safe_rate" not in row:
+        raise SourceError(f"{where}: field 'safe_rate' is missing; expected a number in [0, 1]")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+        raise SourceError(f"{where}: field 'safe_rate': expected a number in [0, 1], got {rate!r}")
+    if not all(s in (1, 2) and not isinstance(s, bool) for s in row["scores"]):
+        raise SourceError(f"{where}: field 'scores': expected a list of 1 (safe) / 2 (unsafe) ratings")
+    for part in CONTEXT_PARTS:
+        if not _is_text_tree(row["context"].get(part)):
+            raise SourceError(f"{where}: field 'context.{part}': expected a non-empty string or an object "
+                              "of strings, numbers, lists or nested objects")
+    if row["category"] not in CATEGORIES:
+        raise SourceError(f"{where}: field 'category': unknown category {row['category']!r}; "
+                          f"expected one of SORRY-Bench's {len(CATEGORIES)} categories")
+
+
+def load_source(path: str | Path) -> list[SourceQuery]:
+    """Read and validate the whole file; return every query (all 45 categories), sorted by (category id, query_id)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SourceError(f"{path}: file not found")
+    try:
+        rows = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(rows, list) or not rows:
+        raise SourceError(f"{path}: expected a non-empty JSON list of rows, got {type(rows).__name__}")
+
+    by_query: dict[str, dict[bool, int]] = {}
+    for i, row in enumerate(rows):
+        _check_row(path, i, row)
+        query = row["query"].strip()
+        sides = by_query.setdefault(query, {})
+        safe = row["context_intended_to_be_safe"]
+        if safe in sides:
+            raise SourceError(f"{path}: row {i}: field 'context_intended_to_be_safe': duplicate row: row "
+                              f"{sides[safe]} already gives this query's {'safe' if safe else 'unsafe'} context")
+        first = next(iter(sides.values()), None)
+        if first is not None and rows[first]["category"] != row["category"]:
+            raise SourceError(f"{path}: row {i}: field 'category': {row['category']!r} differs from row {first}'s "
+                              f"{rows[first]['category']!r} for the same query")
+        sides[safe] = i
+
+    queries: list[SourceQuery] = []
+    for query, sides in by_query.items():
+        if len(sides) != 2:
+            (have, i), = sides.items()
+            raise SourceError(f"{path}: row {i}: field 'context_intended_to_be_safe': the query has no "
+                              f"{'unsafe' if have else 'safe'} context (each query needs one safe and one unsafe row)")
+        safe_row, unsafe_row = rows[sides[True]], rows[sides[False]]
+        category = safe_row["category"]
+        queries.append(SourceQuery(
+            query_id=query_id_for(query), query=query, category=category,
+            domain=CATEGORIES[category]["domain"], sorry_bench_id=CATEGORIES[category]["sorry_bench_id"],
+            benign_context=_context_text(safe_row["context"]),
+            malicious_context=_context_text(unsafe_row["context"]),
+            safe_rate=float(safe_row["safe_rate"]), unsafe_context_safe_rate=float(unsafe_row["safe_rate"]),
+            source_rows=(sides[True], sides[False]),
+        ))
+    ids: dict[str, SourceQuery] = {}
+    for q in queries:
+        if q.query_id in ids:  # a 48-bit hash collision between different queries: refuse rather than merge
+            raise SourceError(f"{path}: row {q.source_rows[0]}: field 'query': id {q.query_id} collides with row "
+                              f"{ids[q.query_id].source_rows[0]}")
+        ids[q.query_id] = q
+    return sorted(queries, key=lambda q: (q.sorry_bench_id, q.query_id))
+
+
+def select_queries(queries: list[SourceQuery]) -> list[SourceQuery]:
+    """Drop the 4 categories CarryOnBench excludes (paper, Appendix A.1)."""
+    return [q for q in queries if q.category not in EXCLUDED_CATEGORIES]

@@ -1,0 +1,120 @@
+"""`carryon-build verify`: prove that a dataset folder is exactly the release its MANIFEST describes."""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+import pyarrow.parquet as pq
+
+from carryon_eval.moves import condition, n_turns, violations
+
+from .dataset_folder import CONFIG_ORDER, file_entry, parquet_name, rows_sha256
+from .flows import PER_LENGTH
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    return pq.read_table(path).to_pylist()
+
+
+def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[list[str], dict[str, Any]]:
+    """Every mismatch as one readable line (empty list = the folder is exactly the manifest's release)."""
+    folder = Path(folder)
+    problems: list[str] = []
+    own = folder / "MANIFEST.json"
+    manifest_path = Path(manifest_path) if manifest_path else own
+    if not folder.is_dir():
+        return [f"{folder}: not a folder"], {}
+    if not manifest_path.is_file():
+        return [f"{manifest_path}: manifest not found"], {}
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files: dict[str, dict[str, Any]] = manifest["files"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        return [f"{manifest_path}: not a CarryOnBench manifest ({exc})"], {}
+    if manifest_path != own:
+        if not own.is_file():
+            problems.append(f"MANIFEST.json: missing from {folder}")
+        elif json.loads(own.read_text(encoding="utf-8")) != manifest:
+            problems.append(f"MANIFEST.json: differs from {manifest_path}")
+
+    # 1. bytes of every pinned file; no file unaccounted for
+    for rel, want in sorted(files.items()):
+        path = folder / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+            continue
+        got = file_entry(path)
+        if got != want:
+            hint = ""
+            config = rel.split("/")[1] if rel.startswith("data/") else None
+            if config and manifest.get("content_sha256", {}).get(config):
+                try:
+                    if rows_sha256(_read(path)) == manifest["content_sha256"][config]:
+                        hint = " (rows identical: re-encoded, e.g. by another pyarrow version)"
+                except Exception:  # noqa: BLE001 - a damaged file simply gives no hint
+                    pass
+            problems.append(f"{rel}: sha256/size mismatch: expected {want['sha256'][:16]}.../{want['size']} bytes, "
+                            f"found {got['sha256'][:16]}.../{got['size']} bytes{hint}")
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and rel != "MANIFEST.json" and rel not in files:
+            problems.append(f"{rel}: not listed in the manifest")
+
+    # 2. rows, counts and cross-references
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for config in CONFIG_ORDER:
+        rel = parquet_name(config)
+        if (folder / rel).is_file():
+            try:
+                tables[config] = _read(folder / rel)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"{rel}: unreadable Parquet ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+    counts = manifest.get("counts", {})
+    for config, rows in tables.items():
+        if counts.get(config) != len(rows):
+            problems.append(f"{parquet_name(config)}: {len(rows)} rows, manifest counts {counts.get(config)}")
+    problems += check_references(tables, expect_all_flows_used=counts.get("flows_used") == counts.get("flows"))
+    return problems, manifest
+
+
+def check_references(tables: dict[str, list[dict[str, Any]]], expect_all_flows_used: bool = False) -> list[str]:
+    problems: list[str] = []
+    flows = {f["flow_id"]: f for f in tables.get("flows", [])}
+    queries = {q["query_id"] for q in tables.get("queries", [])}
+    fl = parquet_name("flows")
+    for f in flows.values():
+        moves = list(f["moves"])
+        for v in violations(moves):
+            problems.append(f"{fl}: flow {f['flow_id']}: {v}")
+        if not violations(moves):
+            if f["n_turns"] != n_turns(len(moves)):
+                problems.append(f"{fl}: flow {f['flow_id']}: n_turns {f['n_turns']}, expected {n_turns(len(moves))}")
+            if f["condition"] != condition(moves):
+                problems.append(f"{fl}: flow {f['flow_id']}: condition {f['condition']}, expected {condition(moves)}")
+    cv = parquet_name("conversations")
+    plan: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for c in tables.get("conversations", []):
+        if c["query_id"] not in queries:
+            problems.append(f"{cv}: conversation {c['conversation_id']}: unknown query_id {c['query_id']}")
+        f = flows.get(c["flow_id"])
+        if f is None:
+            problems.append(f"{cv}: conversation {c['conversation_id']}: unknown flow_id {c['flow_id']}")
+            continue
+        plan[(c["query_id"], f["n_turns"])].append(c["flow_id"])
+    for (q, turns), flow_ids in sorted(plan.items()):
+        got = Counter(flows[x]["condition"] for x in flow_ids)
+        if dict(got) != PER_LENGTH:
+            problems.append(f"{cv}: query {q}, {turns} turns: {dict(got)} conversations, expected {PER_LENGTH}")
+        if len(set(flow_ids)) != len(flow_ids):
+            problems.append(f"{cv}: query {q}, {turns} turns: the same flow twice")
+    if expect_all_flows_used:
+        unused = set(flows) - {x for ids in plan.values() for x in ids}
+        if unused:
+            problems.append(f"{fl}: {len(unused)} pool flows used by no conversation, e.g. {sorted(unused)[0]}")
+    ck = parquet_name("checklists")
+    for r in tables.get("checklists", []):
+        if r["query_id"] not in queries:
+            problems.append(f"{ck}: item {r['item_id']}: unknown query_id {r['query_id']}")
+    return problems
