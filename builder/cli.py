@@ -63,5 +63,30 @@ def verify(folder: Path, manifest: Optional[Path]) -> None:
                f"counts {{{', '.join(f'{k}: {v}' for k, v in man['counts'].items() if isinstance(v, int))}}}")
 
 
+# Configs without any source text (ids, move names, counts): the only tables a repository may hold.
+TEXT_FREE_CONFIGS = ("flows", "conversations")
+
+
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--to", "dest", required=True, type=click.Path(path_type=Path), help="e.g. releases/v0.1.0")
+def freeze(folder: Path, dest: Path) -> None:
+    """Copy a verified build's MANIFEST.json and its text-free tables (flows, conversations) into DEST."""
+    import shutil
+
+    from .dataset_folder import parquet_name
+    from .verify import verify_folder
+
+    problems, man = verify_folder(folder)
+    if problems:
+        fail(f"{folder} does not verify ({problems[0]}); rebuild it first")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / "MANIFEST.json", dest / "MANIFEST.json")
+    for config in TEXT_FREE_CONFIGS:
+        (dest / parquet_name(config)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / parquet_name(config), dest / parquet_name(config))
+    click.echo(f"froze release {man['release']} into {dest}: MANIFEST.json + {', '.join(TEXT_FREE_CONFIGS)}")
+
+
 def main() -> None:
     cli()

@@ -5,7 +5,6 @@ plan is drawn for the final query set while the flow pool stays the same (it dep
 """
 from __future__ import annotations
 
-import platform
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,14 +93,14 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "seed": seed,
         "source": {"file": source.name, "sha256": file_sha256(source)},
         "llm_stages": llm.manifest if llm_stages is not None else None,
-        "encoding": {"pyarrow": pyarrow.__version__, "python": platform.python_version()},
+        "encoding": {"pyarrow": pyarrow.__version__},
         "counts": {**counts, "model_turns": model_turns, "flows_used": len(used),
                    "source_queries": len(all_queries), "selected_queries": len(selected),
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
     card_values = {
-        "release": release, "builder_version": BUILDER_VERSION, "seed": seed,
+        "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
         "n_source_queries": len(all_queries), "n_selected": len(selected), "n_queries": len(final),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
