@@ -1,0 +1,195 @@
+"""Rollout: every conversation of the selected conditions, played against the target model.
+
+Conditions (paper §4): "turn1" (the query alone), "oracle" (query + benign intent in one prompt),
+"bc" and "nc" (the dataset's conversations; a flow of k moves gives 1 + k target replies, each
+follow-up user turn rendered by the user simulator). With shared_turn1 the turn-1 reply of a query
+is generated once and is the first reply of all its bc/nc conversations.
+
+Conversations run concurrently (up to `concurrency`), turns in order within one. Each finished
+conversation is appended to transcripts.jsonl at once; a rerun skips those, and the response cache
+makes the finished turns of an interrupted conversation free.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional, Sequence
+
+from .dataset import Benchmark, DatasetError
+from .moves import BC_MOVES, condition as flow_condition
+from .progress import Progress
+from .prompts import load_prompt
+from .run import RunFolder
+from .schema import CONDITIONS, Message, Transcript
+from .simulator import SimulatorError, UserSimulator
+
+STAGE = "target"
+ORACLE_PROMPT = "target/oracle"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Target generation parameters."""
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int = 0
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def turn_seed(base: int, conversation_id: str, turn: int, role: str) -> int:
+    """A fixed seed per (run seed, conversation, turn, role): reruns hit the cache, conversations differ."""
+    digest = hashlib.sha256(f"{base}|{role}|{conversation_id}|{turn}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
+@dataclass(frozen=True)
+class Job:
+    conversation_id: str
+    query_id: str
+    condition: str
+    flow_id: Optional[str] = None
+    moves: tuple[str, ...] = ()
+
+
+def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[dict[str, str]]]:
+    """All conversations to run, in order (turn1, oracle, then the dataset's), and those skipped with why."""
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {unknown}; expected some of {list(CONDITIONS)}")
+    jobs: list[Job] = []
+    skipped: list[dict[str, str]] = []
+    for qid, q in bench.queries.items():
+        if "turn1" in conditions:
+            jobs.append(Job(f"turn1:{qid}", qid, "turn1"))
+        if "oracle" in conditions:
+            if q.get("benign_intent"):
+                jobs.append(Job(f"oracle:{qid}", qid, "oracle"))
+            else:
+                skipped.append({"conversation_id": f"oracle:{qid}", "condition": "oracle",
+                                "reason": "query has no benign_intent (the oracle prompt needs it)"})
+    for conv in bench.conversations:
+        flow = bench.flows[conv["flow_id"]]
+        moves = tuple(flow["moves"])
+        cond = str(flow["condition"]).lower()
+        if cond != flow_condition(moves).lower():
+            raise DatasetError(f"dataset {bench.source}: flow {flow['flow_id']} has condition {flow['condition']!r} "
+                               f"but its moves {list(moves)} make it {flow_condition(moves)!r}")
+        if cond not in conditions:
+            continue
+        if any(m in BC_MOVES for m in moves) and not bench.queries[conv["query_id"]].get("benign_intent"):
+            skipped.append({"conversation_id": conv["conversation_id"], "condition": cond,
+                            "reason": "query has no benign_intent (benign clarification moves need it)"})
+            continue
+        jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, flow["flow_id"], moves))
+    return jobs, skipped
+
+
+@dataclass
+class RolloutSummary:
+    total: int                       # conversations planned
+    finished: int                    # in transcripts.jsonl at the end
+    new: int                         # finished by this call
+    failed: dict[str, str] = field(default_factory=dict)   # conversation_id -> reason
+
+
+def _chat_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+async def rollout(bench: Benchmark, run: RunFolder, target: Any, simulator: UserSimulator, *,
+                  conditions: Sequence[str], gen: Generation, shared_turn1: bool = True,
+                  concurrency: int = 8, show_progress: Optional[bool] = None) -> RolloutSummary:
+    jobs, _ = plan(bench, conditions)
+    existing = {t.conversation_id: t for t in run.transcripts()}
+    todo = [j for j in jobs if j.conversation_id not in existing]
+    model = target.config.model
+    gate = asyncio.Semaphore(max(1, concurrency))
+    failed: dict[str, str] = {}
+    bar = Progress(len(jobs), "rollout", usage=target.usage, initial=len(jobs) - len(todo),
+                   disable=None if show_progress is None else not show_progress)
+
+    async def reply(conversation_id: str, messages: Sequence[Message], turn: int) -> tuple[Message, Optional[str]]:
+        result = await target.chat(_chat_messages(messages), stage=STAGE, temperature=gen.temperature,
+                                   max_tokens=gen.max_tokens, seed=turn_seed(gen.seed, conversation_id, turn, "target"))
+        return Message(role="assistant", content=result.text or "", turn=turn, model=model), result.finish_reason
+
+    def finish(job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
+               **meta: Any) -> None:
+        run.append(Transcript(conversation_id=job.conversation_id, query_id=job.query_id, condition=job.condition,
+                              flow_id=job.flow_id, moves=list(job.moves), messages=messages, target_model=model,
+                              shared_turn1=shared, meta={"finish_reasons": finish_reasons, **meta}))
+        bar.advance()
+
+    # Phase 1: the turn-1 reply of every query that needs one (its own turn1 transcript, or shared bc/nc).
+    first: dict[str, tuple[Message, Optional[str]]] = {}
+    need_first = {j.query_id for j in todo if j.condition == "turn1"}
+    if shared_turn1:
+        need_first |= {j.query_id for j in todo if j.condition in ("bc", "nc")}
+    for qid in list(need_first):
+        done = existing.get(f"turn1:{qid}")
+        if done is not None:
+            first[qid] = (done.replies[0], (done.meta.get("finish_reasons") or [None])[0])
+            need_first.discard(qid)
+
+    async def turn1(qid: str) -> None:
+        async with gate:
+            query = Message(role="user", content=bench.queries[qid]["query"], turn=1)
+            first[qid] = await reply(f"turn1:{qid}", [query], 1)
+            if "turn1" in conditions and f"turn1:{qid}" not in existing:
+                finish(Job(f"turn1:{qid}", qid, "turn1"), [query, first[qid][0]], [first[qid][1]], shared_turn1)
+
+    async def converse(job: Job) -> None:
+        async with gate:
+            q = bench.queries[job.query_id]
+            meta: dict[str, Any] = {}
+            if job.condition == "oracle":
+                prompt = load_prompt(ORACLE_PROMPT)
+                opening = prompt.render(query=q["query"], benign_intent=q["benign_intent"])
+                meta["prompt"] = prompt.ref
+            else:
+                opening = q["query"]
+            messages = [Message(role="user", content=opening, turn=1)]
+            shared = shared_turn1 and job.condition in ("bc", "nc")
+            answer, why = first[job.query_id] if shared else await reply(job.conversation_id, messages, 1)
+            messages.append(answer)
+            reasons = [why]
+            for turn, move in enumerate(job.moves, start=2):
+                try:
+                    user = await simulator.render(
+                        move, query=q["query"], history=messages, turn=turn,
+                        seed=turn_seed(gen.seed, job.conversation_id, turn, "user"),
+                        benign_intent=q.get("benign_intent") if move in BC_MOVES else None)
+                except SimulatorError as exc:
+                    failed[job.conversation_id] = str(exc)
+                    run.record_failure(job.conversation_id, str(exc))
+                    bar.advance()
+                    return
+                messages.append(user)
+                answer, why = await reply(job.conversation_id, messages, turn)
+                messages.append(answer)
+                reasons.append(why)
+            if job.moves:
+                meta["user_model"] = simulator.model
+            finish(job, messages, reasons, shared, **meta)
+
+    async def all_of(coros: list[Any]) -> None:
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            for fut in asyncio.as_completed(tasks):
+                await fut
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    already = len(jobs) - len(todo)
+    try:
+        await all_of([turn1(qid) for qid in need_first])
+        await all_of([converse(j) for j in todo if j.condition != "turn1"])
+    finally:
+        bar.close()
+    finished = len(run.finished_ids() & {j.conversation_id for j in jobs})
+    return RolloutSummary(total=len(jobs), finished=finished, new=finished - already, failed=failed)

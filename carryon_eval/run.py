@@ -1,0 +1,195 @@
+"""The run folder: what one evaluation run writes, and how a rerun picks up where it stopped.
+
+    RUNDIR/
+      run.json            settings, written once at the start (atomically); never holds an API key
+      transcripts.jsonl   one schema.Transcript per FINISHED conversation, append-only, fsynced per line
+      failures.jsonl      conversations that could not be finished, with the reason (retried on rerun)
+      cache/              ResponseCache of every model call (target, user simulator, judges)
+      ...                 judgments, results.json, report.html (written by the judge and report phases)
+
+A rerun with the same settings resumes: conversations already in transcripts.jsonl are skipped,
+and the cache makes the already generated turns of an unfinished conversation free.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from .schema import Transcript
+
+RUN_FILE = "run.json"
+TRANSCRIPTS_FILE = "transcripts.jsonl"
+FAILURES_FILE = "failures.jsonl"
+CACHE_DIR = "cache"
+
+# Settings that shape the transcripts: a rerun into the same folder must agree on all of them.
+# (Endpoint URLs, API key variables and concurrency may change between reruns.)
+COMPATIBLE_KEYS: tuple[tuple[str, ...], ...] = (
+    ("dataset", "source"), ("dataset", "revision"), ("dataset", "manifest_sha256"),
+    ("roles", "target", "model"), ("roles", "user", "model"),
+    ("generation", "target"), ("generation", "user"),
+    ("conditions",), ("limit",), ("shared_turn1",), ("prompts",),
+)
+
+
+class RunError(Exception):
+    """An unusable run folder; the message says why and what to do."""
+
+
+def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)  # type: ignore[assignment]
+    return d
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _append_line(path: Path, obj: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete JSON lines of a file; a torn last line (killed mid-write) is ignored."""
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line so that the next append starts on a fresh line."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    with open(path, "r+b") as fh:
+        fh.truncate(data.rfind(b"\n") + 1)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class RunFolder:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    @property
+    def run_file(self) -> Path:
+        return self.path / RUN_FILE
+
+    @property
+    def transcripts_file(self) -> Path:
+        return self.path / TRANSCRIPTS_FILE
+
+    @property
+    def failures_file(self) -> Path:
+        return self.path / FAILURES_FILE
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path / CACHE_DIR
+
+    # ------------------------------------------------------------ run.json
+    def exists(self) -> bool:
+        return self.run_file.is_file()
+
+    def read_meta(self) -> dict[str, Any]:
+        if not self.path.is_dir():
+            raise RunError(f"{self.path} is not a run folder (it does not exist)")
+        if not self.exists():
+            raise RunError(f"{self.path} is not a run folder (no {RUN_FILE})")
+        try:
+            meta = json.loads(self.run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{self.run_file} is unreadable: {exc}") from None
+        if not isinstance(meta, dict):
+            raise RunError(f"{self.run_file} is not a JSON object")
+        return meta
+
+    def check(self, meta: dict[str, Any]) -> None:
+        """Raise RunError unless `meta` can start a new run here or resume the one already here."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunError(f"{self.path} exists and is not a folder")
+        if self.exists():
+            old = self.read_meta()
+            for key in COMPATIBLE_KEYS:
+                if _get(old, key) != _get(meta, key):
+                    raise RunError(
+                        f"{self.path} holds a run with other settings ({'.'.join(key)}: "
+                        f"{json.dumps(_get(old, key))} there, {json.dumps(_get(meta, key))} now); "
+                        "use another --out folder, or the same settings to resume")
+        elif self.path.is_dir() and any(self.path.iterdir()):
+            raise RunError(f"{self.path} is not empty and has no {RUN_FILE}; use an empty or new --out folder")
+
+    def start(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """Create the run with `meta` as run.json, or resume the compatible run already here.
+
+        Returns the run.json in force (the existing one when resuming)."""
+        self.check(meta)
+        if self.exists():
+            meta = self.read_meta()
+        else:
+            try:
+                write_json_atomic(self.run_file, meta)
+            except OSError as exc:
+                raise RunError(f"cannot write {self.run_file}: {exc.strerror or exc}") from None
+        self.prepare()
+        return meta
+
+    def prepare(self) -> None:
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            _repair_tail(self.transcripts_file)
+            _repair_tail(self.failures_file)
+        except OSError as exc:
+            raise RunError(f"cannot use run folder {self.path}: {exc.strerror or exc}") from None
+
+    # ------------------------------------------------------------ transcripts
+    def transcripts(self) -> list[Transcript]:
+        return [Transcript.from_dict(d) for d in _read_lines(self.transcripts_file)]
+
+    def finished_ids(self) -> set[str]:
+        return {d["conversation_id"] for d in _read_lines(self.transcripts_file)}
+
+    def append(self, transcript: Transcript) -> None:
+        _append_line(self.transcripts_file, transcript.to_dict())
+
+    # ------------------------------------------------------------ failures
+    def record_failure(self, conversation_id: str, reason: str) -> None:
+        _append_line(self.failures_file, {"conversation_id": conversation_id, "reason": reason})
+
+    def failures(self) -> dict[str, str]:
+        """Conversations that failed and were not finished by a later rerun: id -> latest reason."""
+        done = self.finished_ids()
+        return {d["conversation_id"]: d["reason"] for d in _read_lines(self.failures_file)
+                if d["conversation_id"] not in done}
