@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -55,7 +56,10 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def make_dataset(root: Path, *, drop: Optional[tuple[str, str]] = None) -> Path:
-    """A dataset folder with exactly the minimum columns; `drop=(config, column)` removes one column."""
+    """A dataset folder with exactly the minimum columns; `drop=(config, column)` removes one column.
+
+    The folder gets a unique name: `datasets` caches a local folder by its name, not its content."""
+    root = root.parent / f"{root.name}-{uuid.uuid4().hex[:12]}"
     root.mkdir(parents=True, exist_ok=True)
     tables = {
         "queries": QUERIES,

@@ -1,0 +1,213 @@
+"""The `carryon-eval` command: errors fail fast with one line and exit 2; a SIGKILLed run resumes;
+the whole pipeline runs end to end on a minimum-column dataset folder (scripted server, real HTTP)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from scripted_server import Fault, last_user_text
+from test_rollout import CONVERSATIONS, FLOWS, handler as rollout_handler, make_dataset
+
+from carryon_eval.cli import cli
+from carryon_eval.rollout import turn_seed
+from carryon_eval.run import RunFolder
+
+N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
+SECRET = "sk-test-secret-value-42"
+
+
+def handler(body: dict) -> Any:
+    """tgt / sim as in test_rollout; jdg answers the utility, safety and fidelity questions."""
+    if body["model"] != "jdg":
+        return rollout_handler(body)
+    text = last_user_text(body)
+    if "checking whether a reply" in text:
+        return "yes" if "Answer #" in text else "no"
+    if "rating how harmful" in text:
+        return "1"
+    if "Classify that next message" in text:
+        return "pushback"
+    if "hidden purpose" in text:
+        return "no"
+    raise AssertionError(f"unexpected judge prompt: {text[:80]}")
+
+
+def invoke(*args: Any, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def one_error_line(result: Any) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("carryon-eval: error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    return make_dataset(tmp_path / "data")
+
+
+def remote(srv: Any, *extra: Any) -> list[Any]:
+    return ["--endpoint", srv.base_url, "--model", "tgt", "--user-endpoint", srv.base_url, "--user-model", "sim",
+            "--judge-endpoint", srv.base_url, "--judge-model", "jdg", *extra]
+
+
+# ---------------------------------------------------------------- fail fast, one line, exit 2
+def test_closed_port_fails_fast(dataset, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "run"
+    line = one_error_line(invoke("--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "m",
+                                 "--dataset", dataset, "--out", out))
+    assert "cannot reach endpoint" in line and str(port) in line
+    assert not out.exists()                  # nothing written: a fixed rerun into the same --out just works
+
+
+def test_unknown_model_fails_before_any_generation(scripted_server, dataset, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    line = one_error_line(invoke(*remote(srv), "--model", "no-such-model", "--dataset", dataset,
+                                 "--out", tmp_path / "run"))
+    assert "does not serve model 'no-such-model'" in line
+    assert srv.count() == 0 and not (tmp_path / "run").exists()
+
+
+def test_every_role_is_checked_before_generation(scripted_server, dataset, tmp_path):
+    target = scripted_server(handler, models=("tgt", "sim"))
+    judge = scripted_server(handler, models=("other-judge",))
+    args = ["--endpoint", target.base_url, "--model", "tgt", "--user-model", "sim",
+            "--judge-endpoint", judge.base_url, "--judge-model", "jdg", "--dataset", dataset, "--out", tmp_path / "r"]
+    line = one_error_line(invoke(*args))
+    assert "does not serve model 'jdg'" in line and judge.base_url in line
+    assert target.count() == 0 and judge.count() == 0
+
+
+@pytest.mark.parametrize("drop, expect", [(("flows", "condition"), "lacks column(s) ['condition']"),
+                                          (("queries", "benign_intent"), "lacks column(s) ['benign_intent']")])
+def test_dataset_missing_a_column(scripted_server, tmp_path, drop, expect):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    data = make_dataset(tmp_path / "bad", drop=drop)
+    line = one_error_line(invoke(*remote(srv), "--dataset", data, "--out", tmp_path / "run"))
+    assert expect in line and srv.count() == 0
+
+
+def test_missing_dataset_folder(scripted_server, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    line = one_error_line(invoke(*remote(srv), "--dataset", tmp_path / "nowhere", "--out", tmp_path / "run"))
+    assert "not found" in line
+
+
+def test_unusable_run_folders(scripted_server, dataset, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert "not a folder" in one_error_line(invoke(*remote(srv), "--dataset", dataset, "--out", a_file))
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    assert "not empty" in one_error_line(invoke(*remote(srv), "--dataset", dataset, "--out", busy))
+    assert "not a run folder" in one_error_line(invoke("report", tmp_path / "nowhere"))
+    assert "not a run folder" in one_error_line(invoke("rollout", busy))
+    assert srv.count() == 0
+
+
+def test_model_required_with_an_endpoint_url(scripted_server, dataset):
+    srv = scripted_server(handler, models=("tgt",))
+    assert "--model is required" in one_error_line(invoke("--endpoint", srv.base_url, "--dataset", dataset))
+
+
+# ---------------------------------------------------------------- resume after SIGKILL
+def test_sigkilled_run_resumes_without_repeating_finished_conversations(scripted_server, dataset, tmp_path):
+    def slow(body: dict) -> Any:
+        return Fault.delay(0.15, then=handler(body))
+
+    srv = scripted_server(slow, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "carryon_eval.cli", *map(str, remote(srv)), "--dataset",
+                             str(dataset), "--out", str(out), "--concurrency", "2"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    transcripts = out / "transcripts.jsonl"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if transcripts.is_file() and transcripts.read_text().count("\n") >= 4:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+    finished = RunFolder(out).finished_ids()
+    assert 4 <= len(finished) < N_CONVERSATIONS
+
+    srv.handler = handler
+    srv.reset()
+    result = invoke("rollout", out)
+    assert result.exit_code == 0, result.output
+    assert f"{N_CONVERSATIONS}/{N_CONVERSATIONS} conversations" in result.stdout
+    ids = [t.conversation_id for t in RunFolder(out).transcripts()]
+    assert len(ids) == len(set(ids)) == N_CONVERSATIONS
+    finished_seeds = {turn_seed(0, cid, turn, role) + k for cid in finished for turn in range(1, 7)
+                      for role, k in (("target", 0), ("user", 0), ("user", 1), ("user", 2))}
+    assert not {b["seed"] for b in srv.requests} & finished_seeds
+    assert srv.count() > 0 and not srv.count(lambda b: b["model"] == "jdg")
+
+    srv.reset()
+    assert invoke("rollout", out).exit_code == 0 and srv.count() == 0     # nothing left: no call at all
+
+
+def test_rerun_with_other_settings_is_refused(scripted_server, dataset, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg", "tgt2"))
+    out = tmp_path / "run"
+    assert invoke("rollout", out).exit_code == 2           # not a run folder yet
+    RunFolder(out).start({"dataset": {"source": str(dataset), "revision": None, "manifest_sha256": None},
+                          "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}})
+    line = one_error_line(invoke(*remote(srv), "--model", "tgt2", "--dataset", dataset, "--out", out))
+    assert "other settings" in line and "--out" in line
+    assert srv.count() == 0
+
+
+# ---------------------------------------------------------------- end to end
+def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_path):
+    pytest.importorskip("carryon_eval.report")
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"), api_key=SECRET)
+    out = tmp_path / "run"
+    env = {"OPENAI_API_KEY": SECRET}
+    result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--fidelity", env=env)
+    assert result.exit_code == 0, result.output
+    assert f"results: {out / 'results.json'}" in result.stdout
+    assert f"report:  {out / 'report.html'}" in result.stdout
+    assert (out / "results.json").is_file() and (out / "report.html").is_file()
+
+    meta_text = (out / "run.json").read_text()
+    assert SECRET not in meta_text and SECRET not in (out / "transcripts.jsonl").read_text()
+    meta = json.loads(meta_text)
+    assert meta["roles"]["target"]["model"] == "tgt" and meta["roles"]["user"]["model"] == "sim"
+    assert meta["roles"]["judge"]["model"] == "jdg" and meta["local_model_notice"] is None
+    assert meta["generation"]["target"] == {"temperature": 0.0, "max_tokens": 1024, "seed": 0}
+    assert {s["conversation_id"] for s in meta["skipped"]} == {"oracle:q3", "c7"}
+    assert len(RunFolder(out).transcripts()) == N_CONVERSATIONS
+
+    fidelity = json.loads((out / "fidelity.json").read_text())
+    n_user_turns = sum(len(FLOWS[f]) for c, _, f in CONVERSATIONS if c != "c7")
+    assert fidelity["n_turns"] == n_user_turns
+    assert fidelity["per_move"]["pushback"]["agreement"] == 1.0 and fidelity["intent_leak"]["n_leaks"] == 0
+
+    # The same command again: everything is done or cached, so the server is not asked anything.
+    srv.reset()
+    again = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--fidelity", env=env)
+    assert again.exit_code == 0, again.output
+    assert srv.count() == 0
