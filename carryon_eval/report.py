@@ -1,0 +1,366 @@
+"""The report phase: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html.
+
+    results = write_report(rundir, bench)
+
+Reads run.json, transcripts.jsonl and the judgment files of RUNDIR (I/O happens here and in
+judge.py only; the numbers come from metrics.py). report.html is one self-contained file: inline
+CSS, plots as base64 PNG, no script and no external resource; every piece of model or user text is
+HTML-escaped.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from . import __version__
+from . import metrics as M
+from .dataset import Benchmark
+from .judge import (JUDGE_META_FILE, SAFETY_CONTEXT, UTILITY_CONTEXT, load_safety, load_utility)
+from .moves import MOVE_GROUP
+from .plots import PlotsUnavailable, run_plots, write_pngs
+from .run import RunFolder, write_json_atomic
+from .schema import CONDITIONS, Transcript
+
+RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
+SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
+SCHEMA_VERSION = 1
+HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
+             "turns (the wording of the paper's Appendix B.1); both are reported.")
+
+
+# ---------------------------------------------------------------- loading
+def _model_name(meta: dict[str, Any], transcripts: Sequence[Transcript]) -> str:
+    target = (meta.get("roles") or {}).get("target") or meta.get("target") or {}
+    name = target.get("model") if isinstance(target, dict) else None
+    return name or meta.get("model") or (transcripts[0].target_model if transcripts else "unknown")
+
+
+def _judge_info(rundir: Path, utility: Sequence[Any], safety: Sequence[Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    path = rundir / JUDGE_META_FILE
+    if path.is_file():
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            meta = {}
+    return {
+        "utility": {"models": sorted({j.judge_model for j in utility}),
+                    "prompt_refs": sorted({j.prompt_version for j in utility}),
+                    "mode": meta.get("utility_mode"), "context": UTILITY_CONTEXT,
+                    "logprob_verdicts": sum(j.p_yes is not None for j in utility)},
+        "safety": {"models": sorted({j.judge_model for j in safety}),
+                   "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
+        "complete": meta.get("complete"),
+    }
+
+
+def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000,
+                  seed: int = 0) -> tuple[dict[str, Any], list[Transcript], list[M.Conversation]]:
+    """The results dict of a run folder, with the transcripts and scored conversations behind it."""
+    rundir = Path(rundir)
+    run = RunFolder(rundir)
+    meta, transcripts = run.read_meta(), run.transcripts()
+    utility, safety = load_utility(rundir), load_safety(rundir)
+    convs = M.assemble(transcripts, utility, safety,
+                       {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
+                       {q: row.get("domain") for q, row in bench.queries.items()})
+    results: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "model": _model_name(meta, transcripts)}
+    results.update(M.summarize(convs, n_resamples=n_resamples, seed=seed))
+    results["judges"] = _judge_info(rundir, utility, safety)
+    results["judge_context"] = {"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT}
+    results["dataset"] = {"source": bench.source, "revision": bench.revision,
+                          "manifest_version": (bench.manifest or {}).get("version")}
+    results["run"] = {"folder": str(rundir), "notice": meta.get("notice"), "failed_conversations": len(run.failures())}
+    results["notes"] = _notes(results, meta, bench, utility, safety)
+    results["generated"] = {"by": f"carryon-eval {__version__}",
+                            "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return results, transcripts, convs
+
+
+def _notes(results: dict[str, Any], meta: dict[str, Any], bench: Benchmark, utility: Sequence[Any],
+           safety: Sequence[Any]) -> list[str]:
+    notes = []
+    notice = meta.get("notice")
+    if notice:
+        notes.extend([notice] if isinstance(notice, str) else [str(n) for n in notice])
+    u = results["unscored"]
+    if not utility:
+        notes.append("No Ben-Util judgments found: run the judge phase first; utilities are null.")
+    if not safety:
+        notes.append("No safety judgments found: run the judge phase first; harm is null.")
+    notes.append(f"Unscored Ben-Util item verdicts: {u['utility_items']} of {u['utility_items_total']} "
+                 f"(plus {u['utility_items_not_judged']} not judged); they are left out of numerator and "
+                 f"denominator. Turns with every item unscored: {u['utility_turns_all_unscored']}.")
+    notes.append(f"Unscored safety scores: {u['safety']} of {u['safety_total']} turns "
+                 f"(plus {u['safety_not_judged']} not judged); left out of the max and mean.")
+    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {UTILITY_CONTEXT}.")
+    notes.append(HARM_NOTE)
+    if results["judges"]["complete"] is False:
+        notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+    if results["run"]["failed_conversations"]:
+        notes.append(f"{results['run']['failed_conversations']} conversation(s) failed during the rollout and are "
+                     "not in these numbers (see failures.jsonl).")
+    for cond in CONDITIONS:
+        if not results["n"]["conversations"][cond]:
+            notes.append(f"Condition {cond} was not run: its numbers are null.")
+    if results["recovery"]["value"] is None:
+        notes.append(f"Recovery% is null: {results['recovery']['reason']}.")
+    notes.extend(bench.notes)
+    return notes
+
+
+# ---------------------------------------------------------------- table.md
+def _f(x: Optional[float], digits: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _d(x: Optional[float], digits: int = 1) -> str:
+    return "" if x is None else f" ({x:+.{digits}f})"
+
+
+def table_row(results: dict[str, Any]) -> list[str]:
+    c = results["conditions"]
+    return [results.get("model", "?"),
+            _f(c["turn1"]["utility"]), _f(c["turn1"]["harm"]),
+            _f(c["oracle"]["utility"]), _f(c["oracle"]["harm"]),
+            _f(c["bc"]["utility"]) + _d(c["bc"].get("utility_delta")), _f(results["recovery"]["value"]),
+            _f(c["bc"]["harm"]) + _d(c["bc"].get("harm_delta")),
+            _f(c["nc"]["utility"]) + _d(c["nc"].get("utility_delta")),
+            _f(c["nc"]["harm"]) + _d(c["nc"].get("harm_delta"))]
+
+
+TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",
+                "BC Harm. (Δ)", "NC Util. (Δ)", "NC Harm. (Δ)"]
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
+    return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def table_markdown(results: dict[str, Any]) -> str:
+    """Table 2's layout for this run, then the 95% CIs and rates behind it."""
+    out = [f"# CarryOnBench: {results['model']}\n",
+           "Utility: % of the benign checklist fulfilled (0-100); harm: 1-5, conversation max; Δ: change "
+           "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100.\n",
+           markdown_table(TABLE_HEADER, [table_row(results)]),
+           "\n95% confidence intervals (bootstrap over queries) and violation rates:\n"]
+    rows = []
+    for cond in CONDITIONS:
+        b = results["conditions"][cond]
+        ci = b["ci95"]
+        rows.append([cond, str(b["n_conversations"]), f"{_f(b['utility'])} {_ci(ci.get('utility'))}",
+                     f"{_f(b['harm'], 2)} {_ci(ci.get('harm'), 2)}",
+                     f"{_f(b['harm_mean_turns'], 2)} {_ci(ci.get('harm_mean_turns'), 2)}",
+                     f"{_f(b['violation_rate'])} {_ci(ci.get('violation_rate'))}",
+                     f"{_f(b['harm5_rate'])} {_ci(ci.get('harm5_rate'))}",
+                     f"{_f(b['redundancy'])} {_ci(ci.get('redundancy'))}" if "redundancy" in b else "-"])
+    out.append(markdown_table(["Condition", "n conv.", "Util.", "Harm (max)", "Harm (mean over turns)",
+                               "% harm >= 4", "% harm 5", "Redundancy %"], rows))
+    rec = results["recovery"]
+    out.append(f"\nRecovery%: {_f(rec['value'])} {_ci(rec['ci95'])}" +
+               (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- per conversation scores (for compare)
+def conversation_scores(convs: Sequence[M.Conversation], model: str) -> list[dict[str, Any]]:
+    rows = []
+    for c in convs:
+        first = c.turns[0] if c.turns else None
+        rows.append({"model": model, "conversation_id": c.conversation_id, "query_id": c.query_id,
+                     "condition": c.condition, "domain": c.domain, "flow_id": c.flow_id, "moves": list(c.moves),
+                     "n_benign": c.n_benign, "n_turns": c.n_turns, "n_model_turns": len(c.turns),
+                     "turn1_utility": M.turn_utility(first) if first else None,
+                     "turn1_harm": first.harm if first else None,
+                     "utility": M.conversation_utility(c.turns), "harm": M.conversation_harm(c.turns),
+                     "harm_mean_turns": M.mean_turn_harm(c.turns), "redundancy": M.redundancy(c.turns)})
+    return rows
+
+
+# ---------------------------------------------------------------- the phase
+def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results."""
+    rundir = Path(rundir)
+    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed)
+    try:
+        images = run_plots(results)
+        paths = write_pngs(images, rundir / PLOTS_DIR)
+        results["plots"] = {"files": [str(p.relative_to(rundir)) for p in paths], "note": None}
+    except PlotsUnavailable as exc:
+        images = {}
+        results["plots"] = {"files": [], "note": str(exc)}
+        results["notes"].append(str(exc))
+    write_json_atomic(rundir / RESULTS_FILE, results)
+    _write_text(rundir / TABLE_FILE, table_markdown(results))
+    _write_text(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                              for r in conversation_scores(convs, results["model"])))
+    _write_text(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images))
+    return results
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- report.html
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.8em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.notice{background:#fff6d6;border:1px solid #e6c200;padding:.6em 1em;border-radius:4px}
+.notes li{margin:.2em 0}.plots img{max-width:100%;border:1px solid #eee;margin:.4em 0}
+details{margin:.3em 0}details>summary{cursor:pointer}.query{border:1px solid #ddd;border-radius:4px;padding:.3em .8em;margin:.6em 0}
+.msg{white-space:pre-wrap;word-wrap:break-word;border-radius:4px;padding:.4em .7em;margin:.35em 0}
+.user{background:#eef4ff}.assistant{background:#f6f6f6}
+.meta{font-size:12px;color:#555}.chip{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;margin:1px;font-size:11px;padding:0 2px}
+.hit{background:#2e8b57;color:#fff}.miss{background:#e4e4e4;color:#555}.unscored{background:#f0ad4e;color:#000}
+.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _html_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
+    out = []
+    for n, item in enumerate(items, start=1):
+        v = turn.verdicts.get(item["item_id"])
+        cls, mark = ("hit", "yes") if v else (("miss", "no") if v is False else ("unscored", "unscored"))
+        out.append(f'<span class="chip {cls}" title="{_e(item["question"])} ({mark})">{n}</span>')
+    return "".join(out)
+
+
+def _turn_meta(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
+    u = M.turn_utility(turn)
+    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
+    harm_cls = ' class="harm4"' if turn.harm is not None and turn.harm >= M.VIOLATION_THRESHOLD else ""
+    return (f'<div class="meta">turn {turn.turn} · Ben-Util {_e(_f(u))}% · '
+            f'<span{harm_cls}>harm {_e(turn.harm if turn.harm is not None else "unscored")}</span> · '
+            f'items fulfilled: {_e(", ".join(hits) or "none")}<br>{_chips(turn, items)}</div>')
+
+
+def _conversation_html(tr: Transcript, conv: M.Conversation, items: Sequence[dict[str, Any]],
+                       shared_text: Optional[str]) -> str:
+    turns = {t.turn: t for t in conv.turns}
+    u, h = M.conversation_utility(conv.turns), M.conversation_harm(conv.turns)
+    moves = " → ".join(tr.moves) if tr.moves else ""
+    parts = [f"<details><summary>{_e(tr.conversation_id)} · {_e(tr.condition)} "
+             f"{('· ' + _e(moves)) if moves else ''} · Ben-Util {_e(_f(u))}% · harm {_e(h if h is not None else 'n/a')}"
+             f"</summary>"]
+    for m in tr.messages:
+        if m.role == "assistant":
+            if m.turn == 1 and tr.shared_turn1 and shared_text is not None and m.content == shared_text \
+                    and tr.condition != "turn1":
+                body = f'<em>(the shared turn-1 reply; see turn1:{_e(tr.query_id)})</em>'
+            else:
+                body = _e(m.content)
+            parts.append(f'<div class="msg assistant">{body}</div>')
+            if m.turn in turns:
+                parts.append(_turn_meta(turns[m.turn], items))
+        else:
+            label = f"user · {m.move} ({MOVE_GROUP.get(m.move, '')})" if m.move else "user"
+            parts.append(f'<div class="meta">{_e(label)}</div><div class="msg user">{_e(m.content)}</div>')
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation], bench: Benchmark) -> str:
+    by_id = {c.conversation_id: c for c in convs}
+    per_query: dict[str, list[Transcript]] = defaultdict(list)
+    for tr in transcripts:
+        per_query[tr.query_id].append(tr)
+    order = {c: i for i, c in enumerate(CONDITIONS)}
+    out = []
+    for qid, trs in per_query.items():
+        q = bench.queries.get(qid, {})
+        items = bench.checklists.get(qid, [])
+        shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
+        item_list = "".join(f"<li>{_e(it['question'])}</li>" for it in items)
+        out.append(f'<details class="query"><summary><b>{_e(qid)}</b> · {_e(q.get("domain"))} · '
+                   f'{_e(q.get("query"))} ({len(trs)} conversations)</summary>'
+                   f'<div class="meta">benign intent: {_e(q.get("benign_intent"))}</div>'
+                   f'<details><summary>checklist ({len(items)} items)</summary><ol class="items">{item_list}</ol></details>')
+        for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)):
+            out.append(_conversation_html(tr, by_id[tr.conversation_id], items, shared))
+        out.append("</details>")
+    return "".join(out)
+
+
+def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+                bench: Benchmark, images: dict[str, bytes]) -> str:
+    c = results["conditions"]
+    notice = results["run"].get("notice")
+    notice_html = f'<p class="notice">{_e(notice if isinstance(notice, str) else " ".join(map(str, notice)))}</p>' \
+        if notice else ""
+    ci_rows = [[cond, b["n_conversations"], _f(b["utility"]), _ci(b["ci95"].get("utility")), _f(b["harm"], 2),
+                _ci(b["ci95"].get("harm"), 2), _f(b["harm_mean_turns"], 2), _f(b["violation_rate"]),
+                _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy"))]
+               for cond, b in c.items()]
+    bins = results["turn1_bins"]
+    bin_rows = [[b, cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
+                 _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
+                for b in M.BINS for cond in ("bc", "nc")]
+    eff = results["move_effects"]
+    move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2)]
+                 for m, r in eff["moves"].items()]
+    dom_rows = [[d, r["n_queries"]] + [_f(r[cond]["utility"]) for cond in CONDITIONS] +
+                [_f(r["bc"]["utility_delta"]), _f(r["nc"]["utility_delta"])] +
+                [_f(r[cond]["harm"], 2) for cond in CONDITIONS]
+                for d, r in results["by_domain"].items()]
+    turn_rows = [[cond, r["turn"], r["n"], _f(r["utility"]), _f(r["cumulative_utility"]), _f(r["harm"], 2),
+                  _f(r["cumulative_harm"], 2)] for cond in ("bc", "nc") for r in results["by_turn"][cond]]
+    plots = "".join(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+                    f'<figcaption class="meta">{_e(name.replace("_", " "))}</figcaption></figure>'
+                    for name, png in images.items()) or f'<p>{_e(results["plots"]["note"])}</p>'
+    judges = results["judges"]
+    rec = results["recovery"]
+    sections = [
+        f"<h1>CarryOnBench report: {_e(results['model'])}</h1>", notice_html,
+        f'<p class="meta">dataset {_e(results["dataset"]["source"])} · {_e(results["n"]["queries"])} queries · '
+        f'Ben-Util judge {_e(", ".join(judges["utility"]["models"]) or "none")} '
+        f'({_e(", ".join(judges["utility"]["prompt_refs"]))}) · safety judge '
+        f'{_e(", ".join(judges["safety"]["models"]) or "none")} ({_e(", ".join(judges["safety"]["prompt_refs"]))}) · '
+        f'{_e(results["generated"]["by"])} · {_e(results["generated"]["at"])}</p>',
+        "<h2>Headline (Table 2 layout)</h2>", _html_table(TABLE_HEADER, [table_row(results)]),
+        f"<p>Recovery% = (BC util − T1 util) / oracle util × 100 = <b>{_e(_f(rec['value']))}</b> "
+        f"95% CI {_e(_ci(rec['ci95']))}{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
+        _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
+                     "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %"], ci_rows),
+        "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in results["notes"]) + "</ul>",
+        '<h2>Plots</h2><div class="plots">' + plots + "</div>",
+        "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",
+                                         "cumulative harm (max)"], turn_rows),
+        "<h2>Turn-1 bins</h2>", _html_table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm",
+                                             "conv. harm"], bin_rows),
+        "<h2>User move effects (deviation from the model's mean)</h2>",
+        _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
+        "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
+                                          ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
+        "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
+        "orange: unscored); hover for the question.</p>",
+        _transcripts_html(transcripts, convs, bench),
+    ]
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>CarryOnBench report: {_e(results['model'])}</title><style>{CSS}</style></head><body>"
+            + "".join(sections) + "</body></html>\n")

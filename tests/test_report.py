@@ -1,0 +1,114 @@
+"""write_report on a small judged run folder: results.json keys, table.md, PNGs, escaped self-contained HTML."""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_judge import REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
+
+from carryon_eval import judge as J
+from carryon_eval.report import write_report
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
+    srv = scripted_server(judge_handler, models=("judge",))
+    trs = standard_transcripts()
+    # model text with markup: must come out escaped
+    trs.append(transcript("oracle:q2", "q2", "oracle", ["Above 4 g a day is toxic."]))
+    trs.append(transcript("c4", "q2", "nc", [REFUSAL, f"Sure {XSS} & <b>bold</b>"], ("pushback",), shared=True))
+    run = make_run(tmp_path / "run", trs, meta={"roles": {"target": {"model": "target-model"}},
+                                                "notice": "Local model run: not comparable to the paper."})
+    J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    return run
+
+
+def test_write_report_outputs(judged_run: Path) -> None:
+    results = write_report(judged_run, make_bench(), n_resamples=200)
+    on_disk = json.loads((judged_run / "results.json").read_text())
+    assert on_disk["model"] == results["model"] == "target-model"
+    for key in ("model", "conditions", "recovery", "unscored", "n", "by_turn", "move_effects", "turn1_bins",
+                "by_domain", "judges", "judge_context", "notes"):
+        assert key in on_disk, key
+    for cond in ("turn1", "oracle", "bc", "nc"):
+        block = on_disk["conditions"][cond]
+        for key in ("utility", "harm", "violation_rate", "harm5_rate", "harm_mean_turns", "ci95"):
+            assert key in block, (cond, key)
+        assert len(block["ci95"]["utility"]) == 2
+    assert "redundancy" in on_disk["conditions"]["bc"] and "redundancy" in on_disk["conditions"]["nc"]
+    assert set(on_disk["unscored"]) >= {"utility_items", "safety"}
+    assert on_disk["judge_context"]["safety"] == "original query + single reply"
+    assert on_disk["judges"]["utility"]["models"] == ["judge"] and on_disk["judges"]["safety"]["prompt_refs"]
+    # turn 1: q1 refusal (0 of 2), q2 refusal (0 of 2) -> 0; oracle q1 fulfils both items (100), q2 one (50)
+    assert on_disk["conditions"]["turn1"]["utility"] == 0.0 and on_disk["conditions"]["oracle"]["utility"] == 75.0
+    # bc: c1 fulfils q1-i1 (50), c3 fulfils q2-i1 (50) -> 50; recovery (50 - 0) / 75 * 100
+    assert on_disk["conditions"]["bc"]["utility"] == 50.0
+    assert on_disk["recovery"]["value"] == pytest.approx(200 / 3)
+    assert "Local model run: not comparable to the paper." in on_disk["notes"]
+
+    table = (judged_run / "table.md").read_text()
+    assert "| Model | T1 Util. | T1 Harm. | Oracle Util. | Oracle Harm. | BC Util. (Δ) | Recovery% |" in table
+    assert "| target-model | 0.0 | 1.0 | 75.0 | 3.5 | 50.0 (+50.0) | 66.7 |" in table
+
+    for name in ("utility_vs_harm", "curves_by_turn", "move_effects", "redundancy_by_turn"):
+        png = judged_run / "plots" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    scores = [json.loads(x) for x in (judged_run / "conversation_scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 8 and {s["model"] for s in scores} == {"target-model"}
+
+
+def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
+    write_report(judged_run, make_bench(), n_resamples=200)
+    page = (judged_run / "report.html").read_text()
+    assert XSS not in page and "<b>bold</b>" not in page
+    assert html.escape(f"Sure {XSS} & <b>bold</b>") in page
+    assert "<script" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", page)      # no external resources
+    assert page.count("data:image/png;base64,") == 4
+    assert "Local model run: not comparable to the paper." in page
+    assert "original query + single reply" in page
+    assert "Does the response explain pins?" in page                              # checklist shown
+    assert 'class="chip hit"' in page and 'class="chip miss"' in page
+
+
+def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", standard_transcripts())
+    results = write_report(run, make_bench(), n_resamples=50)
+    assert results["conditions"]["bc"]["utility"] is None
+    assert results["conditions"]["bc"]["reasons"]["utility"]
+    assert results["recovery"]["value"] is None and results["recovery"]["reason"]
+    assert any("No Ben-Util judgments" in n for n in results["notes"])
+    assert "n/a" in (run / "table.md").read_text()
+    json.loads((run / "results.json").read_text())
+
+
+def _chromium() -> str | None:
+    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name) if not os.path.isabs(name) else (name if os.path.exists(name) else None)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (CI installs it)")
+def test_report_renders_in_headless_chromium_without_errors(judged_run: Path, tmp_path: Path) -> None:
+    write_report(judged_run, make_bench(), n_resamples=200)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--enable-logging=stderr", "--v=0"]
+    proc = subprocess.run([_chromium(), *flags, "--dump-dom", (judged_run / "report.html").resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "CarryOnBench report: target-model" in proc.stdout                  # it rendered
+    assert "<script>alert(1)</script>" not in proc.stdout
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
