@@ -20,7 +20,31 @@ def cli() -> None:
     """Build the CarryOnBench dataset (queries, checklists, flows, conversations) and verify releases."""
 
 
-@cli.command()
+_BUILD_EPILOG = """\b
+LLM stages (paper §3.1): intents -> oracle_answers -> harm_filter -> decompose -> merge -> item_filter.
+Roles: intent_writer, generator, harm_classifier, decomposer, merger, item_filter.
+  --endpoint URL --model NAME          default endpoint and model of every role
+  --role-endpoint ROLE=URL             one role elsewhere (repeatable)
+  --role-model ROLE=NAME               one role's model (repeatable)
+  --generator URL=MODEL                a generator (repeatable; the paper uses 5)
+  --generator-model NAME               a generator at the generator role's endpoint (repeatable;
+                                       a model listed twice samples twice, with different seeds)
+Without --generator/--generator-model there is one generator (the generator role's model).
+URL "local" is the embedded Gemma 3 270M (llama.cpp; a smoke test, not a measurement).
+
+\b
+Examples:
+  carryon-build build --source CASEBench_data.json --out ds --endpoint http://127.0.0.1:8000/v1 --model qwen
+  carryon-build build --source CASEBench_data.json --out ds --endpoint https://api.openai.com/v1 \\
+      --model gpt-4o --generator-model gpt-4o --generator-model gpt-4o-mini \\
+      --generator http://127.0.0.1:8000/v1=Qwen/Qwen3-32B \\
+      --role-endpoint harm_classifier=http://127.0.0.1:8001/v1 --role-model harm_classifier=allenai/wildguard \\
+      --harm-classifier-style wildguard
+  carryon-build build --source CASEBench_data.json --out ds --endpoint local --limit 2 --max-tokens 160
+"""
+
+
+@cli.command(epilog=_BUILD_EPILOG)
 @click.option("--source", "source", required=True, type=click.Path(path_type=Path),
               help="CASE-Bench JSON (CASEBench_data.json).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Dataset folder to write.")
@@ -28,21 +52,113 @@ def cli() -> None:
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
 @click.option("--limit", type=click.IntRange(min=1), help="Build only the first N selected queries.")
 @click.option("--release", default=None, help="Release name written into MANIFEST.json and the card.")
-def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int], release: Optional[str]) -> None:
-    """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline."""
+@click.option("--endpoint", metavar="URL|local",
+              help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), or "
+                   "'local' for the embedded model.")
+@click.option("--model", metavar="NAME", help="Default model of every role (with --endpoint local: gemma-3-270m).")
+@click.option("--role-endpoint", "role_endpoints", multiple=True, metavar="ROLE=URL",
+              help="Endpoint of one role (repeatable); see the roles below.")
+@click.option("--role-model", "role_models", multiple=True, metavar="ROLE=NAME",
+              help="Model of one role (repeatable).")
+@click.option("--generator", "generators", multiple=True, metavar="URL=MODEL",
+              help="A generator of oracle answers at its own endpoint (repeatable).")
+@click.option("--generator-model", "generator_models", multiple=True, metavar="NAME",
+              help="A generator at the generator role's endpoint (repeatable).")
+@click.option("--harm-classifier-style", type=click.Choice(["judge", "wildguard"]), default="judge",
+              show_default=True,
+              help="judge: an LLM judge prompt; wildguard: WildGuard's input format, parsing 'Harmful response: "
+                   "yes/no'.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
+              help="Environment variable holding the API key (the key is never written anywhere).")
+@click.option("--cache-dir", type=click.Path(path_type=Path),
+              help="Response cache (default: OUT.cache beside --out). A rerun after a crash repeats no "
+                   "finished request.")
+@click.option("--max-tokens", type=click.IntRange(min=16),
+              help="Cap every stage's max_tokens (e.g. 160 for the small local model).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Requests in flight per endpoint and model (the local model: 1).")
+@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              help="Seconds per request before it is retried.")
+@click.option("--structured-output", type=click.Choice(["json_schema", "json_object", "none"]),
+              default="json_schema", show_default=True,
+              help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
+                   "Servers that reject it are asked again without it.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
+def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int], release: Optional[str],
+          endpoint: Optional[str], model: Optional[str], role_endpoints: tuple[str, ...],
+          role_models: tuple[str, ...], generators: tuple[str, ...], generator_models: tuple[str, ...],
+          harm_classifier_style: str, api_key_env: str, cache_dir: Optional[Path], max_tokens: Optional[int],
+          concurrency: int, request_timeout: float, structured_output: str, dry_run: bool) -> None:
+    """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
+
+    Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
+    --no-llm. Each distinct endpoint is checked before anything is spent (exit 2 if one fails).
+    """
+    import contextlib
+
     from . import BUILDER_VERSION
     from .pipeline import build as run_build
     from .source import SourceError
 
-    if not no_llm:
-        fail("the LLM stages need an endpoint: pass --endpoint URL --model NAME, or --no-llm")
+    release = release or f"v{BUILDER_VERSION}"
+    llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
+    if no_llm:
+        if llm_options or dry_run:
+            fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
+        try:
+            run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True))
+        except (SourceError, FileExistsError) as exc:
+            fail(str(exc))
+        return
+
+    from carryon_eval.client import EndpointError
+
+    from .llm_stages import LLMConfig, LLMStageAbort, LLMStages, dry_run_plan, format_dry_run
+    from .roles import RoleError, plan_roles
+
+    if not llm_options:
+        fail("the LLM stages need an endpoint: pass --endpoint URL --model NAME (or --endpoint local), or --no-llm")
     try:
-        run_build(source, out, seed=seed, limit=limit, release=release or f"v{BUILDER_VERSION}",
-                  log=lambda m: click.echo(m, err=True))
-    except SourceError as exc:
+        plan = plan_roles(endpoint=endpoint, model=model, role_endpoints=role_endpoints, role_models=role_models,
+                          generators=generators, generator_models=generator_models)
+    except RoleError as exc:
         fail(str(exc))
-    except FileExistsError as exc:
-        fail(str(exc))
+    cache = cache_dir if cache_dir is not None else out.parent / f"{out.name}.cache"
+
+    def config(local_base_url: Optional[str] = None) -> LLMConfig:
+        roles, gens = plan.specs(local_base_url=local_base_url, structured=structured_output,
+                                 concurrency=concurrency, timeout=request_timeout)
+        return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
+                         api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens)
+
+    if dry_run:
+        from .source import load_source, select_queries
+        try:
+            queries = select_queries(load_source(source))
+        except SourceError as exc:
+            fail(str(exc))
+        queries = queries[:limit] if limit is not None else queries
+        cfg = config()
+        click.echo(format_dry_run(dry_run_plan(queries, cfg), len(queries), len(cfg.generators)))
+        return
+
+    with contextlib.ExitStack() as stack:
+        local_url = None
+        if plan.needs_local:
+            from carryon_eval.local_model import LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer
+            click.echo(f"starting the embedded model ... {LOCAL_MODEL_NOTICE}", err=True)
+            try:
+                server = stack.enter_context(LocalModelServer())
+            except LocalModelError as exc:
+                fail(str(exc).splitlines()[0])
+            local_url = server.base_url
+        stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
+        try:
+            run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
+                      log=lambda m: click.echo(m, err=True))
+        except (SourceError, FileExistsError, EndpointError, LLMStageAbort) as exc:
+            fail(str(exc))
 
 
 @cli.command()
