@@ -1,0 +1,512 @@
+"""The builder's LLM stages against scripted OpenAI-compatible servers (real HTTP, the real openai client).
+
+The source queries are read at run time from ../shared/data/casebench/CASEBench_data.json (gated
+SORRY-Bench text: never copied into the repository); every test that needs them skips without it.
+
+The scripted "models" recognise the stage by the marker line of each builder prompt and build their
+replies from labels (A, B, C = the first three selected queries), never from query text:
+- A: the merger returns 13 items (one exact duplicate, one with an unknown category), the item filter
+  removes one "risky" item -> 11 items;
+- B: two of three answers are judged harmful -> dropped by the harm filter;
+- C: the merger returns 25 items -> 2 cut by the 23-item cap -> 23 items.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from builder.cli import cli
+from builder.llm_stages import (
+    ITEM_CATEGORIES, LLMConfig, LLMStages, ModelSpec, extract_json, normalize_category, parse_flag, parse_intent,
+    parse_items, parse_wildguard,
+)
+from builder.pipeline import build
+from builder.source import load_source, select_queries
+from scripted_server import Fault, Reply, system_text
+
+SOURCE = Path(os.environ.get("CARRYON_CASEBENCH",
+                             Path(__file__).resolve().parents[2] / "shared" / "data" / "casebench"
+                             / "CASEBench_data.json"))
+needs_source = pytest.mark.skipif(not SOURCE.is_file(), reason=f"CASE-Bench source not found at {SOURCE} "
+                                                             "(gated data, not in the repository)")
+GENERATORS = ("gen-a", "gen-b", "gen-c")
+MAIN_MODELS = ("intent-m", *GENERATORS, "decomp-m", "merge-m", "filter-m")
+JUDGE = "judge-m"
+_MARKER = re.compile(r"\(CarryOnBench builder, stage: (\w+)\)")
+
+
+# ---------------------------------------------------------------- the scripted models
+def _first_user(body: dict) -> str:
+    for m in body.get("messages") or []:
+        if m.get("role") == "user":
+            return m.get("content") or ""
+    return ""
+
+
+def _is_repair(body: dict) -> bool:
+    msgs = body.get("messages") or []
+    return bool(msgs) and "(CarryOnBench builder, repair)" in (msgs[-1].get("content") or "")
+
+
+def _items_json(items: list[tuple[str, str]], fenced: bool = False) -> str:
+    text = json.dumps({"items": [{"question": q, "category": c} for q, c in items]})
+    return f"Here is the checklist:\n```json\n{text}\n```\nLet me know if you need more." if fenced else text
+
+
+CATS = [c for c in ITEM_CATEGORIES if c != "Other"]
+
+
+def merged_items(label: str) -> list[tuple[str, str]]:
+    if label == "A":
+        items = [(f"Does the response explain point {k} for case A?", CATS[k % len(CATS)]) for k in range(1, 13)]
+        items[4] = ("Does the response describe the risky step for case A?", "Practical Advice")
+        items[6] = (items[6][0], "Tips and Tricks")              # unknown category -> Other
+        items.append(("Does the response explain point 2 for case A?", "Resource"))   # exact duplicate of #2
+        return items
+    return [(f"Does the response cover aspect {k} of case {label}?", CATS[k % len(CATS)]) for k in range(1, 26)]
+
+
+class Scripted:
+    """Replies per stage; every request body goes through ``reply``."""
+
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.labels = labels   # query text -> label
+
+    def label(self, text: str) -> str:
+        for query, label in self.labels.items():
+            if query in text:
+                return label
+        raise AssertionError("request names no known query")
+
+    def stage(self, body: dict) -> str:
+        m = _MARKER.search(system_text(body))
+        if m:
+            return m.group(1)
+        if "Harmful response" in _first_user(body) or "AI assistant:" in _first_user(body):
+            return "wildguard"
+        raise AssertionError("no stage marker")
+
+    def reply(self, body: dict) -> Any:
+        stage, user, model = self.stage(body), _first_user(body), body.get("model")
+        label = self.label(user)
+        if stage == "intents":
+            return json.dumps({"intent": f"I am a teacher preparing a lesson about case {label} and I need a "
+                                         "careful overview for my students."})
+        if stage == "oracle_answers":
+            return f"Answer by {model} for case {label}: a calm overview with safety advice and resources."
+        if stage in ("harm_filter", "wildguard"):
+            harmful = label == "B" and ("by gen-b" in user or "by gen-c" in user)
+            if stage == "wildguard":
+                return f"Harmful request: yes\nResponse refusal: no\nHarmful response: {'yes' if harmful else 'no'}"
+            if "by gen-a" in user:
+                return json.dumps({"harmful": harmful, "reason": "scripted"})
+            if "by gen-b" in user:
+                return f'```json\n{{"harmful": {json.dumps(harmful)}}}\n```\nThat is my verdict.'
+            return f"Harmful: {'yes' if harmful else 'no'}"
+        if stage == "decompose":
+            k = GENERATORS.index(re.search(r"by (gen-\w)", user).group(1))
+            items = [(f"Does the response mention fact {k * 3 + j} of case {label}?", CATS[j]) for j in range(6)]
+            if k == 2:   # a numbered list instead of JSON
+                return "\n".join(f"{n}. [{c}] {q}" for n, (q, c) in enumerate(items, 1))
+            return _items_json(items)
+        if stage == "merge":
+            return _items_json(merged_items(label), fenced=True)
+        if stage == "item_filter":
+            item = user.split("Checklist item:", 1)[1]
+            return json.dumps({"enables_misuse": "risky" in item, "reason": "scripted"})
+        raise AssertionError(f"unknown stage {stage}")
+
+
+@pytest.fixture(scope="module")
+def queries():
+    if not SOURCE.is_file():
+        pytest.skip(f"CASE-Bench source not found at {SOURCE} (gated data, not in the repository)")
+    return select_queries(load_source(SOURCE))[:3]
+
+
+@pytest.fixture
+def script(queries):
+    return Scripted({q.query: label for q, label in zip(queries, "ABC")})
+
+
+@pytest.fixture
+def servers(scripted_server, script):
+    main = scripted_server(script.reply, models=MAIN_MODELS)
+    judge = scripted_server(script.reply, models=(JUDGE,))
+    return main, judge
+
+
+def cli_args(main, judge, out: Path, cache: Path, *extra: str) -> list[str]:
+    return ["build", "--source", str(SOURCE), "--out", str(out), "--cache-dir", str(cache), "--limit", "3",
+            "--endpoint", main.base_url, "--model", "intent-m",
+            "--role-model", "decomposer=decomp-m", "--role-model", "merger=merge-m",
+            "--role-model", "item_filter=filter-m",
+            "--role-endpoint", f"harm_classifier={judge.base_url}", "--role-model", f"harm_classifier={JUDGE}",
+            *[a for g in GENERATORS for a in ("--generator-model", g)], *extra]
+
+
+def read(out: Path, config: str) -> list[dict[str, Any]]:
+    return pq.read_table(out / "data" / config / "test.parquet").to_pylist()
+
+
+def run_cli(args: list[str]):
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result
+
+
+def check_dataset(out: Path, queries) -> None:
+    a, b, c = (q.query_id for q in queries)
+    checklists = read(out, "checklists")
+    prov = read(out, "provenance")
+    assert [r["query_id"] for r in read(out, "queries")] == [a, c]
+    per_query = {qid: [r for r in checklists if r["query_id"] == qid] for qid in (a, c)}
+    assert len(per_query[a]) == 11 and len(per_query[c]) == 23
+    for qid, rows in per_query.items():
+        assert [r["item_id"] for r in rows] == [f"{qid}-i{n:02d}" for n in range(1, len(rows) + 1)]
+    assert {r["category"] for r in checklists} <= set(ITEM_CATEGORIES)
+    assert not any("risky" in r["question"] for r in checklists)
+    assert len({r["question"] for r in per_query[a]}) == 11
+    assert per_query[a][5]["category"] == "Other"      # merged #7 ("Tips and Tricks") is final #6
+
+    # every drop is explained; the text of dropped items never appears, only its hash
+    assert all(r["reason"] and r["detail"] and r["decision"] in ("kept", "dropped") for r in prov)
+    assert {r["stage"] for r in prov} == {"intents", "oracle_answers", "harm_filter", "decompose", "merge",
+                                          "item_filter"}
+    harm_b = [r for r in prov if r["query_id"] == b and r["stage"] == "harm_filter" and not r["item_id"]]
+    assert [r["decision"] for r in harm_b] == ["kept", "dropped", "dropped", "dropped"]
+    assert harm_b[-1]["reason"] == "only 1 of 3 answers judged harmless (at least 3 needed)"
+    assert "sha256=" in harm_b[1]["detail"] and "judged harmful" in harm_b[1]["reason"]
+    assert not [r for r in prov if r["query_id"] == b and r["stage"] in ("decompose", "merge", "item_filter")]
+    risky = "Does the response describe the risky step for case A?"
+    filt = [r for r in prov if r["stage"] == "item_filter" and r["decision"] == "dropped" and r["item_id"]]
+    assert [(r["item_id"], r["reason"]) for r in filt] == [(f"{a}-m05", "removed: could enable misuse")]
+    assert hashlib.sha256(risky.encode()).hexdigest() in filt[0]["detail"]
+    assert "risky" not in json.dumps(prov)
+    dup = [r for r in prov if r["stage"] == "merge" and r["reason"].startswith("duplicate")]
+    assert [(r["item_id"], r["reason"]) for r in dup] == [(f"{a}-m13", "duplicate of merged item #2")]
+    cap = [r for r in prov if r["reason"] == "over the 23-item cap"]
+    assert [(r["item_id"], r["decision"]) for r in cap] == [(f"{c}-m24", "dropped"), (f"{c}-m25", "dropped")]
+    other = [r for r in prov if r["stage"] == "merge" and "unknown category" in r["reason"]]
+    assert [r["item_id"] for r in other] == [f"{a}-i06"]
+    final = [r for r in prov if r["stage"] == "item_filter" and not r["item_id"]]
+    assert [(r["query_id"], r["decision"], r["reason"]) for r in final] == [
+        (a, "kept", "final checklist of 11 items"), (c, "kept", "final checklist of 23 items")]
+    # every item of the final checklists has a kept row at merge and at item_filter
+    for r in checklists:
+        stages = {(p["stage"], p["decision"]) for p in prov if p["item_id"] == r["item_id"]}
+        assert stages == {("merge", "kept"), ("item_filter", "kept")}
+    # every query that is not in the dataset has one query-level drop row
+    for q in queries:
+        drops = [r for r in prov if r["query_id"] == q.query_id and not r["item_id"] and r["decision"] == "dropped"
+                 and not r["reason"].startswith("answer ")]
+        assert len(drops) == (1 if q.query_id == b else 0)
+
+
+def body_key(body: dict) -> str:
+    return json.dumps(body, sort_keys=True)
+
+
+# ---------------------------------------------------------------- parsing
+def test_tolerant_parsers():
+    assert extract_json('Sure!\n```json\n{"a": 1}\n```\nBye') == {"a": 1}
+    assert extract_json('The answer is {"a": [1, 2]} and more text {') == {"a": [1, 2]}
+    assert extract_json("<think>{x}</think>[1, 2]") == [1, 2]
+    items, problem = parse_items('[{"question": "Does it say X?", "category": "resources"}, "Does it say Y?"]')
+    assert problem is None and items == [("Does it say X?", "resources"), ("Does it say Y?", None)]
+    assert normalize_category("resources") == ("Resource", True)
+    assert normalize_category("domain-specific guidance") == ("Domain-Specific Guidance", True)
+    assert normalize_category("Tips") == ("Other", False)
+    items, _ = parse_items("Items:\n1. [Legal Framework] Does it cite the law?\n2) Does it give a hotline? (Resource)\n"
+                           "- Does it define the term? - Category: Conceptual Explanation")
+    assert items == [("Does it cite the law?", "Legal Framework"), ("Does it give a hotline?", "Resource"),
+                     ("Does it define the term?", "Conceptual Explanation")]
+    truncated = '{"items": [{"question": "Does it say X?", "category": "Resource"}, {"question": "Does it'
+    assert parse_items(truncated)[0] == [("Does it say X?", "Resource")]
+    assert parse_items("I cannot help with that.")[0] == []
+    assert parse_flag('{"harmful": "no"}', ("harmful",)) == (False, None)
+    assert parse_flag("Harmful: YES because ...", ("harmful",)) == (True, None)
+    assert parse_flag('{"enables_misuse": false}', ("enables_misuse",)) == (False, None)
+    assert parse_flag("maybe", ("harmful",))[0] is None
+    assert parse_wildguard("Harmful request: yes\nResponse refusal: no\nHarmful response: no") == (False, None)
+    assert parse_wildguard("Harmful response: N/A")[0] is None
+    assert parse_intent('{"intent": "I am a nurse and need to explain this to patients."}')[0].startswith("I am")
+    assert parse_intent("Intent: I am a nurse and need to explain this to patients.")[0].startswith("I am")
+    assert parse_intent('{"intent": ""}')[0] is None
+
+
+# ---------------------------------------------------------------- a full build
+@needs_source
+def test_build_checklists_and_provenance(servers, queries, tmp_path):
+    main, judge = servers
+    out = tmp_path / "ds"
+    res = run_cli(cli_args(main, judge, out, tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    check_dataset(out, queries)
+    # each role went to its own model; the judge to its own server
+    assert main.count(lambda b: b["model"] == JUDGE) == 0
+    assert judge.count() == 6 + 3      # 9 answers (3 queries x 3 generators)
+    gen_seeds = sorted({(b["model"], b.get("seed"), b["temperature"]) for b in main.requests
+                        if b["model"] in GENERATORS})
+    assert gen_seeds == [("gen-a", 1000, 0.7), ("gen-b", 1001, 0.7), ("gen-c", 1002, 0.7)]
+    assert all(b["temperature"] == 0 for b in main.requests + judge.requests if b["model"] not in GENERATORS)
+    assert all(b["response_format"]["type"] == "json_schema" for b in judge.requests)
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    llm = manifest["llm_stages"]
+    assert llm["stages"]["harm_filter"]["models"] == [JUDGE]
+    assert llm["stages"]["harm_filter"]["endpoints"] == [judge.base_url]
+    assert llm["stages"]["oracle_answers"]["models"] == list(GENERATORS)
+    assert llm["stages"]["merge"]["prompt"]["ref"].startswith("builder/merge@1#")
+    assert any(k.startswith("item_filter/filter-m") for k in llm["usage"])
+    card = (out / "README.md").read_text()
+    assert "Final: 2 queries, 34 items, mean 17.0 items/query." in card
+    assert "| harm_filter | 3 | 2 | 1 | 7 answers | 2 answers |" in card
+    assert "| merge | 2 | 2 | 0 | 37 items | 3 items |" in card
+    assert "| item_filter | 2 | 2 | 0 | 34 items | 1 item |" in card
+    # the datasets library reads the new configs
+    from datasets import load_dataset
+    ck = load_dataset(str(out), "checklists", split="test")
+    pv = load_dataset(str(out), "provenance", split="test")
+    assert len(ck) == 34 and set(ck.column_names) == {"query_id", "item_id", "question", "category"}
+    assert len(pv) == len(read(out, "provenance"))
+    assert set(pv.column_names) == {"query_id", "item_id", "stage", "decision", "reason", "detail"}
+    # a rerun is answered from the cache entirely
+    before = main.count() + judge.count()
+    res = run_cli(cli_args(main, judge, tmp_path / "ds2", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    assert main.count() + judge.count() == before
+    assert json.loads((tmp_path / "ds2" / "MANIFEST.json").read_text())["files"] == manifest["files"]
+
+
+@needs_source
+def test_wildguard_style_gives_the_same_checklists(servers, queries, tmp_path):
+    main, judge = servers
+    res = run_cli(cli_args(main, judge, tmp_path / "ds", tmp_path / "cache", "--harm-classifier-style", "wildguard"))
+    assert res.exit_code == 0, res.output
+    check_dataset(tmp_path / "ds", queries)
+    reqs = judge.requests
+    assert len(reqs) == 9 and all(b["messages"][0]["role"] == "user" and "response_format" not in b for b in reqs)
+    assert all("Harmful response" not in b["messages"][0]["content"] for b in reqs)   # we parse it, not send it
+
+
+# ---------------------------------------------------------------- faults
+def stages_config(main, judge, cache: Path, **kw) -> LLMConfig:
+    def spec(model: str, server=main) -> ModelSpec:
+        return ModelSpec(base_url=server.base_url, model=model, timeout=1.0)
+    return LLMConfig(roles={"intent_writer": spec("intent-m"), "harm_classifier": spec(JUDGE, judge),
+                            "decomposer": spec("decomp-m"), "merger": spec("merge-m"), "item_filter": spec("filter-m")},
+                     generators=[spec(g) for g in GENERATORS], cache_dir=cache, backoff_base=0.02,
+                     progress=False, **kw)
+
+
+@needs_source
+def test_faults_leave_the_same_dataset(scripted_server, script, queries, tmp_path):
+    clean_main = scripted_server(script.reply, models=MAIN_MODELS)
+    clean_judge = scripted_server(script.reply, models=(JUDGE,))
+    clean = build(SOURCE, tmp_path / "clean", limit=3, log=lambda m: None,
+                  llm_stages=LLMStages(stages_config(clean_main, clean_judge, tmp_path / "c1"), log=lambda m: None))
+
+    faults = [Fault.status(429, retry_after=0.05), Fault.status(500), Fault.delay(3.0), Fault.malformed(),
+              Fault.empty(), Fault.empty(""), Fault.drop()]
+    lock = threading.Lock()
+    state = {"n": 0, "bad_decompose": 0, "bad_intent": 0, "bad_judge": 0}
+
+    def faulty(body: dict) -> Any:
+        with lock:
+            n = state["n"]
+            state["n"] += 1
+        if n % 5 == 1 and n // 5 < len(faults):   # a transport fault on every 5th request
+            return faults[n // 5]
+        stage = script.stage(body)
+        if not _is_repair(body):
+            with lock:
+                if stage == "decompose" and state["bad_decompose"] < 2:      # malformed content -> repair
+                    state["bad_decompose"] += 1
+                    return 'Here you go: {"items": [{"question": '
+                if stage == "intents" and state["bad_intent"] < 1:
+                    state["bad_intent"] += 1
+                    return "I cannot."
+                if stage == "harm_filter" and state["bad_judge"] < 1:
+                    state["bad_judge"] += 1
+                    return "Hmm, hard to say."
+        return script.reply(body)
+
+    main = scripted_server(faulty, models=MAIN_MODELS)
+    judge = scripted_server(faulty, models=(JUDGE,))
+    stages = LLMStages(stages_config(main, judge, tmp_path / "c2"), log=lambda m: None)
+    noisy = build(SOURCE, tmp_path / "noisy", limit=3, llm_stages=stages, log=lambda m: None)
+    assert state["n"] > 5 * len(faults)       # every fault was served
+    assert noisy["files"] == clean["files"]
+    assert noisy["content_sha256"] == clean["content_sha256"]
+    check_dataset(tmp_path / "noisy", queries)
+    assert stages.repairs["decompose"] == 2 and stages.repairs["intents"] == 1 and stages.repairs["harm_filter"] == 1
+    assert sum(stages.empty_retries.values()) == 2
+    assert noisy["llm_stages"]["stages"]["decompose"]["repairs"] == 2
+
+
+@needs_source
+def test_persistent_failures_are_recorded_drops(scripted_server, script, queries, tmp_path):
+    a, b, c = (q.query_id for q in queries)
+
+    def broken(body: dict) -> Any:
+        stage, user = script.stage(body), _first_user(body)
+        label = script.label(user)
+        if stage == "oracle_answers" and label == "A" and body["model"] == "gen-c":
+            return Fault.status(500)                    # every attempt fails
+        if stage == "decompose" and label == "C" and "by gen-a" in user:
+            return "Sorry, I would rather not."         # also after the repair prompts
+        if stage == "item_filter" and label == "C" and "aspect 3 " in user:
+            return "It depends."                        # no verdict: the item is removed to be safe
+        return script.reply(body)
+
+    main = scripted_server(broken, models=MAIN_MODELS)
+    judge = scripted_server(broken, models=(JUDGE,))
+    build(SOURCE, tmp_path / "ds", limit=3, log=lambda m: None,
+          llm_stages=LLMStages(stages_config(main, judge, tmp_path / "cache", max_retries=1), log=lambda m: None))
+    prov = read(tmp_path / "ds", "provenance")
+    assert [r["query_id"] for r in read(tmp_path / "ds", "queries")] == [c]
+    gen = [r for r in prov if r["query_id"] == a and r["stage"] == "oracle_answers" and r["decision"] == "dropped"]
+    assert len(gen) == 1 and gen[0]["reason"].startswith("answer a3: the endpoint failed after retries")
+    assert "127.0.0.1" not in gen[0]["reason"]
+    drop_a = [r for r in prov if r["query_id"] == a and r["stage"] == "harm_filter" and r["decision"] == "dropped"]
+    assert [r["reason"] for r in drop_a] == ["only 2 of 3 answers judged harmless (at least 3 needed)"]
+    dec = [r for r in prov if r["query_id"] == c and r["stage"] == "decompose" and r["decision"] == "dropped"]
+    assert len(dec) == 1 and dec[0]["reason"].startswith("answer a1 not decomposed: unusable reply after 2 repair")
+    assert main.count(lambda bd: bd["model"] == "decomp-m" and "by gen-a" in _first_user(bd)
+                      and script.label(_first_user(bd)) == "C") == 3
+    unsure = [r for r in prov if r["stage"] == "item_filter" and r["reason"].startswith("removed to be safe")]
+    assert [r["item_id"] for r in unsure] == [f"{c}-m03"]
+    assert len(read(tmp_path / "ds", "checklists")) == 22
+
+
+# ---------------------------------------------------------------- a killed build resumes without repeats
+@needs_source
+def test_killed_build_rerun_repeats_no_finished_request(scripted_server, script, queries, tmp_path):
+    kill_at = 20
+    phase = {"n": 0, "kill": True, "proc": None}
+    finished: list[str] = []
+    lock = threading.Lock()
+
+    def handler(body: dict) -> Any:
+        with lock:
+            n = phase["n"]
+            phase["n"] += 1
+        if phase["kill"] and n >= kill_at:
+            if n == kill_at:
+                threading.Timer(0.5, lambda: phase["proc"].send_signal(signal.SIGKILL)).start()
+            return Fault.delay(30.0, then="never sent")
+        reply = script.reply(body)
+        if phase["kill"]:
+            with lock:
+                finished.append(body_key(body))
+        return reply
+
+    main = scripted_server(handler, models=MAIN_MODELS)
+    judge = scripted_server(handler, models=(JUDGE,))
+    out, cache = tmp_path / "ds", tmp_path / "cache"
+    cmd = [sys.executable, "-c", "from builder.cli import main; main()",
+           *cli_args(main, judge, out, cache, "--concurrency", "2")]
+    proc = phase["proc"] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, err.decode()
+    assert not out.exists()
+    assert len(finished) == kill_at
+
+    phase["kill"] = False
+    before = {srv: len(srv.requests) for srv in (main, judge)}
+    res = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr.decode()
+    rerun_bodies = [body_key(b) for srv in (main, judge) for b in srv.requests[before[srv]:]]
+    assert rerun_bodies
+    assert not set(finished) & set(rerun_bodies), "a finished request was sent again"
+    assert len(rerun_bodies) == len(set(rerun_bodies))
+    check_dataset(out, queries)
+
+
+# ---------------------------------------------------------------- dry run, checks, option errors
+@needs_source
+def test_dry_run_calls_nothing(servers, tmp_path):
+    main, judge = servers
+    out = tmp_path / "ds"
+    res = run_cli(cli_args(main, judge, out, tmp_path / "cache", "--dry-run"))
+    assert res.exit_code == 0, res.output
+    assert main.count() == 0 and judge.count() == 0
+    assert not out.exists() and not (tmp_path / "cache").exists()
+    text = res.stdout
+    assert "dry run: 3 queries, 3 generators; no endpoint was called" in text
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:9]}
+    assert rows["intents"][3] == "3" and rows["oracle_answers"][3] == "9" and rows["harm_filter"][3] == "9"
+    assert rows["merge"][3] == "3" and rows["item_filter"][3] == "54"
+    assert int(rows["total"][1].replace(",", "")) == 3 + 9 + 9 + 9 + 3 + 54
+    assert all(int(rows[s][4].replace(",", "")) > 0 for s in ("intents", "decompose", "merge"))
+
+
+@needs_source
+def test_endpoint_check_fails_fast(scripted_server, script, tmp_path):
+    main = scripted_server(script.reply, models=MAIN_MODELS)
+    judge = scripted_server(script.reply, models=("another-model",))
+    res = run_cli(cli_args(main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert lines[-1] == (f"carryon-build: error: endpoint {judge.base_url} does not serve model '{JUDGE}' "
+                         f"(it serves: another-model)")
+    assert main.count() == 0 and judge.count() == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "m"], "no endpoint for role intent_writer"),
+    (["--endpoint", "http://127.0.0.1:9/v1"], "no model for role intent_writer"),
+    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--role-model", "judge=x"], "unknown role 'judge'"),
+    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--generator", "nomodel"], "expected URL=MODEL"),
+    ([], "the LLM stages need an endpoint"),
+    (["--no-llm", "--endpoint", "local"], "--no-llm runs no LLM stage"),
+])
+def test_option_errors(args, message, tmp_path):
+    res = run_cli(["build", "--source", str(tmp_path / "none.json"), "--out", str(tmp_path / "ds"), *args])
+    assert res.exit_code == 2
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- the embedded model (slow)
+@pytest.mark.local_model
+@needs_source
+def test_local_model_build_runs_to_the_end(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
+    from carryon_eval.local_model import LocalModelUnavailable, check_installed
+    try:
+        check_installed()
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "ds"
+    cmd = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(SOURCE),
+           "--out", str(out), "--endpoint", "local", "--limit", "2", "--max-tokens", "160",
+           "--generator-model", "gemma-3-270m", "--generator-model", "gemma-3-270m"]
+    started = time.monotonic()
+    res = subprocess.run(cmd, capture_output=True, timeout=900)
+    elapsed = time.monotonic() - started
+    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    print(f"local build: {elapsed:.0f}s")
+    prov = read(out, "provenance")
+    kept = {r["query_id"] for r in read(out, "queries")}
+    ids = list(dict.fromkeys(r["query_id"] for r in prov))
+    assert len(ids) == 2
+    for qid in ids:   # every query either ends with a final checklist or has a query-level drop row
+        rows = [r for r in prov if r["query_id"] == qid and not r["item_id"]]
+        final = [r for r in rows if r["stage"] == "item_filter" and r["reason"].startswith("final checklist")]
+        drops = [r for r in rows if r["decision"] == "dropped" and not r["reason"].startswith("answer ")]
+        assert (qid in kept) == bool(final) and (qid in kept) != bool(drops), rows
+        assert all(r["reason"] for r in rows)
+    for r in read(out, "checklists"):
+        assert r["query_id"] in kept and r["category"] in ITEM_CATEGORIES
