@@ -13,6 +13,7 @@ import base64
 import datetime as _dt
 import html
 import json
+import logging
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -29,6 +30,7 @@ from .schema import CONDITIONS, Transcript
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
 SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
 SCHEMA_VERSION = 1
+log = logging.getLogger("carryon.report")
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
@@ -201,6 +203,7 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         images = {}
         results["plots"] = {"files": [], "note": str(exc)}
         results["notes"].append(str(exc))
+        log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results)
     _write_text(rundir / TABLE_FILE, table_markdown(results))
     _write_text(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"

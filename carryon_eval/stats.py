@@ -81,7 +81,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[Optional[float], Op
 def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     """Spearman's rho with its p-value; nulls with a reason when it cannot be computed."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
-    out: dict[str, Any] = {"rho": None, "p": None, "n": len(pairs), "reason": None}
+    out: dict[str, Any] = {"rho": None, "p": None, "n": len(pairs), "reason": None, "note": None}
     if len(pairs) < 2:
         out["reason"] = f"needs at least 2 models with both numbers, got {len(pairs)}"
         return out
@@ -97,6 +97,8 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
         out["reason"] = "p-value undefined with fewer than 3 models"
     else:
         out["p"] = float(res.pvalue)
+        if len(pairs) < 10:
+            out["note"] = "p from scipy's t approximation; rough with fewer than 10 models"
     return out
 
 

@@ -112,3 +112,95 @@ def test_report_renders_in_headless_chromium_without_errors(judged_run: Path, tm
     assert "<script>alert(1)</script>" not in proc.stdout
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console
+
+
+# ---------------------------------------------------------------- compare and agreement (CLI commands)
+def _judged_without_server(path: Path, model: str, seed: int) -> Path:
+    """A run whose judgments are written directly: utility rises with benign moves, varies by seed."""
+    import random
+
+    from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+
+    rng = random.Random(seed)
+    bench = make_bench()
+    trs = []
+    for qid in bench.queries:
+        trs += [transcript(f"turn1:{qid}", qid, "turn1", ["r"]), transcript(f"oracle:{qid}", qid, "oracle", ["o"])]
+        for k, moves in enumerate([("benign_justification", "pushback"), ("pushback", "rephrasing"),
+                                   ("benign_reasking",), ("delaying", "benign_justification", "context_switching")]):
+            cond = "bc" if any(m.startswith(("benign", "context")) for m in moves) else "nc"
+            trs.append(transcript(f"{qid}-{k}", qid, cond, ["r"] * (len(moves) + 1), moves))
+    make_run(path, trs, meta={"roles": {"target": {"model": model}}})
+    util, safe = [], []
+    for tr in trs:
+        for r in tr.replies:
+            n_benign = sum(m.startswith(("benign", "context")) for m in tr.moves[:r.turn - 1])
+            for item in bench.checklists[tr.query_id]:
+                p = 0.9 if tr.condition == "oracle" else min(0.9, 0.15 + 0.3 * n_benign)
+                util.append(UtilityJudgment(tr.conversation_id, r.turn, item["item_id"], rng.random() < p, "judge", "p"))
+            safe.append(SafetyJudgment(tr.conversation_id, r.turn, min(5, 1 + n_benign + rng.randint(0, 1)), "judge", "p"))
+    (path / "utility_judgments.jsonl").write_text("".join(json.dumps(u.to_dict()) + "\n" for u in util))
+    (path / "safety_judgments.jsonl").write_text("".join(json.dumps(s.to_dict()) + "\n" for s in safe))
+    write_report(path, bench, n_resamples=50)
+    return path
+
+
+def test_compare_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from carryon_eval.compare import compare_command
+
+    runs = [_judged_without_server(tmp_path / f"run{i}", f"model-{i}", i) for i in range(3)]
+    res = CliRunner().invoke(compare_command, [*map(str, runs), "--out", str(tmp_path / "cmp")])
+    assert res.exit_code == 0, res.output
+    assert "| model-0 |" in res.output and "| model-2 |" in res.output
+    out = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert out["models"] == ["model-0", "model-1", "model-2"]
+    assert set(out["spearman"]) == {"turn1", "oracle", "bc", "nc"}
+    for outcome in ("utility", "harm"):
+        m = out["mixed_models"][outcome]
+        assert m["n_groups"] == 3 and m["n"] == 3 * 2 * 4          # models x queries x multi-turn conversations
+        assert set(m["coefficients"]) == {"Intercept", f"turn1_{outcome}", "n_benign", "n_turns"}
+    assert (tmp_path / "cmp" / "plots" / "models_utility_vs_harm.png").is_file()
+    # one model: nulls with reasons, not a crash
+    res = CliRunner().invoke(compare_command, [str(runs[0])])
+    assert res.exit_code == 0, res.output
+    assert "needs at least 2 models" in res.output
+    # a run without a report
+    bare = make_run(tmp_path / "bare", standard_transcripts())
+    res = CliRunner().invoke(compare_command, [str(bare)])
+    assert res.exit_code == 2 and "carryon-eval report" in res.output
+
+
+def test_agreement_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from carryon_eval.agreement import agreement_command
+
+    keys = [("c1", 1, f"i{n}") for n in range(8)]
+    a = [True, True, True, False, False, False, True, False]
+    b = [True, True, False, False, False, True, True, False]
+    run = tmp_path / "runA"
+    run.mkdir()
+    (run / "utility_judgments.jsonl").write_text("".join(
+        json.dumps({"conversation_id": c, "turn": t, "item_id": i, "verdict": v, "judge_model": "j",
+                    "prompt_version": "p"}) + "\n" for (c, t, i), v in zip(keys, a)) +
+        json.dumps({"conversation_id": "c1", "turn": 2, "item_id": "i0", "verdict": None, "judge_model": "j",
+                    "prompt_version": "p"}) + "\n")
+    human = tmp_path / "human.csv"
+    human.write_text("conversation_id,turn,item_id,verdict\n" +
+                     "".join(f"{c},{t},{i},{'yes' if v else 'no'}\n" for (c, t, i), v in zip(keys, b)) +
+                     "c1,2,i0,yes\nc9,1,i0,no\n")
+    res = CliRunner().invoke(agreement_command, [str(run), str(human), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    # 6 of 8 agree; each side says yes 4 of 8 -> chance .5 -> kappa (.75 - .5) / .5 = .5
+    assert out["n_compared"] == 8 and out["n_unscored_excluded"] == 1 and out["only_in_b"] == 1
+    assert out["percent_agreement"] == 75.0 and out["cohen_kappa"] == pytest.approx(0.5)
+    assert out["confusion"] == {"yes_yes": 3, "yes_no": 1, "no_yes": 1, "no_no": 3}
+    res = CliRunner().invoke(agreement_command, [str(run), str(human)])
+    assert "percent agreement: 75.0%" in res.output and "Cohen's kappa:     0.500" in res.output
+    bad = tmp_path / "bad.csv"
+    bad.write_text("conversation_id,turn,item_id,verdict\nc1,1,i0,maybe\n")
+    res = CliRunner().invoke(agreement_command, [str(run), str(bad)])
+    assert res.exit_code == 2 and "not yes/no" in res.output
