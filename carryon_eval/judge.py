@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from .client import EndpointError
 from .dataset import Benchmark
 from .parsing import p_yes, parse_score, parse_yes_no
 from .prompts import Prompt, load_prompt
@@ -97,16 +98,25 @@ async def _ask(endpoint: Any, build: Callable[[Optional[Prompt]], list[dict]], p
 
 
 async def judge_item(endpoint: Any, prompts: dict[str, Prompt], query: str, reply: str, item: str,
-                     mode: str = "text") -> Outcome:
+                     mode: str = "text", support: Optional[dict[str, bool]] = None) -> Outcome:
     """Ben-Util verdict for one (reply, item). Logprob mode: one token, P(yes) over yes/no among the
-    top logprobs, verdict P(yes) >= 0.5; falls back to text mode when the endpoint gives no usable logprobs."""
+    top logprobs, verdict P(yes) >= 0.5; falls back to text mode when the endpoint gives no usable
+    logprobs. An endpoint that rejects logprob requests is marked in `support` and not asked again."""
     build = lambda strict: utility_messages(prompts["utility"], query, reply, item, strict)  # noqa: E731
     if mode == "logprobs":
-        result = await endpoint.chat(build(None), stage=UTILITY_STAGE, temperature=0.0, max_tokens=1,
-                                     top_logprobs=TOP_LOGPROBS)
-        p = p_yes(result.top_logprobs)
-        if p is not None:
-            return Outcome(p >= 0.5, result.text, p_yes=p)
+        support = support if support is not None else {}
+        if support.get("logprobs", True):
+            try:
+                result = await endpoint.chat(build(None), stage=UTILITY_STAGE, temperature=0.0, max_tokens=1,
+                                             top_logprobs=TOP_LOGPROBS)
+            except EndpointError as exc:
+                if support.get("logprobs", True):
+                    log.warning("judge endpoint rejected a logprob request (%s); using text verdicts", exc)
+                support["logprobs"] = False
+            else:
+                p = p_yes(result.top_logprobs)
+                if p is not None:
+                    return Outcome(p >= 0.5, result.text, p_yes=p)
         out = await _ask(endpoint, build, parse_yes_no, prompts["utility_retry"], UTILITY_STAGE)
         out.logprob_fallback = True
         return out
@@ -259,6 +269,7 @@ async def _run_judge(rundir: Path, bench: Benchmark, judge: Any, mode: str, conc
     appenders = {"utility": Appender(u_path), "safety": Appender(s_path)}
     bar = _progress(len(u_tasks) + len(s_tasks), getattr(judge, "usage", None), show_progress)
     queue = iter(u_tasks + s_tasks)
+    support: dict[str, bool] = {}          # what the judge endpoint turned out to accept
     started = time.monotonic()
 
     async def worker() -> None:
@@ -266,7 +277,7 @@ async def _run_judge(rundir: Path, bench: Benchmark, judge: Any, mode: str, conc
             counts = stats[task.kind]
             try:
                 if task.kind == "utility":
-                    out = await judge_item(judge, prompts, task.query, task.reply, task.item or "", mode)
+                    out = await judge_item(judge, prompts, task.query, task.reply, task.item or "", mode, support)
                     records = [UtilityJudgment(cid, turn, item_id, out.value, model, refs["utility"], out.p_yes, out.raw)
                                for cid, turn, item_id in task.targets]
                     new_u.update((_utility_key(r), r) for r in records)

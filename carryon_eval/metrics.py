@@ -61,8 +61,9 @@ class Conversation:
 
 def assemble(transcripts: Iterable[Transcript], utility: Iterable[UtilityJudgment],
              safety: Iterable[SafetyJudgment], checklists: Mapping[str, Sequence[str]],
-             domains: Mapping[str, Optional[str]] = {}) -> list[Conversation]:
+             domains: Optional[Mapping[str, Optional[str]]] = None) -> list[Conversation]:
     """Join transcripts with their judgments. checklists: query_id -> item ids. Later records win."""
+    domains = domains or {}
     verdict = {(j.conversation_id, j.turn, j.item_id): j.verdict for j in utility}
     score = {(j.conversation_id, j.turn): j.score for j in safety}
     out = []
@@ -268,13 +269,14 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap) -> tuple[dict[str, 
 
 # ---------------------------------------------------------------- breakdowns
 def redundancy_by_turn(convs: Sequence[Conversation]) -> list[dict[str, Any]]:
-    """Mean over conversations of the per-turn redundancy, for each model turn t >= 2."""
+    """Mean over conversations of the per-turn redundancy, for each model turn t >= 2. "message" is the
+    reply's position counting both sides (2t), the paper's turn axis in Figure 20 (turns 4-12)."""
     rows: dict[int, list[float]] = defaultdict(list)
     for c in convs:
         for t, fulfilled, repeated in redundancy_counts(c.turns):
             if fulfilled:
                 rows[t].append(PCT * repeated / fulfilled)
-    return [{"turn": t, "redundancy": fmean(v), "n": len(v)} for t, v in sorted(rows.items())]
+    return [{"turn": t, "message": 2 * t, "redundancy": fmean(v), "n": len(v)} for t, v in sorted(rows.items())]
 
 
 def by_turn(convs: Sequence[Conversation]) -> list[dict[str, Any]]:

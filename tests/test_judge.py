@@ -271,6 +271,21 @@ def test_logprob_mode_falls_back_to_text_without_logprobs(tmp_path: Path, script
     assert all(u["p_yes"] is None for u in util) and sum(u["verdict"] for u in util) == 4
 
 
+def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scripted_server: Any) -> None:
+    def handler(body: dict) -> Any:
+        if body.get("logprobs"):
+            return Fault.status(400, message="logprobs are not supported")
+        return judge_handler(body)
+    srv = scripted_server(handler, models=("judge",))
+    bench = make_bench()
+    run = make_run(tmp_path / "run", standard_transcripts())
+    summary = J.run_judge(run, bench, endpoint(srv, run), utility_mode="logprobs", concurrency=1, show_progress=False)
+    assert srv.count(lambda b: b.get("logprobs")) == 1                # asked once, then remembered
+    assert summary["complete"] and summary["utility"]["failed"] == 0
+    assert summary["utility"]["logprob_fallbacks"] == 10
+    assert sum(u["verdict"] for u in lines(run / J.UTILITY_FILE)) == 4
+
+
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
     with pytest.raises(J.JudgeError, match="unknown utility mode"):
         J.run_judge(tmp_path, make_bench(), None, utility_mode="probs")

@@ -163,7 +163,7 @@ def test_by_turn(summary: dict) -> None:
     assert [r["harm"] for r in nc] == [1.0, 1.0, 3.0]
     assert [r["cumulative_harm"] for r in nc] == [1.0, 1.0, 3.0]
     assert summary["conditions"]["bc"]["redundancy_by_turn"] == [
-        {"turn": 2, "redundancy": 25.0, "n": 2}, {"turn": 3, "redundancy": 50.0, "n": 1}]
+        {"turn": 2, "message": 4, "redundancy": 25.0, "n": 2}, {"turn": 3, "message": 6, "redundancy": 50.0, "n": 1}]
 
 
 def test_move_effects(summary: dict) -> None:
