@@ -186,7 +186,8 @@ class Estimate:
 
     def __sub__(self, other: "Estimate") -> "Estimate":
         if self.value is None or other.value is None:
-            return Estimate(None, self.reps * np.nan, 0, self.reason or other.reason)
+            missing = "this condition" if self.value is None else "turn 1"
+            return Estimate(None, self.reps * np.nan, 0, f"no value for {missing} ({self.reason or other.reason})")
         return Estimate(self.value - other.value, self.reps - other.reps, min(self.n, other.n))
 
 

@@ -73,6 +73,9 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000,
                        {q: row.get("domain") for q, row in bench.queries.items()})
     results: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "model": _model_name(meta, transcripts)}
     results.update(M.summarize(convs, n_resamples=n_resamples, seed=seed))
+    results["null_meaning"] = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
+                               "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
+                               "null means the cell has no scored data")
     results["judges"] = _judge_info(rundir, utility, safety)
     results["judge_context"] = {"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT}
     results["dataset"] = {"source": bench.source, "revision": bench.revision,

@@ -215,6 +215,33 @@ def test_rejudge_makes_zero_new_requests(tmp_path: Path, scripted_server: Any) -
     assert ((run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()) == before
 
 
+def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path: Path, scripted_server: Any) -> None:
+    import shutil
+
+    srv = scripted_server(judge_handler, models=("judge",))
+    bench = make_bench()
+    trs = standard_transcripts()
+    run = make_run(tmp_path / "run", trs)
+    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    full_u, full_s = (run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()
+    # a crash after 6 utility records (plus half a line) and no safety record; the cache is gone too
+    kept = full_u.splitlines(keepends=True)[:6]
+    (run / J.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
+    (run / J.SAFETY_FILE).write_text("")
+    shutil.rmtree(run / "cache")
+    srv.reset()
+    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    assert (run / J.UTILITY_FILE).read_text() == full_u and (run / J.SAFETY_FILE).read_text() == full_s
+    # only the (query, reply, item) questions of the missing records were asked again
+    text = {tr.conversation_id: {r.turn: r.content for r in tr.replies} for tr in trs}
+    qid = {tr.conversation_id: tr.query_id for tr in trs}
+    question = {i["item_id"]: i["question"] for items in bench.checklists.values() for i in items}
+    missing = {(bench.queries[qid[d["conversation_id"]]]["query"], text[d["conversation_id"]][d["turn"]],
+                question[d["item_id"]]) for d in map(json.loads, full_u.splitlines()[6:])}
+    asked = [parts(b) for b in srv.requests if is_utility(b)]
+    assert sorted(asked) == sorted(missing)
+
+
 def test_failed_calls_are_not_recorded_and_retried_on_rerun(tmp_path: Path, scripted_server: Any) -> None:
     broken = {"on": True}
 
