@@ -204,3 +204,16 @@ def test_agreement_command(tmp_path: Path) -> None:
     bad.write_text("conversation_id,turn,item_id,verdict\nc1,1,i0,maybe\n")
     res = CliRunner().invoke(agreement_command, [str(run), str(bad)])
     assert res.exit_code == 2 and "not yes/no" in res.output
+
+
+def test_report_without_matplotlib_says_so(judged_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)          # `import matplotlib` now raises ImportError
+    results = write_report(judged_run, make_bench(), n_resamples=50)
+    assert results["plots"]["files"] == [] and "matplotlib is not installed" in results["plots"]["note"]
+    assert any("matplotlib is not installed" in n for n in results["notes"])
+    page = (judged_run / "report.html").read_text()
+    assert "matplotlib is not installed" in page and "data:image/png" not in page
