@@ -238,7 +238,7 @@ def _obj(props: dict[str, Any]) -> dict[str, Any]:
 
 _ITEMS_SCHEMA = _obj({"items": {"type": "array", "items": _obj({
     "question": {"type": "string"}, "category": {"type": "string", "enum": list(ITEM_CATEGORIES)}})}})
-SCHEMAS: dict[str, dict[str, Any]] = {
+SCHEMAS: dict[str, dict[str, Any]] = {   # a plain-text intent is accepted too
     "intents": _obj({"intent": {"type": "string"}}),
     "harm_filter": _obj({"harmful": {"type": "boolean"}, "reason": {"type": "string"}}),
     "decompose": _ITEMS_SCHEMA,
@@ -246,7 +246,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "item_filter": _obj({"enables_misuse": {"type": "boolean"}, "reason": {"type": "string"}}),
 }
 EXPECTED = {
-    "intents": 'a JSON object {"intent": "<the benign intent, first person, at most 80 words>"}',
+    "intents": "the benign intent only: 2 to 4 sentences in the first person, at most 80 words",
     "harm_filter": 'a JSON object {"harmful": true or false, "reason": "<one short sentence>"}',
     "decompose": 'a JSON object {"items": [{"question": "Does the response ...?", "category": "<one of the '
                  'categories>"}, ...]}',
@@ -275,6 +275,9 @@ _BRACKET_PREFIX = re.compile(r"^\[([^\]]{2,40})\]\s*(.+)$")
 _TAG_SUFFIX = re.compile(r"^(.+?)\s*(?:[\[(]\s*(?:category\s*:\s*)?([^\])]{2,40})[\])]|[-\u2013\u2014|]\s*"
                          r"category\s*:\s*(.{2,40}))\s*$", re.IGNORECASE)
 _MAX_JSON_STARTS = 64
+_PLACEHOLDER = re.compile(r"<[^<>]{2,60}>")
+_ECHO = re.compile(r"\(CarryOnBench builder, (?:stage: \w+|repair)\)")   # the marker line of our prompts
+MIN_QUESTION_WORDS = 3
 
 
 def clean_reply(text: Optional[str]) -> str:
@@ -328,11 +331,15 @@ def _is_category(s: str) -> bool:
 
 
 def _question_text(q: Any) -> str:
+    """The item's question, or "" if it is not one (too short, a copied placeholder such as "...")."""
     if not isinstance(q, str):
         return ""
     q = " ".join(q.split())
     q = re.sub(r"^(?:\d{1,3}\s*[.):]|[-*\u2022])\s+", "", q)
-    return q.strip(" \"'`*")
+    q = q.strip(" \"'`*")
+    if len(re.findall(r"[A-Za-z]{2,}", q)) < MIN_QUESTION_WORDS or _PLACEHOLDER.fullmatch(q):
+        return ""
+    return q
 
 
 def _entry(e: Any) -> Optional[tuple[str, Any]]:
@@ -460,6 +467,8 @@ def parse_intent(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     if not isinstance(intent, str):
         return None, 'it is not a JSON object with an "intent" string'
     intent = " ".join(intent.split()).strip("\"'` ")
+    if _PLACEHOLDER.search(intent):
+        return None, "it repeats a template placeholder in angle brackets instead of writing the intent"
     words = len(intent.split())
     if words < 5:
         return None, "the intent is empty or too short (expected 2 to 4 sentences)"
@@ -607,18 +616,23 @@ class LLMStages:
                     self.empty_retries[stage] += 1
                     continue   # empty replies are never cached: the same request is asked again
                 return _Outcome(problem=f"the model returned an empty reply {1 + MAX_EMPTY_RETRIES} times")
-            value, problem = parse(res.text or "")
+            if _ECHO.search(text):
+                value, problem = None, "it repeats the instructions instead of answering them"
+            else:
+                value, problem = parse(res.text or "")
             if problem is None:
                 return _Outcome(value=value)
-            if res.finish_reason == "length":
-                problem += f" (the reply was cut off at max_tokens={params.max_tokens}; answer more briefly)"
+            cut = res.finish_reason == "length"
+            if cut:
+                problem += f" (the reply was cut off at max_tokens={params.max_tokens})"
             if not repairable or repairs >= MAX_REPAIRS:
                 tried = f" after {_plural(repairs, 'repair prompt')}" if repairable else ""
                 return _Outcome(problem=f"unusable reply{tried}: {problem}")
             repairs += 1
             self.repairs[stage] += 1
             msgs = msgs + [{"role": "assistant", "content": res.text or ""}] + render_messages(
-                self.repair_prompt, problem=problem, expected=EXPECTED.get(stage, "your answer"))
+                self.repair_prompt, problem=problem + ("; answer more briefly" if cut else ""),
+                expected=EXPECTED.get(stage, "your answer"))
 
     def _structured(self, stage: str, spec: ModelSpec) -> str:
         """The structured-output style of a stage's calls ("none" for free text and for WildGuard)."""

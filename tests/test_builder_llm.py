@@ -479,34 +479,84 @@ def test_option_errors(args, message, tmp_path):
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+@needs_source
+def test_prompt_echo_is_not_an_answer(scripted_server, script, queries, tmp_path):
+    def echo(body: dict) -> Any:
+        stage = script.stage(body)
+        if stage == "oracle_answers" and body["model"] == "gen-b":
+            return system_text(body) + "\n" + _first_user(body)   # a base model continuing the prompt
+        if stage == "intents" and script.label(_first_user(body)) == "C":
+            return system_text(body)
+        return script.reply(body)
+
+    main = scripted_server(echo, models=MAIN_MODELS)
+    judge = scripted_server(echo, models=(JUDGE,))
+    res = run_cli(cli_args(main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    prov = read(tmp_path / "ds", "provenance")
+    assert read(tmp_path / "ds", "queries") == []
+    reasons = {(r["query_id"], r["stage"], r["reason"]) for r in prov if r["decision"] == "dropped" and not r["item_id"]}
+    a, b, c = (q.query_id for q in queries)
+    assert (c, "intents", "no benign intent: unusable reply after 2 repair prompts: it repeats the instructions "
+                          "instead of answering them") in reasons
+    assert (a, "oracle_answers", "answer a2: unusable reply: it repeats the instructions instead of answering "
+                                 "them") in reasons
+    assert (a, "harm_filter", "only 2 of 3 answers judged harmless (at least 3 needed)") in reasons
+
+
 # ---------------------------------------------------------------- the embedded model (slow)
+def _check_local_build(out: Path) -> None:
+    prov = read(out, "provenance")
+    kept = {r["query_id"] for r in read(out, "queries")}
+    ids = list(dict.fromkeys(r["query_id"] for r in prov))
+    assert len(ids) == 2
+    for qid in ids:   # every query either ends with a final checklist or has exactly one query-level drop row
+        rows = [r for r in prov if r["query_id"] == qid and not r["item_id"]]
+        final = [r for r in rows if r["stage"] == "item_filter" and r["reason"].startswith("final checklist")]
+        drops = [r for r in rows if r["decision"] == "dropped" and not r["reason"].startswith("answer ")]
+        assert (qid in kept) == bool(final) and len(drops) == (0 if qid in kept else 1), rows
+    assert all(r["reason"] and r["detail"] for r in prov)
+    for r in read(out, "checklists"):
+        assert r["query_id"] in kept and r["category"] in ITEM_CATEGORIES
+
+
 @pytest.mark.local_model
 @needs_source
-def test_local_model_build_runs_to_the_end(tmp_path):
+def test_local_model_build_runs_to_the_end(scripted_server, tmp_path):
+    """Gemma 3 270M (a base model) through llama.cpp: whatever it answers, the build ends and explains.
+
+    Run 1 is the plain `--endpoint local` build; Gemma cannot write an intent, so it mostly exercises
+    the intents stage and its repairs. Run 2 scripts the intent writer and the generators so that Gemma
+    serves the harm classifier, decomposer, merger and item filter (llama.cpp grammar-constrained JSON)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
     from carryon_eval.local_model import LocalModelUnavailable, check_installed
     try:
         check_installed()
     except LocalModelUnavailable as exc:
         pytest.skip(str(exc))
-    out = tmp_path / "ds"
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(SOURCE),
-           "--out", str(out), "--endpoint", "local", "--limit", "2", "--max-tokens", "160",
-           "--generator-model", "gemma-3-270m", "--generator-model", "gemma-3-270m"]
+    base = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(SOURCE),
+            "--endpoint", "local", "--limit", "2", "--max-tokens", "160"]
     started = time.monotonic()
-    res = subprocess.run(cmd, capture_output=True, timeout=900)
-    elapsed = time.monotonic() - started
+    res = subprocess.run([*base, "--out", str(tmp_path / "all"), "--generator-model", "gemma-3-270m",
+                          "--generator-model", "gemma-3-270m"], capture_output=True, timeout=900)
     assert res.returncode == 0, res.stderr.decode()[-3000:]
-    print(f"local build: {elapsed:.0f}s")
-    prov = read(out, "provenance")
-    kept = {r["query_id"] for r in read(out, "queries")}
-    ids = list(dict.fromkeys(r["query_id"] for r in prov))
-    assert len(ids) == 2
-    for qid in ids:   # every query either ends with a final checklist or has a query-level drop row
-        rows = [r for r in prov if r["query_id"] == qid and not r["item_id"]]
-        final = [r for r in rows if r["stage"] == "item_filter" and r["reason"].startswith("final checklist")]
-        drops = [r for r in rows if r["decision"] == "dropped" and not r["reason"].startswith("answer ")]
-        assert (qid in kept) == bool(final) and (qid in kept) != bool(drops), rows
-        assert all(r["reason"] for r in rows)
-    for r in read(out, "checklists"):
-        assert r["query_id"] in kept and r["category"] in ITEM_CATEGORIES
+    _check_local_build(tmp_path / "all")
+    middle = time.monotonic()
+
+    def scripted(body: dict) -> str:
+        if "stage: intents" in system_text(body):
+            return json.dumps({"intent": "I am a teacher preparing a lesson on this topic and I need a careful, "
+                                         "balanced overview for my students."})
+        return ("Here is a balanced overview. First, explain the background of the topic and why it matters. "
+                "Second, describe how people can stay safe and respectful. Third, point to support services such "
+                "as counselling centres and helplines. Fourth, mention the relevant laws on harassment. Finally, "
+                "give a classroom example of a respectful way to discuss the issue.")
+    srv = scripted_server(scripted, models=("intent-m", "gen-a", "gen-b"))
+    res = subprocess.run([*base, "--out", str(tmp_path / "mixed"), "--generator", f"{srv.base_url}=gen-a",
+                          "--generator", f"{srv.base_url}=gen-b", "--role-endpoint", f"intent_writer={srv.base_url}",
+                          "--role-model", "intent_writer=intent-m"], capture_output=True, timeout=900)
+    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    _check_local_build(tmp_path / "mixed")
+    stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
+    assert {"intents", "oracle_answers", "harm_filter"} <= stages
+    print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
