@@ -665,7 +665,7 @@ class LLMStages:
         kept = sum(1 for s in states if s.dropped_at is None)
         tokens = self.usage.total_tokens(stage)
         self.log(f"{stage}: {kept} of {_plural(len(states), 'query')} kept, {len(states) - kept} dropped "
-                 f"({_plural(units, 'unit')}, {tokens:,} new tokens, {self.stage_seconds[stage]:.1f}s)")
+                 f"({units:,} {_UNIT_LABEL[stage]}, {tokens:,} new tokens, {self.stage_seconds[stage]:.1f}s)")
 
     def _units(self, stage: str, states: list[_Query]) -> int:
         g = len(self.config.generators)
@@ -682,7 +682,8 @@ class LLMStages:
     def _progress(self, stage: str, total: int) -> Any:
         disable = None if self.config.progress is None else not self.config.progress
         if _Progress is not None:
-            return _Progress(total=total, desc=stage, usage=self.usage, unit="call", disable=disable)
+            return _Progress(total=total, desc=stage, usage=_StageUsage(self.usage, stage), unit="call",
+                             disable=disable)
         from tqdm import tqdm   # pragma: no cover
 
         class _Bar:   # pragma: no cover - same interface as Progress
@@ -983,6 +984,24 @@ class LLMStages:
             lines.append("Item categories: " + ", ".join(f"{c} {counts[c]:,}" for c in ITEM_CATEGORIES
                                                          if c in counts) + ".")
         return "\n".join(lines)
+
+
+_UNIT_LABEL = {"intents": "intents asked", "oracle_answers": "answers asked", "harm_filter": "answers judged",
+               "decompose": "answers decomposed", "merge": "merges", "item_filter": "items judged"}
+
+
+class _StageUsage:
+    """A UsageLedger view for the progress line: this stage's tokens and the build's total so far."""
+
+    def __init__(self, usage: UsageLedger, stage: str) -> None:
+        self.usage, self.stage = usage, stage
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        rows = self.usage.snapshot()
+        def total(pred: Callable[[str], bool]) -> dict[str, int]:
+            picked = [r for k, r in rows.items() if pred(k)]
+            return {f: sum(r[f] for r in picked) for f in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")}
+        return {f"{self.stage}/*": total(lambda k: k.split("/", 1)[0] == self.stage), "total/*": total(lambda k: True)}
 
 
 def _short(text: str, n: int = 40) -> str:

@@ -504,6 +504,38 @@ def test_prompt_echo_is_not_an_answer(scripted_server, script, queries, tmp_path
     assert (a, "harm_filter", "only 2 of 3 answers judged harmless (at least 3 needed)") in reasons
 
 
+def test_role_plan_scheme():
+    from builder.roles import plan_roles
+    plan = plan_roles(endpoint="http://a/v1", model="m", role_endpoints=["harm_classifier=http://b/v1",
+                                                                         "generator=http://g/v1"],
+                      role_models=["harm_classifier=wg", "merger=big"], generators=["http://x/v1?k=v=gx"],
+                      generator_models=["g1", "g1"])
+    assert plan.roles["intent_writer"] == ("http://a/v1", "m")
+    assert plan.roles["harm_classifier"] == ("http://b/v1", "wg")
+    assert plan.roles["merger"] == ("http://a/v1", "big")
+    assert plan.generators == [("http://x/v1?k=v", "gx"), ("http://g/v1", "g1"), ("http://g/v1", "g1")]
+    assert not plan.needs_local
+    local = plan_roles(endpoint="local", model=None)
+    assert local.needs_local and local.generators == [("local", "gemma-3-270m")]
+    roles, gens = local.specs(local_base_url="http://127.0.0.1:5/v1")
+    assert gens[0].base_url == "http://127.0.0.1:5/v1" and gens[0].structured == "json_object"
+    assert gens[0].concurrency == 1
+    mixed = plan_roles(endpoint="local", model=None, role_endpoints=["decomposer=http://d/v1"],
+                       role_models=["decomposer=dm"])
+    assert mixed.roles["decomposer"] == ("http://d/v1", "dm") and mixed.roles["merger"] == ("local", "gemma-3-270m")
+
+
+@needs_source
+def test_dry_run_with_the_local_model_starts_nothing(tmp_path):
+    started = time.monotonic()
+    res = run_cli(["build", "--source", str(SOURCE), "--out", str(tmp_path / "ds"), "--endpoint", "local",
+                   "--limit", "2", "--max-tokens", "160", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "dry run: 2 queries, 1 generator; no endpoint was called" in res.stdout
+    assert "starting the embedded model" not in res.stderr and time.monotonic() - started < 10
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "ds.cache").exists()
+
+
 # ---------------------------------------------------------------- the embedded model (slow)
 def _check_local_build(out: Path) -> None:
     prov = read(out, "provenance")
