@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 from builder.cli import cli
 from builder.llm_stages import (
-    ITEM_CATEGORIES, LLMConfig, LLMStages, ModelSpec, extract_json, normalize_category, parse_flag, parse_intent,
+    ITEM_CATEGORIES, LLMConfig, LLMStageAbort, LLMStages, ModelSpec, extract_json, normalize_category, parse_flag, parse_intent,
     parse_items, parse_wildguard,
 )
 from builder.pipeline import build
@@ -389,6 +389,35 @@ def test_persistent_failures_are_recorded_drops(scripted_server, script, queries
     unsure = [r for r in prov if r["stage"] == "item_filter" and r["reason"].startswith("removed to be safe")]
     assert [r["item_id"] for r in unsure] == [f"{c}-m03"]
     assert len(read(tmp_path / "ds", "checklists")) == 22
+
+
+@needs_source
+def test_servers_without_structured_output_give_the_same_dataset(scripted_server, script, queries, tmp_path):
+    main = scripted_server(script.reply, models=MAIN_MODELS, supports_response_format=False)
+    judge = scripted_server(script.reply, models=(JUDGE,), supports_response_format=False)
+    res = run_cli(cli_args(main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    check_dataset(tmp_path / "ds", queries)
+    # every structured stage asked for JSON; each rejected request was asked again without response_format
+    reqs = main.requests + judge.requests
+    rejected = [b for b in reqs if b.get("response_format")]
+    assert {b["model"] for b in rejected} == {"intent-m", JUDGE, "decomp-m", "merge-m", "filter-m"}
+    plain = {body_key({k: v for k, v in b.items() if k != "response_format"}) for b in reqs
+             if not b.get("response_format")}
+    assert all(body_key({k: v for k, v in b.items() if k != "response_format"}) in plain for b in rejected)
+
+
+@needs_source
+def test_an_endpoint_that_always_fails_aborts_the_build(scripted_server, script, queries, tmp_path):
+    def down(body: dict) -> Any:
+        return Fault.status(503) if body["model"] in GENERATORS else script.reply(body)
+
+    main = scripted_server(down, models=MAIN_MODELS)
+    judge = scripted_server(down, models=(JUDGE,))
+    stages = LLMStages(stages_config(main, judge, tmp_path / "cache", max_retries=1), log=lambda m: None)
+    with pytest.raises(LLMStageAbort, match=r"stage oracle_answers: every call failed \(9 of 9\)"):
+        build(SOURCE, tmp_path / "ds", limit=3, llm_stages=stages, log=lambda m: None)
+    assert not (tmp_path / "ds").exists()
 
 
 # ---------------------------------------------------------------- a killed build resumes without repeats
