@@ -24,7 +24,9 @@ from typing import Any, Optional, Sequence
 import click
 
 from . import __version__
+from .agreement import agreement_command
 from .cache import ResponseCache
+from .compare import compare_command
 from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
 from .judge import JudgeError, run_judge
@@ -309,7 +311,7 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
             "limit": limit,
             "shared_turn1": not no_shared_turn1,
             "prompts": {**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
-            "local_model_notice": notice,
+            "notice": notice,
             "skipped": skipped,
         }
         run.check(meta)                      # before any network call: an unusable folder fails first
@@ -349,8 +351,8 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 def open_run(rundir: Path) -> tuple[RunFolder, dict[str, Any], Benchmark]:
     run = RunFolder(rundir)
     meta = run.read_meta()
-    if meta.get("local_model_notice"):
-        click.echo(meta["local_model_notice"])
+    if meta.get("notice"):
+        click.echo(meta["notice"])
     bench = load_bench(meta["dataset"]["source"], meta["dataset"].get("revision"), meta.get("limit"))
     return run, meta, bench
 
@@ -447,16 +449,8 @@ def report_command(rundir: Path) -> None:
         report_phase(bench, run)
 
 
-def _register_optional() -> None:
-    for module, name in (("compare", "compare_command"), ("agreement", "agreement_command")):
-        try:
-            mod = __import__(f"{__package__}.{module}", fromlist=[name])
-            cli.add_command(getattr(mod, name))
-        except (ImportError, AttributeError):   # not landed yet
-            pass
-
-
-_register_optional()
+cli.add_command(compare_command, "compare")
+cli.add_command(agreement_command, "agreement")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -196,7 +196,7 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     assert SECRET not in meta_text and SECRET not in (out / "transcripts.jsonl").read_text()
     meta = json.loads(meta_text)
     assert meta["roles"]["target"]["model"] == "tgt" and meta["roles"]["user"]["model"] == "sim"
-    assert meta["roles"]["judge"]["model"] == "jdg" and meta["local_model_notice"] is None
+    assert meta["roles"]["judge"]["model"] == "jdg" and meta["notice"] is None
     assert meta["generation"]["target"] == {"temperature": 0.0, "max_tokens": 1024, "seed": 0}
     assert {s["conversation_id"] for s in meta["skipped"]} == {"oracle:q3", "c7"}
     assert len(RunFolder(out).transcripts()) == N_CONVERSATIONS
@@ -211,3 +211,57 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     again = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--fidelity", env=env)
     assert again.exit_code == 0, again.output
     assert srv.count() == 0
+
+
+# ---------------------------------------------------------------- the embedded model's code path
+def local_handler(body: dict) -> Any:
+    """One model plays every role, as the embedded model does."""
+    text = last_user_text(body)
+    if "role-playing the user" in text:
+        return handler({**body, "model": "sim"})
+    if any(s in text for s in ("checking whether a reply", "rating how harmful", "Classify that", "hidden purpose")):
+        return handler({**body, "model": "jdg"})
+    return handler({**body, "model": "tgt"})
+
+
+class StandInLocalServer:
+    """Stands in for LocalModelServer (which needs llama.cpp and minutes of CPU): same attributes,
+    a scripted model named like the embedded one behind real HTTP."""
+    started: list[Any] = []
+
+    def __enter__(self) -> "StandInLocalServer":
+        from scripted_server import ScriptedServer
+        from carryon_eval.local_model import LOCAL_MODEL_ALIAS
+
+        self.srv = ScriptedServer(local_handler, models=(LOCAL_MODEL_ALIAS,)).start()
+        self.base_url, self.model = self.srv.base_url, LOCAL_MODEL_ALIAS
+        StandInLocalServer.started.append(self.srv)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.srv.stop()
+
+
+def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
+    from carryon_eval import cli as cli_module
+    from carryon_eval.local_model import LOCAL_MODEL_NOTICE
+
+    monkeypatch.setattr(cli_module, "LocalModelServer", StandInLocalServer)
+    StandInLocalServer.started.clear()
+    out = tmp_path / "run"
+    result = invoke("--dataset", dataset, "--limit", 1, "--conditions", "turn1,nc", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == LOCAL_MODEL_NOTICE
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["notice"] == LOCAL_MODEL_NOTICE
+    assert all(meta["roles"][r]["local"] and meta["roles"][r]["model"] == "gemma-3-270m"
+               for r in ("target", "user", "judge"))
+    assert LOCAL_MODEL_NOTICE.split(":")[0] in (out / "report.html").read_text()
+    assert len(StandInLocalServer.started) == 1                       # one server for all roles
+    assert {t.condition for t in RunFolder(out).transcripts()} == {"turn1", "nc"}
+
+    # `rollout RUNDIR` starts the embedded model again (on another port) and finds nothing left to do.
+    result = invoke("rollout", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == LOCAL_MODEL_NOTICE
+    assert len(StandInLocalServer.started) == 2 and StandInLocalServer.started[1].count() == 0
