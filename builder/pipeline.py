@@ -57,6 +57,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     selected = select_queries(all_queries)
     log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} after dropping "
         f"{len(all_queries) - len(selected)} queries of the 4 excluded categories")
+    n_selected = len(selected)
     if limit is not None:
         selected = selected[:limit]
         log(f"limit: building the first {len(selected)} queries")
@@ -95,14 +96,17 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "llm_stages": llm.manifest if llm_stages is not None else None,
         "encoding": {"pyarrow": pyarrow.__version__},
         "counts": {**counts, "model_turns": model_turns, "flows_used": len(used),
-                   "source_queries": len(all_queries), "selected_queries": len(selected),
+                   "source_queries": len(all_queries), "selected_queries": n_selected,
+                   "limit": limit,
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
     card_values = {
         "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
-        "n_source_queries": len(all_queries), "n_selected": len(selected), "n_queries": len(final),
+        "n_source_queries": len(all_queries), "n_selected": n_selected,
+        "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
+        "n_queries": len(final),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
         "pool_size": POOL_SIZE,
