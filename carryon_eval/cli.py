@@ -75,10 +75,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
-def default_out(model: str, dataset: Optional[str]) -> Path:
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None) -> Path:
     """Same command, same folder, so that rerunning a command resumes it."""
     name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
-    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}"
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{f'__limit{limit}' if limit else ''}"
 
 
 def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int]) -> Benchmark:
@@ -280,7 +280,7 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         bench = load_bench(dataset, revision, limit)
         jobs, skipped = plan(bench, conditions)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else specs["target"][1]
-        run = RunFolder(out or default_out(str(target_name), dataset))
+        run = RunFolder(out or default_out(str(target_name), dataset, limit))
         click.echo(f"run folder: {run.path}")
         click.echo(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run)")
         for note in bench.notes:

@@ -296,3 +296,14 @@ def test_fidelity_summary_counts_agreement_and_leaks():
     assert out["intent_leak"]["n_checked"] == 2 and out["intent_leak"]["n_leaks"] == 1
     assert out["intent_leak"]["leaks"][0]["turn"] == 3
     assert set(NON_CONTENTFUL_MOVES + CHALLENGE_MOVES + BC_MOVES) == set(out["confusion"])
+
+
+def test_a_flow_whose_condition_contradicts_its_moves_is_refused(tmp_path):
+    from carryon_eval.dataset import DatasetError
+
+    data = make_dataset(tmp_path / "data")
+    rows = [json.loads(line) for line in (data / "flows.jsonl").read_text().splitlines()]
+    rows[0]["condition"] = "NC"                      # F1-bj is a benign justification: BC
+    _write_jsonl(data / "flows.jsonl", rows)
+    with pytest.raises(DatasetError, match="F1-bj has condition 'NC'"):
+        plan(load_benchmark(data), CONDITIONS)
