@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import sys
 import time
@@ -30,9 +31,11 @@ from .compare import compare_command
 from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
 from .judge import JudgeError, run_judge
+from .local_model import LOCAL_ENDPOINT as LOCAL
 from .local_model import LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer, is_local
 from .progress import Progress, human, tokens_by_role
 from .prompts import PromptError, load_prompt, prompt_hashes
+from .report import write_report
 from .rollout import ORACLE_PROMPT, Generation, plan, rollout
 from .run import RunError, RunFolder, write_json_atomic
 from .schema import CONDITIONS
@@ -96,7 +99,7 @@ def role_config(public: dict[str, Any], *, base_url: Optional[str] = None, concu
 
 
 class LocalServer:
-    """Starts the embedded model on first use (printing the notice first), stops it on exit."""
+    """Starts the embedded model when a role first needs it; the ExitStack stops it on any exit."""
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
         self.stack = stack
@@ -194,8 +197,6 @@ def judge_phase(bench: Benchmark, run: RunFolder, judge: Endpoint, utility_mode:
 
 
 def report_phase(bench: Benchmark, run: RunFolder) -> None:
-    from .report import write_report
-
     write_report(run.path, bench)
     click.echo(f"results: {run.path / 'results.json'}")
     click.echo(f"report:  {run.path / 'report.html'}")
@@ -286,16 +287,11 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         for note in bench.notes:
             click.echo(f"dataset note: {note}")
 
-        server = LocalServer(stack)
-        configs = {}
-        for role, (ep, m, key) in specs.items():
-            if role in local:
-                srv = server.get()
-                configs[role] = EndpointConfig(base_url=srv.base_url, model=srv.model, api_key_env=key,
-                                               concurrency=concurrency)
-            else:
-                configs[role] = EndpointConfig(base_url=str(ep), model=str(m), api_key_env=key,
-                                               concurrency=concurrency)
+        # Local roles get the embedded model's address once it runs; run.json records them as "local".
+        configs = {role: EndpointConfig(base_url=LOCAL if role in local else str(ep),
+                                        model=LOCAL_MODEL_ALIAS if role in local else str(m),
+                                        api_key_env=key, concurrency=concurrency)
+                   for role, (ep, m, key) in specs.items()}
         meta = {
             "carryonbench_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -314,7 +310,11 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
             "notice": notice,
             "skipped": skipped,
         }
-        run.check(meta)                      # before any network call: an unusable folder fails first
+        run.check(meta)                      # an unusable folder fails before anything starts
+        if local:
+            srv = LocalServer(stack).get()
+            configs = {role: dataclasses.replace(cfg, base_url=srv.base_url, model=srv.model) if role in local
+                       else cfg for role, cfg in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
         asyncio.run(_check_then_close({role: Endpoint(cfg) for role, cfg in configs.items()}))
         meta = run.start(meta)
@@ -364,7 +364,7 @@ def run_role(meta: dict[str, Any], role: str, server: LocalServer, *, endpoint: 
     public = dict(meta["roles"][role])
     if model:
         public["model"] = model
-    if (endpoint is not None and is_local(endpoint)) or (endpoint is None and public.get("local") and not model):
+    if is_local(endpoint) if endpoint is not None else public.get("local"):
         srv = server.get()
         return role_config({**public, "model": srv.model}, base_url=srv.base_url, concurrency=concurrency,
                            api_key_env=api_key_env)
