@@ -255,6 +255,7 @@ def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dat
     meta = json.loads((out / "run.json").read_text())
     assert meta["notice"] == LOCAL_MODEL_NOTICE
     assert all(meta["roles"][r]["local"] and meta["roles"][r]["model"] == "gemma-3-270m"
+               and meta["roles"][r]["base_url"] == "local"
                for r in ("target", "user", "judge"))
     assert LOCAL_MODEL_NOTICE.split(":")[0] in (out / "report.html").read_text()
     assert len(StandInLocalServer.started) == 1                       # one server for all roles
