@@ -75,7 +75,11 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     datasets.logging.set_verbosity_error()
     datasets.disable_progress_bars()
     try:
-        ds = datasets.load_dataset(source, config, split="test", revision=revision)
+        # datasets caches a local folder by its name only: a rebuilt folder, or another folder with the same
+        # name, would silently give stale rows. Local folders are re-read every time (they are small).
+        local = Path(source).exists()
+        ds = datasets.load_dataset(source, config, split="test", revision=revision,
+                                   download_mode="force_redownload" if local else None)
     except ValueError as exc:  # unknown config name
         raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
     except FileNotFoundError as exc:

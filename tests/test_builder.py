@@ -192,3 +192,17 @@ def test_valid_synthetic_source_builds(tmp_path):
     r = carryon_build("build", "--source", src, "--out", tmp_path / "out", "--no-llm")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "out" / "MANIFEST.json").read_text())["counts"]["conversations"] == 15
+
+
+def test_evaluator_loader_never_serves_a_stale_cache_for_a_local_folder(tmp_path):
+    """datasets caches local folders by name; the evaluator must read what is on disk now."""
+    from carryon_eval.dataset import load_benchmark
+    rows = [row(), row(safe=False, safe_rate=0.1)]
+    src = tmp_path / "source.json"
+    src.write_text(json.dumps(rows))
+    for i, query in enumerate(["How are fake invoices spotted?", "How do forged receipts get caught?"]):
+        src.write_text(json.dumps([row(query), row(query, safe=False)]))
+        out = tmp_path / f"run{i}" / "carryonbench"          # same folder name both times
+        assert carryon_build("build", "--source", src, "--out", out, "--no-llm").returncode == 0
+        bench = load_benchmark(out)
+        assert [q["query"] for q in bench.queries.values()] == [query]
