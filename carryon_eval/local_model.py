@@ -47,6 +47,10 @@ DEFAULT_N_BATCH = 512
 DEFAULT_N_THREADS = 1
 DEFAULT_STARTUP_TIMEOUT = 180.0
 DEFAULT_STOP_GRACE = 5.0
+# Token limits that let the default run (all conditions, judges on every item) of the built-in sample
+# finish in about 5 minutes on 2 cores (bench/README.md). The base model almost never ends a turn by
+# itself, so every call runs to its limit; with the general defaults (1024) the same run takes hours.
+LOCAL_MAX_TOKENS = {"target": 200, "user": 128, "judge": 8}
 LOG_TAIL_LINES = 30
 KEEP_LOGS = 20
 
@@ -222,8 +226,8 @@ atexit.register(_stop_all)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    prev = _PREV_SIGTERM          # read first: stopping the last server restores (and forgets) it
     _stop_all()
-    prev = _PREV_SIGTERM
     _restore_sigterm()
     if callable(prev):
         prev(signum, frame)

@@ -324,3 +324,26 @@ def test_no_orphan_when_the_owner_is_interrupted_or_killed(model_cache, tmp_path
                 os.killpg(server_pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+CHAINING_SCRIPT = textwrap.dedent("""\
+    import os, signal, sys, time
+    from carryon_eval.local_model import LocalModelServer
+    signal.signal(signal.SIGTERM, lambda s, f: (print("previous handler", flush=True), sys.exit(3)))
+    with LocalModelServer() as server:
+        print(server.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)
+""")
+
+
+@pytest.mark.local_model
+@needs_llama
+def test_sigterm_stops_the_server_then_runs_the_previous_handler(model_cache, tmp_path):
+    script = tmp_path / "chain.py"
+    script.write_text(CHAINING_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                          cwd=str(Path(lm.__file__).parent.parent))
+    lines = proc.stdout.split()
+    assert proc.returncode == 3 and lines[1:] == ["previous", "handler"], (proc.stdout, proc.stderr)
+    assert _wait_gone(int(lines[0]))
