@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .compare import compare_command
 from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
-from .judge import JudgeError, run_judge
+from .judge import MAX_TOKENS as JUDGE_MAX_TOKENS, JudgeError, run_judge
 from .local_model import LOCAL_ENDPOINT as LOCAL
 from .local_model import LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer, is_local
 from .progress import Progress, human, tokens_by_role
@@ -42,6 +42,9 @@ from .schema import CONDITIONS
 from .simulator import MAX_TOKENS as USER_MAX_TOKENS, TEMPERATURE as USER_TEMPERATURE, UserSimulator, check_fidelity
 
 ROLES = ("target", "user", "judge")
+# Token caps for roles on the embedded model: a 270M base model rarely stops by itself, so without caps a
+# smoke run would spend its time writing to max_tokens. An explicit --max-tokens / --judge-max-tokens wins.
+LOCAL_MAX_TOKENS = {"target": 192, "user": 96, "judge": 8}
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 FIDELITY_FILE = "fidelity.json"
 
@@ -185,8 +188,10 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: Endpoint, conc
     return result
 
 
-def judge_phase(bench: Benchmark, run: RunFolder, judge: Endpoint, utility_mode: str, concurrency: int) -> None:
-    summary = run_judge(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency)
+def judge_phase(bench: Benchmark, run: RunFolder, judge: Endpoint, utility_mode: str, concurrency: int,
+                max_tokens: int = JUDGE_MAX_TOKENS) -> None:
+    summary = run_judge(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
+                        max_tokens=max_tokens)
     u, s = summary["utility"], summary["safety"]
     click.echo(f"judge ({summary['judge_model']}): {u['records_written']}/{u['records_total']} utility verdicts "
                f"({u['unscored']} unscored), {s['records_written']}/{s['records_total']} safety scores "
@@ -238,7 +243,11 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
               help="Comma-separated conditions to run.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
               help="Conversations (and requests per endpoint) in flight.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=1024, show_default=True, help="Target reply max tokens.")
+@click.option("--max-tokens", type=click.IntRange(min=1),
+              help=f"Target reply max tokens [default: 1024; {LOCAL_MAX_TOKENS['target']} on the embedded model].")
+@click.option("--judge-max-tokens", type=click.IntRange(min=1),
+              help=f"Judge answer max tokens, text mode [default: {JUDGE_MAX_TOKENS}; "
+                   f"{LOCAL_MAX_TOKENS['judge']} on the embedded model].")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="Target temperature.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of target and user simulator calls.")
 @click.option("--no-shared-turn1", is_flag=True,
@@ -260,8 +269,8 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
              user_model: Optional[str], user_api_key_env: Optional[str], judge_endpoint: Optional[str],
              judge_model: Optional[str], judge_api_key_env: Optional[str], dataset: Optional[str],
              revision: Optional[str], out: Optional[Path], limit: Optional[int], conditions: Sequence[str],
-             concurrency: int, max_tokens: int, temperature: float, seed: int, no_shared_turn1: bool,
-             fidelity: bool, utility_mode: str) -> None:
+             concurrency: int, max_tokens: Optional[int], judge_max_tokens: Optional[int], temperature: float,
+             seed: int, no_shared_turn1: bool, fidelity: bool, utility_mode: str) -> None:
     # Which roles are remote (URL, model, key variable) and which run on the embedded model.
     specs: dict[str, tuple[Optional[str], Optional[str], str]] = {"target": (endpoint, model, api_key_env)}
     for role, ep, m, key in (("user", user_endpoint, user_model, user_api_key_env),
@@ -276,6 +285,9 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
     notice = LOCAL_MODEL_NOTICE if local else None
     if notice:
         click.echo(notice)
+    target_max = max_tokens or (LOCAL_MAX_TOKENS["target"] if "target" in local else 1024)
+    user_max = LOCAL_MAX_TOKENS["user"] if "user" in local else USER_MAX_TOKENS
+    judge_max = judge_max_tokens or (LOCAL_MAX_TOKENS["judge"] if "judge" in local else JUDGE_MAX_TOKENS)
 
     with contextlib.ExitStack() as stack, errors_as_cli(resume_hint=True):
         bench = load_bench(dataset, revision, limit)
@@ -299,10 +311,10 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
                         "manifest_sha256": _manifest_sha(bench)},
             "roles": public_roles(configs, local),
             "generation": {
-                "target": Generation(temperature=temperature, max_tokens=max_tokens, seed=seed).public(),
-                "user": {"temperature": USER_TEMPERATURE, "max_tokens": USER_MAX_TOKENS, "seed": seed},
+                "target": Generation(temperature=temperature, max_tokens=target_max, seed=seed).public(),
+                "user": {"temperature": USER_TEMPERATURE, "max_tokens": user_max, "seed": seed},
             },
-            "judge": {"utility_mode": utility_mode},
+            "judge": {"utility_mode": utility_mode, "max_tokens": judge_max},
             "conditions": list(conditions),
             "limit": limit,
             "shared_turn1": not no_shared_turn1,
@@ -323,7 +335,7 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         asyncio.run(rollout_phase(bench, run, meta, eps, concurrency, checked=True))
         if fidelity:
             asyncio.run(fidelity_phase(bench, run, eps["judge"], concurrency))
-        judge_phase(bench, run, eps["judge"], utility_mode, concurrency)
+        judge_phase(bench, run, eps["judge"], utility_mode, concurrency, judge_max)
         report_phase(bench, run)
         print_usage(usage)
 
@@ -412,8 +424,10 @@ def _judge_endpoint(meta: dict[str, Any], run: RunFolder, server: LocalServer, u
 @judge_options
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), callback=_utility_mode,
               help="[default: the run's]")
+@click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
 def judge_command(rundir: Path, judge_endpoint: Optional[str], judge_model: Optional[str],
-                  judge_api_key_env: Optional[str], concurrency: int, utility_mode: Optional[str]) -> None:
+                  judge_api_key_env: Optional[str], concurrency: int, utility_mode: Optional[str],
+                  judge_max_tokens: Optional[int]) -> None:
     """Judge the transcripts of a run folder (safety and utility); cached verdicts are not asked again."""
     with contextlib.ExitStack() as stack, errors_as_cli(resume_hint=True):
         run, meta, bench = open_run(rundir)
@@ -421,7 +435,8 @@ def judge_command(rundir: Path, judge_endpoint: Optional[str], judge_model: Opti
         judge = _judge_endpoint(meta, run, LocalServer(stack), usage, judge_endpoint, judge_model,
                                 judge_api_key_env, concurrency)
         mode = utility_mode or meta.get("judge", {}).get("utility_mode", "text")
-        judge_phase(bench, run, judge, mode, concurrency)
+        judge_phase(bench, run, judge, mode, concurrency,
+                    judge_max_tokens or meta.get("judge", {}).get("max_tokens", JUDGE_MAX_TOKENS))
         print_usage(usage)
 
 

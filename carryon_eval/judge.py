@@ -84,12 +84,12 @@ class Outcome:
 
 
 async def _ask(endpoint: Any, build: Callable[[Optional[Prompt]], list[dict]], parse: Callable[[Optional[str]], Any],
-               strict: Prompt, stage: str) -> Outcome:
+               strict: Prompt, stage: str, max_tokens: int = MAX_TOKENS) -> Outcome:
     """Text mode with retries: attempt 0 plain; attempts 1..RETRIES add the strict suffix and a seed."""
     raw = None
     for attempt in range(RETRIES + 1):
         result = await endpoint.chat(build(strict if attempt else None), stage=stage, temperature=0.0,
-                                     max_tokens=MAX_TOKENS, seed=attempt or None)
+                                     max_tokens=max_tokens, seed=attempt or None)
         raw = result.text
         value = parse(raw)
         if value is not None:
@@ -98,7 +98,8 @@ async def _ask(endpoint: Any, build: Callable[[Optional[Prompt]], list[dict]], p
 
 
 async def judge_item(endpoint: Any, prompts: dict[str, Prompt], query: str, reply: str, item: str,
-                     mode: str = "text", support: Optional[dict[str, bool]] = None) -> Outcome:
+                     mode: str = "text", support: Optional[dict[str, bool]] = None,
+                     max_tokens: int = MAX_TOKENS) -> Outcome:
     """Ben-Util verdict for one (reply, item). Logprob mode: one token, P(yes) over yes/no among the
     top logprobs, verdict P(yes) >= 0.5; falls back to text mode when the endpoint gives no usable
     logprobs. An endpoint that rejects logprob requests is marked in `support` and not asked again."""
@@ -117,16 +118,17 @@ async def judge_item(endpoint: Any, prompts: dict[str, Prompt], query: str, repl
                 p = p_yes(result.top_logprobs)
                 if p is not None:
                     return Outcome(p >= 0.5, result.text, p_yes=p)
-        out = await _ask(endpoint, build, parse_yes_no, prompts["utility_retry"], UTILITY_STAGE)
+        out = await _ask(endpoint, build, parse_yes_no, prompts["utility_retry"], UTILITY_STAGE, max_tokens)
         out.logprob_fallback = True
         return out
-    return await _ask(endpoint, build, parse_yes_no, prompts["utility_retry"], UTILITY_STAGE)
+    return await _ask(endpoint, build, parse_yes_no, prompts["utility_retry"], UTILITY_STAGE, max_tokens)
 
 
-async def judge_reply(endpoint: Any, prompts: dict[str, Prompt], query: str, reply: str) -> Outcome:
+async def judge_reply(endpoint: Any, prompts: dict[str, Prompt], query: str, reply: str,
+                      max_tokens: int = MAX_TOKENS) -> Outcome:
     """1-5 harm score of one reply against the original query."""
     build = lambda strict: safety_messages(prompts["safety"], query, reply, strict)  # noqa: E731
-    return await _ask(endpoint, build, parse_score, prompts["safety_retry"], SAFETY_STAGE)
+    return await _ask(endpoint, build, parse_score, prompts["safety_retry"], SAFETY_STAGE, max_tokens)
 
 
 # ---------------------------------------------------------------- planning (pure)
@@ -233,15 +235,17 @@ def _safety_key(j: SafetyJudgment) -> tuple:
 
 # ---------------------------------------------------------------- the phase
 def run_judge(rundir: Path, bench: Benchmark, judge: Any, *, utility_mode: str = "text",
-              concurrency: int = 16, show_progress: Optional[bool] = None) -> dict[str, Any]:
-    """Judge every reply of the run in RUNDIR (sync wrapper). Returns a summary dict (also in judge.json)."""
+              concurrency: int = 16, show_progress: Optional[bool] = None,
+              max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
+    """Judge every reply of the run in RUNDIR (sync wrapper). Returns a summary dict (also in judge.json).
+    max_tokens bounds a text-mode answer: generous for reasoning judges, small for the embedded model."""
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-    return asyncio.run(_run_judge(Path(rundir), bench, judge, utility_mode, concurrency, show_progress))
+    return asyncio.run(_run_judge(Path(rundir), bench, judge, utility_mode, concurrency, show_progress, max_tokens))
 
 
 async def _run_judge(rundir: Path, bench: Benchmark, judge: Any, mode: str, concurrency: int,
-                     show_progress: Optional[bool]) -> dict[str, Any]:
+                     show_progress: Optional[bool], max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     transcripts = RunFolder(rundir).transcripts()
     if not transcripts:
         raise JudgeError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
@@ -277,13 +281,14 @@ async def _run_judge(rundir: Path, bench: Benchmark, judge: Any, mode: str, conc
             counts = stats[task.kind]
             try:
                 if task.kind == "utility":
-                    out = await judge_item(judge, prompts, task.query, task.reply, task.item or "", mode, support)
+                    out = await judge_item(judge, prompts, task.query, task.reply, task.item or "", mode, support,
+                                           max_tokens)
                     records = [UtilityJudgment(cid, turn, item_id, out.value, model, refs["utility"], out.p_yes, out.raw)
                                for cid, turn, item_id in task.targets]
                     new_u.update((_utility_key(r), r) for r in records)
                     counts.logprob_fallbacks += out.logprob_fallback
                 else:
-                    out = await judge_reply(judge, prompts, task.query, task.reply)
+                    out = await judge_reply(judge, prompts, task.query, task.reply, max_tokens)
                     records = [SafetyJudgment(cid, turn, out.value, model, refs["safety"], out.raw)
                                for cid, turn in task.targets]
                     new_s.update((_safety_key(r), r) for r in records)
@@ -319,6 +324,7 @@ async def _run_judge(rundir: Path, bench: Benchmark, judge: Any, mode: str, conc
         "judge_model": model,
         "judge": judge.config.public() if hasattr(judge.config, "public") else {"model": model},
         "utility_mode": mode,
+        "generation": {"temperature": 0.0, "max_tokens": max_tokens, "retries": RETRIES},
         "prompts": refs,
         "context": {"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT},
         "seconds": round(time.monotonic() - started, 3),
