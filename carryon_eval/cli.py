@@ -32,7 +32,10 @@ from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
 from .judge import MAX_TOKENS as JUDGE_MAX_TOKENS, JudgeError, run_judge
 from .local_model import LOCAL_ENDPOINT as LOCAL
-from .local_model import LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer, is_local
+# LOCAL_MAX_TOKENS: token caps for roles on the embedded model. A 270M base model rarely stops by itself, so
+# without caps a smoke run spends its time writing to max_tokens; an explicit --max-tokens / --judge-max-tokens wins.
+from .local_model import (LOCAL_MAX_TOKENS, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer,
+                          is_local)
 from .progress import Progress, human, tokens_by_role
 from .prompts import PromptError, load_prompt, prompt_hashes
 from .report import write_report
@@ -42,9 +45,7 @@ from .schema import CONDITIONS
 from .simulator import MAX_TOKENS as USER_MAX_TOKENS, TEMPERATURE as USER_TEMPERATURE, UserSimulator, check_fidelity
 
 ROLES = ("target", "user", "judge")
-# Token caps for roles on the embedded model: a 270M base model rarely stops by itself, so without caps a
-# smoke run would spend its time writing to max_tokens. An explicit --max-tokens / --judge-max-tokens wins.
-LOCAL_MAX_TOKENS = {"target": 192, "user": 96, "judge": 8}
+
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 FIDELITY_FILE = "fidelity.json"
 
@@ -104,14 +105,15 @@ def role_config(public: dict[str, Any], *, base_url: Optional[str] = None, concu
 class LocalServer:
     """Starts the embedded model when a role first needs it; the ExitStack stops it on any exit."""
 
-    def __init__(self, stack: contextlib.ExitStack) -> None:
+    def __init__(self, stack: contextlib.ExitStack, logprobs: bool = False) -> None:
         self.stack = stack
+        self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.server: Optional[LocalModelServer] = None
 
     def get(self) -> LocalModelServer:
         if self.server is None:
             click.echo("starting the embedded model (Gemma 3 270M via llama.cpp) ...", err=True)
-            self.server = self.stack.enter_context(LocalModelServer())
+            self.server = self.stack.enter_context(LocalModelServer(logits_all=self.logprobs))
         return self.server
 
 
@@ -324,7 +326,7 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         }
         run.check(meta)                      # an unusable folder fails before anything starts
         if local:
-            srv = LocalServer(stack).get()
+            srv = LocalServer(stack, logprobs=utility_mode == "logprobs" and "judge" in local).get()
             configs = {role: dataclasses.replace(cfg, base_url=srv.base_url, model=srv.model) if role in local
                        else cfg for role, cfg in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
@@ -432,9 +434,9 @@ def judge_command(rundir: Path, judge_endpoint: Optional[str], judge_model: Opti
     with contextlib.ExitStack() as stack, errors_as_cli(resume_hint=True):
         run, meta, bench = open_run(rundir)
         usage = UsageLedger()
-        judge = _judge_endpoint(meta, run, LocalServer(stack), usage, judge_endpoint, judge_model,
-                                judge_api_key_env, concurrency)
         mode = utility_mode or meta.get("judge", {}).get("utility_mode", "text")
+        judge = _judge_endpoint(meta, run, LocalServer(stack, logprobs=mode == "logprobs"), usage, judge_endpoint,
+                                judge_model, judge_api_key_env, concurrency)
         judge_phase(bench, run, judge, mode, concurrency,
                     judge_max_tokens or meta.get("judge", {}).get("max_tokens", JUDGE_MAX_TOKENS))
         print_usage(usage)
