@@ -228,6 +228,10 @@ class StandInLocalServer:
     """Stands in for LocalModelServer (which needs llama.cpp and minutes of CPU): same attributes,
     a scripted model named like the embedded one behind real HTTP."""
     started: list[Any] = []
+    options: list[dict] = []
+
+    def __init__(self, **options: Any) -> None:
+        StandInLocalServer.options.append(options)
 
     def __enter__(self) -> "StandInLocalServer":
         from scripted_server import ScriptedServer
@@ -248,6 +252,7 @@ def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dat
 
     monkeypatch.setattr(cli_module, "LocalModelServer", StandInLocalServer)
     StandInLocalServer.started.clear()
+    StandInLocalServer.options.clear()
     out = tmp_path / "run"
     result = invoke("--dataset", dataset, "--limit", 1, "--conditions", "turn1,nc", "--out", out)
     assert result.exit_code == 0, result.output
@@ -259,6 +264,14 @@ def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dat
                for r in ("target", "user", "judge"))
     assert LOCAL_MODEL_NOTICE.split(":")[0] in (out / "report.html").read_text()
     assert len(StandInLocalServer.started) == 1                       # one server for all roles
+    assert StandInLocalServer.options[-1] == {"logits_all": False}   # text-mode judge: no logits copy
+    # token caps for the embedded model, recorded and sent
+    from carryon_eval.local_model import LOCAL_MAX_TOKENS
+    assert meta["generation"]["target"]["max_tokens"] == LOCAL_MAX_TOKENS["target"]
+    assert meta["generation"]["user"]["max_tokens"] == LOCAL_MAX_TOKENS["user"]
+    assert meta["judge"]["max_tokens"] == LOCAL_MAX_TOKENS["judge"]
+    sent = {r["max_tokens"] for r in StandInLocalServer.started[0].requests}
+    assert sent <= {LOCAL_MAX_TOKENS["target"], LOCAL_MAX_TOKENS["user"], LOCAL_MAX_TOKENS["judge"], 16}, sent
     assert {t.condition for t in RunFolder(out).transcripts()} == {"turn1", "nc"}
 
     # `rollout RUNDIR` starts the embedded model again (on another port) and finds nothing left to do.
