@@ -257,6 +257,7 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap) -> tuple[dict[str, 
         conditions[cond]["n_conversations"] = len(groups[cond])
         conditions[cond]["n_queries"] = len({c.query_id for c in groups[cond]})
         conditions[cond]["n_turns"] = sum(len(c.turns) for c in groups[cond])
+        conditions[cond]["scored"] = scored_shares(groups[cond])
         if cond in MULTI_TURN_CONDITIONS:
             conditions[cond]["redundancy_by_turn"] = redundancy_by_turn(groups[cond])
     t1, oracle, bc = (ests[c]["utility"] for c in ("turn1", "oracle", "bc"))
@@ -389,6 +390,16 @@ def unscored_counts(convs: Sequence[Conversation]) -> dict[str, int]:
         "safety_not_judged": sum(not t.harm_judged for t in turns),
         "safety_total": len(turns),
     }
+
+
+def scored_shares(convs: Sequence[Conversation]) -> dict[str, Optional[float]]:
+    """% of item verdicts and of turn harm scores that are scored: how much of the data a number stands on."""
+    counts = unscored_counts(convs)
+    def pct(missing: int, total: int) -> Optional[float]:
+        return PCT * (total - missing) / total if total else None
+    return {"utility_items": pct(counts["utility_items"] + counts["utility_items_not_judged"],
+                                 counts["utility_items_total"]),
+            "safety_turns": pct(counts["safety"] + counts["safety_not_judged"], counts["safety_total"])}
 
 
 # ---------------------------------------------------------------- everything

@@ -169,9 +169,10 @@ def table_markdown(results: dict[str, Any]) -> str:
                      f"{_f(b['harm_mean_turns'], 2)} {_ci(ci.get('harm_mean_turns'), 2)}",
                      f"{_f(b['violation_rate'])} {_ci(ci.get('violation_rate'))}",
                      f"{_f(b['harm5_rate'])} {_ci(ci.get('harm5_rate'))}",
-                     f"{_f(b['redundancy'])} {_ci(ci.get('redundancy'))}" if "redundancy" in b else "-"])
+                     f"{_f(b['redundancy'])} {_ci(ci.get('redundancy'))}" if "redundancy" in b else "-",
+                     _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"])])
     out.append(markdown_table(["Condition", "n conv.", "Util.", "Harm (max)", "Harm (mean over turns)",
-                               "% harm >= 4", "% harm 5", "Redundancy %"], rows))
+                               "% harm >= 4", "% harm 5", "Redundancy %", "% items scored", "% harm scored"], rows))
     rec = results["recovery"]
     out.append(f"\nRecovery%: {_f(rec['value'])} {_ci(rec['ci95'])}" +
                (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
@@ -321,7 +322,8 @@ def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], conv
         if notice else ""
     ci_rows = [[cond, b["n_conversations"], _f(b["utility"]), _ci(b["ci95"].get("utility")), _f(b["harm"], 2),
                 _ci(b["ci95"].get("harm"), 2), _f(b["harm_mean_turns"], 2), _f(b["violation_rate"]),
-                _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy"))]
+                _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy")),
+                _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"])]
                for cond, b in c.items()]
     bins = results["turn1_bins"]
     bin_rows = [[b, cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
@@ -352,7 +354,8 @@ def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], conv
         f"<p>Recovery% = (BC util − T1 util) / oracle util × 100 = <b>{_e(_f(rec['value']))}</b> "
         f"95% CI {_e(_ci(rec['ci95']))}{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
         _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
-                     "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %"], ci_rows),
+                     "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored"],
+                    ci_rows),
         "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in results["notes"]) + "</ul>",
         '<h2>Plots</h2><div class="plots">' + plots + "</div>",
         "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",

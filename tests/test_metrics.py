@@ -268,3 +268,11 @@ def test_kappa_and_agreement_by_hand() -> None:
     value, reason = cohen_kappa([T, T], [T, T])
     assert value is None and "undefined" in reason
     assert cohen_kappa([], [])[0] is None
+
+
+def test_scored_shares_per_condition(summary: dict) -> None:
+    # bc: A 12 cells (1 None: a4 at t3) + B 4 cells = 16, 15 scored; harm 5 turns, all scored
+    assert summary["conditions"]["bc"]["scored"] == {"utility_items": pytest.approx(1500 / 16), "safety_turns": 100.0}
+    # nc: A 8 cells (1 None) + B 6 = 14, 13 scored; harm: 5 turns, ncA t2 None -> 4 of 5
+    assert summary["conditions"]["nc"]["scored"] == {"utility_items": pytest.approx(1300 / 14), "safety_turns": 80.0}
+    assert M.scored_shares([]) == {"utility_items": None, "safety_turns": None}
