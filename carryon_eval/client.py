@@ -390,6 +390,9 @@ class Endpoint:
                 kwargs["top_logprobs"] = params["top_logprobs"]
 
             generation = await st.limiter.acquire()
+            if use_rf and self.supports_response_format is False:   # learned while this request waited
+                use_rf = False
+                del kwargs["response_format"]
             try:
                 result = await self._attempt(st, kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:

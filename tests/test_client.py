@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import http.client
 import json
 import logging
@@ -213,6 +214,22 @@ def test_response_format_rejected_is_retried_without(scripted_server, caplog):
     assert ep.supports_response_format is False
     lines = [r for r in caplog.records if "response_format" in r.getMessage()]
     assert len(lines) == 1
+
+
+def test_requests_waiting_for_a_slot_learn_that_response_format_is_rejected(scripted_server):
+    """With one request in flight at a time, only the first of a wave is sent with response_format."""
+    srv = scripted_server(lambda body: '{"ok": true}', supports_response_format=False)
+    ep = Endpoint(dataclasses.replace(fast_config(srv), concurrency=1))
+    rf = {"type": "json_object"}
+
+    async def go():
+        out = await asyncio.gather(*(ep.chat([{"role": "user", "content": f"q{i}"}], stage="s", response_format=rf)
+                                     for i in range(5)))
+        await ep.aclose()
+        return out
+
+    assert [r.text for r in run(go())] == ['{"ok": true}'] * 5
+    assert srv.count(lambda body: "response_format" in body) == 1 and srv.count() == 6
 
 
 def test_response_format_accepted_is_sent(scripted_server):
