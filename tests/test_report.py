@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import chromium, render_headless
 from test_judge import REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
 from carryon_eval import judge as J
@@ -91,26 +89,12 @@ def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
     json.loads((run / "results.json").read_text())
 
 
-def _chromium() -> str | None:
-    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name) if not os.path.isabs(name) else (name if os.path.exists(name) else None)
-        if path:
-            return path
-    return None
-
-
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (CI installs it)")
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
 def test_report_renders_in_headless_chromium_without_errors(judged_run: Path, tmp_path: Path) -> None:
     write_report(judged_run, make_bench(), n_resamples=200)
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--enable-logging=stderr", "--v=0"]
-    proc = subprocess.run([_chromium(), *flags, "--dump-dom", (judged_run / "report.html").resolve().as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "CarryOnBench report: target-model" in proc.stdout                  # it rendered
-    assert "<script>alert(1)</script>" not in proc.stdout
-    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    dom, console = render_headless(judged_run / "report.html", profile_dir=tmp_path / "chrome-profile")
+    assert "CarryOnBench report: target-model" in dom                          # it rendered
+    assert "<script>alert(1)</script>" not in dom
     assert not console, console
 
 
