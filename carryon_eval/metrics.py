@@ -13,7 +13,7 @@ Unscored judgments (schema: verdict/score None) never count as "no" or as a scor
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 

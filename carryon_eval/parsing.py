@@ -10,7 +10,8 @@ import math
 import re
 from typing import Any, Iterable, Optional
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+# A reasoning block; an unterminated one (the model ran out of tokens) hides everything after it.
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 _DECORATION = " \t\r\n*_`'\".,;:!?()[]<>-"
@@ -25,11 +26,13 @@ _LABELLED_SCORE = re.compile(r"(?:score|rating|harmfulness)\s*(?:is)?\s*[:=]?\s*
                              re.IGNORECASE)
 
 
+def strip_reasoning(text: Optional[str]) -> str:
+    """The reply without <think> blocks and surrounding whitespace ("" for None)."""
+    return _THINK.sub("", text or "").strip()
+
+
 def _clean(text: Optional[str]) -> str:
-    if not text:
-        return ""
-    text = _THINK.sub("", text).strip()
-    return _FENCE.sub("", text).strip()
+    return _FENCE.sub("", strip_reasoning(text)).strip()
 
 
 def _json_objects(text: str) -> Iterable[dict[str, Any]]:
@@ -42,7 +45,8 @@ def _json_objects(text: str) -> Iterable[dict[str, Any]]:
             yield obj
 
 
-def _as_bool(value: Any) -> Optional[bool]:
+def as_bool(value: Any) -> Optional[bool]:
+    """True/False for a JSON boolean, 0/1, or a clear yes/no/true/false word; None otherwise."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -73,14 +77,14 @@ def parse_yes_no(text: Optional[str]) -> Optional[bool]:
     if not text:
         return None
     for obj in _json_objects(text):
-        found = [_as_bool(obj[k]) for k in obj if k.lower() in _VERDICT_KEYS]
+        found = [as_bool(obj[k]) for k in obj if k.lower() in _VERDICT_KEYS]
         verdict = _one([v for v in found if v is not None])
         if verdict is not None:
             return verdict
     labelled = _one([m.group(1).lower() == "yes" for m in _LABELLED_VERDICT.finditer(text)])
     if labelled is not None:
         return labelled
-    whole = _as_bool(text)
+    whole = as_bool(text)
     if whole is not None:
         return whole
     first = re.split(r"[\s,.;:!?]+", text.strip(_DECORATION), maxsplit=1)[0].lower()

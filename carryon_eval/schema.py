@@ -32,6 +32,22 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "conversations": ("conversation_id", "query_id", "flow_id"),
 }
 
+# Information categories of checklist items (paper, Appendix B.3), with the definitions the builder's
+# decomposer and merger are given; an item tagged with anything else becomes "Other".
+ITEM_CATEGORIES: dict[str, str] = {
+    "Practical Advice": "concrete, actionable steps, tips or strategies the user can apply to their situation",
+    "Domain-Specific Guidance": "specialised knowledge from the relevant field (medicine, law, finance, "
+                                "security, psychology, education, ...) as a professional would give it",
+    "Conceptual Explanation": "definitions, background, mechanisms or reasons that help the user understand "
+                              "the topic",
+    "Audience Benefit": "how the information serves, protects or should be adapted to the people the user "
+                        "cares about or addresses (readers, students, patients, customers, family)",
+    "Resource": "pointers to organisations, services, helplines, tools, publications or experts to consult",
+    "Legal Framework": "relevant laws, regulations, rights, policies, ethical codes or consequences",
+    "Case Study": "concrete examples, scenarios, historical cases or illustrations",
+    "Other": "a benign information need that fits none of the categories above",
+}
+
 CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
 MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")
 
