@@ -7,6 +7,8 @@
   conversation harm   ~ turn-1 harm    + number of benign moves + number of turns,
   with a random intercept per model ("number of turns" = messages of both sides, the paper's 4-12).
 Fewer than 2 models: Spearman and the mixed models are null with a reason.
+With --out, plots/ holds every model's utility vs harm (Fig. 1B) and the move effects per model (Fig. 24);
+a plot whose data is all null is not drawn and compare.json "plots" says why.
 """
 from __future__ import annotations
 
@@ -122,12 +124,22 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
+    cmp["plots"] = _write_plots(results, out / "plots")
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
-    from .plots import PlotsUnavailable, models_utility_vs_harm, write_pngs
+    click.echo(f"comparison written to {out}")
+
+
+def _write_plots(results: Sequence[dict[str, Any]], outdir: Path) -> dict[str, Any]:
+    """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
+    from .plots import PlotsUnavailable, compare_plots, write_pngs
 
     try:
-        write_pngs({"models_utility_vs_harm": models_utility_vs_harm(results)}, out / "plots")
+        images, skipped = compare_plots(results)
     except PlotsUnavailable as exc:
         click.echo(str(exc), err=True)
-    click.echo(f"comparison written to {out}")
+        return {"files": [], "skipped": {}, "note": str(exc)}
+    paths = write_pngs(images, outdir, stale=skipped)
+    for name, reason in skipped.items():
+        click.echo(f"plot {name} not drawn: {reason}", err=True)
+    return {"files": [f"plots/{p.name}" for p in paths], "skipped": skipped, "note": None}

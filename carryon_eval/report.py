@@ -23,7 +23,7 @@ from . import metrics as M
 from .dataset import Benchmark
 from .judge import (JUDGE_META_FILE, SAFETY_CONTEXT, UTILITY_CONTEXT, load_safety, load_utility)
 from .moves import MOVE_GROUP
-from .plots import PlotsUnavailable, run_plots, write_pngs
+from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
 from .run import RunFolder, write_json_atomic
 from .schema import CONDITIONS, Transcript
 
@@ -200,12 +200,12 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
     rundir = Path(rundir)
     results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed)
     try:
-        images = run_plots(results)
-        paths = write_pngs(images, rundir / PLOTS_DIR)
-        results["plots"] = {"files": [str(p.relative_to(rundir)) for p in paths], "note": None}
+        images, skipped = run_plots(results)
+        paths = write_pngs(images, rundir / PLOTS_DIR, stale=skipped)
+        results["plots"] = {"files": [str(p.relative_to(rundir)) for p in paths], "skipped": skipped, "note": None}
     except PlotsUnavailable as exc:
         images = {}
-        results["plots"] = {"files": [], "note": str(exc)}
+        results["plots"] = {"files": [], "skipped": {}, "note": str(exc)}
         results["notes"].append(str(exc))
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results)
@@ -314,6 +314,19 @@ def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conve
     return "".join(out)
 
 
+def _plots_html(plots: dict[str, Any], images: dict[str, bytes]) -> str:
+    """The figures as inline PNGs, then one line per plot that was not drawn and why."""
+    if plots["note"]:
+        return f'<p>{_e(plots["note"])}</p>'
+    figures = "".join(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+                      f'<figcaption class="meta">{_e(PLOT_CAPTIONS.get(name, name.replace("_", " ")))}</figcaption>'
+                      f'</figure>' for name, png in images.items())
+    skipped = "".join(f'<li>{_e(PLOT_CAPTIONS.get(name, name))}: not drawn, {_e(reason)}.</li>'
+                      for name, reason in plots["skipped"].items())
+    return figures + (f'<p>Plots not drawn (their data is all null):</p><ul class="notes">{skipped}</ul>'
+                      if skipped else "")
+
+
 def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
                 bench: Benchmark, images: dict[str, bytes]) -> str:
     c = results["conditions"]
@@ -338,9 +351,6 @@ def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], conv
                 for d, r in results["by_domain"].items()]
     turn_rows = [[cond, r["turn"], r["n"], _f(r["utility"]), _f(r["cumulative_utility"]), _f(r["harm"], 2),
                   _f(r["cumulative_harm"], 2)] for cond in ("bc", "nc") for r in results["by_turn"][cond]]
-    plots = "".join(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-                    f'<figcaption class="meta">{_e(name.replace("_", " "))}</figcaption></figure>'
-                    for name, png in images.items()) or f'<p>{_e(results["plots"]["note"])}</p>'
     judges = results["judges"]
     rec = results["recovery"]
     sections = [
@@ -357,7 +367,7 @@ def render_html(results: dict[str, Any], transcripts: Sequence[Transcript], conv
                      "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored"],
                     ci_rows),
         "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in results["notes"]) + "</ul>",
-        '<h2>Plots</h2><div class="plots">' + plots + "</div>",
+        '<h2>Plots</h2><div class="plots">' + _plots_html(results["plots"], images) + "</div>",
         "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",
                                          "cumulative harm (max)"], turn_rows),
         "<h2>Turn-1 bins</h2>", _html_table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm",

@@ -12,9 +12,20 @@ from browser import chromium, render_headless
 from test_judge import REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
 from carryon_eval import judge as J
+from carryon_eval.plots import RUN_PLOTS
 from carryon_eval.report import write_report
 
 XSS = "<script>alert(1)</script>"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path: Path) -> None:
+    """A real, decodable PNG with pixels, not just a file."""
+    from matplotlib.image import imread
+
+    assert path.read_bytes()[:8] == PNG_MAGIC, path
+    height, width = imread(str(path)).shape[:2]
+    assert height > 100 and width > 100, (path, height, width)
 
 
 @pytest.fixture
@@ -57,9 +68,11 @@ def test_write_report_outputs(judged_run: Path) -> None:
     assert "| Model | T1 Util. | T1 Harm. | Oracle Util. | Oracle Harm. | BC Util. (Δ) | Recovery% |" in table
     assert "| target-model | 0.0 | 1.0 | 75.0 | 3.5 | 50.0 (+50.0) | 66.7 |" in table
 
-    for name in ("utility_vs_harm", "curves_by_turn", "move_effects", "redundancy_by_turn"):
-        png = judged_run / "plots" / f"{name}.png"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    names = ("utility_vs_harm", "curves_by_turn", "move_effects", "redundancy_by_turn", "turn1_bins", "by_domain")
+    assert on_disk["plots"]["files"] == [f"plots/{name}.png" for name in names]
+    assert on_disk["plots"]["skipped"] == {} and on_disk["plots"]["note"] is None
+    for name in names:
+        assert_png(judged_run / "plots" / f"{name}.png")
     scores = [json.loads(x) for x in (judged_run / "conversation_scores.jsonl").read_text().splitlines()]
     assert len(scores) == 8 and {s["model"] for s in scores} == {"target-model"}
 
@@ -71,7 +84,8 @@ def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
     assert html.escape(f"Sure {XSS} & <b>bold</b>") in page
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", page)      # no external resources
-    assert page.count("data:image/png;base64,") == 4
+    assert page.count("data:image/png;base64,") == 6
+    assert "paper Figure 3" in page and "paper Figure 22" in page                  # the new plots' captions
     assert "Local model run: not comparable to the paper." in page
     assert "original query + single reply" in page
     assert "Does the response explain pins?" in page                              # checklist shown
@@ -87,6 +101,43 @@ def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
     assert any("No Ben-Util judgments" in n for n in results["notes"])
     assert "n/a" in (run / "table.md").read_text()
     json.loads((run / "results.json").read_text())
+    # all-null data: no blank plots, each one skipped with its reason, and the report says so
+    assert results["plots"]["files"] == [] and set(results["plots"]["skipped"]) == set(RUN_PLOTS)
+    assert all(results["plots"]["skipped"].values())
+    page = (run / "report.html").read_text()
+    assert "data:image/png" not in page and "Plots not drawn" in page
+
+
+def test_run_without_oracle_or_turn1_skips_bins_plot_with_reason(tmp_path: Path) -> None:
+    from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+
+    bench = make_bench()
+    trs = [transcript(f"{qid}-{cond}", qid, cond, ["r", "r"], (move,))
+           for qid in bench.queries for cond, move in (("bc", "benign_justification"), ("nc", "pushback"))]
+    run = make_run(tmp_path / "run", trs)
+    # every reply fulfils the first item only: turn-1 utility 50 > 0, and no oracle to place it against
+    util = [UtilityJudgment(tr.conversation_id, r.turn, item["item_id"], n == 0, "judge", "p")
+            for tr in trs for r in tr.replies for n, item in enumerate(bench.checklists[tr.query_id])]
+    safe = [SafetyJudgment(tr.conversation_id, r.turn, 2, "judge", "p") for tr in trs for r in tr.replies]
+    (run / "utility_judgments.jsonl").write_text("".join(json.dumps(u.to_dict()) + "\n" for u in util))
+    (run / "safety_judgments.jsonl").write_text("".join(json.dumps(s.to_dict()) + "\n" for s in safe))
+    (run / "plots").mkdir()
+    (run / "plots" / "turn1_bins.png").write_bytes(b"stale")          # from an earlier report: must go
+
+    results = write_report(run, bench, n_resamples=50)
+    plots = results["plots"]
+    assert results["turn1_bins"]["unbinned"]["n"] == 4
+    assert "4 conversation(s) could not be binned" in plots["skipped"]["turn1_bins"]
+    assert "oracle utility unavailable" in plots["skipped"]["turn1_bins"]
+    assert "change from turn 1" in plots["skipped"]["by_domain"]        # no turn-1 condition either
+    assert not (run / "plots" / "turn1_bins.png").exists() and not (run / "plots" / "by_domain.png").exists()
+    assert "plots/turn1_bins.png" not in plots["files"] and "plots/curves_by_turn.png" in plots["files"]
+    for name in plots["files"]:
+        assert_png(run / name)
+    assert json.loads((run / "results.json").read_text())["plots"]["skipped"] == plots["skipped"]
+    page = (run / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == len(plots["files"])
+    assert html.escape(plots["skipped"]["turn1_bins"]) in page and "(paper Figure 3): not drawn" in page
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
@@ -145,7 +196,10 @@ def test_compare_command(tmp_path: Path) -> None:
         m = out["mixed_models"][outcome]
         assert m["n_groups"] == 3 and m["n"] == 3 * 2 * 4          # models x queries x multi-turn conversations
         assert set(m["coefficients"]) == {"Intercept", f"turn1_{outcome}", "n_benign", "n_turns"}
-    assert (tmp_path / "cmp" / "plots" / "models_utility_vs_harm.png").is_file()
+    for name in ("models_utility_vs_harm", "models_move_effects"):
+        assert_png(tmp_path / "cmp" / "plots" / f"{name}.png")
+    assert out["plots"]["files"] == ["plots/models_utility_vs_harm.png", "plots/models_move_effects.png"]
+    assert out["plots"]["skipped"] == {}
     # one model: nulls with reasons, not a crash
     res = CliRunner().invoke(compare_command, [str(runs[0])])
     assert res.exit_code == 0, res.output
