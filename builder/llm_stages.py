@@ -337,6 +337,8 @@ class LLMStages:
     async def run(self, queries: list[SourceQuery]) -> LLMOutput:
         try:
             await self.check_endpoints()
+            # What it will cost, before any call is made (the same estimate as --dry-run).
+            self.log(format_dry_run(dry_run_plan(queries, self.config), len(queries), len(self.config.generators)))
             states = [_Query(q) for q in queries]
             for stage, fn in (("intents", self._intents), ("oracle_answers", self._oracle),
                               ("harm_filter", self._harm), ("decompose", self._decompose),

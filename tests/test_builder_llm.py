@@ -255,6 +255,9 @@ def test_build_checklists_and_provenance(servers, queries, tmp_path):
     res = run_cli(cli_args(main, judge, out, tmp_path / "cache"))
     assert res.exit_code == 0, res.output
     check_dataset(out, queries)
+    # the cost estimate is said before the first stage starts
+    estimate, first_stage = res.output.find("calls  prompt tok"), res.output.find("intents: ")
+    assert 0 <= estimate < first_stage, res.output
     # each role went to its own model; the judge to its own server
     assert main.count(lambda b: b["model"] == JUDGE) == 0
     assert judge.count() == 6 + 3      # 9 answers (3 queries x 3 generators)
