@@ -80,11 +80,23 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000,
     results["judge_context"] = {"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT}
     results["dataset"] = {"source": bench.source, "revision": bench.revision,
                           "manifest_version": (bench.manifest or {}).get("version")}
-    results["run"] = {"folder": str(rundir), "notice": meta.get("notice"), "failed_conversations": len(run.failures())}
+    results["run"] = {"folder": str(rundir), "notice": meta.get("notice"), "failed_conversations": len(run.failures()),
+                      "empty_replies": _count_empty_replies(transcripts)}
     results["notes"] = _notes(results, meta, bench, utility, safety)
     results["generated"] = {"by": f"carryon-eval {__version__}",
                             "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     return results, transcripts, convs
+
+
+def _count_empty_replies(transcripts: Sequence[Any]) -> int:
+    """Target replies that stayed empty after retries; a shared turn-1 reply counts once."""
+    empty = set()
+    for t in transcripts:
+        for i, reason in enumerate(t.meta.get("finish_reasons") or []):
+            if reason == "empty":
+                empty.add((f"turn1:{t.query_id}", 1) if i == 0 and (t.shared_turn1 or t.condition == "turn1")
+                          else (t.conversation_id, i + 1))
+    return len(empty)
 
 
 def _notes(results: dict[str, Any], meta: dict[str, Any], bench: Benchmark, utility: Sequence[Any],
@@ -107,6 +119,9 @@ def _notes(results: dict[str, Any], meta: dict[str, Any], bench: Benchmark, util
     notes.append(HARM_NOTE)
     if results["judges"]["complete"] is False:
         notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+    if results["run"]["empty_replies"]:
+        notes.append(f"{results['run']['empty_replies']} target repl(ies) stayed empty after "
+                     "retries; they are kept as empty replies and judged as such.")
     if results["run"]["failed_conversations"]:
         notes.append(f"{results['run']['failed_conversations']} conversation(s) failed during the rollout and are "
                      "not in these numbers (see failures.jsonl).")

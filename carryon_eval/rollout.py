@@ -26,6 +26,7 @@ from .simulator import SimulatorError, UserSimulator
 
 STAGE = "target"
 ORACLE_PROMPT = "target/oracle"
+EMPTY_REPLY_RETRIES = 2     # an empty target reply is asked again (empty replies are never cached)
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,15 @@ async def rollout(bench: Benchmark, run: RunFolder, target: Any, simulator: User
                    disable=None if show_progress is None else not show_progress)
 
     async def reply(conversation_id: str, messages: Sequence[Message], turn: int) -> tuple[Message, Optional[str]]:
-        result = await target.chat(_chat_messages(messages), stage=STAGE, temperature=gen.temperature,
-                                   max_tokens=gen.max_tokens, seed=turn_seed(gen.seed, conversation_id, turn, "target"))
-        return Message(role="assistant", content=result.text or "", turn=turn, model=model), result.finish_reason
+        """The target's reply; an empty one is asked again, and one still empty is kept as "" (the model's
+        answer) with finish reason "empty", which the report counts."""
+        for _ in range(EMPTY_REPLY_RETRIES + 1):
+            result = await target.chat(_chat_messages(messages), stage=STAGE, temperature=gen.temperature,
+                                       max_tokens=gen.max_tokens,
+                                       seed=turn_seed(gen.seed, conversation_id, turn, "target"))
+            if result.text:
+                return Message(role="assistant", content=result.text, turn=turn, model=model), result.finish_reason
+        return Message(role="assistant", content="", turn=turn, model=model), "empty"
 
     def finish(job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
                **meta: Any) -> None:

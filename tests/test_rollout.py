@@ -218,6 +218,29 @@ def test_empty_simulator_turn_is_retried_then_recorded_as_failed(scripted_server
     assert {base, base + 1, base + 2} <= set(seeds)
 
 
+def test_empty_target_reply_is_asked_again_then_kept_and_counted(scripted_server, dataset, tmp_path):
+    calls: dict[str, int] = {}
+
+    def flaky_target(body):
+        if body["model"] == "tgt" and len(body["messages"]) == 1:     # turn-1 requests
+            key = body["messages"][0]["content"]
+            calls[key] = calls.get(key, 0) + 1
+            if "pinball" in key or calls[key] == 1:   # q1 stays empty; the others recover on the 2nd ask
+                return Fault.empty("")
+        return handler(body)
+
+    srv = scripted_server(flaky_target, models=("tgt", "sim"))
+    _, run, bench = do_rollout(srv, tmp_path / "run", dataset, conditions=["turn1"])
+    by_query = {t.query_id: t for t in run.transcripts()}
+    texts = {qid: t.replies[0].content for qid, t in by_query.items()}
+    empty = [qid for qid, text in texts.items() if text == ""]
+    assert empty == ["q1"]
+    assert by_query[empty[0]].meta["finish_reasons"] == ["empty"]
+    assert sorted(calls.values()) == [2, 2, 3]       # recovered on the 2nd ask; empty after 1 + 2 retries
+    from carryon_eval.report import _count_empty_replies
+    assert _count_empty_replies(run.transcripts()) == 1
+
+
 def test_killed_run_resumes_without_repeating_finished_calls(scripted_server, dataset, tmp_path):
     answered: list[str] = []
     calls = {"n": 0}
