@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import pyarrow.parquet as pq
 
-from carryon_eval.moves import condition, n_turns, violations
+from carryon_eval.moves import flow_problems
 
 from .dataset_folder import CONFIG_ORDER, file_entry, parquet_name, rows_sha256
 from .flows import PER_LENGTH
@@ -85,14 +85,8 @@ def check_references(tables: dict[str, list[dict[str, Any]]], expect_all_flows_u
     queries = {q["query_id"] for q in tables.get("queries", [])}
     fl = parquet_name("flows")
     for f in flows.values():
-        moves = list(f["moves"])
-        for v in violations(moves):
-            problems.append(f"{fl}: flow {f['flow_id']}: {v}")
-        if not violations(moves):
-            if f["n_turns"] != n_turns(len(moves)):
-                problems.append(f"{fl}: flow {f['flow_id']}: n_turns {f['n_turns']}, expected {n_turns(len(moves))}")
-            if f["condition"] != condition(moves):
-                problems.append(f"{fl}: flow {f['flow_id']}: condition {f['condition']}, expected {condition(moves)}")
+        for p in flow_problems(list(f["moves"]), n_turns_given=f["n_turns"], condition_given=f["condition"]):
+            problems.append(f"{fl}: flow {f['flow_id']}: {p}")
     cv = parquet_name("conversations")
     plan: dict[tuple[str, int], list[str]] = defaultdict(list)
     for c in tables.get("conversations", []):

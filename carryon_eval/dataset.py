@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .moves import violations
+from .moves import flow_problems, is_valid
 from .schema import TABLE_COLUMNS
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
@@ -123,9 +123,11 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
         checklists[row["query_id"]].append(row)
     flows: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(tables["flows"]):
-        problems = violations(list(row["moves"]))
+        # the condition is checked case-insensitively: "bc"/"nc" in a researcher's own dataset is fine
+        problems = flow_problems(list(row["moves"]), condition_given=str(row["condition"]).upper())
         if problems:
-            raise DatasetError(f"dataset {source}: flows row {i} ({row['flow_id']}): invalid flow: {'; '.join(problems)}")
+            what = "has " if is_valid(list(row["moves"])) else "is invalid: "
+            raise DatasetError(f"dataset {source}: flows row {i}: flow {row['flow_id']} {what}{'; '.join(problems)}")
         flows[row["flow_id"]] = row
     for i, row in enumerate(tables["conversations"]):
         if row["query_id"] not in queries:

@@ -72,6 +72,20 @@ def violations(moves: Sequence[str]) -> list[str]:
     return problems
 
 
+def flow_problems(moves: Sequence[str], *, n_turns_given: int | None = None,
+                  condition_given: str | None = None) -> list[str]:
+    """Everything wrong with a flow record: its move rules, then (when given and the moves are valid)
+    whether its n_turns and condition agree with its moves."""
+    problems = violations(moves)
+    if problems:
+        return problems
+    if n_turns_given is not None and n_turns_given != n_turns(len(moves)):
+        problems.append(f"n_turns {n_turns_given}, but its {len(moves)} moves make {n_turns(len(moves))}")
+    if condition_given is not None and condition_given != condition(moves):
+        problems.append(f"condition {condition_given!r}, but its moves make it {condition(moves)!r}")
+    return problems
+
+
 def is_valid(moves: Sequence[str]) -> bool:
     return not violations(moves)
 

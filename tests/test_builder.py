@@ -133,12 +133,15 @@ def test_verify_names_a_bad_flow_and_a_dangling_reference():
     from builder.verify import check_references
     tables = {
         "queries": [{"query_id": "q1"}],
-        "flows": [{"flow_id": "F1-dl", "moves": ["delaying"], "n_turns": 4, "condition": "NC"}],
+        "flows": [{"flow_id": "F1-dl", "moves": ["delaying"], "n_turns": 4, "condition": "NC"},
+                  {"flow_id": "F1-bj", "moves": ["benign_justification"], "n_turns": 6, "condition": "NC"}],
         "conversations": [{"conversation_id": "c1", "query_id": "q9", "flow_id": "F1-dl"}],
     }
     problems = check_references(tables)
     assert any("F1-dl" in p and "last move" in p for p in problems)
     assert any("unknown query_id q9" in p for p in problems)
+    assert any("F1-bj: n_turns 6, but its 1 moves make 4" in p for p in problems)
+    assert any("F1-bj: condition 'NC', but its moves make it 'BC'" in p for p in problems)
 
 
 # ------------------------------------------------------------------ malformed sources
