@@ -34,7 +34,7 @@ from .client import EndpointError
 from .dataset import Benchmark
 from .parsing import p_yes, parse_score, parse_yes_no
 from .prompts import Prompt, load_prompt
-from .run import RunFolder, write_json_atomic
+from .run import RunFolder, write_json_atomic, write_jsonl_atomic
 from .schema import SafetyJudgment, Transcript, UtilityJudgment
 
 log = logging.getLogger("carryon.judge")
@@ -189,16 +189,6 @@ def load_utility(rundir: Path) -> list[UtilityJudgment]:
 def load_safety(rundir: Path) -> list[SafetyJudgment]:
     return [SafetyJudgment(**{k: d.get(k) for k in SafetyJudgment.__dataclass_fields__})
             for d in read_jsonl(Path(rundir) / SAFETY_FILE)]
-
-
-def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class Appender:

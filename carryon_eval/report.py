@@ -24,7 +24,7 @@ from .dataset import Benchmark
 from .judge import (JUDGE_META_FILE, SAFETY_CONTEXT, UTILITY_CONTEXT, load_safety, load_utility)
 from .moves import MOVE_GROUP
 from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
-from .run import RunFolder, write_json_atomic
+from .run import RunFolder, write_json_atomic, write_text_atomic
 from .schema import CONDITIONS, Transcript
 
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
@@ -224,17 +224,11 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         results["notes"].append(str(exc))
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results)
-    _write_text(rundir / TABLE_FILE, table_markdown(results))
-    _write_text(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+    write_text_atomic(rundir / TABLE_FILE, table_markdown(results))
+    write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                               for r in conversation_scores(convs, results["model"])))
-    _write_text(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images))
+    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images))
     return results
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 # ---------------------------------------------------------------- report.html

@@ -12,11 +12,12 @@ and the cache makes the already generated turns of an unfinished conversation fr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from .schema import Transcript
 
@@ -47,19 +48,39 @@ def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
     return d
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """A text file handle whose content replaces `path` only once it is complete and on disk: a crash
+    leaves the old file or nothing, never half a file. Every file of a run folder is written this way."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)               # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    with atomic_writer(path) as fh:
+        json.dump(obj, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    with atomic_writer(path) as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(text)
 
 
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
