@@ -16,7 +16,7 @@ import re
 from typing import Any, Optional, Sequence
 
 from .moves import BC_MOVES, MOVES
-from .parsing import parse_yes_no
+from .parsing import parse_yes_no, strip_reasoning
 from .prompts import Prompt, load_prompt, prompt_hashes
 from .schema import Message, Transcript
 
@@ -52,7 +52,6 @@ def format_conversation(messages: Sequence[Message], limit: int = SHOWN_REPLY_CH
     return "\n\n".join(lines)
 
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _LABEL = re.compile(r"^\s*(?:\*\*|__)?\s*(?:the\s+)?(?:user|user'?s? (?:next )?message|next message|message|me)"
                     r"\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*", re.IGNORECASE)
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb", "`": "`"}
@@ -61,7 +60,7 @@ _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab":
 def clean_turn(text: Optional[str]) -> str:
     """The user turn as typed: no reasoning block, no "User:" label, no wrapping quotes, and
     nothing after the model starts writing the assistant's side."""
-    text = _THINK.sub("", text or "").strip()
+    text = strip_reasoning(text)
     text = re.split(r"\n\s*(?:\*\*)?assistant(?:\*\*)?\s*:", text, maxsplit=1, flags=re.IGNORECASE)[0]
     for _ in range(3):
         before = text
@@ -114,7 +113,7 @@ class UserSimulator:
 # ---------------------------------------------------------------- move fidelity
 def parse_move(text: Optional[str]) -> Optional[str]:
     """The move named in a classifier reply (the first one mentioned), or None."""
-    norm = re.sub(r"[\s\-]+", "_", _THINK.sub("", text or "").lower())
+    norm = re.sub(r"[\s\-]+", "_", strip_reasoning(text).lower())
     found = [(norm.find(m), m) for m in MOVES if m in norm]
     return min(found)[1] if found else None
 
