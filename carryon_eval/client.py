@@ -30,16 +30,12 @@ import asyncio
 import collections
 import dataclasses
 import email.utils
-import hashlib
-import json
 import logging
 import math
 import os
 import random
 import re
-import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import openai
@@ -47,122 +43,14 @@ import openai
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.cache import ResponseCache
 
-log = logging.getLogger("carryon.client")
+from .endpoint import PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, UsageLedger, cache_key
 
-#: Generation parameters that take part in the cache key, in this order.
-PARAM_NAMES: tuple[str, ...] = ("temperature", "max_tokens", "seed", "response_format", "top_logprobs")
+__all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "UsageLedger", "cache_key"]
+
+log = logging.getLogger("carryon.client")
 
 _MAX_RETRY_AFTER = 300.0   # never sleep longer than this on a single Retry-After
 _MSG_LIMIT = 300           # max characters of server text quoted in an EndpointError
-
-
-class EndpointError(Exception):
-    """A model call failed for good (non-retryable error or retries exhausted). One-line message."""
-
-
-@dataclass
-class EndpointConfig:
-    base_url: str                           # e.g. http://127.0.0.1:8000/v1
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"     # NAME of the env var holding the key; unset -> "EMPTY"
-    concurrency: int = 8                    # max requests in flight (the AIMD ceiling)
-    timeout: float = 120.0                  # per request, seconds (whole request, not per read)
-    max_retries: int = 6                    # retries after the first attempt
-    backoff_base: float = 1.0               # first backoff in seconds; doubles per retry, with jitter
-    backoff_max: float = 60.0               # cap of one backoff sleep (Retry-After is capped separately)
-
-    def public(self) -> dict[str, Any]:
-        """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
-        return {
-            "base_url": self.base_url,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "concurrency": self.concurrency,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-        }
-
-
-@dataclass
-class ChatResult:
-    text: Optional[str]                     # None if the server returned no content
-    finish_reason: Optional[str]
-    prompt_tokens: int                      # as reported for the original call (also when cached)
-    completion_tokens: int
-    cached: bool                            # no HTTP call of its own: disk cache or a shared in-flight call
-    top_logprobs: Optional[list[tuple[str, float]]] = None   # first generated token's top logprobs
-
-    def to_payload(self) -> dict[str, Any]:
-        """What goes into the disk cache: the reply only."""
-        return {
-            "text": self.text,
-            "finish_reason": self.finish_reason,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "top_logprobs": [[t, lp] for t, lp in self.top_logprobs] if self.top_logprobs is not None else None,
-        }
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> Optional["ChatResult"]:
-        """A cached result, or None if the payload is not a usable cache entry."""
-        try:
-            text = payload["text"]
-            if not isinstance(text, str) or text == "":
-                return None
-            top = payload.get("top_logprobs")
-            return cls(
-                text=text,
-                finish_reason=payload.get("finish_reason"),
-                prompt_tokens=int(payload.get("prompt_tokens") or 0),
-                completion_tokens=int(payload.get("completion_tokens") or 0),
-                cached=True,
-                top_logprobs=[(str(t), float(lp)) for t, lp in top] if top is not None else None,
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-
-class UsageLedger:
-    """Calls and tokens per (stage, model). Safe to share between threads and tasks.
-
-    A cached (or shared in-flight) result counts as a call and a cache hit, with no new tokens.
-    """
-
-    _FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rows: dict[tuple[str, str], dict[str, int]] = {}
-
-    def add(self, stage: str, model: str, result: ChatResult) -> None:
-        with self._lock:
-            row = self._rows.get((stage, model))
-            if row is None:
-                row = self._rows[(stage, model)] = {f: 0 for f in self._FIELDS}
-            row["calls"] += 1
-            if result.cached:
-                row["cache_hits"] += 1
-            else:
-                row["prompt_tokens"] += int(result.prompt_tokens or 0)
-                row["completion_tokens"] += int(result.completion_tokens or 0)
-
-    def snapshot(self) -> dict[str, dict[str, int]]:
-        """{"stage/model": {"calls", "cache_hits", "prompt_tokens", "completion_tokens"}}, sorted."""
-        with self._lock:
-            return {f"{s}/{m}": dict(row) for (s, m), row in sorted(self._rows.items())}
-
-    def total_tokens(self, stage: Optional[str] = None) -> int:
-        with self._lock:
-            return sum(row["prompt_tokens"] + row["completion_tokens"]
-                       for (s, _), row in self._rows.items() if stage is None or s == stage)
-
-
-def cache_key(model: str, messages: list[dict], params: dict) -> str:
-    """sha256 hex of the canonical JSON of (model, messages, generation params)."""
-    blob = json.dumps({"model": model, "messages": messages, "params": params},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
 
 # ---------------------------------------------------------------- adaptive concurrency (AIMD)
 class _AdaptiveLimiter:
