@@ -58,8 +58,9 @@ from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
 from .pipeline import LLMOutput
-from .replies import (  # noqa: F401 - extract_json is part of this module's interface
-    _ECHO, clean_reply, extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
+from carryon_eval.parsing import (  # noqa: F401 - extract_json is part of this module's interface
+    _ECHO, extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
+from carryon_eval.parsing import strip_reasoning as clean_reply
 from .source import SourceQuery
 
 
@@ -186,25 +187,11 @@ _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
 
 
 def render_messages(prompt: Prompt, **values: object) -> list[dict[str, str]]:
-    """A prompt file's body as chat messages: ``[system]`` / ``[user]`` lines open sections (no
-    section line: one user message). Placeholders are filled per section, so a value that contains
-    a section line cannot split the prompt."""
-    body = prompt.body
-    parts = _SECTION.split(body)
-    if len(parts) == 1:
-        sections = [("user", body)]
-    else:
-        if parts[0].strip():
-            raise ValueError(f"prompt {prompt.name}: text before the first [system]/[user] line")
-        sections = [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
-    out = []
-    for role, text in sections:
-        try:
-            content = string.Template(text.strip("\n")).substitute({k: str(v) for k, v in values.items()})
-        except KeyError as exc:
-            raise ValueError(f"prompt {prompt.name}: no value for placeholder ${exc.args[0]}") from None
-        out.append({"role": role, "content": content})
-    return out
+    return prompt.messages(**values)
+
+
+def _load(name: str) -> Prompt:
+    return load_prompt(name.removeprefix("builder/"), package="builder")
 
 
 def categories_text() -> str:
@@ -321,9 +308,9 @@ class LLMStages:
                     base_url=spec.base_url, model=spec.model, api_key_env=config.api_key_env,
                     concurrency=spec.concurrency, timeout=spec.timeout, max_retries=config.max_retries,
                     backoff_base=config.backoff_base), cache=self.cache, usage=self.usage)
-        self.prompts = {stage: load_prompt(PROMPTS[stage]) for stage in STAGES if stage != "harm_filter"}
-        self.prompts["harm_filter"] = load_prompt(config.harm_prompt_name())
-        self.repair_prompt = load_prompt(PROMPTS["repair"])
+        self.prompts = {stage: _load(PROMPTS[stage]) for stage in STAGES if stage != "harm_filter"}
+        self.prompts["harm_filter"] = _load(config.harm_prompt_name())
+        self.repair_prompt = _load(PROMPTS["repair"])
         self.repairs: dict[str, int] = {s: 0 for s in STAGES}
         self.empty_retries: dict[str, int] = {s: 0 for s in STAGES}
         self.endpoint_failures: dict[str, int] = {s: 0 for s in STAGES}
@@ -785,8 +772,8 @@ def dry_run_plan(queries: list[SourceQuery], config: LLMConfig) -> list[dict[str
     answer = "x" * (config.params("oracle_answers").typical_tokens * 4)
     item = "x" * TYPICAL_ITEM_CHARS
     listing = "\n".join(f"{n}. [Practical Advice] {item}" for n in range(1, TYPICAL_ITEMS_PER_ANSWER * n_gen + 1))
-    prompts = {stage: load_prompt(PROMPTS[stage]) for stage in STAGES if stage != "harm_filter"}
-    prompts["harm_filter"] = load_prompt(config.harm_prompt_name())
+    prompts = {stage: _load(PROMPTS[stage]) for stage in STAGES if stage != "harm_filter"}
+    prompts["harm_filter"] = _load(config.harm_prompt_name())
 
     def size(stage: str, **values: object) -> int:
         return sum(estimate_tokens(m["content"]) for m in render_messages(prompts[stage], **values))
