@@ -1,23 +1,28 @@
-"""Versioned prompt files: the only place prompt text lives.
+"""Versioned prompt files: the only place prompt text lives, and the one renderer of the project.
 
-A prompt file is `carryon_eval/prompts/<group>/<name>.txt`:
+A prompt file is `<package>/prompts/<name>.txt` (the evaluator's in carryon_eval, the builder's in
+builder), read with importlib.resources so that it works from a wheel as from a checkout:
 
     version: 1
     ---
     Body text with $placeholders (string.Template syntax; write $$ for a literal dollar).
 
-`load_prompt("user_simulator/pushback")` returns the body, its version and the sha256 of the whole
-file; the hashes go into MANIFEST.json and run metadata so that a result names the exact prompt.
+A body may be split into chat messages by ``[system]`` / ``[user]`` lines (no such line: one user
+message). `load_prompt("user_simulator/pushback")` returns the body, its version and the sha256 of the
+whole file; the hashes go into MANIFEST.json and run metadata so that a result names the exact prompt.
+The builder's prompts are named "builder/<name>" (`load_prompt("intent_writer", package="builder")`).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
 
-PROMPT_DIR = Path(__file__).parent / "prompts"
+DEFAULT_PACKAGE = "carryon_eval"
+_SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
 
 
 class PromptError(Exception):
@@ -37,27 +42,50 @@ class Prompt:
         return f"{self.name}@{self.version}#{self.sha256[:12]}"
 
     def render(self, **values: object) -> str:
+        """The whole body with its placeholders filled."""
+        return self._fill(self.body, values)
+
+    def messages(self, **values: object) -> list[dict[str, str]]:
+        """The body as chat messages, one per ``[system]`` / ``[user]`` section. Placeholders are
+        filled per section, so a value that contains a section line cannot split the prompt."""
+        parts = _SECTION.split(self.body)
+        if len(parts) == 1:
+            return [{"role": "user", "content": self._fill(self.body, values).rstrip("\n")}]
+        if parts[0].strip():
+            raise PromptError(f"prompt {self.name}: text before the first [system]/[user] line")
+        return [{"role": parts[i], "content": self._fill(parts[i + 1].strip("\n"), values)}
+                for i in range(1, len(parts), 2)]
+
+    def _fill(self, text: str, values: dict[str, object]) -> str:
         try:
-            return string.Template(self.body).substitute({k: str(v) for k, v in values.items()})
+            return string.Template(text).substitute({k: str(v) for k, v in values.items()})
         except KeyError as exc:
             raise PromptError(f"prompt {self.name}: no value for placeholder ${exc.args[0]}") from None
 
 
+def _prompts_dir(package: str) -> resources.abc.Traversable:
+    return resources.files(package) / "prompts"
+
+
 @lru_cache(maxsize=None)
-def load_prompt(name: str) -> Prompt:
-    path = PROMPT_DIR / f"{name}.txt"
+def load_prompt(name: str, package: str = DEFAULT_PACKAGE) -> Prompt:
+    path = _prompts_dir(package).joinpath(*f"{name}.txt".split("/"))
     if not path.is_file():
-        raise PromptError(f"prompt file {path} not found")
+        raise PromptError(f"prompt file {package}/prompts/{name}.txt not found")
     raw = path.read_bytes()
     text = raw.decode("utf-8")
     head, sep, body = text.partition("\n---\n")
     if not sep or not head.startswith("version:"):
-        raise PromptError(f"prompt file {path}: expected a 'version: N' line, then '---', then the body")
-    return Prompt(name=name, version=head.split(":", 1)[1].strip(), body=body.strip("\n") + "\n",
+        raise PromptError(f"prompt file {package}/prompts/{name}.txt: expected a 'version: N' line, then '---', "
+                          "then the body")
+    full_name = name if package == DEFAULT_PACKAGE else f"{package}/{name}"
+    return Prompt(name=full_name, version=head.split(":", 1)[1].strip(), body=body.strip("\n") + "\n",
                   sha256=hashlib.sha256(raw).hexdigest())
 
 
-def prompt_hashes(group: str) -> dict[str, str]:
+def prompt_hashes(group: str, package: str = DEFAULT_PACKAGE) -> dict[str, str]:
     """{name: ref} for every prompt file of a group, sorted by name (for manifests and run metadata)."""
-    return {f"{group}/{p.stem}": load_prompt(f"{group}/{p.stem}").ref
-            for p in sorted((PROMPT_DIR / group).glob("*.txt"))}
+    folder = _prompts_dir(package) / group if group else _prompts_dir(package)
+    stems = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+    prefix = f"{group}/" if group else ""
+    return {load_prompt(prefix + s, package).name: load_prompt(prefix + s, package).ref for s in stems}
