@@ -1,4 +1,5 @@
-"""`carryon-build verify`: prove that a dataset folder is exactly the release its MANIFEST describes."""
+"""`carryon-build verify`: prove that a dataset folder is exactly the release its MANIFEST describes, and that
+`datasets.load_dataset` reads every config its card declares with the documented columns (builder/declared.py)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 from carryon_eval.moves import flow_problems
 
 from .dataset_folder import CONFIG_ORDER, file_entry, parquet_name, rows_sha256
+from .declared import declaration_problems
 from .flows import PER_LENGTH
 
 
@@ -64,18 +66,23 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
 
     # 2. rows, counts and cross-references
     tables: dict[str, list[dict[str, Any]]] = {}
+    unreadable: set[str] = set()
     for config in CONFIG_ORDER:
         rel = parquet_name(config)
         if (folder / rel).is_file():
             try:
                 tables[config] = _read(folder / rel)
             except Exception as exc:  # noqa: BLE001
-                problems.append(f"{rel}: unreadable Parquet ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+                unreadable.add(config)
+                problems.append(f"{rel}: config {config!r}: unreadable Parquet "
+                                f"({type(exc).__name__}: {str(exc).splitlines()[0]})")
     counts = manifest.get("counts", {})
     for config, rows in tables.items():
         if counts.get(config) != len(rows):
             problems.append(f"{parquet_name(config)}: {len(rows)} rows, manifest counts {counts.get(config)}")
     problems += check_references(tables, expect_all_flows_used=counts.get("flows_used") == counts.get("flows"))
+    # 3. every config the card declares loads with `datasets` (a file pyarrow cannot read is named once, above)
+    problems += declaration_problems(folder, skip=frozenset(unreadable))
     return problems, manifest
 
 
