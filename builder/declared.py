@@ -2,9 +2,9 @@
 
 A researcher's first contact with the dataset is `load_dataset(FOLDER, CONFIG, split="test")`, so `verify`
 loads every config the card's YAML declares exactly that way (offline, from the folder, in a temporary cache
-so nothing is left behind) and compares its columns and types with the card's field table
-(`### \\`config\\`` then `| field | type | description |`). A config with no rows must not be declared
-(`datasets` cannot load an empty split); the card must say why each config of the builder is absent.
+so nothing is left behind) and compares its columns and types with the card's field table (a "### `config`"
+heading, then a "| field | type | description |" table). A config with no rows must not be declared (`datasets`
+cannot load an empty split); the card must say why each config of the builder is absent.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def declared_config_names(card: str) -> list[str]:
 
 
 def field_tables(card: str) -> dict[str, list[tuple[str, str]]]:
-    """config -> [(field, type)] from the first Markdown table under each `### \`config\`` heading."""
+    """config -> [(field, type)] from the first Markdown table under each "### `config`" heading."""
     tables: dict[str, list[tuple[str, str]]] = {}
     config: Optional[str] = None
     for line in card.splitlines():
@@ -115,21 +115,32 @@ def load_problems(folder: Path, configs: list[str], fields: dict[str, list[tuple
     import datasets
 
     problems: list[str] = []
-    datasets.logging.set_verbosity_error()
+    verbosity, bars = datasets.logging.get_verbosity(), datasets.is_progress_bar_enabled()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)   # its own error log would be a second line
     datasets.disable_progress_bars()
-    with tempfile.TemporaryDirectory(prefix="carryon-verify-") as cache:
-        for config in configs:
-            if config not in fields:
-                problems.append(f"{CARD}: config {config!r} is declared but the card has no field table for it")
-            try:
-                ds = datasets.load_dataset(str(folder), config, split="test", cache_dir=cache)
-            except Exception as exc:  # noqa: BLE001 - datasets raises many types; the user needs one line
-                problems.append(f"{CARD}: config {config!r} does not load with datasets.load_dataset "
-                                f"({_one_line(exc)})")
-                continue
-            if config in fields:
-                loaded = [(name, feature_type(f)) for name, f in ds.features.items()]
-                problems += column_problems(config, loaded, fields[config])
+    try:
+        with tempfile.TemporaryDirectory(prefix="carryon-verify-") as cache:
+            for config in configs:
+                problems += _config_problems(folder, config, fields.get(config), cache)
+    finally:
+        datasets.logging.set_verbosity(verbosity)
+        if bars:
+            datasets.enable_progress_bars()
+    return problems
+
+
+def _config_problems(folder: Path, config: str, documented: Optional[list[tuple[str, str]]], cache: str) -> list[str]:
+    import datasets
+
+    problems: list[str] = []
+    if documented is None:
+        problems.append(f"{CARD}: config {config!r} is declared but the card has no field table for it")
+    try:
+        ds = datasets.load_dataset(str(folder), config, split="test", cache_dir=cache)
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types; the user needs one line
+        return problems + [f"{CARD}: config {config!r} does not load with datasets.load_dataset ({_one_line(exc)})"]
+    if documented is not None:
+        problems += column_problems(config, [(name, feature_type(f)) for name, f in ds.features.items()], documented)
     return problems
 
 
