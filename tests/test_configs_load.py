@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_builder_llm import SOURCE, Scripted, cli_args, needs_source, run_cli
+from test_builder import row
+from test_builder_llm import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, needs_source, run_cli
 
 from builder.dataset_folder import file_entry, parquet_name, write_parquet
 from builder.declared import declared_config_names, feature_type, field_tables
 from builder.source import load_source, select_queries
-
-CAT = "fraud, scams and deception"
 
 
 def carryon_build(*args, env=None):
@@ -87,9 +86,8 @@ def three_queries():
 
 def llm_build(scripted_server, queries, tmp_path, remove_all_of: set[str]) -> Path:
     script = ItemFilterDrops({q.query: label for q, label in zip(queries, "ABC")}, remove_all_of)
-    main = scripted_server(script.reply, models=("intent-m", "gen-a", "gen-b", "gen-c", "decomp-m", "merge-m",
-                                                 "filter-m"))
-    judge = scripted_server(script.reply, models=("judge-m",))
+    main = scripted_server(script.reply, models=MAIN_MODELS)
+    judge = scripted_server(script.reply, models=(JUDGE,))
     out = tmp_path / "ds"
     res = run_cli(cli_args(main, judge, out, tmp_path / "cache"))
     assert res.exit_code == 0, res.output
@@ -121,14 +119,6 @@ def test_llm_build_that_keeps_no_query_declares_only_what_has_rows(scripted_serv
 
 
 # ---------------------------------------------------------------- verify names an unloadable config
-def row(query="How are fake invoices spotted?", safe=True, **over):
-    base = {"query": query, "category": CAT, "context_intended_to_be_safe": safe, "safe_rate": 0.8,
-            "scores": [1, 2, 1], "context": {"sender": {"platform": "web"}, "recipient": {"type": "clerk"},
-                                             "transmission_principle": {"purpose": "training"}}}
-    base.update(over)
-    return base
-
-
 @pytest.fixture(scope="module")
 def small_build(tmp_path_factory):
     """A --no-llm build of a two-row synthetic source (no gated data)."""
@@ -214,3 +204,11 @@ def test_verify_names_an_absent_config_the_card_does_not_explain(small_build, tm
     code, lines = verify_mismatches(folder, tmp_path)
     assert code == 1 and len(lines) == 1, lines
     assert "config 'checklists' is not declared and the card does not say why" in lines[0]
+
+
+def test_the_evaluator_loads_a_build_without_checklists(small_build):
+    from carryon_eval.dataset import load_benchmark
+    bench = load_benchmark(small_build)
+    assert len(bench.queries) == 1 and bench.checklists == {q: [] for q in bench.queries}
+    assert len(bench.conversations) == 15
+    assert any("1 of 1 queries have no checklist items" in n for n in bench.notes)
