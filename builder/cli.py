@@ -166,7 +166,8 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
 @click.option("--manifest", type=click.Path(path_type=Path),
               help="Check against this manifest (e.g. releases/v0.1.0/MANIFEST.json) instead of FOLDER's own.")
 def verify(folder: Path, manifest: Optional[Path]) -> None:
-    """Recompute hashes, counts, cross-references and flow rules; name each mismatch."""
+    """Recompute hashes, counts, cross-references and flow rules, load every declared config with
+    datasets.load_dataset (columns as in the card's field tables); name each mismatch."""
     from .verify import verify_folder
 
     problems, man = verify_folder(folder, manifest)

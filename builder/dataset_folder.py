@@ -2,6 +2,10 @@
 
 Byte-identical output for the same inputs: rows are written in a fixed order, Parquet with fixed
 settings and no pandas metadata, YAML and JSON with fixed key order, no timestamps anywhere.
+
+A config with no rows is neither written nor declared in the card's `configs`: `datasets` cannot load an
+empty split (a Parquet file with one empty row group fails with pyarrow's "BatchSize must be greater than 0",
+one with no row group with "Instruction 'test' corresponds to no data"). The card says why it is absent.
 """
 from __future__ import annotations
 
@@ -47,6 +51,23 @@ _HF_DTYPES = {pa.string(): "string", pa.float64(): "float64", pa.int64(): "int64
 
 def parquet_name(config: str) -> str:
     return f"data/{config}/test.parquet"
+
+
+def declared_configs(tables: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The configs a build writes and declares: those with at least one row, in CONFIG_ORDER."""
+    return [c for c in CONFIG_ORDER if tables.get(c)]
+
+
+def configs_note(tables: dict[str, list[dict[str, Any]]], absent_reasons: dict[str, str]) -> str:
+    """The card's sentence on which configs this build declares and why the others are absent."""
+    declared = declared_configs(tables)
+    note = "This build declares " + ", ".join(
+        f"`{c}`" + (" (the default)" if c == "conversations" else "") for c in declared) + "."
+    absent = [absent_reasons.get(c, f"no {c}: it has no rows") for c in CONFIG_ORDER if c not in declared]
+    if absent:
+        note += (" Not in this build (a config with no rows is not declared: `datasets` cannot load an empty "
+                 "split): " + "; ".join(absent) + ".")
+    return note
 
 
 def rows_sha256(rows: list[dict[str, Any]]) -> str:
@@ -101,12 +122,12 @@ def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
         "configs": [
             {"config_name": c, "data_files": [{"split": "test", "path": parquet_name(c)}],
              **({"default": True} if c == "conversations" else {})}
-            for c in CONFIG_ORDER if c in tables
+            for c in declared_configs(tables)
         ],
         "dataset_info": [
             {"config_name": c, "features": hf_features(c),
              "splits": [{"name": "test", "num_bytes": arrow_table(c, tables[c]).nbytes, "num_examples": len(tables[c])}]}
-            for c in CONFIG_ORDER if c in tables
+            for c in declared_configs(tables)
         ],
     }
     return yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=100)
@@ -140,9 +161,8 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        for config in CONFIG_ORDER:
-            if config in tables:
-                write_parquet(tmp / parquet_name(config), config, tables[config])
+        for config in declared_configs(tables):
+            write_parquet(tmp / parquet_name(config), config, tables[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")
         manifest = dict(manifest)
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_entry(p)

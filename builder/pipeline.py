@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 import pyarrow
 
 from . import BUILDER_VERSION
-from .dataset_folder import card_yaml, render_card, write_dataset_folder
+from .dataset_folder import card_yaml, configs_note, render_card, write_dataset_folder
 from .domains import DOMAINS
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
 from .source import SourceQuery, file_sha256, load_source, select_queries
@@ -33,6 +33,14 @@ class LLMOutput:
 
 
 LLMStages = Callable[[list[SourceQuery]], LLMOutput]
+
+# Why a config can be left without rows (it is then not declared: see dataset_folder), said in the card.
+ABSENT_WITHOUT_LLM = {"checklists": "no checklists: built with `--no-llm`",
+                      "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)"}
+ABSENT_AFTER_LLM = {"queries": "no queries: the LLM stages kept none",
+                    "checklists": "no checklists: the LLM stages kept no item",
+                    "conversations": "no conversations: the LLM stages kept no query",
+                    "provenance": "no provenance: the LLM stages recorded no decision"}
 
 
 def query_row(q: SourceQuery, intent: str) -> dict[str, Any]:
@@ -109,6 +117,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "n_queries": len(final),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
+        "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None else ABSENT_WITHOUT_LLM),
         "pool_size": POOL_SIZE,
         "pool_table": _md_table(["follow-up moves", "turns", "BC flows", "NC flows", "valid sequences"],
                                 [[k, 2 * (k + 1), POOL_QUOTA[(k, "BC")], POOL_QUOTA[(k, "NC")], n]
@@ -117,8 +126,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                                   [[d, sum(q.domain == d for q in final)] for d in DOMAINS]),
         "llm_summary": llm.card.get("llm_summary") if llm_stages is not None else (
             "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
-            "query, the `checklists` config has no rows (its Parquet file holds the schema only; `datasets` "
-            "cannot load a config with no rows, read it with pyarrow) and there is no `provenance` config. "
+            "query and there is no `checklists` or `provenance` config. "
             "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
     }
     if not CARD_TEMPLATE.is_file():

@@ -1,4 +1,5 @@
-"""`carryon-build verify`: prove that a dataset folder is exactly the release its MANIFEST describes."""
+"""`carryon-build verify`: prove that a dataset folder is exactly the release its MANIFEST describes, and that
+`datasets.load_dataset` reads every config its card declares with the documented columns (builder/declared.py)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 from carryon_eval.moves import flow_problems
 
 from .dataset_folder import CONFIG_ORDER, file_entry, parquet_name, rows_sha256
+from .declared import declaration_problems
 from .flows import PER_LENGTH
 
 
@@ -21,7 +23,6 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[list[str], dict[str, Any]]:
     """Every mismatch as one readable line (empty list = the folder is exactly the manifest's release)."""
     folder = Path(folder)
-    problems: list[str] = []
     own = folder / "MANIFEST.json"
     manifest_path = Path(manifest_path) if manifest_path else own
     if not folder.is_dir():
@@ -30,16 +31,34 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
         return [f"{manifest_path}: manifest not found"], {}
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        files: dict[str, dict[str, Any]] = manifest["files"]
+        if not isinstance(manifest["files"], dict):
+            raise TypeError("'files' is not a mapping")
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         return [f"{manifest_path}: not a CarryOnBench manifest ({exc})"], {}
+    problems: list[str] = []
     if manifest_path != own:
         if not own.is_file():
             problems.append(f"MANIFEST.json: missing from {folder}")
         elif json.loads(own.read_text(encoding="utf-8")) != manifest:
             problems.append(f"MANIFEST.json: differs from {manifest_path}")
+    problems += file_problems(folder, manifest)
+    tables, read_problems = _read_tables(folder)
+    problems += read_problems
+    counts = manifest.get("counts", {})
+    for config, rows in tables.items():
+        if counts.get(config) != len(rows):
+            problems.append(f"{parquet_name(config)}: {len(rows)} rows, manifest counts {counts.get(config)}")
+    problems += check_references(tables, expect_all_flows_used=counts.get("flows_used") == counts.get("flows"))
+    # every config the card declares loads with `datasets` (a file pyarrow cannot read is named once, above)
+    unreadable = frozenset(c for c in CONFIG_ORDER if c not in tables and (folder / parquet_name(c)).is_file())
+    problems += declaration_problems(folder, skip=unreadable)
+    return problems, manifest
 
-    # 1. bytes of every pinned file; no file unaccounted for
+
+def file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
+    """The bytes of every pinned file; no file unaccounted for."""
+    files: dict[str, dict[str, Any]] = manifest["files"]
+    problems: list[str] = []
     for rel, want in sorted(files.items()):
         path = folder / rel
         if not path.is_file():
@@ -47,36 +66,40 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
             continue
         got = file_entry(path)
         if got != want:
-            hint = ""
-            config = rel.split("/")[1] if rel.startswith("data/") else None
-            if config and manifest.get("content_sha256", {}).get(config):
-                try:
-                    if rows_sha256(_read(path)) == manifest["content_sha256"][config]:
-                        hint = " (rows identical: re-encoded, e.g. by another pyarrow version)"
-                except Exception:  # noqa: BLE001 - a damaged file simply gives no hint
-                    pass
             problems.append(f"{rel}: sha256/size mismatch: expected {want['sha256'][:16]}.../{want['size']} bytes, "
-                            f"found {got['sha256'][:16]}.../{got['size']} bytes{hint}")
+                            f"found {got['sha256'][:16]}.../{got['size']} bytes{_same_rows_hint(path, rel, manifest)}")
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_file() and rel != "MANIFEST.json" and rel not in files:
             problems.append(f"{rel}: not listed in the manifest")
+    return problems
 
-    # 2. rows, counts and cross-references
+
+def _same_rows_hint(path: Path, rel: str, manifest: dict[str, Any]) -> str:
+    config = rel.split("/")[1] if rel.startswith("data/") else None
+    want = manifest.get("content_sha256", {}).get(config) if config else None
+    if not want:
+        return ""
+    try:
+        same = rows_sha256(_read(path)) == want
+    except Exception:  # noqa: BLE001 - a damaged file simply gives no hint
+        return ""
+    return " (rows identical: re-encoded, e.g. by another pyarrow version)" if same else ""
+
+
+def _read_tables(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The rows of every config file present, and one line for each file pyarrow cannot read."""
     tables: dict[str, list[dict[str, Any]]] = {}
+    problems: list[str] = []
     for config in CONFIG_ORDER:
         rel = parquet_name(config)
         if (folder / rel).is_file():
             try:
                 tables[config] = _read(folder / rel)
             except Exception as exc:  # noqa: BLE001
-                problems.append(f"{rel}: unreadable Parquet ({type(exc).__name__}: {str(exc).splitlines()[0]})")
-    counts = manifest.get("counts", {})
-    for config, rows in tables.items():
-        if counts.get(config) != len(rows):
-            problems.append(f"{parquet_name(config)}: {len(rows)} rows, manifest counts {counts.get(config)}")
-    problems += check_references(tables, expect_all_flows_used=counts.get("flows_used") == counts.get("flows"))
-    return problems, manifest
+                problems.append(f"{rel}: config {config!r}: unreadable Parquet "
+                                f"({type(exc).__name__}: {str(exc).splitlines()[0]})")
+    return tables, problems
 
 
 def check_references(tables: dict[str, list[dict[str, Any]]], expect_all_flows_used: bool = False) -> list[str]:

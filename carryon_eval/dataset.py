@@ -2,7 +2,8 @@
 
 Any folder (or Hub repo) that `datasets.load_dataset(PATH, CONFIG, split="test")` reads and whose
 configs have at least the columns of `schema.TABLE_COLUMNS` works, so researchers can bring their
-own queries and checklists. Extra columns are kept.
+own queries and checklists. Extra columns are kept. The `checklists` config may be left out (a build
+without the LLM stages has none): its queries then have no checklist items.
 """
 from __future__ import annotations
 
@@ -57,8 +58,26 @@ class Benchmark:
         )
 
 
+# A dataset may leave these out: a build without the LLM stages declares no checklists config (a config with
+# no rows is never declared, since datasets cannot load an empty split); its queries then have no items.
+OPTIONAL_CONFIGS = ("checklists",)
+
+
+def _undeclared_optional(source: str, config: str, revision: Optional[str]) -> bool:
+    """True when the dataset does not declare this optional config (then it has no rows)."""
+    import datasets
+
+    if config not in OPTIONAL_CONFIGS:
+        return False
+    try:
+        return config not in datasets.get_dataset_config_names(source, revision=revision)
+    except Exception:  # noqa: BLE001 - load_dataset below reports what is wrong, in one line
+        return False
+
+
 def _empty_local_config(source: str, config: str) -> bool:
-    """True when a local build has this config as a zero-row Parquet file (datasets cannot load those)."""
+    """True when a local build has this config as a zero-row Parquet file (builds before issue 16 wrote
+    those; datasets cannot load them)."""
     path = Path(source) / "data" / config / "test.parquet"
     if not path.is_file():
         return False
@@ -70,10 +89,10 @@ def _empty_local_config(source: str, config: str) -> bool:
 def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, Any]]:
     import datasets
 
-    if _empty_local_config(source, config):
-        return []
     datasets.logging.set_verbosity_error()
     datasets.disable_progress_bars()
+    if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
+        return []
     try:
         # datasets caches a local folder by its name only: a rebuilt folder, or another folder with the same
         # name, would silently give stale rows. Local folders are re-read every time (they are small).

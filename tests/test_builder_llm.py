@@ -526,7 +526,9 @@ def test_prompt_echo_is_not_an_answer(scripted_server, script, queries, tmp_path
     res = run_cli(cli_args(main, judge, tmp_path / "ds", tmp_path / "cache"))
     assert res.exit_code == 0, res.output
     prov = read(tmp_path / "ds", "provenance")
-    assert read(tmp_path / "ds", "queries") == []
+    # no query is kept: a config with no rows is neither written nor declared (issue 16)
+    assert json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["counts"]["queries"] == 0
+    assert not (tmp_path / "ds" / "data" / "queries" / "test.parquet").exists()
     reasons = {(r["query_id"], r["stage"], r["reason"]) for r in prov if r["decision"] == "dropped" and not r["item_id"]}
     a, b, c = (q.query_id for q in queries)
     assert (c, "intents", "no benign intent: unusable reply after 2 repair prompts: it repeats the instructions "
@@ -569,9 +571,17 @@ def test_dry_run_with_the_local_model_starts_nothing(tmp_path):
 
 
 # ---------------------------------------------------------------- the embedded model (slow)
+def read_or_absent(out: Path, config: str) -> list[dict[str, Any]]:
+    """A config's rows; a config with no rows is not written (issue 16) and the manifest counts 0 for it."""
+    if not (out / "data" / config / "test.parquet").exists():
+        assert json.loads((out / "MANIFEST.json").read_text())["counts"][config] == 0, config
+        return []
+    return read(out, config)
+
+
 def _check_local_build(out: Path) -> None:
     prov = read(out, "provenance")
-    kept = {r["query_id"] for r in read(out, "queries")}
+    kept = {r["query_id"] for r in read_or_absent(out, "queries")}
     ids = list(dict.fromkeys(r["query_id"] for r in prov))
     assert len(ids) == 2
     for qid in ids:   # every query either ends with a final checklist or has exactly one query-level drop row
@@ -580,7 +590,7 @@ def _check_local_build(out: Path) -> None:
         drops = [r for r in rows if r["decision"] == "dropped" and not r["reason"].startswith("answer ")]
         assert (qid in kept) == bool(final) and len(drops) == (0 if qid in kept else 1), rows
     assert all(r["reason"] and r["detail"] for r in prov)
-    for r in read(out, "checklists"):
+    for r in read_or_absent(out, "checklists"):
         assert r["query_id"] in kept and r["category"] in ITEM_CATEGORIES
 
 
