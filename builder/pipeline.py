@@ -23,7 +23,7 @@ CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
 
 @dataclass
 class LLMOutput:
-    """What the LLM stages hand back to the pipeline (builder/llm_stages.py produces it)."""
+    """What the LLM stages hand back to the pipeline (builder/llm_run.py produces it)."""
     intents: dict[str, str]                       # query_id -> benign intent
     checklist_rows: list[dict[str, Any]]          # rows of the checklists config
     provenance_rows: list[dict[str, Any]]         # rows of the provenance config

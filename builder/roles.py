@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from .llm_stages import ROLES, ModelSpec
+from carryon_eval.defaults import LOCAL_CONCURRENCY, LOCAL_TIMEOUT
+
+from .llm_config import ModelSpec
+from .stages import ROLES
 
 SINGLE_ROLES = tuple(r for r in ROLES if r != "generator")
 LOCAL = "local"
-#: The embedded llama.cpp server answers one request at a time and is slow: queue there, not in HTTP.
-LOCAL_CONCURRENCY = 1
-LOCAL_TIMEOUT = 600.0
 
 
 class RoleError(ValueError):

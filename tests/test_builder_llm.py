@@ -29,10 +29,11 @@ import pytest
 from click.testing import CliRunner
 
 from builder.cli import cli
-from builder.llm_stages import (
-    ITEM_CATEGORIES, LLMConfig, LLMStageAbort, LLMStages, ModelSpec, extract_json, normalize_category, parse_flag, parse_intent,
-    parse_items, parse_wildguard,
-)
+from builder.llm_config import LLMConfig, ModelSpec
+from builder.llm_run import LLMStageAbort, LLMStages
+from carryon_eval.parsing import (
+    extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
+from carryon_eval.schema import ITEM_CATEGORIES
 from builder.pipeline import build
 from builder.source import load_source, select_queries
 from scripted_server import Fault, Reply, system_text
