@@ -208,3 +208,7 @@ def freeze(folder: Path, dest: Path) -> None:
 
 def main() -> None:
     cli()
+
+
+if __name__ == "__main__":   # python -m builder.cli
+    main()
