@@ -88,7 +88,7 @@ class _FailureWatch:
 class _StageRun:
     """The StageContext of one stage: its prompt, its asks (each advances the progress line)."""
 
-    def __init__(self, runner: "LLMStages", stage: Stage, bar: Any) -> None:
+    def __init__(self, runner: LLMStages, stage: Stage, bar: Any) -> None:
         self.runner, self.stage, self.bar = runner, stage, bar
         self.config = runner.config
         self.prompt = runner.prompts[stage.name]

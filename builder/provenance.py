@@ -46,7 +46,7 @@ def checklist_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
 
 
 def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[str, Prompt], repair_prompt: Prompt,
-                 tally: Mapping[str, "StageTally"], usage: dict[str, Any]) -> dict[str, Any]:
+                 tally: Mapping[str, StageTally], usage: dict[str, Any]) -> dict[str, Any]:
     """MANIFEST.json's ``llm_stages``: per stage its role, models, parameters, prompt and costs."""
     entries: dict[str, Any] = {}
     for stage in stages:

@@ -73,14 +73,14 @@ class StageParams:
 
 class StageContext(Protocol):
     """What a stage function may use: the config, its prompt, one ask per model call, a provenance detail."""
-    config: "LLMConfig"
+    config: LLMConfig
 
     def messages(self, **values: object) -> list[dict[str, str]]: ...
 
-    async def ask(self, spec: "ModelSpec", messages: list[dict[str, str]], *,
+    async def ask(self, spec: ModelSpec, messages: list[dict[str, str]], *,
                   seed: Optional[int] = None) -> Outcome: ...
 
-    def detail(self, spec: "ModelSpec", extra: str = "") -> str: ...
+    def detail(self, spec: ModelSpec, extra: str = "") -> str: ...
 
 
 @dataclass(frozen=True)
@@ -93,11 +93,11 @@ class Typical:
     n_generators: int
 
 
-def _no_notes(config: "LLMConfig") -> dict[str, Any]:
+def _no_notes(config: LLMConfig) -> dict[str, Any]:
     return {}
 
 
-def _no_card_note(config: "LLMConfig") -> str:
+def _no_card_note(config: LLMConfig) -> str:
     return ""
 
 
@@ -110,25 +110,25 @@ class Stage:
     prompt: str                                   # builder/prompts/<prompt>.txt
     params: StageParams
     run: Callable[[StageContext, QueryState], Awaitable[None]]
-    units: Callable[[QueryState, "LLMConfig"], int]
-    plan: Callable[[SourceQuery, Typical], "tuple[int, dict[str, object]]"]
+    units: Callable[[QueryState, LLMConfig], int]
+    plan: Callable[[SourceQuery, Typical], tuple[int, dict[str, object]]]
     parse: Parse
     work: str                                     # the log line's unit of work: "answers judged"
     unit: str = ""                                # what unit-level provenance rows are about: answer, item
     schema: Optional[dict[str, Any]] = None       # structured output; None: free text
     expected: str = ""                            # the repair prompt's "Reply again with ..."; "": no repair
     per_generator: bool = False                   # every generator answers (seeds, generator temperature)
-    manifest_notes: Callable[["LLMConfig"], dict[str, Any]] = _no_notes
-    card_note: Callable[["LLMConfig"], str] = _no_card_note
+    manifest_notes: Callable[[LLMConfig], dict[str, Any]] = _no_notes
+    card_note: Callable[[LLMConfig], str] = _no_card_note
 
     def template(self) -> Prompt:
         return load_prompt(self.prompt, package="builder")
 
-    def structured(self, spec: "ModelSpec") -> str:
+    def structured(self, spec: ModelSpec) -> str:
         """The structured-output style of this stage's calls to ``spec`` ("none" for free text)."""
         return "none" if self.schema is None else spec.structured
 
-    def response_format(self, spec: "ModelSpec") -> Optional[dict[str, Any]]:
+    def response_format(self, spec: ModelSpec) -> Optional[dict[str, Any]]:
         style = self.structured(spec)
         if style == "none":
             return None
@@ -156,7 +156,7 @@ _ITEMS_EXPECTED = ('a JSON object {"items": [{"question": "Does the response ...
                    'categories>"}, ...]}')
 
 
-def _per_query(state: QueryState, config: "LLMConfig") -> int:
+def _per_query(state: QueryState, config: LLMConfig) -> int:
     return 1
 
 
@@ -237,7 +237,7 @@ async def filter_harmful_answers(ctx: StageContext, s: QueryState) -> None:
         s.add("harm_filter", "kept", verdict, base)
 
 
-def _harm_card_note(style: str) -> Callable[["LLMConfig"], str]:
+def _harm_card_note(style: str) -> Callable[[LLMConfig], str]:
     return lambda cfg: f" ({style}, at least {cfg.min_harmless()} harmless answers per query)"
 
 
@@ -407,7 +407,7 @@ STAGE_NAMES = tuple(s.name for s in STAGES)
 ROLES = tuple(s.role for s in STAGES)
 
 
-def typical_inputs(config: "LLMConfig") -> Typical:
+def typical_inputs(config: LLMConfig) -> Typical:
     """Typical stage inputs for the dry run: an answer is as long as a generator's typical completion."""
     n_gen = len(config.generators)
     item = "x" * TYPICAL_ITEM_CHARS
