@@ -30,6 +30,7 @@ from click.testing import CliRunner
 from builder.cli import cli
 from builder.llm_config import LLMConfig, ModelSpec
 from builder.llm_run import LLMStageAbort, LLMStages
+from builder.stages import Stage, StageParams
 from carryon_eval.parsing import (
     extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
 from carryon_eval.schema import ITEM_CATEGORIES
@@ -556,6 +557,40 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
     assert (a, "oracle_answers", "answer a2: unusable reply: it repeats the instructions instead of answering "
                                  "them") in reasons
     assert (a, "harm_filter", "only 2 of 3 answers judged harmless (at least 3 needed)") in reasons
+
+
+# ---------------------------------------------------------------- a stage is one record
+async def _restate(ctx, s) -> None:
+    spec = ctx.config.spec("intent_writer")
+    out = await ctx.ask(spec, ctx.messages(query=s.q.query, context=s.q.benign_context))
+    s.add("restate", "kept" if out.value else "dropped", "restated", ctx.detail(spec), unit="answer")
+
+
+RESTATE = Stage(name="restate", role="intent_writer", prompt="intent_writer", params=StageParams(0.0, 100, 50),
+                run=_restate, units=lambda s, cfg: 1, plan=lambda q, t: (2, {"query": q.query, "context": "c"}),
+                parse=parse_intent, work="restatements", unit="answer")
+
+
+def test_a_stage_added_as_one_record_runs_and_is_reported(source, servers, queries, tmp_path, monkeypatch):
+    """The runner, the dry run, the manifest, the card and the log all follow the pipeline's records:
+    one more record (here reusing the intent writer's prompt) needs no other change."""
+    import builder.llm_config
+    from builder.stages import pipeline
+    monkeypatch.setattr(builder.llm_config, "pipeline", lambda style: (*pipeline(style), RESTATE))
+    main, judge = servers
+    logs: list[str] = []
+    stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=logs.append)
+    build(source, tmp_path / "ds", limit=3, llm_stages=stages, log=lambda m: None)
+    restated = [r for r in read(tmp_path / "ds", "provenance") if r["stage"] == "restate"]
+    assert [r["query_id"] for r in restated] == [queries[0].query_id, queries[2].query_id]  # B was dropped before
+    assert restated[0]["detail"].startswith("model=intent-m; prompt=builder/intent_writer@")
+    plan = [line.split() for line in logs[0].splitlines() if line.startswith("restate ")]
+    assert plan and plan[0][:4] == ["restate", "intent_writer", "intent-m", "6"]          # 2 calls x 3 queries
+    assert any(line.startswith("restate: 2 of 2 queries kept, 0 dropped (2 restatements,") for line in logs)
+    manifest = json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["llm_stages"]["stages"]
+    assert list(manifest)[-1] == "restate" and manifest["restate"]["role"] == "intent_writer"
+    assert manifest["restate"]["params"]["max_tokens"] == 100
+    assert "| restate | 2 | 2 | 0 | 2 answers | 0 answers |" in (tmp_path / "ds" / "README.md").read_text()
 
 
 def test_role_plan_scheme():
