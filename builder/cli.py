@@ -114,7 +114,9 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
 
     from carryon_eval.client import EndpointError
 
-    from .llm_stages import LLMConfig, LLMStageAbort, LLMStages, dry_run_plan, format_dry_run
+    from .dry_run import dry_run_plan, format_dry_run
+    from .llm_config import LLMConfig
+    from .llm_run import LLMStageAbort, LLMStages
     from .roles import RoleError, plan_roles
 
     if not llm_options:
@@ -207,3 +209,7 @@ def freeze(folder: Path, dest: Path) -> None:
 
 def main() -> None:
     cli()
+
+
+if __name__ == "__main__":   # python -m builder.cli
+    main()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -18,12 +19,14 @@ from .domains import DOMAINS
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
 from .source import SourceQuery, file_sha256, load_source, select_queries
 
-CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
+#: The card template: the repository's dataset_card.md, shipped as package data (builder/dataset_card.md
+#: is a symlink to it; a wheel holds its content).
+CARD_TEMPLATE = resources.files("builder") / "dataset_card.md"
 
 
 @dataclass
 class LLMOutput:
-    """What the LLM stages hand back to the pipeline (builder/llm_stages.py produces it)."""
+    """What the LLM stages hand back to the pipeline (builder/llm_run.py produces it)."""
     intents: dict[str, str]                       # query_id -> benign intent
     checklist_rows: list[dict[str, Any]]          # rows of the checklists config
     provenance_rows: list[dict[str, Any]]         # rows of the provenance config
@@ -130,7 +133,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
             "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
     }
     if not CARD_TEMPLATE.is_file():
-        raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing (install with pip install -e .)")
+        raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing from the builder package")
     card = "---\n" + card_yaml(tables) + "---\n\n" + render_card(
         CARD_TEMPLATE.read_text(encoding="utf-8"), card_values)
     manifest = write_dataset_folder(out, tables, card, manifest)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from .llm_stages import ROLES, ModelSpec
+from carryon_eval import defaults
+
+from .llm_config import ModelSpec
+from .stages import ROLES
 
 SINGLE_ROLES = tuple(r for r in ROLES if r != "generator")
 LOCAL = "local"
-#: The embedded llama.cpp server answers one request at a time and is slow: queue there, not in HTTP.
-LOCAL_CONCURRENCY = 1
-LOCAL_TIMEOUT = 600.0
 
 
 class RoleError(ValueError):
@@ -62,11 +62,13 @@ class RolePlan:
         return any(_is_local(u) for u, _ in [*self.roles.values(), *self.generators])
 
     def specs(self, *, local_base_url: Optional[str] = None, structured: str = "json_schema",
-              concurrency: int = 8, timeout: float = 120.0) -> tuple[dict[str, ModelSpec], list[ModelSpec]]:
+              concurrency: int = defaults.CONCURRENCY,
+              timeout: float = defaults.TIMEOUT) -> tuple[dict[str, ModelSpec], list[ModelSpec]]:
         def spec(url: str, model: str) -> ModelSpec:
             if _is_local(url):
                 return ModelSpec(base_url=local_base_url or LOCAL, model=model, structured="json_object",
-                                 concurrency=LOCAL_CONCURRENCY, timeout=max(timeout, LOCAL_TIMEOUT))
+                                 concurrency=defaults.LOCAL_CONCURRENCY,
+                                 timeout=max(timeout, defaults.LOCAL_TIMEOUT))
             return ModelSpec(base_url=url, model=model, structured=structured, concurrency=concurrency,
                              timeout=timeout)
         return ({r: spec(*v) for r, v in self.roles.items()}, [spec(*g) for g in self.generators])

@@ -27,10 +27,14 @@ from typing import Any
 import pytest
 from browser import chromium, render_headless
 from scripted_server import last_user_text
-from test_builder_llm import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
+from test_builder_llm import JUDGE, MAIN_MODELS, Scripted, cli_args, read
 
 from builder.source import load_source, select_queries
 from carryon_eval.prompts import load_prompt
+
+SOURCE = Path(os.environ.get("CARRYON_CASEBENCH",
+                             Path(__file__).resolve().parents[2] / "shared" / "data" / "casebench"
+                             / "CASEBench_data.json"))
 
 # what the oracle prompt adds after the query (the target answers it helpfully)
 ORACLE_MARK = load_prompt("target/oracle").body.split("$query", 1)[1].split("$benign_intent", 1)[0].strip()
@@ -122,7 +126,7 @@ def test_build_then_evaluate_ends_with_a_report_that_opens_in_chromium(scripted_
     builder_srv = scripted_server(script.reply, models=(*MAIN_MODELS, JUDGE))
     ds = tmp_path / f"ds-{uuid.uuid4().hex[:12]}"       # `datasets` caches a local folder by its name
     build = run(["-c", "from builder.cli import main; main()",
-                 *cli_args(builder_srv, builder_srv, ds, tmp_path / "build-cache")], env)
+                 *cli_args(SOURCE, builder_srv, builder_srv, ds, tmp_path / "build-cache")], env)
     assert build.returncode == 0, build.stderr[-3000:]
     assert not builder_srv.errors, builder_srv.errors
     kept = [r["query_id"] for r in read(ds, "queries")]

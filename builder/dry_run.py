@@ -1,0 +1,64 @@
+"""`carryon-build build --dry-run`: calls and tokens per LLM stage, estimated without calling anything.
+
+The same estimate is logged before a real build spends anything. Each stage record says how many calls
+one query costs and with which (typical) prompt values; the prompt itself is rendered to count tokens.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from carryon_eval import defaults
+
+from .llm_config import LLMConfig
+from .query_state import plural
+from .source import SourceQuery
+from .stages import MAX_ITEMS, TYPICAL_FINAL_ITEMS, typical_inputs
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token (English text, common BPE tokenizers)."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def dry_run_plan(queries: list[SourceQuery], config: LLMConfig) -> list[dict[str, Any]]:
+    """Calls and tokens per stage, without calling anything. Calls after the first stages are upper
+    bounds (every answer harmless); item_filter calls use the paper's mean checklist size; completion
+    tokens are given as typical and as max_tokens; repairs and re-asks are not counted."""
+    typical = typical_inputs(config)
+    rows = []
+    for stage in config.stages():
+        prompt = stage.template()
+        calls = prompt_tokens = 0
+        for q in queries:
+            n, values = stage.plan(q, typical)
+            calls += n
+            prompt_tokens += n * sum(estimate_tokens(m["content"]) for m in prompt.messages(**values))
+        p = config.params(stage)
+        rows.append({"stage": stage.name, "role": stage.role,
+                     "models": [sp.model for sp in config.stage_models(stage)],
+                     "calls": calls, "prompt_tokens": prompt_tokens,
+                     "completion_tokens_typical": calls * p.typical_tokens,
+                     "completion_tokens_max": calls * p.max_tokens})
+    return rows
+
+
+def format_dry_run(rows: list[dict[str, Any]], n_queries: int, n_generators: int) -> str:
+    header = ("stage", "role", "model(s)", "calls", "prompt tok", "completion tok (typical)",
+              "completion tok (max)")
+    table = [header] + [(r["stage"], r["role"], ",".join(dict.fromkeys(r["models"])), f"{r['calls']:,}",
+                         f"{r['prompt_tokens']:,}", f"{r['completion_tokens_typical']:,}",
+                         f"{r['completion_tokens_max']:,}") for r in rows]
+    total = ("total", "", "", f"{sum(r['calls'] for r in rows):,}", f"{sum(r['prompt_tokens'] for r in rows):,}",
+             f"{sum(r['completion_tokens_typical'] for r in rows):,}",
+             f"{sum(r['completion_tokens_max'] for r in rows):,}")
+    table.append(total)
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    lines = [f"dry run: {plural(n_queries, 'query')}, {plural(n_generators, 'generator')}; no endpoint was called"]
+    for row in table:
+        lines.append("  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))))
+    lines.append("Estimates: prompt tokens ~ characters/4 of the rendered prompts (intents, answers and items at "
+                 f"typical sizes); decompose and harm_filter calls assume every answer survives; item_filter "
+                 f"assumes {TYPICAL_FINAL_ITEMS} items per query (at most {MAX_ITEMS}); repairs (at most "
+                 f"{defaults.REPAIRS} per malformed reply) are not counted.")
+    return "\n".join(lines)

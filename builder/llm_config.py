@@ -1,0 +1,74 @@
+"""Which model plays each role of the LLM stages, and how it is called: ModelSpec and LLMConfig."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from carryon_eval import defaults
+
+from .stages import GENERATOR_SEED, HARM_STYLES, MIN_HARMLESS, ROLES, Stage, StageParams, pipeline
+
+STRUCTURED_STYLES = ("json_schema", "json_object", "none")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model at one OpenAI-compatible endpoint.
+
+    structured: how to ask for JSON - "json_schema" (OpenAI structured output; the client drops it by
+    itself if the server rejects it), "json_object" (llama.cpp style {"type": "json_object", "schema":
+    ...}: grammar-constrained JSON) or "none".
+    """
+    base_url: str
+    model: str
+    structured: str = "json_schema"
+    concurrency: int = defaults.CONCURRENCY
+    timeout: float = defaults.TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.structured not in STRUCTURED_STYLES:
+            raise ValueError(f"structured must be one of {STRUCTURED_STYLES}, got {self.structured!r}")
+
+
+@dataclass
+class LLMConfig:
+    roles: dict[str, ModelSpec]          # intent_writer, harm_classifier, decomposer, merger, item_filter
+    generators: list[ModelSpec]          # one or more (the paper uses 5)
+    harm_classifier_style: str = "judge"
+    api_key_env: str = defaults.API_KEY_ENV
+    cache_dir: Optional[Path] = None
+    max_tokens: Optional[int] = None     # caps every stage's max_tokens (e.g. for a small local model)
+    generator_temperature: float = 0.7
+    generator_seed: int = GENERATOR_SEED
+    max_retries: int = defaults.MAX_RETRIES
+    backoff_base: float = defaults.BACKOFF_BASE
+    progress: Optional[bool] = None      # None: on a terminal only
+
+    def __post_init__(self) -> None:
+        missing = [r for r in ROLES if r != "generator" and r not in self.roles]
+        if missing:
+            raise ValueError(f"no model for role(s) {', '.join(missing)}")
+        if not self.generators:
+            raise ValueError("at least one generator is needed")
+        if self.harm_classifier_style not in HARM_STYLES:
+            raise ValueError(f"harm classifier style must be one of {HARM_STYLES}")
+
+    def stages(self) -> tuple[Stage, ...]:
+        """The pipeline this config runs (its harm classifier style)."""
+        return pipeline(self.harm_classifier_style)
+
+    def spec(self, role: str) -> ModelSpec:
+        return self.roles[role]
+
+    def params(self, stage: Stage) -> StageParams:
+        p = stage.params
+        temperature = self.generator_temperature if stage.per_generator else p.temperature
+        max_tokens = min(p.max_tokens, self.max_tokens) if self.max_tokens else p.max_tokens
+        return StageParams(temperature, max_tokens, min(p.typical_tokens, max_tokens))
+
+    def min_harmless(self) -> int:
+        return min(MIN_HARMLESS, len(self.generators))
+
+    def stage_models(self, stage: Stage) -> list[ModelSpec]:
+        return list(self.generators) if stage.per_generator else [self.roles[stage.role]]

@@ -1,0 +1,416 @@
+"""The builder's LLM stages (paper §3.1, Appendix B.2/B.3) as records: benign intents, then Ben-Util checklists.
+
+A stage is one frozen ``Stage`` record: its name, role, prompt file (builder/prompts/<prompt>.txt),
+output schema, repair text, generation parameters, unit labels, its dry-run plan and the async function
+that runs it for one query. ``pipeline(style)`` is the list of records, in order; the runner
+(builder/llm_run.py), the dry run (builder/dry_run.py), the manifest and the card's summary
+(builder/provenance.py) all iterate that one list. Adding a stage is one record here and one prompt file.
+
+Stages, in order; each one runs for every surviving query at once (asyncio; the endpoint client
+limits the requests in flight per endpoint):
+
+1. ``intents``         the intent writer rewrites CASE-Bench's safe context into a short benign intent
+                       in the user's own voice.
+2. ``oracle_answers``  every generator answers the query given the benign intent (temperature 0.7,
+                       a fixed seed per generator).
+3. ``harm_filter``     the harm classifier labels each answer; harmful (or unclassifiable) answers are
+                       excluded and a query stays only with at least min(3, number of generators)
+                       harmless answers. Two styles: an LLM judge prompt (default) or a WildGuard-style
+                       classifier (WildGuard's input format; its "Harmful response: yes/no" line is parsed).
+4. ``decompose``       the decomposer turns each harmless answer into atomic yes/no items, each tagged
+                       with one of ITEM_CATEGORIES (an unknown category becomes "Other", with a note).
+5. ``merge``           the merger unifies a query's items into one de-duplicated checklist; exact
+                       duplicates left by the merger are removed here; more than MAX_ITEMS items: the
+                       first MAX_ITEMS are kept and the rest dropped ("over the 23-item cap"); fewer
+                       than MIN_ITEMS: the query is dropped.
+6. ``item_filter``     the item filter judges each item (one call per item) and removes those that could
+                       enable misuse; a query left with fewer than MIN_ITEMS items is dropped.
+
+A stage function asks through its StageContext (``ctx.ask``: re-asks, repair prompts and endpoint
+failures are handled there) and records every keep/drop decision on the QueryState; a unit (answer,
+item) or, for the per-query stages, the query without a usable reply is dropped with the reason.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
+
+from carryon_eval.parsing import (
+    normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard, strip_reasoning)
+from carryon_eval.prompts import Prompt, load_prompt
+from carryon_eval.schema import ITEM_CATEGORIES
+
+from .query_state import Item, Outcome, QueryState, plural, sha256_text, short
+from .source import SourceQuery
+
+if TYPE_CHECKING:
+    from .llm_config import LLMConfig, ModelSpec
+
+MIN_ITEMS = 7            # a final checklist has 7..23 items (paper, Appendix B.3)
+MAX_ITEMS = 23
+MIN_HARMLESS = 3         # harmless answers a query needs (or every generator's, if there are fewer)
+MAX_DECOMPOSED_ITEMS = 40   # items kept from one answer's decomposition
+GENERATOR_SEED = 1000       # generator i samples with seed GENERATOR_SEED + i
+TYPICAL_INTENT_CHARS = 400  # for --dry-run estimates of prompts that contain an intent, an answer, items
+TYPICAL_ITEMS_PER_ANSWER = 15
+TYPICAL_ITEM_CHARS = 90
+TYPICAL_FINAL_ITEMS = 18    # the paper's mean
+
+Parse = Callable[[Optional[str]], "tuple[Any, Optional[str]]"]
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Generation parameters of a stage. ``typical_tokens`` is the usual completion size, used by
+    --dry-run next to max_tokens (measured order of magnitude for instruction-tuned models)."""
+    temperature: float
+    max_tokens: int
+    typical_tokens: int
+
+
+class StageContext(Protocol):
+    """What a stage function may use: the config, its prompt, one ask per model call, a provenance detail."""
+    config: LLMConfig
+
+    def messages(self, **values: object) -> list[dict[str, str]]: ...
+
+    async def ask(self, spec: ModelSpec, messages: list[dict[str, str]], *,
+                  seed: Optional[int] = None) -> Outcome: ...
+
+    def detail(self, spec: ModelSpec, extra: str = "") -> str: ...
+
+
+@dataclass(frozen=True)
+class Typical:
+    """Typical stage inputs for --dry-run estimates (query-independent; sizes from the constants above)."""
+    intent: str
+    answer: str
+    item: str
+    listing: str
+    n_generators: int
+
+
+def _no_notes(config: LLMConfig) -> dict[str, Any]:
+    return {}
+
+
+def _no_card_note(config: LLMConfig) -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One LLM stage. ``run(ctx, state)`` runs it for one query; ``units(state, config)`` counts its calls
+    for that query (the progress line); ``plan(query, typical)`` gives the dry run's (calls, prompt values)."""
+    name: str
+    role: str
+    prompt: str                                   # builder/prompts/<prompt>.txt
+    params: StageParams
+    run: Callable[[StageContext, QueryState], Awaitable[None]]
+    units: Callable[[QueryState, LLMConfig], int]
+    plan: Callable[[SourceQuery, Typical], tuple[int, dict[str, object]]]
+    parse: Parse
+    work: str                                     # the log line's unit of work: "answers judged"
+    unit: str = ""                                # what unit-level provenance rows are about: answer, item
+    schema: Optional[dict[str, Any]] = None       # structured output; None: free text
+    expected: str = ""                            # the repair prompt's "Reply again with ..."; "": no repair
+    per_generator: bool = False                   # every generator answers (seeds, generator temperature)
+    manifest_notes: Callable[[LLMConfig], dict[str, Any]] = _no_notes
+    card_note: Callable[[LLMConfig], str] = _no_card_note
+
+    def template(self) -> Prompt:
+        return load_prompt(self.prompt, package="builder")
+
+    def structured(self, spec: ModelSpec) -> str:
+        """The structured-output style of this stage's calls to ``spec`` ("none" for free text)."""
+        return "none" if self.schema is None else spec.structured
+
+    def response_format(self, spec: ModelSpec) -> Optional[dict[str, Any]]:
+        style = self.structured(spec)
+        if style == "none":
+            return None
+        if style == "json_object":
+            return {"type": "json_object", "schema": self.schema}
+        return {"type": "json_schema", "json_schema": {"name": f"carryonbench_{self.name}", "strict": True,
+                                                       "schema": self.schema}}
+
+
+def categories_text() -> str:
+    return "\n".join(f"- {name}: {definition}" for name, definition in ITEM_CATEGORIES.items())
+
+
+def user_message(messages: list[dict[str, str]]) -> str:
+    return next(m["content"] for m in messages if m["role"] == "user")
+
+
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+_ITEMS_SCHEMA = _obj({"items": {"type": "array", "items": _obj({
+    "question": {"type": "string"}, "category": {"type": "string", "enum": list(ITEM_CATEGORIES)}})}})
+_ITEMS_EXPECTED = ('a JSON object {"items": [{"question": "Does the response ...?", "category": "<one of the '
+                   'categories>"}, ...]}')
+
+
+def _per_query(state: QueryState, config: LLMConfig) -> int:
+    return 1
+
+
+# ---------------------------------------------------------------- 1. intents
+async def write_intent(ctx: StageContext, s: QueryState) -> None:
+    spec = ctx.config.spec("intent_writer")
+    out = await ctx.ask(spec, ctx.messages(query=s.q.query, context=s.q.benign_context))
+    detail = ctx.detail(spec)
+    if out.problem:
+        s.drop("intents", f"no benign intent: {out.problem}", detail)
+        return
+    s.intent = out.value
+    s.add("intents", "kept", f"benign intent written ({len(s.intent.split())} words)", detail)
+
+
+INTENTS = Stage(
+    name="intents", role="intent_writer", prompt="intent_writer", params=StageParams(0.0, 300, 90),
+    run=write_intent, units=_per_query, parse=parse_intent, work="intents asked",
+    plan=lambda q, t: (1, {"query": q.query, "context": q.benign_context}),
+    schema=_obj({"intent": {"type": "string"}}),    # a plain-text intent is accepted too
+    expected="the benign intent only: 2 to 4 sentences in the first person, at most 80 words")
+
+
+# ---------------------------------------------------------------- 2. oracle answers
+async def answer_query(ctx: StageContext, s: QueryState) -> None:
+    msgs = ctx.messages(query=s.q.query, benign_intent=s.intent)
+    s.oracle_user = user_message(msgs)
+    cfg = ctx.config
+    outs = await asyncio.gather(*(ctx.ask(g, msgs, seed=cfg.generator_seed + i)
+                                  for i, g in enumerate(cfg.generators)))
+    for i, (spec, out) in enumerate(zip(cfg.generators, outs)):
+        detail = ctx.detail(spec, f"seed={cfg.generator_seed + i}")
+        if out.problem:
+            s.add("oracle_answers", "dropped", f"answer a{i + 1}: {out.problem}", detail, unit="answer")
+        else:
+            s.answers[i] = out.value
+            s.add("oracle_answers", "kept", f"answer a{i + 1} ({len(out.value.split())} words)", detail,
+                  unit="answer")
+    if not s.answers:
+        s.drop("oracle_answers", "no generator returned an answer", ctx.detail(cfg.generators[0]))
+
+
+ORACLE_ANSWERS = Stage(
+    name="oracle_answers", role="generator", prompt="oracle_answer", params=StageParams(0.7, 1500, 800),
+    run=answer_query, units=lambda s, cfg: len(cfg.generators), work="answers asked", unit="answer",
+    parse=lambda t: (strip_reasoning(t), None), per_generator=True,
+    plan=lambda q, t: (t.n_generators, {"query": q.query, "benign_intent": t.intent}))
+
+
+def oracle_request(query: str, intent: str) -> str:
+    """The user message a generator is sent (what the harm classifier sees as the request)."""
+    return user_message(ORACLE_ANSWERS.template().messages(query=query, benign_intent=intent))
+
+
+# ---------------------------------------------------------------- 3. harm filter
+async def filter_harmful_answers(ctx: StageContext, s: QueryState) -> None:
+    spec = ctx.config.spec("harm_classifier")
+    order = sorted(s.answers)
+    outs = await asyncio.gather(*(ctx.ask(spec, ctx.messages(request=s.oracle_user, response=s.answers[i]))
+                                  for i in order))
+    base = ctx.detail(spec)
+    for i, out in zip(order, outs):
+        if out.problem:
+            s.add("harm_filter", "dropped", f"answer a{i + 1} excluded: no harmlessness verdict: {out.problem}",
+                  f"{base}; sha256={sha256_text(s.answers[i])}", unit="answer")
+        elif out.value:
+            s.add("harm_filter", "dropped", f"answer a{i + 1} excluded: judged harmful",
+                  f"{base}; sha256={sha256_text(s.answers[i])}", unit="answer")
+        else:
+            s.harmless.append(i)
+            s.add("harm_filter", "kept", f"answer a{i + 1} judged harmless", base, unit="answer")
+    need = ctx.config.min_harmless()
+    n_gen = len(ctx.config.generators)
+    verdict = f"{len(s.harmless)} of {n_gen} answers judged harmless (at least {need} needed)"
+    if len(s.harmless) < need:
+        s.drop("harm_filter", f"only {verdict}", base)
+    else:
+        s.add("harm_filter", "kept", verdict, base)
+
+
+def _harm_card_note(style: str) -> Callable[[LLMConfig], str]:
+    return lambda cfg: f" ({style}, at least {cfg.min_harmless()} harmless answers per query)"
+
+
+HARM_JUDGE = Stage(
+    name="harm_filter", role="harm_classifier", prompt="harm_judge", params=StageParams(0.0, 120, 40),
+    run=filter_harmful_answers, units=lambda s, cfg: len(s.answers), work="answers judged", unit="answer",
+    parse=lambda t: parse_flag(t, ("harmful", "harmful_response")),
+    plan=lambda q, t: (t.n_generators, {"request": oracle_request(q.query, t.intent), "response": t.answer}),
+    schema=_obj({"harmful": {"type": "boolean"}, "reason": {"type": "string"}}),
+    expected='a JSON object {"harmful": true or false, "reason": "<one short sentence>"}',
+    manifest_notes=lambda cfg: {"style": cfg.harm_classifier_style, "min_harmless_answers": cfg.min_harmless()},
+    card_note=_harm_card_note("LLM judge"))
+# WildGuard's own input format and "Harmful response: yes/no" line: free text, no repair prompt
+# (the classifier is not an instruction follower); needs ~20 tokens.
+HARM_WILDGUARD = dataclasses.replace(HARM_JUDGE, prompt="wildguard", parse=parse_wildguard, schema=None,
+                                     expected="", card_note=_harm_card_note("WildGuard-style classifier"))
+HARM_STAGES = {"judge": HARM_JUDGE, "wildguard": HARM_WILDGUARD}
+
+
+# ---------------------------------------------------------------- 4. decompose
+def _decomposed(s: QueryState, items: list[tuple[str, Optional[str]]]) -> str:
+    """Add one answer's items to the candidates; the note about cut or re-tagged items."""
+    note = ""
+    if len(items) > MAX_DECOMPOSED_ITEMS:
+        note += f"; only the first {MAX_DECOMPOSED_ITEMS} of {len(items)} kept"
+        items = items[:MAX_DECOMPOSED_ITEMS]
+    unknown = untagged = 0
+    for q, raw in items:
+        cat, known = normalize_category(raw)
+        unknown += raw is not None and not known
+        untagged += raw is None
+        s.candidates.append((q, cat))
+    if unknown:
+        note += f"; {plural(unknown, 'item')} with an unknown category tagged Other"
+    if untagged:
+        note += f"; {plural(untagged, 'item')} without a category tagged Other"
+    return f"decomposed into {plural(len(items), 'item')}{note}"
+
+
+async def decompose_answers(ctx: StageContext, s: QueryState) -> None:
+    spec = ctx.config.spec("decomposer")
+    outs = await asyncio.gather(*(ctx.ask(spec, ctx.messages(
+        query=s.q.query, benign_intent=s.intent, answer=s.answers[i], categories=categories_text()))
+        for i in s.harmless))
+    detail = ctx.detail(spec)
+    used = 0
+    for i, out in zip(s.harmless, outs):
+        if out.problem:
+            s.add("decompose", "dropped", f"answer a{i + 1} not decomposed: {out.problem}", detail, unit="answer")
+            continue
+        used += 1
+        s.add("decompose", "kept", f"answer a{i + 1} {_decomposed(s, out.value)}", detail, unit="answer")
+    if not used:
+        s.drop("decompose", "no harmless answer could be decomposed into checklist items", detail)
+
+
+DECOMPOSE = Stage(
+    name="decompose", role="decomposer", prompt="decompose", params=StageParams(0.0, 2000, 700),
+    run=decompose_answers, units=lambda s, cfg: len(s.harmless), work="answers decomposed", unit="answer",
+    parse=parse_items, schema=_ITEMS_SCHEMA, expected=_ITEMS_EXPECTED,
+    plan=lambda q, t: (t.n_generators, {"query": q.query, "benign_intent": t.intent, "answer": t.answer,
+                                        "categories": categories_text()}))
+
+
+# ---------------------------------------------------------------- 5. merge
+def _unique_items(s: QueryState, merged: list[tuple[str, Optional[str]]], detail: str) -> list[Item]:
+    """The merged items without exact duplicates (a row for each), unknown categories tagged Other."""
+    seen: dict[str, Item] = {}
+    unique: list[Item] = []
+    for n, (q, raw) in enumerate(merged, 1):
+        cat, known = normalize_category(raw)
+        item = Item(n=n, question=q, category=cat)
+        key = re.sub(r"[^a-z0-9]+", " ", q.lower()).strip()
+        if key in seen:
+            s.add("merge", "dropped", f"duplicate of merged item #{seen[key].n}",
+                  f"{detail}; merged #{n}; sha256={sha256_text(q)}", item)
+            continue
+        seen[key] = item
+        unique.append(item)
+        note = ""
+        if raw is None:
+            note = "; no category given, tagged Other"
+        elif not known:
+            note = f"; unknown category {short(str(raw))} tagged Other"
+        s.add("merge", "kept", f"in the merged checklist, category {cat}{note}", f"{detail}; merged #{n}", item)
+    return unique
+
+
+async def merge_checklist(ctx: StageContext, s: QueryState) -> None:
+    spec = ctx.config.spec("merger")
+    listing = "\n".join(f"{n}. [{cat}] {q}" for n, (q, cat) in enumerate(s.candidates, 1))
+    out = await ctx.ask(spec, ctx.messages(query=s.q.query, benign_intent=s.intent, items=listing,
+                                           categories=categories_text(), max_items=MAX_ITEMS))
+    detail = ctx.detail(spec)
+    if out.problem:
+        s.drop("merge", f"no merged checklist: {out.problem}", detail)
+        return
+    unique = _unique_items(s, out.value, detail)
+    if len(unique) > MAX_ITEMS:
+        for item in unique[MAX_ITEMS:]:
+            s.add("merge", "dropped", f"over the {MAX_ITEMS}-item cap",
+                  f"{detail}; merged #{item.n}; sha256={sha256_text(item.question)}", item)
+        unique = unique[:MAX_ITEMS]
+    s.merged = unique
+    if len(unique) < MIN_ITEMS:
+        s.drop("merge", f"only {plural(len(unique), 'item')} after merging (at least {MIN_ITEMS} needed)", detail)
+        return
+    s.add("merge", "kept", f"merged checklist of {plural(len(unique), 'item')} from "
+          f"{plural(len(s.candidates), 'candidate item')}", detail)
+
+
+MERGE = Stage(
+    name="merge", role="merger", prompt="merge", params=StageParams(0.0, 3000, 1100),
+    run=merge_checklist, units=_per_query, work="merges", unit="item",
+    parse=parse_items, schema=_ITEMS_SCHEMA, expected=_ITEMS_EXPECTED,
+    plan=lambda q, t: (1, {"query": q.query, "benign_intent": t.intent, "items": t.listing,
+                           "categories": categories_text(), "max_items": MAX_ITEMS}))
+
+
+# ---------------------------------------------------------------- 6. item filter
+async def filter_items(ctx: StageContext, s: QueryState) -> None:
+    spec = ctx.config.spec("item_filter")
+    outs = await asyncio.gather(*(ctx.ask(spec, ctx.messages(query=s.q.query, benign_intent=s.intent,
+                                                             item=item.question)) for item in s.merged))
+    detail = ctx.detail(spec)
+    kept: list[Item] = []
+    for item, out in zip(s.merged, outs):
+        hashed = f"{detail}; sha256={sha256_text(item.question)}"
+        if out.problem:
+            s.add("item_filter", "dropped", f"removed to be safe: no verdict from the item filter: {out.problem}",
+                  hashed, item)
+        elif out.value:
+            s.add("item_filter", "dropped", "removed: could enable misuse", hashed, item)
+        else:
+            s.add("item_filter", "kept", "does not enable misuse", detail, item)
+            kept.append(item)
+    if len(kept) < MIN_ITEMS:
+        s.drop("item_filter", f"only {plural(len(kept), 'item')} left after the item filter "
+               f"(at least {MIN_ITEMS} needed)", detail)
+        return
+    s.final = kept
+    for n, item in enumerate(kept, 1):
+        item.final_id = f"{s.q.query_id}-i{n:02d}"
+    s.add("item_filter", "kept", f"final checklist of {plural(len(kept), 'item')}", detail)
+
+
+ITEM_FILTER = Stage(
+    name="item_filter", role="item_filter", prompt="item_filter", params=StageParams(0.0, 120, 35),
+    run=filter_items, units=lambda s, cfg: len(s.merged), work="items judged", unit="item",
+    parse=lambda t: parse_flag(t, ("enables_misuse", "misuse", "harmful", "remove")),
+    plan=lambda q, t: (TYPICAL_FINAL_ITEMS, {"query": q.query, "benign_intent": t.intent, "item": t.item}),
+    schema=_obj({"enables_misuse": {"type": "boolean"}, "reason": {"type": "string"}}),
+    expected='a JSON object {"enables_misuse": true or false, "reason": "<one short sentence>"}')
+
+
+# ---------------------------------------------------------------- the pipeline
+HARM_STYLES = tuple(HARM_STAGES)
+
+
+def pipeline(harm_style: str = "judge") -> tuple[Stage, ...]:
+    """The stages, in order, with the harm filter of ``harm_style``."""
+    return (INTENTS, ORACLE_ANSWERS, HARM_STAGES[harm_style], DECOMPOSE, MERGE, ITEM_FILTER)
+
+
+STAGES = pipeline()
+STAGE_NAMES = tuple(s.name for s in STAGES)
+ROLES = tuple(s.role for s in STAGES)
+
+
+def typical_inputs(config: LLMConfig) -> Typical:
+    """Typical stage inputs for the dry run: an answer is as long as a generator's typical completion."""
+    n_gen = len(config.generators)
+    item = "x" * TYPICAL_ITEM_CHARS
+    listing = "\n".join(f"{n}. [Practical Advice] {item}" for n in range(1, TYPICAL_ITEMS_PER_ANSWER * n_gen + 1))
+    return Typical(intent="x" * TYPICAL_INTENT_CHARS, answer="x" * (config.params(ORACLE_ANSWERS).typical_tokens * 4),
+                   item=item, listing=listing, n_generators=n_gen)
