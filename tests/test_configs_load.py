@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 from test_builder import row
-from test_builder_llm import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, needs_source, run_cli
+from test_builder_llm import JUDGE, MAIN_MODELS, Scripted, _source_rows, cli_args, run_cli
+from test_product_e2e import SOURCE
 
 from builder.dataset_folder import file_entry, parquet_name, write_parquet
 from builder.declared import declared_config_names, feature_type, field_tables
 from builder.source import load_source, select_queries
+
+needs_source = pytest.mark.skipif(not SOURCE.is_file(),
+                                  reason=f"CASE-Bench source not found at {SOURCE} (gated data, not in the repository)")
 
 
 def carryon_build(*args, env=None):
@@ -78,18 +82,24 @@ class ItemFilterDrops(Scripted):
 
 
 @pytest.fixture(scope="module")
-def three_queries():
-    if not SOURCE.is_file():
-        pytest.skip(f"CASE-Bench source not found at {SOURCE} (gated data, not in the repository)")
-    return select_queries(load_source(SOURCE))[:3]
+def synthetic_source(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("source") / "casebench_synthetic.json"
+    path.write_text(json.dumps(_source_rows(), indent=1), encoding="utf-8")
+    return path
 
 
-def llm_build(scripted_server, queries, tmp_path, remove_all_of: set[str]) -> Path:
+@pytest.fixture(scope="module")
+def three_queries(synthetic_source):
+    return synthetic_source, select_queries(load_source(synthetic_source))[:3]
+
+
+def llm_build(scripted_server, source_and_queries, tmp_path, remove_all_of: set[str]) -> Path:
+    source, queries = source_and_queries
     script = ItemFilterDrops({q.query: label for q, label in zip(queries, "ABC")}, remove_all_of)
     main = scripted_server(script.reply, models=MAIN_MODELS)
     judge = scripted_server(script.reply, models=(JUDGE,))
     out = tmp_path / "ds"
-    res = run_cli(cli_args(main, judge, out, tmp_path / "cache"))
+    res = run_cli(cli_args(source, main, judge, out, tmp_path / "cache"))
     assert res.exit_code == 0, res.output
     assert not main.errors and not judge.errors
     return out
