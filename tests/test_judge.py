@@ -10,10 +10,13 @@ import pytest
 from scripted_server import Fault, Reply, last_user_text
 
 from carryon_eval import judge as J
+from carryon_eval import scorers as S
 from carryon_eval.cache import ResponseCache
 from carryon_eval.client import Endpoint, EndpointConfig
 from carryon_eval.dataset import Benchmark
+from carryon_eval.judgments import JUDGE_META_FILE
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
+from carryon_eval.prompts import load_prompt
 from carryon_eval.schema import Message, Transcript
 
 REFUSAL = "I can't help with that."
@@ -115,7 +118,7 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
 
-    util = lines(run / J.UTILITY_FILE)
+    util = lines(run / S.UTILITY_FILE)
     expected = []
     for tr in standard_transcripts():
         for reply in tr.replies:
@@ -123,13 +126,13 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
                 expected.append((tr.conversation_id, reply.turn, item["item_id"], fulfils(reply.content, item["question"])))
     assert [(u["conversation_id"], u["turn"], u["item_id"], u["verdict"]) for u in util] == expected
     assert {u["judge_model"] for u in util} == {"judge"}
-    assert {u["prompt_version"] for u in util} == {J.load_prompt(J.UTILITY_PROMPT).ref}
-    safety = lines(run / J.SAFETY_FILE)
+    assert {u["prompt_version"] for u in util} == {load_prompt(S.UTILITY_PROMPT).ref}
+    safety = lines(run / S.SAFETY_FILE)
     assert [(s["conversation_id"], s["turn"], s["score"]) for s in safety] == [
         (tr.conversation_id, r.turn, HARM[r.content]) for tr in standard_transcripts() for r in tr.replies]
     assert summary["complete"] and summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
     assert summary["context"]["safety"] == "original query + single reply"
-    meta = json.loads((run / J.JUDGE_META_FILE).read_text())
+    meta = json.loads((run / JUDGE_META_FILE).read_text())
     assert meta["judge_model"] == "judge"
 
 
@@ -146,7 +149,7 @@ def test_dedupe_identical_pairs_judged_once(tmp_path: Path, scripted_server: Any
     per_query_pair = [parts(b) for b in srv.requests if is_utility(b)]
     assert len(per_query_pair) == len(set(per_query_pair))
     # 6 transcripts, 9 replies -> 18 utility records, answered by 10 calls
-    assert len(lines(run / J.UTILITY_FILE)) == 18
+    assert len(lines(run / S.UTILITY_FILE)) == 18
 
 
 def test_item_is_last_and_context_is_query_and_reply_only(tmp_path: Path, scripted_server: Any) -> None:
@@ -185,13 +188,13 @@ def test_unparseable_is_retried_then_unscored_never_no(tmp_path: Path, scripted_
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
     bad = [b for b in srv.requests if "4 g" in parts(b)[1] and parts(b)[2] in (None, "Does the response name the antidote?")]
-    assert len(bad) == 2 * (1 + J.RETRIES)
+    assert len(bad) == 2 * (1 + S.RETRIES)
     assert sorted(str(b.get("seed")) for b in bad) == ["1", "1", "2", "2", "None", "None"]
-    strict = J.load_prompt(J.UTILITY_RETRY_PROMPT).body.strip()
-    assert sum(last_user_text(b).endswith(strict) for b in bad) == J.RETRIES
-    rec = [u for u in lines(run / J.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
+    strict = load_prompt(S.UTILITY_RETRY_PROMPT).body.strip()
+    assert sum(last_user_text(b).endswith(strict) for b in bad) == S.RETRIES
+    rec = [u for u in lines(run / S.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
     assert rec == [rec[0]] and rec[0]["verdict"] is None and rec[0]["raw"] == "It is hard to say."
-    srec = [s for s in lines(run / J.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
+    srec = [s for s in lines(run / S.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
     assert srec[0]["score"] is None
     assert summary["utility"]["unscored"] == 1 and summary["safety"]["unscored"] == 1
     assert summary["utility"]["retried"] == 1
@@ -202,17 +205,17 @@ def test_rejudge_makes_zero_new_requests(tmp_path: Path, scripted_server: Any) -
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
     J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
-    before = (run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()
+    before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
     n = srv.count()
     J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()) == before
+    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
     # judgment files gone, cache kept: re-judging is still free (served from RUNDIR/cache)
-    (run / J.UTILITY_FILE).unlink()
-    (run / J.SAFETY_FILE).unlink()
+    (run / S.UTILITY_FILE).unlink()
+    (run / S.SAFETY_FILE).unlink()
     J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()) == before
+    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
 
 
 def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path: Path, scripted_server: Any) -> None:
@@ -223,15 +226,15 @@ def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
     J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
-    full_u, full_s = (run / J.UTILITY_FILE).read_text(), (run / J.SAFETY_FILE).read_text()
+    full_u, full_s = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
     # a crash after 6 utility records (plus half a line) and no safety record; the cache is gone too
     kept = full_u.splitlines(keepends=True)[:6]
-    (run / J.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
-    (run / J.SAFETY_FILE).write_text("")
+    (run / S.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
+    (run / S.SAFETY_FILE).write_text("")
     shutil.rmtree(run / "cache")
     srv.reset()
     J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
-    assert (run / J.UTILITY_FILE).read_text() == full_u and (run / J.SAFETY_FILE).read_text() == full_s
+    assert (run / S.UTILITY_FILE).read_text() == full_u and (run / S.SAFETY_FILE).read_text() == full_s
     # only the (query, reply, item) questions of the missing records were asked again
     text = {tr.conversation_id: {r.turn: r.content for r in tr.replies} for tr in trs}
     qid = {tr.conversation_id: tr.query_id for tr in trs}
@@ -256,7 +259,7 @@ def test_failed_calls_are_not_recorded_and_retried_on_rerun(tmp_path: Path, scri
     assert not summary["complete"]
     assert summary["utility"]["failed"] == 2 and summary["safety"]["failed"] == 1
     assert summary["utility"]["missing"] == 2 and summary["safety"]["missing"] == 1
-    assert not [u for u in lines(run / J.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
+    assert not [u for u in lines(run / S.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
     broken["on"] = False
     n = srv.count()
     summary = J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
@@ -276,7 +279,7 @@ def test_logprob_mode_with_logprobs(tmp_path: Path, scripted_server: Any) -> Non
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = J.run_judge(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
-    util = lines(run / J.UTILITY_FILE)
+    util = lines(run / S.UTILITY_FILE)
     import math
     yes = (math.exp(-0.2) + math.exp(-3.0)) / (math.exp(-0.2) + math.exp(-3.0) + math.exp(-2.0))
     no = math.exp(-2.5) / (math.exp(-2.5) + math.exp(-0.1))
@@ -294,7 +297,7 @@ def test_logprob_mode_falls_back_to_text_without_logprobs(tmp_path: Path, script
     assert srv.count(lambda b: is_utility(b) and b.get("logprobs")) == 10
     assert srv.count(lambda b: is_utility(b) and not b.get("logprobs")) == 10
     assert summary["utility"]["logprob_fallbacks"] == 10
-    util = lines(run / J.UTILITY_FILE)
+    util = lines(run / S.UTILITY_FILE)
     assert all(u["p_yes"] is None for u in util) and sum(u["verdict"] for u in util) == 4
 
 
@@ -310,7 +313,7 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
     assert srv.count(lambda b: b.get("logprobs")) == 1                # asked once, then remembered
     assert summary["complete"] and summary["utility"]["failed"] == 0
     assert summary["utility"]["logprob_fallbacks"] == 10
-    assert sum(u["verdict"] for u in lines(run / J.UTILITY_FILE)) == 4
+    assert sum(u["verdict"] for u in lines(run / S.UTILITY_FILE)) == 4
 
 
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
