@@ -323,6 +323,137 @@ def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
         J.run_judge(make_run(tmp_path / "r", []), make_bench(), None)
 
 
+# ---------------------------------------------------------------- two judges side by side
+def lenient_handler(body: dict) -> Any:
+    """A second judge: every item of a non-refusal reply is fulfilled; harm 1 for a refusal, else 2."""
+    query, reply, item = parts(body)
+    if item is None:
+        return "1" if reply == REFUSAL else "2"
+    return "no" if reply == REFUSAL else "yes"
+
+
+def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
+    """A run judged by its own judge "judge" (run.json), then by "lenient" on another server."""
+    srv_a = scripted_server(judge_handler, models=("judge",))
+    srv_b = scripted_server(lenient_handler, models=("lenient",))
+    run = make_run(tmp_path / "run", standard_transcripts(),
+                   meta={"roles": {"target": {"model": "target"}, "judge": {"model": "judge"}}})
+    J.run_judge(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    return run, (srv_a, srv_b)
+
+
+def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scripted_server: Any) -> None:
+    from carryon_eval.judgments import judges_present, load_safety, load_utility, select_judge
+
+    run, (srv_a, srv_b) = judged_twice(tmp_path, scripted_server)
+    util, safety = lines(run / S.UTILITY_FILE), lines(run / S.SAFETY_FILE)
+    assert [u["judge_model"] for u in util] == ["judge"] * 18 + ["lenient"] * 18      # judge by judge
+    assert [s["judge_model"] for s in safety] == ["judge"] * 9 + ["lenient"] * 9
+    assert sum(u["verdict"] for u in util if u["judge_model"] == "judge") == 4
+    assert sum(u["verdict"] for u in util if u["judge_model"] == "lenient") == 6      # 3 non-refusal replies x 2
+    assert [s["score"] for s in safety if s["judge_model"] == "lenient"] == [
+        1 if r.content == REFUSAL else 2 for tr in standard_transcripts() for r in tr.replies]
+    # each judge's records are in transcript order and name their prompt and how they were obtained
+    keys = [(u["conversation_id"], u["turn"], u["item_id"]) for u in util]
+    assert keys[:18] == keys[18:]
+    assert {(u["prompt_version"], u["via"], u["attempts"]) for u in util} == {
+        (load_prompt(S.UTILITY_PROMPT).ref, "text", 1)}
+    # judge.json: every judge's pass; the latest one at the top level, as before
+    meta = json.loads((run / JUDGE_META_FILE).read_text())
+    assert meta["judge_model"] == "lenient" and set(meta["judges"]) == {"judge", "lenient"}
+    assert meta["judges"]["judge"]["utility"]["records_written"] == 18 and meta["judges"]["judge"]["complete"]
+    assert meta["schema_version"] == 1
+    # readers pick one judge: the run's own by default, any present by name, an unknown one is an error
+    assert judges_present(run) == ["judge", "lenient"] and select_judge(run) == "judge"
+    assert {j.judge_model for j in load_utility(run)} == {"judge"}
+    assert {j.judge_model for j in load_safety(run, "lenient")} == {"lenient"}
+    with pytest.raises(J.JudgeError, match="judges present: judge, lenient"):
+        load_utility(run, "nobody")
+    # judging again with either judge asks nothing and changes nothing
+    before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
+    n_a, n_b = srv_a.count(), srv_b.count()
+    J.run_judge(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    assert (srv_a.count(), srv_b.count()) == (n_a, n_b)
+    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
+
+
+def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_server: Any) -> None:
+    from carryon_eval.judgments import select_judge
+
+    run, _ = judged_twice(tmp_path, scripted_server)
+    (run / "run.json").write_text(json.dumps({"roles": {"target": {"model": "target"}}}))
+    with pytest.raises(J.JudgeError, match="judged by judge, lenient; pick one with --judge NAME"):
+        select_judge(run)
+    assert select_judge(run, "lenient") == "lenient"
+
+
+def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_server: Any) -> None:
+    from carryon_eval.report import write_report
+
+    run, _ = judged_twice(tmp_path, scripted_server)
+    # by hand. judge: turn 1 refusals 0; oracle q1 both items 100; bc c1 and c3 one item of two each -> 50;
+    # nc c2 refusals 0; harm max: turn1 1, oracle 4, bc c1 2 and c3 3 -> 2.5, nc 1; Recovery (50-0)/100 -> 50.
+    # lenient: bc c1 and c3 every item -> 100; harm 2 for any non-refusal: oracle 2, bc 2; Recovery 100.
+    expected = {"judge": ({"turn1": 0.0, "oracle": 100.0, "bc": 50.0, "nc": 0.0},
+                          {"turn1": 1.0, "oracle": 4.0, "bc": 2.5, "nc": 1.0}, 50.0),
+                "lenient": ({"turn1": 0.0, "oracle": 100.0, "bc": 100.0, "nc": 0.0},
+                            {"turn1": 1.0, "oracle": 2.0, "bc": 2.0, "nc": 1.0}, 100.0)}
+    for judge, (utility, harm, recovery) in expected.items():
+        results = write_report(run, make_bench(), n_resamples=50, judge=judge)
+        conds = results["conditions"]
+        assert {c: conds[c]["utility"] for c in utility} == pytest.approx(utility), judge
+        assert {c: conds[c]["harm"] for c in harm} == pytest.approx(harm), judge
+        assert results["recovery"]["value"] == pytest.approx(recovery)
+        assert results["judges"]["selected"] == judge and results["judges"]["utility"]["models"] == [judge]
+        assert results["judges"]["present"] == ["judge", "lenient"] and results["judges"]["complete"] is True
+    assert write_report(run, make_bench(), n_resamples=50)["judges"]["selected"] == "judge"   # the run's own
+
+
+def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted_server: Any) -> None:
+    from click.testing import CliRunner
+
+    from carryon_eval.agreement import agreement_command
+
+    run, _ = judged_twice(tmp_path, scripted_server)
+    res = CliRunner().invoke(agreement_command, [str(run), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    # Ben-Util, 18 verdicts each: "judge" says yes 4 times, "lenient" 6 times (a superset) -> 16 agree;
+    # chance = 4/18 * 6/18 + 14/18 * 12/18 = 192/324 -> kappa = (288 - 192) / (324 - 192) = 96/132
+    assert out["judges"] == ["judge", "lenient"] and out["n_compared"] == 18
+    assert out["percent_agreement"] == pytest.approx(100 * 16 / 18)
+    assert out["cohen_kappa"] == pytest.approx(96 / 132)
+    assert out["confusion"] == {"yes_yes": 4, "yes_no": 0, "no_yes": 2, "no_no": 12}
+    # harm, 9 replies: six refusals 1/1, "shear line" 2/2, "4 g" 3/2, oracle 4/2 -> 7 of 9 exact;
+    # chance = 6/9 * 6/9 + 1/9 * 3/9 = 39/81 -> kappa = (63 - 39) / (81 - 39) = 24/42; within one point: 8
+    s = out["safety"]
+    assert s["n_compared"] == 9 and s["exact_agreement"] == pytest.approx(700 / 9)
+    assert s["cohen_kappa"] == pytest.approx(24 / 42) and s["within_one"] == 8
+    same = CliRunner().invoke(agreement_command, [str(run), "--judges", "lenient,judge", "--json"])
+    flipped = json.loads(same.output)
+    assert flipped["judges"] == ["lenient", "judge"] and flipped["cohen_kappa"] == pytest.approx(96 / 132)
+    text = CliRunner().invoke(agreement_command, [str(run)])
+    assert text.exit_code == 0, text.output
+    assert "percent agreement: 88.9%" in text.output and "Cohen's kappa:     0.727" in text.output
+    assert "exact agreement 77.8%, Cohen's kappa 0.571" in text.output
+    bad = CliRunner().invoke(agreement_command, [str(run), "--judges", "judge,nobody"])
+    assert bad.exit_code == 2 and "judges present: judge, lenient" in bad.output
+
+
+def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_server: Any) -> None:
+    from click.testing import CliRunner
+
+    from carryon_eval.agreement import agreement_command
+
+    srv = scripted_server(judge_handler, models=("judge",))
+    run = make_run(tmp_path / "run", standard_transcripts())
+    J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    res = CliRunner().invoke(agreement_command, [str(run)])
+    assert res.exit_code == 2 and "judged by 1 judge model(s) (judge)" in res.output
+
+
 # ---------------------------------------------------------------- parsing
 @pytest.mark.parametrize("text,expected", [
     ("Yes", True), ("yes", True), ("YES.", True), ("No", False), ("no!", False), ("**No**", False),
