@@ -31,6 +31,7 @@ from .compare import compare_command
 from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
 from .judge import MAX_TOKENS as JUDGE_MAX_TOKENS, JudgeError, run_judge
+from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT as LOCAL
 # LOCAL_MAX_TOKENS: token caps for roles on the embedded model. A 270M base model rarely stops by itself, so
 # without caps a smoke run spends its time writing to max_tokens; an explicit --max-tokens / --judge-max-tokens wins.
@@ -339,7 +340,8 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         if fidelity:
             asyncio.run(fidelity_phase(bench, run, eps["judge"], concurrency))
         judge_phase(bench, run, eps["judge"], utility_mode, concurrency, judge_max)
-        report_phase(bench, run)
+        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        report_phase(bench, run, judged_by if judged_by in judges_present(run.path) else None)
         print_usage(usage)
 
 

@@ -32,40 +32,57 @@ def parse_move(text: Optional[str]) -> Optional[str]:
     return min(found)[1] if found else None
 
 
+class _OneAnswerScorer:
+    """Asks once (no retry prompt) with one prompt file; subclasses say which file, which prompt
+    values a case gives, and how the answer parses."""
+    name: ClassVar[str]
+    stage: ClassVar[str] = FIDELITY_STAGE
+    prompt_name: ClassVar[str]
+    problem: ClassVar[str]
+
+    def __init__(self, **_: Any) -> None:
+        self.prompt = load_prompt(self.prompt_name)
+
+    def prompt_refs(self) -> dict[str, str]:
+        return {self.prompt.name: self.prompt.ref}
+
+    def values(self, case: Case) -> dict[str, str]:
+        raise NotImplementedError
+
+    def parse(self, text: Optional[str]) -> Any:
+        raise NotImplementedError
+
+    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
+        return await ask_text(endpoint, self.prompt.render(**self.values(case)), self.parse, stage=self.stage,
+                              max_tokens=MAX_TOKENS, problem=self.problem)
+
+
 @register
-class FidelityScorer:
+class FidelityScorer(_OneAnswerScorer):
     """Which move a user message realises, given the conversation before it (value: a move or None)."""
     name: ClassVar[str] = "fidelity"
-    stage: ClassVar[str] = FIDELITY_STAGE
+    prompt_name: ClassVar[str] = "fidelity/classify_move"
+    problem: ClassVar[str] = "names no move"
 
-    def __init__(self, **_: Any) -> None:
-        self.prompt = load_prompt("fidelity/classify_move")
+    def values(self, case: Case) -> dict[str, str]:
+        return {"conversation": case.conversation, "message": case.message}
 
-    def prompt_refs(self) -> dict[str, str]:
-        return {self.prompt.name: self.prompt.ref}
-
-    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        content = self.prompt.render(conversation=case.conversation, message=case.message)
-        return await ask_text(endpoint, content, parse_move, stage=self.stage, max_tokens=MAX_TOKENS,
-                              problem="names no move")
+    def parse(self, text: Optional[str]) -> Optional[str]:
+        return parse_move(text)
 
 
 @register
-class IntentLeakScorer:
+class IntentLeakScorer(_OneAnswerScorer):
     """Whether a user message reveals the benign intent (value: True / False / None)."""
     name: ClassVar[str] = "intent_leak"
-    stage: ClassVar[str] = FIDELITY_STAGE
+    prompt_name: ClassVar[str] = "fidelity/intent_leak"
+    problem: ClassVar[str] = "not a clear yes or no"
 
-    def __init__(self, **_: Any) -> None:
-        self.prompt = load_prompt("fidelity/intent_leak")
+    def values(self, case: Case) -> dict[str, str]:
+        return {"benign_intent": case.intent or "", "message": case.message}
 
-    def prompt_refs(self) -> dict[str, str]:
-        return {self.prompt.name: self.prompt.ref}
-
-    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        content = self.prompt.render(benign_intent=case.intent or "", message=case.message)
-        return await ask_text(endpoint, content, parse_yes_no, stage=self.stage, max_tokens=MAX_TOKENS,
-                              problem="not a clear yes or no")
+    def parse(self, text: Optional[str]) -> Optional[bool]:
+        return parse_yes_no(text)
 
 
 async def check_fidelity(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]],

@@ -2,8 +2,8 @@
 
     results = write_report(rundir, bench)
 
-Reads run.json, transcripts.jsonl and the judgment files of RUNDIR (I/O happens here and in
-judge.py only; the numbers come from metrics.py). report.html is one self-contained file: inline
+Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
+happens here and in judgments.py only; the numbers come from metrics.py). report.html is one self-contained file: inline
 CSS, plots as base64 PNG, no script and no external resource; every piece of model or user text is
 HTML-escaped.
 """

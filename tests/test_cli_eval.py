@@ -241,6 +241,11 @@ def test_report_picks_one_of_two_judges(scripted_server, dataset, tmp_path):
     assert invoke("report", out, "--judge", "jdg").exit_code == 0
     line = one_error_line(invoke("report", out, "--judge", "nope"))
     assert "judge 'nope' has no judgments" in line and "judges present: jdg, jdg2" in line
+    # the whole command again with the second judge: nothing new is asked, and it reports that judge
+    srv.reset()
+    assert invoke(*remote(srv, "--judge-model", "jdg2"), "--dataset", dataset, "--out", out, "--limit", 1).exit_code == 0
+    assert srv.count() == 0
+    assert json.loads((out / "results.json").read_text())["judges"]["selected"] == "jdg2"
 
 
 # ---------------------------------------------------------------- the embedded model's code path
