@@ -18,7 +18,7 @@ from .moves import MOVES
 from .parsing import parse_yes_no, strip_reasoning
 from .prompts import load_prompt
 from .schema import Transcript
-from .scorers import Case, Judgment, ask_text, register
+from .scorers import Case, Judgment, ScorerOptions, ask_text, register
 from .simulator import format_conversation
 
 FIDELITY_STAGE = "fidelity"
@@ -40,7 +40,7 @@ class _OneAnswerScorer:
     prompt_name: ClassVar[str]
     problem: ClassVar[str]
 
-    def __init__(self, **_: Any) -> None:
+    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
         self.prompt = load_prompt(self.prompt_name)
 
     def prompt_refs(self) -> dict[str, str]:

@@ -31,7 +31,8 @@ from .progress import Progress
 from .records import JudgePass, ScorerTally
 from .run import RunFolder, write_jsonl_atomic
 from .schema import Transcript
-from .scorers import DEFAULT_SCORERS, MAX_TOKENS, RETRIES, UTILITY_MODES, Case, ReplyScorer, ScorerError, reply_scorers
+from .scorers import (DEFAULT_SCORERS, MAX_TOKENS, RETRIES, UTILITY_MODES, Case, ReplyScorer, ScorerError,
+                      ScorerOptions, reply_scorers)
 
 log = logging.getLogger("carryon.judge")
 
@@ -147,7 +148,7 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
     endpoint (and closes it) and the event loop."""
     rundir = Path(rundir)
     try:
-        made = reply_scorers(scorers, mode=utility_mode, max_tokens=max_tokens)
+        made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens))
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
     transcripts = RunFolder(rundir).transcripts()

@@ -75,14 +75,25 @@ def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str
     return [read(row) for row in read_jsonl(path) if judge is None or row.get("judge_model") == judge]
 
 
+def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
+    """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
+    is checked against the judges present only when it has no records here (one read in the usual case)."""
+    if judge is None:
+        judge = select_judge(rundir)
+    records = _load(Path(rundir) / name, read, judge)
+    if not records and judge is not None:
+        select_judge(rundir, judge)             # raises for a judge that judged nothing in the run
+    return records
+
+
 def load_utility(rundir: Path, judge: Optional[str] = None) -> list[UtilityJudgment]:
-    """Ben-Util records of one judge (``select_judge(rundir, judge)``)."""
-    return _load(Path(rundir) / UTILITY_FILE, UtilityJudgment.from_dict, select_judge(rundir, judge))
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks)."""
+    return _load_judge(rundir, UTILITY_FILE, UtilityJudgment.from_dict, judge)
 
 
 def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgment]:
-    """Harm-score records of one judge (``select_judge(rundir, judge)``)."""
-    return _load(Path(rundir) / SAFETY_FILE, SafetyJudgment.from_dict, select_judge(rundir, judge))
+    """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
+    return _load_judge(rundir, SAFETY_FILE, SafetyJudgment.from_dict, judge)
 
 
 def load_all(path: Path, read: Callable[[dict[str, Any]], Any]) -> list[Any]:

@@ -1,6 +1,6 @@
 """Scorers: a judge is a named, registered async function from one case to one judgment.
 
-    scorer = make_scorer("utility", mode="text", max_tokens=1024)
+    scorer = make_scorer("utility", ScorerOptions(utility_mode="text", max_tokens=1024))
     judgment = await scorer.score(endpoint, Case(query, reply, item=question))
     judgment.value, judgment.raw, judgment.attempts, judgment.via      # via: "text" | "logprobs"
 
@@ -111,21 +111,28 @@ class ReplyScorer(Scorer, Protocol):
 
 
 # ---------------------------------------------------------------- the registry
-REGISTRY: dict[str, Callable[..., Scorer]] = {}
+@dataclass(frozen=True)
+class ScorerOptions:
+    """A run's judge settings; every scorer is made from them and reads what concerns it."""
+    utility_mode: str = "text"          # "text" | "logprobs" (Ben-Util)
+    max_tokens: int = MAX_TOKENS        # cap of a text answer
+
+
+REGISTRY: dict[str, Callable[[ScorerOptions], Scorer]] = {}
 
 
 def register(cls: Any) -> Any:
-    """Class decorator: make the scorer available as ``make_scorer(cls.name, ...)``."""
+    """Class decorator: make the scorer available as ``make_scorer(cls.name, options)``."""
     REGISTRY[cls.name] = cls
     return cls
 
 
-def make_scorer(name: str, **options: Any) -> Scorer:
+def make_scorer(name: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
     try:
         factory = REGISTRY[name]
     except KeyError:
         raise ScorerError(f"unknown scorer {name!r}; known scorers: {', '.join(sorted(REGISTRY))}") from None
-    return factory(**options)
+    return factory(options)
 
 
 # ---------------------------------------------------------------- asking
@@ -158,10 +165,10 @@ class UtilityScorer:
     context: ClassVar[str] = UTILITY_CONTEXT
     value_field: ClassVar[str] = "verdict"
 
-    def __init__(self, *, mode: str = "text", max_tokens: int = MAX_TOKENS) -> None:
-        if mode not in UTILITY_MODES:
-            raise ScorerError(f"unknown utility mode {mode!r}; expected one of {list(UTILITY_MODES)}")
-        self.mode, self.max_tokens = mode, max_tokens
+    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
+        if options.utility_mode not in UTILITY_MODES:
+            raise ScorerError(f"unknown utility mode {options.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+        self.mode, self.max_tokens = options.utility_mode, options.max_tokens
         self.prompt, self.strict = load_prompt(UTILITY_PROMPT), load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
 
@@ -225,8 +232,8 @@ class SafetyScorer:
     context: ClassVar[str] = SAFETY_CONTEXT
     value_field: ClassVar[str] = "score"
 
-    def __init__(self, *, max_tokens: int = MAX_TOKENS, **_: Any) -> None:
-        self.max_tokens = max_tokens
+    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
+        self.max_tokens = options.max_tokens
         self.prompt, self.strict = load_prompt(SAFETY_PROMPT), load_prompt(SAFETY_RETRY_PROMPT)
 
     @property
@@ -261,11 +268,11 @@ class SafetyScorer:
 DEFAULT_SCORERS: tuple[str, ...] = (UtilityScorer.name, SafetyScorer.name)
 
 
-def reply_scorers(names: Sequence[str], **options: Any) -> list[ReplyScorer]:
-    """The named scorers, each made with the options it takes (utility: mode, max_tokens; safety: max_tokens)."""
+def reply_scorers(names: Sequence[str], options: ScorerOptions = ScorerOptions()) -> list[ReplyScorer]:
+    """The named scorers, made from the run's judge options; each must store its records per reply."""
     made = []
     for name in names:
-        scorer = make_scorer(name, **options)
+        scorer = make_scorer(name, options)
         if not isinstance(scorer, ReplyScorer):
             raise ScorerError(f"scorer {name!r} does not judge the replies of a run folder")
         made.append(scorer)

@@ -454,6 +454,63 @@ def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_serve
     assert res.exit_code == 2 and "judged by 1 judge model(s) (judge)" in res.output
 
 
+# ---------------------------------------------------------------- a new scorer plugs in
+def test_a_registered_scorer_runs_in_the_judge_phase(tmp_path: Path, scripted_server: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import asdict, dataclass
+
+    @dataclass
+    class RefusalJudgment:
+        conversation_id: str
+        turn: int
+        refusal: Optional[bool]
+        judge_model: str
+        prompt_version: str
+        raw: Optional[str] = None
+
+        def to_dict(self) -> dict:
+            return asdict(self)
+
+    class RefusalScorer:
+        """Is a reply a refusal? (no query, no item: one record per reply)"""
+        name, stage, file, context, value_field = "refusal", "judge_refusal", "refusals.jsonl", "single reply", "refusal"
+        prompt_version = "test/refusal@1"
+
+        def __init__(self, options: S.ScorerOptions) -> None:
+            self.options = options
+
+        def prompt_refs(self) -> dict:
+            return {self.name: self.prompt_version}
+
+        async def score(self, endpoint: Any, case: S.Case) -> S.Judgment:
+            return await S.ask_text(endpoint, f"Is this reply a refusal?\n{case.reply}", parse_yes_no,
+                                    stage=self.stage, max_tokens=8, strict="Say yes or no.")
+
+        def cases(self, tr: Transcript, reply: Message, query: dict, checklist: list) -> list:
+            return [((tr.conversation_id, reply.turn), S.Case(reply=reply.content))]
+
+        def record(self, target: tuple, judgment: S.Judgment, judge_model: str) -> RefusalJudgment:
+            return RefusalJudgment(*target, judgment.value, judge_model, self.prompt_version, judgment.raw)
+
+        def read(self, row: dict) -> RefusalJudgment:
+            return RefusalJudgment(**row)
+
+        def key(self, record: RefusalJudgment) -> tuple:
+            return (record.conversation_id, record.turn)
+
+    monkeypatch.setitem(S.REGISTRY, "refusal", RefusalScorer)
+    srv = scripted_server(lambda body: "yes" if REFUSAL in last_user_text(body) else "no", models=("judge",))
+    run = make_run(tmp_path / "run", standard_transcripts())
+    summary = J.run_judge(run, make_bench(), endpoint(srv, run), scorers=("refusal",), show_progress=False)
+    assert srv.count() == 4                          # distinct replies: the refusal and three answers
+    assert [(r["conversation_id"], r["turn"], r["refusal"]) for r in lines(run / "refusals.jsonl")] == [
+        (tr.conversation_id, r.turn, r.content == REFUSAL) for tr in standard_transcripts() for r in tr.replies]
+    assert summary["scorers"] == ["refusal"] and summary["refusal"]["records_written"] == 9 and summary["complete"]
+    assert not (run / S.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
+    with pytest.raises(J.JudgeError, match="unknown scorer 'nope'; known scorers: .*refusal"):
+        J.run_judge(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
+
+
 # ---------------------------------------------------------------- parsing
 @pytest.mark.parametrize("text,expected", [
     ("Yes", True), ("yes", True), ("YES.", True), ("No", False), ("no!", False), ("**No**", False),
