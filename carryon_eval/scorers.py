@@ -21,6 +21,7 @@ harm score of one reply against the original query.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, runtime_checkable
@@ -119,6 +120,8 @@ class ScorerOptions:
 
 
 REGISTRY: dict[str, Callable[[ScorerOptions], Scorer]] = {}
+#: Modules whose scorers register themselves on import (they import this module, so not at its top).
+BUILTIN_SCORER_MODULES = ("carryon_eval.fidelity",)
 
 
 def register(cls: Any) -> Any:
@@ -128,6 +131,8 @@ def register(cls: Any) -> Any:
 
 
 def make_scorer(name: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
+    for module in BUILTIN_SCORER_MODULES:
+        importlib.import_module(module)
     try:
         factory = REGISTRY[name]
     except KeyError:
