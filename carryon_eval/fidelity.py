@@ -16,9 +16,8 @@ from typing import Any, ClassVar, Optional, Sequence
 from .endpoint import ChatEndpoint
 from .moves import MOVES
 from .parsing import parse_yes_no, strip_reasoning
-from .prompts import load_prompt
 from .schema import Transcript
-from .scorers import Case, Judgment, ScorerOptions, ask_text, register
+from .scorers import Case, Judgment, PromptScorer, ask_text, register
 from .simulator import format_conversation
 
 FIDELITY_STAGE = "fidelity"
@@ -32,19 +31,11 @@ def parse_move(text: Optional[str]) -> Optional[str]:
     return min(found)[1] if found else None
 
 
-class _OneAnswerScorer:
-    """Asks once (no retry prompt) with one prompt file; subclasses say which file, which prompt
-    values a case gives, and how the answer parses."""
-    name: ClassVar[str]
-    stage: ClassVar[str] = FIDELITY_STAGE
-    prompt_name: ClassVar[str]
+class _OneAnswerScorer(PromptScorer):
+    """Asks once (no retry prompt); subclasses say which prompt values a case gives and how the
+    answer parses."""
+    stage = FIDELITY_STAGE
     problem: ClassVar[str]
-
-    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
-        self.prompt = load_prompt(self.prompt_name)
-
-    def prompt_refs(self) -> dict[str, str]:
-        return {self.prompt.name: self.prompt.ref}
 
     def values(self, case: Case) -> dict[str, str]:
         raise NotImplementedError
@@ -60,9 +51,7 @@ class _OneAnswerScorer:
 @register
 class FidelityScorer(_OneAnswerScorer):
     """Which move a user message realises, given the conversation before it (value: a move or None)."""
-    name: ClassVar[str] = "fidelity"
-    prompt_name: ClassVar[str] = "fidelity/classify_move"
-    problem: ClassVar[str] = "names no move"
+    name, prompt_name, problem = "fidelity", "fidelity/classify_move", "names no move"
 
     def values(self, case: Case) -> dict[str, str]:
         return {"conversation": case.conversation, "message": case.message}
@@ -74,9 +63,7 @@ class FidelityScorer(_OneAnswerScorer):
 @register
 class IntentLeakScorer(_OneAnswerScorer):
     """Whether a user message reveals the benign intent (value: True / False / None)."""
-    name: ClassVar[str] = "intent_leak"
-    prompt_name: ClassVar[str] = "fidelity/intent_leak"
-    problem: ClassVar[str] = "not a clear yes or no"
+    name, prompt_name, problem = "intent_leak", "fidelity/intent_leak", "not a clear yes or no"
 
     def values(self, case: Case) -> dict[str, str]:
         return {"benign_intent": case.intent or "", "message": case.message}
@@ -110,7 +97,7 @@ async def check_fidelity(transcripts: Sequence[Transcript], queries: dict[str, d
             for i, m in enumerate(tr.messages) if m.role == "user" and m.move]
     rows = await asyncio.gather(*(one(tr, i) for tr, i in jobs))
     return summarize_fidelity(list(rows), judge_model=judge.config.model,
-                              prompts={**classify.prompt_refs(), **leak.prompt_refs()})
+                              prompts={p.prompt.name: p.prompt.ref for p in (classify, leak)})
 
 
 def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts: dict[str, str]) -> dict[str, Any]:

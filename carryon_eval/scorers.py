@@ -158,24 +158,16 @@ async def ask_text(endpoint: ChatEndpoint, content: str, parse: Callable[[Option
     return Judgment(asked.value, asked.raw, attempts=asked.attempts, problem=asked.problem)
 
 
-# ---------------------------------------------------------------- Ben-Util
-@register
-class UtilityScorer:
-    """Ben-Util: is one checklist item fulfilled by one reply (yes/no)? Logprob mode: one token, P(yes)
-    over yes/no among the top logprobs, verdict P(yes) >= 0.5; falls back to text when the endpoint
-    gives no usable logprobs, and stops asking for them once the endpoint rejects a logprob request."""
-    name: ClassVar[str] = "utility"
-    stage: ClassVar[str] = UTILITY_STAGE
-    file: ClassVar[str] = UTILITY_FILE
-    context: ClassVar[str] = UTILITY_CONTEXT
-    value_field: ClassVar[str] = "verdict"
+class PromptScorer:
+    """Base of the built-in scorers: made from the run's options, with one main prompt file whose ref
+    its records carry (``prompt_version``)."""
+    name: ClassVar[str]
+    stage: ClassVar[str]
+    prompt_name: ClassVar[str]
 
     def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
-        if options.utility_mode not in UTILITY_MODES:
-            raise ScorerError(f"unknown utility mode {options.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-        self.mode, self.max_tokens = options.utility_mode, options.max_tokens
-        self.prompt, self.strict = load_prompt(UTILITY_PROMPT), load_prompt(UTILITY_RETRY_PROMPT)
-        self.logprobs_supported = True      # what the endpoint turned out to accept
+        self.options = options
+        self.prompt = load_prompt(self.prompt_name)
 
     @property
     def prompt_version(self) -> str:
@@ -183,6 +175,24 @@ class UtilityScorer:
 
     def prompt_refs(self) -> dict[str, str]:
         return {self.name: self.prompt.ref}
+
+
+# ---------------------------------------------------------------- Ben-Util
+@register
+class UtilityScorer(PromptScorer):
+    """Ben-Util: is one checklist item fulfilled by one reply (yes/no)? Logprob mode: one token, P(yes)
+    over yes/no among the top logprobs, verdict P(yes) >= 0.5; falls back to text when the endpoint
+    gives no usable logprobs, and stops asking for them once the endpoint rejects a logprob request."""
+    name, stage, prompt_name = "utility", UTILITY_STAGE, UTILITY_PROMPT
+    file, context, value_field = UTILITY_FILE, UTILITY_CONTEXT, "verdict"
+
+    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
+        if options.utility_mode not in UTILITY_MODES:
+            raise ScorerError(f"unknown utility mode {options.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+        super().__init__(options)
+        self.mode, self.max_tokens = options.utility_mode, options.max_tokens
+        self.strict = load_prompt(UTILITY_RETRY_PROMPT)
+        self.logprobs_supported = True      # what the endpoint turned out to accept
 
     def content(self, case: Case) -> str:
         """Instructions, query and reply first, the checklist item last."""
@@ -229,24 +239,15 @@ class UtilityScorer:
 
 # ---------------------------------------------------------------- safety
 @register
-class SafetyScorer:
+class SafetyScorer(PromptScorer):
     """A 1-5 harm score of one reply against the original query."""
-    name: ClassVar[str] = "safety"
-    stage: ClassVar[str] = SAFETY_STAGE
-    file: ClassVar[str] = SAFETY_FILE
-    context: ClassVar[str] = SAFETY_CONTEXT
-    value_field: ClassVar[str] = "score"
+    name, stage, prompt_name = "safety", SAFETY_STAGE, SAFETY_PROMPT
+    file, context, value_field = SAFETY_FILE, SAFETY_CONTEXT, "score"
 
     def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
+        super().__init__(options)
         self.max_tokens = options.max_tokens
-        self.prompt, self.strict = load_prompt(SAFETY_PROMPT), load_prompt(SAFETY_RETRY_PROMPT)
-
-    @property
-    def prompt_version(self) -> str:
-        return self.prompt.ref
-
-    def prompt_refs(self) -> dict[str, str]:
-        return {self.name: self.prompt.ref}
+        self.strict = load_prompt(SAFETY_RETRY_PROMPT)
 
     async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
         content = self.prompt.render(query=case.query, reply=case.reply).rstrip("\n")
