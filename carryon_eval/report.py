@@ -117,6 +117,11 @@ def _notes(results: dict[str, Any], meta: dict[str, Any], bench: Benchmark, util
     notes.append(HARM_NOTE)
     if results["judges"]["complete"] is False:
         notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+    others = [j for j in results["judges"]["present"] if j != results["judges"]["selected"]]
+    if others:
+        notes.append(f"These numbers use judge {results['judges']['selected']}; the run was also judged by "
+                     f"{', '.join(others)} (`carryon-eval report RUNDIR --judge NAME` reports another judge, "
+                     "`carryon-eval agreement RUNDIR` compares two).")
     if results["run"]["empty_replies"]:
         notes.append(f"{results['run']['empty_replies']} target repl(ies) stayed empty after "
                      "retries; they are kept as empty replies and judged as such.")

@@ -408,7 +408,27 @@ def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_ser
         assert results["recovery"]["value"] == pytest.approx(recovery)
         assert results["judges"]["selected"] == judge and results["judges"]["utility"]["models"] == [judge]
         assert results["judges"]["present"] == ["judge", "lenient"] and results["judges"]["complete"] is True
-    assert write_report(run, make_bench(), n_resamples=50)["judges"]["selected"] == "judge"   # the run's own
+    own = write_report(run, make_bench(), n_resamples=50)
+    assert own["judges"]["selected"] == "judge"                                          # the run's own
+    assert any("also judged by lenient" in n for n in own["notes"])
+
+
+def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scripted_server: Any) -> None:
+    from carryon_eval.judgments import read_summary
+
+    srv = scripted_server(judge_handler, models=("judge",))
+    run = make_run(tmp_path / "run", standard_transcripts())
+    first = J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    # judge.json as written before judges could sit side by side: no schema_version, no "judges"
+    old = {k: v for k, v in first.items() if k not in ("schema_version", "judges", "scorers")}
+    (run / JUDGE_META_FILE).write_text(json.dumps(old))
+    summary = read_summary(run)
+    assert summary.schema_version == 1 and list(summary.judges) == ["judge"]
+    assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
+    assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
+    srv_b = scripted_server(lenient_handler, models=("lenient",))
+    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    assert list(read_summary(run).judges) == ["judge", "lenient"] and read_summary(run).latest == "lenient"
 
 
 def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted_server: Any) -> None:
