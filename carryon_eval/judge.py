@@ -31,8 +31,8 @@ from .progress import Progress
 from .records import JudgePass, ScorerTally
 from .run import RunFolder, write_jsonl_atomic
 from .schema import Transcript
-from .scorers import (DEFAULT_SCORERS, MAX_TOKENS, RETRIES, UTILITY_MODES, Case, ReplyScorer, ScorerError,
-                      ScorerOptions, reply_scorers)
+from .scorers import (DEFAULT_SCORERS, MAX_TOKENS, RETRIES, UTILITY_MODES,  # noqa: F401 - re-exported
+                      Case, ReplyScorer, ScorerError, ScorerOptions, reply_scorers)
 
 log = logging.getLogger("carryon.judge")
 
@@ -216,9 +216,6 @@ def run_judge(rundir: Path, bench: Benchmark, judge: ChatEndpoint, *, utility_mo
               show_progress: Optional[bool] = None, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     """Sync wrapper for callers without an event loop: runs ``judge_run`` in its own loop, closes the
     endpoint, and returns this pass as judge.json's top level reads it (a dict)."""
-    if utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-
     async def run() -> JudgePass:
         try:
             return await judge_run(rundir, bench, judge, scorers=scorers, utility_mode=utility_mode,

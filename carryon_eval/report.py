@@ -3,9 +3,9 @@
     results = write_report(rundir, bench)
 
 Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
-happens here and in judgments.py only; the numbers come from metrics.py). report.html is one self-contained file: inline
-CSS, plots as base64 PNG, no script and no external resource; every piece of model or user text is
-HTML-escaped.
+happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
+self-contained file: inline CSS, plots as base64 PNG, no script and no external resource; every
+piece of model or user text is HTML-escaped.
 """
 from __future__ import annotations
 
