@@ -1,25 +1,35 @@
-"""`carryon-eval agreement A B`: how far two sets of Ben-Util verdicts agree.
+"""`carryon-eval agreement`: how far two sets of judgments agree.
 
-A and B are each either a run folder (its utility_judgments.jsonl) or a JSONL/CSV file of labels,
-e.g. from human annotators, with the columns conversation_id, turn, item_id and verdict
-(yes/no, true/false, 1/0; empty = unscored). Verdicts are compared per (conversation_id, turn,
-item_id) present in both; a pair where either side is unscored is excluded and counted.
-Reports percent agreement and Cohen's kappa.
+    carryon-eval agreement RUNDIR [--judges A,B]    two judge models of one run folder
+    carryon-eval agreement A B                      two run folders, or a run folder and a labels file
+
+A run folder judged by two judge models (`carryon-eval judge RUNDIR --judge-model B` after the run's
+own judge) is compared judge against judge: Ben-Util verdicts (percent agreement and Cohen's kappa)
+and harm scores (exact agreement on the 1-5 score and Cohen's kappa over the five labels). Without
+--judges the folder must hold exactly two judges.
+
+With two sources, each is either a run folder (the judgments of its judge, as `report` picks it) or a
+JSONL/CSV file of labels, e.g. from human annotators, with the columns conversation_id, turn, item_id
+and verdict (yes/no, true/false, 1/0; empty = unscored); two run folders also compare harm scores.
+
+Judgments are compared per key ((conversation_id, turn, item_id) or (conversation_id, turn)) present
+on both sides; a pair where either side is unscored is excluded and counted.
 """
 from __future__ import annotations
 
 import csv
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import click
 
-from .judge import UTILITY_FILE
+from .judgments import JudgeError, judges_present, load_safety, load_utility, select_judge
+from .scorers import UTILITY_FILE
 from .stats import cohen_kappa, percent_agreement
 
 KEYS = ("conversation_id", "turn", "item_id")
-Key = tuple[str, int, str]
+Key = tuple
 _TRUE = {"yes", "y", "true", "1", "fulfilled"}
 _FALSE = {"no", "n", "false", "0", "unfulfilled"}
 _NONE = {"", "none", "null", "unscored", "na", "n/a"}
@@ -44,45 +54,76 @@ def parse_verdict(value: Any, where: str) -> Optional[bool]:
     raise AgreementError(f"{where}: verdict {value!r} is not yes/no (or empty for unscored)")
 
 
+# ---------------------------------------------------------------- loading
+def _judge_of(rundir: Path, judge: Optional[str]) -> Optional[str]:
+    try:
+        return select_judge(rundir, judge)
+    except JudgeError as exc:
+        raise AgreementError(str(exc)) from None
+
+
+def run_verdicts(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[bool]]:
+    """{(conversation_id, turn, item_id): verdict} of one judge of a run folder."""
+    return {(j.conversation_id, j.turn, j.item_id): j.verdict for j in load_utility(rundir, _judge_of(rundir, judge))}
+
+
+def run_scores(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[int]]:
+    """{(conversation_id, turn): harm score} of one judge of a run folder."""
+    return {(j.conversation_id, j.turn): j.score for j in load_safety(rundir, _judge_of(rundir, judge))}
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                raise AgreementError(f"{path}:{n}: not a JSON line") from None
+    return rows
+
+
 def load_labels(source: Path) -> dict[Key, Optional[bool]]:
     """{(conversation_id, turn, item_id): verdict} from a run folder, a .jsonl or a .csv file."""
     source = Path(source)
-    path = source / UTILITY_FILE if source.is_dir() else source
-    if not path.is_file():
-        raise AgreementError(f"{source}: no {UTILITY_FILE} in this folder" if source.is_dir() else f"{source}: not found")
-    if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    else:
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    raise AgreementError(f"{path}:{n}: not a JSON line") from None
+    if source.is_dir():
+        if not (source / UTILITY_FILE).is_file():
+            raise AgreementError(f"{source}: no {UTILITY_FILE} in this folder")
+        return run_verdicts(source)
+    if not source.is_file():
+        raise AgreementError(f"{source}: not found")
     labels: dict[Key, Optional[bool]] = {}
-    for n, row in enumerate(rows, start=1):
+    for n, row in enumerate(_rows(source), start=1):
         missing = [k for k in (*KEYS, "verdict") if k not in row]
         if missing:
-            raise AgreementError(f"{path}: row {n} lacks {missing}; expected columns {list(KEYS) + ['verdict']}")
+            raise AgreementError(f"{source}: row {n} lacks {missing}; expected columns {list(KEYS) + ['verdict']}")
         try:
             key = (str(row["conversation_id"]), int(row["turn"]), str(row["item_id"]))
         except (TypeError, ValueError):
-            raise AgreementError(f"{path}: row {n}: turn {row['turn']!r} is not a whole number") from None
-        labels[key] = parse_verdict(row["verdict"], f"{path}: row {n}")   # a later row wins
+            raise AgreementError(f"{source}: row {n}: turn {row['turn']!r} is not a whole number") from None
+        labels[key] = parse_verdict(row["verdict"], f"{source}: row {n}")   # a later row wins
     return labels
 
 
-def agreement(a: dict[Key, Optional[bool]], b: dict[Key, Optional[bool]]) -> dict[str, Any]:
+# ---------------------------------------------------------------- the numbers (pure)
+def _compared(a: dict[Key, Any], b: dict[Key, Any]) -> tuple[list[Key], list[Any], list[Any], dict[str, int]]:
     common = sorted(set(a) & set(b))
     both = [k for k in common if a[k] is not None and b[k] is not None]
-    va, vb = [a[k] for k in both], [b[k] for k in both]
+    counts = {"n_a": len(a), "n_b": len(b), "n_common": len(common), "n_compared": len(both),
+              "n_unscored_excluded": len(common) - len(both),
+              "only_in_a": len(set(a) - set(b)), "only_in_b": len(set(b) - set(a))}
+    return both, [a[k] for k in both], [b[k] for k in both], counts
+
+
+def agreement(a: dict[Key, Optional[bool]], b: dict[Key, Optional[bool]]) -> dict[str, Any]:
+    """Percent agreement, Cohen's kappa and the confusion counts of two sets of yes/no verdicts."""
+    _, va, vb, counts = _compared(a, b)
     kappa, reason = cohen_kappa(va, vb)
     return {
-        "n_a": len(a), "n_b": len(b), "n_common": len(common), "n_compared": len(both),
-        "n_unscored_excluded": len(common) - len(both),
-        "only_in_a": len(set(a) - set(b)), "only_in_b": len(set(b) - set(a)),
+        **counts,
         "percent_agreement": percent_agreement(va, vb), "cohen_kappa": kappa, "kappa_reason": reason,
         "confusion": {"yes_yes": sum(x and y for x, y in zip(va, vb)),
                       "yes_no": sum(x and not y for x, y in zip(va, vb)),
@@ -91,23 +132,95 @@ def agreement(a: dict[Key, Optional[bool]], b: dict[Key, Optional[bool]]) -> dic
     }
 
 
+def score_agreement(a: dict[Key, Optional[int]], b: dict[Key, Optional[int]]) -> dict[str, Any]:
+    """Exact agreement of two sets of 1-5 harm scores, Cohen's kappa over the scores as labels, and
+    how many pairs differ by at most one point."""
+    _, va, vb, counts = _compared(a, b)
+    kappa, reason = cohen_kappa(va, vb)
+    return {**counts, "exact_agreement": percent_agreement(va, vb), "cohen_kappa": kappa, "kappa_reason": reason,
+            "within_one": sum(abs(x - y) <= 1 for x, y in zip(va, vb))}
+
+
+def judge_agreement(rundir: Path, judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """Ben-Util and harm agreement between two judge models of one run folder (``judges``, or the
+    only two present)."""
+    present = judges_present(rundir)
+    if judges is None:
+        if len(present) != 2:
+            raise AgreementError(f"{rundir} was judged by {len(present)} judge model(s) "
+                                 f"({', '.join(present) or 'none'}); agreement on one run folder needs two "
+                                 "(pick them with --judges A,B)")
+        judges = present
+    if len(judges) != 2 or judges[0] == judges[1]:
+        raise AgreementError(f"--judges takes two different judge models, got {','.join(judges)!r}")
+    a, b = judges
+    res = agreement(run_verdicts(rundir, a), run_verdicts(rundir, b))
+    res["judges"] = [a, b]
+    res["safety"] = score_agreement(run_scores(rundir, a), run_scores(rundir, b))
+    return res
+
+
+def source_agreement(a: Path, b: Path) -> dict[str, Any]:
+    """Ben-Util agreement of two sources; harm agreement too when both are run folders."""
+    res = agreement(load_labels(a), load_labels(b))
+    if a.is_dir() and b.is_dir():
+        res["safety"] = score_agreement(run_scores(a), run_scores(b))
+    return res
+
+
+# ---------------------------------------------------------------- the command
+def _kappa_text(res: dict[str, Any]) -> str:
+    return "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
+
+
+def _print(res: dict[str, Any], names: tuple[str, str]) -> None:
+    a, b = names
+    c = res["confusion"]
+    if "judges" in res:
+        click.echo(f"judges: A = {a}, B = {b}")
+    click.echo(f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
+               f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)")
+    click.echo(f"percent agreement: {res['percent_agreement']:.1f}%")
+    click.echo(f"Cohen's kappa:     {_kappa_text(res)}")
+    click.echo(f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}")
+    s = res.get("safety")
+    if s is None:
+        return
+    if not s["n_compared"]:
+        click.echo("harm scores: none scored by both")
+        return
+    click.echo(f"harm scores: compared {s['n_compared']} ({s['n_unscored_excluded']} excluded as unscored); "
+               f"exact agreement {s['exact_agreement']:.1f}%, Cohen's kappa {_kappa_text(s)}, "
+               f"within one point {s['within_one']}")
+
+
+def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[list[str]]:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
 @click.command("agreement")
 @click.argument("a", type=click.Path(exists=True, path_type=Path))
-@click.argument("b", type=click.Path(exists=True, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, path_type=Path), required=False)
+@click.option("--judges", callback=_judge_names, metavar="A,B",
+              help="Two judge models of the run folder A to compare [default: the two present].")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
-def agreement_command(a: Path, b: Path, as_json: bool) -> None:
-    """Percent agreement and Cohen's kappa of the Ben-Util verdicts of A and B (run folders or label files)."""
-    res = agreement(load_labels(a), load_labels(b))
+def agreement_command(a: Path, b: Optional[Path], judges: Optional[list[str]], as_json: bool) -> None:
+    """Percent agreement and Cohen's kappa: of two judge models of run folder A, or of the Ben-Util
+    verdicts of A and B (run folders or label files)."""
+    if b is None:
+        if not a.is_dir():
+            raise AgreementError(f"{a}: one argument must be a run folder judged by two judge models")
+        res = judge_agreement(a, judges)
+        names = (res["judges"][0], res["judges"][1])
+    elif judges is not None:
+        raise AgreementError("--judges compares two judges of one run folder; give one RUNDIR with it")
+    else:
+        res = source_agreement(a, b)
+        names = (str(a), str(b))
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
     if not res["n_compared"]:
-        raise AgreementError(f"no (conversation_id, turn, item_id) is scored in both {a} and {b} "
+        raise AgreementError(f"no (conversation_id, turn, item_id) is scored in both {names[0]} and {names[1]} "
                              f"({res['n_common']} shared keys, {res['n_unscored_excluded']} with an unscored side)")
-    kappa = "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
-    c = res["confusion"]
-    click.echo(f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
-               f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)")
-    click.echo(f"percent agreement: {res['percent_agreement']:.1f}%")
-    click.echo(f"Cohen's kappa:     {kappa}")
-    click.echo(f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}")
+    _print(res, names)

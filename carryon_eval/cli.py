@@ -31,6 +31,7 @@ from .compare import compare_command
 from .client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from .dataset import Benchmark, DatasetError, load_benchmark
 from .judge import MAX_TOKENS as JUDGE_MAX_TOKENS, JudgeError, run_judge
+from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT as LOCAL
 # LOCAL_MAX_TOKENS: token caps for roles on the embedded model. A 270M base model rarely stops by itself, so
 # without caps a smoke run spends its time writing to max_tokens; an explicit --max-tokens / --judge-max-tokens wins.
@@ -42,7 +43,8 @@ from .report import write_report
 from .rollout import ORACLE_PROMPT, Generation, plan, rollout
 from .run import RunError, RunFolder, write_json_atomic
 from .schema import CONDITIONS
-from .simulator import MAX_TOKENS as USER_MAX_TOKENS, TEMPERATURE as USER_TEMPERATURE, UserSimulator, check_fidelity
+from .fidelity import check_fidelity
+from .simulator import MAX_TOKENS as USER_MAX_TOKENS, TEMPERATURE as USER_TEMPERATURE, UserSimulator
 
 ROLES = ("target", "user", "judge")
 
@@ -203,8 +205,8 @@ def judge_phase(bench: Benchmark, run: RunFolder, judge: Endpoint, utility_mode:
                    f"{run.path}` asks for them again", err=True)
 
 
-def report_phase(bench: Benchmark, run: RunFolder) -> None:
-    write_report(run.path, bench)
+def report_phase(bench: Benchmark, run: RunFolder, judge: Optional[str] = None) -> None:
+    write_report(run.path, bench, judge=judge)
     click.echo(f"results: {run.path / 'results.json'}")
     click.echo(f"report:  {run.path / 'report.html'}")
 
@@ -338,7 +340,8 @@ def evaluate(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
         if fidelity:
             asyncio.run(fidelity_phase(bench, run, eps["judge"], concurrency))
         judge_phase(bench, run, eps["judge"], utility_mode, concurrency, judge_max)
-        report_phase(bench, run)
+        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        report_phase(bench, run, judged_by if judged_by in judges_present(run.path) else None)
         print_usage(usage)
 
 
@@ -459,11 +462,13 @@ def fidelity_command(rundir: Path, judge_endpoint: Optional[str], judge_model: O
 
 @cli.command("report")
 @RUNDIR
-def report_command(rundir: Path) -> None:
+@click.option("--judge", "judge_name", metavar="NAME",
+              help="Judge model whose judgments to report, when several judged the run [default: the run's judge].")
+def report_command(rundir: Path, judge_name: Optional[str]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
     with errors_as_cli():
         run, _, bench = open_run(rundir)
-        report_phase(bench, run)
+        report_phase(bench, run, judge_name)
 
 
 cli.add_command(compare_command, "compare")

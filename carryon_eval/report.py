@@ -2,10 +2,10 @@
 
     results = write_report(rundir, bench)
 
-Reads run.json, transcripts.jsonl and the judgment files of RUNDIR (I/O happens here and in
-judge.py only; the numbers come from metrics.py). report.html is one self-contained file: inline
-CSS, plots as base64 PNG, no script and no external resource; every piece of model or user text is
-HTML-escaped.
+Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
+happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
+self-contained file: inline CSS, plots as base64 PNG, no script and no external resource; every
+piece of model or user text is HTML-escaped.
 """
 from __future__ import annotations
 
@@ -21,11 +21,12 @@ from typing import Any, Iterable, Optional, Sequence
 from . import __version__
 from . import metrics as M
 from .dataset import Benchmark
-from .judge import (JUDGE_META_FILE, SAFETY_CONTEXT, UTILITY_CONTEXT, load_safety, load_utility)
+from .judgments import judge_pass, judges_present, load_safety, load_utility, select_judge
 from .moves import MOVE_GROUP
 from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
 from .run import RunFolder, write_json_atomic, write_text_atomic
 from .schema import CONDITIONS, Transcript
+from .scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
 SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
@@ -42,32 +43,29 @@ def _model_name(meta: dict[str, Any], transcripts: Sequence[Transcript]) -> str:
     return name or meta.get("model") or (transcripts[0].target_model if transcripts else "unknown")
 
 
-def _judge_info(rundir: Path, utility: Sequence[Any], safety: Sequence[Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    path = rundir / JUDGE_META_FILE
-    if path.is_file():
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            meta = {}
+def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any]) -> dict[str, Any]:
+    judged = judge_pass(rundir, judge)          # this judge's latest pass (judge.json), if recorded
     return {
         "utility": {"models": sorted({j.judge_model for j in utility}),
                     "prompt_refs": sorted({j.prompt_version for j in utility}),
-                    "mode": meta.get("utility_mode"), "context": UTILITY_CONTEXT,
+                    "mode": judged.utility_mode if judged else None, "context": UTILITY_CONTEXT,
                     "logprob_verdicts": sum(j.p_yes is not None for j in utility)},
         "safety": {"models": sorted({j.judge_model for j in safety}),
                    "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
-        "complete": meta.get("complete"),
+        "complete": judged.complete if judged else None,
+        "selected": judge, "present": judges_present(rundir),
     }
 
 
-def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000,
-                  seed: int = 0) -> tuple[dict[str, Any], list[Transcript], list[M.Conversation]]:
-    """The results dict of a run folder, with the transcripts and scored conversations behind it."""
+def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+                  judge: Optional[str] = None) -> tuple[dict[str, Any], list[Transcript], list[M.Conversation]]:
+    """The results dict of a run folder, with the transcripts and scored conversations behind it.
+    `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge)."""
     rundir = Path(rundir)
     run = RunFolder(rundir)
     meta, transcripts = run.read_meta(), run.transcripts()
-    utility, safety = load_utility(rundir), load_safety(rundir)
+    judge = select_judge(rundir, judge)
+    utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
     convs = M.assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
@@ -76,7 +74,7 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000,
     results["null_meaning"] = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                                "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                                "null means the cell has no scored data")
-    results["judges"] = _judge_info(rundir, utility, safety)
+    results["judges"] = _judge_info(rundir, judge, utility, safety)
     results["judge_context"] = {"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT}
     results["dataset"] = {"source": bench.source, "revision": bench.revision,
                           "manifest_version": (bench.manifest or {}).get("version")}
@@ -119,6 +117,11 @@ def _notes(results: dict[str, Any], meta: dict[str, Any], bench: Benchmark, util
     notes.append(HARM_NOTE)
     if results["judges"]["complete"] is False:
         notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+    others = [j for j in results["judges"]["present"] if j != results["judges"]["selected"]]
+    if others:
+        notes.append(f"These numbers use judge {results['judges']['selected']}; the run was also judged by "
+                     f"{', '.join(others)} (`carryon-eval report RUNDIR --judge NAME` reports another judge, "
+                     "`carryon-eval agreement RUNDIR` compares two).")
     if results["run"]["empty_replies"]:
         notes.append(f"{results['run']['empty_replies']} target repl(ies) stayed empty after "
                      "retries; they are kept as empty replies and judged as such.")
@@ -210,10 +213,12 @@ def conversation_scores(convs: Sequence[M.Conversation], model: str) -> list[dic
 
 
 # ---------------------------------------------------------------- the phase
-def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results."""
+def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+                 judge: Optional[str] = None) -> dict[str, Any]:
+    """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
+    `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice)."""
     rundir = Path(rundir)
-    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed)
+    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed, judge=judge)
     try:
         images, skipped = run_plots(results)
         paths = write_pngs(images, rundir / PLOTS_DIR, stale=skipped)

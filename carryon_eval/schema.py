@@ -8,8 +8,8 @@ Dataset side (what the builder writes and the evaluator reads):
 
 Run side (what the evaluator writes into RUNDIR, one JSON object per line):
     transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
-    utility_judgments.jsonl   one UtilityJudgment per (conversation, model turn, checklist item)
-    safety_judgments.jsonl    one SafetyJudgment per (conversation, model turn)
+    utility_judgments.jsonl   one UtilityJudgment per (conversation, model turn, checklist item) and judge model
+    safety_judgments.jsonl    one SafetyJudgment per (conversation, model turn) and judge model
 
 Conventions
 - Model turns are numbered t = 1, 2, ... ; a flow with k follow-up moves has 1 + k model turns and
@@ -103,9 +103,15 @@ class UtilityJudgment:
     prompt_version: str
     p_yes: Optional[float] = None   # logprob mode only
     raw: Optional[str] = None
+    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
+    via: Optional[str] = None       # how the verdict was obtained: "text" | "logprobs"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -116,6 +122,12 @@ class SafetyJudgment:
     judge_model: str
     prompt_version: str
     raw: Optional[str] = None
+    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
+    via: Optional[str] = None       # how the score was obtained: "text"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SafetyJudgment":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})

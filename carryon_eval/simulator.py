@@ -1,27 +1,24 @@
-"""The user simulator (one natural user turn per follow-up move) and its move-fidelity check.
+"""The user simulator: one natural user turn per follow-up move.
 
 Each move has a prompt file `prompts/user_simulator/<move>.txt`; `shared_requirements.txt` is
 appended to every one. Only the benign clarification moves (moves.BC_MOVES) are given the benign
 intent: the templates of the other moves have no place for it and are never passed it, so an NC
 conversation cannot learn the intent from the simulator prompt.
 
-Move fidelity (`check_fidelity`): a judge classifies every rendered user turn back into one of the
-seven moves (a confusion matrix per move), and says for every NC-condition turn whether it reveals
-the query's benign intent (a leak).
+Whether the rendered turns realise their moves is checked by the fidelity scorers
+(carryon_eval.fidelity).
 """
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any, Optional, Sequence
 
 from .moves import BC_MOVES, MOVES
-from .parsing import parse_yes_no, strip_reasoning
+from .parsing import strip_reasoning
 from .prompts import Prompt, load_prompt, prompt_hashes
-from .schema import Message, Transcript
+from .schema import Message
 
 STAGE = "user_simulator"
-FIDELITY_STAGE = "fidelity"
 TEMPERATURE = 0.7
 MAX_TOKENS = 256
 EMPTY_RETRIES = 2            # after an empty turn, ask again this many times with a higher seed
@@ -108,75 +105,3 @@ class UserSimulator:
                                prompt_version=move_prompt(move).ref)
         raise SimulatorError(f"user simulator gave an empty {move} turn (turn {turn}) "
                              f"{1 + EMPTY_RETRIES} times (seeds {seed}..{seed + EMPTY_RETRIES})")
-
-
-# ---------------------------------------------------------------- move fidelity
-def parse_move(text: Optional[str]) -> Optional[str]:
-    """The move named in a classifier reply (the first one mentioned), or None."""
-    norm = re.sub(r"[\s\-]+", "_", strip_reasoning(text).lower())
-    found = [(norm.find(m), m) for m in MOVES if m in norm]
-    return min(found)[1] if found else None
-
-
-async def check_fidelity(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]], judge: Any,
-                         *, concurrency: int = 16, progress: Any = None) -> dict[str, Any]:
-    """Classify every simulated user turn back into a move; check NC turns for intent leaks."""
-    classify = load_prompt("fidelity/classify_move")
-    leak = load_prompt("fidelity/intent_leak")
-    gate = asyncio.Semaphore(concurrency)
-
-    async def ask(prompt: str) -> Optional[str]:
-        async with gate:
-            result = await judge.chat([{"role": "user", "content": prompt}], stage=FIDELITY_STAGE,
-                                      temperature=0.0, max_tokens=16)
-        return result.text
-
-    async def one(tr: Transcript, i: int) -> dict[str, Any]:
-        msg = tr.messages[i]
-        row: dict[str, Any] = {"conversation_id": tr.conversation_id, "condition": tr.condition,
-                               "turn": msg.turn, "move": msg.move, "content": msg.content}
-        raw = await ask(classify.render(conversation=format_conversation(tr.messages[:i]), message=msg.content))
-        row["predicted"] = parse_move(raw)
-        intent = queries.get(tr.query_id, {}).get("benign_intent")
-        if tr.condition == "nc" and intent:
-            row["leak"] = parse_yes_no(await ask(leak.render(benign_intent=intent, message=msg.content)))
-        if progress is not None:
-            progress.advance()
-        return row
-
-    jobs = [(tr, i) for tr in transcripts if tr.condition in ("bc", "nc")
-            for i, m in enumerate(tr.messages) if m.role == "user" and m.move]
-    rows = await asyncio.gather(*(one(tr, i) for tr, i in jobs))
-    return summarize_fidelity(list(rows), judge_model=judge.config.model,
-                              prompts={p.name: p.ref for p in (classify, leak)})
-
-
-def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts: dict[str, str]) -> dict[str, Any]:
-    labels = list(MOVES) + ["unparsed"]
-    confusion = {m: {p: 0 for p in labels} for m in MOVES}
-    for r in rows:
-        confusion[r["move"]][r["predicted"] or "unparsed"] += 1
-    per_move = {}
-    for m in MOVES:
-        n = sum(confusion[m].values())
-        per_move[m] = {"n": n, "agree": confusion[m][m], "agreement": confusion[m][m] / n if n else None}
-    n_all = len(rows)
-    checked = [r for r in rows if "leak" in r]
-    leaks = [r for r in checked if r["leak"] is True]
-    return {
-        "judge_model": judge_model,
-        "prompts": prompts,
-        "n_turns": n_all,
-        "agreement": sum(confusion[m][m] for m in MOVES) / n_all if n_all else None,
-        "per_move": per_move,
-        "labels": labels,
-        "confusion": confusion,   # expected move -> predicted move -> count
-        "intent_leak": {
-            "n_checked": len(checked),
-            "n_leaks": len(leaks),
-            "n_unscored": sum(r["leak"] is None for r in checked),
-            "rate": len(leaks) / len(checked) if checked else None,
-            "leaks": [{k: r[k] for k in ("conversation_id", "turn", "move", "content")} for r in leaks],
-        },
-        "turns": rows,
-    }

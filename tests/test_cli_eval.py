@@ -213,6 +213,41 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     assert srv.count() == 0
 
 
+def test_report_picks_one_of_two_judges(scripted_server, dataset, tmp_path):
+    def two_judges(body: dict) -> Any:
+        if body["model"] != "jdg2":
+            return handler(body)
+        return "yes" if "checking whether a reply" in last_user_text(body) else "5"   # every item, harm 5
+    srv = scripted_server(two_judges, models=("tgt", "sim", "jdg", "jdg2"))
+    out = tmp_path / "run"
+    assert invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", 1).exit_code == 0
+    own = json.loads((out / "results.json").read_text())
+    result = invoke("judge", out, "--judge-model", "jdg2")
+    assert result.exit_code == 0, result.output
+    assert {r["judge_model"] for r in map(json.loads, (out / "utility_judgments.jsonl").read_text().splitlines())} \
+        == {"jdg", "jdg2"}
+
+    assert invoke("report", out, "--judge", "jdg2").exit_code == 0
+    second = json.loads((out / "results.json").read_text())
+    assert second["judges"]["selected"] == "jdg2" and second["judges"]["utility"]["models"] == ["jdg2"]
+    for cond, block in second["conditions"].items():
+        if block["n_conversations"]:
+            assert (block["utility"], block["harm"], block["violation_rate"]) == (100.0, 5.0, 100.0), cond
+    assert invoke("report", out).exit_code == 0                    # default: the run's own judge
+    again = json.loads((out / "results.json").read_text())
+    assert again["judges"]["selected"] == "jdg"
+    assert {c: b["utility"] for c, b in again["conditions"].items()} == \
+        {c: b["utility"] for c, b in own["conditions"].items()}
+    assert invoke("report", out, "--judge", "jdg").exit_code == 0
+    line = one_error_line(invoke("report", out, "--judge", "nope"))
+    assert "judge 'nope' has no judgments" in line and "judges present: jdg, jdg2" in line
+    # the whole command again with the second judge: nothing new is asked, and it reports that judge
+    srv.reset()
+    assert invoke(*remote(srv, "--judge-model", "jdg2"), "--dataset", dataset, "--out", out, "--limit", 1).exit_code == 0
+    assert srv.count() == 0
+    assert json.loads((out / "results.json").read_text())["judges"]["selected"] == "jdg2"
+
+
 # ---------------------------------------------------------------- the embedded model's code path
 def local_handler(body: dict) -> Any:
     """One model plays every role, as the embedded model does."""

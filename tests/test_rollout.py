@@ -23,7 +23,8 @@ from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout import Generation, plan, rollout, turn_seed
 from carryon_eval.run import RunFolder
 from carryon_eval.schema import CONDITIONS, TABLE_COLUMNS, Message
-from carryon_eval.simulator import UserSimulator, clean_turn, parse_move, summarize_fidelity
+from carryon_eval.fidelity import parse_move, summarize_fidelity
+from carryon_eval.simulator import UserSimulator, clean_turn
 
 INTENT_A = "zqx-marker-alpha: I restore old pinball machines for a volunteer arcade and need to open coin doors"
 INTENT_B = "zqx-marker-bravo: I write a mystery novel and my detective must explain it plausibly"
