@@ -13,31 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from .ask import Request, ask, same_request
 from .dataset import Benchmark
+from .defaults import CONCURRENCY, EMPTY_REPLY_RETRIES
+from .endpoint import ChatEndpoint
 from .moves import BC_MOVES
 from .progress import Progress
 from .prompts import load_prompt
+from .records import Generation, Skipped
 from .run import RunFolder
 from .schema import CONDITIONS, Message, Transcript
 from .simulator import SimulatorError, UserSimulator
 
 STAGE = "target"
 ORACLE_PROMPT = "target/oracle"
-EMPTY_REPLY_RETRIES = 2     # an empty target reply is asked again (empty replies are never cached)
-
-
-@dataclass(frozen=True)
-class Generation:
-    """Target generation parameters."""
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    seed: int = 0
-
-    def public(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["EMPTY_REPLY_RETRIES", "Generation", "Job", "ORACLE_PROMPT", "RolloutSummary", "plan", "rollout",
+           "turn_seed"]
 
 
 def turn_seed(base: int, conversation_id: str, turn: int, role: str) -> int:
@@ -55,13 +49,13 @@ class Job:
     moves: tuple[str, ...] = ()
 
 
-def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[dict[str, str]]]:
+def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[Skipped]]:
     """All conversations to run, in order (turn1, oracle, then the dataset's), and those skipped with why."""
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown condition(s) {unknown}; expected some of {list(CONDITIONS)}")
     jobs: list[Job] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[Skipped] = []
     for qid, q in bench.queries.items():
         if "turn1" in conditions:
             jobs.append(Job(f"turn1:{qid}", qid, "turn1"))
@@ -69,8 +63,8 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[d
             if q.get("benign_intent"):
                 jobs.append(Job(f"oracle:{qid}", qid, "oracle"))
             else:
-                skipped.append({"conversation_id": f"oracle:{qid}", "condition": "oracle",
-                                "reason": "query has no benign_intent (the oracle prompt needs it)"})
+                skipped.append(Skipped(f"oracle:{qid}", "oracle",
+                                       "query has no benign_intent (the oracle prompt needs it)"))
     for conv in bench.conversations:
         flow = bench.flows[conv["flow_id"]]
         moves = tuple(flow["moves"])
@@ -78,8 +72,8 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[d
         if cond not in conditions:
             continue
         if any(m in BC_MOVES for m in moves) and not bench.queries[conv["query_id"]].get("benign_intent"):
-            skipped.append({"conversation_id": conv["conversation_id"], "condition": cond,
-                            "reason": "query has no benign_intent (benign clarification moves need it)"})
+            skipped.append(Skipped(conv["conversation_id"], cond,
+                                   "query has no benign_intent (benign clarification moves need it)"))
             continue
         jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, flow["flow_id"], moves))
     return jobs, skipped
@@ -97,9 +91,13 @@ def _chat_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
-async def rollout(bench: Benchmark, run: RunFolder, target: Any, simulator: UserSimulator, *,
+def _as_reply(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    return text, None          # any non-empty reply is the model's answer, kept as it came
+
+
+async def rollout(bench: Benchmark, run: RunFolder, target: ChatEndpoint, simulator: UserSimulator, *,
                   conditions: Sequence[str], gen: Generation, shared_turn1: bool = True,
-                  concurrency: int = 8, show_progress: Optional[bool] = None) -> RolloutSummary:
+                  concurrency: int = CONCURRENCY, show_progress: Optional[bool] = None) -> RolloutSummary:
     jobs, _ = plan(bench, conditions)
     existing = {t.conversation_id: t for t in run.transcripts()}
     todo = [j for j in jobs if j.conversation_id not in existing]
@@ -112,12 +110,11 @@ async def rollout(bench: Benchmark, run: RunFolder, target: Any, simulator: User
     async def reply(conversation_id: str, messages: Sequence[Message], turn: int) -> tuple[Message, Optional[str]]:
         """The target's reply; an empty one is asked again, and one still empty is kept as "" (the model's
         answer) with finish reason "empty", which the report counts."""
-        for _ in range(EMPTY_REPLY_RETRIES + 1):
-            result = await target.chat(_chat_messages(messages), stage=STAGE, temperature=gen.temperature,
-                                       max_tokens=gen.max_tokens,
-                                       seed=turn_seed(gen.seed, conversation_id, turn, "target"))
-            if result.text:
-                return Message(role="assistant", content=result.text, turn=turn, model=model), result.finish_reason
+        request = Request(_chat_messages(messages), temperature=gen.temperature, max_tokens=gen.max_tokens,
+                          seed=turn_seed(gen.seed, conversation_id, turn, "target"))
+        asked = await ask(target, request, _as_reply, stage=STAGE, retry=same_request(EMPTY_REPLY_RETRIES))
+        if asked.ok and asked.raw:
+            return Message(role="assistant", content=asked.raw, turn=turn, model=model), asked.finish_reason
         return Message(role="assistant", content="", turn=turn, model=model), "empty"
 
     def finish(job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,

@@ -19,6 +19,7 @@ from scripted_server import Fault, last_user_text
 from test_rollout import CONVERSATIONS, FLOWS, handler as rollout_handler, make_dataset
 
 from carryon_eval.cli import cli
+from carryon_eval.records import RunMeta
 from carryon_eval.rollout import turn_seed
 from carryon_eval.run import RunFolder
 
@@ -173,8 +174,9 @@ def test_rerun_with_other_settings_is_refused(scripted_server, dataset, tmp_path
     srv = scripted_server(handler, models=("tgt", "sim", "jdg", "tgt2"))
     out = tmp_path / "run"
     assert invoke("rollout", out).exit_code == 2           # not a run folder yet
-    RunFolder(out).start({"dataset": {"source": str(dataset), "revision": None, "manifest_sha256": None},
-                          "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}})
+    RunFolder(out).start(RunMeta.from_json({"dataset": {"source": str(dataset), "revision": None,
+                                                        "manifest_sha256": None},
+                                            "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}}))
     line = one_error_line(invoke(*remote(srv), "--model", "tgt2", "--dataset", dataset, "--out", out))
     assert "other settings" in line and "--out" in line
     assert srv.count() == 0
@@ -247,10 +249,10 @@ class StandInLocalServer:
 
 
 def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
-    from carryon_eval import cli as cli_module
+    from carryon_eval import app as app_module
     from carryon_eval.local_model import LOCAL_MODEL_NOTICE
 
-    monkeypatch.setattr(cli_module, "LocalModelServer", StandInLocalServer)
+    monkeypatch.setattr(app_module, "LocalModelServer", StandInLocalServer)
     StandInLocalServer.started.clear()
     StandInLocalServer.options.clear()
     out = tmp_path / "run"

@@ -125,8 +125,8 @@ def test_all_conditions_make_transcripts_of_the_right_shape(scripted_server, dat
                           "c1", "c2", "c3", "c4", "c5", "c6"}          # c7 (BC, q3 has no intent) skipped
     assert summary.total == summary.finished == 11 and not summary.failed
     _, skipped = plan(bench, CONDITIONS)
-    assert {s["conversation_id"] for s in skipped} == {"oracle:q3", "c7"}
-    assert all("benign_intent" in s["reason"] for s in skipped)
+    assert {s.conversation_id for s in skipped} == {"oracle:q3", "c7"}
+    assert all("benign_intent" in s.reason for s in skipped)
 
     for cid in ("turn1:q1", "oracle:q2"):
         t = by_id[cid]
