@@ -2,7 +2,8 @@
 
 - ``UsageError``: bad input ends with one line ``<prog>: error: <message>`` on stderr and exit code 2
   (no traceback, nothing half-written); each CLI subclasses it with its program name.
-- ``is_local(endpoint)``: no endpoint, or the word ``local``, means the embedded model.
+- ``is_local(endpoint)``: no endpoint, or the word ``local``, means the embedded model (defined with the
+  embedded model in carryon_eval.local_model).
 - ``endpoint_options(prefix=...)``: the options of one role where both CLIs name them alike
   (``--endpoint``, ``--model``, ``--api-key-env``), and ``concurrency_option`` / ``timeout_option``.
 - ``verbose_option``: ``--verbose`` logs the package's INFO messages (the client's retries and rate
@@ -17,8 +18,11 @@ from typing import Any, Callable, Optional
 import click
 
 from . import defaults
+from .local_model import LOCAL_ENDPOINT, is_local
 
-LOCAL_ENDPOINT = "local"
+__all__ = ["LOCAL_ENDPOINT", "UsageError", "concurrency_option", "configure_logging", "endpoint_options", "is_local",
+           "timeout_option", "verbose_option"]
+
 LOGGER = "carryon"            # every module logs under carryon.<module>
 
 
@@ -36,11 +40,6 @@ class UsageError(click.ClickException):
         text = str(self.message).strip()
         first = text.splitlines()[0] if text else "failed"
         click.echo(f"{self.prog}: error: {first}", err=True)
-
-
-def is_local(endpoint: Optional[str]) -> bool:
-    """True for the embedded default: no endpoint at all, or the word "local"."""
-    return endpoint is None or endpoint.strip().lower() == LOCAL_ENDPOINT
 
 
 # ---------------------------------------------------------------- options

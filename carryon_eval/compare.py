@@ -134,7 +134,8 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
 
 def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
     """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
-    from .plots import PlotsUnavailable, compare_plots, write_pngs
+    from .compare_plots import compare_plots
+    from .plots import PlotsUnavailable, write_pngs
 
     try:
         images, skipped = compare_plots(results)

@@ -41,6 +41,17 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
     return run
 
 
+def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> None:
+    from carryon_eval.records import Results
+
+    written = write_report(judged_run, make_bench(), n_resamples=50)
+    on_disk = json.loads((judged_run / "results.json").read_text())
+    assert list(on_disk)[:2] == ["schema_version", "model"] and on_disk["schema_version"] == 1
+    assert Results.from_json(on_disk).to_json() == on_disk == json.loads(json.dumps(written.to_json()))
+    del on_disk["schema_version"]                                         # a file from before the field
+    assert Results.from_json(on_disk).schema_version == 1
+
+
 def test_write_report_outputs(judged_run: Path) -> None:
     results = write_report(judged_run, make_bench(), n_resamples=200).to_json()
     on_disk = json.loads((judged_run / "results.json").read_text())
