@@ -127,10 +127,9 @@ class Session:
             self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
         return self._server
 
-    def endpoint(self, config: EndpointConfig, run: Optional[RunFolder] = None) -> Endpoint:
-        """An endpoint closed when the session ends; with a run folder it caches there and counts usage."""
-        ep = (Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage) if run is not None
-              else Endpoint(config))
+    def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends."""
+        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage)
         self._opened.append(ep)
         return ep
 
@@ -147,6 +146,16 @@ class Session:
         tokens = tokens_by_role(self.usage)
         if tokens:
             self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+
+
+async def check_configs(configs: Sequence[EndpointConfig]) -> None:
+    """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
+    probes = [Endpoint(c) for c in configs]
+    try:
+        await check_endpoints(probes)
+    finally:
+        for probe in probes:
+            await probe.aclose()
 
 
 async def check_endpoints(eps: Sequence[ChatEndpoint]) -> None:
@@ -302,7 +311,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
                        for role, c in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
-        await check_endpoints([session.endpoint(c) for c in configs.values()])
+        await check_configs(list(configs.values()))
         meta = run.start(meta)
         eps = {role: session.endpoint(c, run) for role, c in configs.items()}
         await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
@@ -337,7 +346,7 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
-    await check_endpoints([session.endpoint(cfg)])
+    await check_configs([cfg])
     return session.endpoint(cfg, run)
 
 

@@ -35,7 +35,7 @@ from .prompts import PromptError
 from .run import RunError
 from .schema import CONDITIONS
 
-LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS
+LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
 
 class CliError(UsageError):
