@@ -290,6 +290,15 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path):
     assert run.finished_ids() == {"a"}
 
 
+def test_read_jsonl_skips_corrupt_lines_and_a_torn_tail(tmp_path):
+    from carryon_eval.run import read_jsonl
+
+    path = tmp_path / "f.jsonl"
+    path.write_text('{"n": 1}\n{"n": 2, "bro\n\n[3]\n{"n": 4}\n{"n": 5}')   # corrupt, empty, not an object, torn
+    assert [d["n"] for d in read_jsonl(path)] == [1, 4]
+    assert list(read_jsonl(tmp_path / "missing.jsonl")) == []
+
+
 @pytest.mark.parametrize("raw, clean", [
     ('"Why not, though?"', "Why not, though?"),
     ("User: Hmm, let me think.", "Hmm, let me think."),
