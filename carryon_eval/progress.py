@@ -4,16 +4,18 @@
         ...
         bar.advance()
 
-Tokens come from a client.UsageLedger, grouped by role: the stage "target", the stage
+Tokens come from an endpoint.UsageLedger, grouped by role: the stage "target", the stage
 "user_simulator" (shown as "user"), every "judge*"/"fidelity*" stage (shown as "judge") and any
 other stage under its own name (e.g. the builder's stages). The line is drawn on a terminal only.
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 from tqdm import tqdm
+
+from .endpoint import UsageLedger
 
 
 def role_of(stage: str) -> str:
@@ -24,7 +26,7 @@ def role_of(stage: str) -> str:
     return stage
 
 
-def tokens_by_role(usage: Any) -> dict[str, int]:
+def tokens_by_role(usage: UsageLedger) -> dict[str, int]:
     """{role: prompt + completion tokens} from a UsageLedger snapshot ({"stage/model": row})."""
     totals: dict[str, int] = {}
     for name, row in usage.snapshot().items():
@@ -42,7 +44,7 @@ def human(n: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, desc: str, *, usage: Any = None, initial: int = 0,
+    def __init__(self, total: int, desc: str, *, usage: Optional[UsageLedger] = None, initial: int = 0,
                  unit: str = "conv", disable: Optional[bool] = None) -> None:
         self.usage = usage
         self.bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,

@@ -13,31 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from .ask import Request, ask, same_request
 from .dataset import Benchmark
+from .defaults import CONCURRENCY, EMPTY_REPLY_RETRIES
+from .endpoint import ChatEndpoint
 from .moves import BC_MOVES
 from .progress import Progress
 from .prompts import load_prompt
+from .records import Generation, Skipped
 from .run import RunFolder
 from .schema import CONDITIONS, Message, Transcript
 from .simulator import SimulatorError, UserSimulator
 
 STAGE = "target"
 ORACLE_PROMPT = "target/oracle"
-EMPTY_REPLY_RETRIES = 2     # an empty target reply is asked again (empty replies are never cached)
-
-
-@dataclass(frozen=True)
-class Generation:
-    """Target generation parameters."""
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    seed: int = 0
-
-    def public(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["EMPTY_REPLY_RETRIES", "Generation", "Job", "ORACLE_PROMPT", "RolloutSummary", "plan", "rollout",
+           "turn_seed"]
 
 
 def turn_seed(base: int, conversation_id: str, turn: int, role: str) -> int:
@@ -55,13 +49,13 @@ class Job:
     moves: tuple[str, ...] = ()
 
 
-def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[dict[str, str]]]:
+def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[Skipped]]:
     """All conversations to run, in order (turn1, oracle, then the dataset's), and those skipped with why."""
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown condition(s) {unknown}; expected some of {list(CONDITIONS)}")
     jobs: list[Job] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[Skipped] = []
     for qid, q in bench.queries.items():
         if "turn1" in conditions:
             jobs.append(Job(f"turn1:{qid}", qid, "turn1"))
@@ -69,8 +63,8 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[d
             if q.get("benign_intent"):
                 jobs.append(Job(f"oracle:{qid}", qid, "oracle"))
             else:
-                skipped.append({"conversation_id": f"oracle:{qid}", "condition": "oracle",
-                                "reason": "query has no benign_intent (the oracle prompt needs it)"})
+                skipped.append(Skipped(f"oracle:{qid}", "oracle",
+                                       "query has no benign_intent (the oracle prompt needs it)"))
     for conv in bench.conversations:
         flow = bench.flows[conv["flow_id"]]
         moves = tuple(flow["moves"])
@@ -78,8 +72,8 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[d
         if cond not in conditions:
             continue
         if any(m in BC_MOVES for m in moves) and not bench.queries[conv["query_id"]].get("benign_intent"):
-            skipped.append({"conversation_id": conv["conversation_id"], "condition": cond,
-                            "reason": "query has no benign_intent (benign clarification moves need it)"})
+            skipped.append(Skipped(conv["conversation_id"], cond,
+                                   "query has no benign_intent (benign clarification moves need it)"))
             continue
         jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, flow["flow_id"], moves))
     return jobs, skipped
@@ -97,103 +91,130 @@ def _chat_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
-async def rollout(bench: Benchmark, run: RunFolder, target: Any, simulator: UserSimulator, *,
-                  conditions: Sequence[str], gen: Generation, shared_turn1: bool = True,
-                  concurrency: int = 8, show_progress: Optional[bool] = None) -> RolloutSummary:
-    jobs, _ = plan(bench, conditions)
-    existing = {t.conversation_id: t for t in run.transcripts()}
-    todo = [j for j in jobs if j.conversation_id not in existing]
-    model = target.config.model
-    gate = asyncio.Semaphore(max(1, concurrency))
-    failed: dict[str, str] = {}
-    bar = Progress(len(jobs), "rollout", usage=target.usage, initial=len(jobs) - len(todo),
-                   disable=None if show_progress is None else not show_progress)
+def _as_reply(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    return text, None          # any non-empty reply is the model's answer, kept as it came
 
-    async def reply(conversation_id: str, messages: Sequence[Message], turn: int) -> tuple[Message, Optional[str]]:
+
+async def rollout(bench: Benchmark, run: RunFolder, target: ChatEndpoint, simulator: UserSimulator, *,
+                  conditions: Sequence[str], gen: Generation, shared_turn1: bool = True,
+                  concurrency: int = CONCURRENCY, show_progress: Optional[bool] = None) -> RolloutSummary:
+    """Play every planned conversation not yet in the run folder; see the module docstring."""
+    jobs, _ = plan(bench, conditions)
+    player = _Player(bench, run, target, simulator, conditions=conditions, gen=gen, shared_turn1=shared_turn1,
+                     concurrency=concurrency)
+    todo = [j for j in jobs if j.conversation_id not in player.existing]
+    already = len(jobs) - len(todo)
+    player.bar = Progress(len(jobs), "rollout", usage=target.usage, initial=already,
+                          disable=None if show_progress is None else not show_progress)
+    try:
+        await _all_of([player.turn1(qid) for qid in player.first_replies_needed(todo)])
+        await _all_of([player.converse(j) for j in todo if j.condition != "turn1"])
+    finally:
+        player.bar.close()
+    finished = len(run.finished_ids() & {j.conversation_id for j in jobs})
+    return RolloutSummary(total=len(jobs), finished=finished, new=finished - already, failed=player.failed)
+
+
+async def _all_of(coros: list[Any]) -> None:
+    """Run all; on the first error (or cancellation) cancel the rest and wait for them."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            await fut
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _Player:
+    """One rollout call's state: the target, the simulator, the shared turn-1 replies, the failures."""
+
+    def __init__(self, bench: Benchmark, run: RunFolder, target: ChatEndpoint, simulator: UserSimulator, *,
+                 conditions: Sequence[str], gen: Generation, shared_turn1: bool, concurrency: int) -> None:
+        self.bench, self.run, self.target, self.simulator = bench, run, target, simulator
+        self.conditions, self.gen, self.shared_turn1 = conditions, gen, shared_turn1
+        self.model = target.config.model
+        self.gate = asyncio.Semaphore(max(1, concurrency))
+        self.existing = {t.conversation_id: t for t in run.transcripts()}
+        self.first: dict[str, tuple[Message, Optional[str]]] = {}   # query_id -> turn-1 reply, finish reason
+        self.failed: dict[str, str] = {}
+        self.bar: Any = None
+
+    def first_replies_needed(self, todo: Sequence[Job]) -> set[str]:
+        """Queries whose turn-1 reply must be generated (their own turn1 transcript, or shared by bc/nc);
+        one already in transcripts.jsonl is reused."""
+        need = {j.query_id for j in todo if j.condition == "turn1"}
+        if self.shared_turn1:
+            need |= {j.query_id for j in todo if j.condition in ("bc", "nc")}
+        for qid in list(need):
+            done = self.existing.get(f"turn1:{qid}")
+            if done is not None:
+                self.first[qid] = (done.replies[0], (done.meta.get("finish_reasons") or [None])[0])
+                need.discard(qid)
+        return need
+
+    async def reply(self, conversation_id: str, messages: Sequence[Message],
+                    turn: int) -> tuple[Message, Optional[str]]:
         """The target's reply; an empty one is asked again, and one still empty is kept as "" (the model's
         answer) with finish reason "empty", which the report counts."""
-        for _ in range(EMPTY_REPLY_RETRIES + 1):
-            result = await target.chat(_chat_messages(messages), stage=STAGE, temperature=gen.temperature,
-                                       max_tokens=gen.max_tokens,
-                                       seed=turn_seed(gen.seed, conversation_id, turn, "target"))
-            if result.text:
-                return Message(role="assistant", content=result.text, turn=turn, model=model), result.finish_reason
-        return Message(role="assistant", content="", turn=turn, model=model), "empty"
+        gen = self.gen
+        request = Request(_chat_messages(messages), temperature=gen.temperature, max_tokens=gen.max_tokens,
+                          seed=turn_seed(gen.seed, conversation_id, turn, "target"))
+        asked = await ask(self.target, request, _as_reply, stage=STAGE, retry=same_request(EMPTY_REPLY_RETRIES))
+        if asked.ok and asked.raw:
+            return Message(role="assistant", content=asked.raw, turn=turn, model=self.model), asked.finish_reason
+        return Message(role="assistant", content="", turn=turn, model=self.model), "empty"
 
-    def finish(job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
+    def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
                **meta: Any) -> None:
-        run.append(Transcript(conversation_id=job.conversation_id, query_id=job.query_id, condition=job.condition,
-                              flow_id=job.flow_id, moves=list(job.moves), messages=messages, target_model=model,
-                              shared_turn1=shared, meta={"finish_reasons": finish_reasons, **meta}))
-        bar.advance()
+        self.run.append(Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
+                                   condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
+                                   messages=messages, target_model=self.model, shared_turn1=shared,
+                                   meta={"finish_reasons": finish_reasons, **meta}))
+        self.bar.advance()
 
-    # Phase 1: the turn-1 reply of every query that needs one (its own turn1 transcript, or shared bc/nc).
-    first: dict[str, tuple[Message, Optional[str]]] = {}
-    need_first = {j.query_id for j in todo if j.condition == "turn1"}
-    if shared_turn1:
-        need_first |= {j.query_id for j in todo if j.condition in ("bc", "nc")}
-    for qid in list(need_first):
-        done = existing.get(f"turn1:{qid}")
-        if done is not None:
-            first[qid] = (done.replies[0], (done.meta.get("finish_reasons") or [None])[0])
-            need_first.discard(qid)
+    async def turn1(self, qid: str) -> None:
+        async with self.gate:
+            query = Message(role="user", content=self.bench.queries[qid]["query"], turn=1)
+            self.first[qid] = await self.reply(f"turn1:{qid}", [query], 1)
+            if "turn1" in self.conditions and f"turn1:{qid}" not in self.existing:
+                answer, why = self.first[qid]
+                self.finish(Job(f"turn1:{qid}", qid, "turn1"), [query, answer], [why], self.shared_turn1)
 
-    async def turn1(qid: str) -> None:
-        async with gate:
-            query = Message(role="user", content=bench.queries[qid]["query"], turn=1)
-            first[qid] = await reply(f"turn1:{qid}", [query], 1)
-            if "turn1" in conditions and f"turn1:{qid}" not in existing:
-                finish(Job(f"turn1:{qid}", qid, "turn1"), [query, first[qid][0]], [first[qid][1]], shared_turn1)
+    def opening(self, job: Job, meta: dict[str, Any]) -> Message:
+        q = self.bench.queries[job.query_id]
+        if job.condition != "oracle":
+            return Message(role="user", content=q["query"], turn=1)
+        prompt = load_prompt(ORACLE_PROMPT)
+        meta["prompt"] = prompt.ref
+        return Message(role="user", content=prompt.render(query=q["query"], benign_intent=q["benign_intent"]),
+                       turn=1)
 
-    async def converse(job: Job) -> None:
-        async with gate:
-            q = bench.queries[job.query_id]
+    async def converse(self, job: Job) -> None:
+        async with self.gate:
+            q = self.bench.queries[job.query_id]
             meta: dict[str, Any] = {}
-            if job.condition == "oracle":
-                prompt = load_prompt(ORACLE_PROMPT)
-                opening = prompt.render(query=q["query"], benign_intent=q["benign_intent"])
-                meta["prompt"] = prompt.ref
-            else:
-                opening = q["query"]
-            messages = [Message(role="user", content=opening, turn=1)]
-            shared = shared_turn1 and job.condition in ("bc", "nc")
-            answer, why = first[job.query_id] if shared else await reply(job.conversation_id, messages, 1)
+            messages = [self.opening(job, meta)]
+            shared = self.shared_turn1 and job.condition in ("bc", "nc")
+            answer, why = self.first[job.query_id] if shared else await self.reply(job.conversation_id, messages, 1)
             messages.append(answer)
             reasons = [why]
             for turn, move in enumerate(job.moves, start=2):
                 try:
-                    user = await simulator.render(
+                    user = await self.simulator.render(
                         move, query=q["query"], history=messages, turn=turn,
-                        seed=turn_seed(gen.seed, job.conversation_id, turn, "user"),
+                        seed=turn_seed(self.gen.seed, job.conversation_id, turn, "user"),
                         benign_intent=q.get("benign_intent") if move in BC_MOVES else None)
                 except SimulatorError as exc:
-                    failed[job.conversation_id] = str(exc)
-                    run.record_failure(job.conversation_id, str(exc))
-                    bar.advance()
+                    self.failed[job.conversation_id] = str(exc)
+                    self.run.record_failure(job.conversation_id, str(exc))
+                    self.bar.advance()
                     return
                 messages.append(user)
-                answer, why = await reply(job.conversation_id, messages, turn)
+                answer, why = await self.reply(job.conversation_id, messages, turn)
                 messages.append(answer)
                 reasons.append(why)
             if job.moves:
-                meta["user_model"] = simulator.model
-            finish(job, messages, reasons, shared, **meta)
-
-    async def all_of(coros: list[Any]) -> None:
-        tasks = [asyncio.ensure_future(c) for c in coros]
-        try:
-            for fut in asyncio.as_completed(tasks):
-                await fut
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    already = len(jobs) - len(todo)
-    try:
-        await all_of([turn1(qid) for qid in need_first])
-        await all_of([converse(j) for j in todo if j.condition != "turn1"])
-    finally:
-        bar.close()
-    finished = len(run.finished_ids() & {j.conversation_id for j in jobs})
-    return RolloutSummary(total=len(jobs), finished=finished, new=finished - already, failed=failed)
+                meta["user_model"] = self.simulator.model
+            self.finish(job, messages, reasons, shared, **meta)

@@ -13,12 +13,16 @@ and the cache makes the already generated turns of an unfinished conversation fr
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
+import jsonlines
+
+from .records import RunMeta
 from .schema import Transcript
 
 RUN_FILE = "run.json"
@@ -26,26 +30,8 @@ TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CACHE_DIR = "cache"
 
-# Settings that shape the transcripts: a rerun into the same folder must agree on all of them.
-# (Endpoint URLs, API key variables and concurrency may change between reruns.)
-COMPATIBLE_KEYS: tuple[tuple[str, ...], ...] = (
-    ("dataset", "source"), ("dataset", "revision"), ("dataset", "manifest_sha256"),
-    ("roles", "target", "model"), ("roles", "user", "model"),
-    ("generation", "target"), ("generation", "user"),
-    ("conditions",), ("limit",), ("shared_turn1",), ("prompts",),
-)
-
-
 class RunError(Exception):
     """An unusable run folder; the message says why and what to do."""
-
-
-def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)  # type: ignore[assignment]
-    return d
 
 
 @contextlib.contextmanager
@@ -90,18 +76,16 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete JSON lines of a file; a torn last line (killed mid-write) is ignored."""
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete JSON object lines of an append-only file: a torn last line (killed mid-write, so
+    without its newline) is ignored, and so is a corrupt or non-object line. Every JSONL reader of a run
+    folder goes through this one."""
     if not path.is_file():
         return
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue
+        complete = itertools.takewhile(lambda line: line.endswith("\n"), fh)
+        with jsonlines.Reader(complete) as reader:
+            yield from reader.iter(type=dict, skip_invalid=True, skip_empty=True)
 
 
 def _repair_tail(path: Path) -> None:
@@ -144,7 +128,7 @@ class RunFolder:
     def exists(self) -> bool:
         return self.run_file.is_file()
 
-    def read_meta(self) -> dict[str, Any]:
+    def read_meta(self) -> RunMeta:
         if not self.path.is_dir():
             raise RunError(f"{self.path} is not a run folder (it does not exist)")
         if not self.exists():
@@ -155,24 +139,27 @@ class RunFolder:
             raise RunError(f"{self.run_file} is unreadable: {exc}") from None
         if not isinstance(meta, dict):
             raise RunError(f"{self.run_file} is not a JSON object")
-        return meta
+        try:
+            return RunMeta.from_json(meta)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RunError(f"{self.run_file} is not a run.json this version reads: {exc}") from None
 
-    def check(self, meta: dict[str, Any]) -> None:
+    def check(self, meta: RunMeta) -> None:
         """Raise RunError unless `meta` can start a new run here or resume the one already here."""
         if self.path.exists() and not self.path.is_dir():
             raise RunError(f"{self.path} exists and is not a folder")
         if self.exists():
-            old = self.read_meta()
-            for key in COMPATIBLE_KEYS:
-                if _get(old, key) != _get(meta, key):
+            old, new = self.read_meta().compatibility(), meta.compatibility()
+            for name, value in old.items():
+                if value != new[name]:
                     raise RunError(
-                        f"{self.path} holds a run with other settings ({'.'.join(key)}: "
-                        f"{json.dumps(_get(old, key))} there, {json.dumps(_get(meta, key))} now); "
+                        f"{self.path} holds a run with other settings ({name}: "
+                        f"{json.dumps(value)} there, {json.dumps(new[name])} now); "
                         "use another --out folder, or the same settings to resume")
         elif self.path.is_dir() and any(self.path.iterdir()):
             raise RunError(f"{self.path} is not empty and has no {RUN_FILE}; use an empty or new --out folder")
 
-    def start(self, meta: dict[str, Any]) -> dict[str, Any]:
+    def start(self, meta: RunMeta) -> RunMeta:
         """Create the run with `meta` as run.json, or resume the compatible run already here.
 
         Returns the run.json in force (the existing one when resuming)."""
@@ -181,7 +168,7 @@ class RunFolder:
             meta = self.read_meta()
         else:
             try:
-                write_json_atomic(self.run_file, meta)
+                write_json_atomic(self.run_file, meta.to_json())
             except OSError as exc:
                 raise RunError(f"cannot write {self.run_file}: {exc.strerror or exc}") from None
         self.prepare()
@@ -197,10 +184,10 @@ class RunFolder:
 
     # ------------------------------------------------------------ transcripts
     def transcripts(self) -> list[Transcript]:
-        return [Transcript.from_dict(d) for d in _read_lines(self.transcripts_file)]
+        return [Transcript.from_dict(d) for d in read_jsonl(self.transcripts_file)]
 
     def finished_ids(self) -> set[str]:
-        return {d["conversation_id"] for d in _read_lines(self.transcripts_file)}
+        return {d["conversation_id"] for d in read_jsonl(self.transcripts_file)}
 
     def append(self, transcript: Transcript) -> None:
         _append_line(self.transcripts_file, transcript.to_dict())
@@ -212,5 +199,5 @@ class RunFolder:
     def failures(self) -> dict[str, str]:
         """Conversations that failed and were not finished by a later rerun: id -> latest reason."""
         done = self.finished_ids()
-        return {d["conversation_id"]: d["reason"] for d in _read_lines(self.failures_file)
+        return {d["conversation_id"]: d["reason"] for d in read_jsonl(self.failures_file)
                 if d["conversation_id"] not in done}

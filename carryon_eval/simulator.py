@@ -11,17 +11,20 @@ Whether the rendered turns realise their moves is checked by the fidelity scorer
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
+from . import defaults
+from .ask import Request, ask, next_seed
+from .endpoint import ChatEndpoint
 from .moves import BC_MOVES, MOVES
 from .parsing import strip_reasoning
 from .prompts import Prompt, load_prompt, prompt_hashes
 from .schema import Message
 
 STAGE = "user_simulator"
-TEMPERATURE = 0.7
-MAX_TOKENS = 256
-EMPTY_RETRIES = 2            # after an empty turn, ask again this many times with a higher seed
+TEMPERATURE = defaults.USER_TEMPERATURE
+MAX_TOKENS = defaults.USER_MAX_TOKENS
+EMPTY_RETRIES = defaults.EMPTY_REPLY_RETRIES   # after an empty turn, ask again this many times, next seed each
 SHOWN_REPLY_CHARS = 2500     # an assistant reply longer than this is cut in the simulator's view
 
 
@@ -69,8 +72,13 @@ def clean_turn(text: Optional[str]) -> str:
     return text
 
 
+def _as_turn(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    turn = clean_turn(text)
+    return (turn, None) if turn else (None, "nothing left of the turn after cleaning")
+
+
 class UserSimulator:
-    def __init__(self, endpoint: Any, *, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, endpoint: ChatEndpoint, *, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS) -> None:
         self.endpoint = endpoint
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -95,13 +103,11 @@ class UserSimulator:
         The benign intent reaches the prompt only for BC moves; for the others it is dropped here."""
         intent = benign_intent if move in BC_MOVES else None
         content = self.prompt(move, query=query, history=history, benign_intent=intent)
-        messages = [{"role": "user", "content": content}]
-        for attempt in range(1 + EMPTY_RETRIES):
-            result = await self.endpoint.chat(messages, stage=STAGE, temperature=self.temperature,
-                                              max_tokens=self.max_tokens, seed=seed + attempt)
-            text = clean_turn(result.text)
-            if text:
-                return Message(role="user", content=text, turn=turn, move=move, model=self.model,
-                               prompt_version=move_prompt(move).ref)
+        request = Request([{"role": "user", "content": content}], temperature=self.temperature,
+                          max_tokens=self.max_tokens, seed=seed)
+        asked = await ask(self.endpoint, request, _as_turn, stage=STAGE, retry=next_seed(EMPTY_RETRIES))
+        if asked.ok and asked.value:
+            return Message(role="user", content=asked.value, turn=turn, move=move, model=self.model,
+                           prompt_version=move_prompt(move).ref)
         raise SimulatorError(f"user simulator gave an empty {move} turn (turn {turn}) "
                              f"{1 + EMPTY_RETRIES} times (seeds {seed}..{seed + EMPTY_RETRIES})")

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from scripted_server import Fault, last_user_text
+from scripted_server import Fault, last_user_text, script
 from test_rollout import CONVERSATIONS, FLOWS, handler as rollout_handler, make_dataset
 
 from carryon_eval.cli import cli
+from carryon_eval.records import RunMeta
 from carryon_eval.rollout import turn_seed
 from carryon_eval.run import RunFolder
 
@@ -173,11 +174,32 @@ def test_rerun_with_other_settings_is_refused(scripted_server, dataset, tmp_path
     srv = scripted_server(handler, models=("tgt", "sim", "jdg", "tgt2"))
     out = tmp_path / "run"
     assert invoke("rollout", out).exit_code == 2           # not a run folder yet
-    RunFolder(out).start({"dataset": {"source": str(dataset), "revision": None, "manifest_sha256": None},
-                          "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}})
+    RunFolder(out).start(RunMeta.from_json({"dataset": {"source": str(dataset), "revision": None,
+                                                        "manifest_sha256": None},
+                                            "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}}))
     line = one_error_line(invoke(*remote(srv), "--model", "tgt2", "--dataset", dataset, "--out", out))
     assert "other settings" in line and "--out" in line
     assert srv.count() == 0
+
+
+def test_run_json_without_schema_version_reads_as_version_1(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"roles": {"target": {"model": "tgt"}}, "notice": None}))
+    meta = RunFolder(out).read_meta()
+    assert meta.schema_version == 1 and meta.role("target").model == "tgt" and meta.skipped == []
+    assert meta.to_json()["schema_version"] == 1 and RunMeta.from_json(meta.to_json()) == meta
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_verbose_shows_the_clients_retry_messages(scripted_server, dataset, tmp_path, verbose):
+    srv = scripted_server(script([Fault.status(503, retry_after=0)], then=handler), models=("tgt", "sim", "jdg"))
+    args = [*remote(srv), "--dataset", dataset, "--out", tmp_path / "run", "--limit", 1, "--conditions", "turn1"]
+    result = invoke(*(["--verbose"] if verbose else []), *args)
+    assert result.exit_code == 0, result.output
+    assert srv.count(lambda b: b["model"] == "tgt") == 2                # the 503, then its retry
+    retries = [line for line in result.stderr.splitlines() if "HTTP 503" in line and "retry 1/" in line]
+    assert len(retries) == (1 if verbose else 0), result.stderr
 
 
 # ---------------------------------------------------------------- end to end
@@ -197,6 +219,7 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     meta = json.loads(meta_text)
     assert meta["roles"]["target"]["model"] == "tgt" and meta["roles"]["user"]["model"] == "sim"
     assert meta["roles"]["judge"]["model"] == "jdg" and meta["notice"] is None
+    assert meta["schema_version"] == 1 and json.loads((out / "results.json").read_text())["schema_version"] == 1
     assert meta["generation"]["target"] == {"temperature": 0.0, "max_tokens": 1024, "seed": 0}
     assert {s["conversation_id"] for s in meta["skipped"]} == {"oracle:q3", "c7"}
     assert len(RunFolder(out).transcripts()) == N_CONVERSATIONS
@@ -282,10 +305,10 @@ class StandInLocalServer:
 
 
 def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
-    from carryon_eval import cli as cli_module
+    from carryon_eval import app as app_module
     from carryon_eval.local_model import LOCAL_MODEL_NOTICE
 
-    monkeypatch.setattr(cli_module, "LocalModelServer", StandInLocalServer)
+    monkeypatch.setattr(app_module, "LocalModelServer", StandInLocalServer)
     StandInLocalServer.started.clear()
     StandInLocalServer.options.clear()
     out = tmp_path / "run"

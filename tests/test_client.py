@@ -112,10 +112,18 @@ def test_concurrent_identical_requests_share_one_call(scripted_server, tmp_path)
     assert usage.snapshot()[f"judge/{MODEL}"]["cache_hits"] == 2
 
 
-def test_endpoint_survives_a_new_event_loop(scripted_server):
+def test_endpoint_reopens_in_a_new_event_loop_after_aclose(scripted_server):
+    """Commands run in one event loop (carryon_eval.app); an endpoint closed there opens again in another."""
     srv = scripted_server(lambda body: "ok")
     ep = Endpoint(fast_config(srv))
-    run(ep.check())
+
+    async def check_then_close() -> None:
+        try:
+            await ep.check()
+        finally:
+            await ep.aclose()
+
+    run(check_then_close())
     assert run(one_chat(ep)).text == "ok"
     assert run(one_chat(ep, seed=1)).text == "ok"
 
@@ -382,7 +390,7 @@ def test_burst_of_429s_halves_concurrency_once(scripted_server):
         ep = Endpoint(fast_config(srv, concurrency=8))
         results = await asyncio.gather(*[ep.chat([{"role": "user", "content": f"q{i}"}], stage="s")
                                          for i in range(8)])
-        limit = ep._state.limiter.limit
+        limit = ep._limiter.limit
         await ep.aclose()
         return results, limit
 

@@ -401,14 +401,14 @@ def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_ser
                 "lenient": ({"turn1": 0.0, "oracle": 100.0, "bc": 100.0, "nc": 0.0},
                             {"turn1": 1.0, "oracle": 2.0, "bc": 2.0, "nc": 1.0}, 100.0)}
     for judge, (utility, harm, recovery) in expected.items():
-        results = write_report(run, make_bench(), n_resamples=50, judge=judge)
+        results = write_report(run, make_bench(), n_resamples=50, judge=judge).to_json()
         conds = results["conditions"]
         assert {c: conds[c]["utility"] for c in utility} == pytest.approx(utility), judge
         assert {c: conds[c]["harm"] for c in harm} == pytest.approx(harm), judge
         assert results["recovery"]["value"] == pytest.approx(recovery)
         assert results["judges"]["selected"] == judge and results["judges"]["utility"]["models"] == [judge]
         assert results["judges"]["present"] == ["judge", "lenient"] and results["judges"]["complete"] is True
-    own = write_report(run, make_bench(), n_resamples=50)
+    own = write_report(run, make_bench(), n_resamples=50).to_json()
     assert own["judges"]["selected"] == "judge"                                          # the run's own
     assert any("also judged by lenient" in n for n in own["notes"])
 

@@ -41,8 +41,19 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
     return run
 
 
+def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> None:
+    from carryon_eval.records import Results
+
+    written = write_report(judged_run, make_bench(), n_resamples=50)
+    on_disk = json.loads((judged_run / "results.json").read_text())
+    assert list(on_disk)[:2] == ["schema_version", "model"] and on_disk["schema_version"] == 1
+    assert Results.from_json(on_disk).to_json() == on_disk == json.loads(json.dumps(written.to_json()))
+    del on_disk["schema_version"]                                         # a file from before the field
+    assert Results.from_json(on_disk).schema_version == 1
+
+
 def test_write_report_outputs(judged_run: Path) -> None:
-    results = write_report(judged_run, make_bench(), n_resamples=200)
+    results = write_report(judged_run, make_bench(), n_resamples=200).to_json()
     on_disk = json.loads((judged_run / "results.json").read_text())
     assert on_disk["model"] == results["model"] == "target-model"
     for key in ("model", "conditions", "recovery", "unscored", "n", "by_turn", "move_effects", "turn1_bins",
@@ -94,7 +105,7 @@ def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
 
 def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", standard_transcripts())
-    results = write_report(run, make_bench(), n_resamples=50)
+    results = write_report(run, make_bench(), n_resamples=50).to_json()
     assert results["conditions"]["bc"]["utility"] is None
     assert results["conditions"]["bc"]["reasons"]["utility"]
     assert results["recovery"]["value"] is None and results["recovery"]["reason"]
@@ -124,7 +135,7 @@ def test_run_without_oracle_or_turn1_skips_bins_plot_with_reason(tmp_path: Path)
     (run / "plots").mkdir()
     (run / "plots" / "turn1_bins.png").write_bytes(b"stale")          # from an earlier report: must go
 
-    results = write_report(run, bench, n_resamples=50)
+    results = write_report(run, bench, n_resamples=50).to_json()
     plots = results["plots"]
     assert results["turn1_bins"]["unbinned"]["n"] == 4
     assert "4 conversation(s) could not be binned" in plots["skipped"]["turn1_bins"]
@@ -250,7 +261,7 @@ def test_report_without_matplotlib_says_so(judged_run: Path, monkeypatch: pytest
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # `import matplotlib` now raises ImportError
-    results = write_report(judged_run, make_bench(), n_resamples=50)
+    results = write_report(judged_run, make_bench(), n_resamples=50).to_json()
     assert results["plots"]["files"] == [] and "matplotlib is not installed" in results["plots"]["note"]
     assert any("matplotlib is not installed" in n for n in results["notes"])
     page = (judged_run / "report.html").read_text()

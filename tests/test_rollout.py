@@ -126,8 +126,8 @@ def test_all_conditions_make_transcripts_of_the_right_shape(scripted_server, dat
                           "c1", "c2", "c3", "c4", "c5", "c6"}          # c7 (BC, q3 has no intent) skipped
     assert summary.total == summary.finished == 11 and not summary.failed
     _, skipped = plan(bench, CONDITIONS)
-    assert {s["conversation_id"] for s in skipped} == {"oracle:q3", "c7"}
-    assert all("benign_intent" in s["reason"] for s in skipped)
+    assert {s.conversation_id for s in skipped} == {"oracle:q3", "c7"}
+    assert all("benign_intent" in s.reason for s in skipped)
 
     for cid in ("turn1:q1", "oracle:q2"):
         t = by_id[cid]
@@ -289,6 +289,15 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path):
     run.prepare()
     assert run.transcripts_file.read_text().endswith("}\n")
     assert run.finished_ids() == {"a"}
+
+
+def test_read_jsonl_skips_corrupt_lines_and_a_torn_tail(tmp_path):
+    from carryon_eval.run import read_jsonl
+
+    path = tmp_path / "f.jsonl"
+    path.write_text('{"n": 1}\n{"n": 2, "bro\n\n[3]\n{"n": 4}\n{"n": 5}')   # corrupt, empty, not an object, torn
+    assert [d["n"] for d in read_jsonl(path)] == [1, 4]
+    assert list(read_jsonl(tmp_path / "missing.jsonl")) == []
 
 
 @pytest.mark.parametrize("raw, clean", [

@@ -1,0 +1,386 @@
+"""The application layer of `carryon-eval`: one async function per command, run in one event loop.
+
+    asyncio.run(evaluate(EvaluateConfig(...), out))        # rollout -> [fidelity] -> judge -> report
+    asyncio.run(continue_rollout(RunOptions(rundir), out))  # and judge_folder, fidelity_folder, report_folder
+
+The CLI (carryon_eval.cli) parses options into these config records, makes the one ``asyncio.run`` and
+turns the package's errors into its one-line error. Everything else is here: which roles run on the
+embedded model and its lifetime (started on first need, stopped on any exit), the endpoint checks
+before anything is spent, the order of the phases, closing every endpoint, and the lines a user reads
+(through ``Output``: ``info`` to stdout, ``note`` to stderr).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Protocol, Sequence
+
+from . import __version__, defaults
+from .cache import ResponseCache
+from .cli_common import is_local
+from .client import Endpoint, EndpointConfig, UsageLedger
+from .dataset import Benchmark, load_benchmark
+from .endpoint import ChatEndpoint
+from .judge import UTILITY_MODES, JudgeError, judge_run
+from .judgments import judges_present
+from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
+from .progress import Progress, human, tokens_by_role
+from .prompts import load_prompt, prompt_hashes
+from .records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from .report import write_report
+from .rollout import ORACLE_PROMPT, plan, rollout
+from .run import RunFolder, write_json_atomic
+from .schema import CONDITIONS
+from .fidelity import check_fidelity
+from .simulator import UserSimulator
+
+ROLES = ("target", "user", "judge")
+SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
+FIDELITY_FILE = "fidelity.json"
+
+
+class ConfigError(Exception):
+    """Options that cannot run together (e.g. an endpoint URL without a model); one line."""
+
+
+class Output(Protocol):
+    """Where the application's lines go: ``info`` for results (stdout), ``note`` for progress (stderr)."""
+
+    def info(self, text: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+# ---------------------------------------------------------------- config records
+@dataclass(frozen=True)
+class RoleChoice:
+    """One role as the command line gives it; None = not given (the target's, or the run's)."""
+    endpoint: Optional[str] = None
+    model: Optional[str] = None
+    api_key_env: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Everything `carryon-eval [OPTIONS]` runs with."""
+    target: RoleChoice = RoleChoice(api_key_env=defaults.API_KEY_ENV)
+    user: RoleChoice = RoleChoice()
+    judge: RoleChoice = RoleChoice()
+    dataset: Optional[str] = None
+    revision: Optional[str] = None
+    out: Optional[Path] = None
+    limit: Optional[int] = None
+    conditions: Sequence[str] = CONDITIONS
+    concurrency: int = defaults.CONCURRENCY
+    max_tokens: Optional[int] = None
+    judge_max_tokens: Optional[int] = None
+    temperature: float = defaults.TARGET_TEMPERATURE
+    seed: int = defaults.SEED
+    shared_turn1: bool = True
+    fidelity: bool = False
+    utility_mode: str = "text"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A subcommand on an existing run folder; every None means "as the run's run.json says"."""
+    rundir: Path
+    target_endpoint: Optional[str] = None
+    user_endpoint: Optional[str] = None
+    judge: RoleChoice = RoleChoice()
+    concurrency: int = defaults.CONCURRENCY
+    utility_mode: Optional[str] = None
+    judge_max_tokens: Optional[int] = None
+
+
+# ---------------------------------------------------------------- one command's resources
+class Session:
+    """What one command holds: the embedded model (started when a role first needs it), the endpoints
+    it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
+
+    def __init__(self, out: Output, *, logprobs: bool = False) -> None:
+        self.out = out
+        self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
+        self.usage = UsageLedger()
+        self._stack = contextlib.ExitStack()
+        self._server: Optional[LocalModelServer] = None
+        self._opened: list[Endpoint] = []
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            for ep in self._opened:
+                await ep.aclose()
+        finally:
+            self._stack.close()
+
+    def local_server(self) -> LocalModelServer:
+        if self._server is None:
+            self.out.note("starting the embedded model (Gemma 3 270M via llama.cpp) ...")
+            self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
+        return self._server
+
+    def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends."""
+        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage)
+        self._opened.append(ep)
+        return ep
+
+    def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
+                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
+        """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+        if is_local(endpoint) if endpoint is not None else record.local:
+            srv = self.local_server()
+            return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
+                                 concurrency=concurrency)
+        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency)
+
+    def print_usage(self) -> None:
+        tokens = tokens_by_role(self.usage)
+        if tokens:
+            self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+
+
+async def check_configs(configs: Sequence[EndpointConfig]) -> None:
+    """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
+    probes = [Endpoint(c) for c in configs]
+    try:
+        await check_endpoints(probes)
+    finally:
+        for probe in probes:
+            await probe.aclose()
+
+
+async def check_endpoints(eps: Sequence[ChatEndpoint]) -> None:
+    """Every endpoint answers and serves its model; one check per distinct (URL, model)."""
+    seen: dict[tuple[str, str], ChatEndpoint] = {}
+    for ep in eps:
+        seen.setdefault((ep.config.base_url, ep.config.model), ep)
+    results = await asyncio.gather(*(ep.check() for ep in seen.values()), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+# ---------------------------------------------------------------- settings of a new run
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None) -> Path:
+    """Same command, same folder, so that rerunning a command resumes it."""
+    name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{f'__limit{limit}' if limit else ''}"
+
+
+def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int]) -> Benchmark:
+    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    return bench.limited(limit)
+
+
+def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
+    """Each role's choice with the target's as default, and which roles run on the embedded model.
+    Raises ConfigError when a remote role has no model."""
+    key = cfg.target.api_key_env or defaults.API_KEY_ENV
+    roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
+    for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
+        roles[name] = RoleChoice(endpoint=choice.endpoint if choice.endpoint is not None else cfg.target.endpoint,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key)
+    local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    for name, choice in roles.items():
+        if name not in local and not choice.model:
+            if name == "target":
+                raise ConfigError(f"--model is required with --endpoint {choice.endpoint}")
+            raise ConfigError(f"--{name}-model (or --model) is required with --{name}-endpoint {choice.endpoint}")
+    return roles, local
+
+
+def _manifest_sha(bench: Benchmark) -> Optional[str]:
+    if bench.manifest is None:
+        return None
+    return hashlib.sha256(json.dumps(bench.manifest, sort_keys=True).encode()).hexdigest()
+
+
+def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], local: set[str],
+                 skipped: list[Any]) -> RunMeta:
+    """run.json of a new run; local roles get LOCAL_MAX_TOKENS unless a cap was given."""
+    caps = defaults.LOCAL_MAX_TOKENS
+    return RunMeta(
+        carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+                           manifest_sha256=_manifest_sha(bench)),
+        roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
+        generation=RunGeneration(
+            target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
+                caps["target"] if "target" in local else defaults.TARGET_MAX_TOKENS)),
+            user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
+                            max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
+        judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS)),
+        conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
+        prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped))
+
+
+# ---------------------------------------------------------------- phases
+async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
+                        user: ChatEndpoint, concurrency: int, out: Output) -> None:
+    simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
+                              max_tokens=meta.generation.user.max_tokens)
+    summary = await rollout(bench, run, target, simulator, conditions=meta.conditions, gen=meta.generation.target,
+                            shared_turn1=meta.shared_turn1, concurrency=concurrency)
+    out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
+             f"({summary.new} new)")
+    if meta.skipped:
+        out.info(f"rollout: {len(meta.skipped)} conversation(s) skipped (listed in run.json 'skipped'): "
+                 f"{meta.skipped[0].reason}")
+    failures = run.failures()
+    if failures:
+        out.info(f"rollout: {len(failures)} conversation(s) failed (see {run.failures_file}; "
+                 "a rerun tries them again)")
+
+
+async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
+                         out: Output) -> dict[str, Any]:
+    transcripts = run.transcripts()
+    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
+    with Progress(n, "fidelity", usage=judge.usage, unit="turn") as bar:
+        result = await check_fidelity(transcripts, bench.queries, judge, concurrency=concurrency, progress=bar)
+    write_json_atomic(run.path / FIDELITY_FILE, result)
+    agree, leak = result["agreement"], result["intent_leak"]
+    out.info(f"fidelity: {result['n_turns']} user turns, move agreement "
+             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']} "
+             f"-> {run.path / FIDELITY_FILE}")
+    return result
+
+
+async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
+                      max_tokens: int, out: Output) -> None:
+    """The judge phase, awaited in this command's loop."""
+    if utility_mode not in UTILITY_MODES:
+        raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
+                             max_tokens=max_tokens)
+    u, s = judged.tallies["utility"], judged.tallies["safety"]
+    out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
+             f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
+             f"({s.unscored} unscored)")
+    if not judged.complete:
+        out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
+                 "asks for them again")
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> None:
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
+    write_report(run.path, bench, judge=judge)
+    out.info(f"results: {run.path / 'results.json'}")
+    out.info(f"report:  {run.path / 'report.html'}")
+
+
+# ---------------------------------------------------------------- commands
+async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
+    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report."""
+    roles, local = resolve_roles(cfg)
+    if local:
+        out.info(LOCAL_MODEL_NOTICE)
+    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local) as session:
+        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit)
+        jobs, skipped = plan(bench, cfg.conditions)
+        target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit))
+        out.info(f"run folder: {run.path}")
+        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run)")
+        for note in bench.notes:
+            out.info(f"dataset note: {note}")
+
+        # Local roles get the embedded model's address once it runs; run.json records them as "local".
+        configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
+                                        model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
+                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
+                   for role, c in roles.items()}
+        meta = new_run_meta(cfg, bench, configs, local, skipped)
+        run.check(meta)                      # an unusable folder fails before anything starts
+        if local:
+            srv = session.local_server()
+            configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
+                       for role, c in configs.items()}
+        # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
+        await check_configs(list(configs.values()))
+        meta = run.start(meta)
+        eps = {role: session.endpoint(c, run) for role, c in configs.items()}
+        await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
+        if cfg.fidelity:
+            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
+        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        session.print_usage()
+
+
+def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
+    run = RunFolder(rundir)
+    meta = run.read_meta()
+    if meta.notice:
+        out.info(meta.notice)
+    return run, meta, load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+
+
+async def continue_rollout(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
+    async with Session(out) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
+        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
+        run.prepare()
+        eps = [session.endpoint(target, run), session.endpoint(user, run)]
+        await check_endpoints(eps)
+        await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
+        session.print_usage()
+
+
+async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
+    cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
+                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
+    await check_configs([cfg])
+    return session.endpoint(cfg, run)
+
+
+async def judge_folder(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
+    async with Session(out) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        mode = opts.utility_mode or meta.judge.utility_mode
+        session.logprobs = mode == "logprobs"
+        judge = await _checked_judge(session, run, meta, opts)
+        await judge_phase(bench, run, judge, mode, opts.concurrency, opts.judge_max_tokens or meta.judge.max_tokens,
+                          out)
+        session.print_usage()
+
+
+async def fidelity_folder(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
+    async with Session(out) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        judge = await _checked_judge(session, run, meta, opts)
+        await fidelity_phase(bench, run, judge, opts.concurrency, out)
+        session.print_usage()
+
+
+async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
+    """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
+    judgments (those of judge model NAME when several judged the run)."""
+    run, _, bench = open_run(rundir, out)
+    report_phase(bench, run, out, judge)
+
+
+__all__ = ["EvaluateConfig", "Output", "RoleChoice", "RunOptions", "Session", "continue_rollout", "evaluate",
+           "fidelity_folder", "judge_folder", "report_folder"]
