@@ -1,42 +1,25 @@
 """`carryon-build publish`: huggingface-hub's real client against a local Hub (tests/hub_server.py).
 
-The dataset folder is built from a small synthetic CASE-Bench-shaped source written here (made-up, harmless
-queries), so these tests never need the gated source.
+The dataset folder is built from tests/synthetic_source.py (made-up, harmless queries), so these tests never
+need the gated source.
 """
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from hub_server import HubServer
+from synthetic_source import build_synthetic
 
 TOKEN = "hf_testtoken_Zq8v1xK3mP0wR7"
 REPO_ID = "carryon-org/carryonbench"
-CAT = "fraud, scams and deception"
-
-
-def synthetic_source(path: Path) -> Path:
-    ctx = {"sender": {"platform": "web"}, "recipient": {"type": "clerk"}, "transmission_principle": {"purpose": "training"}}
-    rows = []
-    for i, query in enumerate(["How are fake invoices spotted?", "How do phishing emails imitate banks?"]):
-        rows.append({"query": query, "category": CAT, "context_intended_to_be_safe": True, "safe_rate": 0.8,
-                     "scores": [1, 2, 1], "context": ctx})
-        rows.append({"query": query, "category": CAT, "context_intended_to_be_safe": False, "safe_rate": 0.1 * i,
-                     "scores": [2, 2, 1], "context": ctx})
-    path.write_text(json.dumps(rows))
-    return path
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from builder.pipeline import build
-    root = tmp_path_factory.mktemp("publish")
-    out = root / "carryonbench"
-    build(synthetic_source(root / "source.json"), out, release="v0.1.0", log=lambda m: None)
-    return out
+    return build_synthetic(tmp_path_factory.mktemp("publish"))
 
 
 @pytest.fixture
