@@ -13,6 +13,8 @@ from typing import Any, Callable, Optional
 import pyarrow
 
 from . import BUILDER_VERSION
+from .changelog import changelog_table
+from .citation import paper_bibtex, release_bibtex
 from .dataset_folder import card_yaml, render_card, write_dataset_folder
 from .domains import DOMAINS
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
@@ -120,6 +122,9 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
             "query, the `checklists` config has no rows (its Parquet file holds the schema only; `datasets` "
             "cannot load a config with no rows, read it with pyarrow) and there is no `provenance` config. "
             "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
+        "changelog": changelog_table(manifest),
+        "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
+            f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),
     }
     if not CARD_TEMPLATE.is_file():
         raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing (install with pip install -e .)")
