@@ -219,7 +219,7 @@ def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry
     another Hub. Exit 2 on a refusal (folder does not verify, tag exists elsewhere, Hub error), 1 when the
     remote check finds a difference.
     """
-    from .publish import PublishError, hub_client, plan_publish, publish as run_publish, scrub
+    from .publish import PublishError, hub_client, hub_errors, plan_publish, publish as run_publish, scrub
 
     try:
         plan = plan_publish(folder, repo_id, tag, private=private, gated=gated)
@@ -228,14 +228,13 @@ def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry
     if dry_run:
         click.echo(plan.describe())
         return
-    from huggingface_hub.errors import HfHubHTTPError
-
     api = None
     try:
         api = hub_client()
         done = run_publish(api, plan, log=lambda m: click.echo(m, err=True))
-    except (PublishError, HfHubHTTPError, OSError, ValueError, RuntimeError) as exc:
-        fail(scrub(" ".join(str(exc).split()) or type(exc).__name__, api))
+    except hub_errors() as exc:
+        where = "" if api is None or isinstance(exc, PublishError) else f"the Hub at {api.endpoint}: "
+        fail(scrub(where + (" ".join(str(exc).split()) or type(exc).__name__), api))
     for problem in done.problems:
         click.echo(f"MISMATCH remote {problem}")
     if done.problems:

@@ -15,6 +15,7 @@ Authorization header: it is never printed, logged or written, and is scrubbed fr
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,14 +58,14 @@ class PublishPlan:
     def describe(self) -> str:
         total = sum(f.size for f in self.files)
         lines = [f"publish {self.folder} -> dataset {self.repo_id}, tag {self.tag} (dry run: nothing is called)",
-                 f"  repository: create if missing ({'private' if self.private else 'public'}), "
-                 f"gated={self.gated} ({'manual approval' if self.gated == 'manual' else 'automatic approval'})",
-                 f"  commit: one commit on main adding {len(self.files)} files ({total:,} bytes) and deleting every "
-                 f"other remote file ({', '.join(sorted(HUB_MANAGED))} excepted)"]
+                 (f"  repository: create if missing ({'private' if self.private else 'public'}), "
+                  f"gated={self.gated} ({'manual approval' if self.gated == 'manual' else 'automatic approval'})"),
+                 (f"  commit: one commit on main adding {len(self.files)} files ({total:,} bytes) and deleting every "
+                  f"other remote file ({', '.join(sorted(HUB_MANAGED))} excepted)")]
         lines += [f"    add {f.path}  {f.size:,} bytes  sha256 {f.sha256[:16]}..." for f in self.files]
-        lines += [f"  tag: {self.tag} on that commit (refused if {self.tag} exists on another content)",
-                  f"  then: check the remote revision {self.tag} file by file against the MANIFEST, "
-                  "print its URL and BibTeX"]
+        lines += [f"  tag: {self.tag} on that commit (refused if {self.tag} already exists on other content)",
+                  (f"  then: check the remote revision {self.tag} file by file against the MANIFEST, "
+                   "print its URL and BibTeX")]
         return "\n".join(lines)
 
 
@@ -209,6 +210,18 @@ def hub_client(endpoint: Optional[str] = None) -> "HfApi":
         raise PublishError("no Hugging Face token: set HF_TOKEN (a write token) or log in with `hf auth login`")
     disable_progress_bars()
     return HfApi(endpoint=endpoint, token=token)
+
+
+def hub_errors() -> tuple[type[BaseException], ...]:
+    """What a publish can fail with short of a bug: refusals, the Hub's HTTP errors, and the transport's
+    (connection refused, timeouts; httpx2 or httpx, whichever this huggingface-hub uses)."""
+    errors: list[type[BaseException]] = [PublishError, OSError, ValueError, RuntimeError]
+    for name in ("httpx2", "httpx"):
+        try:
+            errors.append(importlib.import_module(name).HTTPError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(errors)
 
 
 def scrub(text: str, api: Optional["HfApi"]) -> str:

@@ -29,12 +29,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from scripted_server import ScriptedServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-from scripted_server import ScriptedServer
 
 _REPO = "/api/datasets/{org}/{name}"
 
@@ -219,7 +218,7 @@ class HubServer(ScriptedServer):
         return JSONResponse({"files": files})
 
     async def _lfs_batch(self, request: Request) -> Response:
-        repo, err = await self._guard(request)
+        _, err = await self._guard(request)
         if err:
             return err
         objects = []

@@ -6,12 +6,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from synthetic_source import build_synthetic
 
 from builder import BUILDER_VERSION
 from builder.changelog import changelog_rows, changelog_table
-from builder.citation import (DATASET_AUTHOR, DATASET_TITLE, PAPER_ARXIV, PAPER_AUTHORS, PAPER_TITLE,
-                              paper_bibtex, release_bibtex)
-from synthetic_source import build_synthetic
+from builder.citation import (
+    DATASET_AUTHOR,
+    DATASET_TITLE,
+    PAPER_ARXIV,
+    PAPER_AUTHORS,
+    PAPER_TITLE,
+    paper_bibtex,
+    release_bibtex,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 CFF = REPO / "CITATION.cff"
@@ -26,7 +33,7 @@ def test_citation_cff_validates_with_cffconvert():
 
 def test_citation_cff_agrees_with_the_package_card_and_releases_readme(tmp_path):
     cff = yaml.safe_load(CFF.read_text(encoding="utf-8"))
-    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE).group(1)
     assert cff["type"] == "software" and cff["title"] == DATASET_TITLE
     assert str(cff["version"]) == version == BUILDER_VERSION
     assert [a["name"] for a in cff["authors"]] == [DATASET_AUTHOR]

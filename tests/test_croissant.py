@@ -4,10 +4,10 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from synthetic_source import build_synthetic
 
 from builder.croissant import croissant, field_descriptions, split_card
 from builder.dataset_folder import file_entry
-from synthetic_source import build_synthetic
 
 RAI = ("rai:dataCollection", "rai:dataAnnotationProtocol", "rai:dataBiases", "rai:dataLimitations",
        "rai:personalSensitiveInformation", "rai:dataUseCases", "rai:dataSocialImpact")

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from hub_server import HubServer
 from synthetic_source import build_synthetic
 
@@ -148,6 +147,18 @@ def test_no_token_or_a_wrong_one_is_one_line_and_no_token_is_ever_output(built, 
     r = publish(built, hub, token=wrong, home=tmp_path)
     one_error_line(r, "401")
     assert wrong not in r.stdout + r.stderr and hub.seen_tokens == {wrong}
+
+
+def test_an_unreachable_hub_is_one_line(built, tmp_path):
+    import socket
+    from types import SimpleNamespace
+
+    with socket.socket() as sock:                     # a loopback port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        gone = SimpleNamespace(endpoint=f"http://127.0.0.1:{sock.getsockname()[1]}")
+    r = publish(built, gone, home=tmp_path)
+    one_error_line(r, f"the Hub at {gone.endpoint}: ")
+    assert TOKEN not in r.stdout + r.stderr
 
 
 def test_the_token_reaches_the_hub_and_no_output_or_file(built, hub, tmp_path):
