@@ -122,7 +122,11 @@ def check_remote(api: "HfApi", plan: PublishPlan, revision: str) -> list[str]:
                 problems.append(f"{want.path}: remote LFS sha256/size {got.lfs.sha256[:16]}.../{got.lfs.size} bytes, "
                                 f"MANIFEST {want.sha256[:16]}.../{want.size} bytes")
         else:
-            local = git_blob_id((plan.folder / want.path).read_bytes())
+            data = (plan.folder / want.path).read_bytes()
+            if hashlib.sha256(data).hexdigest() != want.sha256:
+                problems.append(f"{want.path}: the local file changed since it was verified")
+                continue
+            local = git_blob_id(data)
             if (got.blob_id, got.size) != (local, want.size):
                 problems.append(f"{want.path}: remote content (git blob {got.blob_id[:12]}, {got.size} bytes) is not "
                                 f"the MANIFEST's (git blob {local[:12]}, {want.size} bytes)")
