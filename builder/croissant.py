@@ -132,8 +132,9 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
         "description": sections.get("Overview") or body.split("\n## ", 1)[0].split("\n", 1)[-1].strip(),
         "version": version.group(1) if version else str(manifest.get("builder_version")),
         **({"datePublished": published} if published else {}),
-        "license": "https://huggingface.co/datasets/ORG/carryonbench/blob/main/README.md#access-and-gating",
-        "url": "https://huggingface.co/datasets/ORG/carryonbench",
+        # the card's license; the Hub address is not known at build time (publish chooses the repository)
+        "license": f"{header.get('license')}: {header.get('license_name')} (SORRY-Bench's terms apply: see "
+                   "conditionsOfAccess and the card's Access and gating section)",
         "creator": {"@type": "sc:Organization", "name": DATASET_AUTHOR},
         "citeAs": paper_bibtex(),
         "keywords": header.get("tags", []),
