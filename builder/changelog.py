@@ -4,7 +4,8 @@ frozen manifests in releases/ up to the release being built, so rebuilding an ol
 A frozen release is releases/vX.Y.Z/MANIFEST.json (written by `carryon-build freeze`) plus, written by hand when
 the release is cut, releases/vX.Y.Z/RELEASE.json: {"date": "YYYY-MM-DD", "changes": "what changed, in words"}.
 What the manifests themselves show changed (builder version, source, seed, counts, LLM stages) is added to the
-words. Without releases/ (e.g. installed from a wheel) the changelog holds the release being built alone.
+words. builder/releases is a symlink to the repository's releases/ and its JSON files are package data, so a
+build from a wheel writes the same card as one from the checkout.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-RELEASES_DIR = Path(__file__).resolve().parent.parent / "releases"
+RELEASES_DIR = Path(__file__).parent / "releases"        # -> ../releases (a symlink; package data)
 NOTES_FILE = "RELEASE.json"
 _VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 _COUNTED = ("queries", "checklists", "flows", "conversations")
