@@ -24,7 +24,8 @@ CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
 # The Croissant 1.0 JSON-LD context (as the spec and mlcroissant write it).
 CONTEXT: dict[str, Any] = {
     "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
-    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
+    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
     "data": {"@id": "cr:data", "@type": "@json"}, "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
     "dct": "http://purl.org/dc/terms/", "equivalentProperty": "cr:equivalentProperty",
     "examples": {"@id": "cr:examples", "@type": "@json"}, "extract": "cr:extract", "field": "cr:field",
@@ -129,7 +130,7 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
         "conformsTo": CONFORMS_TO,
         "name": str(manifest.get("name", "carryonbench")),
         "alternateName": header.get("pretty_name", "CarryOnBench"),
-        "description": sections.get("Overview") or body.split("\n## ", 1)[0].split("\n", 1)[-1].strip(),
+        "description": body.strip().split("\n## ", 1)[0].split("\n", 1)[-1].strip(),   # the card's lead
         "version": version.group(1) if version else str(manifest.get("builder_version")),
         **({"datePublished": published} if published else {}),
         # the card's license; the Hub address is not known at build time (publish chooses the repository)
@@ -146,7 +147,8 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
         "rai:dataBiases": BIASES,
         "rai:dataLimitations": sections.get("Limitations", ""),
         "rai:personalSensitiveInformation": PERSONAL_SENSITIVE,
-        "rai:dataUseCases": "\n\n".join(s for s in (sections.get("Intended use"), sections.get("Out-of-scope use")) if s),
+        "rai:dataUseCases": "\n\n".join(f"{title}:\n{sections[title]}" for title in ("Intended use", "Out-of-scope use")
+                                          if sections.get(title)),
         "rai:dataSocialImpact": sections.get("Access and gating", ""),
         "distribution": distribution,
         "recordSet": record_sets,

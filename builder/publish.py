@@ -3,11 +3,11 @@ then proof that the remote revision is exactly the MANIFEST.
 
 Order, each check refusing before anything is written when it fails: verify the folder (and that the tag names
 its release) -> if the tag exists, it must already hold exactly this folder (a published tag is never moved; a
-re-run then only re-checks) -> create the dataset repository if needed -> set gating (and visibility) -> one commit: every MANIFEST file plus
-MANIFEST.json added, every other remote file deleted (except the Hub's own .gitattributes), on top of the head we
-listed (parent_commit, so a concurrent push fails instead of mixing) -> the tag on that commit -> the remote
-check: the tag's target is the commit, every file's LFS sha256 (or, for a regular file, its git blob id) and size
-equal the local verified bytes, no extra file, gating as asked.
+re-run then only re-checks) -> create the dataset repository if needed -> set gating (and visibility) -> one
+commit: every MANIFEST file plus MANIFEST.json added, every other remote file deleted (except the Hub's own
+.gitattributes), on top of the head we listed (parent_commit, so a concurrent push fails instead of mixing) ->
+the tag on that commit -> the remote check: the tag's target is the commit, every file's LFS sha256 (or, for a
+regular file, its git blob id) and size equal the local verified bytes, no extra file, gating as asked.
 
 The token comes from HF_TOKEN or the huggingface-hub login (`get_token`) and goes only into the client's
 Authorization header: it is never printed, logged or written, and is scrubbed from error messages.
@@ -131,7 +131,8 @@ def check_remote(api: "HfApi", plan: PublishPlan, revision: str) -> list[str]:
                 problems.append(f"{want.path}: remote content (git blob {got.blob_id[:12]}, {got.size} bytes) is not "
                                 f"the MANIFEST's (git blob {local[:12]}, {want.size} bytes)")
     wanted = {f.path for f in plan.files} | HUB_MANAGED
-    problems += [f"{path}: on {plan.repo_id}@{revision} but not in the MANIFEST" for path in sorted(set(remote) - wanted)]
+    problems += [f"{path}: on {plan.repo_id}@{revision} but not in the MANIFEST"
+                 for path in sorted(set(remote) - wanted)]
     return problems
 
 
@@ -180,7 +181,8 @@ def publish(api: "HfApi", plan: PublishPlan, log: Callable[[str], None] = print)
                                f"not hold this folder ({differs[0]}); a published tag is never moved: publish a new "
                                "release under a new tag")
     api.create_repo(plan.repo_id, repo_type=REPO_TYPE, private=plan.private or None, exist_ok=True)
-    api.update_repo_settings(plan.repo_id, repo_type=REPO_TYPE, gated=plan.gated, private=True if plan.private else None)
+    api.update_repo_settings(plan.repo_id, repo_type=REPO_TYPE, gated=plan.gated,
+                             private=True if plan.private else None)
     log(f"publish: {plan.repo_id} exists, gated={plan.gated}{', private' if plan.private else ''}")
     committed = target is None
     if target is not None:

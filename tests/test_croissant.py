@@ -71,8 +71,10 @@ def test_responsible_ai_fields_and_gating(built):
         assert isinstance(d[key], str) and len(d[key]) > 80, key
     header, _ = split_card((built / "README.md").read_text())
     assert d["conditionsOfAccess"] == header["extra_gated_prompt"]
-    assert "gated" in d["rai:dataSocialImpact"] and "Out-of-scope" not in d["rai:dataUseCases"]
-    assert "Training models to comply" in d["rai:dataUseCases"]          # the card's out-of-scope list, too
+    assert "gated" in d["rai:dataSocialImpact"]
+    assert d["rai:dataUseCases"].startswith("Intended use:\n- Measuring whether a model recovers")
+    assert "\n\nOut-of-scope use:\n- Training models to comply" in d["rai:dataUseCases"]
+    assert d["description"].startswith("> **Content warning.**") and "CarryOnBench asks:" in d["description"]
     assert "Useless but Safe?" in d["citeAs"]
 
 
