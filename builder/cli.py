@@ -213,6 +213,50 @@ def freeze(folder: Path, dest: Path) -> None:
     click.echo(f"froze release {man['release']} into {dest}: MANIFEST.json + {', '.join(TEXT_FREE_CONFIGS)}")
 
 
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--repo-id", required=True, metavar="ORG/NAME", help="Dataset repository on the Hub.")
+@click.option("--tag", required=True, metavar="vX.Y.Z", help="The release's tag; must be the folder's release.")
+@click.option("--private", is_flag=True, help="Create (or switch) the repository private.")
+@click.option("--gated", type=click.Choice(["manual", "auto"]), default="manual", show_default=True,
+              help="Access requests approved by hand (SORRY-Bench's terms) or automatically.")
+@click.option("--dry-run", is_flag=True, help="Print the plan (files, sizes, operations, gating, tag); call nothing.")
+def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry_run: bool) -> None:
+    """Upload a verified FOLDER to the Hub as one gated commit, tag it, and check the remote file by file.
+
+    The token comes from HF_TOKEN or `hf auth login` and is never printed or written. HF_ENDPOINT selects
+    another Hub. Exit 2 on a refusal (folder does not verify, tag exists elsewhere, Hub error), 1 when the
+    remote check finds a difference.
+    """
+    from .publish import PublishError, hub_client, hub_errors, plan_publish, publish as run_publish, scrub
+
+    try:
+        plan = plan_publish(folder, repo_id, tag, private=private, gated=gated)
+    except PublishError as exc:
+        fail(str(exc))
+    if dry_run:
+        click.echo(plan.describe())
+        return
+    api = None
+    try:
+        api = hub_client()
+        done = run_publish(api, plan, log=lambda m: click.echo(m, err=True))
+    except hub_errors() as exc:
+        where = "" if api is None or isinstance(exc, PublishError) else f"the Hub at {api.endpoint}: "
+        fail(scrub(where + (" ".join(str(exc).split()) or type(exc).__name__), api))
+    for problem in done.problems:
+        click.echo(f"MISMATCH remote {problem}")
+    if done.problems:
+        click.echo(f"publish: the remote revision {tag} differs from the MANIFEST in {len(done.problems)} place(s)",
+                   err=True)
+        sys.exit(1)
+    click.echo(f"OK {repo_id}@{tag} is release {tag} exactly: commit {done.commit}, {len(plan.files)} files, "
+               f"gated={gated}")
+    click.echo(f"revision: {tag} (commit {done.commit})")
+    click.echo(f"url: {done.url}")
+    click.echo(done.bibtex)
+
+
 def main() -> None:
     cli()
 

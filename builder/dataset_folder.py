@@ -164,6 +164,8 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
         for config in declared_configs(tables):
             write_parquet(tmp / parquet_name(config), config, tables[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")
+        from .croissant import CROISSANT_FILE, croissant_json   # reads the Parquet files just written
+        (tmp / CROISSANT_FILE).write_text(croissant_json(tmp, card, manifest), encoding="utf-8")
         manifest = dict(manifest)
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_entry(p)
                              for p in sorted(tmp.rglob("*")) if p.is_file()}

@@ -14,6 +14,8 @@ from typing import Any, Callable, Optional
 import pyarrow
 
 from . import BUILDER_VERSION
+from .changelog import changelog_table
+from .citation import paper_bibtex, release_bibtex
 from .dataset_folder import card_yaml, configs_note, render_card, write_dataset_folder
 from .domains import DOMAINS
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
@@ -131,6 +133,9 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
             "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
             "query and there is no `checklists` or `provenance` config. "
             "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
+        "changelog": changelog_table(manifest),
+        "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
+            f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),
     }
     if not CARD_TEMPLATE.is_file():
         raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing from the builder package")
