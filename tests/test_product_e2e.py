@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from browser import chromium, render_headless
 from scripted_server import last_user_text
-from test_builder_llm import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
+from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
 
 from builder.source import load_source, select_queries
 from carryon_eval.prompts import load_prompt
