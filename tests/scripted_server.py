@@ -56,6 +56,9 @@ Helpers to build handlers
 - ``script([o1, o2, ...], then=None)``  call i gets outcome i; afterwards ``then`` (or an error if
   None). Outcomes and ``then`` may be callables ``body -> outcome``.
 - ``faults_then(reply, [Fault..., ...])``  the faults first, then ``reply`` forever.
+- ``rate_limited(seconds, then)``  a rate limiter: the first call opens a window of ``seconds`` and gets a
+  429 with that Retry-After; calls inside the window get 429 again (Retry-After = the time left);
+  after it, ``then``. A client that retries before Retry-After is refused, and the test sees it.
 - ``by_model({"target": h1, "judge": h2})``  dispatch on the request's model id.
 - ``last_user_text(body)`` / ``system_text(body)``  pick message text out of a request body.
 
@@ -66,6 +69,14 @@ Options
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
 - ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
+
+What the server observed
+------------------------
+- ``.requests`` / ``.count(pred)``: the chat request bodies, in arrival order.
+- ``.statuses``: the HTTP status each of those requests was answered with (same order; ``None`` while it
+  is still being handled; 499 = the client hung up before the reply, or ``Fault.drop()``).
+- ``.wait_idle()``: block until no chat request is being handled (e.g. until the server has noticed
+  that a client which timed out hung up), then return ``.statuses``.
 """
 from __future__ import annotations
 
@@ -86,7 +97,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then",
+__all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited",
            "by_model", "last_user_text", "system_text", "ScriptExhausted"]
 
 
@@ -181,6 +192,25 @@ def faults_then(reply: Any, faults: Iterable[Fault]) -> Handler:
     return script(list(faults), then=reply)
 
 
+def rate_limited(seconds: float, then: Any) -> Handler:
+    """A rate limiter: the first call gets a 429 with ``Retry-After: seconds`` and opens that window;
+    calls inside the window get a 429 again (Retry-After = the time left); later calls get ``then``
+    (str, Reply, Fault or callable)."""
+    lock = threading.Lock()
+    window: dict[str, float] = {}
+
+    def handler(body: dict) -> Any:
+        now = time.monotonic()
+        with lock:
+            if "until" not in window:
+                window["until"] = now + seconds
+                return Fault.status(429, retry_after=seconds)
+            left = window["until"] - now
+        return Fault.status(429, retry_after=round(left, 3)) if left > 0 else _resolve(then, body)
+
+    return handler
+
+
 def by_model(handlers: dict[str, Any]) -> Handler:
     """Dispatch on ``body["model"]``; values are handlers or fixed outcomes."""
     def handler(body: dict) -> Any:
@@ -262,6 +292,13 @@ class _PromptServer(uvicorn.Server):
                 pass
 
 
+@dataclass
+class _Exchange:
+    """One chat request as the server saw it: its body and the status it was answered with."""
+    body: dict
+    status: Optional[int] = None
+
+
 class ScriptedServer:
     """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
 
@@ -272,8 +309,10 @@ class ScriptedServer:
         self.supports_response_format = supports_response_format
         self.api_key = api_key
         self._lock = threading.Lock()
-        self._requests: list[dict] = []
+        self._exchanges: list[_Exchange] = []
         self._errors: list[str] = []
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0
         self._ids = itertools.count(1)
         self._server: Optional[_PromptServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -292,7 +331,21 @@ class ScriptedServer:
     def requests(self) -> list[dict]:
         """Copies of the JSON bodies of all chat requests received so far, in arrival order."""
         with self._lock:
-            return list(self._requests)
+            return [e.body for e in self._exchanges]
+
+    @property
+    def statuses(self) -> list[Optional[int]]:
+        """The HTTP status each chat request was answered with, in arrival order (None: not answered yet;
+        499: the client hung up before the reply, or ``Fault.drop()``)."""
+        with self._lock:
+            return [e.status for e in self._exchanges]
+
+    def wait_idle(self, timeout: float = 10.0) -> list[Optional[int]]:
+        """Block until no chat request is being handled (at most ``timeout`` s); return ``statuses``."""
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._in_flight == 0, timeout):
+                raise AssertionError(f"the scripted server still handles {self._in_flight} request(s)")
+        return self.statuses
 
     @property
     def errors(self) -> list[str]:
@@ -307,7 +360,7 @@ class ScriptedServer:
 
     def reset(self) -> None:
         with self._lock:
-            self._requests.clear()
+            self._exchanges.clear()
             self._errors.clear()
 
     # ---------------------------------------------------------------- lifecycle
@@ -385,8 +438,20 @@ class ScriptedServer:
                 raise ValueError("not an object")
         except ValueError:
             return _error(400, "We could not parse the JSON body of your request.", "invalid_request_error")
+        exchange = _Exchange(body)
         with self._lock:
-            self._requests.append(body)
+            self._exchanges.append(exchange)
+            self._in_flight += 1
+        try:
+            response = await self._answer(request, body)
+            exchange.status = response.status_code
+            return response
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    async def _answer(self, request: Request, body: dict) -> Response:
         model = body.get("model")
         if model not in self.models:
             return _error(404, f"The model `{model}` does not exist or you do not have access to it.",
