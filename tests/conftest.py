@@ -5,7 +5,8 @@ Helpers that several test modules use live in tests/helpers/ (a test module neve
   user simulator and judge that play it (`rollout_handler`, `evaluator_handler`);
 - helpers/judged_run.py: a two-query benchmark, transcripts, a run folder and a scripted judge;
 - helpers/builder_models.py: the builder's scripted stage models, `cli_args` and `read` for a built dataset,
-  and `SOURCE`, where the gated CASE-Bench source is read from.
+  and `SOURCE`, where the gated CASE-Bench source is read from;
+- helpers/hang_up_server.py: a TCP listener that hangs up on every connection (fixture `hang_up_server`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
+from helpers.hang_up_server import HangUpServer  # noqa: E402
 from helpers.rollout_data import make_dataset  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
@@ -47,6 +49,14 @@ def scripted_server() -> Iterator[Any]:
 def make_server(scripted_server: Any) -> Any:
     """Alias of ``scripted_server``."""
     return scripted_server
+
+
+@pytest.fixture
+def hang_up_server() -> Iterator[HangUpServer]:
+    """A server on 127.0.0.1 that closes every connection unanswered; ``.connections()`` counts them."""
+    server = HangUpServer()
+    yield server
+    server.stop()
 
 
 # ---------------------------------------------------------------- a made-up evaluator dataset

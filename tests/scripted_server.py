@@ -7,7 +7,8 @@ Starlette app served by uvicorn in a background thread on a free 127.0.0.1 port.
 Quick start
 -----------
     from scripted_server import ScriptedServer, Reply, Fault, script, faults_then
-    # (tests/conftest.py puts tests/ on sys.path, so this import works from any test file)
+    # (tests/conftest.py puts tests/ on sys.path, so this import works from any test file;
+    #  the outcomes and handler helpers are defined in tests/scripted_outcomes.py and re-exported here)
 
     def handler(body: dict):                      # body = the JSON of POST /v1/chat/completions
         return "Sure, here is how ..."           # str | Reply | Fault
@@ -89,7 +90,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
@@ -97,149 +98,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, faults_then, last_user_text,
+                               message_text, rate_limited, script, system_text)
+
 __all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited",
            "by_model", "last_user_text", "system_text", "ScriptExhausted"]
-
-
-# ---------------------------------------------------------------- outcomes
-@dataclass(frozen=True)
-class Reply:
-    """A normal chat completion. Token counts default to whitespace-word counts."""
-    text: Optional[str]
-    logprobs: Optional[Sequence[tuple[str, float]]] = None
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-    finish_reason: str = "stop"
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A scripted misbehaviour. Build with the class methods, not directly."""
-    kind: str                                   # status | delay | malformed | empty | drop
-    status_code: int = 200
-    retry_after: Optional[float] = None
-    message: Optional[str] = None
-    seconds: float = 0.0
-    then: Optional[Union[str, Reply]] = None
-    body: Optional[str] = None
-    content_type: str = "application/json"
-    content: Optional[str] = None
-
-    @classmethod
-    def status(cls, code: int, *, retry_after: Optional[float] = None, message: Optional[str] = None) -> "Fault":
-        """An OpenAI-style JSON error with HTTP ``code``; ``retry_after`` adds a Retry-After header."""
-        return cls("status", status_code=int(code), retry_after=retry_after, message=message)
-
-    @classmethod
-    def delay(cls, seconds: float, then: Union[str, Reply] = "delayed reply") -> "Fault":
-        """Sleep ``seconds`` (stop early if the client disconnects), then reply with ``then``."""
-        return cls("delay", seconds=float(seconds), then=then)
-
-    @classmethod
-    def malformed(cls, body: str = '{"id": "chatcmpl-broken", "choices": [{"message": ',
-                  content_type: str = "application/json") -> "Fault":
-        """HTTP 200 whose body is not valid JSON."""
-        return cls("malformed", body=body, content_type=content_type)
-
-    @classmethod
-    def empty(cls, content: Optional[str] = None) -> "Fault":
-        """HTTP 200 with message content ``None`` (null) or ``""``."""
-        return cls("empty", content=content)
-
-    @classmethod
-    def drop(cls) -> "Fault":
-        """Close the connection without sending a response."""
-        return cls("drop")
-
-
-Outcome = Union[str, Reply, Fault]
-Handler = Callable[[dict], Union[Outcome, Awaitable[Outcome]]]
-
-
-class ScriptExhausted(AssertionError):
-    """A ``script`` handler was called more often than it has outcomes."""
-
-
-# ---------------------------------------------------------------- handler helpers
-def _resolve(outcome: Any, body: dict) -> Any:
-    return outcome(body) if callable(outcome) else outcome
-
-
-def script(outcomes: Iterable[Any], *, then: Any = None) -> Handler:
-    """Handler returning ``outcomes[i]`` on the i-th call (0-based), then ``then`` forever.
-
-    Each outcome (and ``then``) is a str, Reply, Fault or a callable ``body -> outcome``.
-    With ``then=None`` an extra call is an error (HTTP 418 + ``server.errors``).
-    """
-    items = list(outcomes)
-    counter = itertools.count()
-    lock = threading.Lock()
-
-    def handler(body: dict) -> Any:
-        with lock:
-            i = next(counter)
-        if i < len(items):
-            return _resolve(items[i], body)
-        if then is None:
-            raise ScriptExhausted(f"script has {len(items)} outcome(s) but got call #{i + 1}")
-        return _resolve(then, body)
-
-    return handler
-
-
-def faults_then(reply: Any, faults: Iterable[Fault]) -> Handler:
-    """The given faults on the first calls, then ``reply`` (str, Reply or callable) on every later call."""
-    return script(list(faults), then=reply)
-
-
-def rate_limited(seconds: float, then: Any) -> Handler:
-    """A rate limiter: the first call gets a 429 with ``Retry-After: seconds`` and opens that window;
-    calls inside the window get a 429 again (Retry-After = the time left); later calls get ``then``
-    (str, Reply, Fault or callable)."""
-    lock = threading.Lock()
-    window: dict[str, float] = {}
-
-    def handler(body: dict) -> Any:
-        now = time.monotonic()
-        with lock:
-            if "until" not in window:
-                window["until"] = now + seconds
-                return Fault.status(429, retry_after=seconds)
-            left = window["until"] - now
-        return Fault.status(429, retry_after=round(left, 3)) if left > 0 else _resolve(then, body)
-
-    return handler
-
-
-def by_model(handlers: dict[str, Any]) -> Handler:
-    """Dispatch on ``body["model"]``; values are handlers or fixed outcomes."""
-    def handler(body: dict) -> Any:
-        try:
-            h = handlers[body.get("model")]
-        except KeyError:
-            raise AssertionError(f"no scripted handler for model {body.get('model')!r}") from None
-        return _resolve(h, body)
-    return handler
-
-
-def _text_of(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):   # content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
-def last_user_text(body: dict) -> str:
-    """Content of the last user message of a chat request body ("" if none)."""
-    for m in reversed(body.get("messages") or []):
-        if m.get("role") == "user":
-            return _text_of(m)
-    return ""
-
-
-def system_text(body: dict) -> str:
-    """Concatenated content of the system messages of a chat request body ("" if none)."""
-    return "\n".join(_text_of(m) for m in body.get("messages") or [] if m.get("role") == "system")
 
 
 # ---------------------------------------------------------------- the server
@@ -442,12 +305,13 @@ class ScriptedServer:
         with self._lock:
             self._exchanges.append(exchange)
             self._in_flight += 1
+        response: Optional[Response] = None
         try:
             response = await self._answer(request, body)
-            exchange.status = response.status_code
             return response
         finally:
             with self._idle:
+                exchange.status = response.status_code if response is not None else None
                 self._in_flight -= 1
                 self._idle.notify_all()
 
@@ -507,7 +371,7 @@ class ScriptedServer:
         text = reply.text
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
-            prompt_tokens = sum(_words(_text_of(m)) for m in body.get("messages") or [] if isinstance(m, dict))
+            prompt_tokens = sum(_words(message_text(m)) for m in body.get("messages") or [] if isinstance(m, dict))
         completion_tokens = reply.completion_tokens
         if completion_tokens is None:
             completion_tokens = _words(text or "")

@@ -8,7 +8,6 @@ import http.client
 import json
 import logging
 import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -248,46 +247,6 @@ def test_check_wrong_port_fails_fast():
     msg = str(info.value)
     assert msg.startswith(f"cannot reach endpoint {url}: ") and "\n" not in msg
     assert f"[Errno {errno.ECONNREFUSED}]" in msg       # the refusal itself, not a wait for a timeout
-
-
-class HangUpServer:
-    """A TCP listener on 127.0.0.1 that closes every connection without a byte; counts them."""
-
-    def __init__(self) -> None:
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self._sock.settimeout(0.1)
-        self.port = self._sock.getsockname()[1]
-        self._count = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except (socket.timeout, OSError):
-                continue
-            with self._lock:
-                self._count += 1
-            conn.close()
-
-    def connections(self) -> int:
-        with self._lock:
-            return self._count
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._sock.close()
-
-
-@pytest.fixture
-def hang_up_server():
-    server = HangUpServer()
-    yield server
-    server.stop()
 
 
 def test_check_is_one_attempt_not_retried(hang_up_server):
