@@ -7,7 +7,8 @@ Starlette app served by uvicorn in a background thread on a free 127.0.0.1 port.
 Quick start
 -----------
     from scripted_server import ScriptedServer, Reply, Fault, script, faults_then
-    # (tests/conftest.py puts tests/ on sys.path, so this import works from any test file)
+    # (tests/conftest.py puts tests/ on sys.path, so this import works from any test file;
+    #  the outcomes and handler helpers are defined in tests/scripted_outcomes.py and re-exported here)
 
     def handler(body: dict):                      # body = the JSON of POST /v1/chat/completions
         return "Sure, here is how ..."           # str | Reply | Fault
@@ -56,6 +57,9 @@ Helpers to build handlers
 - ``script([o1, o2, ...], then=None)``  call i gets outcome i; afterwards ``then`` (or an error if
   None). Outcomes and ``then`` may be callables ``body -> outcome``.
 - ``faults_then(reply, [Fault..., ...])``  the faults first, then ``reply`` forever.
+- ``rate_limited(seconds, then)``  a rate limiter: the first call opens a window of ``seconds`` and gets a
+  429 with that Retry-After; calls inside the window get 429 again (Retry-After = the time left);
+  after it, ``then``. A client that retries before Retry-After is refused, and the test sees it.
 - ``by_model({"target": h1, "judge": h2})``  dispatch on the request's model id.
 - ``last_user_text(body)`` / ``system_text(body)``  pick message text out of a request body.
 
@@ -66,6 +70,14 @@ Options
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
 - ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
+
+What the server observed
+------------------------
+- ``.requests`` / ``.count(pred)``: the chat request bodies, in arrival order.
+- ``.statuses``: the HTTP status each of those requests was answered with (same order; ``None`` while it
+  is still being handled; 499 = the client hung up before the reply, or ``Fault.drop()``).
+- ``.wait_idle()``: block until no chat request is being handled (e.g. until the server has noticed
+  that a client which timed out hung up), then return ``.statuses``.
 """
 from __future__ import annotations
 
@@ -78,7 +90,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
@@ -86,130 +98,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then",
+from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, faults_then, last_user_text,
+                               message_text, rate_limited, script, system_text)
+
+__all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited",
            "by_model", "last_user_text", "system_text", "ScriptExhausted"]
-
-
-# ---------------------------------------------------------------- outcomes
-@dataclass(frozen=True)
-class Reply:
-    """A normal chat completion. Token counts default to whitespace-word counts."""
-    text: Optional[str]
-    logprobs: Optional[Sequence[tuple[str, float]]] = None
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-    finish_reason: str = "stop"
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A scripted misbehaviour. Build with the class methods, not directly."""
-    kind: str                                   # status | delay | malformed | empty | drop
-    status_code: int = 200
-    retry_after: Optional[float] = None
-    message: Optional[str] = None
-    seconds: float = 0.0
-    then: Optional[Union[str, Reply]] = None
-    body: Optional[str] = None
-    content_type: str = "application/json"
-    content: Optional[str] = None
-
-    @classmethod
-    def status(cls, code: int, *, retry_after: Optional[float] = None, message: Optional[str] = None) -> "Fault":
-        """An OpenAI-style JSON error with HTTP ``code``; ``retry_after`` adds a Retry-After header."""
-        return cls("status", status_code=int(code), retry_after=retry_after, message=message)
-
-    @classmethod
-    def delay(cls, seconds: float, then: Union[str, Reply] = "delayed reply") -> "Fault":
-        """Sleep ``seconds`` (stop early if the client disconnects), then reply with ``then``."""
-        return cls("delay", seconds=float(seconds), then=then)
-
-    @classmethod
-    def malformed(cls, body: str = '{"id": "chatcmpl-broken", "choices": [{"message": ',
-                  content_type: str = "application/json") -> "Fault":
-        """HTTP 200 whose body is not valid JSON."""
-        return cls("malformed", body=body, content_type=content_type)
-
-    @classmethod
-    def empty(cls, content: Optional[str] = None) -> "Fault":
-        """HTTP 200 with message content ``None`` (null) or ``""``."""
-        return cls("empty", content=content)
-
-    @classmethod
-    def drop(cls) -> "Fault":
-        """Close the connection without sending a response."""
-        return cls("drop")
-
-
-Outcome = Union[str, Reply, Fault]
-Handler = Callable[[dict], Union[Outcome, Awaitable[Outcome]]]
-
-
-class ScriptExhausted(AssertionError):
-    """A ``script`` handler was called more often than it has outcomes."""
-
-
-# ---------------------------------------------------------------- handler helpers
-def _resolve(outcome: Any, body: dict) -> Any:
-    return outcome(body) if callable(outcome) else outcome
-
-
-def script(outcomes: Iterable[Any], *, then: Any = None) -> Handler:
-    """Handler returning ``outcomes[i]`` on the i-th call (0-based), then ``then`` forever.
-
-    Each outcome (and ``then``) is a str, Reply, Fault or a callable ``body -> outcome``.
-    With ``then=None`` an extra call is an error (HTTP 418 + ``server.errors``).
-    """
-    items = list(outcomes)
-    counter = itertools.count()
-    lock = threading.Lock()
-
-    def handler(body: dict) -> Any:
-        with lock:
-            i = next(counter)
-        if i < len(items):
-            return _resolve(items[i], body)
-        if then is None:
-            raise ScriptExhausted(f"script has {len(items)} outcome(s) but got call #{i + 1}")
-        return _resolve(then, body)
-
-    return handler
-
-
-def faults_then(reply: Any, faults: Iterable[Fault]) -> Handler:
-    """The given faults on the first calls, then ``reply`` (str, Reply or callable) on every later call."""
-    return script(list(faults), then=reply)
-
-
-def by_model(handlers: dict[str, Any]) -> Handler:
-    """Dispatch on ``body["model"]``; values are handlers or fixed outcomes."""
-    def handler(body: dict) -> Any:
-        try:
-            h = handlers[body.get("model")]
-        except KeyError:
-            raise AssertionError(f"no scripted handler for model {body.get('model')!r}") from None
-        return _resolve(h, body)
-    return handler
-
-
-def _text_of(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):   # content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
-def last_user_text(body: dict) -> str:
-    """Content of the last user message of a chat request body ("" if none)."""
-    for m in reversed(body.get("messages") or []):
-        if m.get("role") == "user":
-            return _text_of(m)
-    return ""
-
-
-def system_text(body: dict) -> str:
-    """Concatenated content of the system messages of a chat request body ("" if none)."""
-    return "\n".join(_text_of(m) for m in body.get("messages") or [] if m.get("role") == "system")
 
 
 # ---------------------------------------------------------------- the server
@@ -262,6 +155,13 @@ class _PromptServer(uvicorn.Server):
                 pass
 
 
+@dataclass
+class _Exchange:
+    """One chat request as the server saw it: its body and the status it was answered with."""
+    body: dict
+    status: Optional[int] = None
+
+
 class ScriptedServer:
     """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
 
@@ -272,8 +172,10 @@ class ScriptedServer:
         self.supports_response_format = supports_response_format
         self.api_key = api_key
         self._lock = threading.Lock()
-        self._requests: list[dict] = []
+        self._exchanges: list[_Exchange] = []
         self._errors: list[str] = []
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0
         self._ids = itertools.count(1)
         self._server: Optional[_PromptServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -292,7 +194,21 @@ class ScriptedServer:
     def requests(self) -> list[dict]:
         """Copies of the JSON bodies of all chat requests received so far, in arrival order."""
         with self._lock:
-            return list(self._requests)
+            return [e.body for e in self._exchanges]
+
+    @property
+    def statuses(self) -> list[Optional[int]]:
+        """The HTTP status each chat request was answered with, in arrival order (None: not answered yet;
+        499: the client hung up before the reply, or ``Fault.drop()``)."""
+        with self._lock:
+            return [e.status for e in self._exchanges]
+
+    def wait_idle(self, timeout: float = 10.0) -> list[Optional[int]]:
+        """Block until no chat request is being handled (at most ``timeout`` s); return ``statuses``."""
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._in_flight == 0, timeout):
+                raise AssertionError(f"the scripted server still handles {self._in_flight} request(s)")
+        return self.statuses
 
     @property
     def errors(self) -> list[str]:
@@ -307,7 +223,7 @@ class ScriptedServer:
 
     def reset(self) -> None:
         with self._lock:
-            self._requests.clear()
+            self._exchanges.clear()
             self._errors.clear()
 
     # ---------------------------------------------------------------- lifecycle
@@ -385,8 +301,21 @@ class ScriptedServer:
                 raise ValueError("not an object")
         except ValueError:
             return _error(400, "We could not parse the JSON body of your request.", "invalid_request_error")
+        exchange = _Exchange(body)
         with self._lock:
-            self._requests.append(body)
+            self._exchanges.append(exchange)
+            self._in_flight += 1
+        response: Optional[Response] = None
+        try:
+            response = await self._answer(request, body)
+            return response
+        finally:
+            with self._idle:
+                exchange.status = response.status_code if response is not None else None
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    async def _answer(self, request: Request, body: dict) -> Response:
         model = body.get("model")
         if model not in self.models:
             return _error(404, f"The model `{model}` does not exist or you do not have access to it.",
@@ -442,7 +371,7 @@ class ScriptedServer:
         text = reply.text
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
-            prompt_tokens = sum(_words(_text_of(m)) for m in body.get("messages") or [] if isinstance(m, dict))
+            prompt_tokens = sum(_words(message_text(m)) for m in body.get("messages") or [] if isinstance(m, dict))
         completion_tokens = reply.completion_tokens
         if completion_tokens is None:
             completion_tokens = _words(text or "")

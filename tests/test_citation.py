@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from synthetic_source import build_synthetic
+from helpers.synthetic_source import build_synthetic
 
 from builder import BUILDER_VERSION
 from builder.changelog import changelog_rows, changelog_table

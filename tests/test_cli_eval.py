@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from scripted_server import Fault, last_user_text, script
-from test_rollout import CONVERSATIONS, FLOWS, handler as rollout_handler, make_dataset
+from helpers.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as handler, make_dataset
 
 from carryon_eval.cli import cli
 from carryon_eval.records import RunMeta
@@ -25,22 +23,6 @@ from carryon_eval.run import RunFolder
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
 SECRET = "sk-test-secret-value-42"
-
-
-def handler(body: dict) -> Any:
-    """tgt / sim as in test_rollout; jdg answers the utility, safety and fidelity questions."""
-    if body["model"] != "jdg":
-        return rollout_handler(body)
-    text = last_user_text(body)
-    if "checking whether a reply" in text:
-        return "yes" if "Answer #" in text else "no"
-    if "rating how harmful" in text:
-        return "1"
-    if "Classify that next message" in text:
-        return "pushback"
-    if "hidden purpose" in text:
-        return "no"
-    raise AssertionError(f"unexpected judge prompt: {text[:80]}")
 
 
 def invoke(*args: Any, env: dict[str, str] | None = None) -> Any:
@@ -53,11 +35,6 @@ def one_error_line(result: Any) -> str:
     assert len(lines) == 1 and lines[0].startswith("carryon-eval: error: "), result.stderr
     assert "Traceback" not in result.output
     return lines[0]
-
-
-@pytest.fixture
-def dataset(tmp_path: Path) -> Path:
-    return make_dataset(tmp_path / "data")
 
 
 def remote(srv: Any, *extra: Any) -> list[Any]:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from test_builder import row
-from test_builder_llm import JUDGE, MAIN_MODELS, Scripted, _source_rows, cli_args, run_cli
-from test_product_e2e import SOURCE
+from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args
+from helpers.synthetic_source import write_llm_source
+from test_builder_llm import run_cli
 
 from builder.dataset_folder import file_entry, parquet_name, write_parquet
 from builder.declared import declared_config_names, feature_type, field_tables
@@ -83,9 +84,7 @@ class ItemFilterDrops(Scripted):
 
 @pytest.fixture(scope="module")
 def synthetic_source(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("source") / "casebench_synthetic.json"
-    path.write_text(json.dumps(_source_rows(), indent=1), encoding="utf-8")
-    return path
+    return write_llm_source(tmp_path_factory.mktemp("source") / "casebench_synthetic.json")
 
 
 @pytest.fixture(scope="module")

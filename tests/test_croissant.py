@@ -4,7 +4,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from synthetic_source import build_synthetic
+from helpers.synthetic_source import build_synthetic
 
 from builder.croissant import croissant, field_descriptions, split_card
 from builder.dataset_folder import file_entry

@@ -27,14 +27,10 @@ from typing import Any
 import pytest
 from browser import chromium, render_headless
 from scripted_server import last_user_text
-from test_builder_llm import JUDGE, MAIN_MODELS, Scripted, cli_args, read
+from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
 
 from builder.source import load_source, select_queries
 from carryon_eval.prompts import load_prompt
-
-SOURCE = Path(os.environ.get("CARRYON_CASEBENCH",
-                             Path(__file__).resolve().parents[2] / "shared" / "data" / "casebench"
-                             / "CASEBench_data.json"))
 
 # what the oracle prompt adds after the query (the target answers it helpfully)
 ORACLE_MARK = load_prompt("target/oracle").body.split("$query", 1)[1].split("$benign_intent", 1)[0].strip()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from hub_server import HubServer
-from synthetic_source import build_synthetic
+from helpers.synthetic_source import build_synthetic
 
 TOKEN = "hf_testtoken_Zq8v1xK3mP0wR7"
 REPO_ID = "carryon-org/carryonbench"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from browser import chromium, render_headless
-from test_judge import REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
+from helpers.judged_run import REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
 from carryon_eval import judge as J
 from carryon_eval.plots import RUN_PLOTS
