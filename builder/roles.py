@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from carryon_eval import defaults
+from carryon_eval.cli_common import LOCAL_ENDPOINT as LOCAL, is_local
 
 from .llm_config import ModelSpec
 from .stages import ROLES
 
 SINGLE_ROLES = tuple(r for r in ROLES if r != "generator")
-LOCAL = "local"
 
 
 class RoleError(ValueError):
@@ -25,7 +25,8 @@ class RoleError(ValueError):
 
 
 def _is_local(url: Optional[str]) -> bool:
-    return url is not None and url.strip().lower() == LOCAL
+    """The builder has no implicit default endpoint: only an explicit "local" means the embedded model."""
+    return url is not None and is_local(url)
 
 
 def split_assignment(value: str, option: str, *, last: bool = False) -> tuple[str, str]:
