@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from . import labels as labels_mod
+from .cli_common import UsageError
 from .human_agreement import HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of, write_agreement
 from .judgments import JudgeError, judges_present, load_safety, load_utility, select_judge
 from .labels import TASKS, LabelError
@@ -41,8 +42,9 @@ KEYS = ("conversation_id", "turn", "item_id")
 Key = tuple
 
 
-class AgreementError(click.ClickException):
-    exit_code = 2
+class AgreementError(UsageError):
+    """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
+    prog = "carryon-eval"
 
 
 def parse_verdict(value: Any, where: str) -> Optional[bool]:

@@ -156,8 +156,9 @@ def krippendorff_alpha(rows: Sequence[Sequence[Any]], level: str) -> Optional[fl
     data = np.array([[np.nan if v is None else code[v] for v in r] for r in rows], dtype=float)
     if not (np.sum(~np.isnan(data), axis=0) >= 2).any():
         return None
-    alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level,
-                                     value_domain=list(SCORES) if level == "ordinal" else None))
+    with np.errstate(invalid="ignore", divide="ignore"):      # 0/0 is the undefined case, returned as None
+        alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level,
+                                         value_domain=list(SCORES) if level == "ordinal" else None))
     return alpha if math.isfinite(alpha) else None
 
 

@@ -87,6 +87,8 @@ def human_agreement(rundir: Path, paths: Sequence[Path], task: Optional[str] = N
         labels = [label for p in paths for label in read_labels(p, task)]
     except LabelError as exc:
         raise HumanAgreementError(str(exc)) from None
+    if not labels:
+        raise HumanAgreementError(f"no {task} labels in {', '.join(map(str, paths))}")
     annotators = sorted({label.annotator for label in labels})
     table: dict[str, dict[Key, Any]] = {a: {} for a in annotators}
     for label in labels:
