@@ -26,13 +26,12 @@ from typing import Any, Optional, Sequence
 
 from .dataset import Benchmark
 from .judgments import load_safety, load_utility, select_judge
+from .labels import LABEL_FIELD, TASKS
 from .moves import MOVES
 from .prompts import load_prompt
 from .run import RunFolder, write_json_atomic, write_text_atomic
 from .schema import MULTI_TURN_CONDITIONS, Transcript
 
-TASKS = ("utility", "safety", "fidelity")
-LABEL_FIELD = {"utility": "verdict", "safety": "score", "fidelity": "move"}
 TEMPLATE = "annotate.html"
 _DATA_MARK = "/*CASES*/null"
 
