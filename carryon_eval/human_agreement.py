@@ -1,7 +1,7 @@
 """Judges against people: the agreement of a run's judges with human labels, and among the people.
 
     res = human_agreement(rundir, [labels_a.jsonl, labels_b.jsonl], task="safety")
-    write_agreement(out_dir, res)            # agreement.json (one section per task), read by `report`
+    write_agreement(out_dir, res)            # agreement.json (one section per task) + agreement.html
     html = section_html(rundir)              # report.html's "Judges against people" section, "" without one
 
 The references a task compares with the people:
@@ -23,9 +23,13 @@ from typing import Any, Optional, Sequence
 from .agreement_stats import LEVEL, TASK_STATS, alpha_with_ci, majority
 from .judgments import judges_present, load_safety, load_utility
 from .labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
-from .run import RunFolder, write_json_atomic
+from .run import RunFolder, write_json_atomic, write_text_atomic
 
 AGREEMENT_FILE = "agreement.json"
+AGREEMENT_HTML = "agreement.html"
+PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
+            "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}"
+            ".meta{color:#555;font-size:12px}")
 FIDELITY_FILE = "fidelity.json"
 SCHEMA_VERSION = 1
 INTENDED = "intended move"
@@ -118,13 +122,17 @@ def human_agreement(rundir: Path, paths: Sequence[Path], task: Optional[str] = N
 
 # ---------------------------------------------------------------- agreement.json and the report's section
 def write_agreement(out_dir: Path, res: dict[str, Any]) -> Path:
-    """agreement.json in ``out_dir``: this task's section replaces the earlier one; other tasks stay."""
+    """agreement.json in ``out_dir`` (this task's section replaces the earlier one; other tasks stay) and
+    agreement.html beside it, the section `report` puts into report.html, as a page of its own."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / AGREEMENT_FILE
     data = read_agreement(out_dir) or {"schema_version": SCHEMA_VERSION, "tasks": {}}
     data["tasks"][res["task"]] = res
     write_json_atomic(path, data)
+    write_text_atomic(out_dir / AGREEMENT_HTML, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                      f"<title>Judges against people</title><style>{PAGE_CSS}</style></head><body>"
+                      f"{section_html(out_dir)}</body></html>\n")
     return path
 
 
@@ -174,5 +182,20 @@ def section_html(folder: Path) -> str:
         parts.append(f"<h3>{e(task)}: {len(res['annotators'])} annotator(s), {res['n_cases']} cases</h3>"
                      f"<p>Krippendorff's α among annotators ({e(alpha['level'])}): {e(fmt(alpha, 3))}"
                      f"{e(' — ' + alpha['reason']) if alpha.get('reason') else ''}</p>"
-                     "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + f"</tr>{body}</table>")
+                     "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + f"</tr>{body}</table>"
+                     + (_confusion_html(res) if task == "fidelity" else ""))
     return "".join(parts)
+
+
+def _confusion_html(res: dict[str, Any]) -> str:
+    """The intended move (rows) against the people's majority label (columns)."""
+    ref = res["references"].get(INTENDED)
+    if ref is None:
+        return ""
+    confusion = ref["vs_majority"]["confusion"]
+    moves = list(confusion)
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in moves)
+    body = "".join(f"<tr><td>{html.escape(m)}</td>" + "".join(f"<td>{confusion[m][p]}</td>" for p in moves) + "</tr>"
+                   for m in moves)
+    return (f"<p>Intended move (rows) against the people's majority label (columns):</p>"
+            f"<table><tr><th>intended</th>{head}</tr>{body}</table>")

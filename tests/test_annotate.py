@@ -222,6 +222,7 @@ def test_fidelity_labels_of_two_people_against_the_intended_move(run: Path, tmp_
     assert saved["tasks"]["fidelity"]["annotators"] == ["A", "B"]
     text = _invoke("agreement", run, a, b)
     assert "intended move vs majority: n 3; accuracy % 100.0" in text.output
+    assert "Intended move (rows)" in (run / "agreement.html").read_text()
 
 
 def test_report_includes_the_agreement_section(run: Path, dataset: Path, tmp_path: Path) -> None:
@@ -236,6 +237,7 @@ def test_report_includes_the_agreement_section(run: Path, dataset: Path, tmp_pat
     write_report(run, bench, n_resamples=50)
     html = (run / "report.html").read_text()
     assert "Judges against people" in html and "quadratic κ" in html and "majority" in html
+    assert "Judges against people" in (run / "agreement.html").read_text()
 
 
 def test_labels_that_fit_no_case_of_the_run_are_one_line(run: Path, tmp_path: Path) -> None:
