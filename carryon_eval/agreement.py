@@ -47,13 +47,6 @@ class AgreementError(UsageError):
     prog = "carryon-eval"
 
 
-def parse_verdict(value: Any, where: str) -> Optional[bool]:
-    try:
-        return labels_mod.parse_verdict(value, where)
-    except LabelError as exc:
-        raise AgreementError(str(exc)) from None
-
-
 # ---------------------------------------------------------------- loading
 def _judge_of(rundir: Path, judge: Optional[str]) -> Optional[str]:
     try:
