@@ -2,6 +2,7 @@
 
     carryon-eval agreement RUNDIR [--judges A,B]    two judge models of one run folder
     carryon-eval agreement A B                      two run folders, or a run folder and a labels file
+    carryon-eval agreement RUNDIR LABELS... [--task T] [--out DIR]    the run's judges against people
 
 A run folder judged by two judge models (`carryon-eval judge RUNDIR --judge-model B` after the run's
 own judge) is compared judge against judge: Ben-Util verdicts (percent agreement and Cohen's kappa)
@@ -14,44 +15,36 @@ and verdict (yes/no, true/false, 1/0; empty = unscored); two run folders also co
 
 Judgments are compared per key ((conversation_id, turn, item_id) or (conversation_id, turn)) present
 on both sides; a pair where either side is unscored is excluded and counted.
+
+Human labels from the annotation page (`carryon-eval annotate`: JSONL rows naming their annotator) or
+from Label Studio (its JSON export), one file or several, are compared with the run's judges per task
+(carryon_eval.human_agreement: Ben-Util, harm scores, user moves; each annotator and the majority label;
+Krippendorff's alpha among the people; bootstrap intervals); `--out DIR` writes DIR/agreement.json,
+which `carryon-eval report` shows in report.html when DIR is the run folder.
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import click
 
+from . import labels as labels_mod
+from .cli_common import UsageError
+from .human_agreement import HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of, write_agreement
 from .judgments import JudgeError, judges_present, load_safety, load_utility, select_judge
+from .labels import TASKS, LabelError
 from .scorers import UTILITY_FILE
 from .stats import cohen_kappa, percent_agreement
 
 KEYS = ("conversation_id", "turn", "item_id")
 Key = tuple
-_TRUE = {"yes", "y", "true", "1", "fulfilled"}
-_FALSE = {"no", "n", "false", "0", "unfulfilled"}
-_NONE = {"", "none", "null", "unscored", "na", "n/a"}
 
 
-class AgreementError(click.ClickException):
-    exit_code = 2
-
-
-def parse_verdict(value: Any, where: str) -> Optional[bool]:
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    if text in _NONE:
-        return None
-    raise AgreementError(f"{where}: verdict {value!r} is not yes/no (or empty for unscored)")
+class AgreementError(UsageError):
+    """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
+    prog = "carryon-eval"
 
 
 # ---------------------------------------------------------------- loading
@@ -72,20 +65,6 @@ def run_scores(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[
     return {(j.conversation_id, j.turn): j.score for j in load_safety(rundir, _judge_of(rundir, judge))}
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                raise AgreementError(f"{path}:{n}: not a JSON line") from None
-    return rows
-
-
 def load_labels(source: Path) -> dict[Key, Optional[bool]]:
     """{(conversation_id, turn, item_id): verdict} from a run folder, a .jsonl or a .csv file."""
     source = Path(source)
@@ -93,19 +72,10 @@ def load_labels(source: Path) -> dict[Key, Optional[bool]]:
         if not (source / UTILITY_FILE).is_file():
             raise AgreementError(f"{source}: no {UTILITY_FILE} in this folder")
         return run_verdicts(source)
-    if not source.is_file():
-        raise AgreementError(f"{source}: not found")
-    labels: dict[Key, Optional[bool]] = {}
-    for n, row in enumerate(_rows(source), start=1):
-        missing = [k for k in (*KEYS, "verdict") if k not in row]
-        if missing:
-            raise AgreementError(f"{source}: row {n} lacks {missing}; expected columns {list(KEYS) + ['verdict']}")
-        try:
-            key = (str(row["conversation_id"]), int(row["turn"]), str(row["item_id"]))
-        except (TypeError, ValueError):
-            raise AgreementError(f"{source}: row {n}: turn {row['turn']!r} is not a whole number") from None
-        labels[key] = parse_verdict(row["verdict"], f"{source}: row {n}")   # a later row wins
-    return labels
+    try:
+        return {label.key: label.value for label in labels_mod.read_labels(source, "utility")}
+    except LabelError as exc:
+        raise AgreementError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- the numbers (pure)
@@ -198,15 +168,73 @@ def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _is_human_labels(path: Path) -> bool:
+    """A labels file from the annotation page or Label Studio (rows name their annotator)."""
+    if path.is_dir():
+        return False
+    try:
+        return labels_mod.is_label_studio(path) or any("annotator" in r for r in labels_mod.raw_rows(path))
+    except LabelError as exc:
+        raise AgreementError(str(exc)) from None
+
+
+def _print_human(res: dict[str, Any]) -> None:
+    alpha = res["among_annotators"]["krippendorff_alpha"]
+    click.echo(f"{res['task']}: {res['n_labels']} labels ({res['n_skipped']} skipped) of {res['n_cases']} cases "
+               f"by {len(res['annotators'])} annotator(s): {', '.join(res['annotators'])}")
+    click.echo(f"Krippendorff's alpha among annotators ({alpha['level']}): {fmt(alpha, 3)}"
+               + (f" ({alpha['reason']})" if alpha.get("reason") else ""))
+    labels = [label for _, label, _ in HEADLINE[res["task"]]]
+    for name, who, n, *values in rows_of(res):
+        click.echo(f"{name} vs {who}: n {n}; " + "; ".join(f"{k} {v}" for k, v in zip(labels, values)))
+
+
+def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str], judges: Optional[list[str]],
+                   out: Optional[Path], as_json: bool) -> None:
+    if not rundir.is_dir():
+        raise AgreementError(f"{rundir}: the first argument must be the run folder the labels are of")
+    try:
+        res = human_agreement(rundir, label_files, task, judges)
+    except (HumanAgreementError, JudgeError) as exc:
+        raise AgreementError(str(exc)) from None
+    if out is not None:
+        path = write_agreement(out, res)
+        if not as_json:
+            click.echo(f"wrote {path}")
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        _print_human(res)
+
+
 @click.command("agreement")
-@click.argument("a", type=click.Path(exists=True, path_type=Path))
-@click.argument("b", type=click.Path(exists=True, path_type=Path), required=False)
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--judges", callback=_judge_names, metavar="A,B",
-              help="Two judge models of the run folder A to compare [default: the two present].")
+              help="Two judge models of the run folder A to compare [default: the two present]; with human "
+                   "labels, the judges to compare with them [default: all].")
+@click.option("--task", type=click.Choice(TASKS),
+              help="With human labels: which judgments they label [default: what the labels say].")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="With human labels: write agreement.json into this folder (the run folder: `report` shows it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
-def agreement_command(a: Path, b: Optional[Path], judges: Optional[list[str]], as_json: bool) -> None:
-    """Percent agreement and Cohen's kappa: of two judge models of run folder A, or of the Ben-Util
-    verdicts of A and B (run folders or label files)."""
+def agreement_command(sources: tuple[Path, ...], judges: Optional[list[str]], task: Optional[str],
+                      out: Optional[Path], as_json: bool) -> None:
+    """Agreement of two judge models of run folder A; of the Ben-Util verdicts of A and B (run folders or
+    label files); or of the judges of run folder A with people's labels (LABELS...: the annotation page's
+    JSONL files or a Label Studio export), with Krippendorff's alpha among the people.
+
+    \b
+    carryon-eval agreement RUNDIR [--judges A,B]
+    carryon-eval agreement A B
+    carryon-eval agreement RUNDIR LABELS... [--task utility|safety|fidelity] [--out DIR]
+    """
+    a, rest = sources[0], sources[1:]
+    if rest and (task or out or len(rest) > 1 or any(_is_human_labels(p) for p in rest)):
+        _human_command(a, rest, task, judges, out, as_json)
+        return
+    if task or out:
+        raise AgreementError("--task and --out go with human labels: carryon-eval agreement RUNDIR LABELS...")
+    b = rest[0] if rest else None
     if b is None:
         if not a.is_dir():
             raise AgreementError(f"{a}: one argument must be a run folder judged by two judge models")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
 from . import __version__, defaults
+from .annotate import sample_cases, strata_counts, write_annotation
 from .cache import ResponseCache
 from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
@@ -375,6 +376,32 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
         session.print_usage()
 
 
+@dataclass(frozen=True)
+class AnnotateConfig:
+    """`carryon-eval annotate RUNDIR`: which task, how many cases, the seed, where and in which format."""
+    rundir: Path
+    task: str
+    sample: int
+    seed: int = 0
+    out: Optional[Path] = None
+    fmt: str = "html"                  # or "label-studio"
+    judge: Optional[str] = None
+
+
+async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
+    """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
+    Label Studio's tasks and labeling config)."""
+    run, _, bench = open_run(cfg.rundir, out)
+    cases = sample_cases(run.path, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
+    default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
+               else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
+    paths = write_annotation(cases, cfg.task, cfg.out or run.path / default, source=str(run.path), fmt=cfg.fmt)
+    strata = ", ".join(f"{k} {n}" for k, n in strata_counts(cases).items())
+    out.info(f"annotate: {len(cases)} {cfg.task} cases (by condition/answer: {strata})")
+    for path in paths:
+        out.info(f"wrote {path}")
+
+
 async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
@@ -382,5 +409,5 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     report_phase(bench, run, out, judge)
 
 
-__all__ = ["EvaluateConfig", "Output", "RoleChoice", "RunOptions", "Session", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "EvaluateConfig", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

@@ -5,6 +5,7 @@
     carryon-eval fidelity RUNDIR       move-fidelity check of the simulated user turns
     carryon-eval judge RUNDIR          (re-)judge; only what is not cached is asked
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
+    carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
@@ -25,6 +26,8 @@ import click
 
 from . import __version__, app, defaults
 from .agreement import agreement_command
+from .annotate import TASKS as ANNOTATION_TASKS
+from .annotate import AnnotateError
 from .cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
 from .compare import compare_command
 from .dataset import DatasetError
@@ -58,7 +61,8 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     Ctrl-C a short note and exit 130."""
     try:
         asyncio.run(command)
-    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, app.ConfigError) as exc:
+    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
+            app.ConfigError) as exc:
         raise CliError(str(exc)) from None
     except EndpointError as exc:
         raise CliError(f"{exc}{'; rerun the same command to resume' if resume_hint else ''}") from None
@@ -196,6 +200,27 @@ def fidelity_command(**opts: Any) -> None:
 def report_command(rundir: Path, judge_name: Optional[str]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
     run_command(app.report_folder(rundir, ClickOutput(), judge_name), resume_hint=False)
+
+
+@cli.command("annotate")
+@RUNDIR
+@click.option("--task", type=click.Choice(ANNOTATION_TASKS), required=True,
+              help="utility: Ben-Util verdicts (y/n); safety: harm scores (1-5); fidelity: user moves (1-7).")
+@click.option("--sample", "sample", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Cases to sample, stratified by condition and by the judge's answer.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Page (or Label Studio tasks JSON) to write [default: RUNDIR/annotate-TASK-seedS.html].")
+@click.option("--format", "fmt", type=click.Choice(("html", "label-studio")), default="html", show_default=True,
+              help="One self-contained page, or Label Studio's tasks JSON with its labeling config beside it.")
+@click.option("--judge", "judge_name", metavar="NAME",
+              help="Judge model whose answers stratify the sample, when several judged the run.")
+def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optional[Path], fmt: str,
+                     judge_name: Optional[str]) -> None:
+    """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
+    hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
+    run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
+                                    ClickOutput()), resume_hint=False)
 
 
 cli.add_command(compare_command, "compare")

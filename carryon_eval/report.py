@@ -21,6 +21,7 @@ from typing import Any, Iterable, Optional, Sequence
 from . import __version__
 from . import metrics as M
 from .dataset import Benchmark
+from .human_agreement import section_html
 from .judgments import judge_pass, judges_present, load_safety, load_utility, select_judge
 from .moves import MOVE_GROUP
 from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
@@ -227,7 +228,8 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
     write_text_atomic(rundir / TABLE_FILE, table_markdown(results))
     write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                               for r in conversation_scores(convs, results.model)))
-    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images))
+    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images,
+                                                      extra=section_html(rundir)))   # agreement.json, if any
     return results
 
 
@@ -338,7 +340,7 @@ def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
 
 
 def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
-                bench: Benchmark, images: dict[str, bytes]) -> str:
+                bench: Benchmark, images: dict[str, bytes], extra: str = "") -> str:
     c = results.conditions
     notice = results.run.notice
     notice_html = f'<p class="notice">{_e(notice)}</p>' if notice else ""
@@ -385,6 +387,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
         "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
                                           ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
+        extra,
         "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
         "orange: unscored); hover for the question.</p>",
         _transcripts_html(transcripts, convs, bench),
