@@ -217,7 +217,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
     return RunMeta(
         carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
-                           manifest_sha256=_manifest_sha(bench)),
+                           manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
         roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
         generation=RunGeneration(
             target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
@@ -331,7 +331,9 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    return run, meta, load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    run.check_dataset(meta, bench.fingerprint())
+    return run, meta, bench
 
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
