@@ -36,7 +36,7 @@ def synthetic_run(root: Path) -> tuple[Path, Benchmark]:
     checklists = {q: [{"query_id": q, "item_id": f"{q}-i1", "question": "Does it answer?"}] for q in queries}
     transcripts = []
     for q in queries:
-        transcripts += [transcript(f"turn1:{q}", q, "turn1", [FILLER]), transcript(f"oracle:{q}", q, "oracle", [FILLER])]
+        transcripts += [transcript(f"{cond}:{q}", q, cond, [FILLER]) for cond in ("turn1", "oracle")]
         for k in range(PER_QUERY - 2):
             moves = MOVES[k % len(MOVES)]
             cond = "bc" if any(m.startswith(("benign", "context")) for m in moves) else "nc"

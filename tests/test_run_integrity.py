@@ -7,36 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
-from scripted_server import Fault, ScriptedServer
+from helpers.eval_cli import invoke, one_error_line, remote, slowly, spawn, wait_for_lines
 from helpers.rollout_data import evaluator_handler as handler, make_dataset
+from scripted_server import Fault, ScriptedServer
 
-from carryon_eval.cli import cli
 from carryon_eval.schema import TABLE_COLUMNS
-
-
-def invoke(*args: Any) -> Any:
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_error_line(result: Any) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("carryon-eval: error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
-
-
-def remote(srv: Any, *extra: Any) -> list[Any]:
-    return ["--endpoint", srv.base_url, "--model", "tgt", "--user-endpoint", srv.base_url, "--user-model", "sim",
-            "--judge-endpoint", srv.base_url, "--judge-model", "jdg", *extra]
 
 
 def edit_rows(path: Path, edit: Any) -> None:
@@ -165,23 +146,11 @@ def test_a_stray_tmp_file_of_the_response_cache_is_removed_on_the_next_start(scr
 
 # ---------------------------------------------------------------- 5. SIGTERM is Ctrl-C
 def test_sigterm_prints_the_ctrl_c_line_and_the_run_resumes(scripted_server, dataset, tmp_path):
-    def slow(body: dict) -> Any:
-        return Fault.delay(0.15, then=handler(body))
-
-    srv = scripted_server(slow, models=("tgt", "sim", "jdg"))
+    srv = scripted_server(slowly(handler), models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "carryon_eval.cli", *map(str, remote(srv)), "--dataset",
-                             str(dataset), "--out", str(out), "--concurrency", "2"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    transcripts = out / "transcripts.jsonl"
-    deadline = time.monotonic() + 60
+    proc = spawn(*remote(srv), "--dataset", dataset, "--out", out, "--concurrency", "2", text=True)
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if transcripts.is_file() and transcripts.read_text().count("\n") >= 2:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()
+        wait_for_lines(proc, out / "transcripts.jsonl", 2)
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
     finally:
