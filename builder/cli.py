@@ -90,12 +90,14 @@ Examples:
                    "Servers that reject it are asked again without it.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
+@click.option("--force", is_flag=True,
+              help="Rebuild into an --out folder that holds files no build wrote (they are kept, not deleted).")
 @verbose_option
 def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int], release: Optional[str],
           endpoint: Optional[str], model: Optional[str], role_endpoints: tuple[str, ...],
           role_models: tuple[str, ...], generators: tuple[str, ...], generator_models: tuple[str, ...],
           harm_classifier_style: str, api_key_env: str, cache_dir: Optional[Path], max_tokens: Optional[int],
-          concurrency: int, request_timeout: float, structured_output: str, dry_run: bool) -> None:
+          concurrency: int, request_timeout: float, structured_output: str, dry_run: bool, force: bool) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -104,16 +106,23 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
     import contextlib
 
     from . import BUILDER_VERSION
+    from .dataset_folder import check_out_folder
     from .pipeline import build as run_build
     from .source import SourceError
 
     release = release or f"v{BUILDER_VERSION}"
+    if not dry_run:
+        try:
+            check_out_folder(out, force)      # before any source is read or model called
+        except FileExistsError as exc:
+            fail(str(exc))
     llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
-            run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True))
+            run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
+                      force=force)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -164,7 +173,7 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
         stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
-                      log=lambda m: click.echo(m, err=True))
+                      log=lambda m: click.echo(m, err=True), force=force)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort) as exc:
             fail(str(exc))
 

@@ -6,6 +6,9 @@ settings and no pandas metadata, YAML and JSON with fixed key order, no timestam
 A config with no rows is neither written nor declared in the card's `configs`: `datasets` cannot load an
 empty split (a Parquet file with one empty row group fails with pyarrow's "BatchSize must be greater than 0",
 one with no row group with "Instruction 'test' corresponds to no data"). The card says why it is absent.
+
+Rebuilding into an earlier build replaces only what that build wrote (the files its MANIFEST lists): any other
+file there is the user's, so the build refuses (FileExistsError, one line) unless `force`, which keeps them.
 """
 from __future__ import annotations
 
@@ -152,12 +155,55 @@ def file_entry(path: Path) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
-def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], card: str,
-                         manifest: dict[str, Any]) -> dict[str, Any]:
-    """Write everything into a temporary folder beside `out`, then swap it in. Returns the manifest."""
+def foreign_files(out: Path) -> list[str]:
+    """The files in `out` that no earlier build wrote (not listed in its MANIFEST.json), as relative paths."""
+    listed: set[str] = set()
+    try:
+        manifest = json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
+            listed = {"MANIFEST.json", *manifest["files"]}
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass                                  # no usable manifest: nothing there is the builder's
+    return sorted(rel for p in out.rglob("*") if p.is_file() and (rel := p.relative_to(out).as_posix()) not in listed)
+
+
+def check_out_folder(out: Path, force: bool = False) -> list[str]:
+    """Raise FileExistsError (one line) unless `out` can take a build; returns the user's files there, which
+    a build with `force` keeps."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / "MANIFEST.json").is_file():
-        raise FileExistsError(f"{out}: exists, is not empty and is not a CarryOnBench build; choose another --out")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a folder; choose another --out")
+    if not out.is_dir():
+        return []
+    others = foreign_files(out)
+    if others and not force:
+        raise FileExistsError(
+            f"{out}: holds {len(others)} file(s) that no build wrote ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''}); move them, choose another "
+            "--out, or pass --force to rebuild and keep them")
+    return others
+
+
+def _keep_user_files(old: Path, out: Path, others: list[str]) -> bool:
+    """Move the user's files from the replaced build `old` into the new one; False if one could not be
+    (then `old` stays, with it)."""
+    kept = True
+    for rel in others:
+        dest = out / rel
+        if dest.exists():                     # the new build writes this very path: the user's copy stays in old
+            kept = False
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(old / rel, dest)
+    return kept
+
+
+def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], card: str,
+                         manifest: dict[str, Any], force: bool = False) -> dict[str, Any]:
+    """Write everything into a temporary folder beside `out`, then swap it in, keeping any file of the user's
+    (with `force`; without it such files refuse the build). Returns the manifest."""
+    out = Path(out)
+    others = check_out_folder(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -178,7 +224,7 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)
         tmp.rename(out)
-        if old is not None:
+        if old is not None and _keep_user_files(old, out, others):
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

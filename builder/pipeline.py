@@ -16,7 +16,7 @@ import pyarrow
 from . import BUILDER_VERSION
 from .changelog import changelog_table
 from .citation import paper_bibtex, release_bibtex
-from .dataset_folder import card_yaml, configs_note, render_card, write_dataset_folder
+from .dataset_folder import card_yaml, check_out_folder, configs_note, render_card, write_dataset_folder
 from .domains import DOMAINS
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
 from .source import SourceQuery, file_sha256, load_source, select_queries
@@ -63,8 +63,10 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
 
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
-          log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every stage and write the dataset folder; returns the manifest."""
+          log: Callable[[str], None] = print, force: bool = False) -> dict[str, Any]:
+    """Run every stage and write the dataset folder; returns the manifest. `force`: rebuild into a folder
+    that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first."""
+    check_out_folder(out, force)
     source = Path(source)
     all_queries = load_source(source)
     selected = select_queries(all_queries)
@@ -141,7 +143,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing from the builder package")
     card = "---\n" + card_yaml(tables) + "---\n\n" + render_card(
         CARD_TEMPLATE.read_text(encoding="utf-8"), card_values)
-    manifest = write_dataset_folder(out, tables, card, manifest)
+    manifest = write_dataset_folder(out, tables, card, manifest, force=force)
     log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(used)} used), "
         f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items")
     return manifest

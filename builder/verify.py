@@ -29,17 +29,14 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
         return [f"{folder}: not a folder"], {}
     if not manifest_path.is_file():
         return [f"{manifest_path}: manifest not found"], {}
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if not isinstance(manifest["files"], dict):
-            raise TypeError("'files' is not a mapping")
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        return [f"{manifest_path}: not a CarryOnBench manifest ({exc})"], {}
+    manifest, why = _read_manifest(manifest_path)
+    if manifest is None:
+        return [f"{manifest_path}: not a CarryOnBench manifest ({why})"], {}
     problems: list[str] = []
     if manifest_path != own:
         if not own.is_file():
             problems.append(f"MANIFEST.json: missing from {folder}")
-        elif json.loads(own.read_text(encoding="utf-8")) != manifest:
+        elif _read_manifest(own)[0] != manifest:
             problems.append(f"MANIFEST.json: differs from {manifest_path}")
     problems += file_problems(folder, manifest)
     tables, read_problems = _read_tables(folder)
@@ -53,6 +50,21 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
     unreadable = frozenset(c for c in CONFIG_ORDER if c not in tables and (folder / parquet_name(c)).is_file())
     problems += declaration_problems(folder, skip=unreadable)
     return problems, manifest
+
+
+def _read_manifest(path: Path) -> tuple[Optional[dict[str, Any]], str]:
+    """The manifest at `path`, or None and why it is not one (unreadable, not JSON, not the right shape)."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return None, "'files' is not a mapping"
+    if not all(isinstance(e, dict) and {"sha256", "size"} <= set(e) for e in manifest["files"].values()):
+        return None, "a 'files' entry lacks its sha256 or size"
+    if not isinstance(manifest.get("counts", {}), dict):
+        return None, "'counts' is not a mapping"
+    return manifest, ""
 
 
 def file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:

@@ -87,6 +87,7 @@ class EvaluateConfig:
     shared_turn1: bool = True
     fidelity: bool = False
     utility_mode: str = "text"
+    model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class RunOptions:
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
+    model_check: bool = True
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -106,9 +108,10 @@ class Session:
     """What one command holds: the embedded model (started when a role first needs it), the endpoints
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
-    def __init__(self, out: Output, *, logprobs: bool = False) -> None:
+    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True) -> None:
         self.out = out
         self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
+        self.model_check = model_check    # False: the endpoints' check() asks nothing
         self.usage = UsageLedger()
         self._stack = contextlib.ExitStack()
         self._server: Optional[LocalModelServer] = None
@@ -132,7 +135,7 @@ class Session:
 
     def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
         """An endpoint that caches in the run folder and counts usage; closed when the session ends."""
-        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage)
+        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
         return ep
 
@@ -151,9 +154,9 @@ class Session:
             self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
 
 
-async def check_configs(configs: Sequence[EndpointConfig]) -> None:
+async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:
     """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
-    probes = [Endpoint(c) for c in configs]
+    probes = [Endpoint(c, model_check=model_check) for c in configs]
     try:
         await check_endpoints(probes)
     finally:
@@ -218,7 +221,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
     return RunMeta(
         carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
-                           manifest_sha256=_manifest_sha(bench)),
+                           manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
         roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
         generation=RunGeneration(
             target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
@@ -293,7 +296,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
-    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local) as session:
+    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
+                       model_check=cfg.model_check) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit)
         jobs, skipped = plan(bench, cfg.conditions)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
@@ -315,7 +319,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
                        for role, c in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
-        await check_configs(list(configs.values()))
+        await check_configs(list(configs.values()), cfg.model_check)
         meta = run.start(meta)
         eps = {role: session.endpoint(c, run) for role, c in configs.items()}
         await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
@@ -332,12 +336,14 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    return run, meta, load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    run.check_dataset(meta, bench.fingerprint())
+    return run, meta, bench
 
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
-    async with Session(out) as session:
+    async with Session(out, model_check=opts.model_check) as session:
         run, meta, bench = open_run(opts.rundir, out)
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
@@ -351,13 +357,13 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
-    await check_configs([cfg])
+    await check_configs([cfg], session.model_check)
     return session.endpoint(cfg, run)
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
-    async with Session(out) as session:
+    async with Session(out, model_check=opts.model_check) as session:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
         session.logprobs = mode == "logprobs"
@@ -369,7 +375,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
 
 async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
-    async with Session(out) as session:
+    async with Session(out, model_check=opts.model_check) as session:
         run, meta, bench = open_run(opts.rundir, out)
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)

@@ -5,6 +5,8 @@ Layout: ``DIR/ab/abcdef....json`` where ``abcdef...`` is the key (a sha256 hex d
 
 - ``put`` writes a temporary file in the same directory, fsyncs it and ``os.replace``s it into
   place, so a crash mid-write never leaves a half-written entry under the real name.
+- A temporary file left by a writer that died mid-``put`` (its pid, in the name, no longer runs) is
+  removed when the cache is next opened.
 - ``get`` treats a missing, unreadable, truncated or otherwise corrupt entry as a miss
   (``None``); the next ``put`` for that key overwrites it.
 
@@ -32,6 +34,7 @@ class ResponseCache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        remove_stray_tmp(self.directory)
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
@@ -69,7 +72,7 @@ class ResponseCache:
         path = self.path(key)
         data = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.{os.getpid()}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -86,6 +89,39 @@ class ResponseCache:
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
+
+
+_TMP_RE = re.compile(r"^\.[0-9a-f]{8}\.(?:(\d+)\.)?.*\.tmp$")
+
+
+def remove_stray_tmp(directory: Path) -> int:
+    """Remove the temporary files of `put`s whose writer no longer runs (killed between mkstemp and
+    os.replace); those of a live process sharing the cache are left alone. Returns how many went."""
+    removed = 0
+    for path in directory.glob("*/.*.tmp"):
+        found = _TMP_RE.match(path.name)
+        if not found or (found.group(1) and _alive(int(found.group(1)))):
+            continue
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:
+            pass
+    if removed:
+        log.info("cache %s: removed %d temporary file(s) of an interrupted write", directory, removed)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:            # exists, owned by someone else
+        return True
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -18,6 +18,8 @@ async function in one event loop, and prints.
 from __future__ import annotations
 
 import asyncio
+import errno
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Coroutine, Optional, Sequence
@@ -31,7 +33,7 @@ from .annotate import AnnotateError
 from .cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
 from .compare import compare_command
 from .dataset import DatasetError
-from .endpoint import EndpointError
+from .endpoint import EndpointError, EndpointRejected
 from .judge import JudgeError
 from .local_model import LocalModelError
 from .prompts import PromptError
@@ -56,19 +58,65 @@ class ClickOutput:
         click.echo(text, err=True)
 
 
+INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
+RESUME = "; rerun the same command to resume"
+
+
 def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True) -> None:
     """Run one application command in one event loop; the package's errors become one line and exit 2,
-    Ctrl-C a short note and exit 130."""
+    Ctrl-C (and SIGTERM, alike) a short note and exit 130 (143)."""
     try:
-        asyncio.run(command)
+        asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
             app.ConfigError) as exc:
         raise CliError(str(exc)) from None
+    except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
+        raise CliError(str(exc)) from None
     except EndpointError as exc:
-        raise CliError(f"{exc}{'; rerun the same command to resume' if resume_hint else ''}") from None
+        raise CliError(f"{exc}{RESUME if resume_hint else ''}") from None
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        raise CliError(f"the disk is full{where}; free some space, then rerun the same command to resume") from None
+    except _Terminated:
+        click.echo(INTERRUPTED, err=True)
+        sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
-        click.echo("carryon-eval: interrupted; rerun the same command to resume", err=True)
+        click.echo(INTERRUPTED, err=True)
         sys.exit(130)
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived: the command was cancelled like Ctrl-C cancels it (its endpoints and the embedded
+    model closed on the way out)."""
+
+
+async def _terminable(command: Coroutine[Any, Any, None]) -> None:
+    """Await `command`; SIGTERM cancels it as Ctrl-C does and ends in `_Terminated`."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, or no signals here
+        await command
+        return
+    try:
+        await command
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated() from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 # ---------------------------------------------------------------- option parsing
@@ -81,6 +129,10 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
+
+no_model_check_option = click.option(
+    "--no-model-check", "model_check", flag_value=False, default=True,
+    help="Do not ask the endpoints' /models whether they serve the model (for servers whose list is incomplete).")
 
 
 def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -123,6 +175,7 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 @click.option("--fidelity", is_flag=True, help="Also run the move-fidelity check (fidelity.json).")
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
               callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+@no_model_check_option
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -152,15 +205,18 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click.option("--endpoint", help="Target base URL, if it moved since the run started (same model).")
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
 @concurrency_option()
+@no_model_check_option
 @verbose_option
-def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int) -> None:
+def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
+                    model_check: bool) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
-                                                    concurrency=concurrency), ClickOutput()))
+                                                    concurrency=concurrency, model_check=model_check), ClickOutput()))
 
 
 def judge_options(fn: Any) -> Any:
     fn = verbose_option(fn)
+    fn = no_model_check_option(fn)
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",
                             model_help="Judge model [default: the run's judge].",

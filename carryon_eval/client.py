@@ -46,9 +46,11 @@ import openai
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.cache import ResponseCache
 
-from .endpoint import PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, UsageLedger, cache_key
+from .endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, EndpointRejected, UsageLedger,
+                       cache_key)
 
-__all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "UsageLedger", "cache_key"]
+__all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "EndpointRejected",
+           "UsageLedger", "cache_key"]
 
 log = logging.getLogger("carryon.client")
 
@@ -134,8 +136,9 @@ class Endpoint:
     """One model on one OpenAI-compatible server. See the module docstring."""
 
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
-                 usage: Optional[UsageLedger] = None) -> None:
+                 usage: Optional[UsageLedger] = None, model_check: bool = True) -> None:
         self.config = config
+        self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
         self.cache = cache
         self.usage = usage
         self.supports_response_format: Optional[bool] = None   # None = not known yet
@@ -178,7 +181,10 @@ class Endpoint:
 
     # ---------------------------------------------------------------- check
     async def check(self) -> None:
-        """GET /models; raise EndpointError if the server is unreachable or lacks the model."""
+        """GET /models; raise EndpointError if the server is unreachable or lacks the model (EndpointRejected
+        when it answers and refuses). Without `model_check` nothing is asked: the first call tells."""
+        if not self.model_check:
+            return
         url = self.config.base_url
         timeout = min(self.config.timeout, 15.0)
         try:
@@ -189,19 +195,20 @@ class Endpoint:
         except openai.APIConnectionError as exc:
             raise EndpointError(f"cannot reach endpoint {url}: {self._scrub(_cause(exc))}") from None
         except openai.AuthenticationError as exc:
-            raise EndpointError(
+            raise EndpointRejected(
                 f"cannot reach endpoint {url}: the server refused the API key from "
                 f"${self.config.api_key_env} (HTTP {exc.status_code})") from None
         except openai.APIStatusError as exc:
             hint = " (is the base URL right? it usually ends in /v1)" if exc.status_code == 404 else ""
-            raise EndpointError(f"cannot reach endpoint {url}: GET models returned HTTP "
-                                f"{exc.status_code}{hint}: {self._scrub(_status_message(exc))}") from None
+            refused = EndpointRejected if exc.status_code < 500 else EndpointError
+            raise refused(f"cannot reach endpoint {url}: GET models returned HTTP "
+                          f"{exc.status_code}{hint}: {self._scrub(_status_message(exc))}") from None
         except Exception as exc:   # malformed model list
             raise EndpointError(f"cannot reach endpoint {url}: unexpected reply to GET models "
                                 f"({exc.__class__.__name__})") from None
         if self.config.model not in ids:
             served = ", ".join(ids) if ids else "nothing"
-            raise EndpointError(f"endpoint {url} does not serve model '{self.config.model}' (it serves: {served})")
+            raise EndpointRejected(f"endpoint {url} does not serve model '{self.config.model}' (it serves: {served})")
 
     # ---------------------------------------------------------------- chat
     async def chat(self, messages: list[dict], *, stage: str, temperature: float = 0.0, max_tokens: int = 1024,
@@ -296,8 +303,8 @@ class Endpoint:
                     use_rf = False
                     attempt -= 1   # the retry without response_format is free
                     continue
-                raise EndpointError(f"{self._where()} rejected the request: HTTP {exc.status_code}: "
-                                    f"{self._scrub(_status_message(exc))}") from None
+                raise EndpointRejected(f"{self._where()} rejected the request: HTTP {exc.status_code}: "
+                                       f"{self._scrub(_status_message(exc))}") from None
             except BaseException:
                 limiter.release()
                 raise

@@ -7,6 +7,8 @@ without the LLM stages has none): its queries then have no checklist items.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -37,6 +39,14 @@ class Benchmark:
     @property
     def query_ids(self) -> list[str]:
         return list(self.queries)
+
+    def fingerprint(self) -> dict[str, str]:
+        """A hash of the rows this benchmark holds, per config: run.json records it, and a resume on a
+        dataset whose rows changed since (edited in place) is refused instead of mixing old and new."""
+        tables = {"queries": list(self.queries.values()),
+                  "checklists": [item for items in self.checklists.values() for item in items],
+                  "flows": list(self.flows.values()), "conversations": self.conversations}
+        return {name: _rows_sha256(rows) for name, rows in tables.items()}
 
     def conversations_of(self, query_id: str) -> list[dict[str, Any]]:
         return [c for c in self.conversations if c["query_id"] == query_id]
@@ -76,14 +86,43 @@ def _undeclared_optional(source: str, config: str, revision: Optional[str]) -> b
 
 
 def _empty_local_config(source: str, config: str) -> bool:
-    """True when a local build has this config as a zero-row Parquet file (builds before issue 16 wrote
-    those; datasets cannot load them)."""
-    path = Path(source) / "data" / config / "test.parquet"
-    if not path.is_file():
+    """True when a local folder has this config only as zero-row Parquet files, whatever their names (the
+    card's data_files, or the builder's data/CONFIG/test.parquet); datasets cannot load those."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return False
+    files = _declared_files(folder, config) or [p for p in [folder / "data" / config / "test.parquet"] if p.is_file()]
+    if not files or any(p.suffix != ".parquet" for p in files):
         return False
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(path).metadata.num_rows == 0
+    try:
+        return all(pq.ParquetFile(p).metadata.num_rows == 0 for p in files)
+    except Exception:  # noqa: BLE001 - an unreadable file is reported by load_dataset, in one line
+        return False
+
+
+def _declared_files(folder: Path, config: str) -> list[Path]:
+    """The files the card's YAML `configs` give this config's test split (empty if the card says nothing)."""
+    import yaml
+
+    card = folder / "README.md"
+    try:
+        text = card.read_text(encoding="utf-8")
+        header = yaml.safe_load(text.split("---")[1]) if text.startswith("---") else None
+    except Exception:  # noqa: BLE001 - no usable card: no declared files
+        return []
+    entries = [c for c in (header or {}).get("configs") or [] if isinstance(c, dict) and c.get("config_name") == config]
+    patterns: list[str] = []
+    for entry in entries:
+        data_files = entry.get("data_files")
+        for item in data_files if isinstance(data_files, list) else [data_files]:
+            if isinstance(item, str):
+                patterns.append(item)
+            elif isinstance(item, dict) and item.get("split", "test") == "test":
+                path = item.get("path")
+                patterns += [path] if isinstance(path, str) else [p for p in path or [] if isinstance(p, str)]
+    return sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
 
 
 def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, Any]]:
@@ -113,6 +152,36 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     return ds.to_list()
 
 
+def _rows_sha256(rows: list[dict[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode() + b"\n")
+    return h.hexdigest()
+
+
+def _read_manifest(source: str) -> Optional[dict[str, Any]]:
+    """MANIFEST.json of a built dataset folder, if there is one; a malformed one is a DatasetError."""
+    path = Path(source) / "MANIFEST.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DatasetError(f"dataset {source}: MANIFEST.json is unreadable ({_first_line(exc)}); "
+                           "restore it or remove it") from None
+    if not isinstance(manifest, dict):
+        raise DatasetError(f"dataset {source}: MANIFEST.json is not a JSON object; restore it or remove it")
+    return manifest
+
+
+def _flow_moves(source: str, i: int, row: dict[str, Any]) -> list[str]:
+    moves = row.get("moves")
+    if not isinstance(moves, (list, tuple)) or not all(isinstance(m, str) for m in moves):
+        raise DatasetError(f"dataset {source}: flows row {i}: flow {row.get('flow_id')}: 'moves' must be a list "
+                           f"of move names, got {json.dumps(moves, default=str)[:60]}")
+    return list(moves)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -124,6 +193,8 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
     if Path(source).exists():
         source = str(Path(source).resolve())
     tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
+    if not tables["queries"] or not tables["conversations"]:
+        raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
 
     queries: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(tables["queries"]):
@@ -143,9 +214,10 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
     flows: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(tables["flows"]):
         # the condition is checked case-insensitively: "bc"/"nc" in a researcher's own dataset is fine
-        problems = flow_problems(list(row["moves"]), condition_given=str(row["condition"]).upper())
+        moves = _flow_moves(source, i, row)
+        problems = flow_problems(moves, condition_given=str(row["condition"]).upper())
         if problems:
-            what = "has " if is_valid(list(row["moves"])) else "is invalid: "
+            what = "has " if is_valid(moves) else "is invalid: "
             raise DatasetError(f"dataset {source}: flows row {i}: flow {row['flow_id']} {what}{'; '.join(problems)}")
         flows[row["flow_id"]] = row
     for i, row in enumerate(tables["conversations"]):
@@ -154,12 +226,7 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
         if row["flow_id"] not in flows:
             raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
 
-    manifest = None
-    manifest_path = Path(source) / "MANIFEST.json"
-    if manifest_path.is_file():
-        import json
-
-        manifest = json.loads(manifest_path.read_text())
+    manifest = _read_manifest(source)
     bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
                       flows=flows, conversations=tables["conversations"], manifest=manifest)
     empty = [q for q, items in checklists.items() if not items]

@@ -33,6 +33,11 @@ class EndpointError(Exception):
     """A model call failed for good (non-retryable error or retries exhausted). One-line message."""
 
 
+class EndpointRejected(EndpointError):
+    """The server refused the request itself (a bad key, a bad request, an unknown model): rerunning the same
+    command cannot help, the options must change."""
+
+
 @dataclass
 class EndpointConfig:
     base_url: str                           # e.g. http://127.0.0.1:8000/v1

@@ -35,6 +35,14 @@ class DatasetRef:
     source: Optional[str] = None
     revision: Optional[str] = None
     manifest_sha256: Optional[str] = None
+    content_sha256: Optional[dict[str, str]] = None     # config -> hash of the rows the run uses
+
+    def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
+        """The configs whose rows differ from those recorded (none when either side has no record:
+        runs started before the fingerprint existed resume as before)."""
+        if not self.content_sha256 or not now:
+            return []
+        return [c for c in sorted(set(self.content_sha256) | set(now)) if self.content_sha256.get(c) != now.get(c)]
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -5,7 +5,8 @@
 Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
 happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
 self-contained file: inline CSS, plots as base64 PNG, no script and no external resource; every
-piece of model or user text is HTML-escaped.
+piece of model or user text is HTML-escaped. Above a size threshold its transcripts go to one page per
+query beside it, linked from it (carryon_eval.report_pages).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .judgments import judge_pass, judges_present, load_safety, load_utility, se
 from .moves import MOVE_GROUP
 from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
 from .records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
+from .report_pages import QueryEntry, transcripts_section
 from .run import RunFolder, write_json_atomic, write_text_atomic
 from .schema import CONDITIONS, Transcript
 from .scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
@@ -228,7 +230,9 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
     write_text_atomic(rundir / TABLE_FILE, table_markdown(results))
     write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                               for r in conversation_scores(convs, results.model)))
-    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images,
+    section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
+                                  title=f"CarryOnBench report: {results.model}")
+    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
                                                       extra=section_html(rundir)))   # agreement.json, if any
     return results
 
@@ -304,13 +308,20 @@ def _conversation_html(tr: Transcript, conv: M.Conversation, items: Sequence[dic
 
 
 def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation], bench: Benchmark) -> str:
+    return "".join(e.block for e in query_entries(transcripts, convs, bench).values())
+
+
+def query_entries(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+                  bench: Benchmark) -> dict[str, QueryEntry]:
+    """Each query's transcripts as one HTML block (a closed <details class="query">), in run order."""
     by_id = {c.conversation_id: c for c in convs}
     per_query: dict[str, list[Transcript]] = defaultdict(list)
     for tr in transcripts:
         per_query[tr.query_id].append(tr)
     order = {c: i for i, c in enumerate(CONDITIONS)}
-    out = []
+    entries = {}
     for qid, trs in per_query.items():
+        out = []
         q = bench.queries.get(qid, {})
         items = bench.checklists.get(qid, [])
         shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
@@ -322,7 +333,8 @@ def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conve
         for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)):
             out.append(_conversation_html(tr, by_id[tr.conversation_id], items, shared))
         out.append("</details>")
-    return "".join(out)
+        entries[qid] = QueryEntry("".join(out), q.get("domain"), q.get("query"), len(trs))
+    return entries
 
 
 def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
@@ -340,7 +352,10 @@ def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
 
 
 def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
-                bench: Benchmark, images: dict[str, bytes], extra: str = "") -> str:
+                bench: Benchmark, images: dict[str, bytes], transcripts_html: Optional[str] = None,
+                extra: str = "") -> str:
+    """report.html; `transcripts_html`: its transcripts part when given (report_pages), else all inline;
+    `extra`: a section placed before the transcripts (agreement with people, when measured)."""
     c = results.conditions
     notice = results.run.notice
     notice_html = f'<p class="notice">{_e(notice)}</p>' if notice else ""
@@ -390,7 +405,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         extra,
         "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
         "orange: unscored); hover for the question.</p>",
-        _transcripts_html(transcripts, convs, bench),
+        _transcripts_html(transcripts, convs, bench) if transcripts_html is None else transcripts_html,
     ]
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>CarryOnBench report: {_e(results.model)}</title><style>{CSS}</style></head><body>"

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator, Optional
 
 import jsonlines
 
@@ -156,8 +156,18 @@ class RunFolder:
                         f"{self.path} holds a run with other settings ({name}: "
                         f"{json.dumps(value)} there, {json.dumps(new[name])} now); "
                         "use another --out folder, or the same settings to resume")
+            self.check_dataset(self.read_meta(), meta.dataset.content_sha256)
         elif self.path.is_dir() and any(self.path.iterdir()):
             raise RunError(f"{self.path} is not empty and has no {RUN_FILE}; use an empty or new --out folder")
+
+    def check_dataset(self, meta: RunMeta, fingerprint: Optional[dict[str, str]]) -> None:
+        """Raise RunError when the dataset's rows (`fingerprint`, Benchmark.fingerprint) are not those this
+        run started on: transcripts of the old and the new rows must never be mixed."""
+        changed = meta.dataset.changed_configs(fingerprint)
+        if changed:
+            raise RunError(f"{self.path} was started on other rows of dataset {meta.dataset.source}: its "
+                           f"{', '.join(changed)} changed since; restore that dataset to resume, or use another "
+                           "--out folder for the new one")
 
     def start(self, meta: RunMeta) -> RunMeta:
         """Create the run with `meta` as run.json, or resume the compatible run already here.

@@ -7,6 +7,8 @@ Helpers that several test modules use live in tests/helpers/ (a test module neve
 - helpers/builder_models.py: the builder's scripted stage models, `cli_args` and `read` for a built dataset,
   and `SOURCE`, where the gated CASE-Bench source is read from;
 - helpers/hang_up_server.py: a TCP listener that hangs up on every connection (fixture `hang_up_server`).
+- helpers/eval_cli.py: `carryon-eval` in tests: `invoke`, `one_error_line`, `remote`; a run in a subprocess
+  (`slowly`, `spawn`, `wait_for_lines`) to signal it.
 """
 from __future__ import annotations
 

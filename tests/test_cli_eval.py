@@ -3,43 +3,21 @@ the whole pipeline runs end to end on a minimum-column dataset folder (scripted 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
-import time
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from scripted_server import Fault, last_user_text, script
+from helpers.eval_cli import invoke, one_error_line, remote, slowly, spawn, wait_for_lines
 from helpers.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as handler, make_dataset
 
-from carryon_eval.cli import cli
 from carryon_eval.records import RunMeta
 from carryon_eval.rollout import turn_seed
 from carryon_eval.run import RunFolder
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
 SECRET = "sk-test-secret-value-42"
-
-
-def invoke(*args: Any, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(cli, [str(a) for a in args], env=env, catch_exceptions=False)
-
-
-def one_error_line(result: Any) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("carryon-eval: error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
-
-
-def remote(srv: Any, *extra: Any) -> list[Any]:
-    return ["--endpoint", srv.base_url, "--model", "tgt", "--user-endpoint", srv.base_url, "--user-model", "sim",
-            "--judge-endpoint", srv.base_url, "--judge-model", "jdg", *extra]
 
 
 # ---------------------------------------------------------------- fail fast, one line, exit 2
@@ -108,23 +86,11 @@ def test_model_required_with_an_endpoint_url(scripted_server, dataset):
 
 # ---------------------------------------------------------------- resume after SIGKILL
 def test_sigkilled_run_resumes_without_repeating_finished_conversations(scripted_server, dataset, tmp_path):
-    def slow(body: dict) -> Any:
-        return Fault.delay(0.15, then=handler(body))
-
-    srv = scripted_server(slow, models=("tgt", "sim", "jdg"))
+    srv = scripted_server(slowly(handler), models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "carryon_eval.cli", *map(str, remote(srv)), "--dataset",
-                             str(dataset), "--out", str(out), "--concurrency", "2"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    transcripts = out / "transcripts.jsonl"
-    deadline = time.monotonic() + 60
+    proc = spawn(*remote(srv), "--dataset", dataset, "--out", out, "--concurrency", "2")
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if transcripts.is_file() and transcripts.read_text().count("\n") >= 4:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()
+        wait_for_lines(proc, out / "transcripts.jsonl", 4)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=10)
