@@ -351,3 +351,21 @@ def parse_intent(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
 def echoes_prompt(text: Optional[str]) -> bool:
     """True when a reply repeats the builder's instructions (their marker line) instead of answering."""
     return bool(_ECHO.search(strip_reasoning(text)))
+
+
+def parse_paraphrases(text: Optional[str], n: int) -> tuple[Optional[list[str]], Optional[str]]:
+    """Exactly ``n`` distinct paraphrases from a JSON object {"paraphrases": [...]}, a JSON list or a numbered list."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lower = {str(k).lower(): v for k, v in value.items()}
+        value = next((lower[k] for k in ("paraphrases", "rewrites", "items") if isinstance(lower.get(k), list)), None)
+    if isinstance(value, list):
+        found = [" ".join(v.split()) for v in value if isinstance(v, str) and v.strip()]
+    else:
+        found = [m.group(1) for m in map(_LIST_LINE.match, strip_reasoning(text).splitlines()) if m]
+    found = list(dict.fromkeys(f.strip("\"'` ") for f in found if f.strip("\"'` ")))
+    if any(_PLACEHOLDER.search(f) for f in found):
+        return None, "it repeats a template placeholder in angle brackets instead of writing paraphrases"
+    if len(found) < n:
+        return None, f"it has {len(found)} distinct paraphrases (expected {n})"
+    return found[:n], None
