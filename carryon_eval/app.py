@@ -28,7 +28,7 @@ from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .endpoint import ChatEndpoint
-from .judge import UTILITY_MODES, JudgeError, judge_run
+from .judge import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from .progress import Progress, human, tokens_by_role
@@ -269,7 +269,7 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, uti
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
     u, s = judged.tallies["utility"], judged.tallies["safety"]
     out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
              f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
