@@ -37,7 +37,9 @@ from .records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGener
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
 from .run import RunFolder, write_json_atomic
-from .schema import CONDITIONS
+from .risk_probe import PROBE_FILE, probe_risk
+from .schema import CONDITIONS, TRIPLET_CONDITION
+from .triplets import triplet_scorers
 from .fidelity import check_fidelity
 from .simulator import UserSimulator
 
@@ -322,6 +324,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
         await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        if TRIPLET_CONDITION in meta.conditions:
+            probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
+            out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
         report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
 
