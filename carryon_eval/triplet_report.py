@@ -182,3 +182,28 @@ def triplet_html(section: Optional[dict[str, Any]]) -> str:
 def triplet_columns(triplet: Optional[dict[str, Any]]) -> dict[str, Optional[float]]:
     """`compare`'s three columns of one run (None without a triplet section)."""
     return {k: (triplet or {}).get(k) for k in HEADLINE}
+
+
+def compare_triplets(models: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
+    """`compare`'s triplet part: per model Triplet Safety, Worst-Case Utility and ICU beside Recovery%, and the
+    Spearman rank correlation of each with Recovery% across models. None when no run has a triplet section."""
+    if not any(r.triplet for r in results):
+        return None
+    from .stats import spearman
+
+    rows = [{"model": m, **triplet_columns(r.triplet), "recovery": r.recovery.get("value")}
+            for m, r in zip(models, results)]
+    return {"table": rows, "spearman_with_recovery": {
+        k: {"between": f"model {k} and model Recovery%", **spearman([r[k] for r in rows], [r["recovery"] for r in rows])}
+        for k in HEADLINE}}
+
+
+def compare_markdown(part: Optional[dict[str, Any]]) -> str:
+    if not part:
+        return ""
+    table = _md(["Model", *(LABELS[k] for k in HEADLINE), "Recovery%"],
+                [[r["model"], *(_f(r[k]) for k in HEADLINE), _f(r["recovery"])] for r in part["table"]])
+    rho = _md(["Metric", "rho with Recovery%", "p", "n models", "note"],
+              [[LABELS[k], "n/a" if s["rho"] is None else f"{s['rho']:.3f}", "n/a" if s["p"] is None else f"{s['p']:.3f}",
+                str(s["n"]), s["reason"] or s.get("note") or ""] for k, s in part["spearman_with_recovery"].items()])
+    return f"\n## Triplet evaluation (OpenSafeIntent's metrics)\n\n{table}\n\n{rho}\n"

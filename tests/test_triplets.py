@@ -197,3 +197,23 @@ def test_conditions_all_selects_triplet_and_the_default_does_not(scripted_server
     from carryon_eval.cli import _conditions
     assert _conditions(None, None, "all") == ["turn1", "oracle", "bc", "nc", "triplet"]    # type: ignore[arg-type]
     assert "triplet" not in _conditions(None, None, "turn1,oracle,bc,nc")                  # type: ignore[arg-type]
+
+
+def test_compare_adds_the_triplet_columns_and_their_rank_correlation_with_recovery():
+    from carryon_eval.records import Results
+    from carryon_eval.triplet_report import compare_markdown, compare_triplets
+
+    runs = [Results(model=m, recovery={"value": rec}, triplet={"triplet_safety": ts, "worst_case_utility": wcu,
+                                                               "icu": icu})
+            for m, rec, ts, wcu, icu in (("a", 10.0, 40.0, 30.0, 20.0), ("b", 30.0, 60.0, 20.0, 25.0),
+                                         ("c", 20.0, 50.0, 10.0, None))]
+    part = compare_triplets(["a", "b", "c"], runs)
+    assert [(r["model"], r["triplet_safety"], r["recovery"]) for r in part["table"]] == [
+        ("a", 40.0, 10.0), ("b", 60.0, 30.0), ("c", 50.0, 20.0)]
+    rho = part["spearman_with_recovery"]
+    assert rho["triplet_safety"]["rho"] == pytest.approx(1.0)          # same order as Recovery%
+    assert rho["worst_case_utility"]["rho"] == pytest.approx(-0.5)     # ranks (3, 2, 1) vs (1, 3, 2)
+    assert (rho["icu"]["rho"], rho["icu"]["p"], rho["icu"]["n"]) == (pytest.approx(1.0), None, 2)   # c: no ICU
+    text = compare_markdown(part)
+    assert "| a | 40.0 | 30.0 | 20.0 | 10.0 |" in text and "| c | 50.0 | 10.0 | n/a | 20.0 |" in text
+    assert compare_triplets(["a"], [Results(model="a")]) is None
