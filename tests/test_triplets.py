@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from browser import chromium, render_headless
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
@@ -169,6 +170,9 @@ def test_triplet_run_end_to_end_has_the_hand_computed_metrics(scripted_server, t
     page = (run / "report.html").read_text()
     assert '<section id="triplet">' in page and 'data-profile="all_safe" style="width:50.000%' in page
     assert "Concrete help after reframing (A3)" in page
+    if chromium() is not None:       # the section renders, without console errors
+        dom, console = render_headless(run / "report.html", profile_dir=tmp_path / "chrome-profile")
+        assert '<section id="triplet">' in dom and "ICU by domain" in dom and not console, console
 
 
 def test_triplet_metrics_are_pure_functions_of_the_replies():
