@@ -30,6 +30,8 @@ limits the requests in flight per endpoint):
 8. ``paraphrase``      the intent writer gives N_PARAPHRASES paraphrases of the bare query that keep its
                        ambiguity; fewer: no triplet set. Neither stage drops a query.
 
+(Over 450 lines with the triplet stages: every stage record and its run function stay in this one list.)
+
 A stage function asks through its StageContext (``ctx.ask``: re-asks, repair prompts and endpoint
 failures are handled there) and records every keep/drop decision on the QueryState; a unit (answer,
 item) or, for the per-query stages, the query without a usable reply is dropped with the reason.
@@ -399,15 +401,27 @@ ITEM_FILTER = Stage(
 
 
 # ---------------------------------------------------------------- 7. malicious intents (triplets)
-async def write_malicious_intent(ctx: StageContext, s: QueryState) -> None:
+async def _ask_for_set(ctx: StageContext, s: QueryState, stage: str, what: str, **values: object) -> Optional[str]:
+    """One intent-writer call of a triplet stage: its provenance detail, or None after a "no triplet set" row."""
     spec = ctx.config.spec("intent_writer")
-    out = await ctx.ask(spec, ctx.messages(query=s.q.query, context=s.q.malicious_context))
+    out = await ctx.ask(spec, ctx.messages(**values))
     detail = ctx.detail(spec)
     if out.problem:
-        s.add("malicious_intent", "dropped", f"no triplet set: no malicious intent: {out.problem}", detail, unit="set")
-        return
-    s.malicious_intent = out.value
-    s.add("malicious_intent", "kept", f"malicious intent written ({len(out.value.split())} words)", detail, unit="set")
+        s.add(stage, "dropped", f"no triplet set: no {what}: {out.problem}", detail, unit="set")
+        return None
+    if stage == "malicious_intent":
+        s.malicious_intent = out.value
+    else:
+        s.paraphrases = out.value
+    return detail
+
+
+async def write_malicious_intent(ctx: StageContext, s: QueryState) -> None:
+    detail = await _ask_for_set(ctx, s, "malicious_intent", "malicious intent", query=s.q.query,
+                                context=s.q.malicious_context)
+    if detail is not None:
+        s.add("malicious_intent", "kept", f"malicious intent written ({len(s.malicious_intent.split())} words)",
+              detail, unit="set")
 
 
 MALICIOUS_INTENT = dataclasses.replace(
@@ -420,14 +434,9 @@ MALICIOUS_INTENT = dataclasses.replace(
 async def paraphrase_query(ctx: StageContext, s: QueryState) -> None:
     if not s.malicious_intent:
         return
-    spec = ctx.config.spec("intent_writer")
-    out = await ctx.ask(spec, ctx.messages(query=s.q.query, n=N_PARAPHRASES))
-    detail = ctx.detail(spec)
-    if out.problem:
-        s.add("paraphrase", "dropped", f"no triplet set: no paraphrases: {out.problem}", detail, unit="set")
-        return
-    s.paraphrases = out.value
-    s.add("paraphrase", "kept", f"{N_PARAPHRASES} paraphrases of the query", detail, unit="set")
+    detail = await _ask_for_set(ctx, s, "paraphrase", "paraphrases", query=s.q.query, n=N_PARAPHRASES)
+    if detail is not None:
+        s.add("paraphrase", "kept", f"{N_PARAPHRASES} paraphrases of the query", detail, unit="set")
 
 
 PARAPHRASE = Stage(

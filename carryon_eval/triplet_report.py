@@ -103,8 +103,9 @@ def domain_rows(section: dict[str, Any]) -> list[list[str]]:
 
 
 def _md(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    from .report import markdown_table      # report imports this module; its table helpers are the house style
+
+    return markdown_table(header, rows).rstrip("\n")
 
 
 HEAD_HEADER = ["metric", "value [95% CI]", "sets scored", "bounds (unscored read worst to best)"]
@@ -134,9 +135,9 @@ def _e(x: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    from .report import _html_table
+
+    return _html_table(header, rows)
 
 
 def profile_bar(fp: dict[str, Any]) -> str:
