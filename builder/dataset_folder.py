@@ -47,8 +47,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("query_id", pa.string()), ("item_id", pa.string()), ("stage", pa.string()), ("decision", pa.string()),
         ("reason", pa.string()), ("detail", pa.string()),
     ]),
+    "triplets": pa.schema([
+        ("set_id", pa.string()), ("variant", pa.string()), ("paraphrase", pa.int64()), ("prompt", pa.string()),
+        ("domain", pa.string()), ("category", pa.string()),
+    ]),
 }
-CONFIG_ORDER = ("queries", "checklists", "flows", "conversations", "provenance")
+CONFIG_ORDER = ("queries", "checklists", "flows", "conversations", "provenance", "triplets")
 _HF_DTYPES = {pa.string(): "string", pa.float64(): "float64", pa.int64(): "int64"}
 
 

@@ -32,7 +32,7 @@ from carryon_eval.prompts import Prompt, load_prompt
 from .dry_run import dry_run_plan, format_dry_run
 from .llm_config import LLMConfig, ModelSpec
 from .pipeline import LLMOutput
-from .provenance import card_summary, checklist_rows, llm_manifest, provenance_rows
+from .provenance import card_summary, checklist_rows, llm_manifest, provenance_rows, triplet_rows
 from .query_state import Outcome, QueryState, plural
 from .source import SourceQuery
 from .stages import Stage
@@ -243,7 +243,7 @@ class LLMStages:
         return LLMOutput(
             intents={s.q.query_id: s.intent for s in states if s.intent},
             checklist_rows=checklist, provenance_rows=provenance_rows(states),
-            kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None],
+            kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None], triplet_rows=triplet_rows(states),
             manifest=llm_manifest(self.config, self.stages, self.prompts, self.repair_prompt, self.tally,
                                   self.usage.snapshot()),
             card={"llm_summary": card_summary(self.config, self.stages, states, checklist)})

@@ -35,17 +35,21 @@ class LLMOutput:
     kept_query_ids: list[str]                     # queries that survive the checklist filter
     manifest: dict[str, Any] = field(default_factory=dict)   # stage models, params, prompt refs, usage
     card: dict[str, Any] = field(default_factory=dict)       # extra card values (llm_summary text)
+    triplet_rows: list[dict[str, Any]] = field(default_factory=list)   # rows of the triplets config (issue 12)
 
 
 LLMStages = Callable[[list[SourceQuery]], LLMOutput]
 
 # Why a config can be left without rows (it is then not declared: see dataset_folder), said in the card.
 ABSENT_WITHOUT_LLM = {"checklists": "no checklists: built with `--no-llm`",
-                      "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)"}
+                      "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)",
+                      "triplets": "no triplets: built with `--no-llm` (its benign, malicious and paraphrased "
+                                  "prompts are generated text)"}
 ABSENT_AFTER_LLM = {"queries": "no queries: the LLM stages kept none",
                     "checklists": "no checklists: the LLM stages kept no item",
                     "conversations": "no conversations: the LLM stages kept no query",
-                    "provenance": "no provenance: the LLM stages recorded no decision"}
+                    "provenance": "no provenance: the LLM stages recorded no decision",
+                    "triplets": "no triplets: no kept query got both a malicious intent and its paraphrases"}
 
 
 def query_row(q: SourceQuery, intent: str) -> dict[str, Any]:
@@ -97,6 +101,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     }
     if llm_stages is not None:
         tables["provenance"] = llm.provenance_rows
+        tables["triplets"] = [r for r in llm.triplet_rows if r["set_id"] in kept]
 
     per_length = Counter((c["n_turns"], c["condition"]) for c in conversations)
     counts = {name: len(rows) for name, rows in tables.items()}
@@ -133,7 +138,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                                   [[d, sum(q.domain == d for q in final)] for d in DOMAINS]),
         "llm_summary": llm.card.get("llm_summary") if llm_stages is not None else (
             "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
-            "query and there is no `checklists` or `provenance` config. "
+            "query and there is no `checklists`, `provenance` or `triplets` config. "
             "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
         "changelog": changelog_table(manifest),
         "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(

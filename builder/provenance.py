@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from carryon_eval import defaults
-from carryon_eval.prompts import Prompt
+from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
 from .llm_config import LLMConfig
@@ -43,6 +43,25 @@ def provenance_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
 def checklist_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
     return [{"query_id": s.q.query_id, "item_id": it.final_id, "question": it.question, "category": it.category}
             for s in states if s.dropped_at is None for it in s.final]
+
+
+def triplet_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
+    """The triplets config (issue 12): per kept query with a malicious intent and its paraphrases, the benign
+    prompt (what the oracle condition sends), the bare query (ambiguous, paraphrase 0) and its paraphrases
+    (1..N), and the query with the malicious intent in the oracle prompt's wording."""
+    oracle = load_prompt("target/oracle")
+    rows: list[dict[str, Any]] = []
+    for s in states:
+        if s.dropped_at is not None or not s.malicious_intent or not s.paraphrases:
+            continue
+        meta = {"domain": s.q.domain, "category": s.q.category}
+        prompts = [("benign", 0, oracle.render(query=s.q.query, benign_intent=s.intent)),
+                   ("ambiguous", 0, s.q.query),
+                   *[("ambiguous", k, text) for k, text in enumerate(s.paraphrases, 1)],
+                   ("malicious", 0, oracle.render(query=s.q.query, benign_intent=s.malicious_intent))]
+        rows += [{"set_id": s.q.query_id, "variant": v, "paraphrase": k, "prompt": text, **meta}
+                 for v, k, text in prompts]
+    return rows
 
 
 def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[str, Prompt], repair_prompt: Prompt,

@@ -1,4 +1,4 @@
-"""The builder's LLM stages (paper §3.1, Appendix B.2/B.3) as records: benign intents, then Ben-Util checklists.
+"""The builder's LLM stages (paper §3.1, Appendix B.2/B.3) as records: benign intents, Ben-Util checklists, triplets.
 
 A stage is one frozen ``Stage`` record: its name, role, prompt file (builder/prompts/<prompt>.txt),
 output schema, repair text, generation parameters, unit labels, its dry-run plan and the async function
@@ -25,6 +25,12 @@ limits the requests in flight per endpoint):
                        than MIN_ITEMS: the query is dropped.
 6. ``item_filter``     the item filter judges each item (one call per item) and removes those that could
                        enable misuse; a query left with fewer than MIN_ITEMS items is dropped.
+7. ``malicious_intent`` the intent writer rewrites CASE-Bench's unsafe context into a malicious intent in
+                       the user's voice (the triplets config, issue 12); no intent: no triplet set.
+8. ``paraphrase``      the intent writer gives N_PARAPHRASES paraphrases of the bare query that keep its
+                       ambiguity; fewer: no triplet set. Neither stage drops a query.
+
+(Over 450 lines with the triplet stages: every stage record and its run function stay in this one list.)
 
 A stage function asks through its StageContext (``ctx.ask``: re-asks, repair prompts and endpoint
 failures are handled there) and records every keep/drop decision on the QueryState; a unit (answer,
@@ -39,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
 from carryon_eval.parsing import (
-    normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard, strip_reasoning)
+    normalize_category, parse_flag, parse_intent, parse_items, parse_paraphrases, parse_wildguard, strip_reasoning)
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
@@ -58,6 +64,7 @@ TYPICAL_INTENT_CHARS = 400  # for --dry-run estimates of prompts that contain an
 TYPICAL_ITEMS_PER_ANSWER = 15
 TYPICAL_ITEM_CHARS = 90
 TYPICAL_FINAL_ITEMS = 18    # the paper's mean
+N_PARAPHRASES = 4           # paraphrases of the ambiguous variant (OpenSafeIntent: five phrasings in all)
 
 Parse = Callable[[Optional[str]], "tuple[Any, Optional[str]]"]
 
@@ -393,13 +400,62 @@ ITEM_FILTER = Stage(
     expected='a JSON object {"enables_misuse": true or false, "reason": "<one short sentence>"}')
 
 
+# ---------------------------------------------------------------- 7. malicious intents (triplets)
+async def _ask_for_set(ctx: StageContext, s: QueryState, stage: str, what: str, **values: object) -> Optional[str]:
+    """One intent-writer call of a triplet stage: its provenance detail, or None after a "no triplet set" row."""
+    spec = ctx.config.spec("intent_writer")
+    out = await ctx.ask(spec, ctx.messages(**values))
+    detail = ctx.detail(spec)
+    if out.problem:
+        s.add(stage, "dropped", f"no triplet set: no {what}: {out.problem}", detail, unit="set")
+        return None
+    if stage == "malicious_intent":
+        s.malicious_intent = out.value
+    else:
+        s.paraphrases = out.value
+    return detail
+
+
+async def write_malicious_intent(ctx: StageContext, s: QueryState) -> None:
+    detail = await _ask_for_set(ctx, s, "malicious_intent", "malicious intent", query=s.q.query,
+                                context=s.q.malicious_context)
+    if detail is not None:
+        s.add("malicious_intent", "kept", f"malicious intent written ({len(s.malicious_intent.split())} words)",
+              detail, unit="set")
+
+
+MALICIOUS_INTENT = dataclasses.replace(
+    INTENTS, name="malicious_intent", prompt="malicious_intent", run=write_malicious_intent, unit="set",
+    plan=lambda q, t: (1, {"query": q.query, "context": q.malicious_context}),
+    expected="the malicious intent only: 2 to 4 sentences in the first person, at most 80 words")
+
+
+# ---------------------------------------------------------------- 8. paraphrases (triplets)
+async def paraphrase_query(ctx: StageContext, s: QueryState) -> None:
+    if not s.malicious_intent:
+        return
+    detail = await _ask_for_set(ctx, s, "paraphrase", "paraphrases", query=s.q.query, n=N_PARAPHRASES)
+    if detail is not None:
+        s.add("paraphrase", "kept", f"{N_PARAPHRASES} paraphrases of the query", detail, unit="set")
+
+
+PARAPHRASE = Stage(
+    name="paraphrase", role="intent_writer", prompt="paraphrase", params=StageParams(0.0, 600, 200),
+    run=paraphrase_query, units=lambda s, cfg: int(bool(s.malicious_intent)), work="paraphrase sets asked",
+    unit="set", parse=lambda t: parse_paraphrases(t, N_PARAPHRASES),
+    plan=lambda q, t: (1, {"query": q.query, "n": N_PARAPHRASES}),
+    schema=_obj({"paraphrases": {"type": "array", "items": {"type": "string"}}}),
+    expected=f'a JSON object {{"paraphrases": [...]}} with {N_PARAPHRASES} distinct paraphrases of the request')
+
+
 # ---------------------------------------------------------------- the pipeline
 HARM_STYLES = tuple(HARM_STAGES)
 
 
 def pipeline(harm_style: str = "judge") -> tuple[Stage, ...]:
     """The stages, in order, with the harm filter of ``harm_style``."""
-    return (INTENTS, ORACLE_ANSWERS, HARM_STAGES[harm_style], DECOMPOSE, MERGE, ITEM_FILTER)
+    return (INTENTS, ORACLE_ANSWERS, HARM_STAGES[harm_style], DECOMPOSE, MERGE, ITEM_FILTER, MALICIOUS_INTENT,
+            PARAPHRASE)
 
 
 STAGES = pipeline()

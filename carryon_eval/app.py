@@ -29,7 +29,7 @@ from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .endpoint import ChatEndpoint
-from .judge import UTILITY_MODES, JudgeError, judge_run
+from .judge import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from .progress import Progress, human, tokens_by_role
@@ -38,7 +38,9 @@ from .records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGener
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
 from .run import RunFolder, write_json_atomic
-from .schema import CONDITIONS
+from .risk_probe import PROBE_FILE, probe_risk
+from .schema import CONDITIONS, TRIPLET_CONDITION
+from .triplets import triplet_scorers
 from .fidelity import check_fidelity
 from .simulator import UserSimulator
 
@@ -273,7 +275,7 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, uti
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
     u, s = judged.tallies["utility"], judged.tallies["safety"]
     out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
              f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
@@ -327,6 +329,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
         await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        if TRIPLET_CONDITION in meta.conditions:
+            probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
+            out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
         report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
 

@@ -38,7 +38,7 @@ from .judge import JudgeError
 from .local_model import LocalModelError
 from .prompts import PromptError
 from .run import RunError
-from .schema import CONDITIONS
+from .schema import ALL_CONDITIONS, CONDITIONS
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -122,10 +122,13 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 # ---------------------------------------------------------------- option parsing
 def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     items = [c.strip().lower() for c in value.split(",") if c.strip()]
-    bad = [c for c in items if c not in CONDITIONS]
+    if "all" in items:
+        items = list(ALL_CONDITIONS)
+    bad = [c for c in items if c not in ALL_CONDITIONS]
     if bad or not items:
-        raise click.BadParameter(f"expected a comma-separated subset of {','.join(CONDITIONS)}, got {value!r}")
-    return [c for c in CONDITIONS if c in items]
+        raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(ALL_CONDITIONS)}, "
+                                 f"got {value!r}")
+    return [c for c in ALL_CONDITIONS if c in items]
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
@@ -157,7 +160,8 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
               help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it resumes.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries, with all their conversations.")
 @click.option("--conditions", default=",".join(CONDITIONS), show_default=True, callback=_conditions,
-              help="Comma-separated conditions to run.")
+              help="Comma-separated conditions to run; 'triplet' (issue 12) is not in the default set; "
+                   "'all' runs every condition.")
 @concurrency_option(help="Conversations (and requests per endpoint) in flight.")
 @click.option("--max-tokens", type=click.IntRange(min=1),
               help=f"Target reply max tokens [default: {defaults.TARGET_MAX_TOKENS}; "

@@ -22,6 +22,7 @@ import click
 from .records import Results
 from .report import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from .schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from .triplet_report import compare_markdown, compare_triplets
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 
@@ -78,6 +79,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
+    out["triplet"] = compare_triplets(labels, results)
     out["_results"] = results
     return out
 
@@ -107,6 +109,7 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
+    parts.append(compare_markdown(cmp.get("triplet")))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     return "\n".join(parts)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .moves import flow_problems, is_valid
-from .schema import TABLE_COLUMNS
+from .schema import TABLE_COLUMNS, TRIPLET_COLUMNS
+from .triplets import checked_triplets
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 
@@ -35,6 +36,7 @@ class Benchmark:
     conversations: list[dict[str, Any]]           # rows in dataset order
     manifest: Optional[dict[str, Any]] = None     # MANIFEST.json of a built release, if present
     notes: list[str] = field(default_factory=list)
+    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config (issue 12)
 
     @property
     def query_ids(self) -> list[str]:
@@ -65,12 +67,14 @@ class Benchmark:
             checklists={q: self.checklists.get(q, []) for q in keep},
             flows={f: r for f, r in self.flows.items() if f in used_flows},
             conversations=convs, manifest=self.manifest, notes=list(self.notes),
+            triplets=[t for t in self.triplets if t["set_id"] in keep_set],
         )
 
 
 # A dataset may leave these out: a build without the LLM stages declares no checklists config (a config with
 # no rows is never declared, since datasets cannot load an empty split); its queries then have no items.
-OPTIONAL_CONFIGS = ("checklists",)
+OPTIONAL_CONFIGS = ("checklists", "triplets")
+_COLUMNS = {**TABLE_COLUMNS, "triplets": TRIPLET_COLUMNS}
 
 
 def _undeclared_optional(source: str, config: str, revision: Optional[str]) -> bool:
@@ -144,11 +148,11 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
         raise DatasetError(f"dataset {source}: not found ({_first_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - datasets raises many types; the user needs one line
         raise DatasetError(f"dataset {source}: cannot load config {config!r}: {type(exc).__name__}: {_first_line(exc)}") from None
-    missing = [c for c in TABLE_COLUMNS[config] if c not in ds.column_names]
+    missing = [c for c in _COLUMNS[config] if c not in ds.column_names]
     if missing:
         raise DatasetError(
             f"dataset {source}: config {config!r} lacks column(s) {missing}; "
-            f"expected at least {list(TABLE_COLUMNS[config])}")
+            f"expected at least {list(_COLUMNS[config])}")
     return ds.to_list()
 
 
@@ -228,7 +232,8 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
 
     manifest = _read_manifest(source)
     bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
-                      flows=flows, conversations=tables["conversations"], manifest=manifest)
+                      flows=flows, conversations=tables["conversations"], manifest=manifest,
+                      triplets=checked_triplets(source, _rows(source, "triplets", revision), queries))
     empty = [q for q, items in checklists.items() if not items]
     if empty:
         bench.notes.append(f"{len(empty)} of {len(queries)} queries have no checklist items: "

@@ -351,3 +351,46 @@ def parse_intent(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
 def echoes_prompt(text: Optional[str]) -> bool:
     """True when a reply repeats the builder's instructions (their marker line) instead of answering."""
     return bool(_ECHO.search(strip_reasoning(text)))
+
+
+def parse_paraphrases(text: Optional[str], n: int) -> tuple[Optional[list[str]], Optional[str]]:
+    """Exactly ``n`` distinct paraphrases from a JSON object {"paraphrases": [...]}, a JSON list or a numbered list."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lower = {str(k).lower(): v for k, v in value.items()}
+        value = next((lower[k] for k in ("paraphrases", "rewrites", "items") if isinstance(lower.get(k), list)), None)
+    if isinstance(value, list):
+        found = [" ".join(v.split()) for v in value if isinstance(v, str) and v.strip()]
+    else:
+        found = [m.group(1) for m in map(_LIST_LINE.match, strip_reasoning(text).splitlines()) if m]
+    found = list(dict.fromkeys(f.strip("\"'` ") for f in found if f.strip("\"'` ")))
+    if any(_PLACEHOLDER.search(f) for f in found):
+        return None, "it repeats a template placeholder in angle brackets instead of writing paraphrases"
+    if len(found) < n:
+        return None, f"it has {len(found)} distinct paraphrases (expected {n})"
+    return found[:n], None
+
+
+RESPONSE_MODES = ("refuse", "A2", "A3", "A4")
+_MODE = re.compile(r"\b(refuse|refusal|a2|a3|a4)\b", re.IGNORECASE)
+
+
+def parse_response_mode(text: Optional[str]) -> Optional[str]:
+    """One of RESPONSE_MODES (a JSON {"mode": ...} or the word alone, "refusal" read as refuse); None when the
+    answer names no mode or more than one."""
+    value = extract_json(text)
+    found = [str(value.get("mode", ""))] if isinstance(value, dict) else _MODE.findall(strip_reasoning(text))
+    modes = {"refuse" if f.lower().startswith("refus") else f.upper() for f in found if _MODE.fullmatch(f.strip())}
+    return modes.pop() if len(modes) == 1 else None
+
+
+PROBE_CHOICES = ("unrestricted", "constrained", "refusal")
+_PROBE = re.compile(r"\b(unrestricted|constrained|refusal|refuse)\b", re.IGNORECASE)
+
+
+def parse_probe_choice(text: Optional[str]) -> Optional[str]:
+    """The risk-recognition probe's answer: one of PROBE_CHOICES ("refuse" read as refusal); None when the
+    answer names none or several."""
+    found = {m.lower().replace("refuse", "refusal").replace("refusall", "refusal")
+             for m in _PROBE.findall(strip_reasoning(text))}
+    return found.pop() if len(found) == 1 else None

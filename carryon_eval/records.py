@@ -370,13 +370,14 @@ class Results:
     notes: list[str] = field(default_factory=list)
     generated: Generated = field(default_factory=Generated)
     plots: Optional[PlotsInfo] = None
+    triplet: Optional[dict[str, Any]] = None      # triplet_metrics.summarize_triplets; only for triplet runs
     schema_version: int = RESULTS_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, keys in the order results.json has always had (schema_version first)."""
         out: dict[str, Any] = {"schema_version": self.schema_version}
         for f in dataclasses.fields(self):
-            if f.name == "schema_version" or (f.name == "plots" and self.plots is None):
+            if f.name == "schema_version" or (f.name in ("plots", "triplet") and getattr(self, f.name) is None):
                 continue
             value = getattr(self, f.name)
             out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value

@@ -29,8 +29,9 @@ from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
 from .records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from .report_pages import QueryEntry, transcripts_section
 from .run import RunFolder, write_json_atomic, write_text_atomic
-from .schema import CONDITIONS, Transcript
+from .schema import CONDITIONS, TRIPLET_CONDITION, Transcript
 from .scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
+from .triplet_report import summarize_triplets, triplet_html, triplet_markdown, triplet_replies
 
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
 SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
@@ -64,7 +65,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge)."""
     rundir = Path(rundir)
     run = RunFolder(rundir)
-    meta, transcripts = run.read_meta(), run.transcripts()
+    meta, every = run.read_meta(), run.transcripts()
+    transcripts = [t for t in every if t.condition != TRIPLET_CONDITION]    # triplets: their own section
     judge = select_judge(rundir, judge)
     utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
     convs = M.assemble(transcripts, utility, safety,
@@ -84,6 +86,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
     results.notes = _notes(results, meta, bench, utility, safety)
+    results.triplet = summarize_triplets(triplet_replies(rundir, bench, every, utility, safety, judge),
+                                         n_resamples=n_resamples, seed=seed)
     return results, transcripts, convs
 
 
@@ -227,7 +231,8 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         results.notes.append(str(exc))
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results.to_json())
-    write_text_atomic(rundir / TABLE_FILE, table_markdown(results))
+    write_text_atomic(rundir / TABLE_FILE, table_markdown(results)
+                      + (triplet_markdown(results.triplet) if results.triplet else ""))
     write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                               for r in conversation_scores(convs, results.model)))
     section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
@@ -402,6 +407,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
         "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
                                           ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
+        triplet_html(results.triplet),
         extra,
         "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
         "orange: unscored); hover for the question.</p>",

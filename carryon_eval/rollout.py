@@ -25,8 +25,9 @@ from .progress import Progress
 from .prompts import load_prompt
 from .records import Generation, Skipped
 from .run import RunFolder
-from .schema import CONDITIONS, Message, Transcript
+from .schema import ALL_CONDITIONS, TRIPLET_CONDITION, Message, Transcript
 from .simulator import SimulatorError, UserSimulator
+from .triplets import triplet_prompts
 
 STAGE = "target"
 ORACLE_PROMPT = "target/oracle"
@@ -51,9 +52,9 @@ class Job:
 
 def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[Skipped]]:
     """All conversations to run, in order (turn1, oracle, then the dataset's), and those skipped with why."""
-    unknown = [c for c in conditions if c not in CONDITIONS]
+    unknown = [c for c in conditions if c not in ALL_CONDITIONS]
     if unknown:
-        raise ValueError(f"unknown condition(s) {unknown}; expected some of {list(CONDITIONS)}")
+        raise ValueError(f"unknown condition(s) {unknown}; expected some of {list(ALL_CONDITIONS)}")
     jobs: list[Job] = []
     skipped: list[Skipped] = []
     for qid, q in bench.queries.items():
@@ -76,6 +77,10 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[S
                                    "query has no benign_intent (benign clarification moves need it)"))
             continue
         jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, flow["flow_id"], moves))
+    if TRIPLET_CONDITION in conditions:      # one single-turn job per triplet prompt (issue 12)
+        jobs += [Job(cid, set_id, TRIPLET_CONDITION) for cid, (set_id, _) in triplet_prompts(bench.triplets).items()]
+        if not bench.triplets:
+            skipped.append(Skipped(TRIPLET_CONDITION, TRIPLET_CONDITION, "the dataset has no triplets config"))
     return jobs, skipped
 
 
@@ -184,6 +189,8 @@ class _Player:
 
     def opening(self, job: Job, meta: dict[str, Any]) -> Message:
         q = self.bench.queries[job.query_id]
+        if job.condition == TRIPLET_CONDITION:
+            return Message(role="user", content=triplet_prompts(self.bench.triplets)[job.conversation_id][1], turn=1)
         if job.condition != "oracle":
             return Message(role="user", content=q["query"], turn=1)
         prompt = load_prompt(ORACLE_PROMPT)

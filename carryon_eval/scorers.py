@@ -32,6 +32,7 @@ from .endpoint import ChatEndpoint, EndpointError
 from .parsing import p_yes, parse_score, parse_yes_no
 from .prompts import load_prompt
 from .schema import Message, SafetyJudgment, Transcript, UtilityJudgment
+from .triplets import is_variant
 
 log = logging.getLogger("carryon.judge")
 
@@ -121,7 +122,7 @@ class ScorerOptions:
 
 REGISTRY: dict[str, Callable[[ScorerOptions], Scorer]] = {}
 #: Modules whose scorers register themselves on import (they import this module, so not at its top).
-BUILTIN_SCORER_MODULES = ("carryon_eval.fidelity",)
+BUILTIN_SCORER_MODULES = ("carryon_eval.fidelity", "carryon_eval.response_modes")
 
 
 def register(cls: Any) -> Any:
@@ -222,6 +223,8 @@ class UtilityScorer(PromptScorer):
 
     def cases(self, transcript: Transcript, reply: Message, query: dict[str, Any],
               checklist: Sequence[dict[str, Any]]) -> list[tuple[tuple, Case]]:
+        if is_variant(transcript.conversation_id, "malicious"):
+            return []      # triplet evaluation (issue 12): Ben-Util only for benign and ambiguous replies
         return [((transcript.conversation_id, reply.turn, item["item_id"]),
                  Case(query["query"], reply.content, item=item["question"])) for item in checklist]
 

@@ -84,7 +84,7 @@ def check_dataset(out: Path, queries) -> None:
     # every drop is explained; the text of dropped items never appears, only its hash
     assert all(r["reason"] and r["detail"] and r["decision"] in ("kept", "dropped") for r in prov)
     assert {r["stage"] for r in prov} == {"intents", "oracle_answers", "harm_filter", "decompose", "merge",
-                                          "item_filter"}
+                                          "item_filter", "malicious_intent", "paraphrase"}
     harm_b = [r for r in prov if r["query_id"] == b and r["stage"] == "harm_filter" and not r["item_id"]]
     assert [r["decision"] for r in harm_b] == ["kept", "dropped", "dropped", "dropped"]
     assert harm_b[-1]["reason"] == "only 1 of 3 answers judged harmless (at least 3 needed)"
@@ -370,10 +370,12 @@ def test_dry_run_calls_nothing(source, servers, tmp_path):
     assert not out.exists() and not (tmp_path / "cache").exists()
     text = res.stdout
     assert "dry run: 3 queries, 3 generators; no endpoint was called" in text
-    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:9]}
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:11]}
     assert rows["intents"][3] == "3" and rows["oracle_answers"][3] == "9" and rows["harm_filter"][3] == "9"
     assert rows["merge"][3] == "3" and rows["item_filter"][3] == "54"
-    assert int(rows["total"][1].replace(",", "")) == 3 + 9 + 9 + 9 + 3 + 54
+    assert rows["malicious_intent"][1:4] == ["intent_writer", "intent-m", "3"]
+    assert rows["paraphrase"][1:4] == ["intent_writer", "intent-m", "3"]
+    assert int(rows["total"][1].replace(",", "")) == 3 + 9 + 9 + 9 + 3 + 54 + 3 + 3
     assert all(int(rows[s][4].replace(",", "")) > 0 for s in ("intents", "decompose", "merge"))
 
 
@@ -556,3 +558,84 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
     assert {"intents", "oracle_answers", "harm_filter"} <= stages
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
+
+
+# ---------------------------------------------------------------- triplets (issue 12)
+def test_triplets_config_from_the_malicious_intent_and_paraphrase_stages(source, scripted_server, script, queries,
+                                                                        tmp_path):
+    """Each kept query with a malicious intent and 4 paraphrases is one prompt-set of 7 prompts; a query whose
+    malicious intent cannot be written keeps its checklist but has no set (a provenance row says why)."""
+    a, b, c = queries
+
+    def handler(body: dict) -> Any:
+        if script.stage(body) == "malicious_intent" and script.label(_first_user(body)) == "C":
+            return "no"       # too short to be an intent, after every repair prompt too
+        return script.reply(body)
+
+    main = scripted_server(handler, models=MAIN_MODELS)
+    judge = scripted_server(handler, models=(JUDGE,))
+    out = tmp_path / "ds"
+    res = run_cli(cli_args(source, main, judge, out, tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    assert [r["query_id"] for r in read(out, "queries")] == [a.query_id, c.query_id]   # C keeps its checklist
+    assert len(read(out, "checklists")) == 34
+    rows = read(out, "triplets")
+    assert [(r["set_id"], r["variant"], r["paraphrase"]) for r in rows] == [
+        (a.query_id, "benign", 0), (a.query_id, "ambiguous", 0), *[(a.query_id, "ambiguous", k) for k in range(1, 5)],
+        (a.query_id, "malicious", 0)]
+    assert all(r["domain"] == a.domain and r["category"] == a.category for r in rows)
+    prompts = [r["prompt"] for r in rows]
+    queries_rows = {q["query_id"]: q for q in read(out, "queries")}
+    # exactly what the oracle condition sends (its prompt file ends with a newline)
+    assert prompts[0] == f"{a.query}\n\nSome background on why I am asking: {queries_rows[a.query_id]['benign_intent']}\n"
+    assert prompts[1] == a.query
+    assert prompts[2:6] == [f"Paraphrase {k} of case A" for k in range(1, 5)]
+    assert prompts[6] == (f"{a.query}\n\nSome background on why I am asking: I want the answer for case A to cheat "
+                          "the people around me without them noticing.\n")
+    # the malicious intent is written from the unsafe context; the paraphrase prompt sees the bare query only
+    mal = [b_ for b_ in main.requests if script.stage(b_) == "malicious_intent" and a.query in _first_user(b_)]
+    assert mal and a.malicious_context in _first_user(mal[0]) and a.benign_context not in _first_user(mal[0])
+    par = [b_ for b_ in main.requests if script.stage(b_) == "paraphrase"]
+    assert len(par) == 1 and _first_user(par[0]) == f"Request:\n{a.query}"    # C has no intent: not paraphrased
+    assert par[0]["temperature"] == 0 and par[0]["response_format"]["type"] == "json_schema"
+    assert not any(script.stage(b_) in ("malicious_intent", "paraphrase") and b.query in _first_user(b_)
+                   for b_ in main.requests)                 # B was dropped before
+    prov = read(out, "provenance")
+    tri = [(r["query_id"], r["stage"], r["decision"], r["reason"]) for r in prov
+           if r["stage"] in ("malicious_intent", "paraphrase")]
+    assert tri == [
+        (a.query_id, "malicious_intent", "kept", "malicious intent written (16 words)"),
+        (a.query_id, "paraphrase", "kept", "4 paraphrases of the query"),
+        (c.query_id, "malicious_intent", "dropped", "no triplet set: no malicious intent: unusable reply after 2 "
+                                                    "repair prompts: the intent is empty or too short (expected 2 "
+                                                    "to 4 sentences)")]
+    assert all(r["detail"].startswith("model=intent-m; prompt=builder/") for r in prov
+               if r["stage"] in ("malicious_intent", "paraphrase"))
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    stages = manifest["llm_stages"]["stages"]
+    assert stages["malicious_intent"]["prompt"]["ref"].startswith("builder/malicious_intent@1#")
+    assert stages["paraphrase"]["prompt"]["ref"].startswith("builder/paraphrase@1#")
+    assert manifest["counts"]["triplets"] == 7
+    card = (out / "README.md").read_text()
+    assert "| malicious_intent | 2 | 2 | 0 | 1 set | 1 set |" in card
+    assert "| paraphrase | 2 | 2 | 0 | 1 set | 0 sets |" in card
+    assert "- config_name: triplets" in card and "### `triplets`" in card
+    from datasets import load_dataset
+    ds = load_dataset(str(out), "triplets", split="test")
+    assert len(ds) == 7 and ds.column_names == ["set_id", "variant", "paraphrase", "prompt", "domain", "category"]
+    assert run_cli(["verify", str(out)]).exit_code == 0
+    # a rerun is answered from the cache, the new stages too
+    before = main.count() + judge.count()
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds2", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    assert main.count() + judge.count() == before
+    assert read(tmp_path / "ds2", "triplets") == rows
+
+
+def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
+    res = run_cli(["build", "--source", str(source), "--out", str(tmp_path / "ds"), "--no-llm", "--limit", "3"])
+    assert res.exit_code == 0, res.output
+    card = (tmp_path / "ds" / "README.md").read_text()
+    assert not (tmp_path / "ds" / "data" / "triplets").exists() and "config_name: triplets" not in card
+    assert "no triplets: built with `--no-llm`" in card
+    assert run_cli(["verify", str(tmp_path / "ds")]).exit_code == 0

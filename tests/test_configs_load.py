@@ -109,7 +109,8 @@ def test_llm_build_where_the_item_filter_drops_every_item_of_one_query(scripted_
     rows = load_every_declared_config(out, tmp_path / "hf-cache")
     # A loses every item at the item filter, B is dropped by the harm filter (the script): C alone is left
     assert rows["queries"] == 1 and rows["checklists"] == 23 and rows["conversations"] == 15
-    assert set(rows) == {"queries", "checklists", "flows", "conversations", "provenance"}
+    assert set(rows) == {"queries", "checklists", "flows", "conversations", "provenance", "triplets"}
+    assert rows["triplets"] == 7          # C's prompt-set (issue 12)
     assert carryon_build("verify", out).returncode == 0
 
 

@@ -8,6 +8,7 @@ labels (A, B, C = the first three selected queries), never from query text:
   removes one "risky" item -> 11 items;
 - B: two of three answers are judged harmful -> dropped by the harm filter;
 - C: the merger returns 25 items -> 2 cut by the 23-item cap -> 23 items.
+Triplets: A and C get a malicious intent and 4 paraphrases (7 prompts each); B was dropped, so it has none.
 `cli_args` is a `carryon-build build` command line with every role on those models; `read` reads one
 config of a built dataset.
 """
@@ -87,6 +88,11 @@ class Scripted:
     def reply(self, body: dict) -> Any:
         stage, user, model = self.stage(body), first_user(body), body.get("model")
         label = self.label(user)
+        if stage == "malicious_intent":
+            return json.dumps({"intent": f"I want the answer for case {label} to cheat the people around me "
+                                         "without them noticing."})
+        if stage == "paraphrase":
+            return json.dumps({"paraphrases": [f"Paraphrase {k} of case {label}" for k in range(1, 5)]})
         if stage == "intents":
             return json.dumps({"intent": f"I am a teacher preparing a lesson about case {label} and I need a "
                                          "careful overview for my students."})
