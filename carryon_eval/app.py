@@ -86,6 +86,7 @@ class EvaluateConfig:
     shared_turn1: bool = True
     fidelity: bool = False
     utility_mode: str = "text"
+    judge_format: str = "json_schema"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class RunOptions:
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
+    judge_format: Optional[str] = None
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -225,7 +227,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
                             max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
-            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS)),
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped))
@@ -264,26 +266,50 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
-                      max_tokens: int, out: Output) -> None:
+                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> None:
     """The judge phase, awaited in this command's loop."""
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, judge_format=judge_format)
     u, s = judged.tallies["utility"], judged.tallies["safety"]
     out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
              f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
-             f"({s.unscored} unscored)")
+             f"({s.unscored} unscored); obtained as {_ways(u.via, s.via)}")
     if not judged.complete:
         out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
                  "asks for them again")
 
 
+def _ways(*tallies: dict[str, int]) -> str:
+    """"12 json_schema, 3 text": how the judgments of this pass's judge were obtained."""
+    total: dict[str, int] = {}
+    for tally in tallies:
+        for way, n in tally.items():
+            total[way] = total.get(way, 0) + n
+    return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
+
+
 def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> None:
-    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
-    write_report(run.path, bench, judge=judge)
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's).
+    Raises NothingScored (exit 3) after writing everything when a condition that ran has no scored number."""
+    results = write_report(run.path, bench, judge=judge)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
+    empty = conditions_without_numbers(results.conditions)
+    if empty:
+        raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
+                            f"(see {run.path / 'results.json'})")
+
+
+class NothingScored(Exception):
+    """Everything was written, but some condition that ran has no scored number at all (exit 3)."""
+
+
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """The conditions that ran (conversations > 0) whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
 
 # ---------------------------------------------------------------- commands
@@ -320,7 +346,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
+        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
+                          meta.judge.judge_format)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
         report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
@@ -362,7 +389,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         session.logprobs = mode == "logprobs"
         judge = await _checked_judge(session, run, meta, opts)
         await judge_phase(bench, run, judge, mode, opts.concurrency, opts.judge_max_tokens or meta.judge.max_tokens,
-                          out)
+                          out, opts.judge_format or meta.judge.judge_format)
         session.print_usage()
 
 
@@ -382,5 +409,5 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     report_phase(bench, run, out, judge)
 
 
-__all__ = ["EvaluateConfig", "Output", "RoleChoice", "RunOptions", "Session", "continue_rollout", "evaluate",
+__all__ = ["EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]
