@@ -33,7 +33,7 @@ from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from .progress import Progress, human, tokens_by_role
 from .prompts import load_prompt, prompt_hashes
-from .records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from .records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
 from .run import RunFolder, write_json_atomic
@@ -290,12 +290,17 @@ def _ways(*tallies: dict[str, int]) -> str:
     return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
 
 
-def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> None:
-    """`judge`: whose judgments to report when several judge models judged the run (default: the run's).
-    Raises NothingScored (exit 3) after writing everything when a condition that ran has no scored number."""
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> Results:
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
     results = write_report(run.path, bench, judge=judge)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
+    return results
+
+
+def require_scored(results: Results, run: RunFolder) -> None:
+    """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
+    scored number at all."""
     empty = conditions_without_numbers(results.conditions)
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
@@ -349,8 +354,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
                           meta.judge.judge_format)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
-        report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
+    require_scored(results, run)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -406,7 +412,7 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, _, bench = open_run(rundir, out)
-    report_phase(bench, run, out, judge)
+    require_scored(report_phase(bench, run, out, judge), run)
 
 
 __all__ = ["EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "continue_rollout", "evaluate",
