@@ -198,8 +198,7 @@ class PromptScorer:
     name: ClassVar[str]
     stage: ClassVar[str]
     prompt_name: ClassVar[str]
-
-    schema: ClassVar[dict[str, Any]]
+    schema: ClassVar[dict[str, Any]]          # the response_format of constrained answers
 
     def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
         if options.judge_format not in JUDGE_FORMATS:
