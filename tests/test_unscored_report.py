@@ -66,3 +66,17 @@ def test_headlines_under_95_percent_scored_are_marked(scripted_server, dataset, 
         assert f"† {cond} harm: " in html
     row = next(line for line in table.splitlines() if line.startswith("| tgt |"))
     assert "†" in row                                                       # a marked cell in Table 2
+
+
+def test_judge_format_is_an_option_recorded_in_run_and_judge_json(scripted_server, dataset, tmp_path):
+    srv = scripted_server(evaluator_handler, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", 1, "--judge-format", "text")
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["judge"]["judge_format"] == "text"
+    assert json.loads((out / "judge.json").read_text())["judge_format"] == "text"
+    assert srv.count(lambda b: b["model"] == "jdg" and b.get("response_format") is not None) == 0
+    assert "obtained as " in result.stdout and " text" in result.stdout
+    again = invoke("judge", out, "--judge-format", "json_schema")
+    assert again.exit_code == 0, again.output
+    assert json.loads((out / "judge.json").read_text())["judge_format"] == "json_schema"
