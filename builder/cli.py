@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import click
 
@@ -11,6 +11,11 @@ from carryon_eval import defaults
 from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, timeout_option, verbose_option
 
 from .flows import DEFAULT_SEED
+from .stages import MAX_ITEMS, MIN_ITEMS
+
+
+if TYPE_CHECKING:
+    from .llm_config import LLMConfig
 
 
 class BuildError(UsageError):
@@ -20,6 +25,31 @@ class BuildError(UsageError):
 
 def fail(message: str) -> NoReturn:
     raise BuildError(message)
+
+
+def _use_recipe(ctx: click.Context, param: click.Parameter, value: Optional[Path]) -> Optional[Path]:
+    """--recipe FILE (eager): its [build] table becomes the defaults of the other options, so flags given
+    on the command line still override it."""
+    if value is None:
+        return None
+    from .recipe import RecipeError, load_recipe
+    try:
+        meta, options = load_recipe(value, [p.name for p in ctx.command.params if p.name])
+    except RecipeError as exc:
+        fail(str(exc))
+    ctx.default_map = {**(ctx.default_map or {}), **options}
+    ctx.meta["carryon_recipe"] = (meta, value)
+    return value
+
+
+def _per_role(ctx: click.Context, name: str, given: tuple[str, ...]) -> tuple[str, ...]:
+    """ROLE=VALUE options: the recipe's entries for the roles the command line does not name, then the
+    command line's (a flag overrides one role, not the recipe's whole list)."""
+    recipe = (ctx.default_map or {}).get(name)
+    if not recipe or ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
+        return given
+    named = {g.partition("=")[0].strip().replace("-", "_") for g in given}
+    return (*(r for r in recipe if r.partition("=")[0].strip().replace("-", "_") not in named), *given)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,9 +83,13 @@ Examples:
 
 
 @cli.command(epilog=_BUILD_EPILOG)
-@click.option("--source", "source", required=True, type=click.Path(path_type=Path),
-              help="CASE-Bench JSON (CASEBench_data.json).")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Dataset folder to write.")
+@click.option("--recipe", type=click.Path(path_type=Path), is_eager=True, callback=_use_recipe, expose_value=False,
+              help="A build recipe (TOML, e.g. releases/recipes/paper.toml): its [build] options are the defaults; "
+                   "flags override them.")
+@click.option("--source", "source", type=click.Path(path_type=Path),
+              help="CASE-Bench JSON (CASEBench_data.json). Required, except for --dry-run (which then plans the "
+                   "paper's 398 queries at typical lengths).")
+@click.option("--out", type=click.Path(path_type=Path), help="Dataset folder to write (required, except for --dry-run).")
 @click.option("--no-llm", is_flag=True, help="Skip the LLM stages: empty benign_intent, no checklist rows.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
 @click.option("--limit", type=click.IntRange(min=1), help="Build only the first N selected queries.")
@@ -88,16 +122,25 @@ Examples:
               default="json_schema", show_default=True,
               help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
                    "Servers that reject it are asked again without it.")
+@click.option("--min-items", type=click.IntRange(min=1), default=MIN_ITEMS, show_default=True,
+              help="A query whose checklist has fewer items (after merging, after the item filter) is dropped.")
+@click.option("--max-items", type=click.IntRange(min=1), default=MAX_ITEMS, show_default=True,
+              help="The merged checklist is cut to this many items (the paper's 7-23 describes its result).")
+@click.option("--generator-temperature", type=click.FloatRange(min=0.0), default=0.7, show_default=True,
+              help="Sampling temperature of the generators (each with its own seed).")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
 @click.option("--force", is_flag=True,
               help="Rebuild into an --out folder that holds files no build wrote (they are kept, not deleted).")
 @verbose_option
-def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int], release: Optional[str],
-          endpoint: Optional[str], model: Optional[str], role_endpoints: tuple[str, ...],
-          role_models: tuple[str, ...], generators: tuple[str, ...], generator_models: tuple[str, ...],
-          harm_classifier_style: str, api_key_env: str, cache_dir: Optional[Path], max_tokens: Optional[int],
-          concurrency: int, request_timeout: float, structured_output: str, dry_run: bool, force: bool) -> None:
+@click.pass_context
+def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_llm: bool, seed: int,
+          limit: Optional[int], release: Optional[str], endpoint: Optional[str], model: Optional[str],
+          role_endpoints: tuple[str, ...], role_models: tuple[str, ...], generators: tuple[str, ...],
+          generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
+          cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
+          structured_output: str, min_items: int, max_items: int, generator_temperature: float,
+          dry_run: bool, force: bool) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -111,12 +154,18 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
     from .source import SourceError
 
     release = release or f"v{BUILDER_VERSION}"
+    role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
+                                                                                            role_models)
+    llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
+    if min_items > max_items:
+        fail(f"--min-items {min_items} is more than --max-items {max_items}")
+    if not dry_run and (source is None or out is None):
+        fail("missing option: pass --source FILE and --out DIR (only --dry-run works without them)")
     if not dry_run:
         try:
             check_out_folder(out, force)      # before any source is read or model called
         except FileExistsError as exc:
             fail(str(exc))
-    llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
@@ -129,36 +178,33 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
 
     from carryon_eval.client import EndpointError
 
-    from .dry_run import dry_run_plan, format_dry_run
+    from .dry_run import NO_ENDPOINT
     from .llm_config import LLMConfig
     from .llm_run import LLMStageAbort, LLMStages
     from .roles import RoleError, plan_roles
 
     if not llm_options:
         fail("the LLM stages need an endpoint: pass --endpoint URL --model NAME (or --endpoint local), or --no-llm")
+    if dry_run and endpoint is None:
+        endpoint = NO_ENDPOINT         # a dry run calls nothing: show where the endpoint would be
     try:
         plan = plan_roles(endpoint=endpoint, model=model, role_endpoints=role_endpoints, role_models=role_models,
                           generators=generators, generator_models=generator_models)
     except RoleError as exc:
         fail(str(exc))
-    cache = cache_dir if cache_dir is not None else out.parent / f"{out.name}.cache"
+    cache = cache_dir if cache_dir is not None or out is None else out.parent / f"{out.name}.cache"
 
     def config(local_base_url: Optional[str] = None) -> LLMConfig:
         roles, gens = plan.specs(local_base_url=local_base_url, structured=structured_output,
                                  concurrency=concurrency, timeout=request_timeout)
         return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
-                         api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens)
+                         api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens, min_items=min_items,
+                         max_items=max_items, generator_temperature=generator_temperature)
 
     if dry_run:
-        from .source import load_source, select_queries
-        try:
-            queries = select_queries(load_source(source))
-        except SourceError as exc:
-            fail(str(exc))
-        queries = queries[:limit] if limit is not None else queries
-        cfg = config()
-        click.echo(format_dry_run(dry_run_plan(queries, cfg), len(queries), len(cfg.generators)))
+        click.echo(dry_run_text(config(), source, limit, ctx.meta.get("carryon_recipe")))
         return
+    assert source is not None and out is not None
 
     with contextlib.ExitStack() as stack:
         local_url = None
@@ -176,6 +222,28 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
                       log=lambda m: click.echo(m, err=True), force=force)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort) as exc:
             fail(str(exc))
+
+
+def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
+                 recipe: Optional[tuple[dict, Path]]) -> str:
+    """The --dry-run plan: of the source's queries, or of the paper's 398 at typical lengths without one."""
+    from .dry_run import dry_run_plan, format_dry_run, placeholder_queries
+    from .recipe import describe
+    from .source import SourceError, load_source, select_queries
+
+    head = []
+    if recipe is not None:
+        head.append(describe(*recipe))
+    if source is None:
+        queries = placeholder_queries()
+        head.append(f"no --source: planning the paper's {len(queries)} queries at typical lengths")
+    else:
+        try:
+            queries = select_queries(load_source(source))
+        except SourceError as exc:
+            fail(str(exc))
+    queries = queries[:limit] if limit is not None else queries
+    return "\n".join([*head, format_dry_run(dry_run_plan(queries, cfg), len(queries), len(cfg.generators), cfg)])
 
 
 @cli.command()

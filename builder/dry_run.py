@@ -12,7 +12,17 @@ from carryon_eval import defaults
 from .llm_config import LLMConfig
 from .query_state import plural
 from .source import SourceQuery
-from .stages import MAX_ITEMS, TYPICAL_FINAL_ITEMS, typical_inputs
+from .stages import TYPICAL_FINAL_ITEMS, typical_inputs
+
+PAPER_QUERIES = 398             # the paper's dataset: what a dry run without --source plans for
+TYPICAL_QUERY_CHARS = 120
+NO_ENDPOINT = "(endpoint not given)"   # a dry run needs none: what it shows where a role's endpoint would be
+
+
+def placeholder_queries(n: int = PAPER_QUERIES) -> list[SourceQuery]:
+    """Queries of typical length, for a dry run without the (gated) source."""
+    text = "x" * TYPICAL_QUERY_CHARS
+    return [SourceQuery(f"q{i:04d}", text, "", "", 0, text, text, 1.0, 0.0, (i, i)) for i in range(n)]
 
 
 def estimate_tokens(text: str) -> int:
@@ -42,7 +52,8 @@ def dry_run_plan(queries: list[SourceQuery], config: LLMConfig) -> list[dict[str
     return rows
 
 
-def format_dry_run(rows: list[dict[str, Any]], n_queries: int, n_generators: int) -> str:
+def format_dry_run(rows: list[dict[str, Any]], n_queries: int, n_generators: int,
+                   config: LLMConfig | None = None) -> str:
     header = ("stage", "role", "model(s)", "calls", "prompt tok", "completion tok (typical)",
               "completion tok (max)")
     table = [header] + [(r["stage"], r["role"], ",".join(dict.fromkeys(r["models"])), f"{r['calls']:,}",
@@ -57,8 +68,14 @@ def format_dry_run(rows: list[dict[str, Any]], n_queries: int, n_generators: int
     for row in table:
         lines.append("  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)
                                for i, (c, w) in enumerate(zip(row, widths))))
+    cap = config.max_items if config is not None else "--max-items"
     lines.append("Estimates: prompt tokens ~ characters/4 of the rendered prompts (intents, answers and items at "
                  f"typical sizes); decompose and harm_filter calls assume every answer survives; item_filter "
-                 f"assumes {TYPICAL_FINAL_ITEMS} items per query (at most {MAX_ITEMS}); repairs (at most "
+                 f"assumes {TYPICAL_FINAL_ITEMS} items per query (at most {cap}); repairs (at most "
                  f"{defaults.REPAIRS} per malformed reply) are not counted.")
+    if config is not None:
+        lines.append(f"Harm filter: {config.harm_rule()}.")
+        lines.append(f"Checklists: {config.min_items} to {config.max_items} items (--min-items, --max-items); "
+                     f"generators sample at temperature {config.generator_temperature:g}, seeds "
+                     f"{config.generator_seed}..{config.generator_seed + len(config.generators) - 1}.")
     return "\n".join(lines)

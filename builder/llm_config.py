@@ -7,7 +7,7 @@ from typing import Optional
 
 from carryon_eval import defaults
 
-from .stages import GENERATOR_SEED, HARM_STYLES, MIN_HARMLESS, ROLES, Stage, StageParams, pipeline
+from .stages import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, ROLES, Stage, StageParams, pipeline
 
 STRUCTURED_STYLES = ("json_schema", "json_object", "none")
 
@@ -44,6 +44,8 @@ class LLMConfig:
     max_retries: int = defaults.MAX_RETRIES
     backoff_base: float = defaults.BACKOFF_BASE
     progress: Optional[bool] = None      # None: on a terminal only
+    min_items: int = MIN_ITEMS           # a query whose checklist ends up shorter is dropped
+    max_items: int = MAX_ITEMS           # the merged checklist is cut to this many items
 
     def __post_init__(self) -> None:
         missing = [r for r in ROLES if r != "generator" and r not in self.roles]
@@ -53,6 +55,9 @@ class LLMConfig:
             raise ValueError("at least one generator is needed")
         if self.harm_classifier_style not in HARM_STYLES:
             raise ValueError(f"harm classifier style must be one of {HARM_STYLES}")
+        if not 1 <= self.min_items <= self.max_items:
+            raise ValueError(f"checklist size: need 1 <= --min-items ({self.min_items}) <= --max-items "
+                             f"({self.max_items})")
 
     def stages(self) -> tuple[Stage, ...]:
         """The pipeline this config runs (its harm classifier style)."""
@@ -68,7 +73,16 @@ class LLMConfig:
         return StageParams(temperature, max_tokens, min(p.typical_tokens, max_tokens))
 
     def min_harmless(self) -> int:
+        """Harmless answers a query needs: the paper's 3, or every generator's when there are fewer."""
         return min(MIN_HARMLESS, len(self.generators))
+
+    def harm_rule(self) -> str:
+        """The harm filter's rule as this config applies it (generators, threshold, classifier)."""
+        style = "WildGuard-style classifier" if self.harm_classifier_style == "wildguard" else "LLM judge"
+        n = len(self.generators)
+        return (f"a query is kept only with at least {self.min_harmless()} harmless answers of "
+                f"{n} generator{'s' if n != 1 else ''} ({', '.join(sp.model for sp in self.generators)}), "
+                f"judged by {self.roles['harm_classifier'].model} ({style}); harmful answers are excluded")
 
     def stage_models(self, stage: Stage) -> list[ModelSpec]:
         return list(self.generators) if stage.per_generator else [self.roles[stage.role]]

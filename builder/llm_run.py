@@ -245,8 +245,10 @@ class LLMStages:
             checklist_rows=checklist, provenance_rows=provenance_rows(states),
             kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None], triplet_rows=triplet_rows(states),
             manifest=llm_manifest(self.config, self.stages, self.prompts, self.repair_prompt, self.tally,
-                                  self.usage.snapshot()),
-            card={"llm_summary": card_summary(self.config, self.stages, states, checklist)})
+                                  self.usage.snapshot(), states),
+            card={"llm_summary": card_summary(self.config, self.stages, states, checklist),
+                  "harm_filter_rule": f"applied this rule in this build: {self.config.harm_rule()} (the paper: at "
+                                      "least 3 harmless answers of 5 generators, by WildGuard)"})
 
 
 class _StageUsage:

@@ -136,6 +136,9 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                                  for k, n in zip(range(1, 6), (5, 34, 213, 1361, 8654))]),
         "domain_table": _md_table(["domain", "queries"],
                                   [[d, sum(q.domain == d for q in final)] for d in DOMAINS]),
+        # the paper's wording where no filter ran (byte-identical to earlier --no-llm cards); the rule applied otherwise
+        "harm_filter_rule": llm.card.get("harm_filter_rule") if llm_stages is not None else (
+            "keeps a query only with at least 3 harmless answers"),
         "llm_summary": llm.card.get("llm_summary") if llm_stages is not None else (
             "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
             "query and there is no `checklists`, `provenance` or `triplets` config. "

@@ -21,7 +21,7 @@ from carryon_eval.schema import ITEM_CATEGORIES
 
 from .llm_config import LLMConfig
 from .query_state import QueryState, plural
-from .stages import MAX_ITEMS, MIN_ITEMS, Stage
+from .stages import Stage, cap_reason, too_few
 
 if TYPE_CHECKING:
     from .llm_run import StageTally
@@ -64,8 +64,23 @@ def triplet_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
     return rows
 
 
+def item_rule_counts(config: LLMConfig, states: Sequence[QueryState]) -> dict[str, Any]:
+    """How many queries the checklist-size rules touched: truncated by the merge cap (--max-items),
+    dropped for too few items (--min-items) at the merge and at the item filter."""
+    cap, least = cap_reason(config.max_items), too_few(config.min_items)
+
+    def dropped_short(stage: str) -> int:
+        return sum(1 for s in states if s.dropped_at == stage and s.rows and s.rows[-1].stage == stage
+                   and s.rows[-1].reason.endswith(least))
+    return {"min": config.min_items, "max": config.max_items,
+            "queries_truncated_at_max": sum(1 for s in states if any(r.reason == cap for r in s.rows)),
+            "items_cut_at_max": sum(1 for s in states for r in s.rows if r.reason == cap),
+            "queries_dropped_below_min": {"merge": dropped_short("merge"), "item_filter": dropped_short("item_filter")}}
+
+
 def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[str, Prompt], repair_prompt: Prompt,
-                 tally: Mapping[str, StageTally], usage: dict[str, Any]) -> dict[str, Any]:
+                 tally: Mapping[str, StageTally], usage: dict[str, Any],
+                 states: Sequence[QueryState] = ()) -> dict[str, Any]:
     """MANIFEST.json's ``llm_stages``: per stage its role, models, parameters, prompt and costs."""
     entries: dict[str, Any] = {}
     for stage in stages:
@@ -92,7 +107,8 @@ def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[st
         "stages": entries,
         "repair_prompt": {"ref": repair_prompt.ref, "sha256": repair_prompt.sha256},
         "item_categories": list(ITEM_CATEGORIES),
-        "checklist_items": {"min": MIN_ITEMS, "max": MAX_ITEMS},
+        "checklist_items": item_rule_counts(config, states),
+        "harm_filter_rule": config.harm_rule(),
         "max_repairs": defaults.REPAIRS,
         "usage": usage,
     }
@@ -130,7 +146,16 @@ def card_summary(config: LLMConfig, stages: Sequence[Stage], states: Sequence[Qu
         alive -= dropped
     n_items = len(checklist)
     mean = n_items / alive if alive else 0.0
-    lines += ["", f"Final: {alive:,} queries, {n_items:,} items, mean {mean:.1f} items/query."]
+    rules = item_rule_counts(config, states)
+    short = rules["queries_dropped_below_min"]
+    lines += ["", f"Harm filter rule applied in this build: {config.harm_rule()}. (The paper: 5 generators, at "
+                  "least 3 harmless answers, WildGuard.)",
+              f"Checklist size rules applied: at most {rules['max']} items (--max-items; "
+              f"{plural(rules['queries_truncated_at_max'], 'query')} truncated, "
+              f"{plural(rules['items_cut_at_max'], 'item')} cut), at least {rules['min']} (--min-items; "
+              f"{plural(short['merge'], 'query')} dropped after merging, {plural(short['item_filter'], 'query')} "
+              "after the item filter). The paper's 7-23 range describes its result; here they are options.",
+              "", f"Final: {alive:,} queries, {n_items:,} items, mean {mean:.1f} items/query."]
     if checklist:
         counts: dict[str, int] = {}
         for r in checklist:

@@ -20,11 +20,12 @@ limits the requests in flight per endpoint):
 4. ``decompose``       the decomposer turns each harmless answer into atomic yes/no items, each tagged
                        with one of ITEM_CATEGORIES (an unknown category becomes "Other", with a note).
 5. ``merge``           the merger unifies a query's items into one de-duplicated checklist; exact
-                       duplicates left by the merger are removed here; more than MAX_ITEMS items: the
-                       first MAX_ITEMS are kept and the rest dropped ("over the 23-item cap"); fewer
-                       than MIN_ITEMS: the query is dropped.
+                       duplicates left by the merger are removed here; more than ``config.max_items``
+                       (--max-items, default 23) items: the first ones are kept and the rest dropped
+                       ("over the 23-item cap"); fewer than ``config.min_items`` (--min-items, default 7):
+                       the query is dropped.
 6. ``item_filter``     the item filter judges each item (one call per item) and removes those that could
-                       enable misuse; a query left with fewer than MIN_ITEMS items is dropped.
+                       enable misuse; a query left with fewer than ``config.min_items`` items is dropped.
 7. ``malicious_intent`` the intent writer rewrites CASE-Bench's unsafe context into a malicious intent in
                        the user's voice (the triplets config, issue 12); no intent: no triplet set.
 8. ``paraphrase``      the intent writer gives N_PARAPHRASES paraphrases of the bare query that keep its
@@ -55,8 +56,8 @@ from .source import SourceQuery
 if TYPE_CHECKING:
     from .llm_config import LLMConfig, ModelSpec
 
-MIN_ITEMS = 7            # a final checklist has 7..23 items (paper, Appendix B.3)
-MAX_ITEMS = 23
+MIN_ITEMS = 7            # defaults of --min-items / --max-items: the paper's final checklists have 7..23 items
+MAX_ITEMS = 23           # (Appendix B.3: a description of its result, here options with those defaults)
 MIN_HARMLESS = 3         # harmless answers a query needs (or every generator's, if there are fewer)
 MAX_DECOMPOSED_ITEMS = 40   # items kept from one answer's decomposition
 GENERATOR_SEED = 1000       # generator i samples with seed GENERATOR_SEED + i
@@ -333,24 +334,35 @@ def _unique_items(s: QueryState, merged: list[tuple[str, Optional[str]]], detail
     return unique
 
 
+def cap_reason(cap: int) -> str:
+    """Why an item was cut by the merge cap (--max-items)."""
+    return f"over the {cap}-item cap"
+
+
+def too_few(least: int) -> str:
+    """The end of a query's drop reason when its checklist is shorter than --min-items."""
+    return f" (at least {least} needed)"
+
+
 async def merge_checklist(ctx: StageContext, s: QueryState) -> None:
     spec = ctx.config.spec("merger")
     listing = "\n".join(f"{n}. [{cat}] {q}" for n, (q, cat) in enumerate(s.candidates, 1))
     out = await ctx.ask(spec, ctx.messages(query=s.q.query, benign_intent=s.intent, items=listing,
-                                           categories=categories_text(), max_items=MAX_ITEMS))
+                                           categories=categories_text(), max_items=ctx.config.max_items))
     detail = ctx.detail(spec)
     if out.problem:
         s.drop("merge", f"no merged checklist: {out.problem}", detail)
         return
     unique = _unique_items(s, out.value, detail)
-    if len(unique) > MAX_ITEMS:
-        for item in unique[MAX_ITEMS:]:
-            s.add("merge", "dropped", f"over the {MAX_ITEMS}-item cap",
+    cap, least = ctx.config.max_items, ctx.config.min_items
+    if len(unique) > cap:
+        for item in unique[cap:]:
+            s.add("merge", "dropped", cap_reason(cap),
                   f"{detail}; merged #{item.n}; sha256={sha256_text(item.question)}", item)
-        unique = unique[:MAX_ITEMS]
+        unique = unique[:cap]
     s.merged = unique
-    if len(unique) < MIN_ITEMS:
-        s.drop("merge", f"only {plural(len(unique), 'item')} after merging (at least {MIN_ITEMS} needed)", detail)
+    if len(unique) < least:
+        s.drop("merge", f"only {plural(len(unique), 'item')} after merging{too_few(least)}", detail)
         return
     s.add("merge", "kept", f"merged checklist of {plural(len(unique), 'item')} from "
           f"{plural(len(s.candidates), 'candidate item')}", detail)
@@ -362,6 +374,7 @@ MERGE = Stage(
     parse=parse_items, schema=_ITEMS_SCHEMA, expected=_ITEMS_EXPECTED,
     plan=lambda q, t: (1, {"query": q.query, "benign_intent": t.intent, "items": t.listing,
                            "categories": categories_text(), "max_items": MAX_ITEMS}))
+
 
 
 # ---------------------------------------------------------------- 6. item filter
@@ -381,9 +394,9 @@ async def filter_items(ctx: StageContext, s: QueryState) -> None:
         else:
             s.add("item_filter", "kept", "does not enable misuse", detail, item)
             kept.append(item)
-    if len(kept) < MIN_ITEMS:
-        s.drop("item_filter", f"only {plural(len(kept), 'item')} left after the item filter "
-               f"(at least {MIN_ITEMS} needed)", detail)
+    if len(kept) < ctx.config.min_items:
+        s.drop("item_filter", f"only {plural(len(kept), 'item')} left after the item filter"
+               f"{too_few(ctx.config.min_items)}", detail)
         return
     s.final = kept
     for n, item in enumerate(kept, 1):

@@ -34,7 +34,7 @@ from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from .progress import Progress, human, tokens_by_role
 from .prompts import load_prompt, prompt_hashes
-from .records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from .records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
 from .run import RunFolder, write_json_atomic
@@ -90,6 +90,7 @@ class EvaluateConfig:
     fidelity: bool = False
     utility_mode: str = "text"
     model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
+    judge_format: str = "json_schema"
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class RunOptions:
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
     model_check: bool = True
+    judge_format: Optional[str] = None
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -231,7 +233,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
                             max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
-            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS)),
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped))
@@ -270,26 +272,56 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
-                      max_tokens: int, out: Output) -> None:
+                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> None:
     """The judge phase, awaited in this command's loop."""
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
-                             max_tokens=max_tokens, scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+                             max_tokens=max_tokens, judge_format=judge_format,
+                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
     u, s = judged.tallies["utility"], judged.tallies["safety"]
     out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
              f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
-             f"({s.unscored} unscored)")
+             f"({s.unscored} unscored); obtained as {_ways(u.via, s.via)}")
     if not judged.complete:
         out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
                  "asks for them again")
 
 
-def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> None:
+def _ways(*tallies: dict[str, int]) -> str:
+    """"12 json_schema, 3 text": how the judgments of this pass's judge were obtained."""
+    total: dict[str, int] = {}
+    for tally in tallies:
+        for way, n in tally.items():
+            total[way] = total.get(way, 0) + n
+    return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> Results:
     """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
-    write_report(run.path, bench, judge=judge)
+    results = write_report(run.path, bench, judge=judge)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
+    return results
+
+
+def require_scored(results: Results, run: RunFolder) -> None:
+    """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
+    scored number at all."""
+    empty = conditions_without_numbers(results.conditions)
+    if empty:
+        raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
+                            f"(see {run.path / 'results.json'})")
+
+
+class NothingScored(Exception):
+    """Everything was written, but some condition that ran has no scored number at all (exit 3)."""
+
+
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """The conditions that ran (conversations > 0) whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
 
 # ---------------------------------------------------------------- commands
@@ -327,13 +359,15 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
+        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
+                          meta.judge.judge_format)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
         if TRIPLET_CONDITION in meta.conditions:
             probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
             out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
-        report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
+    require_scored(results, run)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -374,7 +408,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         session.logprobs = mode == "logprobs"
         judge = await _checked_judge(session, run, meta, opts)
         await judge_phase(bench, run, judge, mode, opts.concurrency, opts.judge_max_tokens or meta.judge.max_tokens,
-                          out)
+                          out, opts.judge_format or meta.judge.judge_format)
         session.print_usage()
 
 
@@ -417,8 +451,8 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, _, bench = open_run(rundir, out)
-    report_phase(bench, run, out, judge)
+    require_scored(report_phase(bench, run, out, judge), run)
 
 
-__all__ = ["AnnotateConfig", "EvaluateConfig", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

@@ -10,7 +10,8 @@
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
-ends with one line `carryon-eval: error: ...` on stderr and exit code 2, before any generation.
+ends with one line `carryon-eval: error: ...` on stderr and exit code 2, before any generation. A run
+whose judge answered nothing usable for some condition writes everything, then exits 3 with one line.
 
 This module only parses options into the config records of carryon_eval.app, runs the command's one
 async function in one event loop, and prints.
@@ -34,7 +35,7 @@ from .cli_common import UsageError, concurrency_option, endpoint_options, verbos
 from .compare import compare_command
 from .dataset import DatasetError
 from .endpoint import EndpointError, EndpointRejected
-from .judge import JudgeError
+from .judge import JUDGE_FORMATS, JudgeError
 from .local_model import LocalModelError
 from .prompts import PromptError
 from .run import RunError
@@ -82,6 +83,9 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     except _Terminated:
         click.echo(INTERRUPTED, err=True)
         sys.exit(128 + signal.SIGTERM)
+    except app.NothingScored as exc:
+        click.echo(f"carryon-eval: {exc}", err=True)
+        sys.exit(3)
     except KeyboardInterrupt:
         click.echo(INTERRUPTED, err=True)
         sys.exit(130)
@@ -142,6 +146,10 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
     return "logprobs" if value == "logprob" else value
 
 
+JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum answer (where the endpoint "
+                     "rejects it, text), or text only.")
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @endpoint_options(api_key_default=defaults.API_KEY_ENV,
                   endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model.",
@@ -180,6 +188,8 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
               callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
 @no_model_check_option
+@click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), default="json_schema", show_default=True,
+              help=JUDGE_FORMAT_HELP)
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -239,6 +249,7 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), callback=_utility_mode,
               help="[default: the run's]")
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
+@click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), help=f"{JUDGE_FORMAT_HELP} [default: the run's]")
 def judge_command(**opts: Any) -> None:
     """Judge the transcripts of a run folder (safety and utility); cached verdicts are not asked again."""
     run_command(app.judge_folder(_judge_options(**opts), ClickOutput()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +32,8 @@ from .progress import Progress
 from .records import JudgePass, ScorerTally
 from .run import RunFolder, write_jsonl_atomic
 from .schema import Transcript
-from .scorers import (DEFAULT_SCORERS, MAX_TOKENS, RETRIES, UTILITY_MODES,  # noqa: F401 - re-exported
-                      Case, ReplyScorer, ScorerError, ScorerOptions, reply_scorers)
+from .scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
+                      UTILITY_MODES, Case, ReplyScorer, ScorerError, ScorerOptions, reply_scorers)
 
 log = logging.getLogger("carryon.judge")
 
@@ -135,20 +136,23 @@ class _Counts:
                            kept_from_earlier=kept, calls_planned=self.planned, records_planned=self.records_needed,
                            judged=self.judged, unscored_new=self.unscored,
                            unscored=sum(getattr(r, value_field) is None for r in mine), retried=self.retried,
-                           failed=self.failed, logprob_fallbacks=self.logprob_fallbacks, errors=self.errors[:5])
+                           failed=self.failed, logprob_fallbacks=self.logprob_fallbacks,
+                           via=dict(Counter(str(getattr(r, "via", None)) for r in mine)), errors=self.errors[:5])
 
 
 # ---------------------------------------------------------------- the phase
 async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
                     scorers: Sequence[str] = DEFAULT_SCORERS, utility_mode: str = "text",
                     concurrency: int = defaults.JUDGE_CONCURRENCY, show_progress: Optional[bool] = None,
-                    max_tokens: int = MAX_TOKENS) -> JudgePass:
+                    max_tokens: int = MAX_TOKENS, judge_format: str = "json_schema") -> JudgePass:
     """Judge every reply of the run in RUNDIR with the named scorers, as judge model ``endpoint``.
     Returns this pass (also recorded in judge.json beside the other judges'). The caller owns the
-    endpoint (and closes it) and the event loop."""
+    endpoint (and closes it) and the event loop. ``judge_format``: "json_schema" asks for constrained
+    answers where the endpoint takes them (each record's ``via`` says how it was obtained), "text" never."""
     rundir = Path(rundir)
     try:
-        made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens))
+        made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens,
+                                                    judge_format=judge_format))
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
     transcripts = RunFolder(rundir).transcripts()
@@ -183,7 +187,7 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
         generation={"temperature": 0.0, "max_tokens": max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: s.context for s in made}, seconds=round(time.monotonic() - started, 3),
-        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()))
+        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=judge_format)
     record_pass(rundir, judged)
     if not judged.complete:
         log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
@@ -213,13 +217,15 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
 
 def run_judge(rundir: Path, bench: Benchmark, judge: ChatEndpoint, *, utility_mode: str = "text",
               scorers: Sequence[str] = DEFAULT_SCORERS, concurrency: int = defaults.JUDGE_CONCURRENCY,
-              show_progress: Optional[bool] = None, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
+              show_progress: Optional[bool] = None, max_tokens: int = MAX_TOKENS,
+              judge_format: str = "json_schema") -> dict[str, Any]:
     """Sync wrapper for callers without an event loop: runs ``judge_run`` in its own loop, closes the
     endpoint, and returns this pass as judge.json's top level reads it (a dict)."""
     async def run() -> JudgePass:
         try:
             return await judge_run(rundir, bench, judge, scorers=scorers, utility_mode=utility_mode,
-                                   concurrency=concurrency, show_progress=show_progress, max_tokens=max_tokens)
+                                   concurrency=concurrency, show_progress=show_progress, max_tokens=max_tokens,
+                                   judge_format=judge_format)
         finally:
             aclose = getattr(judge, "aclose", None)
             if aclose is not None:

@@ -38,6 +38,15 @@ def strip_reasoning(text: Optional[str]) -> str:
     return _THINK.sub("", text or "").strip()
 
 
+def strict_json_value(text: Optional[str]) -> Any:
+    """The reply (reasoning stripped) read as one JSON value, or None when it is anything else: how a
+    judge tells a schema-constrained answer from text that merely contains one."""
+    try:
+        return json.loads(strip_reasoning(text))
+    except ValueError:
+        return None
+
+
 def _clean(text: Optional[str]) -> str:
     return _FENCE.sub("", strip_reasoning(text)).strip()
 

@@ -127,6 +127,7 @@ class JudgeSettings:
     """How the run asks its judge (a later `carryon-eval judge` may override both)."""
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
+    judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -231,6 +232,7 @@ class ScorerTally:
     retried: int = 0
     failed: int = 0
     logprob_fallbacks: int = 0
+    via: dict[str, int] = field(default_factory=dict)   # records of this judge by how obtained (json_schema/text/logprobs)
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -241,7 +243,8 @@ class ScorerTally:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-_JUDGE_PASS_FIELDS = ("judge_model", "judge", "utility_mode", "generation", "prompts", "context", "seconds")
+_JUDGE_PASS_FIELDS = ("judge_model", "judge", "utility_mode", "judge_format", "generation", "prompts", "context",
+                      "seconds")
 
 
 @dataclass
@@ -257,6 +260,7 @@ class JudgePass:
     seconds: float
     tallies: dict[str, ScorerTally]
     complete: bool
+    judge_format: Optional[str] = None           # None in passes recorded before it was
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: getattr(self, name) for name in _JUDGE_PASS_FIELDS}
@@ -272,7 +276,7 @@ class JudgePass:
                    generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
                    context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
                    tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
-                   complete=bool(d.get("complete")))
+                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"))
 
 
 @dataclass

@@ -108,7 +108,7 @@ class UtilityJudgment:
     p_yes: Optional[float] = None   # logprob mode only
     raw: Optional[str] = None
     attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
-    via: Optional[str] = None       # how the verdict was obtained: "text" | "logprobs"
+    via: Optional[str] = None       # how the verdict was obtained: "json_schema" | "text" | "logprobs"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,7 +127,7 @@ class SafetyJudgment:
     prompt_version: str
     raw: Optional[str] = None
     attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
-    via: Optional[str] = None       # how the score was obtained: "text"
+    via: Optional[str] = None       # how the score was obtained: "json_schema" | "text"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
