@@ -27,6 +27,7 @@ from .cache import ResponseCache
 from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
+from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
 from .endpoint import ChatEndpoint
 from .judge import UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
@@ -86,6 +87,9 @@ class EvaluateConfig:
     shared_turn1: bool = True
     fidelity: bool = False
     utility_mode: str = "text"
+    dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
+    prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
+    max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
 
 
 @dataclass(frozen=True)
@@ -308,6 +312,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                         api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
+        print_estimate(bench, jobs, meta, run, cfg.prices, out)
+        if cfg.dry_run:
+            return
         run.check(meta)                      # an unusable folder fails before anything starts
         if local:
             srv = session.local_server()
@@ -316,7 +323,10 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
         await check_configs(list(configs.values()))
         meta = run.start(meta)
-        eps = {role: session.endpoint(c, run) for role, c in configs.items()}
+        eps: dict[str, ChatEndpoint] = {role: session.endpoint(c, run) for role, c in configs.items()}
+        budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
+        if budget is not None:
+            eps = {role: budget.wrap(ep) for role, ep in eps.items()}
         await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
@@ -324,6 +334,20 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
         report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
+
+
+def print_estimate(bench: Benchmark, jobs: Sequence[Any], meta: RunMeta, run: RunFolder, prices: Sequence[str],
+                   out: Output) -> None:
+    """The cost table (carryon_eval.dry_run) of what this run still has to do; reads, never writes."""
+    try:
+        priced = parse_prices(prices)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
+                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode)
+    finished = run.finished_ids() if run.exists() else set()
+    for line in format_table(estimate(bench, jobs, caps, finished), priced):
+        out.info(line)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:

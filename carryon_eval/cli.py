@@ -119,6 +119,14 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 @click.option("--fidelity", is_flag=True, help="Also run the move-fidelity check (fidelity.json).")
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
               callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
+                   "then stop: nothing is called, nothing is written.")
+@click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
+              help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
+                   "repeatable.")
+@click.option("--max-calls", type=click.IntRange(min=1),
+              help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -132,11 +140,12 @@ def cli(ctx: click.Context, **opts: Any) -> None:
 def evaluate_config(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
                     user_endpoint: Optional[str], user_model: Optional[str], user_api_key_env: Optional[str],
                     judge_endpoint: Optional[str], judge_model: Optional[str], judge_api_key_env: Optional[str],
-                    no_shared_turn1: bool, conditions: Sequence[str], **rest: Any) -> app.EvaluateConfig:
+                    no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (), **rest: Any) -> app.EvaluateConfig:
     return app.EvaluateConfig(target=app.RoleChoice(endpoint, model, api_key_env),
                               user=app.RoleChoice(user_endpoint, user_model, user_api_key_env),
                               judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env),
-                              conditions=tuple(conditions), shared_turn1=not no_shared_turn1, **rest)
+                              conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
+                              prices=tuple(prices), **rest)
 
 
 # ---------------------------------------------------------------- subcommands on a run folder
