@@ -27,6 +27,7 @@ from .cache import ResponseCache
 from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
+from .subset import SubsetError, apply_subset
 from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
 from .endpoint import ChatEndpoint
 from .judge import UTILITY_MODES, JudgeError, judge_run
@@ -90,6 +91,7 @@ class EvaluateConfig:
     dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
+    subset: Optional[str] = None          # "quick" (carryon_eval.subset); None: every conversation
 
 
 @dataclass(frozen=True)
@@ -180,15 +182,20 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
-def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None) -> Path:
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None) -> Path:
     """Same command, same folder, so that rerunning a command resumes it."""
     name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
-    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{f'__limit{limit}' if limit else ''}"
+    tail = (f"__limit{limit}" if limit else "") + (f"__{subset}" if subset and subset != "full" else "")
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{tail}"
 
 
-def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int]) -> Benchmark:
+def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
+               subset: Optional[str] = None) -> Benchmark:
     bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
-    return bench.limited(limit)
+    try:
+        return apply_subset(bench.limited(limit), subset)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
@@ -232,7 +239,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS)),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
-        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped))
+        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
+        subset=cfg.subset if cfg.subset != "full" else None)
 
 
 # ---------------------------------------------------------------- phases
@@ -297,12 +305,13 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local) as session:
-        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit)
+        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         jobs, skipped = plan(bench, cfg.conditions)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit))
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
         out.info(f"run folder: {run.path}")
-        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run)")
+        subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
+        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
         for note in bench.notes:
             out.info(f"dataset note: {note}")
 
@@ -355,7 +364,7 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    return run, meta, load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    return run, meta, load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
 
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:

@@ -119,6 +119,9 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 @click.option("--fidelity", is_flag=True, help="Also run the move-fidelity check (fidelity.json).")
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
               callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+@click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
+              help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
+                   "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")

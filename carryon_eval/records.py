@@ -161,6 +161,7 @@ class RunMeta:
     prompts: dict[str, str] = field(default_factory=dict)
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
+    subset: Optional[str] = None              # a named subset (carryon_eval.subset); None: the full plan
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -176,7 +177,7 @@ class RunMeta:
                 "generation.target": self.generation.target.to_json(),
                 "generation.user": self.generation.user.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
-                "prompts": dict(self.prompts)}
+                "prompts": dict(self.prompts), "subset": self.subset}
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": self.schema_version, "carryonbench_version": self.carryonbench_version,
@@ -185,7 +186,7 @@ class RunMeta:
                 "generation": self.generation.to_json(), "judge": self.judge.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
-                "skipped": [s.to_json() for s in self.skipped]}
+                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -198,7 +199,7 @@ class RunMeta:
                    conditions=list(d.get("conditions") or []), limit=d.get("limit"),
                    shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
-                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []],
+                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    schema_version=_version(d))
 
 
@@ -309,6 +310,7 @@ class ResultsRun:
     notice: Optional[str] = None
     failed_conversations: int = 0
     empty_replies: int = 0
+    subset: Optional[str] = None      # the named subset the run played (carryon_eval.subset); None: full
 
 
 @dataclass
