@@ -20,7 +20,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from . import __version__, defaults
 from .cache import ResponseCache
@@ -28,6 +28,7 @@ from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .subset import SubsetError, apply_subset
+from .pipeline import judge_while_rolling_out
 from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
 from .endpoint import ChatEndpoint
 from .judge import UTILITY_MODES, JudgeError, judge_run
@@ -46,6 +47,7 @@ from .simulator import UserSimulator
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 FIDELITY_FILE = "fidelity.json"
+PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
 class ConfigError(Exception):
@@ -245,11 +247,12 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
 
 # ---------------------------------------------------------------- phases
 async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
-                        user: ChatEndpoint, concurrency: int, out: Output) -> None:
+                        user: ChatEndpoint, concurrency: int, out: Output,
+                        on_finished: Optional[Callable[[], None]] = None) -> None:
     simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
                               max_tokens=meta.generation.user.max_tokens)
     summary = await rollout(bench, run, target, simulator, conditions=meta.conditions, gen=meta.generation.target,
-                            shared_turn1=meta.shared_turn1, concurrency=concurrency)
+                            shared_turn1=meta.shared_turn1, concurrency=concurrency, on_finished=on_finished)
     out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
              f"({summary.new} new)")
     if meta.skipped:
@@ -336,7 +339,14 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
         if budget is not None:
             eps = {role: budget.wrap(ep) for role, ep in eps.items()}
-        await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
+
+        async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
+            await judge_run(run.path, bench, eps["judge"], utility_mode=cfg.utility_mode,
+                            concurrency=cfg.concurrency, max_tokens=meta.judge.max_tokens, show_progress=False)
+
+        await judge_while_rolling_out(
+            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
         await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out)
