@@ -120,6 +120,7 @@ class Session:
         self._stack = contextlib.ExitStack()
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
+        self._caches: list[ResponseCache] = []
 
     async def __aenter__(self) -> "Session":
         return self
@@ -129,7 +130,11 @@ class Session:
             for ep in self._opened:
                 await ep.aclose()
         finally:
-            self._stack.close()
+            try:
+                for cache in self._caches:         # every queued cache entry on disk before we return
+                    cache.close()
+            finally:
+                self._stack.close()
 
     def local_server(self) -> LocalModelServer:
         if self._server is None:
@@ -138,8 +143,11 @@ class Session:
         return self._server
 
     def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
-        """An endpoint that caches in the run folder and counts usage; closed when the session ends."""
-        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage)
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
+        cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
+        cache = ResponseCache(run.cache_dir, background=True)
+        self._caches.append(cache)
+        ep = Endpoint(config, cache=cache, usage=self.usage)
         self._opened.append(ep)
         return ep
 
