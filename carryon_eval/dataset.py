@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from . import fingerprint
 from .moves import flow_problems, is_valid
 from .schema import TABLE_COLUMNS
 
@@ -94,11 +95,14 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
         return []
     try:
-        # datasets caches a local folder by its name only: a rebuilt folder, or another folder with the same
-        # name, would silently give stale rows. Local folders are re-read every time (they are small).
+        # datasets caches a local folder by its name only: a local folder is prepared again only when its
+        # files changed since it was last prepared (carryon_eval.fingerprint decides).
         local = Path(source).exists()
-        ds = datasets.load_dataset(source, config, split="test", revision=revision,
-                                   download_mode="force_redownload" if local else None)
+        print_ = fingerprint.folder_fingerprint(Path(source)) if local else None
+        mode = fingerprint.download_mode(Path(source), config, print_) if print_ else None
+        ds = datasets.load_dataset(source, config, split="test", revision=revision, download_mode=mode)
+        if print_:
+            fingerprint.remember(Path(source), config, print_)
     except ValueError as exc:  # unknown config name
         raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
     except FileNotFoundError as exc:
