@@ -29,6 +29,7 @@ from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .subset import SubsetError, apply_subset
 from .pipeline import judge_while_rolling_out
+from .batch import MANIFEST, export_requests, import_results
 from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
 from .endpoint import ChatEndpoint
 from .judge import UTILITY_MODES, JudgeError, judge_run
@@ -106,6 +107,8 @@ class RunOptions:
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
+    batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
+    batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -410,10 +413,22 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     async with Session(out) as session:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
+        max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        if opts.batch_export is not None:
+            model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
+            exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
+                                             max_tokens=max_tokens)
+            out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
+                     f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
+                     "--batch-import RESULT.jsonl...`")
+            return
+        if opts.batch_import:
+            imported = import_results(opts.batch_import, ResponseCache(run.cache_dir))
+            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed "
+                     "(asked again now)")
         session.logprobs = mode == "logprobs"
         judge = await _checked_judge(session, run, meta, opts)
-        await judge_phase(bench, run, judge, mode, opts.concurrency, opts.judge_max_tokens or meta.judge.max_tokens,
-                          out)
+        await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out)
         session.print_usage()
 
 

@@ -26,6 +26,7 @@ import click
 from . import __version__, app, defaults
 from .agreement import agreement_command
 from .cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
+from .batch import BatchError
 from .compare import compare_command
 from .dataset import DatasetError
 from .endpoint import EndpointError
@@ -58,7 +59,7 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     Ctrl-C a short note and exit 130."""
     try:
         asyncio.run(command)
-    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, app.ConfigError) as exc:
+    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, app.ConfigError, BatchError) as exc:
         raise CliError(str(exc)) from None
     except EndpointError as exc:
         raise CliError(f"{exc}{'; rerun the same command to resume' if resume_hint else ''}") from None
@@ -187,6 +188,11 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), callback=_utility_mode,
               help="[default: the run's]")
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
+@click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",
+              help="Write every judge request not in the cache as OpenAI Batch API JSONL into DIR (plus "
+                   "manifest.json), and stop.")
+@click.option("--batch-import", type=click.Path(path_type=Path), multiple=True, metavar="FILE",
+              help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable.")
 def judge_command(**opts: Any) -> None:
     """Judge the transcripts of a run folder (safety and utility); cached verdicts are not asked again."""
     run_command(app.judge_folder(_judge_options(**opts), ClickOutput()))
