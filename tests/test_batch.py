@@ -79,7 +79,7 @@ def test_export_run_import_gives_the_live_judgments_without_a_live_call(scripted
     for name in JUDGMENTS:
         assert lines(copy / name) == lines(live / name)
 
-    again = invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-export", tmp_path / "batch2")
+    assert invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-export", tmp_path / "batch2").exit_code == 0
     assert json.loads((tmp_path / "batch2" / "manifest.json").read_text())["requests"] == 0
 
 
