@@ -29,6 +29,7 @@ from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .subset import SubsetError, apply_subset
 from .pipeline import judge_while_rolling_out
+from .pool import EndpointPool
 from .batch import MANIFEST, export_requests, import_results
 from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
 from .endpoint import ChatEndpoint
@@ -48,6 +49,7 @@ from .simulator import UserSimulator
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 FIDELITY_FILE = "fidelity.json"
+POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
 PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
@@ -70,6 +72,7 @@ class RoleChoice:
     endpoint: Optional[str] = None
     model: Optional[str] = None
     api_key_env: Optional[str] = None
+    pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.pool)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ class Session:
         self._stack = contextlib.ExitStack()
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
-        self._caches: list[ResponseCache] = []
+        self._caches: dict[Path, ResponseCache] = {}
 
     async def __aenter__(self) -> "Session":
         return self
@@ -134,7 +137,7 @@ class Session:
                 await ep.aclose()
         finally:
             try:
-                for cache in self._caches:         # every queued cache entry on disk before we return
+                for cache in self._caches.values():   # every queued cache entry on disk before we return
                     cache.close()
             finally:
                 self._stack.close()
@@ -148,11 +151,20 @@ class Session:
     def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
         """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
         cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
-        cache = ResponseCache(run.cache_dir, background=True)
-        self._caches.append(cache)
+        cache = self._caches.get(run.cache_dir)
+        if cache is None:
+            cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         ep = Endpoint(config, cache=cache, usage=self.usage)
         self._opened.append(ep)
         return ep
+
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
+        if not pool:
+            return self.endpoint(config, run)
+        members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
+                   for url in (config.base_url, *pool)]
+        return EndpointPool([self.endpoint(c, run) for c in members])
 
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
                     api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
@@ -217,8 +229,12 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     key = cfg.target.api_key_env or defaults.API_KEY_ENV
     roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
     for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
-        roles[name] = RoleChoice(endpoint=choice.endpoint if choice.endpoint is not None else cfg.target.endpoint,
-                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key)
+        own = choice.endpoint is not None
+        roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
+                                 pool=choice.pool if own else cfg.target.pool)
+    if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
+        raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
     for name, choice in roles.items():
         if name not in local and not choice.model:
@@ -335,6 +351,10 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                         api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
+        for role, choice in roles.items():
+            if choice.pool:
+                meta.roles[role] = dataclasses.replace(meta.roles[role],
+                                                       pool=(configs[role].base_url, *choice.pool))
         print_estimate(bench, jobs, meta, run, cfg.prices, out)
         if cfg.dry_run:
             return
@@ -344,9 +364,11 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
                        for role, c in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
-        await check_configs(list(configs.values()))
+        await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
+                                                  for role, choice in roles.items() for url in choice.pool)])
         meta = run.start(meta)
-        eps: dict[str, ChatEndpoint] = {role: session.endpoint(c, run) for role, c in configs.items()}
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+                                        for role, c in configs.items()}
         budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
         if budget is not None:
             eps = {role: budget.wrap(ep) for role, ep in eps.items()}

@@ -85,15 +85,17 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@endpoint_options(api_key_default=defaults.API_KEY_ENV,
-                  endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model.",
+@endpoint_options(api_key_default=defaults.API_KEY_ENV, repeatable=True,
+                  endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model. "
+                                "Repeat it for a pool of servers of the same model (fewest in flight first; a "
+                                "dead one is taken out and tried again later).",
                   model_help="Target model name (required with an endpoint URL).",
                   key_help="Environment variable holding the target endpoint's API key (default for the other "
                            "roles too).")
-@endpoint_options("user", endpoint_help="User simulator endpoint [default: the target's].",
+@endpoint_options("user", repeatable=True, endpoint_help="User simulator endpoint [default: the target's]; repeatable.",
                   model_help="User simulator model [default: the target's].",
                   key_help="API key variable for the user simulator [default: --api-key-env].")
-@endpoint_options("judge", endpoint_help="Judge endpoint [default: the target's].",
+@endpoint_options("judge", repeatable=True, endpoint_help="Judge endpoint [default: the target's]; repeatable.",
                   model_help="Judge model [default: the target's].",
                   key_help="API key variable for the judge [default: --api-key-env].")
 @click.option("--dataset", help="Dataset folder or Hub id [default: the built-in sample].")
@@ -141,13 +143,20 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
-def evaluate_config(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
-                    user_endpoint: Optional[str], user_model: Optional[str], user_api_key_env: Optional[str],
-                    judge_endpoint: Optional[str], judge_model: Optional[str], judge_api_key_env: Optional[str],
-                    no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (), **rest: Any) -> app.EvaluateConfig:
-    return app.EvaluateConfig(target=app.RoleChoice(endpoint, model, api_key_env),
-                              user=app.RoleChoice(user_endpoint, user_model, user_api_key_env),
-                              judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env),
+def _role(endpoints: Any, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
+    """A role from its (repeatable) endpoint option: the first URL, the others its pool."""
+    urls = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints or ())
+    return app.RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:])
+
+
+def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
+                    user_endpoint: Any, user_model: Optional[str], user_api_key_env: Optional[str],
+                    judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
+                    no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
+                    **rest: Any) -> app.EvaluateConfig:
+    return app.EvaluateConfig(target=_role(endpoint, model, api_key_env),
+                              user=_role(user_endpoint, user_model, user_api_key_env),
+                              judge=_role(judge_endpoint, judge_model, judge_api_key_env),
                               conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
                               prices=tuple(prices), **rest)
 

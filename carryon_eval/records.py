@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from . import defaults
 from .endpoint import EndpointConfig
@@ -54,10 +54,11 @@ class RoleRecord:
     timeout: float = defaults.TIMEOUT
     max_retries: int = defaults.MAX_RETRIES
     local: bool = False
+    pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.pool); () = one endpoint
 
     @classmethod
-    def of(cls, config: EndpointConfig, *, local: bool) -> "RoleRecord":
-        return cls(**config.public(), local=local)
+    def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
+        return cls(**config.public(), local=local, pool=tuple(pool))
 
     def config(self, *, base_url: Optional[str] = None, model: Optional[str] = None,
                api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
@@ -69,11 +70,18 @@ class RoleRecord:
                               max_retries=self.max_retries or defaults.MAX_RETRIES)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if self.pool:
+            d["pool"] = list(self.pool)
+        else:
+            del d["pool"]
+        return d
 
     @classmethod
     def from_json(cls, d: Optional[dict[str, Any]]) -> "RoleRecord":
         d = {k: v for k, v in _known(cls, d or {}).items() if v is not None}
+        if "pool" in d:
+            d["pool"] = tuple(d["pool"])
         return cls(**d)
 
 
