@@ -14,6 +14,7 @@ cache makes the finished turns of an interrupted conversation free.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -121,6 +122,7 @@ async def rollout(bench: Benchmark, run: RunFolder, target: ChatEndpoint, simula
         await _all_of([*player.pending.values(), *(player.converse(j) for j in conversations)])
     finally:
         player.bar.close()
+        player.writer.shutdown(wait=True)
     finished = len(run.finished_ids() & {j.conversation_id for j in jobs})
     return RolloutSummary(total=len(jobs), finished=finished, new=finished - already, failed=player.failed)
 
@@ -157,6 +159,11 @@ class _Player:
         self.bar: Any = None
         self.pending: dict[str, asyncio.Future[None]] = {}        # query_id -> its turn-1 call
         self.on_finished: Optional[Callable[[], None]] = None
+        # appends (each fsynced) run in one thread of their own, in order, never on the event loop
+        self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryon-transcripts")
+
+    async def write(self, fn: Callable[..., None], *args: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
 
     def first_replies_needed(self, todo: Sequence[Job]) -> set[str]:
         """Queries whose turn-1 reply must be generated (their own turn1 transcript, or shared by bc/nc);
@@ -183,9 +190,9 @@ class _Player:
             return Message(role="assistant", content=asked.raw, turn=turn, model=self.model), asked.finish_reason
         return Message(role="assistant", content="", turn=turn, model=self.model), "empty"
 
-    def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
-               **meta: Any) -> None:
-        self.run.append(Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
+    async def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
+                     **meta: Any) -> None:
+        await self.write(self.run.append, Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
                                    condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
                                    messages=messages, target_model=self.model, shared_turn1=shared,
                                    meta={"finish_reasons": finish_reasons, **meta}))
@@ -199,7 +206,7 @@ class _Player:
             self.first[qid] = await self.reply(f"turn1:{qid}", [query], 1)
             if "turn1" in self.conditions and f"turn1:{qid}" not in self.existing:
                 answer, why = self.first[qid]
-                self.finish(Job(f"turn1:{qid}", qid, "turn1"), [query, answer], [why], self.shared_turn1)
+                await self.finish(Job(f"turn1:{qid}", qid, "turn1"), [query, answer], [why], self.shared_turn1)
 
     def opening(self, job: Job, meta: dict[str, Any]) -> Message:
         q = self.bench.queries[job.query_id]
@@ -229,7 +236,7 @@ class _Player:
                         benign_intent=q.get("benign_intent") if move in BC_MOVES else None)
                 except SimulatorError as exc:
                     self.failed[job.conversation_id] = str(exc)
-                    self.run.record_failure(job.conversation_id, str(exc))
+                    await self.write(self.run.record_failure, job.conversation_id, str(exc))
                     self.bar.advance()
                     return
                 messages.append(user)
@@ -238,4 +245,4 @@ class _Player:
                 reasons.append(why)
             if job.moves:
                 meta["user_model"] = self.simulator.model
-            self.finish(job, messages, reasons, shared, **meta)
+            await self.finish(job, messages, reasons, shared, **meta)
