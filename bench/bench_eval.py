@@ -79,7 +79,7 @@ def expected_rollout_requests(n_queries: int) -> int:
 
 
 # ---------------------------------------------------------------- contenders (each in its own process)
-async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path) -> int:
+async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path) -> dict[str, Any]:
     from carryon_eval.cache import ResponseCache
     from carryon_eval.client import Endpoint, EndpointConfig
     from carryon_eval.dataset import load_benchmark
@@ -109,6 +109,7 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path)
     async def judge() -> Any:
         return await judge_run(run.path, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
                                max_tokens=8)
+    t0, c0 = time.perf_counter(), time.process_time()       # the dataset is loaded: time the run alone
     try:
         if kind == "rollout":
             await play()
@@ -121,9 +122,10 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path)
         for ep in eps.values():
             await ep.aclose()
         cache.close()
+    timed = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
     if kind == "rollout":
         shutil.copytree(run.path, work / "rollout-run")
-    return len(run.transcripts())
+    return {"n": len(run.transcripts()), **timed}
 
 
 async def bare(data: Path, url: str, concurrency: int) -> int:
@@ -217,12 +219,13 @@ def contender_main(args: argparse.Namespace) -> None:
     import openai  # noqa: F401 - imported before the clock starts, as inspect-ai's script does
     if args.contender != "bare":
         import carryon_eval.judge  # noqa: F401
-    t0, c0 = time.perf_counter(), time.process_time()
     if args.contender == "bare":
+        t0, c0 = time.perf_counter(), time.process_time()
         n = asyncio.run(bare(Path(args.data), args.url, args.concurrency))
+        print(json.dumps({"n": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
     else:
-        n = asyncio.run(carryon(args.contender, Path(args.data), args.url, args.concurrency, Path(args.work)))
-    print(json.dumps({"n": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+        print(json.dumps(asyncio.run(carryon(args.contender, Path(args.data), args.url, args.concurrency,
+                                             Path(args.work)))))
 
 
 def main() -> None:
