@@ -95,14 +95,10 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
         return []
     try:
-        # datasets caches a local folder by its name only: a local folder is prepared again only when its
-        # files changed since it was last prepared (carryon_eval.fingerprint decides).
-        local = Path(source).exists()
-        print_ = fingerprint.folder_fingerprint(Path(source)) if local else None
-        mode = fingerprint.download_mode(Path(source), config, print_) if print_ else None
-        ds = datasets.load_dataset(source, config, split="test", revision=revision, download_mode=mode)
-        if print_:
-            fingerprint.remember(Path(source), config, print_)
+        # datasets caches a local folder by its name only: a local folder is prepared in a cache folder of
+        # its content's fingerprint, so it is prepared again only when its files change (carryon_eval.fingerprint).
+        cache = str(fingerprint.cache_dir(Path(source))) if Path(source).exists() else None
+        ds = datasets.load_dataset(source, config, split="test", revision=revision, cache_dir=cache)
     except ValueError as exc:  # unknown config name
         raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
     except FileNotFoundError as exc:

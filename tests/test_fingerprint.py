@@ -1,7 +1,7 @@
-"""A local dataset folder is prepared again only when its files changed (carryon_eval.fingerprint)."""
+"""A local dataset folder is prepared once per content (carryon_eval.fingerprint), never read stale."""
 from __future__ import annotations
 
-from pathlib import Path
+import shutil
 
 from helpers.rollout_data import make_dataset
 
@@ -9,19 +9,26 @@ from carryon_eval import fingerprint
 from carryon_eval.dataset import load_benchmark
 
 
-def test_unchanged_folder_is_not_prepared_again_and_a_changed_one_is(tmp_path):
+def test_same_files_share_a_prepared_copy_and_changed_files_get_a_new_one(tmp_path):
     folder = make_dataset(tmp_path / "data")
     first = load_benchmark(folder)
-    fp = fingerprint.folder_fingerprint(Path(folder))
-    assert all(fingerprint.download_mode(Path(folder), c, fp) is None
-               for c in ("queries", "checklists", "flows", "conversations"))
-    assert load_benchmark(folder).queries == first.queries
+    prepared = fingerprint.cache_dir(folder)
+    assert prepared.is_dir() and load_benchmark(folder).queries == first.queries
 
     queries = folder / "queries.jsonl"
     queries.write_text(queries.read_text().replace("pinball coin door", "jukebox coin door"))
-    changed = fingerprint.folder_fingerprint(Path(folder))
-    assert changed != fp and fingerprint.download_mode(Path(folder), "queries", changed) == fingerprint.FORCE
+    assert fingerprint.cache_dir(folder) != prepared
     assert "jukebox" in load_benchmark(folder).queries["q1"]["query"]          # never the stale rows
+
+
+def test_another_folder_of_the_same_name_is_never_read_stale(tmp_path):
+    a = make_dataset(tmp_path / "a" / "data")
+    b = tmp_path / "b" / a.name
+    shutil.copytree(a, b)
+    (b / "queries.jsonl").write_text((b / "queries.jsonl").read_text().replace("train ticket", "bus ticket"))
+    assert "train ticket" in load_benchmark(a).queries["q2"]["query"]
+    assert "bus ticket" in load_benchmark(b).queries["q2"]["query"]
+    assert "train ticket" in load_benchmark(a).queries["q2"]["query"]
 
 
 def test_hidden_files_do_not_change_the_fingerprint(tmp_path):
