@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .cache import ResponseCache
+from .cache import ResponseCache, lookup
 from .dataset import Benchmark
-from .endpoint import ChatResult, EndpointConfig, EndpointError, UsageLedger, cache_key
+from .endpoint import ChatResult, EndpointConfig, EndpointError, UsageLedger
 from .judge import ScorerRecords, plan_tasks
 from .run import RunFolder, write_json_atomic
 from .scorers import ScorerOptions, reply_scorers, DEFAULT_SCORERS
@@ -77,14 +77,8 @@ class ExportingEndpoint:
         self.usage: Optional[UsageLedger] = None
         self.requests: dict[str, dict[str, Any]] = {}        # custom_id -> Batch API request line
 
-    async def chat(self, messages: list[dict], *, stage: str, temperature: float = 0.0, max_tokens: int = 1024,
-                   seed: Optional[int] = None, response_format: Optional[dict] = None,
-                   top_logprobs: Optional[int] = None) -> ChatResult:
-        params = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                  "response_format": response_format, "top_logprobs": top_logprobs}
-        key = cache_key(self.config.model, messages, params)
-        payload = self.cache.get(key)
-        hit = ChatResult.from_payload(payload) if payload is not None else None
+    async def chat(self, messages: list[dict], *, stage: str, **given: Any) -> ChatResult:
+        key, params, hit = lookup(self.cache, self.config.model, messages, given)
         if hit is not None:
             return hit
         self.requests.setdefault(key, {"custom_id": key, "method": "POST", "url": URL,

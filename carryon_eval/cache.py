@@ -29,7 +29,13 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
+from .endpoint import ChatResult, cache_key
+
 log = logging.getLogger("carryon.client")
+
+#: A chat call's generation parameters when the caller leaves them out (as carryon_eval.client.Endpoint.chat).
+DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 1024, "seed": None, "response_format": None,
+                                  "top_logprobs": None}
 
 _KEY_RE = re.compile(r"^[0-9a-f]{16,128}$")
 
@@ -157,6 +163,16 @@ class ResponseCache:
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
+
+
+def lookup(cache: Optional[ResponseCache], model: str, messages: list[dict],
+           given: dict[str, Any]) -> tuple[str, dict[str, Any], Optional[ChatResult]]:
+    """(cache key, full generation params, the cached reply or None) of one chat call, keyed exactly as
+    the HTTP client keys it; for wrappers that look into the cache before (or instead of) calling."""
+    params = {name: given.get(name, default) for name, default in DEFAULT_PARAMS.items()}
+    key = cache_key(model, messages, params)
+    payload = cache.get(key) if cache is not None else None
+    return key, params, ChatResult.from_payload(payload) if payload is not None else None
 
 
 def _fsync_dir(directory: Path) -> None:

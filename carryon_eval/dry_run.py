@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
 from .dataset import Benchmark
-from .endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger, cache_key
+from .cache import lookup
+from .endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
 from .moves import BC_MOVES
 from .prompts import load_prompt
 from .rollout import ORACLE_PROMPT, Job
@@ -279,18 +280,9 @@ class BudgetedEndpoint:
     def usage(self) -> Optional[UsageLedger]:
         return self.inner.usage
 
-    def _cached(self, messages: list[dict], params: dict[str, Any]) -> bool:
-        cache = getattr(self.inner, "cache", None)
-        if cache is None:
-            return False
-        payload = cache.get(cache_key(self.inner.config.model, messages, params))
-        return payload is not None and ChatResult.from_payload(payload) is not None
-
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
-        full = {"temperature": params.get("temperature", 0.0), "max_tokens": params.get("max_tokens", 1024),
-                "seed": params.get("seed"), "response_format": params.get("response_format"),
-                "top_logprobs": params.get("top_logprobs")}
-        if self._cached(messages, full):
+        _, _, hit = lookup(getattr(self.inner, "cache", None), self.inner.config.model, messages, params)
+        if hit is not None:                   # the inner endpoint answers from its cache: free
             return await self.inner.chat(messages, stage=stage, **params)
         await self.budget.take()
         refund = False
