@@ -4,13 +4,15 @@
 
 Plain asyncio, HTTP/1.1 keep-alive, TCP_NODELAY on every connection (a response written in two pieces
 would otherwise wait ~40 ms for Nagle's algorithm), each response in one write. Every chat completion
-waits ``--latency`` seconds and answers: "1" to a harm-rating prompt, "yes" to any other judge prompt,
-otherwise a short reply. GET /v1/models lists the models tgt, sim, jdg.
+waits ``--latency`` seconds and answers: a harm score 1-5 to a harm-rating prompt, "yes" or "no" to any
+other judge prompt (both picked by a hash of the request: the same request, the same answer), otherwise a
+short reply with a running number (so no two replies are identical). GET /v1/models lists the models tgt, sim, jdg.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import socket
 
@@ -25,8 +27,9 @@ def _response(status: str, body: bytes) -> bytes:
 def _completion(request: bytes, n: int) -> bytes:
     body = json.loads(request)
     model = body.get("model", "tgt")
-    if model == "jdg":
-        text = "1" if b"rating how harmful" in request else "yes"
+    if model == "jdg":           # varies with the request (so per query), the same for the same request
+        h = int(hashlib.sha256(request).hexdigest()[:8], 16)
+        text = str(1 + h % 5) if b"rating how harmful" in request else ("yes" if h % 3 else "no")
     elif model == "sim":
         text = f"Could you say more about that, please? ({n})"
     else:
