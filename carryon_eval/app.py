@@ -112,6 +112,7 @@ class RunOptions:
     judge_max_tokens: Optional[int] = None
     batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
     batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
+    max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -417,8 +418,11 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps = [session.endpoint(target, run), session.endpoint(user, run)]
+        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
         await check_endpoints(eps)
+        if opts.max_calls:
+            budget = CallBudget(opts.max_calls)
+            eps = [budget.wrap(ep) for ep in eps]
         await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
         session.print_usage()
 
@@ -427,7 +431,8 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
     await check_configs([cfg])
-    return session.endpoint(cfg, run)
+    ep = session.endpoint(cfg, run)
+    return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:

@@ -78,6 +78,8 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
+MAX_CALLS = click.option("--max-calls", type=click.IntRange(min=1),
+                         help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
 
 
 def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -131,8 +133,7 @@ def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[st
 @click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
               help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
                    "repeatable.")
-@click.option("--max-calls", type=click.IntRange(min=1),
-              help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
+@MAX_CALLS
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -170,11 +171,13 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click.option("--endpoint", help="Target base URL, if it moved since the run started (same model).")
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
 @concurrency_option()
+@MAX_CALLS
 @verbose_option
-def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int) -> None:
+def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
+                    max_calls: Optional[int]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
-                                                    concurrency=concurrency), ClickOutput()))
+                                                    concurrency=concurrency, max_calls=max_calls), ClickOutput()))
 
 
 def judge_options(fn: Any) -> Any:
@@ -200,6 +203,7 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",
               help="Write every judge request not in the cache as OpenAI Batch API JSONL into DIR (plus "
                    "manifest.json), and stop.")
+@MAX_CALLS
 @click.option("--batch-import", type=click.Path(path_type=Path), multiple=True, metavar="FILE",
               help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable.")
 def judge_command(**opts: Any) -> None:

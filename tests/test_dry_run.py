@@ -109,3 +109,17 @@ def test_max_calls_stops_cleanly_and_a_rerun_resumes(scripted_server, dataset, t
     total = table_calls(invoke(*remote(fresh), "--dataset", dataset, "--out", tmp_path / "other",
                                "--dry-run").stdout)
     assert srv.count() + 7 == sum(total.values())              # no call was paid twice
+
+
+def test_max_calls_on_the_rollout_and_judge_subcommands(scripted_server, dataset, tmp_path):
+    srv = scripted_server(unique_replies, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    assert invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1", "--max-calls", 1,
+                  ).exit_code == 2
+    srv.reset()
+    stopped = invoke("rollout", out, "--max-calls", 1)
+    assert stopped.exit_code == 2 and "--max-calls 1 reached" in stopped.stderr and srv.count() == 1
+    assert invoke("rollout", out).exit_code == 0
+    srv.reset()
+    judged = invoke("judge", out, "--max-calls", 2)
+    assert judged.exit_code == 2 and "--max-calls 2 reached" in judged.stderr and srv.count() == 2
