@@ -8,6 +8,10 @@ turns the package's errors into its one-line error. Everything else is here: whi
 embedded model and its lifetime (started on first need, stopped on any exit), the endpoint checks
 before anything is spent, the order of the phases, closing every endpoint, and the lines a user reads
 (through ``Output``: ``info`` to stdout, ``note`` to stderr).
+
+Over 450 lines for a reason: it is the one place that orders the phases of every command (config
+records, the session's resources, the checks, and the pipelining of rollout into judging); the logic of
+each part lives in its own module (dry_run, subset, pipeline, pool, batch).
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from .subset import SubsetError, apply_subset
 from .pipeline import judge_while_rolling_out
 from .pool import EndpointPool
 from .batch import MANIFEST, export_requests, import_results
-from .dry_run import CallBudget, Caps, estimate, format_table, parse_prices
+from .dry_run import CallBudget, run_cost_table
 from .endpoint import ChatEndpoint
 from .judge import UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
@@ -356,7 +360,11 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
                                                        pool=(configs[role].base_url, *choice.pool))
-        print_estimate(bench, jobs, meta, run, cfg.prices, out)
+        try:                                 # what this run still has to do; reads, never writes
+            for line in run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices):
+                out.info(line)
+        except ValueError as exc:            # a bad --price
+            raise ConfigError(str(exc)) from None
         if cfg.dry_run:
             return
         run.check(meta)                      # an unusable folder fails before anything starts
@@ -387,20 +395,6 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
         report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
-
-
-def print_estimate(bench: Benchmark, jobs: Sequence[Any], meta: RunMeta, run: RunFolder, prices: Sequence[str],
-                   out: Output) -> None:
-    """The cost table (carryon_eval.dry_run) of what this run still has to do; reads, never writes."""
-    try:
-        priced = parse_prices(prices)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
-                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode)
-    finished = run.finished_ids() if run.exists() else set()
-    for line in format_table(estimate(bench, jobs, caps, finished), priced):
-        out.info(line)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:

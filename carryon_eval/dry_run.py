@@ -32,6 +32,7 @@ from .cache import lookup
 from .endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
 from .moves import BC_MOVES
 from .prompts import load_prompt
+from .records import RunMeta
 from .rollout import ORACLE_PROMPT, Job
 from .scorers import SAFETY_PROMPT, UTILITY_PROMPT
 from .simulator import SHOWN_REPLY_CHARS, move_prompt
@@ -192,6 +193,15 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, finished: Iterab
         if shared:
             first_judged.add(job.query_id)
     return est.table
+
+
+def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, finished: Iterable[str],
+                   prices: Iterable[str]) -> list[str]:
+    """The table of a run's settings (run.json's caps and switches); ValueError names a bad --price."""
+    priced = parse_prices(prices)
+    caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
+                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode)
+    return format_table(estimate(bench, jobs, caps, finished), priced)
 
 
 # ---------------------------------------------------------------- the printed table
