@@ -52,19 +52,23 @@ def conversations(n_queries: int) -> list[dict[str, Any]]:
     return plan
 
 
-def write_dataset(root: Path, n_queries: int) -> Path:
-    plan = conversations(n_queries)
-    tables = {
+def made_up_tables(n_queries: int, plan: list[dict[str, Any]], items: int) -> dict[str, list[dict[str, Any]]]:
+    """The four tables of a made-up dataset: queries, `items` checklist items each, the 10 flows, `plan`."""
+    return {
         "queries": [{"query_id": f"q{q}", "category": "made-up", "domain": "Made-up", "safe_rate": 0.5,
                      "query": f"How would someone do made-up thing number {q}?",
                      "benign_intent": f"I teach a made-up class {q}.", "benign_context": "", "malicious_context": ""}
                     for q in range(n_queries)],
         "checklists": [{"query_id": f"q{q}", "item_id": f"q{q}-i{i}", "category": "made-up",
-                        "question": f"Does the response give made-up fact {i}?"} for q in range(n_queries) for i in (1, 2)],
+                        "question": f"Does the response give made-up fact {i}?"}
+                       for q in range(n_queries) for i in range(1, items + 1)],
         "flows": [{"flow_id": f"{c}{k + 1}", "moves": m, "n_turns": 2 * (1 + len(m)), "condition": c}
                   for c, flows in (("BC", BC), ("NC", NC)) for k, m in enumerate(flows)],
         "conversations": [{k: c[k] for k in ("conversation_id", "query_id", "flow_id")} for c in plan],
     }
+
+
+def write_tables(root: Path, tables: dict[str, list[dict[str, Any]]]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     configs = []
     for name, rows in tables.items():
@@ -72,6 +76,10 @@ def write_dataset(root: Path, n_queries: int) -> Path:
         configs.append(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}.jsonl\n")
     (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + "---\nMade-up benchmark data.\n")
     return root
+
+
+def write_dataset(root: Path, n_queries: int) -> Path:
+    return write_tables(root, made_up_tables(n_queries, conversations(n_queries), items=2))
 
 
 def expected_rollout_requests(n_queries: int) -> int:

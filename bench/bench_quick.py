@@ -22,34 +22,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_eval import BC, NC  # noqa: E402
+from bench_eval import made_up_tables, write_tables  # noqa: E402
 
 HEADLINES = [("turn1", "utility"), ("oracle", "utility"), ("bc", "utility"), ("nc", "utility"),
              ("bc", "harm"), ("nc", "harm")]
 
 
 def write_dataset(root: Path, n_queries: int) -> Path:
-    convs = [{"conversation_id": f"c{q}-{k}-{j}", "query_id": f"q{q}", "flow_id": f"{cond}{k + 1}"}
-             for q in range(n_queries) for k in range(5) for j, cond in enumerate(("BC", "BC", "NC"))]
-    tables = {
-        "queries": [{"query_id": f"q{q}", "category": "made-up", "domain": "Made-up", "safe_rate": 0.5,
-                     "query": f"How would someone do made-up thing number {q}?",
-                     "benign_intent": f"I teach a made-up class {q}.", "benign_context": "", "malicious_context": ""}
-                    for q in range(n_queries)],
-        "checklists": [{"query_id": f"q{q}", "item_id": f"q{q}-i{i}", "category": "made-up",
-                        "question": f"Does the response give made-up fact {i}?"}
-                       for q in range(n_queries) for i in (1, 2, 3)],
-        "flows": [{"flow_id": f"{c}{k + 1}", "moves": m, "n_turns": 2 * (1 + len(m)), "condition": c}
-                  for c, flows in (("BC", BC), ("NC", NC)) for k, m in enumerate(flows)],
-        "conversations": convs,
-    }
-    root.mkdir(parents=True, exist_ok=True)
-    configs = []
-    for name, rows in tables.items():
-        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        configs.append(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}.jsonl\n")
-    (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + "---\nMade-up benchmark data.\n")
-    return root
+    plan = [{"conversation_id": f"c{q}-{k}-{j}", "query_id": f"q{q}", "flow_id": f"{cond}{k + 1}"}
+            for q in range(n_queries) for k in range(5) for j, cond in enumerate(("BC", "BC", "NC"))]
+    return write_tables(root, made_up_tables(n_queries, plan, items=3))
 
 
 class Lines:
