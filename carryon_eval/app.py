@@ -8,6 +8,10 @@ turns the package's errors into its one-line error. Everything else is here: whi
 embedded model and its lifetime (started on first need, stopped on any exit), the endpoint checks
 before anything is spent, the order of the phases, closing every endpoint, and the lines a user reads
 (through ``Output``: ``info`` to stdout, ``note`` to stderr).
+
+Over 450 lines for a reason: it is the one place that orders the phases of every command (config
+records, the session's resources, the checks, and the pipelining of rollout into judging); the logic of
+each part lives in its own module (dry_run, subset, pipeline, pool, batch).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from . import __version__, defaults
 from .annotate import sample_cases, strata_counts, write_annotation
@@ -28,6 +32,11 @@ from .cache import ResponseCache
 from .cli_common import is_local
 from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
+from .subset import SubsetError, apply_subset
+from .pipeline import judge_while_rolling_out
+from .pool import EndpointPool
+from .batch import MANIFEST, export_requests, import_results
+from .dry_run import CallBudget, run_cost_table
 from .endpoint import ChatEndpoint
 from .judge import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
@@ -47,6 +56,8 @@ from .simulator import UserSimulator
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 FIDELITY_FILE = "fidelity.json"
+POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
+PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
 class ConfigError(Exception):
@@ -68,6 +79,7 @@ class RoleChoice:
     endpoint: Optional[str] = None
     model: Optional[str] = None
     api_key_env: Optional[str] = None
+    pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.pool)
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,10 @@ class EvaluateConfig:
     utility_mode: str = "text"
     model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = "json_schema"
+    dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
+    prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
+    max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
+    subset: Optional[str] = None          # "quick" (carryon_eval.subset); None: every conversation
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,9 @@ class RunOptions:
     judge_max_tokens: Optional[int] = None
     model_check: bool = True
     judge_format: Optional[str] = None
+    batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
+    batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
+    max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -120,6 +139,7 @@ class Session:
         self._stack = contextlib.ExitStack()
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
+        self._caches: dict[Path, ResponseCache] = {}
 
     async def __aenter__(self) -> "Session":
         return self
@@ -129,7 +149,11 @@ class Session:
             for ep in self._opened:
                 await ep.aclose()
         finally:
-            self._stack.close()
+            try:
+                for cache in self._caches.values():   # every queued cache entry on disk before we return
+                    cache.close()
+            finally:
+                self._stack.close()
 
     def local_server(self) -> LocalModelServer:
         if self._server is None:
@@ -138,10 +162,22 @@ class Session:
         return self._server
 
     def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
-        """An endpoint that caches in the run folder and counts usage; closed when the session ends."""
-        ep = Endpoint(config, cache=ResponseCache(run.cache_dir), usage=self.usage, model_check=self.model_check)
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
+        cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
+        cache = self._caches.get(run.cache_dir)
+        if cache is None:
+            cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
         return ep
+
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
+        if not pool:
+            return self.endpoint(config, run)
+        members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
+                   for url in (config.base_url, *pool)]
+        return EndpointPool([self.endpoint(c, run) for c in members])
 
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
                     api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
@@ -184,15 +220,20 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
-def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None) -> Path:
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None) -> Path:
     """Same command, same folder, so that rerunning a command resumes it."""
     name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
-    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{f'__limit{limit}' if limit else ''}"
+    tail = (f"__limit{limit}" if limit else "") + (f"__{subset}" if subset and subset != "full" else "")
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{tail}"
 
 
-def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int]) -> Benchmark:
+def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
+               subset: Optional[str] = None) -> Benchmark:
     bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
-    return bench.limited(limit)
+    try:
+        return apply_subset(bench.limited(limit), subset)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
@@ -201,8 +242,12 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     key = cfg.target.api_key_env or defaults.API_KEY_ENV
     roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
     for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
-        roles[name] = RoleChoice(endpoint=choice.endpoint if choice.endpoint is not None else cfg.target.endpoint,
-                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key)
+        own = choice.endpoint is not None
+        roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
+                                 pool=choice.pool if own else cfg.target.pool)
+    if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
+        raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
     for name, choice in roles.items():
         if name not in local and not choice.model:
@@ -236,16 +281,18 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
-        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped))
+        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
+        subset=cfg.subset if cfg.subset != "full" else None)
 
 
 # ---------------------------------------------------------------- phases
 async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
-                        user: ChatEndpoint, concurrency: int, out: Output) -> None:
+                        user: ChatEndpoint, concurrency: int, out: Output,
+                        on_finished: Optional[Callable[[], None]] = None) -> None:
     simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
                               max_tokens=meta.generation.user.max_tokens)
     summary = await rollout(bench, run, target, simulator, conditions=meta.conditions, gen=meta.generation.target,
-                            shared_turn1=meta.shared_turn1, concurrency=concurrency)
+                            shared_turn1=meta.shared_turn1, concurrency=concurrency, on_finished=on_finished)
     out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
              f"({summary.new} new)")
     if meta.skipped:
@@ -332,12 +379,13 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         out.info(LOCAL_MODEL_NOTICE)
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
                        model_check=cfg.model_check) as session:
-        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit)
+        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         jobs, skipped = plan(bench, cfg.conditions)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit))
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
         out.info(f"run folder: {run.path}")
-        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run)")
+        subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
+        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
         for note in bench.notes:
             out.info(f"dataset note: {note}")
 
@@ -347,16 +395,42 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                         api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
+        for role, choice in roles.items():
+            if choice.pool:
+                meta.roles[role] = dataclasses.replace(meta.roles[role],
+                                                       pool=(configs[role].base_url, *choice.pool))
+        try:                                 # what this run still has to do; reads, never writes
+            for line in run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices):
+                out.info(line)
+        except ValueError as exc:            # a bad --price
+            raise ConfigError(str(exc)) from None
+        if cfg.dry_run:
+            return
         run.check(meta)                      # an unusable folder fails before anything starts
         if local:
             srv = session.local_server()
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
                        for role, c in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
-        await check_configs(list(configs.values()), cfg.model_check)
+        await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
+                                                  for role, choice in roles.items() for url in choice.pool)],
+                            cfg.model_check)
         meta = run.start(meta)
-        eps = {role: session.endpoint(c, run) for role, c in configs.items()}
-        await rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out)
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+                                        for role, c in configs.items()}
+        budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
+        if budget is not None:
+            eps = {role: budget.wrap(ep) for role, ep in eps.items()}
+
+        async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
+            await judge_run(run.path, bench, eps["judge"], utility_mode=cfg.utility_mode,
+                            concurrency=cfg.concurrency, max_tokens=meta.judge.max_tokens, show_progress=False,
+                            judge_format=meta.judge.judge_format,
+                            scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+
+        await judge_while_rolling_out(
+            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
         await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
@@ -375,7 +449,7 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit)
+    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
     return run, meta, bench
 
@@ -387,8 +461,11 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps = [session.endpoint(target, run), session.endpoint(user, run)]
+        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
         await check_endpoints(eps)
+        if opts.max_calls:
+            budget = CallBudget(opts.max_calls)
+            eps = [budget.wrap(ep) for ep in eps]
         await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
         session.print_usage()
 
@@ -397,7 +474,8 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
     await check_configs([cfg], session.model_check)
-    return session.endpoint(cfg, run)
+    ep = session.endpoint(cfg, run)
+    return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
@@ -405,10 +483,25 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     async with Session(out, model_check=opts.model_check) as session:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
+        max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        if opts.batch_export is not None:
+            model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
+            exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
+                                             max_tokens=max_tokens,
+                                             judge_format=opts.judge_format or meta.judge.judge_format,
+                                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+            out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
+                     f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
+                     "--batch-import RESULT.jsonl...`")
+            return
+        if opts.batch_import:
+            imported = import_results(opts.batch_import, ResponseCache(run.cache_dir))
+            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed "
+                     "(asked again now)")
         session.logprobs = mode == "logprobs"
         judge = await _checked_judge(session, run, meta, opts)
-        await judge_phase(bench, run, judge, mode, opts.concurrency, opts.judge_max_tokens or meta.judge.max_tokens,
-                          out, opts.judge_format or meta.judge.judge_format)
+        await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out,
+                          opts.judge_format or meta.judge.judge_format)
         session.print_usage()
 
 

@@ -32,6 +32,7 @@ from .agreement import agreement_command
 from .annotate import TASKS as ANNOTATION_TASKS
 from .annotate import AnnotateError
 from .cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
+from .batch import BatchError
 from .compare import compare_command
 from .dataset import DatasetError
 from .endpoint import EndpointError, EndpointRejected
@@ -69,7 +70,7 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            app.ConfigError) as exc:
+            app.ConfigError, BatchError) as exc:
         raise CliError(str(exc)) from None
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
         raise CliError(str(exc)) from None
@@ -136,6 +137,8 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
+MAX_CALLS = click.option("--max-calls", type=click.IntRange(min=1),
+                         help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
 
 no_model_check_option = click.option(
     "--no-model-check", "model_check", flag_value=False, default=True,
@@ -151,15 +154,17 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@endpoint_options(api_key_default=defaults.API_KEY_ENV,
-                  endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model.",
+@endpoint_options(api_key_default=defaults.API_KEY_ENV, repeatable=True,
+                  endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model. "
+                                "Repeat it for a pool of servers of the same model (fewest in flight first; a "
+                                "dead one is taken out and tried again later).",
                   model_help="Target model name (required with an endpoint URL).",
                   key_help="Environment variable holding the target endpoint's API key (default for the other "
                            "roles too).")
-@endpoint_options("user", endpoint_help="User simulator endpoint [default: the target's].",
+@endpoint_options("user", repeatable=True, endpoint_help="User simulator endpoint [default: the target's]; repeatable.",
                   model_help="User simulator model [default: the target's].",
                   key_help="API key variable for the user simulator [default: --api-key-env].")
-@endpoint_options("judge", endpoint_help="Judge endpoint [default: the target's].",
+@endpoint_options("judge", repeatable=True, endpoint_help="Judge endpoint [default: the target's]; repeatable.",
                   model_help="Judge model [default: the target's].",
                   key_help="API key variable for the judge [default: --api-key-env].")
 @click.option("--dataset", help="Dataset folder or Hub id [default: the built-in sample].")
@@ -190,6 +195,16 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @no_model_check_option
 @click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), default="json_schema", show_default=True,
               help=JUDGE_FORMAT_HELP)
+@click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
+              help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
+                   "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
+                   "then stop: nothing is called, nothing is written.")
+@click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
+              help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
+                   "repeatable.")
+@MAX_CALLS
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -200,14 +215,22 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
-def evaluate_config(*, endpoint: Optional[str], model: Optional[str], api_key_env: str,
-                    user_endpoint: Optional[str], user_model: Optional[str], user_api_key_env: Optional[str],
-                    judge_endpoint: Optional[str], judge_model: Optional[str], judge_api_key_env: Optional[str],
-                    no_shared_turn1: bool, conditions: Sequence[str], **rest: Any) -> app.EvaluateConfig:
-    return app.EvaluateConfig(target=app.RoleChoice(endpoint, model, api_key_env),
-                              user=app.RoleChoice(user_endpoint, user_model, user_api_key_env),
-                              judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env),
-                              conditions=tuple(conditions), shared_turn1=not no_shared_turn1, **rest)
+def _role(endpoints: Any, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
+    """A role from its (repeatable) endpoint option: the first URL, the others its pool."""
+    urls = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints or ())
+    return app.RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:])
+
+
+def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
+                    user_endpoint: Any, user_model: Optional[str], user_api_key_env: Optional[str],
+                    judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
+                    no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
+                    **rest: Any) -> app.EvaluateConfig:
+    return app.EvaluateConfig(target=_role(endpoint, model, api_key_env),
+                              user=_role(user_endpoint, user_model, user_api_key_env),
+                              judge=_role(judge_endpoint, judge_model, judge_api_key_env),
+                              conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
+                              prices=tuple(prices), **rest)
 
 
 # ---------------------------------------------------------------- subcommands on a run folder
@@ -220,12 +243,14 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
 @concurrency_option()
 @no_model_check_option
+@MAX_CALLS
 @verbose_option
 def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
-                    model_check: bool) -> None:
+                    model_check: bool, max_calls: Optional[int]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
-                                                    concurrency=concurrency, model_check=model_check), ClickOutput()))
+                                                    concurrency=concurrency, model_check=model_check,
+                                                    max_calls=max_calls), ClickOutput()))
 
 
 def judge_options(fn: Any) -> Any:
@@ -250,6 +275,12 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
               help="[default: the run's]")
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
 @click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), help=f"{JUDGE_FORMAT_HELP} [default: the run's]")
+@click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",
+              help="Write every judge request not in the cache as OpenAI Batch API JSONL into DIR (plus "
+                   "manifest.json), and stop.")
+@MAX_CALLS
+@click.option("--batch-import", type=click.Path(path_type=Path), multiple=True, metavar="FILE",
+              help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable.")
 def judge_command(**opts: Any) -> None:
     """Judge the transcripts of a run folder (safety and utility); cached verdicts are not asked again."""
     run_command(app.judge_folder(_judge_options(**opts), ClickOutput()))

@@ -56,14 +56,15 @@ def _stack(*decorators: Decorator) -> Decorator:
 
 def endpoint_options(prefix: str = "", *, role: str = "the target model", api_key_default: Optional[str] = None,
                      endpoint_help: Optional[str] = None, model_help: Optional[str] = None,
-                     key_help: Optional[str] = None) -> Decorator:
-    """--[PREFIX-]endpoint, --[PREFIX-]model, --[PREFIX-]api-key-env for one role."""
+                     key_help: Optional[str] = None, repeatable: bool = False) -> Decorator:
+    """--[PREFIX-]endpoint, --[PREFIX-]model, --[PREFIX-]api-key-env for one role; ``repeatable``: the
+    endpoint may be given several times (an endpoint pool; the value is then a tuple)."""
     dash = f"{prefix}-" if prefix else ""
     key_opts: dict[str, Any] = {"metavar": "NAME"}
     if api_key_default is not None:
         key_opts.update(default=api_key_default, show_default=True)
     return _stack(
-        click.option(f"--{dash}endpoint", metavar="URL|local",
+        click.option(f"--{dash}endpoint", metavar="URL|local", multiple=repeatable,
                      help=endpoint_help or f"OpenAI-compatible base URL (…/v1) of {role}; 'local': the embedded model."),
         click.option(f"--{dash}model", metavar="NAME", help=model_help or f"Model name of {role}."),
         click.option(f"--{dash}api-key-env", **key_opts,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from . import fingerprint
 from .moves import flow_problems, is_valid
 from .schema import TABLE_COLUMNS, TRIPLET_COLUMNS
 from .triplets import checked_triplets
@@ -137,11 +138,10 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
         return []
     try:
-        # datasets caches a local folder by its name only: a rebuilt folder, or another folder with the same
-        # name, would silently give stale rows. Local folders are re-read every time (they are small).
-        local = Path(source).exists()
-        ds = datasets.load_dataset(source, config, split="test", revision=revision,
-                                   download_mode="force_redownload" if local else None)
+        # datasets caches a local folder by its name only: a local folder is prepared in a cache folder of
+        # its content's fingerprint, so it is prepared again only when its files change (carryon_eval.fingerprint).
+        cache = str(fingerprint.cache_dir(Path(source))) if Path(source).exists() else None
+        ds = datasets.load_dataset(source, config, split="test", revision=revision, cache_dir=cache)
     except ValueError as exc:  # unknown config name
         raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
     except FileNotFoundError as exc:

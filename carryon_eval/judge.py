@@ -26,6 +26,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from . import defaults
 from .dataset import Benchmark
+from .dry_run import CallBudgetSpent
 from .endpoint import ChatEndpoint
 from .judgments import Appender, JudgeError, load_all, record_pass
 from .progress import Progress
@@ -202,6 +203,8 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
+        except CallBudgetSpent:
+            raise                   # --max-calls: stop the phase, not one failure per remaining task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")

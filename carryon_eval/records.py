@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from . import defaults
 from .endpoint import EndpointConfig
@@ -62,10 +62,11 @@ class RoleRecord:
     timeout: float = defaults.TIMEOUT
     max_retries: int = defaults.MAX_RETRIES
     local: bool = False
+    pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.pool); () = one endpoint
 
     @classmethod
-    def of(cls, config: EndpointConfig, *, local: bool) -> "RoleRecord":
-        return cls(**config.public(), local=local)
+    def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
+        return cls(**config.public(), local=local, pool=tuple(pool))
 
     def config(self, *, base_url: Optional[str] = None, model: Optional[str] = None,
                api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
@@ -77,11 +78,18 @@ class RoleRecord:
                               max_retries=self.max_retries or defaults.MAX_RETRIES)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if self.pool:
+            d["pool"] = list(self.pool)
+        else:
+            del d["pool"]
+        return d
 
     @classmethod
     def from_json(cls, d: Optional[dict[str, Any]]) -> "RoleRecord":
         d = {k: v for k, v in _known(cls, d or {}).items() if v is not None}
+        if "pool" in d:
+            d["pool"] = tuple(d["pool"])
         return cls(**d)
 
 
@@ -170,6 +178,7 @@ class RunMeta:
     prompts: dict[str, str] = field(default_factory=dict)
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
+    subset: Optional[str] = None              # a named subset (carryon_eval.subset); None: the full plan
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -185,7 +194,7 @@ class RunMeta:
                 "generation.target": self.generation.target.to_json(),
                 "generation.user": self.generation.user.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
-                "prompts": dict(self.prompts)}
+                "prompts": dict(self.prompts), "subset": self.subset}
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": self.schema_version, "carryonbench_version": self.carryonbench_version,
@@ -194,7 +203,7 @@ class RunMeta:
                 "generation": self.generation.to_json(), "judge": self.judge.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
-                "skipped": [s.to_json() for s in self.skipped]}
+                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -207,7 +216,7 @@ class RunMeta:
                    conditions=list(d.get("conditions") or []), limit=d.get("limit"),
                    shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
-                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []],
+                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    schema_version=_version(d))
 
 
@@ -321,6 +330,7 @@ class ResultsRun:
     notice: Optional[str] = None
     failed_conversations: int = 0
     empty_replies: int = 0
+    subset: Optional[str] = None      # the named subset the run played (carryon_eval.subset); None: full
 
 
 @dataclass

@@ -82,7 +82,7 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         dataset=ResultsDataset(source=bench.source, revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
         run=ResultsRun(folder=str(rundir), notice=meta.notice, failed_conversations=len(run.failures()),
-                       empty_replies=_count_empty_replies(transcripts)),
+                       empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
     results.notes = _notes(results, meta, bench, utility, safety)

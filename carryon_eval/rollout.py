@@ -5,16 +5,19 @@ Conditions (paper §4): "turn1" (the query alone), "oracle" (query + benign inte
 follow-up user turn rendered by the user simulator). With shared_turn1 the turn-1 reply of a query
 is generated once and is the first reply of all its bc/nc conversations.
 
-Conversations run concurrently (up to `concurrency`), turns in order within one. Each finished
-conversation is appended to transcripts.jsonl at once; a rerun skips those, and the response cache
-makes the finished turns of an interrupted conversation free.
+Conversations run concurrently (up to `concurrency`), turns in order within one, longest first (the
+long ones decide the wall time), and each starts as soon as its own query's turn-1 reply is back (not
+after every query's). Each finished conversation is appended to transcripts.jsonl at once (and
+``on_finished`` is called, so that the judge can start on it); a rerun skips those, and the response
+cache makes the finished turns of an interrupted conversation free.
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .ask import Request, ask, same_request
 from .dataset import Benchmark
@@ -102,22 +105,36 @@ def _as_reply(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
 
 async def rollout(bench: Benchmark, run: RunFolder, target: ChatEndpoint, simulator: UserSimulator, *,
                   conditions: Sequence[str], gen: Generation, shared_turn1: bool = True,
-                  concurrency: int = CONCURRENCY, show_progress: Optional[bool] = None) -> RolloutSummary:
+                  concurrency: int = CONCURRENCY, show_progress: Optional[bool] = None,
+                  on_finished: Optional[Callable[[], None]] = None) -> RolloutSummary:
     """Play every planned conversation not yet in the run folder; see the module docstring."""
     jobs, _ = plan(bench, conditions)
     player = _Player(bench, run, target, simulator, conditions=conditions, gen=gen, shared_turn1=shared_turn1,
                      concurrency=concurrency)
+    player.on_finished = on_finished
     todo = [j for j in jobs if j.conversation_id not in player.existing]
     already = len(jobs) - len(todo)
     player.bar = Progress(len(jobs), "rollout", usage=target.usage, initial=already,
                           disable=None if show_progress is None else not show_progress)
+    conversations = longest_first([j for j in todo if j.condition != "turn1"])
+    first = player.first_replies_needed(todo)
+    order = {qid: i for i, qid in enumerate(dict.fromkeys(j.query_id for j in conversations))}
     try:
-        await _all_of([player.turn1(qid) for qid in player.first_replies_needed(todo)])
-        await _all_of([player.converse(j) for j in todo if j.condition != "turn1"])
+        # turn-1 replies first (for the queries of the longest conversations first); a conversation that
+        # shares one waits for that one alone
+        player.pending = {qid: asyncio.ensure_future(player.turn1(qid))
+                          for qid in sorted(first, key=lambda q: order.get(q, len(order)))}
+        await _all_of([*player.pending.values(), *(player.converse(j) for j in conversations)])
     finally:
         player.bar.close()
+        player.writer.shutdown(wait=True)
     finished = len(run.finished_ids() & {j.conversation_id for j in jobs})
     return RolloutSummary(total=len(jobs), finished=finished, new=finished - already, failed=player.failed)
+
+
+def longest_first(jobs: Sequence[Job]) -> list[Job]:
+    """Most follow-up moves first; ties keep plan order (so the order is reproducible)."""
+    return sorted(jobs, key=lambda j: -len(j.moves))
 
 
 async def _all_of(coros: list[Any]) -> None:
@@ -145,6 +162,13 @@ class _Player:
         self.first: dict[str, tuple[Message, Optional[str]]] = {}   # query_id -> turn-1 reply, finish reason
         self.failed: dict[str, str] = {}
         self.bar: Any = None
+        self.pending: dict[str, asyncio.Future[None]] = {}        # query_id -> its turn-1 call
+        self.on_finished: Optional[Callable[[], None]] = None
+        # appends (each fsynced) run in one thread of their own, in order, never on the event loop
+        self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryon-transcripts")
+
+    async def write(self, fn: Callable[..., None], *args: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
 
     def first_replies_needed(self, todo: Sequence[Job]) -> set[str]:
         """Queries whose turn-1 reply must be generated (their own turn1 transcript, or shared by bc/nc);
@@ -171,13 +195,15 @@ class _Player:
             return Message(role="assistant", content=asked.raw, turn=turn, model=self.model), asked.finish_reason
         return Message(role="assistant", content="", turn=turn, model=self.model), "empty"
 
-    def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
-               **meta: Any) -> None:
-        self.run.append(Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
+    async def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
+                     **meta: Any) -> None:
+        await self.write(self.run.append, Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
                                    condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
                                    messages=messages, target_model=self.model, shared_turn1=shared,
                                    meta={"finish_reasons": finish_reasons, **meta}))
         self.bar.advance()
+        if self.on_finished is not None:
+            self.on_finished()
 
     async def turn1(self, qid: str) -> None:
         async with self.gate:
@@ -185,7 +211,7 @@ class _Player:
             self.first[qid] = await self.reply(f"turn1:{qid}", [query], 1)
             if "turn1" in self.conditions and f"turn1:{qid}" not in self.existing:
                 answer, why = self.first[qid]
-                self.finish(Job(f"turn1:{qid}", qid, "turn1"), [query, answer], [why], self.shared_turn1)
+                await self.finish(Job(f"turn1:{qid}", qid, "turn1"), [query, answer], [why], self.shared_turn1)
 
     def opening(self, job: Job, meta: dict[str, Any]) -> Message:
         q = self.bench.queries[job.query_id]
@@ -199,11 +225,13 @@ class _Player:
                        turn=1)
 
     async def converse(self, job: Job) -> None:
+        shared = self.shared_turn1 and job.condition in ("bc", "nc")
+        if shared and job.query_id in self.pending:
+            await asyncio.shield(self.pending[job.query_id])      # its own query's turn-1 reply, not all
         async with self.gate:
             q = self.bench.queries[job.query_id]
             meta: dict[str, Any] = {}
             messages = [self.opening(job, meta)]
-            shared = self.shared_turn1 and job.condition in ("bc", "nc")
             answer, why = self.first[job.query_id] if shared else await self.reply(job.conversation_id, messages, 1)
             messages.append(answer)
             reasons = [why]
@@ -215,7 +243,7 @@ class _Player:
                         benign_intent=q.get("benign_intent") if move in BC_MOVES else None)
                 except SimulatorError as exc:
                     self.failed[job.conversation_id] = str(exc)
-                    self.run.record_failure(job.conversation_id, str(exc))
+                    await self.write(self.run.record_failure, job.conversation_id, str(exc))
                     self.bar.advance()
                     return
                 messages.append(user)
@@ -224,4 +252,4 @@ class _Player:
                 reasons.append(why)
             if job.moves:
                 meta["user_model"] = self.simulator.model
-            self.finish(job, messages, reasons, shared, **meta)
+            await self.finish(job, messages, reasons, shared, **meta)
