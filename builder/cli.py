@@ -88,6 +88,9 @@ Examples:
               default="json_schema", show_default=True,
               help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
                    "Servers that reject it are asked again without it.")
+@click.option("--min-items", type=click.IntRange(min=1, max=23), default=7, show_default=True,
+              help="Fewest items a final checklist needs (the paper: 7..23). Lower it only for a smoke test "
+                   "with a small model (the card says so), e.g. 1 with --endpoint local.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
 @verbose_option
@@ -95,7 +98,7 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
           endpoint: Optional[str], model: Optional[str], role_endpoints: tuple[str, ...],
           role_models: tuple[str, ...], generators: tuple[str, ...], generator_models: tuple[str, ...],
           harm_classifier_style: str, api_key_env: str, cache_dir: Optional[Path], max_tokens: Optional[int],
-          concurrency: int, request_timeout: float, structured_output: str, dry_run: bool) -> None:
+          concurrency: int, request_timeout: float, structured_output: str, min_items: int, dry_run: bool) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -104,7 +107,7 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
     import contextlib
 
     from . import BUILDER_VERSION
-    from .pipeline import build as run_build
+    from .pipeline import NoQueryKept, build as run_build
     from .source import SourceError
 
     release = release or f"v{BUILDER_VERSION}"
@@ -138,7 +141,7 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
         roles, gens = plan.specs(local_base_url=local_base_url, structured=structured_output,
                                  concurrency=concurrency, timeout=request_timeout)
         return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
-                         api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens)
+                         api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens, min_items=min_items)
 
     if dry_run:
         from .source import load_source, select_queries
@@ -165,7 +168,7 @@ def build(source: Path, out: Path, no_llm: bool, seed: int, limit: Optional[int]
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
                       log=lambda m: click.echo(m, err=True))
-        except (SourceError, FileExistsError, EndpointError, LLMStageAbort) as exc:
+        except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 
 

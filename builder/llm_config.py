@@ -7,7 +7,7 @@ from typing import Optional
 
 from carryon_eval import defaults
 
-from .stages import GENERATOR_SEED, HARM_STYLES, MIN_HARMLESS, ROLES, Stage, StageParams, pipeline
+from .stages import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, ROLES, Stage, StageParams, pipeline
 
 STRUCTURED_STYLES = ("json_schema", "json_object", "none")
 
@@ -44,6 +44,7 @@ class LLMConfig:
     max_retries: int = defaults.MAX_RETRIES
     backoff_base: float = defaults.BACKOFF_BASE
     progress: Optional[bool] = None      # None: on a terminal only
+    min_items: int = MIN_ITEMS           # fewest items of a final checklist (the paper: 7; lower for a small model)
 
     def __post_init__(self) -> None:
         missing = [r for r in ROLES if r != "generator" and r not in self.roles]
@@ -53,6 +54,8 @@ class LLMConfig:
             raise ValueError("at least one generator is needed")
         if self.harm_classifier_style not in HARM_STYLES:
             raise ValueError(f"harm classifier style must be one of {HARM_STYLES}")
+        if not 1 <= self.min_items <= MAX_ITEMS:
+            raise ValueError(f"min_items must be between 1 and {MAX_ITEMS}, got {self.min_items}")
 
     def stages(self) -> tuple[Stage, ...]:
         """The pipeline this config runs (its harm classifier style)."""

@@ -58,7 +58,7 @@ def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[st
             "models": [sp.model for sp in specs],
             "endpoints": [sp.base_url for sp in specs],
             "params": {"temperature": p.temperature, "max_tokens": p.max_tokens,
-                       "structured_output": [stage.structured(sp) for sp in specs]},
+                       "structured_output": [t.structured_output(stage, sp) for sp in specs]},
             "prompt": {"ref": prompt.ref, "sha256": prompt.sha256},
             "repairs": t.repairs,
             "empty_reply_retries": t.empty_reply_retries,
@@ -73,7 +73,7 @@ def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[st
         "stages": entries,
         "repair_prompt": {"ref": repair_prompt.ref, "sha256": repair_prompt.sha256},
         "item_categories": list(ITEM_CATEGORIES),
-        "checklist_items": {"min": MIN_ITEMS, "max": MAX_ITEMS},
+        "checklist_items": {"min": config.min_items, "max": MAX_ITEMS},
         "max_repairs": defaults.REPAIRS,
         "usage": usage,
     }
@@ -112,6 +112,10 @@ def card_summary(config: LLMConfig, stages: Sequence[Stage], states: Sequence[Qu
     n_items = len(checklist)
     mean = n_items / alive if alive else 0.0
     lines += ["", f"Final: {alive:,} queries, {n_items:,} items, mean {mean:.1f} items/query."]
+    if config.min_items != MIN_ITEMS:
+        lines.append(f"**A final checklist here needs at least {config.min_items} items** (`--min-items "
+                     f"{config.min_items}`), not the paper's {MIN_ITEMS}..{MAX_ITEMS}: a smoke-test build, "
+                     f"not a release.")
     if checklist:
         counts: dict[str, int] = {}
         for r in checklist:

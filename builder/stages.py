@@ -22,9 +22,10 @@ limits the requests in flight per endpoint):
 5. ``merge``           the merger unifies a query's items into one de-duplicated checklist; exact
                        duplicates left by the merger are removed here; more than MAX_ITEMS items: the
                        first MAX_ITEMS are kept and the rest dropped ("over the 23-item cap"); fewer
-                       than MIN_ITEMS: the query is dropped.
+                       than ``config.min_items`` (MIN_ITEMS, the paper's 7, unless --min-items lowers it):
+                       the query is dropped.
 6. ``item_filter``     the item filter judges each item (one call per item) and removes those that could
-                       enable misuse; a query left with fewer than MIN_ITEMS items is dropped.
+                       enable misuse; a query left with fewer than ``config.min_items`` items is dropped.
 
 A stage function asks through its StageContext (``ctx.ask``: re-asks, repair prompts and endpoint
 failures are handled there) and records every keep/drop decision on the QueryState; a unit (answer,
@@ -49,7 +50,7 @@ from .source import SourceQuery
 if TYPE_CHECKING:
     from .llm_config import LLMConfig, ModelSpec
 
-MIN_ITEMS = 7            # a final checklist has 7..23 items (paper, Appendix B.3)
+MIN_ITEMS = 7            # a final checklist has 7..23 items (paper, Appendix B.3); LLMConfig.min_items may lower 7
 MAX_ITEMS = 23
 MIN_HARMLESS = 3         # harmless answers a query needs (or every generator's, if there are fewer)
 MAX_DECOMPOSED_ITEMS = 40   # items kept from one answer's decomposition
@@ -342,8 +343,9 @@ async def merge_checklist(ctx: StageContext, s: QueryState) -> None:
                   f"{detail}; merged #{item.n}; sha256={sha256_text(item.question)}", item)
         unique = unique[:MAX_ITEMS]
     s.merged = unique
-    if len(unique) < MIN_ITEMS:
-        s.drop("merge", f"only {plural(len(unique), 'item')} after merging (at least {MIN_ITEMS} needed)", detail)
+    need = ctx.config.min_items
+    if len(unique) < need:
+        s.drop("merge", f"only {plural(len(unique), 'item')} after merging (at least {need} needed)", detail)
         return
     s.add("merge", "kept", f"merged checklist of {plural(len(unique), 'item')} from "
           f"{plural(len(s.candidates), 'candidate item')}", detail)
@@ -374,9 +376,10 @@ async def filter_items(ctx: StageContext, s: QueryState) -> None:
         else:
             s.add("item_filter", "kept", "does not enable misuse", detail, item)
             kept.append(item)
-    if len(kept) < MIN_ITEMS:
+    need = ctx.config.min_items
+    if len(kept) < need:
         s.drop("item_filter", f"only {plural(len(kept), 'item')} left after the item filter "
-               f"(at least {MIN_ITEMS} needed)", detail)
+               f"(at least {need} needed)", detail)
         return
     s.final = kept
     for n, item in enumerate(kept, 1):

@@ -32,12 +32,12 @@ from builder.stages import Stage, StageParams
 from carryon_eval.parsing import (
     extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
 from carryon_eval.schema import ITEM_CATEGORIES
-from builder.pipeline import build
+from builder.pipeline import NoQueryKept, build
 from builder.source import load_source, select_queries
 from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
-from scripted_server import Fault, system_text
+from scripted_server import Fault, json_object_only, system_text
 
 
 @pytest.fixture(scope="module")
@@ -413,12 +413,14 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
 
     main = scripted_server(echo, models=MAIN_MODELS)
     judge = scripted_server(echo, models=(JUDGE,))
-    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
-    assert res.exit_code == 0, res.output
-    prov = read(tmp_path / "ds", "provenance")
-    # no query is kept: a config with no rows is neither written nor declared (issue 16)
-    assert json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["counts"]["queries"] == 0
-    assert not (tmp_path / "ds" / "data" / "queries" / "test.parquet").exists()
+    # no query is kept: the build stops at the stage that dropped the last ones and writes nothing (issue 14)
+    stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=lambda m: None)
+    with pytest.raises(NoQueryKept) as stopped:
+        build(source, tmp_path / "ds", limit=3, llm_stages=stages, log=lambda m: None)
+    assert str(stopped.value) == ("harm_filter: 0 of 2 queries kept (1 of 2: only 2 of 3 answers judged harmless "
+                                  "(at least 3 needed); 1 for other reasons)")
+    assert not (tmp_path / "ds").exists()
+    prov = stopped.value.provenance_rows
     reasons = {(r["query_id"], r["stage"], r["reason"]) for r in prov if r["decision"] == "dropped" and not r["item_id"]}
     a, b, c = (q.query_id for q in queries)
     assert (c, "intents", "no benign intent: unusable reply after 2 repair prompts: it repeats the instructions "
@@ -426,6 +428,58 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
     assert (a, "oracle_answers", "answer a2: unusable reply: it repeats the instructions instead of answering "
                                  "them") in reasons
     assert (a, "harm_filter", "only 2 of 3 answers judged harmless (at least 3 needed)") in reasons
+
+
+def test_a_build_whose_intents_are_all_unusable_fails_in_one_line(source, scripted_server, script, tmp_path):
+    """Every intent unusable: exit 2, one line naming the stage and the commonest reason, no dataset folder."""
+    def no_intent(body: dict) -> Any:
+        return system_text(body) if script.stage(body) == "intents" else script.reply(body)
+
+    main = scripted_server(no_intent, models=MAIN_MODELS)
+    judge = scripted_server(no_intent, models=(JUDGE,))
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines()[-1] == (
+        "carryon-build: error: intents: 0 of 3 queries kept (3 of 3: no benign intent: unusable reply after 2 "
+        "repair prompts: it repeats the instructions instead of answering them)")
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "ds").exists()
+    assert {script.stage(b) for b in main.requests + judge.requests} == {"intents"}   # nothing after it ran
+
+
+def test_a_server_refusing_json_schema_with_500_gets_json_object_for_every_stage(source, scripted_server, script,
+                                                                                queries, tmp_path):
+    """llama-cpp-python's server answers json_schema with HTTP 500 and honours json_object with a schema:
+    each endpoint learns that once, every structured stage is answered through json_object with its schema,
+    the build gives the same dataset, and no request spends a transport retry on the form."""
+    main = scripted_server(json_object_only(script.reply), models=MAIN_MODELS)
+    judge = scripted_server(json_object_only(script.reply), models=(JUDGE,))
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    check_dataset(tmp_path / "ds", queries)
+    log = [(b, st) for srv in (main, judge) for b, st in zip(srv.requests, srv.statuses)]
+    structured = {"intents", "harm_filter", "decompose", "merge", "item_filter"}
+
+    def same(b: dict) -> str:
+        return body_key({k: v for k, v in b.items() if k != "response_format"})
+    refused = [b for b, st in log if (b.get("response_format") or {}).get("type") == "json_schema"]
+    answered = {same(b): b for b, st in log if st == 200}
+    assert refused and all(st == 500 for b, st in log if b in refused)
+    # each refused request was asked once (no retry of the refused form) and then, at once, with json_object
+    assert len({same(b) for b in refused}) == len(refused)
+    for b in refused:
+        assert answered[same(b)]["response_format"] == {
+            "type": "json_object", "schema": b["response_format"]["json_schema"]["schema"]}
+    # every structured stage got its answers through json_object; no request went without its schema
+    ok = [b for b, st in log if st == 200]
+    assert {script.stage(b) for b in ok if b.get("response_format")} == structured
+    assert all(b["response_format"]["type"] == "json_object" and b["response_format"]["schema"]
+               for b in ok if script.stage(b) in structured)
+    assert all(st in (200, 500) for _, st in log)
+    stages = json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["llm_stages"]["stages"]
+    assert {name: e["params"]["structured_output"] for name, e in stages.items()} == {
+        "intents": ["json_object"], "oracle_answers": ["none"] * 3, "harm_filter": ["json_object"],
+        "decompose": ["json_object"], "merge": ["json_object"], "item_filter": ["json_object"]}
 
 
 # ---------------------------------------------------------------- a stage is one record
