@@ -86,8 +86,9 @@ Examples:
 @timeout_option("--request-timeout")
 @click.option("--structured-output", type=click.Choice(["json_schema", "json_object", "none"]),
               default="json_schema", show_default=True,
-              help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
-                   "Servers that reject it are asked again without it.")
+              help="How to ask remote endpoints for JSON first (json_object: llama.cpp-style with a schema). "
+                   "Each endpoint's client learns once which form it takes (json_schema, then json_object with "
+                   "the schema, then none); MANIFEST.json records the form each stage's replies came with.")
 @click.option("--min-items", type=click.IntRange(min=1, max=23), default=7, show_default=True,
               help="Fewest items a final checklist needs (the paper: 7..23). Lower it only for a smoke test "
                    "with a small model (the card says so), e.g. 1 with --endpoint local.")
