@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from carryon_eval.parsing import (
 from carryon_eval.schema import ITEM_CATEGORIES
 from builder.pipeline import NoQueryKept, build
 from builder.source import load_source, select_queries
-from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args,
+from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
 from scripted_server import Fault, json_object_only, system_text
@@ -585,7 +586,7 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     except LocalModelUnavailable as exc:
         pytest.skip(str(exc))
     base = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(source),
-            "--endpoint", "local", "--limit", "2", "--max-tokens", "160"]
+            "--endpoint", "local", "--limit", "2", "--max-tokens", "160", "--min-items", "1"]
     started = time.monotonic()
     res = subprocess.run([*base, "--out", str(tmp_path / "all"), "--generator-model", "gemma-3-270m",
                           "--generator-model", "gemma-3-270m"], capture_output=True, timeout=900)
@@ -610,3 +611,46 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
     assert {"intents", "oracle_answers", "harm_filter"} <= stages
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
+
+
+@pytest.mark.local_model
+def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
+    """Issue 14: `carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
+    queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
+    and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
+    from carryon_eval.local_model import LocalModelUnavailable, check_installed
+    try:
+        check_installed()
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    if not SOURCE.is_file():
+        pytest.skip(f"the CASE-Bench source is not at {SOURCE} (set CARRYON_CASEBENCH)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    builder = [sys.executable, "-c", "from builder.cli import main; main()"]
+    out = tmp_path / "ds"
+    res = subprocess.run([*builder, "build", "--source", str(SOURCE), "--out", str(out), "--endpoint", "local",
+                          "--limit", "2", "--min-items", "1"], capture_output=True, text=True, timeout=1500, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    queries = read(out, "queries")
+    assert len(queries) == 2 and all(len(q["benign_intent"].split()) >= 5 for q in queries)
+    checklists = read(out, "checklists")
+    conversations = read(out, "conversations")
+    for q in queries:
+        assert [r for r in checklists if r["query_id"] == q["query_id"]], q["query_id"]
+        assert [r for r in conversations if r["query_id"] == q["query_id"]], q["query_id"]
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    forms = {name: e["params"]["structured_output"] for name, e in manifest["llm_stages"]["stages"].items()}
+    assert set(map(tuple, forms.values())) == {("json_object",)}, forms   # every stage through llama.cpp's grammar
+    assert manifest["llm_stages"]["checklist_items"]["min"] == 1
+    assert "--min-items 1" in (out / "README.md").read_text()
+    verified = subprocess.run([*builder, "verify", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+    run = tmp_path / "run"
+    evaluated = subprocess.run([sys.executable, "-c", "from carryon_eval.cli import main; main()", "--dataset",
+                                str(out), "--limit", "1", "--out", str(run)], capture_output=True, text=True,
+                               timeout=1500, env=env)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads((run / "results.json").read_text())
+    assert results["unscored"]["utility_items_total"] > 0
