@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from carryon_eval import defaults
+from carryon_eval.local_model import LOCAL_MODEL_NOTICE
 from carryon_eval.prompts import Prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
@@ -112,6 +113,9 @@ def card_summary(config: LLMConfig, stages: Sequence[Stage], states: Sequence[Qu
     n_items = len(checklist)
     mean = n_items / alive if alive else 0.0
     lines += ["", f"Final: {alive:,} queries, {n_items:,} items, mean {mean:.1f} items/query."]
+    if any(sp.local for stage in stages for sp in config.stage_models(stage)):
+        lines.append(f"**Built with the embedded model.** {LOCAL_MODEL_NOTICE} Its intents and checklists show "
+                     f"the pipeline working; their quality is whatever a 270M base model gives.")
     if config.min_items != MIN_ITEMS:
         lines.append(f"**A final checklist here needs at least {config.min_items} items** (`--min-items "
                      f"{config.min_items}`), not the paper's {MIN_ITEMS}..{MAX_ITEMS}: a smoke-test build, "
