@@ -14,7 +14,8 @@ Going down a rung is free (it spends none of the client's transport retries). A 
 400/422, and on a 5xx while the endpoint has never accepted that form: the 500 of a server that does
 not know the form. If the bottom rung (or a form the endpoint did accept) then fails with a 5xx too, the
 server is failing whatever the form: the request goes back up to the rungs left on a 5xx and from then
-on counts every 5xx as an ordinary retry. Once a rung succeeds, the endpoint remembers the forms it
+on counts every 5xx as an ordinary retry. (The price: a transient 5xx on an endpoint's very first structured
+request, answered by a lower form, leaves that endpoint on the lower form for the run.) Once a rung succeeds, the endpoint remembers the forms it
 rejected and later requests start at the first form it takes. Each ``ChatResult.structured`` records
 the form its reply was obtained with.
 """
