@@ -162,25 +162,26 @@ _ITEMS_SCHEMA = _obj({"items": {"type": "array", "items": _obj({
 
 
 # ---------------------------------------------------------------- grammars (json_object form; see Stage.grammar)
-# Text without quotes, backslashes or angle brackets (no JSON escapes to get wrong, no "<placeholder>"); a
-# pattern's repetition counts become grammar rules, so every count stays small.
-_PLAIN = r'[^"\\<>]'
+# Prose: words of letters with light punctuation, no digits, quotes, brackets or line breaks (a small model
+# otherwise fills a free string with digits or with the prompt itself); a pattern's repetition counts become
+# grammar rules, so every count stays small.
+_WORD = "[a-zA-Z]{1,14}[,.;:]?"
 
 
-def _text(prefix: str, least: int, most: Optional[int] = None, end: str = "") -> dict[str, Any]:
-    tail = f"{_PLAIN}{{{least},{most}}}" if most else f"{_PLAIN}{{{least}}}{_PLAIN}*"
-    return {"type": "string", "pattern": f"^{prefix}{tail}{end}$"}
+def _text(prefix: str, least: int, most: int, end: str = "") -> dict[str, Any]:
+    """A string of ``least``..``most`` words after ``prefix``."""
+    return {"type": "string", "pattern": f"^{prefix}{_WORD}( {_WORD}){{{least - 1},{most - 1}}}{end}$"}
 
 
 def _items_grammar(most: int) -> dict[str, Any]:
     return _obj({"items": {"type": "array", "minItems": 1, "maxItems": most, "items": _obj({
-        "question": _text("Does the response ", 10, 150, "[?]"),
+        "question": _text("Does the response ", 3, 25, "[?]"),
         "category": {"type": "string", "enum": list(ITEM_CATEGORIES)}})}})
 
 
 def _verdict_grammar(key: str) -> dict[str, Any]:
     # the reason first: a small model states it before it commits to the verdict
-    return _obj({"reason": _text("[A-Z]", 10, 150), key: {"type": "boolean"}})
+    return _obj({"reason": _text("", 3, 25), key: {"type": "boolean"}})
 _ITEMS_EXPECTED = ('a JSON object {"items": [{"question": "Does the response ...?", "category": "<one of the '
                    'categories>"}, ...]}')
 
@@ -206,7 +207,7 @@ INTENTS = Stage(
     run=write_intent, units=_per_query, parse=parse_intent, work="intents asked",
     plan=lambda q, t: (1, {"query": q.query, "context": q.benign_context}),
     schema=_obj({"intent": {"type": "string"}}),    # a plain-text intent is accepted too
-    grammar=_obj({"intent": _text("I am ", 40)}),
+    grammar=_obj({"intent": _text("I am ", 8, 70)}),
     expected="the benign intent only: 2 to 4 sentences in the first person, at most 80 words")
 
 
@@ -232,7 +233,7 @@ async def answer_query(ctx: StageContext, s: QueryState) -> None:
 ORACLE_ANSWERS = Stage(
     name="oracle_answers", role="generator", prompt="oracle_answer", params=StageParams(0.7, 1500, 800),
     run=answer_query, units=lambda s, cfg: len(cfg.generators), work="answers asked", unit="answer",
-    parse=parse_answer, per_generator=True, grammar=_obj({"answer": _text("[A-Z]", 60)}),
+    parse=parse_answer, per_generator=True, grammar=_obj({"answer": _text("Here is what you need to know[.] ", 30, 250)}),
     plan=lambda q, t: (t.n_generators, {"query": q.query, "benign_intent": t.intent}))
 
 
