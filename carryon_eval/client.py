@@ -26,6 +26,8 @@ Behaviour
   non-empty call. Concurrent identical requests (same ``cache_key``) share one HTTP call.
 - The API key is read from the environment variable NAMED by ``api_key_env`` ("EMPTY" if unset)
   and never appears in logs, cache entries, ``public()``, reprs or exception messages.
+- The module is a little over 450 lines: the retry loop, the AIMD limiter it feeds and the reading of a
+  completion are one concern (one HTTP call made robust); the structured-output ladder lives in structured.py.
 - The ``openai.AsyncOpenAI`` client is made on first use, in the running event loop, and closed by
   ``aclose()``: an endpoint lives in one event loop (every command runs in one, see carryon_eval.app);
   after ``aclose()`` it may be used again, in another loop.
