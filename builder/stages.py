@@ -120,9 +120,10 @@ class Stage:
     work: str                                     # the log line's unit of work: "answers judged"
     unit: str = ""                                # what unit-level provenance rows are about: answer, item
     schema: Optional[dict[str, Any]] = None       # structured output; None: free text
-    # The schema sent to grammar-constrained servers (the json_object form: llama.cpp), whose grammars honour
-    # what OpenAI's strict json_schema refuses (pattern, minItems, ...): it keeps a small model such as the
-    # embedded Gemma 3 270M from echoing the prompt or copying its placeholders. None: ``schema``.
+    # The schema sent to the embedded model (ModelSpec.local: llama.cpp's json_object form, whose grammar honours
+    # pattern, minItems, ... that OpenAI's strict json_schema refuses): it keeps Gemma 3 270M from echoing the
+    # prompt, copying its placeholders or filling a string with digits. None: ``schema``. Other models never
+    # get it (a capable model's answer is not squeezed into a 250-word prose pattern).
     grammar: Optional[dict[str, Any]] = None
     expected: str = ""                            # the repair prompt's "Reply again with ..."; "": no repair
     per_generator: bool = False                   # every generator answers (seeds, generator temperature)
@@ -134,7 +135,7 @@ class Stage:
 
     def structured(self, spec: ModelSpec) -> str:
         """The structured-output style this stage asks ``spec`` for ("none" for free text)."""
-        if spec.structured == "json_object" and self.grammar is not None:
+        if spec.local and self.grammar is not None:
             return "json_object"
         return "none" if self.schema is None else spec.structured
 
@@ -143,7 +144,8 @@ class Stage:
         if style == "none":
             return None
         if style == "json_object":
-            return {"type": "json_object", "schema": self.grammar or self.schema}
+            grammar = self.grammar if spec.local and self.grammar is not None else self.schema
+            return {"type": "json_object", "schema": grammar}
         return {"type": "json_schema", "json_schema": {"name": f"carryonbench_{self.name}", "strict": True,
                                                        "schema": self.schema}}
 
