@@ -672,3 +672,19 @@ def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     results = json.loads((run / "results.json").read_text())
     assert results["unscored"]["utility_items_total"] > 0
+
+
+def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers, queries, tmp_path):
+    """--min-items (default 7, the paper's) is the fewest items of a final checklist; another value is named
+    in the card and recorded in MANIFEST.json."""
+    main, judge = servers
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--min-items", "12"))
+    assert res.exit_code == 0, res.output
+    a, b, c = (q.query_id for q in queries)
+    assert [r["query_id"] for r in read(tmp_path / "ds", "queries")] == [c]     # A's 11 items are too few now
+    drop_a = [r["reason"] for r in read(tmp_path / "ds", "provenance")
+              if r["query_id"] == a and r["stage"] == "item_filter" and not r["item_id"] and r["decision"] == "dropped"]
+    assert drop_a == ["only 11 items left after the item filter (at least 12 needed)"]
+    manifest = json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())
+    assert manifest["llm_stages"]["checklist_items"] == {"min": 12, "max": 23}
+    assert "(`--min-items 12`), not the paper's 7..23" in (tmp_path / "ds" / "README.md").read_text()
