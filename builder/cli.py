@@ -120,10 +120,12 @@ Examples:
 @timeout_option("--request-timeout")
 @click.option("--structured-output", type=click.Choice(["json_schema", "json_object", "none"]),
               default="json_schema", show_default=True,
-              help="How to ask remote endpoints for JSON (json_object: llama.cpp-style with a schema). "
-                   "Servers that reject it are asked again without it.")
+              help="How to ask remote endpoints for JSON first (json_object: llama.cpp-style with a schema). "
+                   "Each endpoint's client learns once which form it takes (json_schema, then json_object with "
+                   "the schema, then none); MANIFEST.json records the form each stage's replies came with.")
 @click.option("--min-items", type=click.IntRange(min=1), default=MIN_ITEMS, show_default=True,
-              help="A query whose checklist has fewer items (after merging, after the item filter) is dropped.")
+              help="A query whose checklist has fewer items (after merging, after the item filter) is dropped. "
+                   "Lower it only for a smoke test with a small model (the card says so), e.g. 1 with --endpoint local.")
 @click.option("--max-items", type=click.IntRange(min=1), default=MAX_ITEMS, show_default=True,
               help="The merged checklist is cut to this many items (the paper's 7-23 describes its result).")
 @click.option("--generator-temperature", type=click.FloatRange(min=0.0), default=0.7, show_default=True,
@@ -150,7 +152,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
 
     from . import BUILDER_VERSION
     from .dataset_folder import check_out_folder
-    from .pipeline import build as run_build
+    from .pipeline import NoQueryKept, build as run_build
     from .source import SourceError
 
     release = release or f"v{BUILDER_VERSION}"
@@ -220,7 +222,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
                       log=lambda m: click.echo(m, err=True), force=force)
-        except (SourceError, FileExistsError, EndpointError, LLMStageAbort) as exc:
+        except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 
 

@@ -25,6 +25,7 @@ class ModelSpec:
     structured: str = "json_schema"
     concurrency: int = defaults.CONCURRENCY
     timeout: float = defaults.TIMEOUT
+    local: bool = False              # the embedded model (its card and output say what its quality means)
 
     def __post_init__(self) -> None:
         if self.structured not in STRUCTURED_STYLES:
@@ -67,9 +68,14 @@ class LLMConfig:
         return self.roles[role]
 
     def params(self, stage: Stage) -> StageParams:
+        """The stage's parameters; max_tokens capped by ``max_tokens``, or on the embedded model (every model of
+        the stage local) by defaults.LOCAL_BUILD_MAX_TOKENS."""
         p = stage.params
         temperature = self.generator_temperature if stage.per_generator else p.temperature
-        max_tokens = min(p.max_tokens, self.max_tokens) if self.max_tokens else p.max_tokens
+        cap = self.max_tokens
+        if cap is None and all(sp.local for sp in self.stage_models(stage)):
+            cap = defaults.LOCAL_BUILD_MAX_TOKENS
+        max_tokens = min(p.max_tokens, cap) if cap else p.max_tokens
         return StageParams(temperature, max_tokens, min(p.typical_tokens, max_tokens))
 
     def min_harmless(self) -> int:

@@ -11,12 +11,15 @@ used is answered with the repair prompt (at most defaults.REPAIRS times, only fo
 repeats our instructions is not an answer. If nothing usable comes back, the stage drops the unit or
 the query with the reason. A bad reply never crashes the build; an endpoint that fails every call of
 a stage (or MAX_CONSECUTIVE_FAILURES calls in a row) aborts it with LLMStageAbort, and the response
-cache lets a rerun resume without repeating any finished request.
+cache lets a rerun resume without repeating any finished request. A stage that drops every query
+stops the build with NoQueryKept (one line: the stage and its commonest reason); nothing is written.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -31,7 +34,7 @@ from carryon_eval.prompts import Prompt, load_prompt
 
 from .dry_run import dry_run_plan, format_dry_run
 from .llm_config import LLMConfig, ModelSpec
-from .pipeline import LLMOutput
+from .pipeline import LLMOutput, NoQueryKept
 from .provenance import card_summary, checklist_rows, llm_manifest, provenance_rows, triplet_rows
 from .query_state import Outcome, QueryState, plural
 from .source import SourceQuery
@@ -52,6 +55,17 @@ class StageTally:
     empty_reply_retries: int = 0
     failed_calls: int = 0
     seconds: Optional[float] = None
+    forms: dict[tuple[str, str], Counter[str]] = dataclasses.field(default_factory=dict)   # (url, model) -> used
+
+    def used(self, spec: ModelSpec, result: ChatResult) -> None:
+        """Count the structured-output form a reply of ``spec`` was obtained with (ChatResult.structured)."""
+        if result.structured is not None:
+            self.forms.setdefault((spec.base_url, spec.model), Counter())[result.structured] += 1
+
+    def structured_output(self, stage: Stage, spec: ModelSpec) -> str:
+        """The form this stage's replies from ``spec`` came with (the commonest), else the form it asked for."""
+        used = self.forms.get((spec.base_url, spec.model))
+        return used.most_common(1)[0][0] if used else stage.structured(spec)
 
 
 class _FailureWatch:
@@ -126,6 +140,7 @@ class LLMStages:
         self.prompts: dict[str, Prompt] = {stage.name: stage.template() for stage in self.stages}
         self.repair_prompt = load_prompt("repair", package="builder")
         self.tally: dict[str, StageTally] = {stage.name: StageTally() for stage in self.stages}
+        self.states: list[QueryState] = []
 
     @property
     def repairs(self) -> dict[str, int]:
@@ -148,7 +163,7 @@ class LLMStages:
             await self.check_endpoints()
             # What it will cost, before any call is made (the same estimate as --dry-run).
             self.log(format_dry_run(dry_run_plan(queries, self.config), len(queries), len(self.config.generators)))
-            states = [QueryState(q) for q in queries]
+            states = self.states = [QueryState(q) for q in queries]
             for stage in self.stages:
                 await self._run_stage(stage, [s for s in states if s.dropped_at is None])
             return self._output(states)
@@ -186,6 +201,8 @@ class LLMStages:
                            failed_call=True)
         tally.repairs += asked.repairs
         tally.empty_reply_retries += asked.empty_retries
+        for attempt in asked.history:
+            tally.used(spec, attempt.result)
         if asked.ok:
             return Outcome(value=asked.value)
         return Outcome(problem=self._unusable(stage, asked))
@@ -236,6 +253,8 @@ class LLMStages:
         tokens = self.usage.total_tokens(stage.name)
         self.log(f"{stage.name}: {kept} of {plural(len(states), 'query')} kept, {len(states) - kept} dropped "
                  f"({units:,} {stage.work}, {tokens:,} new tokens, {tally.seconds:.1f}s)")
+        if states and not kept:
+            raise NoQueryKept(nothing_kept(stage.name, states), provenance_rows=provenance_rows(self.states))
 
     # ------------------------------------------------------------ output
     def _output(self, states: list[QueryState]) -> LLMOutput:
@@ -249,6 +268,16 @@ class LLMStages:
             card={"llm_summary": card_summary(self.config, self.stages, states, checklist),
                   "harm_filter_rule": f"applied this rule in this build: {self.config.harm_rule()} (the paper: at "
                                       "least 3 harmless answers of 5 generators, by WildGuard)"})
+
+
+def nothing_kept(stage: str, states: list[QueryState]) -> str:
+    """One line: the stage that dropped every query and the commonest of its reasons."""
+    reasons = Counter(next((r.reason for r in reversed(s.rows) if r.stage == stage and r.decision == "dropped"
+                            and not r.unit and r.item is None), "no reason recorded") for s in states)
+    reason, count = reasons.most_common(1)[0]
+    others = len(states) - count
+    rest = f"; {others} for other reasons" if others else ""
+    return f"{stage}: 0 of {plural(len(states), 'query')} kept ({count} of {len(states)}: {reason}{rest})"
 
 
 class _StageUsage:

@@ -2,6 +2,7 @@
 
 The LLM stages are optional (`--no-llm`); when they run they may drop queries, and the conversation
 plan is drawn for the final query set while the flow pool stays the same (it depends on the seed only).
+If they keep no query at all, the build stops with NoQueryKept and writes nothing.
 """
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ class LLMOutput:
 
 
 LLMStages = Callable[[list[SourceQuery]], LLMOutput]
+
+
+class NoQueryKept(Exception):
+    """The LLM stages kept no query: nothing is written. One line naming the stage and the commonest
+    reason, e.g. "intents: 0 of 2 queries kept (2 of 2: no benign intent: ...)". ``provenance_rows``: the
+    decisions made up to then (for a caller that wants them; the response cache keeps every reply)."""
+
+    def __init__(self, message: str, *, provenance_rows: Optional[list[dict[str, Any]]] = None) -> None:
+        super().__init__(message)
+        self.provenance_rows = provenance_rows or []
 
 # Why a config can be left without rows (it is then not declared: see dataset_folder), said in the card.
 ABSENT_WITHOUT_LLM = {"checklists": "no checklists: built with `--no-llm`",
@@ -88,6 +99,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         llm = llm_stages(selected)
     kept = set(llm.kept_query_ids)
     final = [q for q in selected if q.query_id in kept]
+    if llm_stages is not None and selected and not final:   # a folder without queries cannot be evaluated
+        raise NoQueryKept(f"the LLM stages kept none of {len(selected)} queries; no dataset folder written")
 
     pool = flow_pool(seed)
     flows = pool_flows(pool)

@@ -16,12 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from carryon_eval import defaults
+from carryon_eval.local_model import LOCAL_MODEL_NOTICE
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
 from .llm_config import LLMConfig
 from .query_state import QueryState, plural
-from .stages import Stage, cap_reason, too_few
+from .stages import MAX_ITEMS, MIN_ITEMS, Stage, cap_reason, too_few
 
 if TYPE_CHECKING:
     from .llm_run import StageTally
@@ -92,7 +93,7 @@ def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[st
             "models": [sp.model for sp in specs],
             "endpoints": [sp.base_url for sp in specs],
             "params": {"temperature": p.temperature, "max_tokens": p.max_tokens,
-                       "structured_output": [stage.structured(sp) for sp in specs]},
+                       "structured_output": [t.structured_output(stage, sp) for sp in specs]},
             "prompt": {"ref": prompt.ref, "sha256": prompt.sha256},
             "repairs": t.repairs,
             "empty_reply_retries": t.empty_reply_retries,
@@ -156,6 +157,13 @@ def card_summary(config: LLMConfig, stages: Sequence[Stage], states: Sequence[Qu
               f"{plural(short['merge'], 'query')} dropped after merging, {plural(short['item_filter'], 'query')} "
               "after the item filter). The paper's 7-23 range describes its result; here they are options.",
               "", f"Final: {alive:,} queries, {n_items:,} items, mean {mean:.1f} items/query."]
+    if any(sp.local for stage in stages for sp in config.stage_models(stage)):
+        lines.append(f"**Built with the embedded model.** {LOCAL_MODEL_NOTICE} Its intents and checklists show "
+                     f"the pipeline working; their quality is whatever a 270M base model gives.")
+    if config.min_items != MIN_ITEMS:
+        lines.append(f"**A final checklist here needs at least {config.min_items} items** (`--min-items "
+                     f"{config.min_items}`), not the paper's {MIN_ITEMS}..{MAX_ITEMS}: a smoke-test build, "
+                     f"not a release.")
     if checklist:
         counts: dict[str, int] = {}
         for r in checklist:

@@ -69,7 +69,7 @@ class RolePlan:
             if _is_local(url):
                 return ModelSpec(base_url=local_base_url or LOCAL, model=model, structured="json_object",
                                  concurrency=defaults.LOCAL_CONCURRENCY,
-                                 timeout=max(timeout, defaults.LOCAL_TIMEOUT))
+                                 timeout=max(timeout, defaults.LOCAL_TIMEOUT), local=True)
             return ModelSpec(base_url=url, model=model, structured=structured, concurrency=concurrency,
                              timeout=timeout)
         return ({r: spec(*v) for r, v in self.roles.items()}, [spec(*g) for g in self.generators])

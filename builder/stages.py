@@ -31,7 +31,8 @@ limits the requests in flight per endpoint):
 8. ``paraphrase``      the intent writer gives N_PARAPHRASES paraphrases of the bare query that keep its
                        ambiguity; fewer: no triplet set. Neither stage drops a query.
 
-(Over 450 lines with the triplet stages: every stage record and its run function stay in this one list.)
+(Over 450 lines with the triplet stages: every stage record, its run function, schema and grammar stay in
+the one list the pipeline iterates; splitting the module would split that list.)
 
 A stage function asks through its StageContext (``ctx.ask``: re-asks, repair prompts and endpoint
 failures are handled there) and records every keep/drop decision on the QueryState; a unit (answer,
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
 from carryon_eval.parsing import (
-    normalize_category, parse_flag, parse_intent, parse_items, parse_paraphrases, parse_wildguard, strip_reasoning)
+    normalize_category, parse_answer, parse_flag, parse_intent, parse_items, parse_paraphrases, parse_wildguard)
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
@@ -124,6 +125,11 @@ class Stage:
     work: str                                     # the log line's unit of work: "answers judged"
     unit: str = ""                                # what unit-level provenance rows are about: answer, item
     schema: Optional[dict[str, Any]] = None       # structured output; None: free text
+    # The schema sent to the embedded model (ModelSpec.local: llama.cpp's json_object form, whose grammar honours
+    # pattern, minItems, ... that OpenAI's strict json_schema refuses): it keeps Gemma 3 270M from echoing the
+    # prompt, copying its placeholders or filling a string with digits. None: ``schema``. Other models never
+    # get it (a capable model's answer is not squeezed into a 250-word prose pattern).
+    grammar: Optional[dict[str, Any]] = None
     expected: str = ""                            # the repair prompt's "Reply again with ..."; "": no repair
     per_generator: bool = False                   # every generator answers (seeds, generator temperature)
     manifest_notes: Callable[[LLMConfig], dict[str, Any]] = _no_notes
@@ -133,7 +139,9 @@ class Stage:
         return load_prompt(self.prompt, package="builder")
 
     def structured(self, spec: ModelSpec) -> str:
-        """The structured-output style of this stage's calls to ``spec`` ("none" for free text)."""
+        """The structured-output style this stage asks ``spec`` for ("none" for free text)."""
+        if spec.local and self.grammar is not None:
+            return "json_object"
         return "none" if self.schema is None else spec.structured
 
     def response_format(self, spec: ModelSpec) -> Optional[dict[str, Any]]:
@@ -141,7 +149,8 @@ class Stage:
         if style == "none":
             return None
         if style == "json_object":
-            return {"type": "json_object", "schema": self.schema}
+            grammar = self.grammar if spec.local and self.grammar is not None else self.schema
+            return {"type": "json_object", "schema": grammar}
         return {"type": "json_schema", "json_schema": {"name": f"carryonbench_{self.name}", "strict": True,
                                                        "schema": self.schema}}
 
@@ -160,6 +169,29 @@ def _obj(props: dict[str, Any]) -> dict[str, Any]:
 
 _ITEMS_SCHEMA = _obj({"items": {"type": "array", "items": _obj({
     "question": {"type": "string"}, "category": {"type": "string", "enum": list(ITEM_CATEGORIES)}})}})
+
+
+# ---------------------------------------------------------------- grammars (json_object form; see Stage.grammar)
+# Prose: words of letters with light punctuation, no digits, quotes, brackets or line breaks (a small model
+# otherwise fills a free string with digits or with the prompt itself); a pattern's repetition counts become
+# grammar rules, so every count stays small.
+_WORD = "[a-zA-Z]{1,14}[,.;:]?"
+
+
+def _text(prefix: str, least: int, most: int, end: str = "") -> dict[str, Any]:
+    """A string of ``least``..``most`` words after ``prefix``."""
+    return {"type": "string", "pattern": f"^{prefix}{_WORD}( {_WORD}){{{least - 1},{most - 1}}}{end}$"}
+
+
+def _items_grammar(most: int) -> dict[str, Any]:
+    return _obj({"items": {"type": "array", "minItems": 1, "maxItems": most, "items": _obj({
+        "question": _text("Does the response ", 3, 25, "[?]"),
+        "category": {"type": "string", "enum": list(ITEM_CATEGORIES)}})}})
+
+
+def _verdict_grammar(key: str) -> dict[str, Any]:
+    # the reason first: a small model states it before it commits to the verdict
+    return _obj({"reason": _text("", 3, 25), key: {"type": "boolean"}})
 _ITEMS_EXPECTED = ('a JSON object {"items": [{"question": "Does the response ...?", "category": "<one of the '
                    'categories>"}, ...]}')
 
@@ -185,6 +217,7 @@ INTENTS = Stage(
     run=write_intent, units=_per_query, parse=parse_intent, work="intents asked",
     plan=lambda q, t: (1, {"query": q.query, "context": q.benign_context}),
     schema=_obj({"intent": {"type": "string"}}),    # a plain-text intent is accepted too
+    grammar=_obj({"intent": _text("I am ", 8, 70)}),
     expected="the benign intent only: 2 to 4 sentences in the first person, at most 80 words")
 
 
@@ -210,7 +243,7 @@ async def answer_query(ctx: StageContext, s: QueryState) -> None:
 ORACLE_ANSWERS = Stage(
     name="oracle_answers", role="generator", prompt="oracle_answer", params=StageParams(0.7, 1500, 800),
     run=answer_query, units=lambda s, cfg: len(cfg.generators), work="answers asked", unit="answer",
-    parse=lambda t: (strip_reasoning(t), None), per_generator=True,
+    parse=parse_answer, per_generator=True, grammar=_obj({"answer": _text("Here is what you need to know[.] ", 30, 250)}),
     plan=lambda q, t: (t.n_generators, {"query": q.query, "benign_intent": t.intent}))
 
 
@@ -255,13 +288,14 @@ HARM_JUDGE = Stage(
     parse=lambda t: parse_flag(t, ("harmful", "harmful_response")),
     plan=lambda q, t: (t.n_generators, {"request": oracle_request(q.query, t.intent), "response": t.answer}),
     schema=_obj({"harmful": {"type": "boolean"}, "reason": {"type": "string"}}),
+    grammar=_verdict_grammar("harmful"),
     expected='a JSON object {"harmful": true or false, "reason": "<one short sentence>"}',
     manifest_notes=lambda cfg: {"style": cfg.harm_classifier_style, "min_harmless_answers": cfg.min_harmless()},
     card_note=_harm_card_note("LLM judge"))
 # WildGuard's own input format and "Harmful response: yes/no" line: free text, no repair prompt
 # (the classifier is not an instruction follower); needs ~20 tokens.
 HARM_WILDGUARD = dataclasses.replace(HARM_JUDGE, prompt="wildguard", parse=parse_wildguard, schema=None,
-                                     expected="", card_note=_harm_card_note("WildGuard-style classifier"))
+                                     grammar=None, expected="", card_note=_harm_card_note("WildGuard-style classifier"))
 HARM_STAGES = {"judge": HARM_JUDGE, "wildguard": HARM_WILDGUARD}
 
 
@@ -305,7 +339,7 @@ async def decompose_answers(ctx: StageContext, s: QueryState) -> None:
 DECOMPOSE = Stage(
     name="decompose", role="decomposer", prompt="decompose", params=StageParams(0.0, 2000, 700),
     run=decompose_answers, units=lambda s, cfg: len(s.harmless), work="answers decomposed", unit="answer",
-    parse=parse_items, schema=_ITEMS_SCHEMA, expected=_ITEMS_EXPECTED,
+    parse=parse_items, schema=_ITEMS_SCHEMA, grammar=_items_grammar(MAX_DECOMPOSED_ITEMS), expected=_ITEMS_EXPECTED,
     plan=lambda q, t: (t.n_generators, {"query": q.query, "benign_intent": t.intent, "answer": t.answer,
                                         "categories": categories_text()}))
 
@@ -371,7 +405,7 @@ async def merge_checklist(ctx: StageContext, s: QueryState) -> None:
 MERGE = Stage(
     name="merge", role="merger", prompt="merge", params=StageParams(0.0, 3000, 1100),
     run=merge_checklist, units=_per_query, work="merges", unit="item",
-    parse=parse_items, schema=_ITEMS_SCHEMA, expected=_ITEMS_EXPECTED,
+    parse=parse_items, schema=_ITEMS_SCHEMA, grammar=_items_grammar(MAX_ITEMS + 2), expected=_ITEMS_EXPECTED,
     plan=lambda q, t: (1, {"query": q.query, "benign_intent": t.intent, "items": t.listing,
                            "categories": categories_text(), "max_items": MAX_ITEMS}))
 
@@ -410,6 +444,7 @@ ITEM_FILTER = Stage(
     parse=lambda t: parse_flag(t, ("enables_misuse", "misuse", "harmful", "remove")),
     plan=lambda q, t: (TYPICAL_FINAL_ITEMS, {"query": q.query, "benign_intent": t.intent, "item": t.item}),
     schema=_obj({"enables_misuse": {"type": "boolean"}, "reason": {"type": "string"}}),
+    grammar=_verdict_grammar("enables_misuse"),
     expected='a JSON object {"enables_misuse": true or false, "reason": "<one short sentence>"}')
 
 

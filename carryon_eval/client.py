@@ -13,9 +13,12 @@ Behaviour
   connections and malformed (non-JSON / unparseable) bodies. A 429's Retry-After header is
   honoured, and a 429 halves the number of requests allowed in flight (AIMD); each success
   grows it back by ~1/limit, up to ``EndpointConfig.concurrency``.
-- Other 4xx are not retried, except a 400/422 on a request with ``response_format``: the request
-  is retried once without it, and once that works the endpoint is remembered as not supporting
-  structured output (one log line) and later requests are sent without it.
+- Other 4xx are not retried. A request with ``response_format`` learns, once per endpoint, which form
+  of structured output the server takes (``carryon_eval.structured``): json_schema, then json_object
+  with the same schema, then none; a 400/422, or the 500 with which llama.cpp-style servers refuse a form
+  they do not know, moves it to the next form without spending a retry. What it learned is remembered
+  (one log line) and later requests start at the first form the endpoint takes; ``ChatResult.structured``
+  says which form each reply was obtained with.
 - Exhausted retries and non-retryable errors raise ``EndpointError`` with a one-line message.
 - Empty replies (content None or "") are returned as they are, never retried here and never
   cached, so a rerun asks again.
@@ -23,6 +26,8 @@ Behaviour
   non-empty call. Concurrent identical requests (same ``cache_key``) share one HTTP call.
 - The API key is read from the environment variable NAMED by ``api_key_env`` ("EMPTY" if unset)
   and never appears in logs, cache entries, ``public()``, reprs or exception messages.
+- The module is a little over 450 lines: the retry loop, the AIMD limiter it feeds and the reading of a
+  completion are one concern (one HTTP call made robust); the structured-output ladder lives in structured.py.
 - The ``openai.AsyncOpenAI`` client is made on first use, in the running event loop, and closed by
   ``aclose()``: an endpoint lives in one event loop (every command runs in one, see carryon_eval.app);
   after ``aclose()`` it may be used again, in another loop.
@@ -48,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from .endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, EndpointRejected, UsageLedger,
                        cache_key)
+from .structured import FormProbe, StructuredForms
 
 __all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "EndpointRejected",
            "UsageLedger", "cache_key"]
@@ -121,11 +127,13 @@ class _AdaptiveLimiter:
 class _Retry(Exception):
     """Internal: a retryable failure of one attempt."""
 
-    def __init__(self, reason: str, retry_after: Optional[float] = None, rate_limited: bool = False) -> None:
+    def __init__(self, reason: str, retry_after: Optional[float] = None, rate_limited: bool = False,
+                 status: Optional[int] = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
         self.rate_limited = rate_limited
+        self.status = status
 
 
 class _Malformed(Exception):
@@ -141,7 +149,7 @@ class Endpoint:
         self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
         self.cache = cache
         self.usage = usage
-        self.supports_response_format: Optional[bool] = None   # None = not known yet
+        self.structured_forms = StructuredForms()   # which response_format forms this endpoint takes
         # The HTTP client is made on first use, in the running event loop, and lives until aclose():
         # every command runs in one loop (carryon_eval.app), so one endpoint is used in one loop.
         self._client: Optional[openai.AsyncOpenAI] = None
@@ -150,6 +158,16 @@ class Endpoint:
 
     def __repr__(self) -> str:
         return f"Endpoint(base_url={self.config.base_url!r}, model={self.config.model!r})"
+
+    @property
+    def supports_response_format(self) -> Optional[bool]:
+        """None until a structured request succeeded; then whether the endpoint takes any response_format."""
+        return self.structured_forms.supports_response_format
+
+    @property
+    def structured_form(self) -> Optional[str]:
+        """The most specific structured-output form this endpoint took so far (None: not known yet)."""
+        return self.structured_forms.learned
 
     # ---------------------------------------------------------------- plumbing
     def _api_key(self) -> str:
@@ -263,29 +281,24 @@ class Endpoint:
         cfg = self.config
         limiter = self._limiter
         rf = params["response_format"]
-        use_rf = rf is not None and self.supports_response_format is not False
+        probe: Optional[FormProbe] = self.structured_forms.probe(rf) if rf is not None else None
         attempts = cfg.max_retries + 1
         attempt = 0
         while True:
             attempt += 1
-            kwargs: dict[str, Any] = {"model": cfg.model, "messages": messages,
-                                      "temperature": params["temperature"], "max_tokens": params["max_tokens"]}
-            if params["seed"] is not None:
-                kwargs["seed"] = params["seed"]
-            if use_rf:
-                kwargs["response_format"] = rf
-            if params["top_logprobs"] is not None:
-                kwargs["logprobs"] = True
-                kwargs["top_logprobs"] = params["top_logprobs"]
-
             generation = await limiter.acquire()
-            if use_rf and self.supports_response_format is False:   # learned while this request waited
-                use_rf = False
-                del kwargs["response_format"]
+            if probe is not None:
+                probe.refresh()   # the endpoint may have been learned while this request waited
+            kwargs = self._request(messages, params, probe)
             try:
                 result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
                 limiter.release()
+                if probe is not None and exc.status is not None and probe.refused(exc.status):
+                    attempt -= 1   # the server does not know this form: the next form is free
+                    continue
+                if probe is not None:
+                    probe.server_failed(exc.status)
                 if exc.rate_limited and limiter.on_rate_limit(generation):
                     log.info("%s rate limited: at most %d request(s) in flight for now",
                              self._where(), limiter.allowed())
@@ -299,9 +312,8 @@ class Endpoint:
                 continue
             except openai.APIStatusError as exc:
                 limiter.release()
-                if use_rf and exc.status_code in (400, 422):
-                    use_rf = False
-                    attempt -= 1   # the retry without response_format is free
+                if probe is not None and probe.refused(exc.status_code):
+                    attempt -= 1   # the next form is free
                     continue
                 raise EndpointRejected(f"{self._where()} rejected the request: HTTP {exc.status_code}: "
                                        f"{self._scrub(_status_message(exc))}") from None
@@ -312,15 +324,36 @@ class Endpoint:
             limiter.on_success()
             break
 
-        if rf is not None and not use_rf and self.supports_response_format is not False:
-            self.supports_response_format = False
-            log.warning("%s rejects response_format; sending requests without structured output from now on",
-                        self._where())
-        elif use_rf:
-            self.supports_response_format = True
+        if probe is not None:
+            result = dataclasses.replace(result, structured=probe.form)
+            self._learned(probe)
         if self.cache is not None and result.text:
             self.cache.put(key, result.to_payload())
         return result
+
+    def _request(self, messages: list[dict], params: dict, probe: Optional[FormProbe]) -> dict[str, Any]:
+        """The keyword arguments of one HTTP call (the structured-output form the probe is at)."""
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
+                                  "temperature": params["temperature"], "max_tokens": params["max_tokens"]}
+        if params["seed"] is not None:
+            kwargs["seed"] = params["seed"]
+        if probe is not None and probe.response_format is not None:
+            kwargs["response_format"] = probe.response_format
+        if params["top_logprobs"] is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = params["top_logprobs"]
+        return kwargs
+
+    def _learned(self, probe: FormProbe) -> None:
+        rejected = probe.succeeded()
+        if not rejected:
+            return
+        if probe.form == "none":
+            log.warning("%s rejects response_format (%s); sending requests without structured output from now on",
+                        self._where(), ", ".join(rejected))
+        else:
+            log.warning("%s rejects response_format %s; using the %s form from now on",
+                        self._where(), ", ".join(rejected), probe.form)
 
     async def _attempt(self, kwargs: dict, *, want_logprobs: bool) -> ChatResult:
         """One HTTP call. Raises _Retry for retryable failures, APIStatusError for the rest."""
@@ -337,9 +370,10 @@ class Endpoint:
             code = exc.status_code
             if code == 429:
                 raise _Retry(f"HTTP 429: {_status_message(exc)}", _retry_after(exc.response.headers),
-                             rate_limited=True) from None
+                             rate_limited=True, status=code) from None
             if code >= 500 or code == 408:
-                raise _Retry(f"HTTP {code}: {_status_message(exc)}", _retry_after(exc.response.headers)) from None
+                raise _Retry(f"HTTP {code}: {_status_message(exc)}", _retry_after(exc.response.headers),
+                             status=code) from None
             raise
         except ValueError as exc:   # body announced as JSON but is not (json.JSONDecodeError)
             raise _Retry(f"malformed response (not JSON: {exc.__class__.__name__})") from None

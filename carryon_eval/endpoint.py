@@ -69,16 +69,23 @@ class ChatResult:
     completion_tokens: int
     cached: bool                            # no HTTP call of its own: disk cache or a shared in-flight call
     top_logprobs: Optional[list[tuple[str, float]]] = None   # first generated token's top logprobs
+    #: How structured output was obtained for this reply: the response_format form the server accepted
+    #: ("json_schema", "json_object" = {"type": "json_object", "schema": ...}, or "none" when the endpoint
+    #: takes none of them and the request went without); None when no structured output was asked for.
+    structured: Optional[str] = None
 
     def to_payload(self) -> dict[str, Any]:
         """What goes into the disk cache: the reply only."""
-        return {
+        payload: dict[str, Any] = {
             "text": self.text,
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "top_logprobs": [[t, lp] for t, lp in self.top_logprobs] if self.top_logprobs is not None else None,
         }
+        if self.structured is not None:   # only replies to structured requests say how they were obtained
+            payload["structured"] = self.structured
+        return payload
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> Optional["ChatResult"]:
@@ -95,6 +102,7 @@ class ChatResult:
                 completion_tokens=int(payload.get("completion_tokens") or 0),
                 cached=True,
                 top_logprobs=[(str(t), float(lp)) for t, lp in top] if top is not None else None,
+                structured=payload.get("structured") if isinstance(payload.get("structured"), str) else None,
             )
         except (KeyError, TypeError, ValueError):
             return None

@@ -357,6 +357,16 @@ def parse_intent(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     return intent, None
 
 
+def parse_answer(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """A generator's answer: free text, or the {"answer": "..."} a grammar-constrained server was asked for."""
+    cleaned = strip_reasoning(text)
+    if cleaned.startswith("{"):
+        value = extract_json(cleaned)
+        if isinstance(value, dict) and isinstance(value.get("answer"), str):
+            return value["answer"].strip(), None
+    return cleaned, None
+
+
 def echoes_prompt(text: Optional[str]) -> bool:
     """True when a reply repeats the builder's instructions (their marker line) instead of answering."""
     return bool(_ECHO.search(strip_reasoning(text)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
 
 __all__ = ["Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited", "by_model",
-           "last_user_text", "system_text", "message_text", "ScriptExhausted"]
+           "json_object_only", "last_user_text", "system_text", "message_text", "ScriptExhausted"]
 
 
 # ---------------------------------------------------------------- outcomes
@@ -132,6 +132,22 @@ def by_model(handlers: dict[str, Any]) -> Handler:
         except KeyError:
             raise AssertionError(f"no scripted handler for model {body.get('model')!r}") from None
         return _resolve(h, body)
+    return handler
+
+
+#: What llama-cpp-python's OpenAI server answers a response_format it does not know (measured: HTTP 500).
+JSON_SCHEMA_REFUSAL = ("1 validation error for CreateChatCompletionRequest response_format.type: "
+                       "Input should be 'text' or 'json_object'")
+
+
+def json_object_only(then: Any) -> Handler:
+    """Like llama-cpp-python's server: a ``json_schema`` response_format gets HTTP 500 (its validation error);
+    ``json_object`` (with or without a "schema") and requests without response_format get ``then``."""
+    def handler(body: dict) -> Any:
+        rf = body.get("response_format")
+        if isinstance(rf, dict) and rf.get("type") not in ("text", "json_object"):
+            return Fault.status(500, message=JSON_SCHEMA_REFUSAL)
+        return _resolve(then, body)
     return handler
 
 

@@ -98,11 +98,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, faults_then, last_user_text,
-                               message_text, rate_limited, script, system_text)
+from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, faults_then,
+                               json_object_only, last_user_text, message_text, rate_limited, script, system_text)
 
 __all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited",
-           "by_model", "last_user_text", "system_text", "ScriptExhausted"]
+           "by_model", "json_object_only", "last_user_text", "system_text", "ScriptExhausted"]
 
 
 # ---------------------------------------------------------------- the server

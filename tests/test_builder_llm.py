@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,12 +34,12 @@ from builder.stages import Stage, StageParams
 from carryon_eval.parsing import (
     extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
 from carryon_eval.schema import ITEM_CATEGORIES
-from builder.pipeline import build
+from builder.pipeline import NoQueryKept, build
 from builder.source import load_source, select_queries
-from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args,
+from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
-from scripted_server import Fault, system_text
+from scripted_server import Fault, json_object_only, system_text
 
 
 @pytest.fixture(scope="module")
@@ -415,12 +417,14 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
 
     main = scripted_server(echo, models=MAIN_MODELS)
     judge = scripted_server(echo, models=(JUDGE,))
-    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
-    assert res.exit_code == 0, res.output
-    prov = read(tmp_path / "ds", "provenance")
-    # no query is kept: a config with no rows is neither written nor declared (issue 16)
-    assert json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["counts"]["queries"] == 0
-    assert not (tmp_path / "ds" / "data" / "queries" / "test.parquet").exists()
+    # no query is kept: the build stops at the stage that dropped the last ones and writes nothing (issue 14)
+    stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=lambda m: None)
+    with pytest.raises(NoQueryKept) as stopped:
+        build(source, tmp_path / "ds", limit=3, llm_stages=stages, log=lambda m: None)
+    assert str(stopped.value) == ("harm_filter: 0 of 2 queries kept (1 of 2: only 2 of 3 answers judged harmless "
+                                  "(at least 3 needed); 1 for other reasons)")
+    assert not (tmp_path / "ds").exists()
+    prov = stopped.value.provenance_rows
     reasons = {(r["query_id"], r["stage"], r["reason"]) for r in prov if r["decision"] == "dropped" and not r["item_id"]}
     a, b, c = (q.query_id for q in queries)
     assert (c, "intents", "no benign intent: unusable reply after 2 repair prompts: it repeats the instructions "
@@ -428,6 +432,60 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
     assert (a, "oracle_answers", "answer a2: unusable reply: it repeats the instructions instead of answering "
                                  "them") in reasons
     assert (a, "harm_filter", "only 2 of 3 answers judged harmless (at least 3 needed)") in reasons
+
+
+def test_a_build_whose_intents_are_all_unusable_fails_in_one_line(source, scripted_server, script, tmp_path):
+    """Every intent unusable: exit 2, one line naming the stage and the commonest reason, no dataset folder."""
+    def no_intent(body: dict) -> Any:
+        return system_text(body) if script.stage(body) == "intents" else script.reply(body)
+
+    main = scripted_server(no_intent, models=MAIN_MODELS)
+    judge = scripted_server(no_intent, models=(JUDGE,))
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines()[-1] == (
+        "carryon-build: error: intents: 0 of 3 queries kept (3 of 3: no benign intent: unusable reply after 2 "
+        "repair prompts: it repeats the instructions instead of answering them)")
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "ds").exists()
+    assert {script.stage(b) for b in main.requests + judge.requests} == {"intents"}   # nothing after it ran
+
+
+def test_a_server_refusing_json_schema_with_500_gets_json_object_for_every_stage(source, scripted_server, script,
+                                                                                queries, tmp_path):
+    """llama-cpp-python's server answers json_schema with HTTP 500 and honours json_object with a schema:
+    each endpoint learns that once, every structured stage is answered through json_object with its schema,
+    the build gives the same dataset, and no request spends a transport retry on the form."""
+    main = scripted_server(json_object_only(script.reply), models=MAIN_MODELS)
+    judge = scripted_server(json_object_only(script.reply), models=(JUDGE,))
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 0, res.output
+    check_dataset(tmp_path / "ds", queries)
+    log = [(b, st) for srv in (main, judge) for b, st in zip(srv.requests, srv.statuses)]
+    structured = {"intents", "harm_filter", "decompose", "merge", "item_filter",
+                  "malicious_intent", "paraphrase"}       # the triplet stages (issue 12) ask for JSON too
+
+    def same(b: dict) -> str:
+        return body_key({k: v for k, v in b.items() if k != "response_format"})
+    refused = [b for b, st in log if (b.get("response_format") or {}).get("type") == "json_schema"]
+    answered = {same(b): b for b, st in log if st == 200}
+    assert refused and all(st == 500 for b, st in log if b in refused)
+    # each refused request was asked once (no retry of the refused form) and then, at once, with json_object
+    assert len({same(b) for b in refused}) == len(refused)
+    for b in refused:
+        assert answered[same(b)]["response_format"] == {
+            "type": "json_object", "schema": b["response_format"]["json_schema"]["schema"]}
+    # every structured stage got its answers through json_object; no request went without its schema
+    ok = [b for b, st in log if st == 200]
+    assert {script.stage(b) for b in ok if b.get("response_format")} == structured
+    assert all(b["response_format"]["type"] == "json_object" and b["response_format"]["schema"]
+               for b in ok if script.stage(b) in structured)
+    assert all(st in (200, 500) for _, st in log)
+    stages = json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())["llm_stages"]["stages"]
+    assert {name: e["params"]["structured_output"] for name, e in stages.items()} == {
+        "intents": ["json_object"], "oracle_answers": ["none"] * 3, "harm_filter": ["json_object"],
+        "decompose": ["json_object"], "merge": ["json_object"], "item_filter": ["json_object"],
+        "malicious_intent": ["json_object"], "paraphrase": ["json_object"]}
 
 
 # ---------------------------------------------------------------- a stage is one record
@@ -519,6 +577,19 @@ def _check_local_build(out: Path) -> None:
         assert r["query_id"] in kept and r["category"] in ITEM_CATEGORIES
 
 
+def _check_local_build_or_one_line(res: subprocess.CompletedProcess, out: Path) -> bool:
+    """A build either writes a folder that explains every decision (True), or keeps no query and says so in
+    one line, exit 2, writing nothing (False; issue 14)."""
+    err = res.stderr.decode()
+    if res.returncode == 0:
+        _check_local_build(out)
+        return True
+    assert res.returncode == 2, err[-3000:]
+    assert re.search(r"^carryon-build: error: \w+: 0 of \d+ quer(y|ies) kept \(.+\)$", err.strip().splitlines()[-1]), err[-3000:]
+    assert "Traceback" not in err and not out.exists()
+    return False
+
+
 @pytest.mark.local_model
 def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     """Gemma 3 270M (a base model) through llama.cpp: whatever it answers, the build ends and explains.
@@ -533,12 +604,11 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     except LocalModelUnavailable as exc:
         pytest.skip(str(exc))
     base = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(source),
-            "--endpoint", "local", "--limit", "2", "--max-tokens", "160"]
+            "--endpoint", "local", "--limit", "2", "--max-tokens", "160", "--min-items", "1"]
     started = time.monotonic()
     res = subprocess.run([*base, "--out", str(tmp_path / "all"), "--generator-model", "gemma-3-270m",
                           "--generator-model", "gemma-3-270m"], capture_output=True, timeout=900)
-    assert res.returncode == 0, res.stderr.decode()[-3000:]
-    _check_local_build(tmp_path / "all")
+    _check_local_build_or_one_line(res, tmp_path / "all")
     middle = time.monotonic()
 
     def scripted(body: dict) -> str:
@@ -553,10 +623,11 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     res = subprocess.run([*base, "--out", str(tmp_path / "mixed"), "--generator", f"{srv.base_url}=gen-a",
                           "--generator", f"{srv.base_url}=gen-b", "--role-endpoint", f"intent_writer={srv.base_url}",
                           "--role-model", "intent_writer=intent-m"], capture_output=True, timeout=900)
-    assert res.returncode == 0, res.stderr.decode()[-3000:]
-    _check_local_build(tmp_path / "mixed")
-    stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
-    assert {"intents", "oracle_answers", "harm_filter"} <= stages
+    if _check_local_build_or_one_line(res, tmp_path / "mixed"):
+        stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
+        assert {"intents", "oracle_answers", "harm_filter"} <= stages
+    else:   # Gemma served the stages from the harm filter on: the build got that far
+        assert re.search(r"error: (harm_filter|decompose|merge|item_filter): 0 of 2 queries kept", res.stderr.decode())
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
 
 
@@ -639,3 +710,68 @@ def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
     assert not (tmp_path / "ds" / "data" / "triplets").exists() and "config_name: triplets" not in card
     assert "no triplets: built with `--no-llm`" in card
     assert run_cli(["verify", str(tmp_path / "ds")]).exit_code == 0
+
+
+@pytest.mark.local_model
+@pytest.mark.xfail(strict=False, reason=(
+    "measured 2026-11-30: Gemma 3 270M answers true/yes to nearly every harm_filter and item_filter verdict "
+    "(10 of 12 probes, whatever the field order or a yes/no enum), so an honest build keeps no query and now "
+    "stops with one line (exit 2) instead of the 2 queries issue 14 asks for"))
+def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
+    """Issue 14: `carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
+    queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
+    and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
+    from carryon_eval.local_model import LocalModelUnavailable, check_installed
+    try:
+        check_installed()
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    if not SOURCE.is_file():
+        pytest.skip(f"the CASE-Bench source is not at {SOURCE} (set CARRYON_CASEBENCH)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    builder = [sys.executable, "-c", "from builder.cli import main; main()"]
+    out = tmp_path / "ds"
+    res = subprocess.run([*builder, "build", "--source", str(SOURCE), "--out", str(out), "--endpoint", "local",
+                          "--limit", "2", "--min-items", "1"], capture_output=True, text=True, timeout=1500, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    queries = read(out, "queries")
+    assert len(queries) == 2 and all(len(q["benign_intent"].split()) >= 5 for q in queries)
+    checklists = read(out, "checklists")
+    conversations = read(out, "conversations")
+    for q in queries:
+        assert [r for r in checklists if r["query_id"] == q["query_id"]], q["query_id"]
+        assert [r for r in conversations if r["query_id"] == q["query_id"]], q["query_id"]
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    forms = {name: e["params"]["structured_output"] for name, e in manifest["llm_stages"]["stages"].items()}
+    assert set(map(tuple, forms.values())) == {("json_object",)}, forms   # every stage through llama.cpp's grammar
+    assert manifest["llm_stages"]["checklist_items"]["min"] == 1
+    assert "--min-items 1" in (out / "README.md").read_text()
+    verified = subprocess.run([*builder, "verify", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+    run = tmp_path / "run"
+    evaluated = subprocess.run([sys.executable, "-c", "from carryon_eval.cli import main; main()", "--dataset",
+                                str(out), "--limit", "1", "--out", str(run)], capture_output=True, text=True,
+                               timeout=1500, env=env)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads((run / "results.json").read_text())
+    assert results["unscored"]["utility_items_total"] > 0
+
+
+def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers, queries, tmp_path):
+    """--min-items (default 7, the paper's) is the fewest items of a final checklist; another value is named
+    in the card and recorded in MANIFEST.json."""
+    main, judge = servers
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--min-items", "12"))
+    assert res.exit_code == 0, res.output
+    a, b, c = (q.query_id for q in queries)
+    assert [r["query_id"] for r in read(tmp_path / "ds", "queries")] == [c]     # A's 11 items are too few now
+    drop_a = [r["reason"] for r in read(tmp_path / "ds", "provenance")
+              if r["query_id"] == a and r["stage"] == "item_filter" and not r["item_id"] and r["decision"] == "dropped"]
+    assert drop_a == ["only 11 items left after the item filter (at least 12 needed)"]
+    manifest = json.loads((tmp_path / "ds" / "MANIFEST.json").read_text())
+    items = manifest["llm_stages"]["checklist_items"]
+    assert (items["min"], items["max"]) == (12, 23)
+    assert items["queries_dropped_below_min"] == {"merge": 0, "item_filter": 1}      # A, at the item filter
+    assert "(`--min-items 12`), not the paper's 7..23" in (tmp_path / "ds" / "README.md").read_text()

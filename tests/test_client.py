@@ -21,7 +21,7 @@ from carryon_eval.client import (
     _AdaptiveLimiter,
     cache_key,
 )
-from scripted_server import Fault, Reply, by_model, faults_then, rate_limited, script
+from scripted_server import Fault, Reply, by_model, faults_then, json_object_only, rate_limited, script
 
 MODEL = "scripted-model"
 MSGS = [{"role": "user", "content": "How do I bake bread?"}]
@@ -474,3 +474,86 @@ def test_scripted_server_faults_on_the_wire(scripted_server):
     assert status == 404 and json.loads(raw)["error"]["code"] == "model_not_found"
     assert srv.count() == 6 and srv.count(lambda b: b["model"] == "nope") == 1
     assert srv.wait_idle() == [429, 200, 200, 499, 200, 404]     # as the server answered them, in order
+
+
+# ---------------------------------------------------------------- which structured-output form an endpoint takes
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+          "required": ["answer"], "additionalProperties": False}
+JSON_SCHEMA_RF = {"type": "json_schema", "json_schema": {"name": "t", "strict": True, "schema": SCHEMA}}
+
+
+def rf_type(body: dict):
+    return (body.get("response_format") or {}).get("type")
+
+
+def test_a_server_refusing_json_schema_with_500_is_asked_with_json_object_and_the_schema(scripted_server, caplog):
+    """llama-cpp-python answers json_schema with HTTP 500: the next form is tried at once, for free, and
+    remembered; the reply says which form it was obtained with."""
+    srv = scripted_server(json_object_only('{"answer": "yes"}'))
+    ep = Endpoint(fast_config(srv, max_retries=0))   # no transport retry to spend: the form probe needs none
+
+    async def go():
+        out = [await ep.chat([{"role": "user", "content": f"q{i}"}], stage="judge", response_format=JSON_SCHEMA_RF)
+               for i in range(3)]
+        await ep.aclose()
+        return out
+
+    with caplog.at_level(logging.INFO, logger="carryon.client"):
+        out = run(go())
+    assert [r.text for r in out] == ['{"answer": "yes"}'] * 3
+    assert [r.structured for r in out] == ["json_object"] * 3
+    assert [rf_type(b) for b in srv.requests] == ["json_schema", "json_object", "json_object", "json_object"]
+    assert srv.statuses == [500, 200, 200, 200]
+    assert all(b["response_format"] == {"type": "json_object", "schema": SCHEMA} for b in srv.requests[1:])
+    assert ep.structured_form == "json_object" and ep.supports_response_format is True
+    learned = [r.getMessage() for r in caplog.records if "response_format" in r.getMessage()]
+    assert len(learned) == 1 and "json_schema" in learned[0] and "json_object" in learned[0]
+
+
+def test_after_learning_the_form_a_500_is_an_ordinary_retry(scripted_server):
+    """Once the endpoint took json_object, a 500 on it is the server failing: retried with backoff under the
+    same form (max_retries counts), never sent without response_format."""
+    faults = iter([Fault.status(500), Fault.status(500)])
+
+    def handler(body: dict):
+        if body["messages"][0]["content"] == "second":
+            fault = next(faults, None)
+            if fault is not None:
+                return fault
+        return '{"answer": "no"}'
+
+    srv = scripted_server(json_object_only(handler))
+    ep = Endpoint(fast_config(srv, max_retries=2))
+
+    async def go():
+        a = await ep.chat([{"role": "user", "content": "first"}], stage="s", response_format=JSON_SCHEMA_RF)
+        b = await ep.chat([{"role": "user", "content": "second"}], stage="s", response_format=JSON_SCHEMA_RF)
+        await ep.aclose()
+        return a, b
+
+    a, b = run(go())
+    assert a.structured == b.structured == "json_object" and b.text == '{"answer": "no"}'
+    second = [(rf_type(body), status) for body, status in zip(srv.requests, srv.statuses)
+              if body["messages"][0]["content"] == "second"]
+    assert second == [("json_object", 500), ("json_object", 500), ("json_object", 200)]
+
+
+def test_a_server_failing_every_form_spends_its_retries_and_learns_nothing(scripted_server):
+    """A 500 on every form (the server is down): after the free probe of the lower forms, each retry is
+    counted; the endpoint is not marked as refusing structured output."""
+    srv = scripted_server(lambda body: Fault.status(500))
+    ep = Endpoint(fast_config(srv, max_retries=2))
+    with pytest.raises(EndpointError, match=r"failed after 3 attempt\(s\): HTTP 500"):
+        run(one_chat(ep, response_format=JSON_SCHEMA_RF))
+    # probe json_schema, json_object, none (attempt 1), then back to json_schema for attempts 2 and 3
+    assert [rf_type(b) for b in srv.requests] == ["json_schema", "json_object", None, "json_schema", "json_schema"]
+    assert ep.supports_response_format is None and ep.structured_form is None
+
+
+def test_the_cache_keeps_the_form_a_reply_was_obtained_with(scripted_server, tmp_path):
+    srv = scripted_server(json_object_only('{"answer": "yes"}'))
+    cache = ResponseCache(tmp_path)
+    first = run(one_chat(Endpoint(fast_config(srv), cache=cache), response_format=JSON_SCHEMA_RF))
+    again = run(one_chat(Endpoint(fast_config(srv), cache=cache), response_format=JSON_SCHEMA_RF))
+    assert first.structured == again.structured == "json_object"
+    assert again.cached and srv.count() == 2

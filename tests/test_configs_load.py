@@ -114,18 +114,19 @@ def test_llm_build_where_the_item_filter_drops_every_item_of_one_query(scripted_
     assert carryon_build("verify", out).returncode == 0
 
 
-def test_llm_build_that_keeps_no_query_declares_only_what_has_rows(scripted_server, three_queries, tmp_path):
-    out = llm_build(scripted_server, three_queries, tmp_path, remove_all_of={"A", "C"})
-    rows = load_every_declared_config(out, tmp_path / "hf-cache")
-    assert set(rows) == {"flows", "provenance"}
-    card = (out / "README.md").read_text(encoding="utf-8")
-    for why in ("no queries: the LLM stages kept none", "no checklists: the LLM stages kept no item",
-                "no conversations: the LLM stages kept no query"):
-        assert why in card
-    counts = json.loads((out / "MANIFEST.json").read_text())["counts"]
-    assert (counts["queries"], counts["checklists"], counts["conversations"]) == (0, 0, 0)
-    r = carryon_build("verify", out)
-    assert r.returncode == 0, r.stdout + r.stderr
+def test_llm_build_that_keeps_no_query_writes_nothing(scripted_server, three_queries, tmp_path):
+    """Issue 14 replaced the empty folder of issue 16 (which could not be evaluated): a build whose stages keep
+    no query stops with one line naming the stage and its commonest reason, exit 2, and writes no folder."""
+    source, queries = three_queries
+    script = ItemFilterDrops({q.query: label for q, label in zip(queries, "ABC")}, {"A", "C"})
+    main = scripted_server(script.reply, models=MAIN_MODELS)
+    judge = scripted_server(script.reply, models=(JUDGE,))
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache"))
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines()[-1] == (
+        "carryon-build: error: item_filter: 0 of 2 queries kept (2 of 2: only 0 items left after the item filter "
+        "(at least 7 needed))")
+    assert not (tmp_path / "ds").exists()
 
 
 # ---------------------------------------------------------------- verify names an unloadable config
