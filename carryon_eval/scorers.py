@@ -23,8 +23,9 @@ Constrained output (``judge_format="json_schema"``, the default): both judges se
 answer is an enum ({"answer": "yes"|"no"}, {"score": 1-5}) as ``response_format``. The client sends it in
 the form the endpoint accepts and drops it where the endpoint rejects structured output; should a call
 with it still fail, the scorer asks once more without it and stops sending it. Either way the reply is
-read by the same tolerant parser, and each judgment records how it was obtained: ``via="json_schema"``
-when the reply is exactly a schema-valid JSON object, ``"text"`` when it had to be read as text.
+read by the same tolerant parser, and each judgment records how it was obtained: ``via="json_schema"`` (or
+``"json_object"``, the form the client learned the endpoint takes) when the reply is exactly a schema-valid
+JSON object sent under that constraint, ``"text"`` when it had to be read as text.
 
 The judge sees the final answer only: reasoning (``<think>...</think>``) is stripped from the reply before
 it is put into a judge prompt (the transcript keeps the raw reply).
@@ -58,6 +59,7 @@ MAX_TOKENS = defaults.JUDGE_MAX_TOKENS  # text mode; generous so that reasoning 
 TOP_LOGPROBS = 5
 
 VIA_TEXT, VIA_LOGPROBS, VIA_SCHEMA = "text", "logprobs", "json_schema"
+VIA_OBJECT = "json_object"      # the schema sent in llama.cpp's form {"type": "json_object", "schema": ...}
 JUDGE_FORMATS = ("json_schema", "text")     # --judge-format: ask for a JSON schema (falling back), or text only
 
 
@@ -180,7 +182,11 @@ async def ask_text(endpoint: ChatEndpoint, content: str, parse: Callable[[Option
     asked = await ask(endpoint, Request([{"role": "user", "content": content}], temperature=0.0,
                                         max_tokens=max_tokens, response_format=response_format),
                       lambda text: required(parse(text), problem), stage=stage, retry=policy)
-    via = VIA_SCHEMA if response_format is not None and _fits(asked.raw, response_format) else VIA_TEXT
+    form = asked.history[-1].result.structured if asked.history else None   # what the client sent
+    if response_format is None or not _fits(asked.raw, response_format) or form == "none":
+        via = VIA_TEXT
+    else:
+        via = VIA_OBJECT if form == VIA_OBJECT else VIA_SCHEMA
     return Judgment(asked.value, asked.raw, attempts=asked.attempts, problem=asked.problem, via=via)
 
 
