@@ -82,6 +82,23 @@ Examples:
 """
 
 
+def _check_build_options(source: Optional[Path], out: Optional[Path], *, min_items: int, max_items: int,
+                         dry_run: bool, force: bool) -> None:
+    """One line and exit 2 for options that cannot build, before any source is read or model called."""
+    from .dataset_folder import check_out_folder
+
+    if min_items > max_items:
+        fail(f"--min-items {min_items} is more than --max-items {max_items}")
+    if dry_run:
+        return
+    if source is None or out is None:
+        fail("missing option: pass --source FILE and --out DIR (only --dry-run works without them)")
+    try:
+        check_out_folder(out, force)
+    except FileExistsError as exc:
+        fail(str(exc))
+
+
 @cli.command(epilog=_BUILD_EPILOG)
 @click.option("--recipe", type=click.Path(path_type=Path), is_eager=True, callback=_use_recipe, expose_value=False,
               help="A build recipe (TOML, e.g. releases/recipes/paper.toml): its [build] options are the defaults; "
@@ -151,7 +168,6 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
     import contextlib
 
     from . import BUILDER_VERSION
-    from .dataset_folder import check_out_folder
     from .pipeline import NoQueryKept, build as run_build
     from .source import SourceError
 
@@ -159,15 +175,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
                                                                                             role_models)
     llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
-    if min_items > max_items:
-        fail(f"--min-items {min_items} is more than --max-items {max_items}")
-    if not dry_run and (source is None or out is None):
-        fail("missing option: pass --source FILE and --out DIR (only --dry-run works without them)")
-    if not dry_run:
-        try:
-            check_out_folder(out, force)      # before any source is read or model called
-        except FileExistsError as exc:
-            fail(str(exc))
+    _check_build_options(source, out, min_items=min_items, max_items=max_items, dry_run=dry_run, force=force)
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
