@@ -15,7 +15,7 @@ from .endpoint import ChatEndpoint
 from .parsing import RESPONSE_MODES, parse_response_mode
 from .prompts import load_prompt
 from .schema import Message, Transcript
-from .scorers import Case, Judgment, PromptScorer, ScorerOptions, ask_text, register
+from .scorers import Case, Judgment, PromptScorer, ScorerOptions, ask_text, final_answer, register
 from .triplets import is_variant
 
 MODE_PROMPT, MODE_RETRY_PROMPT = "judges/response_mode", "judges/response_mode_retry"
@@ -64,7 +64,7 @@ class ResponseModeScorer(PromptScorer):
         if not is_variant(transcript.conversation_id, "ambiguous"):
             return []
         prompt = transcript.messages[0].content
-        return [((transcript.conversation_id, reply.turn), Case(prompt, reply.content))]
+        return [((transcript.conversation_id, reply.turn), Case(prompt, final_answer(reply)))]
 
     def record(self, target: tuple, judgment: Judgment, judge_model: str) -> ResponseModeJudgment:
         cid, turn = target
