@@ -46,7 +46,7 @@ from .prompts import load_prompt, prompt_hashes
 from .records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
-from .run import RunFolder, write_json_atomic
+from .run import RunFolder, add_usage, write_json_atomic
 from .risk_probe import PROBE_FILE, probe_risk
 from .schema import CONDITIONS, TRIPLET_CONDITION
 from .triplets import triplet_scorers
@@ -140,12 +140,15 @@ class Session:
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
+        self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
 
     async def __aenter__(self) -> "Session":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
+            for path in self._runs:
+                add_usage(path, self.usage.snapshot())
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -169,6 +172,7 @@ class Session:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
+        self._runs.setdefault(run.path, None)
         return ep
 
     def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:

@@ -7,6 +7,8 @@
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
+    carryon-eval export RUNDIR --format inspect --out RUN.eval   another tool's format (carryon_eval.exporters)
+    carryon-eval import RUN.eval --out RUNDIR   an inspect-ai log of the carryonbench task as a run folder
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
@@ -36,6 +38,7 @@ from .batch import BatchError
 from .compare import compare_command
 from .dataset import DatasetError
 from .endpoint import EndpointError, EndpointRejected
+from .exporters import EXPORTERS, ExportError, export_run
 from .judge import JUDGE_FORMATS, JudgeError
 from .local_model import LocalModelError
 from .prompts import PromptError
@@ -323,6 +326,35 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
     run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
                                     ClickOutput()), resume_hint=False)
+
+
+@cli.command("export")
+@RUNDIR
+@click.option("--format", "fmt", type=click.Choice(sorted(EXPORTERS)), required=True,
+              help="; ".join(f"{e.name}: {e.description}" for e in EXPORTERS.values()))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="File to write.")
+def export_command(rundir: Path, fmt: str, out: Path) -> None:
+    """Write a run folder in another tool's format (e.g. an inspect-ai eval log for `inspect view`)."""
+    try:
+        click.echo(export_run(fmt, rundir, out))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+
+
+@cli.command("import")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="New run folder to write (then `carryon-eval report RUNDIR`).")
+def import_command(log: Path, out: Path) -> None:
+    """Turn an inspect-ai eval log of the carryonbench task into a run folder (extra [inspect])."""
+    from .inspect_bridge import require_inspect
+
+    try:
+        require_inspect()
+        from .inspect_bridge.importer import import_log
+        click.echo(import_log(log, out))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
 
 
 cli.add_command(compare_command, "compare")
