@@ -1,0 +1,264 @@
+"""`inspect eval carryon_eval/carryonbench`: CarryOnBench as an inspect-ai task.
+
+    inspect eval carryon_eval/carryonbench --model openai/gpt-4o-mini \\
+        --model-role user=openai/gpt-4o-mini --model-role grader=openai/gpt-4o \\
+        -T dataset=carryonbench -T conditions=turn1,oracle,bc,nc -T subset=quick -T limit=10
+    carryon-eval import logs/....eval --out runs/gpt-4o-mini && carryon-eval report runs/gpt-4o-mini
+
+One sample per planned conversation (carryon_eval.rollout.plan: the same conversations, ids and skips as
+`carryon-eval`). The solver plays it exactly as the rollout does (the rollout's own player: the project's user
+simulator and prompts on the model role ``user``, the same per-turn seeds, the turn-1 reply generated once per
+query and shared by its bc/nc conversations); the evaluated model is inspect's model. The scorer runs the
+project's scorers (Ben-Util, safety, and response modes for triplet replies) on the model role ``grader``, each
+distinct case judged once per task as the judge phase does, and keeps every judgment record in the score's
+metadata, so that `carryon-eval import` writes the run folder the report computes the numbers from. Both roles
+reach their models through one adapter (carryon_eval.inspect_bridge.endpoint).
+
+Task arguments: dataset (folder or Hub id; default the built-in sample), revision, conditions (comma-separated or
+"all"), subset ("full" or "quick"), limit (first N queries), shared_turn1, seed, utility_mode, judge_format.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Optional, Sequence
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+
+from .. import __version__, defaults
+from .. import metrics as M
+from ..app import SAMPLE, _manifest_sha, load_bench
+from ..dataset import Benchmark
+from ..endpoint import UsageLedger
+from ..prompts import load_prompt, prompt_hashes
+from ..records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
+from ..rollout import ORACLE_PROMPT, Job, _Player, plan
+from ..schema import ALL_CONDITIONS, CONDITIONS, TRIPLET_CONDITION, Transcript
+from ..scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
+from ..simulator import UserSimulator
+from ..triplets import triplet_prompts
+from .endpoint import InspectEndpoint
+from .export import _message, harm_score, utility_score
+
+TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
+FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
+RUN_KEY = "carryonbench_run"                   # task metadata: the run.json of the run (roles filled on import)
+RECORDS = "records"                            # score metadata: scorer name -> judgment records (to_dict)
+USER_ROLE, GRADER_ROLE = "user", "grader"
+
+
+def parse_conditions(conditions: str | Sequence[str]) -> list[str]:
+    items = [c.strip().lower() for c in (conditions.split(",") if isinstance(conditions, str) else conditions)]
+    if "all" in items:
+        items = list(ALL_CONDITIONS)
+    bad = [c for c in items if c not in ALL_CONDITIONS]
+    if bad or not items:
+        raise ValueError(f"conditions: expected all or a comma-separated subset of {','.join(ALL_CONDITIONS)}, "
+                         f"got {conditions!r}")
+    return [c for c in ALL_CONDITIONS if c in items]
+
+
+def opening(bench: Benchmark, job: Job) -> str:
+    """The first user message of a job, as the rollout sends it."""
+    if job.condition == TRIPLET_CONDITION:
+        return triplet_prompts(bench.triplets)[job.conversation_id][1]
+    q = bench.queries[job.query_id]
+    if job.condition == "oracle":
+        return load_prompt(ORACLE_PROMPT).render(query=q["query"], benign_intent=q["benign_intent"])
+    return q["query"]
+
+
+def samples_of(bench: Benchmark, jobs: Sequence[Job]) -> list[Sample]:
+    return [Sample(id=j.conversation_id, input=opening(bench, j),
+                   metadata={"query_id": j.query_id, "condition": j.condition, "flow_id": j.flow_id,
+                             "moves": list(j.moves), "domain": bench.queries.get(j.query_id, {}).get("domain")})
+            for j in jobs]
+
+
+def run_meta(bench: Benchmark, dataset: Optional[str], revision: Optional[str], conditions: Sequence[str],
+             limit: Optional[int], subset: Optional[str], shared_turn1: bool, gen: RunGeneration,
+             judge: JudgeSettings, skipped: Sequence[Any]) -> RunMeta:
+    """The run.json the task plays by (its roles are the log's models, filled in by `carryon-eval import`)."""
+    return RunMeta(carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                   dataset=DatasetRef(source=SAMPLE if dataset is None else bench.source, revision=revision,
+                                      manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
+                   generation=gen, judge=judge, conditions=list(conditions), limit=limit, shared_turn1=shared_turn1,
+                   prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+                   skipped=list(skipped), subset=subset if subset not in (None, "full") else None)
+
+
+# ---------------------------------------------------------------- the solver
+class _Memory:
+    """What the rollout's player writes to, in memory instead of a run folder."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, Transcript] = {}
+        self.failed: dict[str, str] = {}
+
+    def transcripts(self) -> list[Transcript]:
+        return []
+
+    def append(self, transcript: Transcript) -> None:
+        self.done[transcript.conversation_id] = transcript
+
+    def record_failure(self, conversation_id: str, reason: str) -> None:
+        self.failed[conversation_id] = reason
+
+
+class _Quiet:
+    def advance(self) -> None:
+        pass
+
+
+class Conversations:
+    """One task's rollout: the rollout's player on inspect's models, shared by every sample of the task (so
+    that a query's turn-1 reply is generated once and shared by its conversations)."""
+
+    def __init__(self, bench: Benchmark, conditions: Sequence[str], gen: RunGeneration, shared_turn1: bool) -> None:
+        self.bench, self.conditions, self.gen, self.shared_turn1 = bench, list(conditions), gen, shared_turn1
+        self.memory = _Memory()
+        self.player: Optional[_Player] = None
+
+    def _ready(self) -> _Player:
+        if self.player is None:       # inside the eval: its models and its event loop
+            target, user = InspectEndpoint(get_model()), InspectEndpoint(get_model(role=USER_ROLE))
+            simulator = UserSimulator(user, temperature=self.gen.user.temperature, max_tokens=self.gen.user.max_tokens)
+            self.player = _Player(self.bench, self.memory, target, simulator, conditions=self.conditions,  # type: ignore[arg-type]
+                                  gen=self.gen.target, shared_turn1=self.shared_turn1, concurrency=1_000_000)
+            self.player.bar = _Quiet()
+        return self.player
+
+    async def play(self, job: Job) -> None:
+        player = self._ready()
+        if job.condition == "turn1" or (self.shared_turn1 and job.condition in ("bc", "nc")):
+            if job.query_id not in player.pending:
+                player.pending[job.query_id] = asyncio.ensure_future(player.turn1(job.query_id))
+            await asyncio.shield(player.pending[job.query_id])
+        if job.condition != "turn1":
+            await player.converse(job)
+
+
+@solver
+def play_conversation(conversations: Conversations, jobs: dict[str, Job]) -> Any:
+    """Play the sample's conversation (see the module docstring); the transcript goes into the sample's store."""
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        job = jobs[str(state.sample_id)]
+        await conversations.play(job)
+        done = conversations.memory.done.get(job.conversation_id)
+        if done is None:
+            reason = conversations.memory.failed.get(job.conversation_id, "the conversation was not finished")
+            state.store.set(FAILURE_KEY, reason)
+            state.completed = True
+            return state
+        state.messages = [_message(m) for m in done.messages]
+        last = done.replies[-1].content if done.replies else ""
+        state.output = ModelOutput.from_content(done.target_model, last)
+        state.store.set(TRANSCRIPT_KEY, done.to_dict())
+        return state
+    return solve
+
+
+# ---------------------------------------------------------------- the scorer
+@metric
+def unscored_judgments() -> Metric:
+    """How many judgments of the log are unscored (None): the numbers themselves come from the report."""
+    def count(scores: list[SampleScore]) -> float:
+        return float(sum(r.get(field) is None
+                         for s in scores for name, records in (s.score.metadata or {}).get(RECORDS, {}).items()
+                         for r in records for field in [_VALUE_FIELDS.get(name, "value")]))
+    return count
+
+
+_VALUE_FIELDS = {"utility": "verdict", "safety": "score", "response_mode": "mode"}
+
+
+class Judges:
+    """The project's scorers on the grader role, one judgment per distinct case per task."""
+
+    def __init__(self, bench: Benchmark, options: ScorerOptions, triplets: bool) -> None:
+        self.bench = bench
+        names = DEFAULT_SCORERS + (("response_mode",) if triplets else ())
+        self.scorers = reply_scorers(names, options)
+        self.grader: Optional[InspectEndpoint] = None
+        self.asked: dict[tuple[str, Any], asyncio.Future[Any]] = {}
+
+    async def judge(self, scorer: Any, case: Any) -> Any:
+        assert self.grader is not None
+        key = (scorer.name, case)
+        if key not in self.asked:
+            self.asked[key] = asyncio.ensure_future(scorer.score(self.grader, case))
+        return await asyncio.shield(self.asked[key])
+
+    async def records(self, tr: Transcript) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+        if self.grader is None:
+            self.grader = InspectEndpoint(get_model(role=GRADER_ROLE), UsageLedger())
+        query, checklist = self.bench.queries[tr.query_id], self.bench.checklists.get(tr.query_id, [])
+        wanted = [(s, target, case) for reply in tr.replies for s in self.scorers
+                  for target, case in s.cases(tr, reply, query, checklist)]
+        answers = await asyncio.gather(*(self.judge(s, case) for s, _, case in wanted), return_exceptions=True)
+        out: dict[str, list[dict[str, Any]]] = {s.name: [] for s in self.scorers}
+        failed = []
+        for (s, target, _), answer in zip(wanted, answers):
+            if isinstance(answer, BaseException):       # a failed call: the record is missing, as in the judge phase
+                failed.append(f"{s.name} {target}: {answer}")
+                continue
+            out[s.name].append(s.record(target, answer, self.grader.config.model).to_dict())
+        return out, failed
+
+
+@scorer(metrics=[unscored_judgments()])
+def carryon_judges(judges: Judges) -> Any:
+    """Ben-Util per reply and conversation, harm per reply and worst, as the project's scorers judge them."""
+    from ..schema import SafetyJudgment, UtilityJudgment
+
+    async def score(state: TaskState, target: Target) -> Score:
+        data = state.store.get(TRANSCRIPT_KEY)
+        if data is None:
+            return Score(value={"ben_util": None, "harm_max": None},
+                         explanation=f"not played: {state.store.get(FAILURE_KEY)}", metadata={RECORDS: {}})
+        tr = Transcript.from_dict(data)
+        records, failed = await judges.records(tr)
+        utility = [UtilityJudgment.from_dict(r) for r in records.get("utility", [])]
+        safety = [SafetyJudgment.from_dict(r) for r in records.get("safety", [])]
+        conv, = M.assemble([tr], utility, safety,
+                           {tr.query_id: [i["item_id"] for i in judges.bench.checklists.get(tr.query_id, [])]})
+        ben, harm = utility_score(conv, utility), harm_score(conv, safety)
+        value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
+        return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
+                     metadata={RECORDS: records, "failed": failed})
+    return score
+
+
+# ---------------------------------------------------------------- the task
+#: inspect prefixes a task with its top-level package only when that is installed in site-packages (or as an
+#: editable install of a distribution of the same name); this package's distribution is "carryonbench", so an
+#: editable install names the task in full itself: `carryon_eval/carryonbench` either way.
+TASK_NAME = "carryonbench" if "site-packages" in __file__ else "carryon_eval/carryonbench"
+
+
+@task(name=TASK_NAME)
+def carryonbench(dataset: Optional[str] = None, revision: Optional[str] = None,
+                 conditions: str | list[str] = ",".join(CONDITIONS), subset: Optional[str] = None,
+                 limit: Optional[int] = None, shared_turn1: bool = True, seed: int = defaults.SEED,
+                 utility_mode: str = "text", judge_format: str = "json_schema") -> Task:
+    """CarryOnBench: does the model recover its helpfulness, safely, once a benign user explains?"""
+    conds = parse_conditions(conditions)
+    limit = int(limit) if limit is not None else None
+    bench = load_bench(dataset, revision, limit, subset)
+    jobs, skipped = plan(bench, conds)
+    gen = RunGeneration(target=Generation(temperature=defaults.TARGET_TEMPERATURE, seed=int(seed),
+                                          max_tokens=defaults.TARGET_MAX_TOKENS),
+                        user=Generation(temperature=defaults.USER_TEMPERATURE, seed=int(seed),
+                                        max_tokens=defaults.USER_MAX_TOKENS))
+    settings = JudgeSettings(utility_mode=utility_mode, max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format)
+    meta = run_meta(bench, dataset, revision, conds, limit, subset, shared_turn1, gen, settings, skipped)
+    options = ScorerOptions(utility_mode=utility_mode, max_tokens=settings.max_tokens, judge_format=judge_format)
+    return Task(dataset=MemoryDataset(samples_of(bench, jobs), name="carryonbench", location=bench.source),
+                solver=play_conversation(Conversations(bench, conds, gen, shared_turn1),
+                                         {j.conversation_id: j for j in jobs}),
+                scorer=carryon_judges(Judges(bench, options, TRIPLET_CONDITION in conds)),
+                metadata={RUN_KEY: meta.to_json()}, version=__version__)
