@@ -29,7 +29,6 @@ def inspect_eval(srv: Any, logs: Path, *task_args: str) -> Path:
     args = [str(INSPECT), "eval", "carryon_eval/carryonbench", *ROLES, "--display", "plain", "--log-dir", str(logs)]
     for arg in task_args:
         args += ["-T", arg]
-    # cwd outside the repository: inspect would take the folder carryon_eval/ for a path of task files
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, cwd=logs.parent)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     found = sorted(logs.glob("*.eval"))
