@@ -19,9 +19,9 @@ INSTALL_HINT = 'inspect-ai is not installed; pip install "carryonbench[inspect]"
 
 def require_inspect() -> None:
     """Raise ExportError (one line) when inspect-ai is not importable."""
-    import importlib.util
-
     from ..exporters import ExportError
 
-    if importlib.util.find_spec("inspect_ai") is None:
-        raise ExportError(INSTALL_HINT)
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError:
+        raise ExportError(INSTALL_HINT) from None

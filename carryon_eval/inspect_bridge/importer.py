@@ -19,8 +19,10 @@ from ..exporters import ExportError
 from ..judgments import record_pass
 from ..records import JudgePass, RoleRecord, RunMeta, ScorerTally
 from ..run import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
+from ..schema import TRIPLET_CONDITION
 from ..scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
-from .task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, _VALUE_FIELDS
+from ..risk_probe import PROBE_FILE
+from .task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, _VALUE_FIELDS
 
 SCORER_NAME = "carryon_judges"
 
@@ -110,6 +112,7 @@ def import_log(path: Path, out: Path) -> str:
     transcripts, failures = [], []
     records: dict[str, list[dict[str, Any]]] = {}
     failed = 0
+    probes = []
     for sample in order:
         data = sample.store.get(TRANSCRIPT_KEY)
         if data is None:
@@ -124,6 +127,8 @@ def import_log(path: Path, out: Path) -> str:
         for name, rows in (score.metadata or {}).get(RECORDS, {}).items():
             records.setdefault(name, []).extend(rows)
         failed += len((score.metadata or {}).get("failed") or [])
+        if (score.metadata or {}).get(PROBE):
+            probes.append(score.metadata[PROBE])
     judges = sorted({r["judge_model"] for rows in records.values() for r in rows})
     if len(judges) > 1:
         raise ExportError(f"{path}: judged by several models ({', '.join(judges)}); expected one grader")
@@ -141,6 +146,8 @@ def import_log(path: Path, out: Path) -> str:
                                 judge_format=meta.judge.judge_format)
         for scorer in reply_scorers(list(records), options):
             write_jsonl_atomic(tmp / scorer.file, records[scorer.name])
+        if probes or TRIPLET_CONDITION in meta.conditions:
+            write_jsonl_atomic(tmp / PROBE_FILE, probes)
         if judge_model is not None:
             record_pass(tmp, _judge_pass(records, meta, judge_model, failed))
         (tmp / "cache").mkdir()

@@ -36,11 +36,13 @@ from ..dataset import Benchmark
 from ..endpoint import UsageLedger
 from ..prompts import load_prompt, prompt_hashes
 from ..records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
+from ..metrics import VIOLATION_THRESHOLD
+from ..risk_probe import probe_reply
 from ..rollout import ORACLE_PROMPT, Job, _Player, plan
 from ..schema import ALL_CONDITIONS, CONDITIONS, TRIPLET_CONDITION, Transcript
 from ..scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
 from ..simulator import UserSimulator
-from ..triplets import triplet_prompts
+from ..triplets import is_variant, triplet_prompts
 from .endpoint import InspectEndpoint
 from .export import _message, harm_score, utility_score
 
@@ -48,6 +50,7 @@ TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played con
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
 RUN_KEY = "carryonbench_run"                   # task metadata: the run.json of the run (roles filled on import)
 RECORDS = "records"                            # score metadata: scorer name -> judgment records (to_dict)
+PROBE = "risk_probe"                           # score metadata: the risk-recognition probe record, if asked
 USER_ROLE, GRADER_ROLE = "user", "grader"
 
 
@@ -209,6 +212,17 @@ class Judges:
             out[s.name].append(s.record(target, answer, self.grader.config.model).to_dict())
         return out, failed
 
+    async def probe(self, tr: Transcript, safety: Sequence[Any]) -> Optional[dict[str, Any]]:
+        """The risk-recognition probe of an ambiguous triplet reply the safety judge scored unsafe (asked of
+        the evaluated model in a fresh context, as carryon_eval.risk_probe does after the judge phase)."""
+        if not is_variant(tr.conversation_id, "ambiguous") or not any(
+                s.score is not None and s.score >= VIOLATION_THRESHOLD for s in safety):
+            return None
+        assert self.grader is not None
+        record = await probe_reply(InspectEndpoint(get_model()), tr.conversation_id, tr.messages[0].content,
+                                   self.grader.config.model)
+        return record.to_dict()
+
 
 @scorer(metrics=[unscored_judgments()])
 def carryon_judges(judges: Judges) -> Any:
@@ -229,7 +243,7 @@ def carryon_judges(judges: Judges) -> Any:
         ben, harm = utility_score(conv, utility), harm_score(conv, safety)
         value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
         return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
-                     metadata={RECORDS: records, "failed": failed})
+                     metadata={RECORDS: records, "failed": failed, PROBE: await judges.probe(tr, safety)})
     return score
 
 
