@@ -14,7 +14,7 @@ pytest.importorskip("inspect_ai", reason="inspect-ai is not installed (the `test
 
 from inspect_ai.log import read_eval_log  # noqa: E402
 
-from carryon_eval.run import RunFolder, read_jsonl  # noqa: E402
+from carryon_eval.run.folder import RunFolder, read_jsonl  # noqa: E402
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ def _python(code: str, *, hide_inspect: Path | None = None) -> subprocess.Comple
 
 
 def test_the_cli_does_not_import_inspect() -> None:
-    out = _python("import sys, carryon_eval.cli, carryon_eval.exporters, carryon_eval.inspect_bridge; "
+    out = _python("import sys, carryon_eval.cli, carryon_eval.app.exporters, carryon_eval.inspect_bridge; "
                   "print('inspect_ai' in sys.modules)")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

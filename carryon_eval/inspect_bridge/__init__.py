@@ -19,7 +19,7 @@ INSTALL_HINT = 'inspect-ai is not installed; pip install "carryonbench[inspect]"
 
 def require_inspect() -> None:
     """Raise ExportError (one line) when inspect-ai is not importable."""
-    from ..exporters import ExportError
+    from carryon_eval.app.exporters import ExportError
 
     try:
         import inspect_ai  # noqa: F401

@@ -1,2 +1,2 @@
 """What the ``inspect_ai`` entry point of this package registers: the carryonbench task."""
-from .task import carryonbench  # noqa: F401
+from carryon_eval.inspect_bridge.task import carryonbench  # noqa: F401

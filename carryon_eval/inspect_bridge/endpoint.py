@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import defaults
-from ..endpoint import ChatResult, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval import defaults
+from carryon_eval.model.endpoint import ChatResult, EndpointConfig, EndpointError, UsageLedger
 
 _STOP = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter"}
 

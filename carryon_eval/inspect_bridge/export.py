@@ -27,18 +27,18 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .. import __version__
-from .. import metrics as M
-from ..dataset import Benchmark, DatasetError
-from ..exporters import ExportError
-from ..judgments import JudgeError, load_all, load_safety, load_utility, select_judge
-from ..records import Results, RunMeta
-from ..report import RESULTS_FILE
-from ..response_modes import MODE_FILE, ResponseModeJudgment
-from ..run import RunError, RunFolder, read_usage
-from ..schema import CONDITIONS, TRIPLET_CONDITION, Message, SafetyJudgment, Transcript, UtilityJudgment
-from ..triplets import parse_triplet_id
-from . import require_inspect
+from carryon_eval import __version__
+from carryon_eval.metrics import conditions as M
+from carryon_eval.dataset.load import Benchmark, DatasetError
+from carryon_eval.app.exporters import ExportError
+from carryon_eval.judge.store import JudgeError, load_all, load_safety, load_utility, select_judge
+from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.report.writer import RESULTS_FILE
+from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
+from carryon_eval.run.folder import RunError, RunFolder, read_usage
+from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION, Message, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.triplet.prompt_sets import parse_triplet_id
+from carryon_eval.inspect_bridge import require_inspect
 
 TASK_NAME = "carryonbench"
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics
@@ -63,7 +63,7 @@ def _read_results(rundir: Path) -> Results:
 
 
 def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
-    from ..app import load_bench
+    from carryon_eval.app.commands import load_bench
 
     run = RunFolder(rundir)
     try:
@@ -308,7 +308,7 @@ def write_log(log: Any, out: Path) -> None:
 
 
 def write(rundir: Path, out: Path) -> str:
-    """The ``inspect`` export format (carryon_eval.exporters)."""
+    """The ``inspect`` export format (carryon_eval.app.exporters)."""
     log = build_log(Path(rundir))
     write_log(log, out)
     return f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}"

@@ -15,14 +15,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-from ..exporters import ExportError
-from ..judgments import record_pass
-from ..records import JudgePass, RoleRecord, RunMeta, ScorerTally
-from ..run import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
-from ..schema import TRIPLET_CONDITION
-from ..scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
-from ..risk_probe import PROBE_FILE
-from .task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, _VALUE_FIELDS
+from carryon_eval.app.exporters import ExportError
+from carryon_eval.judge.store import record_pass
+from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
+from carryon_eval.run.folder import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
+from carryon_eval.schema import TRIPLET_CONDITION
+from carryon_eval.judge.scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
+from carryon_eval.triplet.risk_probe import PROBE_FILE
+from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, _VALUE_FIELDS
 
 SCORER_NAME = "carryon_judges"
 

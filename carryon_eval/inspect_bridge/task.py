@@ -29,22 +29,22 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
-from .. import __version__, defaults
-from .. import metrics as M
-from ..app import SAMPLE, _manifest_sha, load_bench
-from ..dataset import Benchmark
-from ..endpoint import UsageLedger
-from ..prompts import load_prompt, prompt_hashes
-from ..records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
-from ..metrics import VIOLATION_THRESHOLD
-from ..risk_probe import probe_reply
-from ..rollout import ORACLE_PROMPT, Job, _Player, plan
-from ..schema import ALL_CONDITIONS, CONDITIONS, TRIPLET_CONDITION, Transcript
-from ..scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
-from ..simulator import UserSimulator
-from ..triplets import is_variant, triplet_prompts
-from .endpoint import InspectEndpoint
-from .export import _message, harm_score, utility_score
+from carryon_eval import __version__, defaults
+from carryon_eval.metrics import conditions as M
+from carryon_eval.app.commands import SAMPLE, _manifest_sha, load_bench
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.model.endpoint import UsageLedger
+from carryon_eval.prompts import load_prompt, prompt_hashes
+from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
+from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
+from carryon_eval.triplet.risk_probe import probe_reply
+from carryon_eval.rollout.play import ORACLE_PROMPT, Job, _Player, plan
+from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS, TRIPLET_CONDITION, Transcript
+from carryon_eval.judge.scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
+from carryon_eval.rollout.simulator import UserSimulator
+from carryon_eval.triplet.prompt_sets import is_variant, triplet_prompts
+from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
+from carryon_eval.inspect_bridge.export import _message, harm_score, utility_score
 
 TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
@@ -227,7 +227,7 @@ class Judges:
 @scorer(metrics=[unscored_judgments()])
 def carryon_judges(judges: Judges) -> Any:
     """Ben-Util per reply and conversation, harm per reply and worst, as the project's scorers judge them."""
-    from ..schema import SafetyJudgment, UtilityJudgment
+    from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
     async def score(state: TaskState, target: Target) -> Score:
         data = state.store.get(TRANSCRIPT_KEY)
