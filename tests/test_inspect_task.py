@@ -70,6 +70,16 @@ def test_inspect_eval_then_import_gives_the_same_results(tmp_path: Path, dataset
     assert mine["unscored"]["utility_items"] > 0 and mine["unscored"]["safety"] > 0   # unscored on both sides
     assert comparable(theirs) == comparable(mine)
 
+    # the log's own metrics are those headline numbers too (by the same metric functions)
+    from inspect_ai.log import read_eval_log
+
+    metrics = {name: m.value for score in read_eval_log(str(log)).results.scores for name, m in score.metrics.items()}
+    expected = {f"{cond}_{name}": block[name] for cond, block in mine["conditions"].items()
+                if block["n_conversations"] for name in block["ci95"] if block[name] is not None}
+    assert expected and {k: metrics.get(k) for k in expected} == expected
+    assert metrics.get("recovery") == mine["recovery"]["value"] is not None
+    assert metrics["unscored_judgments"] == mine["unscored"]["utility_items"] + mine["unscored"]["safety"]
+
 
 def test_import_of_a_foreign_file_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.eval"
