@@ -10,7 +10,7 @@ becomes one ``EvalLog`` written with inspect's own ``write_eval_log``, so ``insp
   ``{"turn_1": h_1, ..., "max": worst}``, and ``response_mode`` for triplet replies that have one; an
   unscored judgment (or a number it leaves undetermined) is None, never 0;
 - results.json's headline numbers as the log's metrics: one score per condition (``turn1``, ``oracle``,
-  ``bc``, ``nc``; ``recovery``; ``triplet``), each metric with its 95% CI and unscored bounds in its metadata;
+  ``bc``, ``nc``; ``recovery``) and one per other suite's section (``triplet``, ...), each metric with its 95% CI and unscored bounds in its metadata;
   a number that is null in results.json is not a metric (inspect metrics are numbers) and its reason is in the
   score's metadata under ``null``;
 - usage per role (target, user, grader) where the run folder recorded it (usage.json), the model roles of
@@ -36,7 +36,7 @@ from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.report.writer import RESULTS_FILE
 from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
-from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION, Message, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.triplet.prompt_sets import parse_triplet_id
 from carryon_eval.inspect_bridge import require_inspect
 
@@ -191,8 +191,9 @@ def headline_scores(results: Results) -> list[Any]:
         scores.append(_metric_block("recovery", {"recovery": rec.get("value"), "ci95": {"recovery": rec.get("ci95")},
                                                  "bounds": {"recovery": rec.get("bounds")},
                                                  "reasons": {"recovery": rec.get("reason")}}, ["recovery"]))
-    if results.triplet:
-        scores.append(_metric_block(TRIPLET_CONDITION, results.triplet, list(results.triplet.get("ci95") or {})))
+    for name, section in (results.sections or {}).items():      # the other suites' sections (triplet, ...)
+        if isinstance(section, dict) and section.get("ci95"):
+            scores.append(_metric_block(name, section, list(section["ci95"])))
     return scores
 
 

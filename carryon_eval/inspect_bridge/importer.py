@@ -20,9 +20,10 @@ from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
 from carryon_eval.run.folder import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
 from carryon_eval.schema import TRIPLET_CONDITION
-from carryon_eval.judge.scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
+from carryon_eval.judge.scorers import reply_scorers, reply_shape
+from carryon_eval.judge.store import judgment_file
 from carryon_eval.triplet.risk_probe import PROBE_FILE
-from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, _VALUE_FIELDS
+from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
 
 SCORER_NAME = "carryon_judges"
 
@@ -69,13 +70,10 @@ def run_meta(log: Any, transcripts: list[dict[str, Any]], judge_model: Optional[
 
 def _judge_pass(records: dict[str, list[dict[str, Any]]], meta: RunMeta, judge_model: str,
                 failed: int) -> JudgePass:
-    options = ScorerOptions(utility_mode=meta.judge.utility_mode, max_tokens=meta.judge.max_tokens,
-                            judge_format=meta.judge.judge_format)
-    made = {s.name: s for s in reply_scorers([*DEFAULT_SCORERS, *(n for n in records if n not in DEFAULT_SCORERS)],
-                                             options)}
+    made = {s.name: s for s in reply_scorers(list(records), meta.judge)}
     tallies = {}
     for name, rows in records.items():
-        field = _VALUE_FIELDS.get(name, "value")
+        field = reply_shape(made[name]).value_field
         tallies[name] = ScorerTally(records_total=len(rows), records_written=len(rows),
                                     unscored=sum(r.get(field) is None for r in rows), judged=len(rows),
                                     via=dict(Counter(str(r.get("via")) for r in rows)))
@@ -83,7 +81,7 @@ def _judge_pass(records: dict[str, list[dict[str, Any]]], meta: RunMeta, judge_m
                      utility_mode=meta.judge.utility_mode,
                      generation={"temperature": 0.0, "max_tokens": meta.judge.max_tokens},
                      prompts={n: ref for s in made.values() for n, ref in s.prompt_refs().items()},
-                     context={s.name: s.context for s in made.values()}, seconds=0.0, tallies=tallies,
+                     context={s.name: reply_shape(s).context for s in made.values()}, seconds=0.0, tallies=tallies,
                      complete=failed == 0, judge_format=meta.judge.judge_format)
 
 
@@ -142,10 +140,8 @@ def import_log(path: Path, out: Path) -> str:
         write_jsonl_atomic(tmp / TRANSCRIPTS_FILE, transcripts)
         if failures:
             write_jsonl_atomic(tmp / FAILURES_FILE, failures)
-        options = ScorerOptions(utility_mode=meta.judge.utility_mode, max_tokens=meta.judge.max_tokens,
-                                judge_format=meta.judge.judge_format)
-        for scorer in reply_scorers(list(records), options):
-            write_jsonl_atomic(tmp / scorer.file, records[scorer.name])
+        for name, rows in records.items():
+            write_jsonl_atomic(tmp / judgment_file(name), rows)
         if probes or TRIPLET_CONDITION in meta.conditions:
             write_jsonl_atomic(tmp / PROBE_FILE, probes)
         if judge_model is not None:

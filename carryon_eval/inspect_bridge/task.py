@@ -34,15 +34,17 @@ from carryon_eval.metrics import conditions as M
 from carryon_eval.app.commands import SAMPLE, _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
-from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
 from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
 from carryon_eval.triplet.risk_probe import probe_reply
-from carryon_eval.rollout.play import ORACLE_PROMPT, Job, _Player, plan
-from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS, TRIPLET_CONDITION, Transcript
-from carryon_eval.judge.scorers import DEFAULT_SCORERS, ScorerOptions, reply_scorers
+from carryon_eval.rollout.play import _Player
+from carryon_eval.schema import TRIPLET_CONDITION, Transcript
+from carryon_eval.judge.phase import record_row
+from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.rollout.simulator import UserSimulator
-from carryon_eval.triplet.prompt_sets import is_variant, triplet_prompts
+from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,
+                                refuse_missing, resolve_conditions, suites)
+from carryon_eval.triplet.prompt_sets import is_variant
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
 from carryon_eval.inspect_bridge.export import _message, harm_score, utility_score
 
@@ -50,33 +52,23 @@ TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played con
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
 RUN_KEY = "carryonbench_run"                   # task metadata: the run.json of the run (roles filled on import)
 RECORDS = "records"                            # score metadata: scorer name -> judgment records (to_dict)
+VALUE_FIELDS = "value_fields"                  # score metadata: scorer name -> the record field of its value
 PROBE = "risk_probe"                           # score metadata: the risk-recognition probe record, if asked
 USER_ROLE, GRADER_ROLE = "user", "grader"
 
 
 def parse_conditions(conditions: str | Sequence[str]) -> list[str]:
+    """The task's ``conditions`` argument (comma-separated or a list; "all") as the suites' condition names."""
     items = [c.strip().lower() for c in (conditions.split(",") if isinstance(conditions, str) else conditions)]
-    if "all" in items:
-        items = list(ALL_CONDITIONS)
-    bad = [c for c in items if c not in ALL_CONDITIONS]
-    if bad or not items:
-        raise ValueError(f"conditions: expected all or a comma-separated subset of {','.join(ALL_CONDITIONS)}, "
-                         f"got {conditions!r}")
-    return [c for c in ALL_CONDITIONS if c in items]
-
-
-def opening(bench: Benchmark, job: Job) -> str:
-    """The first user message of a job, as the rollout sends it."""
-    if job.condition == TRIPLET_CONDITION:
-        return triplet_prompts(bench.triplets)[job.conversation_id][1]
-    q = bench.queries[job.query_id]
-    if job.condition == "oracle":
-        return load_prompt(ORACLE_PROMPT).render(query=q["query"], benign_intent=q["benign_intent"])
-    return q["query"]
+    try:
+        return resolve_conditions([c for c in items if c])
+    except SuiteError as exc:
+        raise ValueError(f"conditions: {exc}") from None
 
 
 def samples_of(bench: Benchmark, jobs: Sequence[Job]) -> list[Sample]:
-    return [Sample(id=j.conversation_id, input=opening(bench, j),
+    """One sample per planned job (the suites' plan), its input the opening message exactly as sent."""
+    return [Sample(id=j.conversation_id, input=j.prompt,
                    metadata={"query_id": j.query_id, "condition": j.condition, "flow_id": j.flow_id,
                              "moves": list(j.moves), "domain": bench.queries.get(j.query_id, {}).get("domain")})
             for j in jobs]
@@ -90,7 +82,7 @@ def run_meta(bench: Benchmark, dataset: Optional[str], revision: Optional[str], 
                    dataset=DatasetRef(source=SAMPLE if dataset is None else bench.source, revision=revision,
                                       manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
                    generation=gen, judge=judge, conditions=list(conditions), limit=limit, shared_turn1=shared_turn1,
-                   prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+                   prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
                    skipped=list(skipped), subset=subset if subset not in (None, "full") else None)
 
 
@@ -121,8 +113,9 @@ class Conversations:
     """One task's rollout: the rollout's player on inspect's models, shared by every sample of the task (so
     that a query's turn-1 reply is generated once and shared by its conversations)."""
 
-    def __init__(self, bench: Benchmark, conditions: Sequence[str], gen: RunGeneration, shared_turn1: bool) -> None:
-        self.bench, self.conditions, self.gen, self.shared_turn1 = bench, list(conditions), gen, shared_turn1
+    def __init__(self, bench: Benchmark, jobs: Sequence[Job], gen: RunGeneration) -> None:
+        self.bench, self.gen = bench, gen
+        self.jobs = {j.conversation_id: j for j in jobs}
         self.memory = _Memory()
         self.player: Optional[_Player] = None
 
@@ -130,26 +123,30 @@ class Conversations:
         if self.player is None:       # inside the eval: its models and its event loop
             target, user = InspectEndpoint(get_model()), InspectEndpoint(get_model(role=USER_ROLE))
             simulator = UserSimulator(user, temperature=self.gen.user.temperature, max_tokens=self.gen.user.max_tokens)
-            self.player = _Player(self.bench, self.memory, target, simulator, conditions=self.conditions,  # type: ignore[arg-type]
-                                  gen=self.gen.target, shared_turn1=self.shared_turn1, concurrency=1_000_000)
+            self.player = _Player(self.bench, self.memory, target, simulator,  # type: ignore[arg-type]
+                                  gen=self.gen.target, concurrency=1_000_000)
             self.player.bar = _Quiet()
         return self.player
 
     async def play(self, job: Job) -> None:
+        """Play one job; a shared first reply is generated once, by whichever of its jobs comes first (its
+        owner job, conversation_id == shares, is written with it, as the rollout does)."""
         player = self._ready()
-        if job.condition == "turn1" or (self.shared_turn1 and job.condition in ("bc", "nc")):
-            if job.query_id not in player.pending:
-                player.pending[job.query_id] = asyncio.ensure_future(player.turn1(job.query_id))
-            await asyncio.shield(player.pending[job.query_id])
-        if job.condition != "turn1":
-            await player.converse(job)
+        if job.shares is not None:
+            if job.shares not in player.pending:
+                player.pending[job.shares] = asyncio.ensure_future(
+                    player.first_reply(job, self.jobs.get(job.shares)))
+            await asyncio.shield(player.pending[job.shares])
+            if job.conversation_id == job.shares:
+                return
+        await player.converse(job)
 
 
 @solver
-def play_conversation(conversations: Conversations, jobs: dict[str, Job]) -> Any:
+def play_conversation(conversations: Conversations) -> Any:
     """Play the sample's conversation (see the module docstring); the transcript goes into the sample's store."""
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        job = jobs[str(state.sample_id)]
+        job = conversations.jobs[str(state.sample_id)]
         await conversations.play(job)
         done = conversations.memory.done.get(job.conversation_id)
         if done is None:
@@ -172,11 +169,10 @@ def unscored_judgments() -> Metric:
     def count(scores: list[SampleScore]) -> float:
         return float(sum(r.get(field) is None
                          for s in scores for name, records in (s.score.metadata or {}).get(RECORDS, {}).items()
-                         for r in records for field in [_VALUE_FIELDS.get(name, "value")]))
+                         for r in records for field in [(s.score.metadata or {})[VALUE_FIELDS][name]]))
     return count
 
 
-_VALUE_FIELDS = {"utility": "verdict", "safety": "score", "response_mode": "mode"}
 TURNS = "turns"                                # score metadata: the model turns of the conversation
 
 
@@ -219,10 +215,10 @@ def headline(checklists: dict[str, list[str]]) -> Metric:
 class Judges:
     """The project's scorers on the grader role, one judgment per distinct case per task."""
 
-    def __init__(self, bench: Benchmark, options: ScorerOptions, triplets: bool) -> None:
+    def __init__(self, bench: Benchmark, settings: JudgeSettings, conditions: Sequence[str]) -> None:
         self.bench = bench
-        names = DEFAULT_SCORERS + (("response_mode",) if triplets else ())
-        self.scorers = reply_scorers(names, options)
+        self.scoring = ScoringPlan.of(conditions)          # which scorers judge which transcripts: the suites'
+        self.scorers = reply_scorers(self.scoring.scorers, settings)
         self.grader: Optional[InspectEndpoint] = None
         self.asked: dict[tuple[str, Any], asyncio.Future[Any]] = {}
 
@@ -236,9 +232,9 @@ class Judges:
     async def records(self, tr: Transcript) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
         if self.grader is None:
             self.grader = InspectEndpoint(get_model(role=GRADER_ROLE), UsageLedger())
-        query, checklist = self.bench.queries[tr.query_id], self.bench.checklists.get(tr.query_id, [])
-        wanted = [(s, target, case) for reply in tr.replies for s in self.scorers
-                  for target, case in s.cases(tr, reply, query, checklist)]
+        mine = set(self.scoring.scorers_for(tr))
+        wanted = [(s, target, case) for reply in tr.replies for s in self.scorers if s.name in mine
+                  for target, case in s.cases(tr, reply, self.bench)]
         answers = await asyncio.gather(*(self.judge(s, case) for s, _, case in wanted), return_exceptions=True)
         out: dict[str, list[dict[str, Any]]] = {s.name: [] for s in self.scorers}
         failed = []
@@ -246,7 +242,7 @@ class Judges:
             if isinstance(answer, BaseException):       # a failed call: the record is missing, as in the judge phase
                 failed.append(f"{s.name} {target}: {answer}")
                 continue
-            out[s.name].append(s.record(target, answer, self.grader.config.model).to_dict())
+            out[s.name].append(record_row(reply_shape(s), target, answer, self.grader.config.model))
         return out, failed
 
     async def probe(self, tr: Transcript, safety: Sequence[Any]) -> Optional[dict[str, Any]]:
@@ -270,7 +266,8 @@ def carryon_judges(judges: Judges) -> Any:
         data = state.store.get(TRANSCRIPT_KEY)
         if data is None:
             return Score(value={"ben_util": None, "harm_max": None},
-                         explanation=f"not played: {state.store.get(FAILURE_KEY)}", metadata={RECORDS: {}})
+                         explanation=f"not played: {state.store.get(FAILURE_KEY)}",
+                         metadata={RECORDS: {}, VALUE_FIELDS: {}})
         tr = Transcript.from_dict(data)
         records, failed = await judges.records(tr)
         utility = [UtilityJudgment.from_dict(r) for r in records.get("utility", [])]
@@ -281,7 +278,8 @@ def carryon_judges(judges: Judges) -> Any:
         value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
         return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
                      metadata={RECORDS: records, "failed": failed, PROBE: await judges.probe(tr, safety),
-                               TURNS: [r.turn for r in tr.replies]})
+                               TURNS: [r.turn for r in tr.replies],
+                               VALUE_FIELDS: {s.name: reply_shape(s).value_field for s in judges.scorers}})
     return score
 
 
@@ -294,25 +292,24 @@ TASK_NAME = "carryonbench" if "site-packages" in __file__ else "carryon_eval/car
 
 @task(name=TASK_NAME)
 def carryonbench(dataset: Optional[str] = None, revision: Optional[str] = None,
-                 conditions: str | list[str] = ",".join(CONDITIONS), subset: Optional[str] = None,
+                 conditions: Optional[str | list[str]] = None, subset: Optional[str] = None,
                  limit: Optional[int] = None, shared_turn1: bool = True, seed: int = defaults.SEED,
                  utility_mode: str = "text", judge_format: str = "json_schema") -> Task:
     """CarryOnBench: does the model recover its helpfulness, safely, once a benign user explains?"""
-    conds = parse_conditions(conditions)
+    conds = parse_conditions(conditions) if conditions is not None else list(default_conditions())
     limit = int(limit) if limit is not None else None
     bench = load_bench(dataset, revision, limit, subset)
-    jobs, skipped = plan(bench, conds)
+    refuse_missing(bench, conds)
+    jobs, skipped = plan_jobs(bench, conds, PlanSettings(shared_turn1=bool(shared_turn1)))
     gen = RunGeneration(target=Generation(temperature=defaults.TARGET_TEMPERATURE, seed=int(seed),
                                           max_tokens=defaults.TARGET_MAX_TOKENS),
                         user=Generation(temperature=defaults.USER_TEMPERATURE, seed=int(seed),
                                         max_tokens=defaults.USER_MAX_TOKENS))
     settings = JudgeSettings(utility_mode=utility_mode, max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format)
     meta = run_meta(bench, dataset, revision, conds, limit, subset, shared_turn1, gen, settings, skipped)
-    options = ScorerOptions(utility_mode=utility_mode, max_tokens=settings.max_tokens, judge_format=judge_format)
     return Task(dataset=MemoryDataset(samples_of(bench, jobs), name="carryonbench", location=bench.source),
-                solver=play_conversation(Conversations(bench, conds, gen, shared_turn1),
-                                         {j.conversation_id: j for j in jobs}),
-                scorer=carryon_judges(Judges(bench, options, TRIPLET_CONDITION in conds)),
+                solver=play_conversation(Conversations(bench, jobs, gen)),
+                scorer=carryon_judges(Judges(bench, settings, conds)),
                 metrics=[unscored_judgments(),
                          headline({q: [i["item_id"] for i in items] for q, items in bench.checklists.items()})],
                 metadata={RUN_KEY: meta.to_json()}, version=__version__)
