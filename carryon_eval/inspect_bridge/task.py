@@ -5,14 +5,16 @@
         -T dataset=carryonbench -T conditions=turn1,oracle,bc,nc -T subset=quick -T limit=10
     carryon-eval import logs/....eval --out runs/gpt-4o-mini && carryon-eval report runs/gpt-4o-mini
 
-One sample per planned conversation (carryon_eval.rollout.plan: the same conversations, ids and skips as
-`carryon-eval`). The solver plays it exactly as the rollout does (the rollout's own player: the project's user
-simulator and prompts on the model role ``user``, the same per-turn seeds, the turn-1 reply generated once per
-query and shared by its bc/nc conversations); the evaluated model is inspect's model. The scorer runs the
-project's scorers (Ben-Util, safety, and response modes for triplet replies) on the model role ``grader``, each
-distinct case judged once per task as the judge phase does, and keeps every judgment record in the score's
-metadata, so that `carryon-eval import` writes the run folder the report computes the numbers from. Both roles
-reach their models through one adapter (carryon_eval.inspect_bridge.endpoint).
+One sample per job of the registered suites' plans (carryon_eval.suite.plan_jobs: the same jobs, ids, opening
+messages and skips as `carryon-eval`, so every suite - the CarryOnBench conditions, the triplets, any suite
+registered later - is a task too). The solver plays a job exactly as the rollout does (the rollout's own player:
+the project's user simulator and prompts on the model role ``user``, the same per-turn seeds, a shared first reply
+generated once per key and reused by its jobs); the evaluated model is inspect's model. The scorer runs the
+scorers the suites name for each transcript (carryon_eval.suite.ScoringPlan) on the model role ``grader``, each
+distinct case judged once per task as the judge phase does, plus the risk-recognition probe of unsafe ambiguous
+triplet replies, and keeps every record in the score's metadata, so that `carryon-eval import` writes the run
+folder the report computes the numbers from. Both roles reach their models through one adapter
+(carryon_eval.inspect_bridge.endpoint).
 
 Task arguments: dataset (folder or Hub id; default the built-in sample), revision, conditions (comma-separated or
 "all"), subset ("full" or "quick"), limit (first N queries), shared_turn1, seed, utility_mode, judge_format.
