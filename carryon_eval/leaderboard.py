@@ -21,8 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -163,7 +163,11 @@ def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
 def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
-    value, reps, n, reason = stat_estimate(entry.scores, LOCK_IN, _query_ids(entry.scores), n_resamples, seed)
+    sums = QuerySums(entry.scores)
+    queries = covered(sums, LOCK_IN)
+    if not queries:
+        return Cell(None, reason="no query with both a BC and an oracle utility")
+    value, reps, reason = stat_estimate(sums, LOCK_IN, Bootstrap.of(queries, n_resamples=n_resamples, seed=seed))
     shares = [(entry.results.conditions.get(c) or {}).get("scored_share", {}).get("utility") for c in ("bc", "oracle")]
     known = [s for s in shares if s is not None]
     return Cell(value, ci95(reps) if value is not None else None, min(known) if known else None, reason)
@@ -204,41 +208,71 @@ register_columns("triplet", _triplet_columns)
 
 
 # ---------------------------------------------------------------- paired differences (pure)
-def _query_ids(rows: Sequence[Mapping[str, Any]]) -> set[str]:
-    return {r["query_id"] for r in rows}
+Need = tuple[str, str]                 # (condition, name in UNIT_VALUES)
 
 
-def _values(rows: Sequence[Mapping[str, Any]], cond: str, name: str, queries: set[str]) -> list[tuple[str, float]]:
-    get = UNIT_VALUES[name]
-    return [(r["query_id"], v) for r in rows if r["condition"] == cond and r["query_id"] in queries
-            for v in [get(r)] if v is not None]
+class QuerySums:
+    """One model's per-conversation values summed and counted per query, for each (condition, value): what a
+    query-cluster bootstrap needs, built once per model; replicates are cached per (need, resampled queries)."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.by_need: dict[Need, dict[str, tuple[float, int]]] = defaultdict(dict)
+        for r in rows:
+            for name, get in UNIT_VALUES.items():
+                v = get(r)
+                if v is not None:
+                    cell = self.by_need[(r["condition"], name)]
+                    total, n = cell.get(r["query_id"], (0.0, 0))
+                    cell[r["query_id"]] = (total + v, n + 1)
+        self._reps: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
+
+    def queries(self, need: Need) -> set[str]:
+        return set(self.by_need.get(need, {}))
+
+    def point(self, need: Need, queries: Sequence[str]) -> Optional[float]:
+        cells = [c for c in map(self.by_need.get(need, {}).get, queries) if c]
+        n = sum(c[1] for c in cells)
+        return sum(c[0] for c in cells) / n if n else None
+
+    def replicates(self, need: Need, boot: Bootstrap) -> np.ndarray:
+        key = (need, boot.query_ids, *boot.idx.shape)
+        if key not in self._reps:
+            cells = [self.by_need.get(need, {}).get(q, (0.0, 0)) for q in boot.query_ids]
+            self._reps[key] = boot.cluster_means(np.array([c[0] for c in cells], dtype=float),
+                                                 np.array([c[1] for c in cells], dtype=float))
+        return self._reps[key]
 
 
-def shared_queries(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], stat: Stat) -> set[str]:
-    """The queries where both models have a value for every mean the statistic needs."""
-    out = _query_ids(a) & _query_ids(b)
-    for cond, name in stat.needs:
-        out &= {q for q, _ in _values(a, cond, name, out)} & {q for q, _ in _values(b, cond, name, out)}
-    return out
+def _sums(x: Any) -> QuerySums:
+    return x if isinstance(x, QuerySums) else QuerySums(x)
 
 
-def stat_estimate(rows: Sequence[Mapping[str, Any]], stat: Stat, queries: set[str], n_resamples: int = N_RESAMPLES,
-                  seed: int = SEED, boot: Optional[Bootstrap] = None) -> tuple[Optional[float], np.ndarray, int, Optional[str]]:
-    """(value, bootstrap replicates, n queries, reason when None) of `stat` over `queries`."""
-    boot = boot or Bootstrap.of(queries, n_resamples=n_resamples, seed=seed)
+def covered(sums: QuerySums, stat: Stat) -> set[str]:
+    """The queries where the model has a value for every mean the statistic needs."""
+    sets = [sums.queries(need) for need in stat.needs]
+    return set.intersection(*sets) if sets else set()
+
+
+def shared_queries(a: Any, b: Any, stat: Stat) -> set[str]:
+    """The queries where both models (rows or QuerySums) have a value for every mean the statistic needs."""
+    return covered(_sums(a), stat) & covered(_sums(b), stat)
+
+
+def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optional[float], np.ndarray, Optional[str]]:
+    """(value, bootstrap replicates, reason when None) of `stat` over the queries of `boot`."""
     points, reps = [], []
-    for cond, name in stat.needs:
-        pairs = _values(rows, cond, name, queries)
-        if not pairs:
-            return None, np.full(boot.idx.shape[0], np.nan), 0, f"no scored {COND_LABELS.get(cond, cond)} {name}"
-        points.append(fmean(v for _, v in pairs))
-        reps.append(boot.means(pairs))
+    for need in stat.needs:
+        point = sums.point(need, boot.query_ids)
+        if point is None:
+            return None, np.full(boot.idx.shape[0], np.nan), f"no scored {COND_LABELS.get(need[0], need[0])} {need[1]}"
+        points.append(point)
+        reps.append(sums.replicates(need, boot))
     with np.errstate(invalid="ignore", divide="ignore"):
         value = float(stat.combine(*map(np.float64, points)))
         replicates = np.asarray(stat.combine(*reps), dtype=float)
     if not math.isfinite(value):
-        return None, replicates, len(queries), "undefined (division by a zero oracle utility)"
-    return value, replicates, len(queries), None
+        return None, replicates, "undefined (division by a zero oracle utility)"
+    return value, replicates, None
 
 
 @dataclass(frozen=True)
@@ -255,19 +289,24 @@ class Difference:
                 "reason": self.reason}
 
 
-def paired_difference(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], stat: Stat, *,
-                      n_resamples: int = N_RESAMPLES, seed: int = SEED, ids: tuple[int, int] = (0, 1)) -> Difference:
-    """Model a minus model b on `stat`, paired over their shared queries: one set of query resamples drives
-    both models' replicates, so the interval is that of the difference, not of two independent means."""
-    queries = shared_queries(a, b, stat)
+def paired_difference(a: Any, b: Any, stat: Stat, *, n_resamples: int = N_RESAMPLES, seed: int = SEED,
+                      ids: tuple[int, int] = (0, 1), boots: Optional[dict[frozenset, Bootstrap]] = None) -> Difference:
+    """Model a minus model b (per-conversation rows, or their QuerySums) on `stat`, paired over their shared
+    queries: one set of query resamples drives both models' replicates, so the interval is that of the
+    difference, not of two independent means. `boots` caches the resamples per query set."""
+    a, b = _sums(a), _sums(b)
+    queries = frozenset(shared_queries(a, b, stat))
     if not queries:
         return Difference(*ids, None, None, 0, "no query with numbers for both models")
-    boot = Bootstrap.of(queries, n_resamples=n_resamples, seed=seed)
-    va, ra, n, why_a = stat_estimate(a, stat, queries, boot=boot)
-    vb, rb, _, why_b = stat_estimate(b, stat, queries, boot=boot)
+    boots = {} if boots is None else boots
+    boot = boots.get(queries)
+    if boot is None:
+        boot = boots[queries] = Bootstrap.of(queries, n_resamples=n_resamples, seed=seed)
+    va, ra, why_a = stat_estimate(a, stat, boot)
+    vb, rb, why_b = stat_estimate(b, stat, boot)
     if va is None or vb is None:
-        return Difference(*ids, None, None, n, why_a or why_b)
-    return Difference(*ids, va - vb, ci95(ra - rb), n)
+        return Difference(*ids, None, None, len(queries), why_a or why_b)
+    return Difference(*ids, va - vb, ci95(ra - rb), len(queries))
 
 
 # ---------------------------------------------------------------- the board
@@ -318,8 +357,9 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
                 by_run[i].append(cell)
     groups, info, warnings = comparability(runs)
     n, seed = bootstrap_settings(runs)
-    differences = {col.key: [paired_difference(runs[i].scores, runs[j].scores, col.stat, n_resamples=n, seed=seed,
-                                               ids=(i, j))
+    sums, boots = [QuerySums(e.scores) for e in runs], {}
+    differences = {col.key: [paired_difference(sums[i], sums[j], col.stat, n_resamples=n, seed=seed, ids=(i, j),
+                                               boots=boots)
                              for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]
                    for col in columns if col.stat is not None}
     rho = {g: {cond: spearman([runs[i].results.conditions[cond]["utility"] for i in idx],
