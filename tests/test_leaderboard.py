@@ -222,12 +222,15 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
             return [r.get_attribute("data-model")
                     for r in driver.find_elements(By.CSS_SELECTOR, "#leaderboard tbody.group tr.model")]
         assert order() == ["beta", "alpha", "gamma"]          # BC utility, best first; gamma in its own group
+        cell = driver.find_element(By.CSS_SELECTOR, 'tr[data-model="beta"] td[data-key="bc.utility"]').text
+        assert cell.split() == ["100.0", "[100.0,", "100.0]", "100%", "scored"]   # value, interval, scored share
         warning = driver.find_element(By.ID, "mixed-warning-1")
         assert warning.is_displayed() and "different judges" in warning.text
         assert "different dataset" not in driver.page_source
         assert "Paired differences on BC Util. %" in driver.find_element(By.ID, "pairs-title").text
         pair = driver.find_element(By.CSS_SELECTOR, "#pairs tr.pair").text
-        assert "beta − alpha" in pair and "+50.0" in pair
+        assert "beta − alpha" in pair and "+50.0" in pair          # BC utility 100 vs 50 on both shared queries
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#pairs-all tr.pair")) == 1   # gamma is in group B
 
         driver.find_element(By.CSS_SELECTOR, 'th[data-key="turn1.utility"]').click()
         assert order() == ["alpha", "beta", "gamma"]          # turn-1 utility 50 vs 0: the rows moved

@@ -48,11 +48,27 @@
     return null;
   }
 
+  function pairRow(letter, i, j, key, col) {
+    var p = pairOf(key, i, j);
+    var tr = document.createElement("tr");
+    tr.className = "pair";
+    tr.appendChild(td(letter));
+    tr.appendChild(td(data.models[i] + " − " + data.models[j], "left"));
+    tr.appendChild(td(p ? fmt(p.value, col.digits) : "n/a"));
+    tr.appendChild(td(p && p.ci95 ? "[" + fmt(p.ci95[0], col.digits) + ", " + fmt(p.ci95[1], col.digits) + "]"
+                                  : (p && p.reason ? p.reason : "n/a")));
+    var excl = p && p.ci95 && (p.ci95[0] > 0 || p.ci95[1] < 0);
+    tr.appendChild(td(p ? (excl ? "yes" : "no") + " (" + p.n + " queries)" : ""));
+    return tr;
+  }
+
   function showPairs(key) {
     var col = data.columns[key];
     var title = document.getElementById("pairs-title");
-    var body = panel.querySelector("tbody");
-    body.textContent = "";
+    var near = panel.querySelector("tbody");
+    var all = document.querySelector("#pairs-all tbody");
+    near.textContent = "";
+    all.textContent = "";
     if (!col) { title.textContent = "Sort on a metric column to see its paired differences."; return; }
     title.textContent = "Paired differences on " + col.band + " " + col.label +
       " (row above minus row below in the current order, each group on its own)";
@@ -60,25 +76,17 @@
       var tr = document.createElement("tr");
       tr.appendChild(td("Not available for this column: " + (col.note || "no per-query numbers"), "na"));
       tr.firstChild.colSpan = 5;
-      body.appendChild(tr);
+      near.appendChild(tr);
       return;
     }
     table.querySelectorAll("tbody.group").forEach(function (group) {
-      var rows = group.querySelectorAll("tr.model");
-      for (var n = 0; n + 1 < rows.length; n++) {
-        var i = parseInt(rows[n].getAttribute("data-index"), 10);
-        var j = parseInt(rows[n + 1].getAttribute("data-index"), 10);
-        var p = pairOf(key, i, j);
-        var tr = document.createElement("tr");
-        tr.className = "pair";
-        tr.appendChild(td(group.getAttribute("data-group")));
-        tr.appendChild(td(data.models[i] + " − " + data.models[j], "left"));
-        tr.appendChild(td(p ? fmt(p.value, col.digits) : "n/a"));
-        tr.appendChild(td(p && p.ci95 ? "[" + fmt(p.ci95[0], col.digits) + ", " + fmt(p.ci95[1], col.digits) + "]"
-                                      : (p && p.reason ? p.reason : "n/a")));
-        var excl = p && p.ci95 && (p.ci95[0] > 0 || p.ci95[1] < 0);
-        tr.appendChild(td(p ? (excl ? "yes" : "no") + " (" + p.n + " queries)" : ""));
-        body.appendChild(tr);
+      var letter = group.getAttribute("data-group");
+      var order = Array.prototype.map.call(group.querySelectorAll("tr.model"), function (row) {
+        return parseInt(row.getAttribute("data-index"), 10);
+      });
+      for (var n = 0; n < order.length; n++) {
+        if (n + 1 < order.length) { near.appendChild(pairRow(letter, order[n], order[n + 1], key, col)); }
+        for (var m = n + 1; m < order.length; m++) { all.appendChild(pairRow(letter, order[n], order[m], key, col)); }
       }
     });
   }
