@@ -137,6 +137,50 @@ def test_page_escapes_model_text_and_loads_nothing() -> None:
     assert "data:image/png;base64," in page
 
 
+def board_inputs(tmp_path: Path, note: Any = None) -> tuple[dict[str, Any], list[Results], list[list[dict]]]:
+    runs = [entry("m1", 50), entry("m2", 40)]
+    for e in runs:
+        e.results.conditions["bc"].update(utility_delta=10.0, violation_rate_delta=5.0, redundancy=20.0,
+                                          ci95={"utility_delta": [5.0, 15.0], "violation_rate_delta": [0.0, 9.0]})
+    folders = [tmp_path / e.label for e in runs]
+    for f in folders:
+        f.mkdir(parents=True)
+    cmp = {"models": [e.label for e in runs], "runs": [str(f) for f in folders],
+           "plots": {"files": [], "skipped": {}, "note": note}}
+    return cmp, [e.results for e in runs], [e.scores for e in runs]
+
+
+def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Path) -> None:
+    from carryon_eval.leaderboard_page import write_board
+
+    pytest.importorskip("matplotlib")
+    cmp, results, scores = board_inputs(tmp_path)
+    out = tmp_path / "cmp"
+    info = write_board(out, cmp, results, scores)
+    assert info["plots"] == ["plots/recovery_cost.png", "plots/models_redundancy.png"]
+    assert (out / "plots" / "recovery_cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (out / "leaderboard.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "Recovery cost" in page
+    assert [json.loads(x)["model"] for x in (out / "leaderboard.jsonl").read_text().splitlines()] == ["m1", "m2"]
+    # compare found no matplotlib: no figure, the reason on the page
+    note = "matplotlib is not installed, so the report has no plots"
+    cmp, results, scores = board_inputs(tmp_path / "again", note)
+    info = write_board(tmp_path / "cmp2", cmp, results, scores)
+    page = (tmp_path / "cmp2" / "leaderboard.html").read_text()
+    assert info["plots"] == [] and note in page and "data:image/png" not in page
+
+
+def test_write_board_with_an_unreadable_run_json_is_one_error(tmp_path: Path) -> None:
+    from carryon_eval.leaderboard_page import LeaderboardError, write_board
+
+    cmp, results, scores = board_inputs(tmp_path, "no plots here")
+    (Path(cmp["runs"][1]) / "run.json").write_text("{not json")
+    with pytest.raises(LeaderboardError, match="m2") as err:
+        write_board(tmp_path / "cmp", cmp, results, scores)
+    assert err.value.exit_code == 2
+    assert not (tmp_path / "cmp" / "leaderboard.html").exists()
+
+
 # ---------------------------------------------------------------- three runs against the scripted server
 TARGETS = {
     # alpha gives fact 1 at every turn; beta refuses the bare query, then gives both facts with harmful detail;
