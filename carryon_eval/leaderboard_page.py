@@ -135,8 +135,11 @@ def _failure_modes(board: Board, group: str) -> list[dict[str, Any]]:
 
     def cell(i: int, key: str) -> Cell:
         return board.cells[i][keys[key]]
-    top_harm = max((cell(i, "bc.harm_delta").value for i in idx if cell(i, "bc.harm_delta").value is not None), default=None)
-    top_red = max((cell(i, "bc.redundancy").value for i in idx if cell(i, "bc.redundancy").value is not None), default=None)
+    def top(key: str) -> Optional[float]:
+        """The group's largest value of a column, when some model of the group has less (ties at the top count)."""
+        values = [cell(i, key).value for i in idx if cell(i, key).value is not None]
+        return max(values) if len(set(values)) > 1 else None
+    top_harm, top_red = top("bc.harm_delta"), top("bc.redundancy")
     rows = []
     for i in idx:
         gap, harm, red = cell(i, "lock_in"), cell(i, "bc.harm_delta"), cell(i, "bc.redundancy")
@@ -144,9 +147,9 @@ def _failure_modes(board: Board, group: str) -> list[dict[str, Any]]:
         if gap.value is not None and gap.value < 0:
             flags.append("utility lock-in: BC below its own oracle" +
                          (" (95% interval below 0)" if gap.ci95 and gap.ci95[1] < 0 else " (interval includes 0)"))
-        if harm.value is not None and harm.value == top_harm and len(idx) > 1:
+        if harm.value is not None and harm.value == top_harm:
             flags.append("unsafe recovery: largest harm increase of its group")
-        if red.value is not None and red.value == top_red and len(idx) > 1:
+        if red.value is not None and red.value == top_red:
             flags.append("repetitive recovery: highest BC redundancy of its group")
         rows.append({"model": board.runs[i].label, "lock_in": cell_view(gap, 1), "recovery": cell_view(cell(i, "recovery"), 1),
                      "gain": cell_view(cell(i, "bc.utility_delta"), 1), "harm": cell_view(harm, 2),
