@@ -19,10 +19,9 @@ import click
 
 from . import __version__
 from .leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
-from .plots import CONDITION_COLORS, PLOT_CAPTIONS, VIOLATION_LINE, PlotSkipped, _figure, _legend, _png, _require
+from .plots import CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require
 from .records import Results, RunMeta
 from .run import write_text_atomic
-from .schema import CONDITIONS
 
 CAPTIONS = {
     **PLOT_CAPTIONS,
@@ -71,7 +70,7 @@ def models_redundancy(board: Board) -> bytes:
     _require(any(b.get("redundancy") is not None for _, bs in rows for b in bs.values()),
              "no model fulfilled any item after turn 1")
     fig, (ax,) = _figure(width=max(5.0, 0.7 * len(rows) + 2), height=4.0)
-    width = 0.38
+    width, labelled = 0.38, set()
     for k, cond in enumerate(("bc", "nc")):
         for i, (_, blocks) in enumerate(rows):
             b = blocks[cond]
@@ -82,8 +81,8 @@ def models_redundancy(board: Board) -> bytes:
                 continue
             err = _ci_err(v, (b.get("ci95") or {}).get("redundancy"))
             ax.bar([x], [v], width, yerr=[[err[0]], [err[1]]], color=CONDITION_COLORS[cond], capsize=2,
-                   label=COND_LABELS[cond] if i == next(j for j, (_, bs) in enumerate(rows)
-                                                       if bs[cond].get("redundancy") is not None) else None)
+                   label=None if cond in labelled else COND_LABELS[cond])
+            labelled.add(cond)
     ax.set_xticks(range(len(rows)), [label for label, _ in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("redundancy (% of fulfilled items already fulfilled)")
     ax.set_ylim(0, 105)
@@ -213,7 +212,7 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
         figures=_figures(images), skipped=dict(skipped), plots_note=plots_note, domains=_domain_views(board),
         models=[e.label for e in board.runs], settings=board.settings, data=data, script=js,
         script_hash=f"sha256-{digest}", generated=f"carryon-eval {__version__}",
-        at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), conditions=CONDITIONS)
+        at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skipped: Mapping[str, str],
