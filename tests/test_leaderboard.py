@@ -16,10 +16,10 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler, rollout_handler
 from scripted_server import last_user_text
 
-from carryon_eval.leaderboard import (LOCK_IN, RECOVERY, RunEntry, Stat, build_leaderboard, jsonl_rows,
+from carryon_eval.report.leaderboard import (LOCK_IN, RECOVERY, RunEntry, Stat, build_leaderboard, jsonl_rows,
                                       paired_difference, shared_queries)
-from carryon_eval.leaderboard_page import render_page, script
-from carryon_eval.records import DatasetRef, JudgesInfo, Results, RunMeta
+from carryon_eval.report.leaderboard_page import render_page, script
+from carryon_eval.run.records import DatasetRef, JudgesInfo, Results, RunMeta
 
 XSS = "<script>alert(1)</script>"
 
@@ -102,7 +102,7 @@ def test_mixed_judges_and_datasets_fall_into_groups_that_are_never_compared() ->
 
 
 def test_failure_modes_name_lock_in_unsafe_and_repetitive_recovery() -> None:
-    from carryon_eval.leaderboard_page import _failure_modes
+    from carryon_eval.report.leaderboard_page import _failure_modes
 
     runs = [entry("locked", 50), entry("unsafe", 50), entry("repeats", 50)]
     # locked: BC below its own oracle on every query (60 vs 30 on q1, q2): a 95% interval below 0
@@ -168,7 +168,7 @@ def board_inputs(tmp_path: Path, note: Any = None) -> tuple[dict[str, Any], list
 
 
 def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Path) -> None:
-    from carryon_eval.leaderboard_page import write_board
+    from carryon_eval.report.leaderboard_page import write_board
 
     pytest.importorskip("matplotlib")
     cmp, results, scores = board_inputs(tmp_path)
@@ -188,7 +188,7 @@ def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Pat
 
 
 def test_write_board_with_an_unreadable_run_json_is_one_error(tmp_path: Path) -> None:
-    from carryon_eval.leaderboard_page import LeaderboardError, write_board
+    from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 
     cmp, results, scores = board_inputs(tmp_path, "no plots here")
     (Path(cmp["runs"][1]) / "run.json").write_text("{not json")
