@@ -97,6 +97,9 @@ def test_mixed_judges_and_datasets_fall_into_groups_that_are_never_compared() ->
     pairs = {(d.a, d.b) for d in board.differences["bc.utility"]}
     assert pairs == {(0, 1)}                                        # only m1 vs m2 share judges and dataset
     assert board.differences["bc.utility"][0].value == pytest.approx(10)
+    # Spearman of utility and harm within each group: m1, m2 only in A; one model is not a ranking
+    assert set(board.spearman) == {"A", "B", "C"} and board.spearman["A"]["bc"]["n"] == 2
+    assert board.spearman["B"]["bc"]["rho"] is None and "at least 2" in board.spearman["B"]["bc"]["reason"]
     same = build_leaderboard([entry("m1", 50), entry("m2", 40)])
     assert same.warnings == [] and same.groups == ["A", "A"]
 

@@ -362,8 +362,10 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
                                                boots=boots)
                              for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]
                    for col in columns if col.stat is not None}
-    rho = {g: {cond: spearman([runs[i].results.conditions[cond]["utility"] for i in idx],
-                              [runs[i].results.conditions[cond]["harm"] for i in idx]) for cond in CONDITIONS}
+    def metric(i: int, cond: str, name: str) -> Optional[float]:
+        return (runs[i].results.conditions.get(cond) or {}).get(name)
+    rho = {g: {cond: spearman([metric(i, cond, "utility") for i in idx], [metric(i, cond, "harm") for i in idx])
+               for cond in CONDITIONS}
            for g in info for idx in [[i for i, x in enumerate(groups) if x == g]]}
     return Board(runs, columns, by_run, groups, info, warnings, differences, rho,
                  {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries both models share)"})
