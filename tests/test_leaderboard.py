@@ -142,6 +142,24 @@ def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -
     assert table.num_rows == 2 and "metrics" in table.column_names
 
 
+def test_a_registered_column_source_reaches_the_table_the_page_and_the_jsonl() -> None:
+    """The seam another suite (OpenSafeIntent) plugs its columns into."""
+    from carryon_eval.report.leaderboard import COLUMN_SOURCES, Cell, Column, register_columns
+
+    def extra(runs: list[RunEntry]) -> list[tuple[Column, list[Cell]]]:
+        return [(Column("extra.score", "Extra score %", "Extra suite", 1, "higher"),
+                 [Cell(10.0 * i, [0.0, 20.0 * i], 100.0) for i, _ in enumerate(runs)])]
+    register_columns("extra", extra)
+    try:
+        board = build_leaderboard([entry("m1", 50), entry("m2", 40)])
+    finally:
+        COLUMN_SOURCES.pop("extra")
+    assert board.columns[-1].key == "extra.score" and "extra.score" not in board.differences   # no per-query numbers
+    assert jsonl_rows(board)[1]["metrics"]["extra.score"] == {"value": 10.0, "ci95": [0.0, 20.0], "scored_share": 100.0}
+    page = render_page(board, {}, {})
+    assert 'data-key="extra.score"' in page and ">Extra suite</th>" in page
+
+
 def test_page_escapes_model_text_and_loads_nothing() -> None:
     board = build_leaderboard([entry(XSS, 50), entry("m2 & <b>co</b>", 40)])
     page = render_page(board, {"fig": b"\x89PNG fake"}, {"skipped_one": f"because {XSS}"})
