@@ -103,6 +103,7 @@ class SuiteReport:
     html: Optional[Callable[[dict[str, Any]], str]] = None
     compare: Optional[Callable[[Sequence[str], Sequence[Any]], Any]] = None    # (model labels, Results) -> part
     compare_markdown: Optional[Callable[[Any], str]] = None
+    leaderboard: Optional[Callable[[Sequence[Any]], list[Any]]] = None       # compare's leaderboard columns
 
 
 @dataclass(frozen=True)
