@@ -170,3 +170,28 @@ def last_user_text(body: dict) -> str:
 def system_text(body: dict) -> str:
     """Concatenated content of the system messages of a chat request body ("" if none)."""
     return "\n".join(message_text(m) for m in body.get("messages") or [] if m.get("role") == "system")
+
+
+def by_prefix(routes: dict[str, Any], default: Any) -> Handler:
+    """Dispatch on how the last user message starts: the first prefix of ``routes`` it starts with picks the
+    handler (or fixed outcome); any other message gets ``default``. E.g. a judge prompt file's opening text."""
+    def handler(body: dict) -> Any:
+        text = last_user_text(body)
+        for prefix, h in routes.items():
+            if prefix and text.startswith(prefix):
+                return _resolve(h, body)
+        return _resolve(default, body)
+    return handler
+
+
+def rubric_judges(templates: dict[str, str], answers: dict[str, Callable[[str], Any]], default: Any) -> Handler:
+    """A judge that answers rubric prompts: ``templates`` maps a judge name to its prompt file's text (filled
+    by the product with the prompt and reply), ``answers`` maps the same name to ``text -> outcome`` (the
+    filled prompt it was sent in, the answer out). The opening of each template, up to its first placeholder,
+    says which judge a request is for; anything else gets ``default`` (e.g. the target's replies)."""
+    def opening(template: str) -> str:
+        cut = min((i for i in (template.find("{"),) if i >= 0), default=len(template))
+        return template[:cut]
+    routes = {opening(t): (lambda body, name=name: answers[name](last_user_text(body)))
+              for name, t in templates.items()}
+    return by_prefix(dict(sorted(routes.items(), key=lambda kv: -len(kv[0]))), default)
