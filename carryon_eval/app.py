@@ -48,7 +48,10 @@ from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
 from .run import RunFolder, write_json_atomic
 from .risk_probe import PROBE_FILE, probe_risk
-from .schema import CONDITIONS, TRIPLET_CONDITION
+from .schema import CONDITIONS, OPENSAFEINTENT_CONDITION, TRIPLET_CONDITION
+from .opensafeintent.phase import run_suite, suite_record
+from .opensafeintent.release import check_resume, load_release
+from .opensafeintent.suite import cost_lines as osi_cost_lines, export_run
 from .triplets import triplet_scorers
 from .fidelity import check_fidelity
 from .simulator import UserSimulator
@@ -107,6 +110,7 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.subset); None: every conversation
+    opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
 
 
 @dataclass(frozen=True)
@@ -380,9 +384,16 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
                        model_check=cfg.model_check) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
-        jobs, skipped = plan(bench, cfg.conditions)
+        osi = OPENSAFEINTENT_CONDITION in cfg.conditions
+        if osi and cfg.opensafeintent is None:
+            raise ConfigError("condition opensafeintent needs --opensafeintent DIR (an OpenSafeIntent release "
+                              "folder: dataset.json and prompts/metrics/)")
+        release = load_release(cfg.opensafeintent, cfg.limit) if osi and cfg.opensafeintent else None
+        cob = [c for c in cfg.conditions if c != OPENSAFEINTENT_CONDITION]
+        jobs, skipped = plan(bench, cob)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset if cob else str(cfg.opensafeintent),
+                                               cfg.limit, cfg.subset))
         out.info(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
         out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
@@ -399,14 +410,20 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
                                                        pool=(configs[role].base_url, *choice.pool))
+        if release is not None:
+            meta.suites[OPENSAFEINTENT_CONDITION] = suite_record(release, cfg.temperature, cfg.max_tokens)
         try:                                 # what this run still has to do; reads, never writes
-            for line in run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices):
-                out.info(line)
+            lines = run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices) \
+                if cob else []
         except ValueError as exc:            # a bad --price
             raise ConfigError(str(exc)) from None
+        for line in [*lines, *(osi_cost_lines(release) if release is not None else [])]:
+            out.info(line)
         if cfg.dry_run:
             return
         run.check(meta)                      # an unusable folder fails before anything starts
+        if release is not None and run.exists():
+            check_resume(run.read_meta().suites.get(OPENSAFEINTENT_CONDITION, {}).get("sha256", {}), release.folder)
         if local:
             srv = session.local_server()
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
@@ -428,20 +445,33 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                             judge_format=meta.judge.judge_format,
                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
 
-        await judge_while_rolling_out(
-            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
-        if cfg.fidelity:
-            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
-                          meta.judge.judge_format)
-        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
-        if TRIPLET_CONDITION in meta.conditions:
-            probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
-            out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
-        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        results = None
+        if cob:
+            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out)
+        if release is not None:
+            await run_suite(release, run, meta.suites[OPENSAFEINTENT_CONDITION], eps["target"], eps["judge"],
+                            cfg.concurrency, out)
         session.print_usage()
-    require_scored(results, run)
+    if results is not None:
+        require_scored(results, run)
+
+
+async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
+                               eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
+                               out: Output) -> Results:
+    """The CarryOnBench conditions' phases: rollout (judged while it runs), fidelity, judge, probe, report."""
+    await judge_while_rolling_out(
+        lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+        judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+    if cfg.fidelity:
+        await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+    await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
+                      meta.judge.judge_format)
+    judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+    if TRIPLET_CONDITION in meta.conditions:
+        probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
+        out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
+    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -540,6 +570,22 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
+async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
+    """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
+    run = RunFolder(rundir)
+    meta = run.read_meta()
+    record = meta.suites.get(OPENSAFEINTENT_CONDITION)
+    if not record:
+        raise ConfigError(f"{run.path} has no opensafeintent condition (run.json suites.opensafeintent)")
+    check_resume(record["sha256"], record["folder"])
+    release = load_release(record["folder"], meta.limit)
+    judge_model = judge or meta.role("judge").model or LOCAL_MODEL_ALIAS
+    target_model = meta.role("target").model or LOCAL_MODEL_ALIAS
+    paths = export_run(release, run, judge_model, target_model, dest)
+    for path in paths.values():
+        out.info(f"wrote {path}")
+
+
 async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
@@ -547,5 +593,5 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     require_scored(report_phase(bench, run, out, judge), run)
 
 
-__all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

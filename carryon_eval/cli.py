@@ -40,7 +40,7 @@ from .judge import JUDGE_FORMATS, JudgeError
 from .local_model import LocalModelError
 from .prompts import PromptError
 from .run import RunError
-from .schema import ALL_CONDITIONS, CONDITIONS
+from .schema import ALL_CONDITIONS, CONDITIONS, OPENSAFEINTENT_CONDITION
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -127,7 +127,8 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 # ---------------------------------------------------------------- option parsing
 def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     items = [c.strip().lower() for c in value.split(",") if c.strip()]
-    if "all" in items:
+    if "all" in items:                   # opensafeintent among them only when --opensafeintent is given
+        ctx.meta["conditions_all"] = True
         items = list(ALL_CONDITIONS)
     bad = [c for c in items if c not in ALL_CONDITIONS]
     if bad or not items:
@@ -198,6 +199,9 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
                    "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
+@click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
+              help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
+                   "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
@@ -212,6 +216,8 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     """CarryOnBench evaluator: rollout, judge and report in one go (or one phase at a time with the subcommands)."""
     if ctx.invoked_subcommand is not None:
         return
+    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is None:
+        opts["conditions"] = [c for c in opts["conditions"] if c != OPENSAFEINTENT_CONDITION]
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
@@ -323,6 +329,19 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
     run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
                                     ClickOutput()), resume_hint=False)
+
+
+@cli.command("export")
+@RUNDIR
+@click.option("--format", "fmt", type=click.Choice(("opensafeintent",)), required=True,
+              help="opensafeintent: the reference implementation's files (<target model>_scored.json, "
+                   "assistance_level/, intent_classification/), which its scripts read unchanged.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write.")
+@click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
+@verbose_option
+def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
+    """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
+    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name), resume_hint=False)
 
 
 cli.add_command(compare_command, "compare")

@@ -10,12 +10,14 @@ original (1,000), and the intent probe: the target model itself, in a fresh cont
 whose harmfulness is above 0 (64 max tokens), temperature 0.
 
 Run folder: the replies are transcripts (condition ``opensafeintent``, conversation ``opensafeintent:<set>:<prompt
-name>``) in transcripts.jsonl; the judges' answers in ``opensafeintent_judgments.jsonl``, the probe's in
+name>``) in ``opensafeintent_transcripts.jsonl`` (apart from CarryOnBench's conversations); the judges' answers in ``opensafeintent_judgments.jsonl``, the probe's in
 ``opensafeintent_probe.jsonl`` (one record per call, rewritten atomically; the response cache makes a rerun free).
 """
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -31,6 +33,8 @@ from .release import PROMPT_NAMES, Release, sha256_file
 from .scoring import score_set
 
 CONDITION = "opensafeintent"
+TRANSCRIPTS_FILE = "opensafeintent_transcripts.jsonl"
+FAILURES_FILE = "opensafeintent_failures.jsonl"
 JUDGMENTS_FILE = "opensafeintent_judgments.jsonl"
 PROBE_FILE = "opensafeintent_probe.jsonl"
 TARGET_MAX_TOKENS = 1000          # the reference's MAX_COMPLETION_TOKENS
@@ -136,27 +140,37 @@ async def generate(release: Release, run: RunFolder, target: ChatEndpoint, *, te
                    max_tokens: int = TARGET_MAX_TOKENS, seed: Optional[int] = None,
                    concurrency: int = 8) -> int:
     """Every planned prompt not yet in transcripts.jsonl; returns how many were generated. A failed call is
-    recorded in failures.jsonl and asked again by a rerun."""
-    done = run.finished_ids()
+    recorded in opensafeintent_failures.jsonl and asked again by a rerun."""
+    done = {d["conversation_id"] for d in read_jsonl(run.path / TRANSCRIPTS_FILE)}
     todo = [j for j in plan(release) if j.conversation_id not in done]
 
     async def play(job: Job) -> int:
         raw, why, error = await _one(target, job.prompt, stage="target", temperature=temperature,
                                      max_tokens=max_tokens, seed=seed)
         if error is not None:
-            run.record_failure(job.conversation_id, error)
+            append_line(run.path / FAILURES_FILE, {"conversation_id": job.conversation_id, "reason": error})
             return 0
-        run.append(Transcript(job.conversation_id, job.query_id, CONDITION, None, [],
+        append_line(run.path / TRANSCRIPTS_FILE, Transcript(job.conversation_id, job.query_id, CONDITION, None, [],
                               [Message(role="user", content=job.prompt, turn=1),
                                Message(role="assistant", content=raw or "", turn=1, model=target.config.model)],
-                              target.config.model, meta={"finish_reasons": [why], "prompt_name": job.prompt_name}))
+                              target.config.model, meta={"finish_reasons": [why], "prompt_name": job.prompt_name}
+                              ).to_dict())
         return 1
     return sum(await _bounded((play(j) for j in todo), concurrency))
 
 
+def append_line(path: Path, obj: dict[str, Any]) -> None:
+    """One JSON line appended and on disk (a torn last line is skipped by read_jsonl)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def replies(run: RunFolder) -> dict[tuple[str, str], Transcript]:
     out = {}
-    for t in run.transcripts():
+    for t in (Transcript.from_dict(d) for d in read_jsonl(run.path / TRANSCRIPTS_FILE)):
         key = parse_conversation_id(t.conversation_id)
         if key is not None and t.condition == CONDITION:
             out[key] = t
@@ -273,31 +287,6 @@ def section(release: Release, run: RunFolder, judge_model: str, n_resamples: int
     return out
 
 
-def render_markdown(sec: dict[str, Any]) -> str:
-    """The table.md section."""
-    def f(x: Optional[float]) -> str:
-        return "n/a" if x is None else f"{x:.4f}"
-
-    def ci(c: Optional[list[float]]) -> str:
-        return "" if not c else f"[{c[0]:.4f}, {c[1]:.4f}]"
-    lines = ["## OpenSafeIntent", "", f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; "
-             "the reference implementation's definitions (0-1).", "",
-             "| metric | value | n | 95% CI |", "|---|---|---|---|"]
-    lines += [f"| {m} | {f(sec[m]['value'])} | {sec[m]['n']} | {ci(sec[m]['ci95'])} |" for m in HEADLINE]
-    p = sec["paraphrase"]
-    lines += ["", f"Paraphrase robustness ({p['n']} sets): all unsafe {f(p['all_unsafe']['value'])}, all safe "
-              f"{f(p['all_safe']['value'])}, flip {f(p['flip']['value'])}; utility variance "
-              f"{f(p['utility_variance']['value'])} (n {p['utility_variance']['n']})."]
-    rm = sec["response_modes"]
-    lines += ["", "| assistance level | share | conditional unsafe rate |", "|---|---|---|"]
-    lines += [f"| {a} | {f(rm['all']['shares'][a])} | {f(rm['conditional_unsafe_rate'][a]['value'])} |"
-              for a in rm["all"]["counts"]]
-    ip = sec["intent_probe"]
-    lines += ["", f"Intent probe ({ip['considered']} dual-use replies with harm above 0): "
-              + ", ".join(f"{k} {ip[k]['count']}" for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) + "."]
-    return "\n".join(lines) + "\n"
-
-
 def export_run(release: Release, run: RunFolder, judge_model: str, target_model: str, out: Path) -> dict[str, Path]:
     return write_reference(out, target_model, set_exports(release, run, judge_model, target_model))
 
@@ -307,4 +296,4 @@ def hashes_now(release: Release) -> dict[str, str]:
 
 
 __all__ = ["CONDITION", "Job", "SCORERS", "cost", "cost_lines", "export_run", "generate", "judge_replies", "plan",
-           "probe_intent", "render_markdown", "section", "set_exports"]
+           "probe_intent", "section", "set_exports"]
