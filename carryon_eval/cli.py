@@ -127,9 +127,10 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 # ---------------------------------------------------------------- option parsing
 def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     items = [c.strip().lower() for c in value.split(",") if c.strip()]
-    if "all" in items:                   # opensafeintent among them only when --opensafeintent is given
-        ctx.meta["conditions_all"] = True
-        items = list(ALL_CONDITIONS)
+    if "all" in items:                   # opensafeintent joins them when --opensafeintent is given (cli)
+        if ctx is not None:
+            ctx.meta["conditions_all"] = True
+        items = [c for c in ALL_CONDITIONS if c != OPENSAFEINTENT_CONDITION]
     bad = [c for c in items if c not in ALL_CONDITIONS]
     if bad or not items:
         raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(ALL_CONDITIONS)}, "
@@ -174,8 +175,9 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it resumes.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries, with all their conversations.")
 @click.option("--conditions", default=",".join(CONDITIONS), show_default=True, callback=_conditions,
-              help="Comma-separated conditions to run; 'triplet' (issue 12) is not in the default set; "
-                   "'all' runs every condition.")
+              help="Comma-separated conditions to run; 'triplet' (issue 12) and 'opensafeintent' (with "
+                   "--opensafeintent DIR) are not in the default set; 'all' runs every condition (opensafeintent "
+                   "when --opensafeintent is given).")
 @concurrency_option(help="Conversations (and requests per endpoint) in flight.")
 @click.option("--max-tokens", type=click.IntRange(min=1),
               help=f"Target reply max tokens [default: {defaults.TARGET_MAX_TOKENS}; "
@@ -216,8 +218,8 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     """CarryOnBench evaluator: rollout, judge and report in one go (or one phase at a time with the subcommands)."""
     if ctx.invoked_subcommand is not None:
         return
-    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is None:
-        opts["conditions"] = [c for c in opts["conditions"] if c != OPENSAFEINTENT_CONDITION]
+    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
+        opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 

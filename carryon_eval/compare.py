@@ -23,6 +23,8 @@ from .records import Results
 from .report import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from .schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from .triplet_report import compare_markdown, compare_triplets
+from .opensafeintent.report import compare_columns as osi_compare_columns, compare_markdown as osi_compare_markdown
+from .opensafeintent.report import read_section as osi_read_section
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 
@@ -49,7 +51,23 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def compare_opensafeintent_only(rundirs: Sequence[Path]) -> Optional[dict[str, Any]]:
+    """Runs of the opensafeintent condition alone (no CarryOnBench conversations): their columns only."""
+    dirs = [Path(d) for d in rundirs]
+    if any((d / SCORES_FILE).is_file() for d in dirs):
+        return None
+    sections = [osi_read_section(d) for d in dirs]
+    if not all(sections):
+        return None
+    names = [str(s.get("model") or d.name) for s, d in zip(sections, dirs)]   # type: ignore[union-attr]
+    return {"models": names, "runs": [str(d) for d in dirs], "opensafeintent": osi_compare_columns(names, sections),
+            "notes": []}
+
+
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+    osi_only = compare_opensafeintent_only(rundirs)
+    if osi_only is not None:
+        return osi_only
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -80,6 +98,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
     out["triplet"] = compare_triplets(labels, results)
+    out["opensafeintent"] = osi_compare_columns(labels, [osi_read_section(p) for p, _, _ in loaded])
     out["_results"] = results
     return out
 
@@ -93,6 +112,8 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
+    if "table" not in cmp:                 # runs of the opensafeintent condition alone
+        return "# CarryOnBench comparison\n" + osi_compare_markdown(cmp.get("opensafeintent"))
     parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
@@ -110,6 +131,7 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
     parts.append(compare_markdown(cmp.get("triplet")))
+    parts.append(osi_compare_markdown(cmp.get("opensafeintent")))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     return "\n".join(parts)
@@ -123,13 +145,14 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
     cmp = compare(rundirs)
-    results = cmp.pop("_results")
+    results = cmp.pop("_results", None)       # None: runs of the opensafeintent condition alone
     text = render_markdown(cmp)
     click.echo(text)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
-    cmp["plots"] = _write_plots(results, out / "plots")
+    if results is not None:
+        cmp["plots"] = _write_plots(results, out / "plots")
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -68,6 +68,14 @@ def test_run_export_and_section(scripted_server, tmp_path):
     assert again.exit_code == 0, again.output
     assert srv.count() == calls
 
+    shutil.copytree(out, tmp_path / "run2")         # compare: per-model columns of the six metrics
+    cmp = invoke("compare", out, tmp_path / "run2", "--out", tmp_path / "cmp")
+    assert cmp.exit_code == 0, cmp.output
+    table = json.loads((tmp_path / "cmp" / "compare.json").read_text())["opensafeintent"]["table"]
+    assert [r["model"] for r in table] == ["tgt", "tgt"]
+    assert all(r[m] == sec[m]["value"] and r[m + "_n"] == sec[m]["n"] for r in table for m in HEADLINE)
+    assert "## OpenSafeIntent" in cmp.output
+
 
 def test_resume_on_changed_release_files_is_refused(scripted_server, tmp_path):
     copy = tmp_path / "release"

@@ -39,7 +39,7 @@ async def run_suite(release: Release, run: RunFolder, record: dict[str, Any], ta
              f"({sum(j.raw is None for j in judged)} calls failed)")
     probes = await probe_intent(release, run, target, judge.config.model, concurrency)
     out.info(f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked")
-    sec = section(release, run, judge.config.model)
+    sec = section(release, run, judge.config.model, target_model=target.config.model)
     write_section(run.path, sec)
     v = sec["intent_calibrated_utility"]["value"]
     out.info(f"opensafeintent: intent_calibrated_utility {'n/a' if v is None else f'{v:.4f}'} "

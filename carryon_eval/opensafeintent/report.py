@@ -92,3 +92,34 @@ def write_section(rundir: Path, sec: dict[str, Any]) -> None:
                 "table{border-collapse:collapse;margin:.8em 0}th,td{border:1px solid #ccc;padding:3px 7px}"
                 "</style></head><body><h1>OpenSafeIntent report</h1>\n" + section_html + "\n</body></html>\n")
     write_text_atomic(html_path, page)
+
+
+def read_section(rundir: Path) -> Optional[dict[str, Any]]:
+    path = Path(rundir) / RESULTS_FILE
+    if not path.is_file():
+        return None
+    try:
+        sec = json.loads(path.read_text(encoding="utf-8")).get(SECTION)
+    except (ValueError, AttributeError):
+        return None
+    return sec if isinstance(sec, dict) else None
+
+
+def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
+    """`compare`'s OpenSafeIntent part: per model the six metrics (value, n); None when no run has the section."""
+    if not any(sections):
+        return None
+    return {"table": [{"model": m, **{k: (s[k]["value"] if s else None) for k in HEADLINE},
+                       **{f"{k}_n": (s[k]["n"] if s else None) for k in HEADLINE}}
+                      for m, s in zip(models, sections)]}
+
+
+def compare_markdown(part: Optional[dict[str, Any]]) -> str:
+    if not part:
+        return ""
+    head = "| Model | " + " | ".join(HEADLINE) + " |"
+    lines = ["", "## OpenSafeIntent (the reference implementation's definitions, 0-1)", "", head,
+             "|" + "---|" * (len(HEADLINE) + 1)]
+    lines += ["| " + " | ".join([r["model"], *(f"{_f(r[k])} (n {r[k + '_n']})" if r[k + "_n"] is not None
+                                             else "n/a" for k in HEADLINE)]) + " |" for r in part["table"]]
+    return "\n".join(lines) + "\n"

@@ -276,14 +276,15 @@ def set_exports(release: Release, run: RunFolder, judge_model: str, target_model
     return out
 
 
-def section(release: Release, run: RunFolder, judge_model: str, n_resamples: int = 1000) -> dict[str, Any]:
+def section(release: Release, run: RunFolder, judge_model: str, n_resamples: int = 1000,
+            target_model: Optional[str] = None) -> dict[str, Any]:
     """The results.json section ``opensafeintent``."""
-    exports = set_exports(release, run, judge_model)
+    exports = set_exports(release, run, judge_model, target_model)
     out = summarize([e.scores for e in exports], n_resamples)
     out = {"reference": "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale",
            "release": {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
                        "sha256": dict(release.hashes)},
-           "judge_model": judge_model, "deviates_from_reference": False, **out}
+           "model": target_model, "judge_model": judge_model, "deviates_from_reference": False, **out}
     return out
 
 
