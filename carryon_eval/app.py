@@ -396,9 +396,10 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                                cfg.limit, cfg.subset))
         out.info(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
-        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-        for note in bench.notes:
-            out.info(f"dataset note: {note}")
+        if cob:
+            out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+            for note in bench.notes:
+                out.info(f"dataset note: {note}")
 
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from ..ask import Request, ask
+from ..dry_run import CallBudgetSpent
 from ..endpoint import ChatEndpoint, EndpointError
 from ..run import RunFolder, read_jsonl, write_jsonl_atomic
 from ..schema import Message, Transcript
@@ -122,6 +123,8 @@ async def _one(endpoint: ChatEndpoint, text: str, *, stage: str, temperature: fl
                       seed=seed)
     try:
         asked = await ask(endpoint, request, lambda t: (t, None), stage=stage)
+    except CallBudgetSpent:
+        raise                       # --max-calls: stop the phase, not one failure per remaining call
     except EndpointError as exc:
         return None, None, f"{type(exc).__name__}: {exc}"
     return asked.raw if asked.raw is not None else "", asked.finish_reason, None
