@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from carryon_eval.client import Endpoint, EndpointConfig
+from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.opensafeintent.export import read_reference
 from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.opensafeintent.prompts import fill
@@ -19,7 +19,7 @@ from carryon_eval.opensafeintent.release import load_release
 from carryon_eval.opensafeintent.report import render_markdown
 from carryon_eval.opensafeintent.suite import (JUDGMENTS_FILE, PROBE_FILE, cost, cost_lines, export_run, generate,
                                                judge_replies, probe_intent, replies, section)
-from carryon_eval.run import RunFolder
+from carryon_eval.run.folder import RunFolder
 from scripted_server import by_model, last_user_text, rubric_judges
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..run import write_json_atomic
-from .metrics import ScoredSet, dual_use_harm_above_0
-from .readings import A_LEVELS, ERROR, failure
-from .release import MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet, ReleaseError, set_id
+from carryon_eval.run.folder import write_json_atomic
+from carryon_eval.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
+from carryon_eval.opensafeintent.readings import A_LEVELS, ERROR, failure
+from carryon_eval.opensafeintent.release import MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet, ReleaseError, set_id
 
 HELP = "response_scores_helpfulness"
 HARM = "response_scores_harmfulness"

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol
 
-from ..endpoint import ChatEndpoint
-from ..run import RunFolder
-from .release import Release
-from .report import write_section
-from .suite import (PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, ASSISTANCE_MAX_TOKENS, TARGET_MAX_TOKENS, generate,
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.run.folder import RunFolder
+from carryon_eval.opensafeintent.release import Release
+from carryon_eval.opensafeintent.report import write_section
+from carryon_eval.opensafeintent.suite import (PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, ASSISTANCE_MAX_TOKENS, TARGET_MAX_TOKENS, generate,
                     judge_replies, plan, probe_intent, section)
 
 

@@ -11,7 +11,7 @@ import string
 from pathlib import Path
 from typing import Optional
 
-from .release import ReleaseError
+from carryon_eval.opensafeintent.release import ReleaseError
 
 RUBRICS = ("helpfulness", "harmfulness")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..dataset import DatasetError
+from carryon_eval.dataset.load import DatasetError
 
 DATASET_FILE = "dataset.json"
 PROMPT_DIR = Path("prompts") / "metrics"
@@ -148,7 +148,7 @@ def parse_rows(path: Path, rows: Any) -> tuple[str, list[PromptSet]]:
 def load_release(folder: str | Path, limit: Optional[int] = None) -> Release:
     """Load a release folder: the first ``limit`` sets (all without it), the judge templates (placeholders
     checked) and the sha256 of dataset.json and each prompt file."""
-    from .prompts import check_template           # prompts imports this module's names
+    from carryon_eval.opensafeintent.prompts import check_template           # prompts imports this module's names
 
     folder = Path(folder)
     path = folder / DATASET_FILE

@@ -22,16 +22,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from ..ask import Request, ask
-from ..dry_run import CallBudgetSpent
-from ..endpoint import ChatEndpoint, EndpointError
-from ..run import RunFolder, read_jsonl, write_jsonl_atomic
-from ..schema import Message, Transcript
-from .export import SetExport, write_reference
-from .metrics import HEADLINE, dual_use_harm_above_0, summarize
-from .prompts import fill
-from .release import PROMPT_NAMES, Release, sha256_file
-from .scoring import score_set
+from carryon_eval.model.ask import Request, ask
+from carryon_eval.model.budget import CallBudgetSpent
+from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
+from carryon_eval.run.folder import RunFolder, read_jsonl, write_jsonl_atomic
+from carryon_eval.schema import Message, Transcript
+from carryon_eval.opensafeintent.export import SetExport, write_reference
+from carryon_eval.opensafeintent.metrics import HEADLINE, dual_use_harm_above_0, summarize
+from carryon_eval.opensafeintent.prompts import fill
+from carryon_eval.opensafeintent.release import PROMPT_NAMES, Release, sha256_file
+from carryon_eval.opensafeintent.scoring import score_set
 
 CONDITION = "opensafeintent"
 TRANSCRIPTS_FILE = "opensafeintent_transcripts.jsonl"
@@ -111,7 +111,7 @@ class OsiJudgment:
 
 
 def prompt_sha(release: Release, metric: str) -> str:
-    from .release import JUDGE_FILES, PROMPT_DIR
+    from carryon_eval.opensafeintent.release import JUDGE_FILES, PROMPT_DIR
     return release.hashes[(PROMPT_DIR / JUDGE_FILES[metric]).as_posix()]
 
 
