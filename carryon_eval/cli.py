@@ -208,6 +208,10 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
               help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
                    "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
+@click.option("--opensafeintent-sets", type=click.Choice(("release", "triplets")), default="release",
+              show_default=True,
+              help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the dataset's "
+                   "own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges and definitions).")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")

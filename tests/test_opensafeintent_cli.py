@@ -15,7 +15,7 @@ from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.opensafeintent.release import load_release
 from helpers.eval_cli import invoke, one_error_line
 from scripted_server import by_model, rubric_judges
-from test_opensafeintent_run import ANSWERS, SHIPPED, target_reply
+from test_opensafeintent_run import ANSWERS, REPO, SHIPPED, target_reply
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
@@ -111,3 +111,31 @@ def test_bad_release_input_is_one_line(tmp_path):
     assert f"{tmp_path / 'dataset.json'}: expected a JSON list" in line
     line = one_error_line(invoke("--conditions", "opensafeintent", "--dry-run"))
     assert "needs --opensafeintent DIR" in line
+
+
+def test_carryonbench_triplets_under_the_same_judges_and_definitions(scripted_server, tmp_path):
+    """--opensafeintent-sets triplets: the built-in sample's 4 triplet sets, judged by the release's prompt files
+    and summarized by the same metric module; the export reads back to the same numbers."""
+    release = load_release(SHIPPED)
+    srv = scripted_server(handler(release), models=("tgt", "jdg"))
+    out = tmp_path / "run"
+    base = ["--conditions", "opensafeintent", "--opensafeintent", SHIPPED, "--opensafeintent-sets", "triplets",
+            "--endpoint", srv.base_url, "--model", "tgt", "--judge-endpoint", srv.base_url, "--judge-model", "jdg",
+            "--out", out]
+    dry = invoke(*base, "--dry-run")
+    assert dry.exit_code == 0 and "4 prompt-sets, 28 prompts" in dry.output, dry.output
+    result = invoke(*base)
+    assert result.exit_code == 0, result.output
+    sec = json.loads((out / "results.json").read_text())["opensafeintent"]
+    assert sec["n_sets"] == 4 and sec["release"]["layout"] == "carryonbench-triplets"
+    assert "triplets" in sec["release"]["sha256"] and "dataset.json" not in sec["release"]["sha256"]
+    sent = {b["messages"][0]["content"] for b in srv.requests if b["model"] == "tgt" and len(b["messages"]) == 1}
+    rows = [json.loads(line) for line in (REPO / "carryon_eval" / "dataset" / "sample_data" /
+                                          "triplets.jsonl").read_text().splitlines()]
+    assert {r["prompt"] for r in rows} <= sent
+    exported = invoke("export", out, "--format", "opensafeintent", "--out", tmp_path / "ref")
+    assert exported.exit_code == 0, exported.output
+    ref = tmp_path / "ref"
+    back = summarize(read_reference(ref / "tgt_scored.json", ref / "assistance_level" / "tgt_scored.json",
+                                    ref / "intent_classification" / "tgt_scored_intent_classification.json"))
+    assert all(back[m]["value"] == sec[m]["value"] and back[m]["n"] == sec[m]["n"] for m in HEADLINE)

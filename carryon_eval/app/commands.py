@@ -53,7 +53,7 @@ from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.triplet.risk_probe import PROBE_FILE, probe_risk
 from carryon_eval.schema import CONDITIONS, OPENSAFEINTENT_CONDITION, TRIPLET_CONDITION
 from carryon_eval.opensafeintent.phase import run_suite, suite_record
-from carryon_eval.opensafeintent.release import check_resume, load_release
+from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.opensafeintent.suite import cost_lines as osi_cost_lines, export_run
 from carryon_eval.triplet.prompt_sets import triplet_scorers
 from carryon_eval.judge.fidelity import check_fidelity
@@ -114,6 +114,7 @@ class EvaluateConfig:
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
     opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
+    opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
 
 
 @dataclass(frozen=True)
@@ -392,6 +393,10 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             raise ConfigError("condition opensafeintent needs --opensafeintent DIR (an OpenSafeIntent release "
                               "folder: dataset.json and prompts/metrics/)")
         release = load_release(cfg.opensafeintent, cfg.limit) if osi and cfg.opensafeintent else None
+        osi_extra: dict[str, str] = {}
+        if release is not None and cfg.opensafeintent_sets == "triplets":
+            osi_extra = {"triplets": triplets_sha256(bench.triplets)}
+            release = with_triplets(release, bench.source, bench.triplets, osi_extra["triplets"])
         cob = [c for c in cfg.conditions if c != OPENSAFEINTENT_CONDITION]
         jobs, skipped = plan(bench, cob)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
@@ -427,7 +432,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             return
         run.check(meta)                      # an unusable folder fails before anything starts
         if release is not None and run.exists():
-            check_resume(run.read_meta().suites.get(OPENSAFEINTENT_CONDITION, {}).get("sha256", {}), release.folder)
+            check_resume(run.read_meta().suites.get(OPENSAFEINTENT_CONDITION, {}).get("sha256", {}), release.folder,
+                         osi_extra)
         if local:
             srv = session.local_server()
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
@@ -574,6 +580,10 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
+def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
 async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
     """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
     run = RunFolder(rundir)
@@ -581,8 +591,13 @@ async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[s
     record = meta.suites.get(OPENSAFEINTENT_CONDITION)
     if not record:
         raise ConfigError(f"{run.path} has no opensafeintent condition (run.json suites.opensafeintent)")
-    check_resume(record["sha256"], record["folder"])
     release = load_release(record["folder"], meta.limit)
+    extra: dict[str, str] = {}
+    if record.get("layout") == "carryonbench-triplets":
+        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+        extra = {"triplets": triplets_sha256(bench.triplets)}
+        release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
+    check_resume(record["sha256"], record["folder"], extra)
     judge_model = judge or meta.role("judge").model or LOCAL_MODEL_ALIAS
     target_model = meta.role("target").model or LOCAL_MODEL_ALIAS
     paths = export_run(release, run, judge_model, target_model, dest)

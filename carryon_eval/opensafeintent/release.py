@@ -185,14 +185,52 @@ def release_hashes(folder: str | Path) -> dict[str, str]:
     return out
 
 
-def changed_files(recorded: dict[str, str], folder: str | Path) -> list[str]:
-    now = release_hashes(folder)
-    return [rel for rel in sorted(set(recorded) | set(now)) if recorded.get(rel) != now.get(rel)]
+def changed_files(recorded: dict[str, str], folder: str | Path, extra: Optional[dict[str, str]] = None) -> list[str]:
+    """The recorded files (and the prompt files) whose sha256 differs now; ``extra``: other hashes as they are
+    now (e.g. a dataset's triplets)."""
+    now = {**release_hashes(folder), **(extra or {})}
+    keys = set(recorded) | {(PROMPT_DIR / n).as_posix() for n in JUDGE_FILES.values()}
+    return [rel for rel in sorted(keys) if recorded.get(rel) != now.get(rel)]
 
 
-def check_resume(recorded: dict[str, str], folder: str | Path) -> None:
+def check_resume(recorded: dict[str, str], folder: str | Path, extra: Optional[dict[str, str]] = None) -> None:
     """Refuse (one line) a resume whose release files changed since the run started."""
-    changed = changed_files(recorded, folder)
+    changed = changed_files(recorded, folder, extra)
     if changed:
         raise ReleaseError(f"{Path(folder)}: {', '.join(changed)} changed since this run started (sha256 differs "
                            f"from run.json); use a new --out folder or restore the files")
+
+
+# ---------------------------------------------------------------- CarryOnBench's own triplets, same definitions
+TRIPLET_NAMES = {("benign", 0): "benign_prompt", ("ambiguous", 0): "dual_use_prompt", ("malicious", 0): "malicious_prompt",
+                 **{("ambiguous", k): f"{PARAPHRASE_FIELD}[{k - 1}]" for k in range(1, PARAPHRASES + 1)}}
+
+
+def sets_from_triplets(source: str, rows: list[dict[str, Any]]) -> list[PromptSet]:
+    """A dataset's ``triplets`` config as prompt-sets of the same 7 prompts (benign, ambiguous = dual-use with its
+    4 paraphrases, malicious), so that OpenSafeIntent's judges and metrics score CarryOnBench's triplets on one
+    scale with the release. A set without all 7 prompts is refused (one line)."""
+    by_set: dict[str, dict[str, str]] = {}
+    meta: dict[str, tuple[Optional[str], Optional[str]]] = {}
+    for r in rows:
+        name = TRIPLET_NAMES.get((r["variant"], r["paraphrase"]))
+        if name is not None:
+            by_set.setdefault(r["set_id"], {})[name] = r["prompt"]
+            meta.setdefault(r["set_id"], (r.get("domain"), r.get("category")))
+    out = []
+    for i, (sid, prompts) in enumerate(by_set.items()):
+        missing = [n for n in PROMPT_NAMES if n not in prompts]
+        if missing:
+            raise ReleaseError(f"dataset {source}: triplets of set {sid}: no {', '.join(missing)} "
+                               f"(OpenSafeIntent's definitions need all 7 prompts)")
+        out.append(PromptSet(sid, i, meta[sid][0], meta[sid][1], None, tuple((n, prompts[n]) for n in PROMPT_NAMES)))
+    return out
+
+
+def with_triplets(release: Release, source: str, rows: list[dict[str, Any]], fingerprint: Optional[str]) -> Release:
+    """The release's judges (its prompt files) on a dataset's own triplets instead of its dataset.json."""
+    from dataclasses import replace
+    sets = sets_from_triplets(source, rows)
+    hashes = {k: v for k, v in release.hashes.items() if k != DATASET_FILE}
+    hashes["triplets"] = fingerprint or "unknown"
+    return replace(release, layout="carryonbench-triplets", sets=tuple(sets), hashes=hashes, total_rows=len(sets))
