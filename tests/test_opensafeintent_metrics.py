@@ -25,7 +25,6 @@ is not JSON (s13: ERROR, in the denominator), a benign failure (s08).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

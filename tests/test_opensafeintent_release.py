@@ -3,7 +3,6 @@ one line naming the file, row and field (exit 2 through the CLI's error class)."
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.run.folder import write_json_atomic
 from carryon_eval.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
 from carryon_eval.opensafeintent.readings import A_LEVELS, ERROR, failure
-from carryon_eval.opensafeintent.release import MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet, ReleaseError, set_id
+from carryon_eval.opensafeintent.release import (MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet,
+                                                 ReleaseError, set_id)
 
 HELP = "response_scores_helpfulness"
 HARM = "response_scores_harmfulness"

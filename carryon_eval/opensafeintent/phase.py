@@ -7,8 +7,9 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.opensafeintent.release import Release
 from carryon_eval.opensafeintent.report import write_section
-from carryon_eval.opensafeintent.suite import (PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, ASSISTANCE_MAX_TOKENS, TARGET_MAX_TOKENS, generate,
-                    judge_replies, plan, probe_intent, section)
+from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS,
+                                               TARGET_MAX_TOKENS, generate, judge_replies, plan,
+                                               probe_intent, section)
 
 
 class Output(Protocol):

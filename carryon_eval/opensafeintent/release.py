@@ -202,7 +202,8 @@ def check_resume(recorded: dict[str, str], folder: str | Path, extra: Optional[d
 
 
 # ---------------------------------------------------------------- CarryOnBench's own triplets, same definitions
-TRIPLET_NAMES = {("benign", 0): "benign_prompt", ("ambiguous", 0): "dual_use_prompt", ("malicious", 0): "malicious_prompt",
+TRIPLET_NAMES = {("benign", 0): "benign_prompt", ("ambiguous", 0): "dual_use_prompt",
+                 ("malicious", 0): "malicious_prompt",
                  **{("ambiguous", k): f"{PARAPHRASE_FIELD}[{k - 1}]" for k in range(1, PARAPHRASES + 1)}}
 
 

@@ -10,7 +10,8 @@ original (1,000), and the intent probe: the target model itself, in a fresh cont
 whose harmfulness is above 0 (64 max tokens), temperature 0.
 
 Run folder: the replies are transcripts (condition ``opensafeintent``, conversation ``opensafeintent:<set>:<prompt
-name>``) in ``opensafeintent_transcripts.jsonl`` (apart from CarryOnBench's conversations); the judges' answers in ``opensafeintent_judgments.jsonl``, the probe's in
+name>``) in ``opensafeintent_transcripts.jsonl`` (apart from CarryOnBench's conversations); the judges' answers
+in ``opensafeintent_judgments.jsonl``, the probe's in
 ``opensafeintent_probe.jsonl`` (one record per call, rewritten atomically; the response cache makes a rerun free).
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional
 
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.budget import CallBudgetSpent
@@ -28,7 +29,7 @@ from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
 from carryon_eval.run.folder import RunFolder, read_jsonl, write_jsonl_atomic
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.opensafeintent.export import SetExport, write_reference
-from carryon_eval.opensafeintent.metrics import HEADLINE, dual_use_harm_above_0, summarize
+from carryon_eval.opensafeintent.metrics import dual_use_harm_above_0, summarize
 from carryon_eval.opensafeintent.prompts import fill
 from carryon_eval.opensafeintent.release import PROMPT_NAMES, Release, sha256_file
 from carryon_eval.opensafeintent.scoring import score_set
@@ -70,7 +71,8 @@ def parse_conversation_id(cid: str) -> Optional[tuple[str, str]]:
 
 
 def plan(release: Release) -> list[Job]:
-    return [Job(conversation_id(s.set_id, n), s.set_id, CONDITION, text, n) for s in release.sets for n, text in s.prompts]
+    return [Job(conversation_id(s.set_id, n), s.set_id, CONDITION, text, n)
+            for s in release.sets for n, text in s.prompts]
 
 
 def cost(n_sets: int) -> dict[str, Any]:
@@ -214,7 +216,8 @@ async def _ask_all(release: Release, run: RunFolder, endpoint: ChatEndpoint, cas
     return ordered
 
 
-async def judge_replies(release: Release, run: RunFolder, judge: ChatEndpoint, concurrency: int = 8) -> list[OsiJudgment]:
+async def judge_replies(release: Release, run: RunFolder, judge: ChatEndpoint,
+                        concurrency: int = 8) -> list[OsiJudgment]:
     """Helpfulness and harmfulness on every reply, the assistance level on each dual-use original."""
     cases = []
     got = replies(run)
