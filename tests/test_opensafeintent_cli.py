@@ -67,6 +67,11 @@ def test_run_export_and_section(scripted_server, tmp_path):
     assert again.exit_code == 0, again.output
     assert srv.count() == calls
 
+    (out / "results.json").unlink()                 # `report` writes the section again from the records
+    reported = invoke("report", out)
+    assert reported.exit_code == 0, reported.output
+    assert json.loads((out / "results.json").read_text())["opensafeintent"] == sec
+
     shutil.copytree(out, tmp_path / "run2")         # compare: per-model columns of the six metrics
     cmp = invoke("compare", out, tmp_path / "run2", "--out", tmp_path / "cmp")
     assert cmp.exit_code == 0, cmp.output

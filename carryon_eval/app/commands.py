@@ -54,7 +54,10 @@ from carryon_eval.triplet.risk_probe import PROBE_FILE, probe_risk
 from carryon_eval.schema import CONDITIONS, OPENSAFEINTENT_CONDITION, TRIPLET_CONDITION
 from carryon_eval.opensafeintent.phase import run_suite, suite_record
 from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
-from carryon_eval.opensafeintent.suite import cost_lines as osi_cost_lines, export_run
+from carryon_eval.opensafeintent.report import write_section
+from carryon_eval.opensafeintent.suite import JUDGMENTS_FILE as OSI_JUDGMENTS_FILE, PROBE_FILE as OSI_PROBE_FILE
+from carryon_eval.opensafeintent.suite import cost_lines as osi_cost_lines, export_run, pick_model
+from carryon_eval.opensafeintent.suite import section as osi_section
 from carryon_eval.triplet.prompt_sets import triplet_scorers
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
@@ -584,10 +587,8 @@ def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
-    """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
-    run = RunFolder(rundir)
-    meta = run.read_meta()
+def _osi_release(run: RunFolder, meta: RunMeta) -> Any:
+    """The release (or the dataset's triplets under its judges) a run played, checked against run.json's hashes."""
     record = meta.suites.get(OPENSAFEINTENT_CONDITION)
     if not record:
         raise ConfigError(f"{run.path} has no opensafeintent condition (run.json suites.opensafeintent)")
@@ -598,18 +599,41 @@ async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[s
         extra = {"triplets": triplets_sha256(bench.triplets)}
         release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
     check_resume(record["sha256"], record["folder"], extra)
-    judge_model = judge or meta.role("judge").model or LOCAL_MODEL_ALIAS
-    target_model = meta.role("target").model or LOCAL_MODEL_ALIAS
-    paths = export_run(release, run, judge_model, target_model, dest)
-    for path in paths.values():
+    return release
+
+
+def _osi_models(run: RunFolder, meta: RunMeta, judge: Optional[str]) -> tuple[str, str]:
+    """(judge model, target model) whose OpenSafeIntent records to read."""
+    try:
+        return (pick_model(run, OSI_JUDGMENTS_FILE, judge, meta.role("judge").model or None, "judge"),
+                pick_model(run, OSI_PROBE_FILE, None, meta.role("target").model or None, "target"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
+    """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
+    run = RunFolder(rundir)
+    meta = run.read_meta()
+    release = _osi_release(run, meta)
+    judge_model, target_model = _osi_models(run, meta, judge)
+    for path in export_run(release, run, judge_model, target_model, dest).values():
         out.info(f"wrote {path}")
 
 
 async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
-    run, _, bench = open_run(rundir, out)
-    require_scored(report_phase(bench, run, out, judge), run)
+    run, meta, bench = open_run(rundir, out)
+    cob = [c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]
+    results = report_phase(bench, run, out, judge) if cob else None
+    if OPENSAFEINTENT_CONDITION in meta.suites:     # report_phase rewrote results.json: its section again
+        release = _osi_release(run, meta)
+        judge_model, target_model = _osi_models(run, meta, judge)
+        write_section(run.path, osi_section(release, run, judge_model, target_model=target_model))
+        out.info(f"opensafeintent: section in {run.path / 'results.json'}")
+    if results is not None:
+        require_scored(results, run)
 
 
 __all__ = ["AnnotateConfig", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",

@@ -304,3 +304,19 @@ def hashes_now(release: Release) -> dict[str, str]:
 
 __all__ = ["CONDITION", "Job", "SCORERS", "cost", "cost_lines", "export_run", "generate", "judge_replies", "plan",
            "probe_intent", "section", "set_exports"]
+
+
+def models_present(run: RunFolder, file: str) -> list[str]:
+    return list(dict.fromkeys(str(r.get("model")) for r in read_jsonl(run.path / file)))
+
+
+def pick_model(run: RunFolder, file: str, wanted: Optional[str], recorded: Optional[str], role: str) -> str:
+    """The model whose records to read: the one asked for, else run.json's, else the only one in the file."""
+    present = models_present(run, file)
+    for name in (wanted, recorded):
+        if name is not None and (name in present or not present):
+            return name
+    if wanted is None and len(present) == 1:
+        return present[0]
+    raise ValueError(f"{run.path / file}: no records of {role} {wanted or recorded!r}; "
+                     f"it holds {', '.join(present) or 'none'} (name one with --judge)")
