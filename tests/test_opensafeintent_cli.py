@@ -143,3 +143,28 @@ def test_carryonbench_triplets_under_the_same_judges_and_definitions(scripted_se
     back = summarize(read_reference(ref / "tgt_scored.json", ref / "assistance_level" / "tgt_scored.json",
                                     ref / "intent_classification" / "tgt_scored_intent_classification.json"))
     assert all(back[m]["value"] == sec[m]["value"] and back[m]["n"] == sec[m]["n"] for m in HEADLINE)
+
+
+def test_beside_carryonbench_conditions(scripted_server, tmp_path):
+    """--conditions turn1,opensafeintent: both in one run folder; results.json, table.md and report.html hold
+    CarryOnBench's numbers and the OpenSafeIntent section."""
+    from helpers.eval_cli import remote
+    from helpers.rollout_data import evaluator_handler, make_dataset, rollout_handler
+
+    release = load_release(SHIPPED)
+    t = release.templates
+    srv = scripted_server(by_model({
+        "tgt": rubric_judges({"intent_classification": t["intent_classification"]}, ANSWERS, rollout_handler),
+        "sim": rollout_handler,
+        "jdg": rubric_judges({k: t[k] for k in ANSWERS if k != "intent_classification"}, ANSWERS,
+                             evaluator_handler)}), models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv, "--dataset", make_dataset(tmp_path / "ds"), "--conditions", "turn1,opensafeintent",
+                            "--opensafeintent", SHIPPED, "--limit", 2, "--out", out))
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["conditions"]["turn1"]["n_conversations"] == 2
+    assert results["opensafeintent"]["n_sets"] == 2
+    assert "## OpenSafeIntent" in (out / "table.md").read_text()
+    page = (out / "report.html").read_text()
+    assert page.count('id="opensafeintent"') == 1 and "CarryOnBench report" in page
