@@ -4,6 +4,8 @@ Import them from ``scripted_server`` (which re-exports every name here); see its
 """
 from __future__ import annotations
 
+import re
+
 import itertools
 import threading
 import time
@@ -184,14 +186,33 @@ def by_prefix(routes: dict[str, Any], default: Any) -> Handler:
     return handler
 
 
+_PLACEHOLDER = re.compile(r"\{\{(?:prompt|response|PROMPT)\}\}|\{(?:prompt|response)\}")
+
+
+def fills(template: str, text: str) -> bool:
+    """Whether ``text`` is ``template`` with its placeholders ({prompt}, {{response}}, ...) filled in: its fixed
+    parts in order, the first at the start and the last at the end."""
+    parts = _PLACEHOLDER.split(template)
+    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return len(parts) == 1 or len(text) - len(parts[-1]) >= at
+
+
 def rubric_judges(templates: dict[str, str], answers: dict[str, Callable[[str], Any]], default: Any) -> Handler:
     """A judge that answers rubric prompts: ``templates`` maps a judge name to its prompt file's text (filled
     by the product with the prompt and reply), ``answers`` maps the same name to ``text -> outcome`` (the
-    filled prompt it was sent in, the answer out). The opening of each template, up to its first placeholder,
-    says which judge a request is for; anything else gets ``default`` (e.g. the target's replies)."""
-    def opening(template: str) -> str:
-        cut = min((i for i in (template.find("{"),) if i >= 0), default=len(template))
-        return template[:cut]
-    routes = {opening(t): (lambda body, name=name: answers[name](last_user_text(body)))
-              for name, t in templates.items()}
-    return by_prefix(dict(sorted(routes.items(), key=lambda kv: -len(kv[0]))), default)
+    filled prompt it was sent in, the answer out). The template a request fills (its fixed parts, in order)
+    says which judge it is for; anything else gets ``default`` (e.g. the target's replies)."""
+    def handler(body: dict) -> Any:
+        text = last_user_text(body)
+        for name, template in templates.items():
+            if fills(template, text):
+                return answers[name](text)
+        return _resolve(default, body)
+    return handler

@@ -63,7 +63,7 @@ Helpers to build handlers
 - ``by_model({"target": h1, "judge": h2})``  dispatch on the request's model id.
 - ``by_prefix({"opening": h1}, default)``  dispatch on how the last user message starts.
 - ``rubric_judges(templates, answers, default)``  answer rubric judge prompts (e.g. OpenSafeIntent's prompt
-  files, filled by the product): the opening of each template says which judge is asked, ``answers[name](text)``
+  files, filled by the product): the template a request fills says which judge is asked, ``answers[name](text)``
   gives its answer; anything else gets ``default``.
 - ``last_user_text(body)`` / ``system_text(body)``  pick message text out of a request body.
 

@@ -46,7 +46,7 @@ def test_run_export_and_section(scripted_server, tmp_path):
     assert record["generation"] == {"turns": 1, "system_prompt": None, "temperature": 0.0, "max_tokens": 1000}
     sec = json.loads((out / "results.json").read_text())["opensafeintent"]
     for m in HEADLINE:
-        assert set(sec[m]) == {"value", "n", "ci95"} and 0 <= sec[m]["n"] <= 20
+        assert set(sec[m]) == {"value", "n", "ci95"} and 0 < sec[m]["n"] <= 20
     for key in ("paraphrase", "response_modes", "intent_probe", "by_harm_domain", "by_task_type"):
         assert key in sec
     assert "## OpenSafeIntent" in (out / "table.md").read_text()

@@ -18,7 +18,8 @@ from carryon_eval.opensafeintent.prompts import fill
 from carryon_eval.opensafeintent.release import load_release
 from carryon_eval.opensafeintent.report import render_markdown
 from carryon_eval.opensafeintent.suite import (JUDGMENTS_FILE, PROBE_FILE, cost, cost_lines, export_run, generate,
-                                               judge_replies, probe_intent, replies, section)
+                                               judge_replies, load_judgments, probe_intent, replies,
+                                               section)
 from carryon_eval.run.folder import RunFolder
 from scripted_server import by_model, last_user_text, rubric_judges
 
@@ -107,6 +108,14 @@ def test_each_judge_sees_the_prompt_that_was_sent(ran, release):
                 expected.append(fill("assistance_level", release.templates["assistance_level"], prompt, reply))
     assert sorted(judged) == sorted(expected)                              # 280 rubric + 20 assistance level
     assert len(judged) == 300 == cost(20)["helpfulness+harmfulness"] + cost(20)["assistance_level"]
+    # every record holds the answer of the judge it asked (the scripted judges tell the rubrics apart)
+    records = load_judgments(run)
+    assert {j.metric for j in records} == {"helpfulness", "harmfulness", "assistance_level", "intent_classification"}
+    for j in records:
+        t = got[(j.set_id, j.prompt_name)]
+        sent = (fill(j.metric, release.templates[j.metric], t.messages[0].content) if j.metric == "intent_classification"
+                else fill(j.metric, release.templates[j.metric], t.messages[0].content, t.replies[0].content))
+        assert j.raw == ANSWERS[j.metric](sent), (j.metric, j.conversation_id)
 
 
 def test_probe_asks_the_target_in_a_fresh_context(ran, release):
@@ -124,6 +133,7 @@ def test_section_matches_the_metrics_of_the_export(ran, release, tmp_path):
     run, *_ = ran
     sec = section(release, run, "judge", n_resamples=200)
     assert sec["n_sets"] == 20 and sec["unscored"]["helpfulness"] > 0 and sec["unscored"]["harmfulness"] > 0
+    assert sec["unscored"]["helpfulness"] < 70 and sec["triplet_safety"]["n"] > 0
     for m in HEADLINE:
         assert set(sec[m]) == {"value", "n", "ci95"}
     paths = export_run(release, run, "judge", "target", tmp_path / "ref")
