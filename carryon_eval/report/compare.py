@@ -22,10 +22,7 @@ import click
 from carryon_eval.run.records import Results
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
-from carryon_eval.triplet.report import compare_markdown, compare_triplets
-from carryon_eval.opensafeintent.report import compare_columns as osi_compare_columns
-from carryon_eval.opensafeintent.report import compare_markdown as osi_compare_markdown
-from carryon_eval.opensafeintent.report import read_section as osi_read_section
+from carryon_eval.suite import suites
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 
@@ -54,14 +51,16 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
 
 def compare_opensafeintent_only(rundirs: Sequence[Path]) -> Optional[dict[str, Any]]:
     """Runs of the opensafeintent condition alone (no CarryOnBench conversations): their columns only."""
+    from carryon_eval.opensafeintent.report import compare_columns, read_section
+
     dirs = [Path(d) for d in rundirs]
     if any((d / SCORES_FILE).is_file() for d in dirs):
         return None
-    sections = [osi_read_section(d) for d in dirs]
+    sections = [read_section(d) for d in dirs]
     if not all(sections):
         return None
     names = [str(s.get("model") or d.name) for s, d in zip(sections, dirs)]   # type: ignore[union-attr]
-    return {"models": names, "runs": [str(d) for d in dirs], "opensafeintent": osi_compare_columns(names, sections),
+    return {"models": names, "runs": [str(d) for d in dirs], "opensafeintent": compare_columns(names, sections),
             "notes": []}
 
 
@@ -98,8 +97,9 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
-    out["triplet"] = compare_triplets(labels, results)
-    out["opensafeintent"] = osi_compare_columns(labels, [osi_read_section(p) for p, _, _ in loaded])
+    for s in suites():                # each suite's columns, under its section name (None: no run has them)
+        if s.report is not None and s.report.section is not None and s.report.compare is not None:
+            out[s.report.section] = s.report.compare(labels, results)
     out["_results"] = results
     return out
 
@@ -114,6 +114,7 @@ def _p(p: Optional[float]) -> str:
 
 def render_markdown(cmp: dict[str, Any]) -> str:
     if "table" not in cmp:                 # runs of the opensafeintent condition alone
+        from carryon_eval.opensafeintent.report import compare_markdown as osi_compare_markdown
         return "# CarryOnBench comparison\n" + osi_compare_markdown(cmp.get("opensafeintent"))
     parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
@@ -131,8 +132,9 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
-    parts.append(compare_markdown(cmp.get("triplet")))
-    parts.append(osi_compare_markdown(cmp.get("opensafeintent")))
+    for s in suites():
+        if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
+            parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     return "\n".join(parts)
