@@ -223,13 +223,16 @@ def model_roles(meta: RunMeta) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the log
-def build_log(rundir: Path) -> Any:
-    """The EvalLog of a run folder (see the module docstring)."""
+def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
+    """The EvalLog of a run folder (see the module docstring); ``judge`` must be the judge results.json reports."""
     require_inspect()
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalPlan, EvalResults, EvalSpec, EvalStats
 
     run, meta, bench = _open(rundir)
     results = _read_results(rundir)
+    if judge is not None and judge != results.judges.selected:
+        raise ExportError(f"{rundir / RESULTS_FILE} reports judge {results.judges.selected}, not {judge}; run "
+                          f"`carryon-eval report {rundir} --judge {judge}` first")
     try:
         judge = select_judge(rundir, results.judges.selected)
         utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
@@ -308,8 +311,8 @@ def write_log(log: Any, out: Path) -> None:
         raise
 
 
-def write(rundir: Path, out: Path) -> str:
+async def export(rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
     """The ``inspect`` export format (carryon_eval.app.exporters)."""
-    log = build_log(Path(rundir))
+    log = build_log(Path(rundir), judge)
     write_log(log, out)
-    return f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}"
+    output.info(f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}")
