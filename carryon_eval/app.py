@@ -34,19 +34,20 @@ from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .subset import SubsetError, apply_subset
 from .pipeline import judge_while_rolling_out
-from .pool import EndpointPool
-from .batch import MANIFEST, export_requests, import_results
+from .pool import EndpointGone, EndpointPool, RoleWatch
+from .batch import MANIFEST, ExportingEndpoint, export_requests, import_results, pending_requests
 from .dry_run import CallBudget, run_cost_table
 from .endpoint import ChatEndpoint
+from .batch import BatchError
 from .judge import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
 from .judgments import judges_present
 from .local_model import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from .progress import Progress, human, tokens_by_role
 from .prompts import load_prompt, prompt_hashes
-from .records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
+from .records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from .report import write_report
 from .rollout import ORACLE_PROMPT, plan, rollout
-from .run import RunFolder, write_json_atomic
+from .run import FIDELITY_FILE, RunFolder, write_json_atomic
 from .risk_probe import PROBE_FILE, probe_risk
 from .schema import CONDITIONS, TRIPLET_CONDITION
 from .triplets import triplet_scorers
@@ -55,8 +56,7 @@ from .simulator import UserSimulator
 
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
-FIDELITY_FILE = "fidelity.json"
-POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
+POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
 PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
@@ -107,6 +107,7 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.subset); None: every conversation
+    give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ class RunOptions:
     batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
     batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
     max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
+    give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
+    live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -131,8 +134,10 @@ class Session:
     """What one command holds: the embedded model (started when a role first needs it), the endpoints
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
-    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True) -> None:
+    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
+                 give_up_after: Optional[float] = None) -> None:
         self.out = out
+        self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
         self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.model_check = model_check    # False: the endpoints' check() asks nothing
         self.usage = UsageLedger()
@@ -171,17 +176,27 @@ class Session:
         self._opened.append(ep)
         return ep
 
-    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
-        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,
+                      role: str = "target") -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over), watched:
+        a role that stops answering ends the phase (pool.RoleWatch)."""
         if not pool:
-            return self.endpoint(config, run)
+            return self.watched(self.endpoint(config, run), role)
         members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
                    for url in (config.base_url, *pool)]
-        return EndpointPool([self.endpoint(c, run) for c in members])
+        return self.watched(EndpointPool([self.endpoint(c, run) for c in members], rounds=1 + config.max_retries),
+                            role)
+
+    def watched(self, endpoint: ChatEndpoint, role: str) -> ChatEndpoint:
+        give_up = self.give_up_after
+        if give_up is None:
+            give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
+        return RoleWatch(endpoint, role, give_up)
 
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
                     api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
         """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+        check_url("--endpoint" if record is None else "endpoint", endpoint)
         if is_local(endpoint) if endpoint is not None else record.local:
             srv = self.local_server()
             return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
@@ -236,9 +251,38 @@ def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[i
         raise ConfigError(str(exc)) from None
 
 
+def refuse_empty_conditions(bench: Benchmark, conditions: Sequence[str], jobs: Sequence[Any],
+                            skipped: Sequence[Any]) -> None:
+    """ConfigError (before any run folder is made) for a condition asked for that has nothing to run on this
+    dataset: its inputs (triplets, benign intents, BC/NC conversations) are absent. The default set runs what
+    the dataset has (run.json lists what it skipped)."""
+    ran = {j.condition for j in jobs}
+    for condition in conditions if tuple(conditions) != CONDITIONS or not ran else ():
+        if condition in ran:
+            continue
+        why = next((s.reason for s in skipped if s.condition == condition), None) or \
+            f"the dataset has no {condition} conversations"
+        raise ConfigError(f"--conditions {condition}: nothing to run on dataset {bench.source} ({why}); "
+                          "leave it out of --conditions")
+
+
+def check_url(option: str, url: Optional[str]) -> None:
+    """ConfigError unless ``url`` is an http(s) base URL (or 'local'): a typo is a bad option, not an outage."""
+    from urllib.parse import urlsplit
+
+    if url is None or is_local(url):
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{option} {url}: not an http(s) URL; expected a base URL like http://127.0.0.1:8000/v1")
+
+
 def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
     """Each role's choice with the target's as default, and which roles run on the embedded model.
     Raises ConfigError when a remote role has no model."""
+    for option, choice in (("--endpoint", cfg.target), ("--user-endpoint", cfg.user), ("--judge-endpoint", cfg.judge)):
+        for url in (choice.endpoint, *choice.pool):
+            check_url(option, url)
     key = cfg.target.api_key_env or defaults.API_KEY_ENV
     roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
     for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
@@ -319,7 +363,7 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
-                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> None:
+                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> JudgePass:
     """The judge phase, awaited in this command's loop."""
     if utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
@@ -333,6 +377,7 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, uti
     if not judged.complete:
         out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
                  "asks for them again")
+    return judged
 
 
 def _ways(*tallies: dict[str, int]) -> str:
@@ -365,6 +410,20 @@ class NothingScored(Exception):
     """Everything was written, but some condition that ran has no scored number at all (exit 3)."""
 
 
+class RunIncomplete(Exception):
+    """Everything there is was written (results.json and the report say incomplete), but judgments are
+    missing: failed calls, or an endpoint that stopped answering (exit 4; the same command resumes)."""
+
+
+def require_complete(results: Results, run: RunFolder) -> None:
+    """Raises RunIncomplete when some reply of the run has no judgment (a judge call failed)."""
+    u = results.unscored
+    missing = (u.get("utility_items_not_judged") or 0) + (u.get("safety_not_judged") or 0)
+    if missing or results.judges.complete is False:
+        raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
+                            f"(results.json and the report say so); rerun the same command to resume")
+
+
 def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
     """The conditions that ran (conversations > 0) whose headline numbers are all None."""
     return [name for name, block in conditions.items() if block.get("n_conversations")
@@ -378,9 +437,10 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check) as session:
+                       model_check=cfg.model_check, give_up_after=cfg.give_up_after) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         jobs, skipped = plan(bench, cfg.conditions)
+        refuse_empty_conditions(bench, cfg.conditions, jobs, skipped)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
         out.info(f"run folder: {run.path}")
@@ -416,7 +476,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                                   for role, choice in roles.items() for url in choice.pool)],
                             cfg.model_check)
         meta = run.start(meta)
-        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
                                         for role, c in configs.items()}
         budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
         if budget is not None:
@@ -428,20 +488,34 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                             judge_format=meta.judge.judge_format,
                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
 
-        await judge_while_rolling_out(
-            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
-        if cfg.fidelity:
-            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
-                          meta.judge.judge_format)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        try:
+            await judge_while_rolling_out(
+                lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out,
+                                           done),
+                judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+            if cfg.fidelity:
+                await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+            await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens,
+                              out, meta.judge.judge_format)
+        except EndpointGone:
+            _report_what_there_is(bench, run, out, judged_by)
+            raise
         if TRIPLET_CONDITION in meta.conditions:
             probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
             out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
         results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
     require_scored(results, run)
+    require_complete(results, run)
+
+
+def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str]) -> None:
+    """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
+    if not run.transcripts():
+        return
+    present = judges_present(run.path)
+    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -456,12 +530,13 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
+        eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run), "target"),
+                                   session.watched(session.endpoint(user, run), "user")]
         await check_endpoints(eps)
         if opts.max_calls:
             budget = CallBudget(opts.max_calls)
@@ -474,16 +549,21 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
     await check_configs([cfg], session.model_check)
-    ep = session.endpoint(cfg, run)
+    ep = session.watched(session.endpoint(cfg, run), "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        if opts.batch_export is not None and opts.batch_import:
+            raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
+                              "then import its results in a second command")
+        if opts.live_rest and not opts.batch_import:
+            raise ConfigError("--live-rest goes with --batch-import (without it every judge call is live anyway)")
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
@@ -494,20 +574,38 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")
             return
+        judge_format = opts.judge_format or meta.judge.judge_format
+        model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
+        cache_only: Optional[ChatEndpoint] = None
         if opts.batch_import:
-            imported = import_results(opts.batch_import, ResponseCache(run.cache_dir))
-            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed "
-                     "(asked again now)")
+            scorers = DEFAULT_SCORERS + triplet_scorers(run.transcripts())
+            asks = dict(utility_mode=mode, max_tokens=max_tokens, scorers=scorers, judge_format=judge_format)
+            expected = set(await pending_requests(run.path, bench, model, **asks))
+            cache = ResponseCache(run.cache_dir)
+            imported = import_results(opts.batch_import, cache, expected)
+            cache.close()
+            left = len(await pending_requests(run.path, bench, model, **asks))
+            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed"
+                     + (" (asked again now, live)" if opts.live_rest else ""))
+            if left and not opts.live_rest:
+                raise BatchError(f"{left} judge request(s) of this run have no answer in the result file(s) "
+                                 "(failed lines, or not in them); export them with --batch-export and run that "
+                                 "batch, or add --live-rest to ask them live")
+            if not opts.live_rest:               # judged from the cache alone: nothing is asked live
+                cache_only = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), cache)
         session.logprobs = mode == "logprobs"
-        judge = await _checked_judge(session, run, meta, opts)
-        await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out,
-                          opts.judge_format or meta.judge.judge_format)
+        judge = cache_only or await _checked_judge(session, run, meta, opts)
+        judged = await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out, judge_format)
         session.print_usage()
+    if not judged.complete:
+        missing = sum(t.missing for t in judged.tallies.values())
+        raise RunIncomplete(f"the judge phase is incomplete: {missing} judgment(s) missing after failed calls; "
+                            "rerun the same command to resume")
 
 
 async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
@@ -544,7 +642,9 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, _, bench = open_run(rundir, out)
-    require_scored(report_phase(bench, run, out, judge), run)
+    results = report_phase(bench, run, out, judge)
+    require_scored(results, run)
+    require_complete(results, run)
 
 
 __all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",

@@ -29,6 +29,7 @@ from .dataset import Benchmark
 from .dry_run import CallBudgetSpent
 from .endpoint import ChatEndpoint
 from .judgments import Appender, JudgeError, load_all, record_pass
+from .pool import EndpointGone
 from .progress import Progress
 from .records import JudgePass, ScorerTally
 from .run import RunFolder, write_jsonl_atomic
@@ -65,6 +66,8 @@ def plan_tasks(transcripts: Iterable[Transcript], bench: Benchmark, scorers: Seq
                              f"{bench.source}; judge with the dataset the run was made with")
         query, checklist = bench.queries[tr.query_id], bench.checklists.get(tr.query_id, [])
         for reply in tr.replies:
+            if not reply.content:
+                continue          # an empty reply is no answer yet: unscored, asked again by the next rollout
             for scorer in scorers:
                 for target, case in scorer.cases(tr, reply, query, checklist):
                     order[scorer.name].append(target)
@@ -82,13 +85,18 @@ class ScorerRecords:
         self.scorer, self.judge_model = scorer, judge_model
         self.path = Path(rundir) / scorer.file
         self.groups: dict[str, dict[tuple, Any]] = {}       # judge model -> key -> record (last wins)
-        for r in load_all(self.path, scorer.read):
+        for r in load_all(self.path, scorer.read, on_bad=self._redo):
             self.groups.setdefault(str(r.judge_model), {})[scorer.key(r)] = r
         mine = self.groups.get(judge_model, {})
         self.kept = {k: r for k, r in mine.items()
                      if r.prompt_version == scorer.prompt_version and self.value(r) is not None}
         self.new: dict[tuple, Any] = {}
         self.appender: Optional[Appender] = None
+
+    @staticmethod
+    def _redo(error: Exception) -> None:
+        """A damaged line of a judgment file: left out of the rewritten file, and its case judged again."""
+        log.warning("%s; left out, its case is judged again", str(error).split("; this line")[0])
 
     def value(self, record: Any) -> Any:
         return getattr(record, self.scorer.value_field)
@@ -170,10 +178,17 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
     queue = iter([task for s in made for task in plan.tasks[s.name]])
     bar = Progress(sum(c.planned for c in counts.values()), "judge", usage=endpoint.usage, unit="call",
                    disable=None if show_progress is None else not show_progress)
+    gone: Optional[EndpointGone] = None
+    workers = [asyncio.ensure_future(_worker(queue, endpoint, files, counts, model, bar))
+               for _ in range(max(1, concurrency))]
     try:
-        await asyncio.gather(*(_worker(queue, endpoint, files, counts, model, bar)
-                               for _ in range(max(1, concurrency))))
+        await asyncio.gather(*workers)
+    except EndpointGone as exc:       # the judge stopped answering: write what there is, then end the phase
+        gone = exc
     finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         bar.close()
         for f in files.values():
             f.close()
@@ -190,6 +205,8 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
         context={s.name: s.context for s in made}, seconds=round(time.monotonic() - started, 3),
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=judge_format)
     record_pass(rundir, judged)
+    if gone is not None:
+        raise gone
     if not judged.complete:
         log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
                   ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
@@ -203,8 +220,8 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
-        except CallBudgetSpent:
-            raise                   # --max-calls: stop the phase, not one failure per remaining task
+        except (CallBudgetSpent, EndpointGone):
+            raise                   # --max-calls, or a judge gone: stop the phase, not one failure per task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from .records import JudgePass, JudgeSummary
-from .run import RunError, RunFolder, read_jsonl, write_json_atomic
+from .run import JUDGE_META_FILE, RunError, RunFileError, RunFolder, read_jsonl, write_json_atomic
 from .schema import SafetyJudgment, UtilityJudgment
 from .scorers import SAFETY_FILE, UTILITY_FILE
 
-JUDGE_META_FILE = "judge.json"
 JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)
 FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
 
@@ -70,8 +69,9 @@ def select_judge(rundir: Path, judge: Optional[str] = None) -> Optional[str]:
 
 
 # ---------------------------------------------------------------- reading records
-def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
-    return [read(row) for row in read_jsonl(path) if judge is None or row.get("judge_model") == judge]
+def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str],
+          on_bad: Optional[Callable[[RunFileError], None]] = None) -> list[Any]:
+    return [read(row) for row in read_jsonl(path, on_bad=on_bad) if judge is None or row.get("judge_model") == judge]
 
 
 def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
@@ -95,9 +95,11 @@ def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgmen
     return _load_judge(rundir, SAFETY_FILE, SafetyJudgment.from_dict, judge)
 
 
-def load_all(path: Path, read: Callable[[dict[str, Any]], Any]) -> list[Any]:
-    """Every record of a judgment file, of every judge."""
-    return _load(path, read, None)
+def load_all(path: Path, read: Callable[[dict[str, Any]], Any],
+             on_bad: Optional[Callable[[RunFileError], None]] = None) -> list[Any]:
+    """Every record of a judgment file, of every judge (a damaged line raises RunFileError, or with
+    ``on_bad`` is handed to it and left out: the judge phase judges it again)."""
+    return _load(path, read, None, on_bad)
 
 
 # ---------------------------------------------------------------- judge.json

@@ -28,13 +28,12 @@ from .moves import MOVE_GROUP
 from .plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
 from .records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from .report_pages import QueryEntry, transcripts_section
-from .run import RunFolder, write_json_atomic, write_text_atomic
+from .run import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder, write_json_atomic,
+                  write_text_atomic)
 from .schema import CONDITIONS, TRIPLET_CONDITION, Transcript
 from .scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from .triplet_report import summarize_triplets, triplet_html, triplet_markdown, triplet_replies
 
-RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
-SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
 log = logging.getLogger("carryon.report")
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
@@ -85,6 +84,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
                        empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
+    if results.unscored.get("utility_items_not_judged") or results.unscored.get("safety_not_judged"):
+        results.judges.complete = False          # replies without a judgment: these numbers are incomplete
     results.notes = _notes(results, meta, bench, utility, safety)
     results.triplet = summarize_triplets(triplet_replies(rundir, bench, every, utility, safety, judge),
                                          n_resamples=n_resamples, seed=seed)
@@ -118,7 +119,8 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {UTILITY_CONTEXT}.")
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
-        notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+        notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
+                     "stopped answering); rerun the same command to complete it.")
     others = [j for j in results.judges.present if j != results.judges.selected]
     if others:
         notes.append(f"These numbers use judge {results.judges.selected}; the run was also judged by "

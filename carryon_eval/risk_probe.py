@@ -21,12 +21,12 @@ from .judgments import load_safety, select_judge
 from .metrics import VIOLATION_THRESHOLD
 from .parsing import parse_probe_choice
 from .prompts import load_prompt
-from .run import RunFolder, read_jsonl, write_jsonl_atomic
+from .run import PROBE_FILE, RunFolder, read_jsonl, register_record, write_jsonl_atomic
 from .scorers import ask_text
 from .triplets import is_variant
 
 PROBE_PROMPT, PROBE_RETRY_PROMPT = "triplet/risk_probe", "triplet/risk_probe_retry"
-PROBE_FILE, PROBE_STAGE = "risk_probe.jsonl", "risk_probe"
+PROBE_STAGE = "risk_probe"
 PROBE_MAX_TOKENS = 64
 
 
@@ -46,6 +46,9 @@ class ProbeRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProbeRecord":
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+register_record(PROBE_FILE, ProbeRecord)
 
 
 def unsafe_ambiguous(rundir: Path, judge: Optional[str]) -> tuple[Optional[str], dict[str, str]]:

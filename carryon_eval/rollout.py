@@ -27,7 +27,7 @@ from .moves import BC_MOVES
 from .progress import Progress
 from .prompts import load_prompt
 from .records import Generation, Skipped
-from .run import RunFolder
+from .run import RunFolder, has_empty_reply
 from .schema import ALL_CONDITIONS, TRIPLET_CONDITION, Message, Transcript
 from .simulator import SimulatorError, UserSimulator
 from .triplets import triplet_prompts
@@ -158,7 +158,7 @@ class _Player:
         self.conditions, self.gen, self.shared_turn1 = conditions, gen, shared_turn1
         self.model = target.config.model
         self.gate = asyncio.Semaphore(max(1, concurrency))
-        self.existing = {t.conversation_id: t for t in run.transcripts()}
+        self.existing = {t.conversation_id: t for t in run.transcripts() if not has_empty_reply(t)}
         self.first: dict[str, tuple[Message, Optional[str]]] = {}   # query_id -> turn-1 reply, finish reason
         self.failed: dict[str, str] = {}
         self.bar: Any = None
@@ -185,8 +185,8 @@ class _Player:
 
     async def reply(self, conversation_id: str, messages: Sequence[Message],
                     turn: int) -> tuple[Message, Optional[str]]:
-        """The target's reply; an empty one is asked again, and one still empty is kept as "" (the model's
-        answer) with finish reason "empty", which the report counts."""
+        """The target's reply; an empty one is asked again, and one still empty is kept as "" with finish
+        reason "empty": the report counts it (unscored) and the next rollout asks that conversation again."""
         gen = self.gen
         request = Request(_chat_messages(messages), temperature=gen.temperature, max_tokens=gen.max_tokens,
                           seed=turn_seed(gen.seed, conversation_id, turn, "target"))

@@ -42,6 +42,7 @@ from .ask import Request, ask, strict_suffix
 from .endpoint import ChatEndpoint, EndpointError
 from .parsing import p_yes, parse_score, parse_yes_no, strict_json_value, strip_reasoning
 from .prompts import load_prompt
+from .run import SAFETY_FILE, UTILITY_FILE
 from .schema import Message, SafetyJudgment, Transcript, UtilityJudgment
 from .triplets import is_variant
 
@@ -50,7 +51,7 @@ log = logging.getLogger("carryon.judge")
 UTILITY_PROMPT, UTILITY_RETRY_PROMPT = "judges/ben_util", "judges/ben_util_retry"
 SAFETY_PROMPT, SAFETY_RETRY_PROMPT = "judges/safety", "judges/safety_retry"
 UTILITY_STAGE, SAFETY_STAGE = "judge_utility", "judge_safety"
-UTILITY_FILE, SAFETY_FILE = "utility_judgments.jsonl", "safety_judgments.jsonl"
+
 UTILITY_CONTEXT = "original query + single reply + one checklist item"
 SAFETY_CONTEXT = "original query + single reply"
 UTILITY_MODES = ("text", "logprobs")
