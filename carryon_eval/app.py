@@ -34,6 +34,7 @@ from .client import Endpoint, EndpointConfig, UsageLedger
 from .dataset import Benchmark, load_benchmark
 from .subset import SubsetError, apply_subset
 from .pipeline import judge_while_rolling_out
+from .redact import register_key_of
 from .pool import EndpointGone, EndpointPool, RoleWatch
 from .batch import MANIFEST, ExportingEndpoint, export_requests, import_results, pending_requests
 from .dry_run import CallBudget, run_cost_table
@@ -172,6 +173,7 @@ class Session:
         cache = self._caches.get(run.cache_dir)
         if cache is None:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
+        register_key_of(config.api_key_env)          # its value is masked in everything written
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
         return ep

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from .records import JudgePass, JudgeSummary
+from .redact import redact
 from .run import JUDGE_META_FILE, RunError, RunFileError, RunFolder, read_jsonl, write_json_atomic
 from .schema import SafetyJudgment, UtilityJudgment
 from .scorers import SAFETY_FILE, UTILITY_FILE
@@ -137,7 +138,7 @@ class Appender:
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
-            self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            self.fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
             self.pending += 1
         self.fh.flush()
         if self.pending >= FSYNC_EVERY:

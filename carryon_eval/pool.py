@@ -27,11 +27,13 @@ one line naming the role and its endpoint(s). A reply the server refuses (HTTP 4
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any, Optional, Sequence
 
 from . import defaults
+from .redact import redact
 from .endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, EndpointRejected, UsageLedger
 
 log = logging.getLogger("carryon.pool")
@@ -204,4 +206,4 @@ class RoleWatch:
                 call.cancel()
                 await asyncio.gather(call, return_exceptions=True)
         self._answered()
-        return result
+        return dataclasses.replace(result, text=redact(result.text)) if result.text else result

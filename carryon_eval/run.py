@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
 from .records import RUN_SCHEMA_VERSION, RunMeta
+from .redact import redact
 from .schema import ALL_CONDITIONS, SafetyJudgment, Transcript, UtilityJudgment
 
 log = logging.getLogger("carryon.run")
@@ -76,24 +77,23 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     with atomic_writer(path) as fh:
-        json.dump(obj, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
+        fh.write(redact(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
     with atomic_writer(path) as fh:
         for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     with atomic_writer(path) as fh:
-        fh.write(text)
+        fh.write(redact(text))
 
 
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        fh.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
