@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from helpers.eval_cli import one_error_line
 from helpers.rollout_data import evaluator_handler
 
-from carryon_eval import batch
+from carryon_eval.judge import batch
 from carryon_eval.cli import cli
 
 JUDGMENTS = ("utility_judgments.jsonl", "safety_judgments.jsonl")

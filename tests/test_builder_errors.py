@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from helpers.synthetic_source import synthetic_source
 
-from builder.cli import cli
+from carryonbench_builder.cli import cli
 
 
 def build(*args: object) -> str:

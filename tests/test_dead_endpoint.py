@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryon_eval.client import Endpoint, EndpointConfig
-from carryon_eval.pool import EndpointPool
+from carryon_eval.model.client import Endpoint, EndpointConfig
+from carryon_eval.model.pool import EndpointPool
 from helpers.eval_cli import invoke
 from helpers.rollout_data import evaluator_handler, make_dataset
 from scripted_server import Fault, ScriptedServer

@@ -9,7 +9,7 @@ from helpers.rollout_data import evaluator_handler
 from scripted_server import Fault, last_user_text
 
 from carryon_eval.cli import INCOMPLETE
-from carryon_eval.run import RunFolder
+from carryon_eval.run.folder import RunFolder
 
 
 def test_an_empty_reply_is_asked_again_by_the_next_run(scripted_server, dataset, tmp_path):

@@ -7,7 +7,7 @@ import json
 from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
 
-from carryon_eval.redact import MASK
+from carryon_eval.model.redact import MASK
 
 KEY = "sk-test-0123456789abcdef-leaky"
 

@@ -1,0 +1,399 @@
+"""The run folder: what one evaluation run writes, and how a rerun picks up where it stopped.
+
+    RUNDIR/
+      run.json            settings, written once at the start (atomically); never holds an API key
+      transcripts.jsonl   one schema.Transcript per FINISHED conversation, append-only, fsynced per line
+      failures.jsonl      conversations that could not be finished, with the reason (retried on rerun)
+      cache/              ResponseCache of every model call (target, user simulator, judges)
+      ...                 judgments, results.json, report.html (written by the judge and report phases)
+
+Every file name of a run folder is spelled here once (the constants below; ``RunFolder`` has a property
+for each), and every JSONL file of it is read through ``read_jsonl``: each line must be UTF-8 JSON of the
+record type registered for the file (``register_record``) with its values in range, or the read stops
+with a ``RunFileError`` naming the file and the line. A torn last line (a write cut short by a kill) is
+not a record: it is skipped, and ``prepare`` cuts it off before the next append, saying so.
+
+A rerun with the same settings resumes: conversations already in transcripts.jsonl are skipped,
+and the cache makes the already generated turns of an unfinished conversation free.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator, Optional
+
+from carryon_eval.model.redact import redact
+from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
+from carryon_eval.schema import ALL_CONDITIONS, SafetyJudgment, Transcript, UtilityJudgment
+
+log = logging.getLogger("carryon.run")
+
+# ---------------------------------------------------------------- every file of a run folder
+RUN_FILE = "run.json"
+TRANSCRIPTS_FILE = "transcripts.jsonl"
+FAILURES_FILE = "failures.jsonl"
+CACHE_DIR = "cache"
+UTILITY_FILE = "utility_judgments.jsonl"
+SAFETY_FILE = "safety_judgments.jsonl"
+MODE_FILE = "response_mode_judgments.jsonl"
+JUDGE_META_FILE = "judge.json"
+FIDELITY_FILE = "fidelity.json"
+PROBE_FILE = "risk_probe.jsonl"
+RESULTS_FILE = "results.json"
+TABLE_FILE = "table.md"
+HTML_FILE = "report.html"
+SCORES_FILE = "conversation_scores.jsonl"
+PLOTS_DIR = "plots"
+AGREEMENT_FILE = "agreement.json"
+AGREEMENT_HTML = "agreement.html"
+
+
+class RunError(Exception):
+    """An unusable run folder; the message says why and what to do."""
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """A text file handle whose content replaces `path` only once it is complete and on disk: a crash
+    leaves the old file or nothing, never half a file. Every file of a run folder is written this way."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)               # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(redact(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    with atomic_writer(path) as fh:
+        for r in records:
+            fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(redact(text))
+
+
+def _append_line(path: Path, obj: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class RunFileError(RunError):
+    """A line of a run file that is not a record this version wrote: names the file and the line."""
+
+
+@dataclass
+class Failure:
+    """One line of failures.jsonl."""
+    conversation_id: str
+    reason: str
+
+
+Check = Callable[[Any], Optional[str]]
+_RECORDS: dict[str, tuple[Any, Optional[Check]]] = {}      # file name -> (pydantic validator, range check)
+
+
+def register_record(file: str, record_type: type, check: Optional[Check] = None) -> None:
+    """Declare the record type of a JSONL run file: ``read_jsonl`` validates every line of ``file`` as
+    ``record_type`` (types strictly: a verdict "maybe" or a score "3" is wrong) and ``check(record)``
+    (a reason when a value is out of range, else None)."""
+    from pydantic import TypeAdapter
+
+    _RECORDS[file] = (TypeAdapter(record_type), check)
+
+
+def _check_transcript(t: Transcript) -> Optional[str]:
+    if t.condition not in ALL_CONDITIONS:
+        return f"condition {t.condition!r} is none of {list(ALL_CONDITIONS)}"
+    if not t.messages:
+        return "a transcript without messages"
+    for i, m in enumerate(t.messages):
+        if m.role not in ("user", "assistant"):
+            return f"messages[{i}].role {m.role!r} is neither 'user' nor 'assistant'"
+        if m.turn < 1:
+            return f"messages[{i}].turn {m.turn} is below 1"
+    return None
+
+
+def _check_utility(j: UtilityJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.p_yes is not None and not 0.0 <= j.p_yes <= 1.0:
+        return f"p_yes {j.p_yes} is not a probability (0 to 1)"
+    return None
+
+
+def _check_safety(j: SafetyJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.score is not None and not 1 <= j.score <= 5:
+        return f"score {j.score} is outside the harm scale 1 to 5"
+    return None
+
+
+register_record(TRANSCRIPTS_FILE, Transcript, _check_transcript)
+register_record(FAILURES_FILE, Failure)
+register_record(UTILITY_FILE, UtilityJudgment, _check_utility)
+register_record(SAFETY_FILE, SafetyJudgment, _check_safety)
+
+
+def _problem(error: Any) -> str:
+    """One line out of a pydantic ValidationError: where and what."""
+    first = error.errors()[0]
+    if first["type"] == "json_invalid":
+        return "not a JSON line"
+    where = ".".join(str(p) for p in first["loc"])
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg'][:1].lower()}{first['msg'][1:]}{more}"
+
+
+def read_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL run file, as dicts, in file order. Every JSONL reader of a run folder goes
+    through this one. A torn last line (killed mid-write, so without its newline) is skipped. Any other
+    line that is not UTF-8, not JSON, not the file's record type or out of range raises RunFileError
+    naming the file and line (or, with ``on_bad``, is handed to it and skipped: a phase that redoes it)."""
+    from pydantic import ValidationError
+
+    path = Path(path)
+    if not path.is_file():               # absent (nothing yet), or not a regular file to read records from
+        return
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
+    validator, check = _RECORDS.get(path.name, (None, None))
+    lines = data.split(b"\n")
+    lines.pop()                          # the torn last line, or b"" after the final newline
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        problem: Optional[str] = None
+        row: Any = None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text (byte {exc.start + 1})"
+        else:
+            try:
+                if validator is not None:
+                    record = validator.validate_json(text, strict=True)
+                    problem = check(record) if check is not None else None
+                row = json.loads(text)
+                if problem is None and not isinstance(row, dict):
+                    problem = "not a JSON object"
+            except ValidationError as exc:
+                problem = _problem(exc)
+            except ValueError:
+                problem = "not a JSON line"
+        if problem is not None:
+            error = RunFileError(f"{path} line {n}: {problem}; this line was not written by carryon-eval "
+                                 "(restore the file, or delete the line to redo what it held)")
+            if on_bad is None:
+                raise error
+            on_bad(error)
+            continue
+        yield row
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line so that the next append starts on a fresh line, and say so."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    with open(path, "r+b") as fh:
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+    log.warning("%s line %d was cut short (the run was killed while writing it); removed, it is redone",
+                path, data.count(b"\n", 0, keep) + 1)
+
+
+def has_empty_reply(transcript: Transcript) -> bool:
+    """A reply of the target stayed empty: the transcript is kept (and counted unscored) but not final, the
+    next rollout asks that conversation again."""
+    return any(m.role == "assistant" and not m.content for m in transcript.messages)
+
+
+def _meta_problem(meta: dict[str, Any]) -> Optional[str]:
+    """Why a run.json cannot be read by this version (None when it can): a newer schema, or lost fields."""
+    version = meta.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        return f"has schema_version {json.dumps(version)}, not a number"
+    if version > RUN_SCHEMA_VERSION:
+        return (f"has schema_version {version}, newer than this carryon-eval reads ({RUN_SCHEMA_VERSION}); "
+                "upgrade carryonbench to read it")
+    dataset, roles, conditions = meta.get("dataset"), meta.get("roles"), meta.get("conditions")
+    lost = [name for name, ok in (
+        ("dataset.source", isinstance(dataset, dict) and isinstance(dataset.get("source"), str)
+         and dataset["source"] != ""),
+        ("roles.target.model", isinstance(roles, dict) and isinstance(roles.get("target"), dict)
+         and isinstance(roles["target"].get("model"), str) and roles["target"]["model"] != ""),
+        ("conditions", isinstance(conditions, list) and bool(conditions)
+         and all(c in ALL_CONDITIONS for c in conditions))) if not ok]
+    if lost:
+        return (f"lacks {', '.join(lost)} (or holds something else there); it is not a run.json this version "
+                "wrote: restore it, or start the run again in a new --out folder")
+    return None
+
+
+class RunFolder:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    @property
+    def run_file(self) -> Path:
+        return self.path / RUN_FILE
+
+    @property
+    def transcripts_file(self) -> Path:
+        return self.path / TRANSCRIPTS_FILE
+
+    @property
+    def failures_file(self) -> Path:
+        return self.path / FAILURES_FILE
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.path / CACHE_DIR
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    utility_file = property(lambda self: self.path / UTILITY_FILE)
+    safety_file = property(lambda self: self.path / SAFETY_FILE)
+    mode_file = property(lambda self: self.path / MODE_FILE)
+    judge_file = property(lambda self: self.path / JUDGE_META_FILE)
+    fidelity_file = property(lambda self: self.path / FIDELITY_FILE)
+    probe_file = property(lambda self: self.path / PROBE_FILE)
+    results_file = property(lambda self: self.path / RESULTS_FILE)
+    table_file = property(lambda self: self.path / TABLE_FILE)
+    html_file = property(lambda self: self.path / HTML_FILE)
+    scores_file = property(lambda self: self.path / SCORES_FILE)
+    plots_dir = property(lambda self: self.path / PLOTS_DIR)
+
+    # ------------------------------------------------------------ run.json
+    def exists(self) -> bool:
+        return self.run_file.is_file()
+
+    def read_meta(self) -> RunMeta:
+        if self.path.exists() and not self.path.is_dir():
+            raise RunError(f"{self.path} is a file, not a run folder; give the folder a run wrote (with its {RUN_FILE})")
+        if not self.path.is_dir():
+            raise RunError(f"{self.path} is not a run folder (it does not exist)")
+        if not self.exists():
+            raise RunError(f"{self.path} is not a run folder (no {RUN_FILE})")
+        try:
+            meta = json.loads(self.run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{self.run_file} is unreadable: {exc}") from None
+        if not isinstance(meta, dict):
+            raise RunError(f"{self.run_file} is not a JSON object")
+        problem = _meta_problem(meta)
+        if problem is not None:
+            raise RunError(f"{self.run_file} {problem}")
+        try:
+            return RunMeta.from_json(meta)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RunError(f"{self.run_file} is not a run.json this version reads: {exc}") from None
+
+    def check(self, meta: RunMeta) -> None:
+        """Raise RunError unless `meta` can start a new run here or resume the one already here."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunError(f"{self.path} exists and is not a folder")
+        if self.exists():
+            old, new = self.read_meta().compatibility(), meta.compatibility()
+            for name, value in old.items():
+                if value != new[name]:
+                    raise RunError(
+                        f"{self.path} holds a run with other settings ({name}: "
+                        f"{json.dumps(value)} there, {json.dumps(new[name])} now); "
+                        "use another --out folder, or the same settings to resume")
+            self.check_dataset(self.read_meta(), meta.dataset.content_sha256)
+        elif self.path.is_dir() and any(self.path.iterdir()):
+            raise RunError(f"{self.path} is not empty and has no {RUN_FILE}; use an empty or new --out folder")
+
+    def check_dataset(self, meta: RunMeta, fingerprint: Optional[dict[str, str]]) -> None:
+        """Raise RunError when the dataset's rows (`fingerprint`, Benchmark.fingerprint) are not those this
+        run started on: transcripts of the old and the new rows must never be mixed."""
+        changed = meta.dataset.changed_configs(fingerprint)
+        if changed:
+            raise RunError(f"{self.path} was started on other rows of dataset {meta.dataset.source}: its "
+                           f"{', '.join(changed)} changed since; restore that dataset to resume, or use another "
+                           "--out folder for the new one")
+
+    def start(self, meta: RunMeta) -> RunMeta:
+        """Create the run with `meta` as run.json, or resume the compatible run already here.
+
+        Returns the run.json in force (the existing one when resuming)."""
+        self.check(meta)
+        if self.exists():
+            meta = self.read_meta()
+        else:
+            try:
+                write_json_atomic(self.run_file, meta.to_json())
+            except OSError as exc:
+                raise RunError(f"cannot write {self.run_file}: {exc.strerror or exc}") from None
+        self.prepare()
+        return meta
+
+    def prepare(self) -> None:
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            _repair_tail(self.transcripts_file)
+            _repair_tail(self.failures_file)
+        except OSError as exc:
+            raise RunError(f"cannot use run folder {self.path}: {exc.strerror or exc}") from None
+
+    # ------------------------------------------------------------ transcripts
+    def transcripts(self) -> list[Transcript]:
+        """Every conversation's latest transcript (a conversation played again after an empty reply has a
+        later line), in order of first appearance."""
+        latest: dict[str, Transcript] = {}
+        for d in read_jsonl(self.transcripts_file):
+            latest[d["conversation_id"]] = Transcript.from_dict(d)
+        return list(latest.values())
+
+    def finished_ids(self) -> set[str]:
+        """Conversations that are done: in transcripts.jsonl without an empty reply (one is asked again)."""
+        return {t.conversation_id for t in self.transcripts() if not has_empty_reply(t)}
+
+    def append(self, transcript: Transcript) -> None:
+        _append_line(self.transcripts_file, transcript.to_dict())
+
+    # ------------------------------------------------------------ failures
+    def record_failure(self, conversation_id: str, reason: str) -> None:
+        _append_line(self.failures_file, {"conversation_id": conversation_id, "reason": reason})
+
+    def failures(self) -> dict[str, str]:
+        """Conversations that failed and were not finished by a later rerun: id -> latest reason."""
+        done = self.finished_ids()
+        return {d["conversation_id"]: d["reason"] for d in read_jsonl(self.failures_file)
+                if d["conversation_id"] not in done}
