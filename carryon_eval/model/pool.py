@@ -151,6 +151,8 @@ class RoleWatch:
         self.gone: Optional[EndpointGone] = None
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     @property

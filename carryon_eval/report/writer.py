@@ -86,10 +86,27 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
     if results.unscored.get("utility_items_not_judged") or results.unscored.get("safety_not_judged"):
         results.judges.complete = False          # replies without a judgment: these numbers are incomplete
+    unplayed = _unplayed(bench, meta, every, run)
     results.notes = _notes(results, meta, bench, utility, safety)
+    if unplayed:
+        results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
+                                "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
     results.triplet = summarize_triplets(triplet_replies(rundir, bench, every, utility, safety, judge),
                                          n_resamples=n_resamples, seed=seed)
     return results, transcripts, convs
+
+
+def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript], run: RunFolder) -> int:
+    """Planned conversations of the run without a final transcript (failed ones are reported on their own)."""
+    from carryon_eval.rollout.play import plan
+    from carryon_eval.run.folder import has_empty_reply
+
+    try:
+        jobs, _ = plan(bench, meta.conditions)
+    except ValueError:                   # conditions this version does not know: nothing to compare with
+        return 0
+    final = {t.conversation_id for t in transcripts if not has_empty_reply(t)} | set(run.failures())
+    return sum(1 for j in jobs if j.conversation_id not in final)
 
 
 def _count_empty_replies(transcripts: Sequence[Any]) -> int:
