@@ -27,6 +27,30 @@ from . import defaults
 #: Generation parameters that take part in the cache key, in this order.
 PARAM_NAMES: tuple[str, ...] = ("temperature", "max_tokens", "seed", "response_format", "top_logprobs")
 
+#: A temperature that is not sent at all: the provider's own default (reasoning models take no other).
+PROVIDER_DEFAULT = "default"
+
+#: A role's request options (EndpointConfig fields) that join the cache key when they are set; when none is
+#: set the key is the one it always was, so caches written before these options existed still hit.
+ROLE_PARAM_NAMES: tuple[str, ...] = ("reasoning_effort", "extra_body")
+
+
+def parse_temperature(value: Any) -> Any:
+    """A temperature option: a number >= 0, or "default" (the provider's default: nothing is sent)."""
+    if value is None or value == PROVIDER_DEFAULT:
+        return value
+    text = str(value).strip().lower()
+    if text in (PROVIDER_DEFAULT, "provider-default", "provider default", "none"):
+        return PROVIDER_DEFAULT
+    number = float(text)
+    if not number >= 0:
+        raise ValueError(f"a temperature is a number >= 0 or 'default', got {value!r}")
+    return number
+
+
+def describe_temperature(value: Any) -> str:
+    return "provider default" if value in (None, PROVIDER_DEFAULT) else f"{value:g}"
+
 
 
 class EndpointError(Exception):
@@ -48,6 +72,16 @@ class EndpointConfig:
     max_retries: int = defaults.MAX_RETRIES     # retries after the first attempt
     backoff_base: float = defaults.BACKOFF_BASE  # first backoff in seconds; doubles per retry, with jitter
     backoff_max: float = defaults.BACKOFF_MAX   # cap of one backoff sleep (Retry-After is capped separately)
+    # The role's request options, applied by the client to every call through this endpoint (None: not set,
+    # the request is as it always was). They take part in the cache key only when set.
+    temperature: Any = None                 # overrides each call's temperature: a number, or "default" (not sent)
+    reasoning_effort: Optional[str] = None  # sent as reasoning_effort (OpenAI's o-series / GPT-5: low/medium/high)
+    system_prompt: Optional[str] = None     # a system message before every request's messages
+    extra_body: Optional[dict[str, Any]] = None   # merged into the request body (top_p, chat_template_kwargs ...)
+
+    def request_options(self) -> dict[str, Any]:
+        """The role's request options that are set (what run.json records for them)."""
+        return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
 
     def public(self) -> dict[str, Any]:
         """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
@@ -58,7 +92,12 @@ class EndpointConfig:
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            **self.request_options(),
         }
+
+
+#: EndpointConfig's request options, in the order run.json lists them.
+REQUEST_OPTION_NAMES: tuple[str, ...] = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
 
 
 @dataclass
