@@ -80,6 +80,13 @@ class RoleChoice:
     model: Optional[str] = None
     api_key_env: Optional[str] = None
     pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.pool)
+    reasoning_effort: Optional[str] = None     # the role's request options (EndpointConfig); None: not sent
+    system_prompt: Optional[str] = None
+    extra_body: Optional[dict[str, Any]] = None
+
+    def request(self) -> dict[str, Any]:
+        return {"reasoning_effort": self.reasoning_effort, "system_prompt": self.system_prompt,
+                "extra_body": self.extra_body}
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,10 @@ class EvaluateConfig:
     concurrency: int = defaults.CONCURRENCY
     max_tokens: Optional[int] = None
     judge_max_tokens: Optional[int] = None
-    temperature: float = defaults.TARGET_TEMPERATURE
+    temperature: Any = defaults.TARGET_TEMPERATURE     # a number, or "default" (the provider's: not sent)
+    user_max_tokens: Optional[int] = None
+    user_temperature: Any = None                       # None: defaults.USER_TEMPERATURE
+    judge_temperature: Any = None                      # None: 0
     seed: int = defaults.SEED
     shared_turn1: bool = True
     fidelity: bool = False
@@ -119,6 +129,7 @@ class RunOptions:
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
+    judge_temperature: Any = None                # None: the run's judge temperature
     model_check: bool = True
     judge_format: Optional[str] = None
     batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
@@ -140,6 +151,7 @@ class Session:
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
+        self.by_role: dict[str, list[Endpoint]] = {}   # the endpoints opened for each role
 
     async def __aenter__(self) -> "Session":
         return self
@@ -161,7 +173,7 @@ class Session:
             self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
         return self._server
 
-    def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
+    def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> Endpoint:
         """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
         cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
         cache = self._caches.get(run.cache_dir)
@@ -169,24 +181,52 @@ class Session:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
+        if role is not None:
+            self.by_role.setdefault(role, []).append(ep)
         return ep
 
-    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,
+                      role: Optional[str] = None) -> ChatEndpoint:
         """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
         if not pool:
-            return self.endpoint(config, run)
+            return self.endpoint(config, run, role)
         members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
                    for url in (config.base_url, *pool)]
-        return EndpointPool([self.endpoint(c, run) for c in members])
+        return EndpointPool([self.endpoint(c, run, role) for c in members])
+
+    def record_sent(self, run: RunFolder) -> None:
+        """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent
+        instead (learned during this command), so that the report can say so."""
+        learned = {role: {k: v for ep in eps for k, v in ep.sent_params().items()}
+                   for role, eps in self.by_role.items()}
+        learned = {role: sent for role, sent in learned.items() if sent}
+        if not learned or not run.run_file.exists():
+            return
+        meta = run.read_meta()
+        changed = False
+        for role, sent in learned.items():
+            record = meta.roles.get(role)
+            if record is not None and {**record.sent, **sent} != record.sent:
+                meta.roles[role] = dataclasses.replace(record, sent={**record.sent, **sent})
+                changed = True
+        if changed:
+            write_json_atomic(run.run_file, meta.to_json())
+        for role, sent in learned.items():
+            for name, how in sent.items():
+                self.out.note(f"{role}: {self.by_role[role][0].config.model} refused {name}: {how} "
+                              f"(recorded in {run.run_file})")
 
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
-                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
-        """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
+                    **request: Any) -> EndpointConfig:
+        """A role's config from run.json; the embedded model again if it ran there, unless overridden
+        (``request``: request options given again; None keeps the recorded ones)."""
         if is_local(endpoint) if endpoint is not None else record.local:
             srv = self.local_server()
             return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
-                                 concurrency=concurrency)
-        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency)
+                                 concurrency=concurrency, **request)
+        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                             **request)
 
     def print_usage(self) -> None:
         tokens = tokens_by_role(self.usage)
@@ -245,7 +285,7 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
         own = choice.endpoint is not None
         roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
                                  model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
-                                 pool=choice.pool if own else cfg.target.pool)
+                                 pool=choice.pool if own else cfg.target.pool, **choice.request())
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
@@ -275,8 +315,9 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         generation=RunGeneration(
             target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
                 caps["target"] if "target" in local else defaults.TARGET_MAX_TOKENS)),
-            user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
-                            max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
+            user=Generation(temperature=defaults.USER_TEMPERATURE if cfg.user_temperature is None
+                            else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
+                                caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
@@ -392,7 +433,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
                                         model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
-                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
+                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
+                                        temperature=cfg.judge_temperature if role == "judge" else None,
+                                        **c.request())
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
         for role, choice in roles.items():
@@ -416,7 +459,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                                                   for role, choice in roles.items() for url in choice.pool)],
                             cfg.model_check)
         meta = run.start(meta)
-        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
                                         for role, c in configs.items()}
         budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
         if budget is not None:
@@ -439,6 +482,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         if TRIPLET_CONDITION in meta.conditions:
             probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
             out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
+        session.record_sent(run)
         results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
     require_scored(results, run)
@@ -461,20 +505,22 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
+        eps: list[ChatEndpoint] = [session.endpoint(target, run, "target"), session.endpoint(user, run, "user")]
         await check_endpoints(eps)
         if opts.max_calls:
             budget = CallBudget(opts.max_calls)
             eps = [budget.wrap(ep) for ep in eps]
         await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
+        session.record_sent(run)
         session.print_usage()
 
 
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
-                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
+                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
+                              temperature=opts.judge_temperature, **opts.judge.request())
     await check_configs([cfg], session.model_check)
-    ep = session.endpoint(cfg, run)
+    ep = session.endpoint(cfg, run, "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
@@ -502,6 +548,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge = await _checked_judge(session, run, meta, opts)
         await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out,
                           opts.judge_format or meta.judge.judge_format)
+        session.record_sent(run)
         session.print_usage()
 
 

@@ -142,6 +142,12 @@ class _Counts:
 
 
 # ---------------------------------------------------------------- the phase
+def _temperature(endpoint: ChatEndpoint) -> Any:
+    """The judge's temperature: 0, unless the judge role's option sets another (or "default")."""
+    chosen = getattr(endpoint.config, "temperature", None)
+    return 0.0 if chosen is None else chosen
+
+
 async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
                     scorers: Sequence[str] = DEFAULT_SCORERS, utility_mode: str = "text",
                     concurrency: int = defaults.JUDGE_CONCURRENCY, show_progress: Optional[bool] = None,
@@ -185,7 +191,7 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
                                                mine=mine, value_field=s.value_field)
     judged = JudgePass(
         judge_model=model, judge=endpoint.config.public(), utility_mode=utility_mode,
-        generation={"temperature": 0.0, "max_tokens": max_tokens, "retries": RETRIES},
+        generation={"temperature": _temperature(endpoint), "max_tokens": max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: s.context for s in made}, seconds=round(time.monotonic() - started, 3),
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=judge_format)

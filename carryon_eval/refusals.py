@@ -18,7 +18,8 @@ Every later request of that endpoint is sent the learned way. A 400 that names a
 parameter already adapted) is a refusal the client cannot work around: ``rejection`` words it as one line
 naming the endpoint, the parameter and the provider's message, and the endpoint then refuses every later
 call itself, so that nothing more is spent on a request the provider will refuse again. A 400 about one
-request's content (its length, a content filter) is not latched.
+request's content (its length, a content filter), or about a feature its caller falls back from by itself
+(logprobs, response_format), is not latched.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ INSTEAD = {
 _PER_REQUEST_CODES = {"context_length_exceeded", "content_filter", "content_policy_violation", "invalid_prompt",
                       "string_above_max_length"}
 _PER_REQUEST_PARAMS = {"messages", "prompt", "input"}
+# Features a caller asks for per request and falls back from itself (the judges' logprobs and structured output).
+_CALLER_FALLBACKS = {"logprobs", "top_logprobs", "response_format"}
 _QUOTED = re.compile(r"['\"`]([a-z_][a-z0-9_.]*)['\"`]")
 _REFUSAL_WORDS = re.compile(r"unsupported|not supported|does not support|not allowed|not permitted|unrecognized|"
                             r"unknown|extra (?:inputs|fields)|invalid", re.IGNORECASE)
@@ -111,7 +114,7 @@ class ParamRefusals:
         name = named_param(param, message, sent)
         text = scrub(f"{where} rejected the request" + (f" parameter '{name}'" if name else "")
                      + f": HTTP {status}: {message}")
-        if name and name not in _PER_REQUEST_PARAMS and code not in _PER_REQUEST_CODES:
+        if name and name not in _PER_REQUEST_PARAMS | _CALLER_FALLBACKS and code not in _PER_REQUEST_CODES:
             self.fatal = text
         return text
 
