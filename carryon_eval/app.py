@@ -535,7 +535,10 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
             exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
                                              max_tokens=max_tokens,
                                              judge_format=opts.judge_format or meta.judge.judge_format,
-                                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+                                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()),
+                                             config=meta.role("judge").config(
+                                                 base_url="batch", model=model, temperature=opts.judge_temperature,
+                                                 **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")

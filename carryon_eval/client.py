@@ -61,8 +61,8 @@ import openai
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.cache import ResponseCache
 
-from .endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ROLE_PARAM_NAMES, ChatResult, EndpointConfig, EndpointError,
-                       EndpointRejected, UsageLedger, cache_key)
+from .endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError, EndpointRejected,
+                       UsageLedger, cache_key, keyed_request)
 from .refusals import ParamRefusals, error_fields, named_param
 from .structured import FormProbe, StructuredForms
 
@@ -249,16 +249,9 @@ class Endpoint:
                    seed: Optional[int] = None, response_format: Optional[dict] = None,
                    top_logprobs: Optional[int] = None) -> ChatResult:
         """``temperature`` may be "default" (or None): not sent, the provider's default."""
-        cfg = self.config
-        params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                                  "response_format": response_format, "top_logprobs": top_logprobs}
-        if cfg.temperature is not None:
-            params["temperature"] = cfg.temperature
-        for name in ROLE_PARAM_NAMES:          # in the key only when set: old caches still hit
-            if getattr(cfg, name) is not None:
-                params[name] = getattr(cfg, name)
-        messages = _with_system_prompt(messages, cfg.system_prompt)
-        key = cache_key(cfg.model, messages, params)
+        key, messages, params = keyed_request(self.config, messages, {
+            "temperature": temperature, "max_tokens": max_tokens, "seed": seed, "response_format": response_format,
+            "top_logprobs": top_logprobs})
         inflight = self._inflight
 
         # No await between the cache lookup and joining/starting the in-flight call, so two
@@ -448,16 +441,6 @@ class Endpoint:
 
 
 # ---------------------------------------------------------------- helpers
-def _with_system_prompt(messages: list[dict], system_prompt: Optional[str]) -> list[dict]:
-    """The role's system prompt before the messages (joined with a system message already first)."""
-    if not system_prompt:
-        return messages
-    if messages and messages[0].get("role") == "system":
-        first = {**messages[0], "content": f"{system_prompt}\n\n{messages[0].get('content') or ''}"}
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": system_prompt}, *messages]
-
-
 def _reasoning_of(message: Any) -> Optional[str]:
     """The reasoning a provider returns beside the answer: ``reasoning_content`` (vLLM, DeepSeek, llama.cpp)
     or ``reasoning`` (OpenRouter, newer vLLM)."""

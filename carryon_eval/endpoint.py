@@ -182,6 +182,31 @@ class UsageLedger:
                        for (s, _), row in self._rows.items() if stage is None or s == stage)
 
 
+def with_system_prompt(messages: list[dict], system_prompt: Optional[str]) -> list[dict]:
+    """The role's system prompt before the messages (joined with a system message already first)."""
+    if not system_prompt:
+        return messages
+    if messages and messages[0].get("role") == "system":
+        first = {**messages[0], "content": f"{system_prompt}\n\n{messages[0].get('content') or ''}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": system_prompt}, *messages]
+
+
+def keyed_request(config: EndpointConfig, messages: list[dict],
+                  params: dict[str, Any]) -> tuple[str, list[dict], dict[str, Any]]:
+    """(cache key, messages, params) of one call as the client sends and keys it: the role's request options
+    applied (its temperature override, its system prompt before the messages), and reasoning_effort /
+    extra_body in the params only when set, so that a call without them has the key it always had."""
+    params = dict(params)
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    for name in ROLE_PARAM_NAMES:
+        if getattr(config, name, None) is not None:
+            params[name] = getattr(config, name)
+    messages = with_system_prompt(messages, config.system_prompt)
+    return cache_key(config.model, messages, params), messages, params
+
+
 def cache_key(model: str, messages: list[dict], params: dict) -> str:
     """sha256 hex of the canonical JSON of (model, messages, generation params)."""
     blob = json.dumps({"model": model, "messages": messages, "params": params},

@@ -145,3 +145,22 @@ def test_temperature_option_values():
         parse_temperature("-1")
     with pytest.raises(ValueError):
         parse_temperature("hot")
+
+
+def test_wrappers_key_and_export_requests_as_the_client_sends_them(scripted_server, tmp_path):
+    from carryon_eval.batch import Deferred, ExportingEndpoint
+    from carryon_eval.cache import lookup
+
+    srv = scripted_server(lambda body: "ok")
+    options = dict(temperature="default", reasoning_effort="low", system_prompt="Judge fairly.",
+                   extra_body={"top_p": 0.5})
+    cache = ResponseCache(tmp_path / "c")
+    chats(Endpoint(config(srv, **options), cache=cache), dict(max_tokens=8))
+    live = srv.requests[0]
+    key, _, hit = lookup(cache, config(srv, **options), MSGS, {"max_tokens": 8})
+    assert hit is not None and hit.text == "ok"                     # the budget's and the batch's lookups hit
+    exporter = ExportingEndpoint(EndpointConfig(base_url="batch", model=MODEL, **options), ResponseCache(tmp_path / "e"))
+    with pytest.raises(Deferred):
+        asyncio.run(exporter.chat(MSGS, stage="judge", max_tokens=8))
+    (line,) = exporter.requests.values()
+    assert line["custom_id"] == key and line["body"] == live        # the body the live client sent
