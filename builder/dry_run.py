@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from carryon_eval import defaults
-from carryon_eval.endpoint import describe_temperature
+from carryon_eval.model.endpoint import describe_temperature
 
 from .llm_config import LLMConfig
 from .query_state import plural

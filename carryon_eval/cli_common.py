@@ -3,7 +3,7 @@
 - ``UsageError``: bad input ends with one line ``<prog>: error: <message>`` on stderr and exit code 2
   (no traceback, nothing half-written); each CLI subclasses it with its program name.
 - ``is_local(endpoint)``: no endpoint, or the word ``local``, means the embedded model (defined with the
-  embedded model in carryon_eval.local_model).
+  embedded model in carryon_eval.model.local).
 - ``endpoint_options(prefix=...)``: the options of one role where both CLIs name them alike
   (``--endpoint``, ``--model``, ``--api-key-env``), and ``concurrency_option`` / ``timeout_option``.
 - ``request_options(role)``: one role's request options, named alike in both CLIs (``--ROLE-max-tokens``,
@@ -23,8 +23,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from . import defaults
-from .local_model import LOCAL_ENDPOINT, is_local
+from carryon_eval import defaults
+from carryon_eval.model.local import LOCAL_ENDPOINT, is_local
 
 __all__ = ["LOCAL_ENDPOINT", "REQUEST_OPTIONS", "UsageError", "alias_option", "concurrency_option", "configure_logging",
            "endpoint_options", "is_local", "merge_aliases", "request_options", "timeout_option", "verbose_option"]
@@ -85,7 +85,7 @@ ALIAS = "__alias"          # dest suffix of a hidden old spelling (see merge_ali
 
 
 def temperature_option_value(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Any:
-    from .endpoint import parse_temperature
+    from carryon_eval.model.endpoint import parse_temperature
     if value is None:
         return None
     try:

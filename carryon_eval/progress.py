@@ -24,7 +24,7 @@ import click
 
 from tqdm import tqdm
 
-from .endpoint import UsageLedger
+from carryon_eval.model.endpoint import UsageLedger
 
 
 def role_of(stage: str) -> str:

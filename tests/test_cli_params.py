@@ -7,7 +7,7 @@ import json
 from helpers.eval_cli import invoke, one_error_line, remote
 from helpers.rollout_data import evaluator_handler as handler
 
-from carryon_eval.records import RunMeta
+from carryon_eval.run.records import RunMeta
 
 
 def read(path):

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import ChatResult, Endpoint, EndpointConfig, EndpointRejected, UsageLedger, cache_key
-from carryon_eval.endpoint import parse_temperature
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import ChatResult, Endpoint, EndpointConfig, EndpointRejected, UsageLedger, cache_key
+from carryon_eval.model.endpoint import parse_temperature
 from carryon_eval.parsing import strip_reasoning
 from scripted_server import QUIRK_REASONING, Fault, Reply
 
@@ -148,8 +148,8 @@ def test_temperature_option_values():
 
 
 def test_wrappers_key_and_export_requests_as_the_client_sends_them(scripted_server, tmp_path):
-    from carryon_eval.batch import Deferred, ExportingEndpoint
-    from carryon_eval.cache import lookup
+    from carryon_eval.judge.batch import Deferred, ExportingEndpoint
+    from carryon_eval.model.cache import lookup
 
     srv = scripted_server(lambda body: "ok")
     options = dict(temperature="default", reasoning_effort="low", system_prompt="Judge fairly.",

@@ -7,7 +7,7 @@ import time
 from helpers.eval_cli import remote, slowly, spawn
 from helpers.rollout_data import evaluator_handler as handler
 
-from carryon_eval.endpoint import ChatResult, UsageLedger
+from carryon_eval.model.endpoint import ChatResult, UsageLedger
 from carryon_eval.progress import Progress
 
 LINE = re.compile(r"^(rollout|judge): (\d+)/(\d+) (conv|call) \(\d+%\), [0-9.]+ \w+/s, ETA \S+(, tokens .*)?$")
