@@ -92,3 +92,18 @@ def test_options_before_a_subcommand_apply_to_it_or_are_refused(scripted_server,
     assert "--dataset" in line and "'report'" in line
     line = one_error_line(invoke("--judge-model", "other-judge", "report", out))
     assert "--judge-model" in line
+
+
+def test_reasoning_content_stays_in_the_transcript_and_reaches_no_one_else(scripted_server, dataset, tmp_path):
+    from scripted_server import QUIRK_REASONING
+
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"), quirks=("reasoning_content",))
+    out = tmp_path / "run"
+    res = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", "1")
+    assert res.exit_code == 0, res.output
+    replies = [json.loads(line) for line in (out / "transcripts.jsonl").read_text().splitlines()]
+    kept = [m["content"] for t in replies for m in t["messages"] if m["role"] == "assistant"]
+    assert kept and all(c.startswith(f"<think>{QUIRK_REASONING}</think>") for c in kept)
+    later = [b for b in srv.requests if len(b["messages"]) > 1 or b["model"] != "tgt"]
+    assert later and all(QUIRK_REASONING not in json.dumps(b["messages"]) for b in later)   # not the judges,
+    assert any(b["model"] == "sim" for b in later) and any(b["model"] == "jdg" for b in later)  # user, target
