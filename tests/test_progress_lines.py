@@ -13,9 +13,9 @@ from carryon_eval.progress import Progress
 LINE = re.compile(r"^(rollout|judge): (\d+)/(\d+) (conv|call) \(\d+%\), [0-9.]+ \w+/s, ETA \S+(, tokens .*)?$")
 
 
-def test_a_piped_run_prints_progress_lines_while_it_runs(scripted_server, dataset, tmp_path):
+def test_a_piped_run_on_the_builtin_sample_prints_progress_lines_while_it_runs(scripted_server, tmp_path):
     srv = scripted_server(slowly(handler, 0.1), models=("tgt", "sim", "jdg"))
-    proc = spawn(*remote(srv), "--dataset", dataset, "--out", tmp_path / "run", "--concurrency", "2",
+    proc = spawn(*remote(srv), "--limit", "2", "--out", tmp_path / "run", "--concurrency", "2",
                  "--progress-interval", "0.3", text=True)
     stamped: list[tuple[float, str]] = []
     assert proc.stdout is not None
@@ -28,7 +28,8 @@ def test_a_piped_run_prints_progress_lines_while_it_runs(scripted_server, datase
     rollout = [LINE.match(text) for _, text in lines if text.startswith("rollout:")]
     assert len(rollout) >= 2, [text for _, text in stamped]
     done = [int(m.group(2)) for m in rollout]
-    assert done == sorted(done) and all(int(m.group(3)) == 11 for m in rollout)
+    totals = {int(m.group(3)) for m in rollout}
+    assert done == sorted(done) and len(totals) == 1 and totals.pop() > 0
     assert any("tokens target=" in m.group(0) for m in rollout[1:])
     last_result = max(t for t, text in stamped if text.startswith("results:"))
     assert min(t for t, _ in lines) < last_result - 0.3      # printed during the run, not all at its end
