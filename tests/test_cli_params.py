@@ -107,3 +107,15 @@ def test_reasoning_content_stays_in_the_transcript_and_reaches_no_one_else(scrip
     later = [b for b in srv.requests if len(b["messages"]) > 1 or b["model"] != "tgt"]
     assert later and all(QUIRK_REASONING not in json.dumps(b["messages"]) for b in later)   # not the judges,
     assert any(b["model"] == "sim" for b in later) and any(b["model"] == "jdg" for b in later)  # user, target
+
+
+def test_a_refused_role_option_stops_the_run_in_one_line_before_spending_more(scripted_server, dataset, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"), quirks=("no_reasoning_effort",))
+    out = tmp_path / "run"
+    line = one_error_line(invoke(*remote(srv), "--dataset", dataset, "--out", out, "--concurrency", "2",
+                                 "--judge-reasoning-effort", "high"))
+    assert "model 'jdg'" in line and "parameter 'reasoning_effort'" in line
+    assert "Unrecognized request argument supplied: reasoning_effort" in line
+    refused = [b for b in srv.requests if b["model"] == "jdg"]
+    assert refused and all(b["reasoning_effort"] == "high" for b in refused)
+    assert len(refused) <= 2 * 2          # the requests already in flight when it was learned; no more

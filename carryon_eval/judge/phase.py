@@ -34,6 +34,7 @@ from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKE
                                         reply_scorers, reply_shape)
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
+from carryon_eval.model.endpoint import ParameterRefused
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.progress import Progress
 from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
@@ -252,8 +253,8 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
-        except CallBudgetSpent:
-            raise                   # --max-calls: stop the phase, not one failure per remaining task
+        except (CallBudgetSpent, ParameterRefused):
+            raise                   # --max-calls, or a refused parameter: stop the phase, not one failure per task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")

@@ -62,7 +62,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
 from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
-                                        EndpointRejected, UsageLedger, cache_key, keyed_request)
+                                        EndpointRejected, ParameterRefused, UsageLedger, cache_key,
+                                        keyed_request)
 from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
 
@@ -304,7 +305,7 @@ class Endpoint:
         while True:
             attempt += 1
             if self.refusals.fatal is not None:   # the endpoint refused a parameter every call sends
-                raise EndpointRejected(self.refusals.fatal)
+                raise ParameterRefused(self.refusals.fatal)
             generation = await limiter.acquire()
             if probe is not None:
                 probe.refresh()   # the endpoint may have been learned while this request waited
@@ -337,8 +338,9 @@ class Endpoint:
                 if probe is not None and self._about_form(exc, kwargs) and probe.refused(exc.status_code):
                     attempt -= 1   # the next form is free
                     continue
-                raise EndpointRejected(self.refusals.rejection(
-                    self._where(), exc.status_code, exc.body, _status_message(exc), kwargs, self._scrub)) from None
+                line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
+                                               kwargs, self._scrub)
+                raise (ParameterRefused if self.refusals.fatal else EndpointRejected)(line) from None
             except BaseException:
                 limiter.release()
                 raise

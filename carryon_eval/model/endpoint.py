@@ -62,6 +62,11 @@ class EndpointRejected(EndpointError):
     command cannot help, the options must change."""
 
 
+class ParameterRefused(EndpointRejected):
+    """The endpoint refuses a parameter every call of the role sends (carryon_eval.model.refusals): a phase
+    stops at it instead of counting one failure per remaining call."""
+
+
 @dataclass
 class EndpointConfig:
     base_url: str                           # e.g. http://127.0.0.1:8000/v1
