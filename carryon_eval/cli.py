@@ -7,6 +7,8 @@
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
+    carryon-eval export RUNDIR --format inspect --out RUN.eval   another tool's format (carryon_eval.app.exporters)
+    carryon-eval import RUN.eval --out RUNDIR   an inspect-ai log of the carryonbench task as a run folder
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
@@ -35,12 +37,14 @@ from carryon_eval import defaults
 from carryon_eval.human.agreement import agreement_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
+from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
 from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, temperature_option_value, verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
+from carryon_eval.app.exporters import EXPORTERS, ExportError, export_run
 from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.progress import progress_interval_option
@@ -75,7 +79,7 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            app.ConfigError, BatchError) as exc:
+            app.ConfigError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
         raise CliError(str(exc)) from None
@@ -140,10 +144,15 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
     try:
         if not items:
             raise SuiteError("no condition given")
-        return resolve_conditions(items)
+        resolved = resolve_conditions(items)
     except SuiteError:
         raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
                                  f"got {value!r}") from None
+    if "all" in items:                   # opensafeintent joins them when --opensafeintent is given (cli)
+        if ctx is not None:
+            ctx.meta["conditions_all"] = True
+        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
+    return resolved
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
@@ -214,6 +223,13 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
                    "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
+@click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
+              help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
+                   "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
+@click.option("--opensafeintent-sets", type=click.Choice(("release", "triplets")), default="release",
+              show_default=True,
+              help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the dataset's "
+                   "own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges and definitions).")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
@@ -234,6 +250,8 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     if ctx.invoked_subcommand is not None:
         refuse_global_options(ctx, opts)
         return
+    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
+        opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
@@ -398,6 +416,34 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
     run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
                                     ClickOutput()), resume_hint=False)
+
+
+@cli.command("export")
+@RUNDIR
+@click.option("--format", "fmt", type=click.Choice(list(EXPORTERS)), required=True,
+              help=" ".join(f"{e.name}: {e.description}." for e in EXPORTERS.values()))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="File or folder to write (see --format).")
+@click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
+@verbose_option
+def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
+    """Write a run folder in another tool's format: OpenSafeIntent's reference files, an inspect-ai eval log."""
+    run_command(export_run(fmt, rundir, out, ClickOutput(), judge_name), resume_hint=False)
+
+
+@cli.command("import")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="New run folder to write (then `carryon-eval report RUNDIR`).")
+def import_command(log: Path, out: Path) -> None:
+    """Turn an inspect-ai eval log of the carryonbench task into a run folder (extra [inspect])."""
+    from .inspect_bridge import require_inspect
+
+    try:
+        require_inspect()
+        from .inspect_bridge.importer import import_log
+        click.echo(import_log(log, out))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
 
 
 cli.add_command(compare_command, "compare")
