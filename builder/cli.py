@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import click
 
 from carryon_eval import defaults
-from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, timeout_option, verbose_option
+from carryon_eval.cli_common import (REQUEST_OPTIONS, UsageError, concurrency_option, endpoint_options,
+                                     request_options, temperature_option_value, timeout_option, verbose_option)
+from carryon_eval.progress import progress_interval_option
 
 from .flows import DEFAULT_SEED
 from .stages import MAX_ITEMS, MIN_ITEMS
+from .stages import ROLES as _STAGE_ROLES
+
+ROLES = tuple(dict.fromkeys(_STAGE_ROLES))      # each role once (several stages may share one)
 
 
 if TYPE_CHECKING:
@@ -52,18 +57,27 @@ def _per_role(ctx: click.Context, name: str, given: tuple[str, ...]) -> tuple[st
     return (*(r for r in recipe if r.partition("=")[0].strip().replace("-", "_") not in named), *given)
 
 
+def _version() -> str:
+    from . import BUILDER_VERSION
+    return BUILDER_VERSION
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @verbose_option
+@click.version_option(_version(), prog_name="carryon-build")
 def cli() -> None:
     """Build the CarryOnBench dataset (queries, checklists, flows, conversations) and verify releases."""
 
 
 _BUILD_EPILOG = """\b
 LLM stages (paper §3.1): intents -> oracle_answers -> harm_filter -> decompose -> merge -> item_filter.
-Roles: intent_writer, generator, harm_classifier, decomposer, merger, item_filter.
+Roles: intent-writer, generator, harm-classifier, decomposer, merger, item-filter.
   --endpoint URL --model NAME          default endpoint and model of every role
-  --role-endpoint ROLE=URL             one role elsewhere (repeatable)
-  --role-model ROLE=NAME               one role's model (repeatable)
+  --ROLE-endpoint URL                  one role elsewhere (e.g. --harm-classifier-endpoint URL)
+  --ROLE-model NAME                    one role's model (e.g. --merger-model NAME)
+  --ROLE-max-tokens N, --ROLE-temperature T|default, --ROLE-reasoning-effort LEVEL,
+  --ROLE-system-prompt TEXT|@FILE, --ROLE-extra-body JSON
+                                       one role's requests (named as in carryon-eval)
   --generator URL=MODEL                a generator (repeatable; the paper uses 5)
   --generator-model NAME               a generator at the generator role's endpoint (repeatable;
                                        a model listed twice samples twice, with different seeds)
@@ -76,10 +90,32 @@ Examples:
   carryon-build build --source CASEBench_data.json --out ds --endpoint https://api.openai.com/v1 \\
       --model gpt-4o --generator-model gpt-4o --generator-model gpt-4o-mini \\
       --generator http://127.0.0.1:8000/v1=Qwen/Qwen3-32B \\
-      --role-endpoint harm_classifier=http://127.0.0.1:8001/v1 --role-model harm_classifier=allenai/wildguard \\
+      --harm-classifier-endpoint http://127.0.0.1:8001/v1 --harm-classifier-model allenai/wildguard \\
       --harm-classifier-style wildguard
   carryon-build build --source CASEBench_data.json --out ds --endpoint local --limit 2 --max-tokens 160
 """
+
+
+def _per_role_options(fn: Any) -> Any:
+    """--ROLE-endpoint, --ROLE-model and the request options of every role (the generator's model option is
+    --generator-model, which lists generators, and its temperature --generator-temperature)."""
+    for role in reversed(ROLES):
+        flag = role.replace("_", "-")
+        fn = request_options(role, what=f"the {flag} role", skip=("temperature",) if role == "generator" else ())(fn)
+        if role != "generator":
+            fn = click.option(f"--{flag}-model", f"{role}_model", metavar="NAME",
+                              help=f"Model of the {flag} role [default: --model].")(fn)
+        fn = click.option(f"--{flag}-endpoint", f"{role}_endpoint", metavar="URL|local",
+                          help=f"Endpoint of the {flag} role [default: --endpoint].")(fn)
+    return fn
+
+
+def _with_role_flags(assignments: tuple[str, ...], per_role: dict[str, Any], what: str) -> tuple[str, ...]:
+    """The ROLE=VALUE list with each --ROLE-<what> given on top (it replaces that role's entry)."""
+    flags = {role: per_role.get(f"{role}_{what}") for role in ROLES}
+    flags = {role: value for role, value in flags.items() if value is not None}
+    kept = tuple(a for a in assignments if a.partition("=")[0].strip().replace("-", "_") not in flags)
+    return (*kept, *(f"{role}={value}" for role, value in flags.items()))
 
 
 def _check_build_options(source: Optional[Path], out: Optional[Path], *, min_items: int, max_items: int,
@@ -132,10 +168,11 @@ def _check_writable(out: Path) -> None:
                                 "or 'local' for the embedded model.",
                   model_help="Default model of every role (with --endpoint local: gemma-3-270m).",
                   key_help="Environment variable holding the API key (the key is never written anywhere).")
-@click.option("--role-endpoint", "role_endpoints", multiple=True, metavar="ROLE=URL",
-              help="Endpoint of one role (repeatable); see the roles below.")
-@click.option("--role-model", "role_models", multiple=True, metavar="ROLE=NAME",
-              help="Model of one role (repeatable).")
+@click.option("--role-endpoint", "role_endpoints", multiple=True, metavar="ROLE=URL", hidden=True,
+              help="Endpoint of one role (repeatable); the older spelling of --ROLE-endpoint.")
+@click.option("--role-model", "role_models", multiple=True, metavar="ROLE=NAME", hidden=True,
+              help="Model of one role (repeatable); the older spelling of --ROLE-model.")
+@_per_role_options
 @click.option("--generator", "generators", multiple=True, metavar="URL=MODEL",
               help="A generator of oracle answers at its own endpoint (repeatable).")
 @click.option("--generator-model", "generator_models", multiple=True, metavar="NAME",
@@ -161,21 +198,23 @@ def _check_writable(out: Path) -> None:
                    "Lower it only for a smoke test with a small model (the card says so), e.g. 1 with --endpoint local.")
 @click.option("--max-items", type=click.IntRange(min=1), default=MAX_ITEMS, show_default=True,
               help="The merged checklist is cut to this many items (the paper's 7-23 describes its result).")
-@click.option("--generator-temperature", type=click.FloatRange(min=0.0), default=0.7, show_default=True,
-              help="Sampling temperature of the generators (each with its own seed).")
+@click.option("--generator-temperature", default="0.7", show_default=True, metavar="T|default",
+              callback=temperature_option_value,
+              help="Sampling temperature of the generators (each with its own seed); 'default': none is sent.")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per stage, call no endpoint, exit 0.")
 @click.option("--force", is_flag=True,
               help="Rebuild into an --out folder that holds files no build wrote (they are kept, not deleted).")
 @verbose_option
+@progress_interval_option
 @click.pass_context
 def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_llm: bool, seed: int,
           limit: Optional[int], release: Optional[str], endpoint: Optional[str], model: Optional[str],
           role_endpoints: tuple[str, ...], role_models: tuple[str, ...], generators: tuple[str, ...],
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
           cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
-          structured_output: str, min_items: int, max_items: int, generator_temperature: float,
-          dry_run: bool, force: bool) -> None:
+          structured_output: str, min_items: int, max_items: int, generator_temperature: Any,
+          dry_run: bool, force: bool, **per_role: Any) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -190,6 +229,9 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
     release = release or f"v{BUILDER_VERSION}"
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
                                                                                             role_models)
+    role_endpoints = _with_role_flags(role_endpoints, per_role, "endpoint")
+    role_models = _with_role_flags(role_models, per_role, "model")
+    request = {role: {name: per_role.get(f"{role}_{name}") for name in REQUEST_OPTIONS} for role in ROLES}
     llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
     _check_build_options(source, out, min_items=min_items, max_items=max_items, dry_run=dry_run, force=force)
     if no_llm:
@@ -222,7 +264,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
 
     def config(local_base_url: Optional[str] = None) -> LLMConfig:
         roles, gens = plan.specs(local_base_url=local_base_url, structured=structured_output,
-                                 concurrency=concurrency, timeout=request_timeout)
+                                 concurrency=concurrency, timeout=request_timeout, request=request)
         return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
                          api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens, min_items=min_items,
                          max_items=max_items, generator_temperature=generator_temperature)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from carryon_eval import defaults
+from carryon_eval.model.endpoint import describe_temperature
 
 from .llm_config import LLMConfig
 from .query_state import plural
@@ -76,6 +77,6 @@ def format_dry_run(rows: list[dict[str, Any]], n_queries: int, n_generators: int
     if config is not None:
         lines.append(f"Harm filter: {config.harm_rule()}.")
         lines.append(f"Checklists: {config.min_items} to {config.max_items} items (--min-items, --max-items); "
-                     f"generators sample at temperature {config.generator_temperature:g}, seeds "
+                     f"generators sample at temperature {describe_temperature(config.generator_temperature)}, seeds "
                      f"{config.generator_seed}..{config.generator_seed + len(config.generators) - 1}.")
     return "\n".join(lines)

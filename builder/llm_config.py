@@ -1,9 +1,10 @@
 """Which model plays each role of the LLM stages, and how it is called: ModelSpec and LLMConfig."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from carryon_eval import defaults
 
@@ -26,6 +27,22 @@ class ModelSpec:
     concurrency: int = defaults.CONCURRENCY
     timeout: float = defaults.TIMEOUT
     local: bool = False              # the embedded model (its card and output say what its quality means)
+    # The role's request options (None: not set; see carryon_eval.endpoint.EndpointConfig)
+    max_tokens: Optional[int] = None  # caps each of the role's stages' max_tokens
+    temperature: Any = None           # overrides the stages' temperature: a number, or "default" (not sent)
+    reasoning_effort: Optional[str] = None
+    system_prompt: Optional[str] = None
+    extra_body: Optional[dict[str, Any]] = None
+
+    def request(self) -> dict[str, Any]:
+        """The request options that are set (MANIFEST.json records them)."""
+        options = {"temperature": self.temperature, "reasoning_effort": self.reasoning_effort,
+                   "system_prompt": self.system_prompt, "extra_body": self.extra_body}
+        return {k: v for k, v in options.items() if v is not None}
+
+    def endpoint_key(self) -> tuple[str, str, str]:
+        """One client per model, endpoint and request options."""
+        return self.base_url, self.model, json.dumps(self.request(), sort_keys=True)
 
     def __post_init__(self) -> None:
         if self.structured not in STRUCTURED_STYLES:
@@ -69,13 +86,16 @@ class LLMConfig:
 
     def params(self, stage: Stage) -> StageParams:
         """The stage's parameters; max_tokens capped by ``max_tokens``, or on the embedded model (every model of
-        the stage local) by defaults.LOCAL_BUILD_MAX_TOKENS."""
+        the stage local) by defaults.LOCAL_BUILD_MAX_TOKENS; a role's own max_tokens (ModelSpec) replaces it."""
         p = stage.params
         temperature = self.generator_temperature if stage.per_generator else p.temperature
         cap = self.max_tokens
         if cap is None and all(sp.local for sp in self.stage_models(stage)):
             cap = defaults.LOCAL_BUILD_MAX_TOKENS
         max_tokens = min(p.max_tokens, cap) if cap else p.max_tokens
+        own = [sp.max_tokens for sp in self.stage_models(stage) if sp.max_tokens is not None]
+        if own:                          # the role's own --ROLE-max-tokens replaces the stage's
+            max_tokens = min(own)
         return StageParams(temperature, max_tokens, min(p.typical_tokens, max_tokens))
 
     def min_harmless(self) -> int:

@@ -129,14 +129,14 @@ class LLMStages:
         self.stages = config.stages()
         self.usage = UsageLedger()
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir is not None else None
-        self.endpoints: dict[tuple[str, str], _FailureWatch] = {}
+        self.endpoints: dict[tuple[str, str, str], _FailureWatch] = {}
         for spec in [*config.roles.values(), *config.generators]:
-            key = (spec.base_url, spec.model)
+            key = spec.endpoint_key()
             if key not in self.endpoints:
                 self.endpoints[key] = _FailureWatch(Endpoint(EndpointConfig(
                     base_url=spec.base_url, model=spec.model, api_key_env=config.api_key_env,
                     concurrency=spec.concurrency, timeout=spec.timeout, max_retries=config.max_retries,
-                    backoff_base=config.backoff_base), cache=self.cache, usage=self.usage))
+                    backoff_base=config.backoff_base, **spec.request()), cache=self.cache, usage=self.usage))
         self.prompts: dict[str, Prompt] = {stage.name: stage.template() for stage in self.stages}
         self.repair_prompt = load_prompt("repair", package="carryonbench_builder")
         self.tally: dict[str, StageTally] = {stage.name: StageTally() for stage in self.stages}
@@ -193,7 +193,7 @@ class LLMStages:
 
         tally = self.tally[stage.name]
         try:
-            asked = await ask(self.endpoints[(spec.base_url, spec.model)], request, parse, stage=stage.name,
+            asked = await ask(self.endpoints[spec.endpoint_key()], request, parse, stage=stage.name,
                               retry=policy)
         except EndpointError as exc:
             tally.failed_calls += 1
@@ -264,7 +264,9 @@ class LLMStages:
             checklist_rows=checklist, provenance_rows=provenance_rows(states),
             kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None], triplet_rows=triplet_rows(states),
             manifest=llm_manifest(self.config, self.stages, self.prompts, self.repair_prompt, self.tally,
-                                  self.usage.snapshot(), states),
+                                  self.usage.snapshot(), states,
+                                  sent={key: ep.inner.sent_params() for key, ep in self.endpoints.items()
+                                        if hasattr(ep.inner, "sent_params")}),
             card={"llm_summary": card_summary(self.config, self.stages, states, checklist),
                   "harm_filter_rule": f"applied this rule in this build: {self.config.harm_rule()} (the paper: at "
                                       "least 3 harmless answers of 5 generators, by WildGuard)"})

@@ -13,7 +13,7 @@ The manifest part and the card's summary iterate the same stage records as the r
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
@@ -81,8 +81,11 @@ def item_rule_counts(config: LLMConfig, states: Sequence[QueryState]) -> dict[st
 
 def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[str, Prompt], repair_prompt: Prompt,
                  tally: Mapping[str, StageTally], usage: dict[str, Any],
-                 states: Sequence[QueryState] = ()) -> dict[str, Any]:
-    """MANIFEST.json's ``llm_stages``: per stage its role, models, parameters, prompt and costs."""
+                 states: Sequence[QueryState] = (), sent: Optional[Mapping[Any, dict[str, str]]] = None,
+                 ) -> dict[str, Any]:
+    """MANIFEST.json's ``llm_stages``: per stage its role, models, parameters, prompt and costs; ``sent``: per
+    endpoint (ModelSpec.endpoint_key) the parameters it refused and what was sent instead."""
+    sent = sent or {}
     entries: dict[str, Any] = {}
     for stage in stages:
         p = config.params(stage)
@@ -93,7 +96,10 @@ def llm_manifest(config: LLMConfig, stages: Sequence[Stage], prompts: Mapping[st
             "models": [sp.model for sp in specs],
             "endpoints": [sp.base_url for sp in specs],
             "params": {"temperature": p.temperature, "max_tokens": p.max_tokens,
-                       "structured_output": [t.structured_output(stage, sp) for sp in specs]},
+                       "structured_output": [t.structured_output(stage, sp) for sp in specs],
+                       **({"request": [sp.request() for sp in specs]} if any(sp.request() for sp in specs) else {}),
+                       **({"sent": [sent.get(sp.endpoint_key(), {}) for sp in specs]}
+                          if any(sent.get(sp.endpoint_key()) for sp in specs) else {})},
             "prompt": {"ref": prompt.ref, "sha256": prompt.sha256},
             "repairs": t.repairs,
             "empty_reply_retries": t.empty_reply_retries,

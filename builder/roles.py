@@ -1,7 +1,10 @@
 """Which model at which endpoint plays each role of the LLM stages (the `build` command's options).
 
 Scheme: ``--endpoint URL --model NAME`` is the default of every role. One role is pointed elsewhere with
-``--role-endpoint ROLE=URL`` and/or ``--role-model ROLE=NAME``. Generators (several; the paper uses 5)
+``--ROLE-endpoint URL`` and/or ``--ROLE-model NAME`` (ROLE with dashes, e.g. ``--harm-classifier-model``; the
+older ``--role-endpoint ROLE=URL`` / ``--role-model ROLE=NAME`` still work), and its requests are shaped with
+``--ROLE-max-tokens``, ``--ROLE-temperature``, ``--ROLE-reasoning-effort``, ``--ROLE-system-prompt`` and
+``--ROLE-extra-body`` (carryon_eval.cli_common.request_options, named as in carryon-eval). Generators (several; the paper uses 5)
 are listed with ``--generator URL=MODEL`` (repeatable) and ``--generator-model NAME`` (repeatable; at the
 generator role's endpoint); the ``--generator`` entries come first. Without either, one generator: the
 generator role's endpoint and model. URL may be ``local``: the embedded Gemma 3 270M (llama.cpp).
@@ -9,7 +12,7 @@ generator role's endpoint and model. URL may be ``local``: the embedded Gemma 3 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.cli_common import LOCAL_ENDPOINT as LOCAL, is_local
@@ -63,16 +66,21 @@ class RolePlan:
         return any(_is_local(u) for u, _ in [*self.roles.values(), *self.generators])
 
     def specs(self, *, local_base_url: Optional[str] = None, structured: str = "json_schema",
-              concurrency: int = defaults.CONCURRENCY,
-              timeout: float = defaults.TIMEOUT) -> tuple[dict[str, ModelSpec], list[ModelSpec]]:
-        def spec(url: str, model: str) -> ModelSpec:
+              concurrency: int = defaults.CONCURRENCY, timeout: float = defaults.TIMEOUT,
+              request: Optional[Mapping[str, Mapping[str, Any]]] = None,
+              ) -> tuple[dict[str, ModelSpec], list[ModelSpec]]:
+        """``request``: each role's request options (ModelSpec's max_tokens ... extra_body)."""
+        request = request or {}
+
+        def spec(role: str, url: str, model: str) -> ModelSpec:
+            options = {k: v for k, v in (request.get(role) or {}).items() if v is not None}
             if _is_local(url):
                 return ModelSpec(base_url=local_base_url or LOCAL, model=model, structured="json_object",
                                  concurrency=defaults.LOCAL_CONCURRENCY,
-                                 timeout=max(timeout, defaults.LOCAL_TIMEOUT), local=True)
+                                 timeout=max(timeout, defaults.LOCAL_TIMEOUT), local=True, **options)
             return ModelSpec(base_url=url, model=model, structured=structured, concurrency=concurrency,
-                             timeout=timeout)
-        return ({r: spec(*v) for r, v in self.roles.items()}, [spec(*g) for g in self.generators])
+                             timeout=timeout, **options)
+        return ({r: spec(r, *v) for r, v in self.roles.items()}, [spec("generator", *g) for g in self.generators])
 
 
 def plan_roles(*, endpoint: Optional[str], model: Optional[str], role_endpoints: Sequence[str] = (),

@@ -40,7 +40,8 @@ from carryon_eval.human.agreement import agreement_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
 from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
-from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
+from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
+                                     request_options, temperature_option_value, verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
@@ -48,6 +49,7 @@ from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import EXPORTERS, ExportError, export_run
 from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
+from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
 from carryon_eval.model.pool import EndpointGone
@@ -208,14 +210,20 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help="Comma-separated conditions to run [default: turn1,oracle,bc,nc]; 'triplet' is not in the "
                    "default set; 'all' runs every condition of every suite.")
 @concurrency_option(help="Conversations (and requests per endpoint) in flight.")
-@click.option("--max-tokens", type=click.IntRange(min=1),
-              help=f"Target reply max tokens [default: {defaults.TARGET_MAX_TOKENS}; "
-                   f"{LOCAL_MAX_TOKENS['target']} on the embedded model].")
-@click.option("--judge-max-tokens", type=click.IntRange(min=1),
-              help=f"Judge answer max tokens, text mode [default: {defaults.JUDGE_MAX_TOKENS}; "
-                   f"{LOCAL_MAX_TOKENS['judge']} on the embedded model].")
-@click.option("--temperature", type=float, default=defaults.TARGET_TEMPERATURE, show_default=True,
-              help="Target temperature.")
+@request_options("target", what="the target model",
+                 max_tokens_help=f" [default: {defaults.TARGET_MAX_TOKENS}; {LOCAL_MAX_TOKENS['target']} on the "
+                                 "embedded model]",
+                 temperature_help=f" [default: {defaults.TARGET_TEMPERATURE:g}]")
+@alias_option("--max-tokens", "target_max_tokens", type=click.IntRange(min=1))
+@alias_option("--temperature", "target_temperature", callback=temperature_option_value)
+@request_options("user", what="the user simulator",
+                 max_tokens_help=f" [default: {defaults.USER_MAX_TOKENS}; {LOCAL_MAX_TOKENS['user']} on the "
+                                 "embedded model]",
+                 temperature_help=f" [default: {defaults.USER_TEMPERATURE:g}]")
+@request_options("judge", what="the judges",
+                 max_tokens_help=f", text mode [default: {defaults.JUDGE_MAX_TOKENS}; {LOCAL_MAX_TOKENS['judge']} on "
+                                 "the embedded model]",
+                 temperature_help=" [default: 0]")
 @click.option("--seed", type=int, default=defaults.SEED, show_default=True,
               help="Base seed of target and user simulator calls.")
 @click.option("--no-shared-turn1", is_flag=True,
@@ -249,21 +257,67 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @MAX_CALLS
 @GIVE_UP
 @verbose_option
+@progress_interval_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
 def cli(ctx: click.Context, **opts: Any) -> None:
     """CarryOnBench evaluator: rollout, judge and report in one go (or one phase at a time with the subcommands)."""
+    opts = merge_aliases(opts, CliError)
     if ctx.invoked_subcommand is not None:
+        refuse_global_options(ctx, opts)
         return
     if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
         opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
-def _role(endpoints: Any, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
+def refuse_global_options(ctx: click.Context, opts: dict[str, Any]) -> None:
+    """Options given before a subcommand are not silently dropped: the subcommand takes them (when it has an
+    option of that name, ``carryon-eval --judge-model X judge RUNDIR`` judges with X), or they are refused with
+    one line. ``--verbose`` applies to every command."""
+    sub = cli.commands.get(str(ctx.invoked_subcommand))
+    own = {p.name for p in sub.params} if sub is not None else set()
+    given = [name for name in opts if ctx.get_parameter_source(_alias_source(ctx, name, opts)) ==
+             click.core.ParameterSource.COMMANDLINE]
+    refused = [name for name in given if name not in own]
+    if refused:
+        flags = ", ".join(_flag(ctx, name) for name in refused)
+        raise CliError(f"{flags} given before the '{ctx.invoked_subcommand}' subcommand, which does not take it; "
+                       f"see `carryon-eval {ctx.invoked_subcommand} --help`")
+    passed: dict[str, Any] = {}
+    for name in given:
+        value, param = opts[name], next(p for p in sub.params if p.name == name)   # type: ignore[union-attr]
+        if isinstance(value, tuple) and not getattr(param, "multiple", False):
+            if len(value) != 1:
+                raise CliError(f"{_flag(ctx, name)} given {len(value)} times before the "
+                               f"'{ctx.invoked_subcommand}' subcommand, which takes one")
+            value = value[0]
+        passed[name] = value
+    ctx.default_map = {**(ctx.default_map or {}), str(ctx.invoked_subcommand): passed}
+
+
+def _alias_source(ctx: click.Context, name: str, opts: dict[str, Any]) -> str:
+    """The parameter whose source tells whether ``name`` was given (its hidden alias, when that was)."""
+    alias = f"{name}__alias"
+    if ctx.get_parameter_source(alias) == click.core.ParameterSource.COMMANDLINE:
+        return alias
+    return name
+
+
+def _flag(ctx: click.Context, name: str) -> str:
+    param = next((p for p in ctx.command.params if p.name in (name, f"{name}__alias")
+                  and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE), None)
+    return param.opts[0] if param is not None and param.opts else f"--{name.replace('_', '-')}"
+
+
+def _role(endpoints: Any, model: Optional[str], key: Optional[str], request: dict[str, Any]) -> app.RoleChoice:
     """A role from its (repeatable) endpoint option: the first URL, the others its pool."""
     urls = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints or ())
-    return app.RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:])
+    return app.RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:], **request)
+
+
+def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
+    return {name: opts.pop(f"{role}_{name}", None) for name in ("reasoning_effort", "system_prompt", "extra_body")}
 
 
 def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
@@ -271,11 +325,16 @@ def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
                     judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
                     no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
                     **rest: Any) -> app.EvaluateConfig:
-    return app.EvaluateConfig(target=_role(endpoint, model, api_key_env),
-                              user=_role(user_endpoint, user_model, user_api_key_env),
-                              judge=_role(judge_endpoint, judge_model, judge_api_key_env),
+    rest = merge_aliases(rest, CliError)
+    requests = {role: _request(rest, role) for role in app.ROLES}
+    target_temperature = rest.pop("target_temperature", None)
+    return app.EvaluateConfig(target=_role(endpoint, model, api_key_env, requests["target"]),
+                              user=_role(user_endpoint, user_model, user_api_key_env, requests["user"]),
+                              judge=_role(judge_endpoint, judge_model, judge_api_key_env, requests["judge"]),
                               conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
-                              prices=tuple(prices), **rest)
+                              prices=tuple(prices), max_tokens=rest.pop("target_max_tokens", None),
+                              temperature=defaults.TARGET_TEMPERATURE if target_temperature is None
+                              else target_temperature, **rest)
 
 
 # ---------------------------------------------------------------- subcommands on a run folder
@@ -291,6 +350,7 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @MAX_CALLS
 @GIVE_UP
 @verbose_option
+@progress_interval_option
 def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
                     model_check: bool, max_calls: Optional[int], give_up_after: Optional[float]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
@@ -301,6 +361,9 @@ def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Option
 
 
 def judge_options(fn: Any) -> Any:
+    fn = progress_interval_option(fn)
+    fn = request_options("judge", what="the judges", skip=("max_tokens",), temperature_help=" [default: the run's]",
+                         max_tokens_help="")(fn)
     fn = verbose_option(fn)
     fn = GIVE_UP(fn)
     fn = no_model_check_option(fn)
@@ -312,8 +375,9 @@ def judge_options(fn: Any) -> Any:
 
 def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Optional[str],
                    judge_api_key_env: Optional[str], concurrency: int, **rest: Any) -> app.RunOptions:
-    return app.RunOptions(rundir, judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env),
-                          concurrency=concurrency, **rest)
+    request = _request(rest, "judge")
+    return app.RunOptions(rundir, judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env, **request),
+                          concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None), **rest)
 
 
 @cli.command("judge")

@@ -25,6 +25,7 @@ class Reply:
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     finish_reason: str = "stop"
+    reasoning: Optional[str] = None             # sent as message.reasoning_content (its words join completion_tokens)
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,15 @@ Options
 -------
 - ``supports_response_format=False``: requests carrying ``response_format`` get HTTP 400 (like
   servers without structured output) and never reach the handler.
+- ``quirks=("reasoning_model", ...)``: provider behaviours, with the real providers' error bodies (the request
+  is refused before the handler sees it, and recorded):
+  ``reasoning_model``: like OpenAI's o-series / GPT-5 models, HTTP 400 to ``max_tokens`` ("Unsupported
+  parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.") and to any
+  ``temperature`` but 1 ("Unsupported value: 'temperature' does not support 0 with this model. Only the
+  default (1) value is supported."); ``no_seed``: HTTP 400 to ``seed`` (OpenAI's unsupported_parameter form);
+  ``no_reasoning_effort``: HTTP 400 to ``reasoning_effort``; ``reasoning_content``: every reply carries
+  ``message.reasoning_content`` ("Let me think about this request."), whose words count as completion tokens
+  (a ``Reply(reasoning=...)`` does that for one reply).
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
 - ``port=N``: listen on that port (e.g. to bring a stopped server back where a run expects it; default: a free one).
@@ -164,6 +173,33 @@ class _PromptServer(uvicorn.Server):
                 pass
 
 
+QUIRKS = ("reasoning_model", "no_seed", "no_reasoning_effort", "reasoning_content")
+QUIRK_REASONING = "Let me think about this request."
+
+
+def _unsupported(param: str, message: str, code: str = "unsupported_parameter") -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                   "code": code}}, status_code=400)
+
+
+def _quirk_refusal(quirks: Sequence[str], body: dict) -> Optional[JSONResponse]:
+    """The error a provider with these quirks answers this request with (its real body), or None."""
+    if "reasoning_model" in quirks:
+        if "max_tokens" in body:
+            return _unsupported("max_tokens", "Unsupported parameter: 'max_tokens' is not supported with this "
+                                              "model. Use 'max_completion_tokens' instead.")
+        temperature = body.get("temperature")
+        if temperature is not None and temperature != 1:
+            return _unsupported("temperature", f"Unsupported value: 'temperature' does not support {temperature:g} "
+                                               "with this model. Only the default (1) value is supported.",
+                                "unsupported_value")
+    if "no_seed" in quirks and "seed" in body:
+        return _unsupported("seed", "Unsupported parameter: 'seed' is not supported with this model.")
+    if "no_reasoning_effort" in quirks and "reasoning_effort" in body:
+        return _unsupported("reasoning_effort", "Unrecognized request argument supplied: reasoning_effort")
+    return None
+
+
 @dataclass
 class _Exchange:
     """One chat request as the server saw it: its body and the status it was answered with."""
@@ -176,7 +212,11 @@ class ScriptedServer:
 
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
                  supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
-                 echo_authorization: bool = False) -> None:
+                 echo_authorization: bool = False, quirks: Sequence[str] = ()) -> None:
+        unknown = set(quirks) - set(QUIRKS)
+        if unknown:
+            raise ValueError(f"unknown quirk(s) {sorted(unknown)}; known: {QUIRKS}")
+        self.quirks = tuple(quirks)
         self.handler = handler
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
@@ -334,6 +374,9 @@ class ScriptedServer:
                           "invalid_request_error", "model_not_found")
         if body.get("response_format") is not None and not self.supports_response_format:
             return _error(400, "response_format is not supported by this server", "invalid_request_error")
+        refused = _quirk_refusal(self.quirks, body)
+        if refused is not None:
+            return refused
         try:
             outcome = self.handler(body)
             if inspect.isawaitable(outcome):
@@ -392,9 +435,10 @@ class ScriptedServer:
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
             prompt_tokens = sum(_words(message_text(m)) for m in body.get("messages") or [] if isinstance(m, dict))
+        reasoning = reply.reasoning or (QUIRK_REASONING if "reasoning_content" in self.quirks and text else None)
         completion_tokens = reply.completion_tokens
         if completion_tokens is None:
-            completion_tokens = _words(text or "")
+            completion_tokens = _words(text or "") + _words(reasoning or "")
         logprobs = None
         if body.get("logprobs") and reply.logprobs:
             n = body.get("top_logprobs")
@@ -409,7 +453,8 @@ class ScriptedServer:
             "model": body.get("model"),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": {"role": "assistant", "content": text,
+                            **({"reasoning_content": reasoning} if reasoning else {})},
                 "logprobs": logprobs,
                 "finish_reason": reply.finish_reason,
             }],

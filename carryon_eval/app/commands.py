@@ -101,6 +101,13 @@ class RoleChoice:
     model: Optional[str] = None
     api_key_env: Optional[str] = None
     pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.model.pool)
+    reasoning_effort: Optional[str] = None     # the role's request options (EndpointConfig); None: not sent
+    system_prompt: Optional[str] = None
+    extra_body: Optional[dict[str, Any]] = None
+
+    def request(self) -> dict[str, Any]:
+        return {"reasoning_effort": self.reasoning_effort, "system_prompt": self.system_prompt,
+                "extra_body": self.extra_body}
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,10 @@ class EvaluateConfig:
     concurrency: int = defaults.CONCURRENCY
     max_tokens: Optional[int] = None
     judge_max_tokens: Optional[int] = None
-    temperature: float = defaults.TARGET_TEMPERATURE
+    temperature: Any = defaults.TARGET_TEMPERATURE     # a number, or "default" (the provider's: not sent)
+    user_max_tokens: Optional[int] = None
+    user_temperature: Any = None                       # None: defaults.USER_TEMPERATURE
+    judge_temperature: Any = None                      # None: 0
     seed: int = defaults.SEED
     shared_turn1: bool = True
     fidelity: bool = False
@@ -144,6 +154,7 @@ class RunOptions:
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
     judge_max_tokens: Optional[int] = None
+    judge_temperature: Any = None                # None: the run's judge temperature
     model_check: bool = True
     judge_format: Optional[str] = None
     batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
@@ -169,6 +180,7 @@ class Session:
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
+        self.by_role: dict[str, list[Endpoint]] = {}   # the endpoints opened for each role
         self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
 
     async def __aenter__(self) -> "Session":
@@ -193,7 +205,7 @@ class Session:
             self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
         return self._server
 
-    def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
+    def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> Endpoint:
         """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
         cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
         cache = self._caches.get(run.cache_dir)
@@ -202,6 +214,8 @@ class Session:
         register_key_of(config.api_key_env)          # its value is masked in everything written
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
+        if role is not None:
+            self.by_role.setdefault(role, []).append(ep)
         self._runs.setdefault(run.path, None)
         return ep
 
@@ -210,11 +224,11 @@ class Session:
         """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over), watched:
         a role that stops answering ends the phase (pool.RoleWatch)."""
         if not pool:
-            return self.watched(self.endpoint(config, run), role)
+            return self.watched(self.endpoint(config, run, role), role)
         members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
                    for url in (config.base_url, *pool)]
-        return self.watched(EndpointPool([self.endpoint(c, run) for c in members], rounds=1 + config.max_retries),
-                            role)
+        return self.watched(EndpointPool([self.endpoint(c, run, role) for c in members],
+                                         rounds=1 + config.max_retries), role)
 
     def watched(self, endpoint: ChatEndpoint, role: str) -> ChatEndpoint:
         give_up = self.give_up_after
@@ -222,15 +236,40 @@ class Session:
             give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
         return RoleWatch(endpoint, role, give_up)
 
+    def record_sent(self, run: RunFolder) -> None:
+        """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent
+        instead (learned during this command), so that the report can say so."""
+        learned = {role: {k: v for ep in eps for k, v in ep.sent_params().items()}
+                   for role, eps in self.by_role.items()}
+        learned = {role: sent for role, sent in learned.items() if sent}
+        if not learned or not run.run_file.exists():
+            return
+        meta = run.read_meta()
+        changed = False
+        for role, sent in learned.items():
+            record = meta.roles.get(role)
+            if record is not None and {**record.sent, **sent} != record.sent:
+                meta.roles[role] = dataclasses.replace(record, sent={**record.sent, **sent})
+                changed = True
+        if changed:
+            write_json_atomic(run.run_file, meta.to_json())
+        for role, sent in learned.items():
+            for name, how in sent.items():
+                self.out.note(f"{role}: {self.by_role[role][0].config.model} refused {name}: {how} "
+                              f"(recorded in {run.run_file})")
+
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
-                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
-        """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
+                    **request: Any) -> EndpointConfig:
+        """A role's config from run.json; the embedded model again if it ran there, unless overridden
+        (``request``: request options given again; None keeps the recorded ones)."""
         check_url("--endpoint" if record is None else "endpoint", endpoint)
         if is_local(endpoint) if endpoint is not None else record.local:
             srv = self.local_server()
             return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
-                                 concurrency=concurrency)
-        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency)
+                                 concurrency=concurrency, **request)
+        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                             **request)
 
     def print_usage(self) -> None:
         tokens = tokens_by_role(self.usage)
@@ -320,7 +359,7 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
         own = choice.endpoint is not None
         roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
                                  model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
-                                 pool=choice.pool if own else cfg.target.pool)
+                                 pool=choice.pool if own else cfg.target.pool, **choice.request())
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
@@ -350,8 +389,9 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         generation=RunGeneration(
             target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
                 caps["target"] if "target" in local else defaults.TARGET_MAX_TOKENS)),
-            user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
-                            max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
+            user=Generation(temperature=defaults.USER_TEMPERATURE if cfg.user_temperature is None
+                            else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
+                                caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
@@ -500,7 +540,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
                                         model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
-                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
+                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
+                                        temperature=cfg.judge_temperature if role == "judge" else None,
+                                        **c.request())
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
         for role, choice in roles.items():
@@ -545,7 +587,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
 
         results = None
         if cob:
-            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out)
+            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out,
+                                                   lambda: session.record_sent(run))
         if release is not None:
             await run_suite(release, run, meta.suites[OPENSAFEINTENT_CONDITION], eps["target"], eps["judge"],
                             cfg.concurrency, out)
@@ -557,8 +600,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
 
 async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
                                eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
-                               out: Output) -> Results:
-    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report. A role
+                               out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
+    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
+    (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
     judged_by = eps["judge"].config.model      # the report shows the judge this command ran
     try:
@@ -574,6 +618,7 @@ async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFo
     for suite in selected([c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
+    before_report()
     return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
 
 
@@ -602,21 +647,23 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run), "target"),
-                                   session.watched(session.endpoint(user, run), "user")]
+        eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run, "target"), "target"),
+                                   session.watched(session.endpoint(user, run, "user"), "user")]
         await check_endpoints(eps)
         if opts.max_calls:
             budget = CallBudget(opts.max_calls)
             eps = [budget.wrap(ep) for ep in eps]
         await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
+        session.record_sent(run)
         session.print_usage()
 
 
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
-                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
+                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
+                              temperature=opts.judge_temperature, **opts.judge.request())
     await check_configs([cfg], session.model_check)
-    ep = session.watched(session.endpoint(cfg, run), "judge")
+    ep = session.watched(session.endpoint(cfg, run, "judge"), "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
@@ -634,7 +681,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
-                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format))
+                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format),
+                config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
+                                                 **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")
@@ -644,7 +693,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         cache_only: Optional[ChatEndpoint] = None
         settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format)
         if opts.batch_import:
-            asks = dict(settings=settings)
+            asks = dict(settings=settings, config=meta.role("judge").config(     # the export's keys
+                base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
             expected = set(await pending_requests(run.path, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)
             imported = import_results(opts.batch_import, cache, expected)
@@ -661,6 +711,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         session.logprobs = mode == "logprobs"
         judge = cache_only or await _checked_judge(session, run, meta, opts)
         judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out)
+        session.record_sent(run)
         session.print_usage()
     if not judged.complete:
         missing = sum(t.missing for t in judged.tallies.values())

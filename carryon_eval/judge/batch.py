@@ -28,6 +28,7 @@ finds every answer in the cache.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger
+from carryon_eval.model.endpoint import PROVIDER_DEFAULT, ChatResult, EndpointConfig, UsageLedger, keyed_request
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
 from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.run.records import JudgeSettings
@@ -60,8 +61,9 @@ class Deferred(Exception):
 
 def request_body(model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
     """The chat completion body the live client sends for these parameters (carryon_eval.model.client)."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "temperature": params["temperature"],
-                            "max_tokens": params["max_tokens"]}
+    body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": params["max_tokens"]}
+    if params["temperature"] not in (None, PROVIDER_DEFAULT):
+        body["temperature"] = params["temperature"]
     if params.get("seed") is not None:
         body["seed"] = params["seed"]
     if params.get("response_format") is not None:
@@ -69,6 +71,9 @@ def request_body(model: str, messages: list[dict], params: dict[str, Any]) -> di
     if params.get("top_logprobs") is not None:
         body["logprobs"] = True
         body["top_logprobs"] = params["top_logprobs"]
+    if params.get("reasoning_effort") is not None:
+        body["reasoning_effort"] = params["reasoning_effort"]
+    body.update(params.get("extra_body") or {})
     return body
 
 
@@ -81,11 +86,12 @@ class ExportingEndpoint:
         self.requests: dict[str, dict[str, Any]] = {}        # custom_id -> Batch API request line
 
     async def chat(self, messages: list[dict], *, stage: str, **given: Any) -> ChatResult:
-        key, params, hit = lookup(self.cache, self.config.model, messages, given)
+        key, params, hit = lookup(self.cache, self.config, messages, given)
         if hit is not None:
             return hit
+        _, sent, _ = keyed_request(self.config, messages, params)   # the role's system prompt, as the client
         self.requests.setdefault(key, {"custom_id": key, "method": "POST", "url": URL,
-                                       "body": request_body(self.config.model, messages, params)})
+                                       "body": request_body(self.config.model, sent, params)})
         raise Deferred("exported to the batch")
 
     async def check(self) -> None:
@@ -105,15 +111,18 @@ class Exported:
 
 async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path, *,
                           settings: JudgeSettings = JudgeSettings(),
-                          scorers: Optional[Sequence[str]] = None) -> Exported:
+                          scorers: Optional[Sequence[str]] = None, config: Optional[EndpointConfig] = None) -> Exported:
     """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring);
-    the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply."""
-    pending = await pending_requests(rundir, bench, model, settings=settings, scorers=scorers)
+    the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply. ``config``: the judge
+    role's endpoint config, whose request options (temperature, reasoning effort, system prompt, extra body)
+    the exported requests carry, keyed and sent as the live client would."""
+    pending = await pending_requests(rundir, bench, model, settings=settings, scorers=scorers, config=config)
     return write_batch_files(out, list(pending.values()), model=model, rundir=rundir)
 
 
 async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
-                           scorers: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
+                           scorers: Optional[Sequence[str]] = None,
+                           config: Optional[EndpointConfig] = None) -> dict[str, dict[str, Any]]:
     """The first judge request of every case of RUNDIR not judged yet that the cache cannot answer, by
     custom_id (the Batch API request lines an export writes)."""
     run = RunFolder(rundir)
@@ -124,7 +133,8 @@ async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settin
     made = reply_scorers(scoring.scorers, settings)
     done = {s.name: set(ScorerRecords(run, s, model).kept) for s in made}
     plan = plan_tasks(transcripts, bench, made, done, scoring)
-    exporter = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), ResponseCache(run.cache_dir))
+    exporter = ExportingEndpoint(dataclasses.replace(config, base_url="batch", model=model) if config is not None
+                                 else EndpointConfig(base_url="batch", model=model), ResponseCache(run.cache_dir))
     for scorer in made:
         for task in plan.tasks[scorer.name]:
             try:

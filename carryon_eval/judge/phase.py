@@ -34,6 +34,7 @@ from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKE
                                         reply_scorers, reply_shape)
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
+from carryon_eval.model.endpoint import ParameterRefused
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.progress import Progress
@@ -192,6 +193,12 @@ class _Counts:
 
 
 # ---------------------------------------------------------------- the phase
+def _temperature(endpoint: ChatEndpoint) -> Any:
+    """The judge's temperature: 0, unless the judge role's option sets another (or "default")."""
+    chosen = getattr(endpoint.config, "temperature", None)
+    return 0.0 if chosen is None else chosen
+
+
 async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: ChatEndpoint, *,
                     settings: JudgeSettings = JudgeSettings(), scorers: Optional[Sequence[str]] = None,
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
@@ -244,7 +251,7 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
                                                mine=mine, value_field=files[s.name].shape.value_field)
     judged = JudgePass(
         judge_model=model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
-        generation={"temperature": 0.0, "max_tokens": settings.max_tokens, "retries": RETRIES},
+        generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: files[s.name].shape.context for s in made}, seconds=round(time.monotonic() - started, 3),
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format)
@@ -264,8 +271,8 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
-        except (CallBudgetSpent, EndpointGone):
-            raise                   # --max-calls, or a judge gone: stop the phase, not one failure per task
+        except (CallBudgetSpent, EndpointGone, ParameterRefused):
+            raise                   # --max-calls, a judge gone or a refused parameter: stop the phase, not one failure per task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")

@@ -65,7 +65,7 @@ class BudgetedEndpoint:
         return self.inner.usage
 
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
-        _, _, hit = lookup(getattr(self.inner, "cache", None), self.inner.config.model, messages, params)
+        _, _, hit = lookup(getattr(self.inner, "cache", None), self.inner.config, messages, params)
         if hit is not None:                   # the inner endpoint answers from its cache: free
             return await self.inner.chat(messages, stage=stage, **params)
         await self.budget.take()

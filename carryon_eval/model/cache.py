@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from carryon_eval.model.endpoint import ChatResult, cache_key
+from carryon_eval.model.endpoint import ChatResult, EndpointConfig, cache_key, keyed_request
 from carryon_eval.model.redact import redact_obj
 
 log = logging.getLogger("carryon.client")
@@ -202,12 +202,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def lookup(cache: Optional[ResponseCache], model: str, messages: list[dict],
+def lookup(cache: Optional[ResponseCache], model: "str | EndpointConfig", messages: list[dict],
            given: dict[str, Any]) -> tuple[str, dict[str, Any], Optional[ChatResult]]:
     """(cache key, full generation params, the cached reply or None) of one chat call, keyed exactly as
-    the HTTP client keys it; for wrappers that look into the cache before (or instead of) calling."""
+    the HTTP client keys it; for wrappers that look into the cache before (or instead of) calling. Given the
+    endpoint's config (not only its model name), the role's request options are keyed as the client keys them."""
     params = {name: given.get(name, default) for name, default in DEFAULT_PARAMS.items()}
-    key = cache_key(model, messages, params)
+    if isinstance(model, EndpointConfig):
+        key, _, params = keyed_request(model, messages, params)
+    else:
+        key = cache_key(model, messages, params)
     payload = cache.get(key) if cache is not None else None
     return key, params, ChatResult.from_payload(payload) if payload is not None else None
 

@@ -19,6 +19,16 @@ Behaviour
   they do not know, moves it to the next form without spending a retry. What it learned is remembered
   (one log line) and later requests start at the first form the endpoint takes; ``ChatResult.structured``
   says which form each reply was obtained with.
+- A 400 that refuses ``max_tokens`` (OpenAI's reasoning models: "use max_completion_tokens"), a temperature
+  or ``seed`` is learned once per endpoint (``carryon_eval.model.refusals``) and the request sent again the way
+  the endpoint takes it, without spending a retry; ``Endpoint.sent_params()`` says what was learned. Any
+  other 400 naming a parameter is one line (endpoint, parameter, provider's message) and the endpoint
+  refuses every later call itself, so nothing more is spent.
+- The role's request options in ``EndpointConfig`` (temperature override, reasoning_effort, system_prompt,
+  extra_body) go into every request, and into the cache key only when set.
+- Reasoning a provider returns beside the answer (``reasoning_content`` / ``reasoning``) is kept in
+  ``ChatResult.text`` as a leading ``<think>`` block, which every reader of replies already strips before a
+  judge or parser sees it; its tokens are in the reported completion tokens.
 - Exhausted retries and non-retryable errors raise ``EndpointError`` with a one-line message.
 - Empty replies (content None or "") are returned as they are, never retried here and never
   cached, so a rerun asks again.
@@ -51,8 +61,10 @@ import openai
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
-from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, EndpointRejected, UsageLedger,
-                       cache_key)
+from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
+                                        EndpointRejected, ParameterRefused, UsageLedger, cache_key,
+                                        keyed_request)
+from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
 
 __all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "EndpointRejected",
@@ -150,6 +162,7 @@ class Endpoint:
         self.cache = cache
         self.usage = usage
         self.structured_forms = StructuredForms()   # which response_format forms this endpoint takes
+        self.refusals = ParamRefusals()              # which request parameters it refuses
         # The HTTP client is made on first use, in the running event loop, and lives until aclose():
         # every command runs in one loop (carryon_eval.app.commands), so one endpoint is used in one loop.
         self._client: Optional[openai.AsyncOpenAI] = None
@@ -163,6 +176,10 @@ class Endpoint:
     def supports_response_format(self) -> Optional[bool]:
         """None until a structured request succeeded; then whether the endpoint takes any response_format."""
         return self.structured_forms.supports_response_format
+
+    def sent_params(self) -> dict[str, str]:
+        """The parameters this endpoint refused and what was sent instead ({} when it took them all)."""
+        return self.refusals.sent()
 
     @property
     def structured_form(self) -> Optional[str]:
@@ -229,12 +246,13 @@ class Endpoint:
             raise EndpointRejected(f"endpoint {url} does not serve model '{self.config.model}' (it serves: {served})")
 
     # ---------------------------------------------------------------- chat
-    async def chat(self, messages: list[dict], *, stage: str, temperature: float = 0.0, max_tokens: int = 1024,
+    async def chat(self, messages: list[dict], *, stage: str, temperature: Any = 0.0, max_tokens: int = 1024,
                    seed: Optional[int] = None, response_format: Optional[dict] = None,
                    top_logprobs: Optional[int] = None) -> ChatResult:
-        params = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                  "response_format": response_format, "top_logprobs": top_logprobs}
-        key = cache_key(self.config.model, messages, params)
+        """``temperature`` may be "default" (or None): not sent, the provider's default."""
+        key, messages, params = keyed_request(self.config, messages, {
+            "temperature": temperature, "max_tokens": max_tokens, "seed": seed, "response_format": response_format,
+            "top_logprobs": top_logprobs})
         inflight = self._inflight
 
         # No await between the cache lookup and joining/starting the in-flight call, so two
@@ -286,6 +304,8 @@ class Endpoint:
         attempt = 0
         while True:
             attempt += 1
+            if self.refusals.fatal is not None:   # the endpoint refused a parameter every call sends
+                raise ParameterRefused(self.refusals.fatal)
             generation = await limiter.acquire()
             if probe is not None:
                 probe.refresh()   # the endpoint may have been learned while this request waited
@@ -312,11 +332,15 @@ class Endpoint:
                 continue
             except openai.APIStatusError as exc:
                 limiter.release()
-                if probe is not None and probe.refused(exc.status_code):
+                if self._learn_refusal(exc, kwargs):
+                    attempt -= 1   # sent again the way the endpoint takes it: free
+                    continue
+                if probe is not None and self._about_form(exc, kwargs) and probe.refused(exc.status_code):
                     attempt -= 1   # the next form is free
                     continue
-                raise EndpointRejected(f"{self._where()} rejected the request: HTTP {exc.status_code}: "
-                                       f"{self._scrub(_status_message(exc))}") from None
+                line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
+                                               kwargs, self._scrub)
+                raise (ParameterRefused if self.refusals.fatal else EndpointRejected)(line) from None
             except BaseException:
                 limiter.release()
                 raise
@@ -334,7 +358,9 @@ class Endpoint:
     def _request(self, messages: list[dict], params: dict, probe: Optional[FormProbe]) -> dict[str, Any]:
         """The keyword arguments of one HTTP call (the structured-output form the probe is at)."""
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
-                                  "temperature": params["temperature"], "max_tokens": params["max_tokens"]}
+                                  "max_tokens": params["max_tokens"]}
+        if params["temperature"] not in (None, PROVIDER_DEFAULT):
+            kwargs["temperature"] = params["temperature"]
         if params["seed"] is not None:
             kwargs["seed"] = params["seed"]
         if probe is not None and probe.response_format is not None:
@@ -342,7 +368,32 @@ class Endpoint:
         if params["top_logprobs"] is not None:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = params["top_logprobs"]
+        if params.get("reasoning_effort") is not None:
+            kwargs["reasoning_effort"] = params["reasoning_effort"]
+        kwargs = self.refusals.adapt(kwargs)
+        if params.get("extra_body"):
+            kwargs["extra_body"] = dict(params["extra_body"])
         return kwargs
+
+    def _learn_refusal(self, exc: openai.APIStatusError, kwargs: dict[str, Any]) -> bool:
+        """True when the 400 refused a parameter the endpoint can go without (learned now, once)."""
+        sent = {k: v for k, v in kwargs.items() if k != "extra_body"}
+        sent.update(kwargs.get("extra_body") or {})
+        before = dict(self.refusals.learned)
+        name = self.refusals.learn(exc.status_code, exc.body, _status_message(exc), sent)
+        if name is None:
+            return False
+        if name not in before:
+            log.warning("%s refuses %s=%r: %s from now on (%s)", self._where(), name, sent[name],
+                        self.refusals.learned[name], self._scrub(_status_message(exc)))
+        return True
+
+    @staticmethod
+    def _about_form(exc: openai.APIStatusError, kwargs: dict[str, Any]) -> bool:
+        """False when a 4xx names a request parameter other than response_format (not a form refusal)."""
+        param, _, message = error_fields(exc.body, _status_message(exc))
+        name = named_param(param, message, kwargs)
+        return name is None or name == "response_format"
 
     def _learned(self, probe: FormProbe) -> None:
         rejected = probe.succeeded()
@@ -392,6 +443,18 @@ class Endpoint:
 
 
 # ---------------------------------------------------------------- helpers
+def _reasoning_of(message: Any) -> Optional[str]:
+    """The reasoning a provider returns beside the answer: ``reasoning_content`` (vLLM, DeepSeek, llama.cpp)
+    or ``reasoning`` (OpenRouter, newer vLLM)."""
+    if message is None:
+        return None
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 def _parse_completion(resp: Any, want_logprobs: bool) -> ChatResult:
     if isinstance(resp, (str, bytes)) or resp is None:
         raise _Malformed("body is not a JSON chat completion")
@@ -404,10 +467,17 @@ def _parse_completion(resp: Any, want_logprobs: bool) -> ChatResult:
         text = message.content if message is not None else None
         if text is not None and not isinstance(text, str):
             raise _Malformed("content is not a string")
+        reasoning = _reasoning_of(message)
+        if reasoning and text:   # kept with the answer, as the <think> block every reader strips
+            text = f"<think>{reasoning}</think>\n{text}"
         finish_reason = choice.finish_reason
         usage = getattr(resp, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+        details = getattr(usage, "completion_tokens_details", None) if usage is not None else None
+        reasoning_tokens = int(getattr(details, "reasoning_tokens", 0) or 0) if details is not None else 0
+        if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
+            completion_tokens += reasoning_tokens
         top: Optional[list[tuple[str, float]]] = None
         if want_logprobs:
             lp = getattr(choice, "logprobs", None)

@@ -27,6 +27,30 @@ from carryon_eval import defaults
 #: Generation parameters that take part in the cache key, in this order.
 PARAM_NAMES: tuple[str, ...] = ("temperature", "max_tokens", "seed", "response_format", "top_logprobs")
 
+#: A temperature that is not sent at all: the provider's own default (reasoning models take no other).
+PROVIDER_DEFAULT = "default"
+
+#: A role's request options (EndpointConfig fields) that join the cache key when they are set; when none is
+#: set the key is the one it always was, so caches written before these options existed still hit.
+ROLE_PARAM_NAMES: tuple[str, ...] = ("reasoning_effort", "extra_body")
+
+
+def parse_temperature(value: Any) -> Any:
+    """A temperature option: a number >= 0, or "default" (the provider's default: nothing is sent)."""
+    if value is None or value == PROVIDER_DEFAULT:
+        return value
+    text = str(value).strip().lower()
+    if text in (PROVIDER_DEFAULT, "provider-default", "provider default", "none"):
+        return PROVIDER_DEFAULT
+    number = float(text)
+    if not number >= 0:
+        raise ValueError(f"a temperature is a number >= 0 or 'default', got {value!r}")
+    return number
+
+
+def describe_temperature(value: Any) -> str:
+    return "provider default" if value in (None, PROVIDER_DEFAULT) else f"{value:g}"
+
 
 
 class EndpointError(Exception):
@@ -36,6 +60,11 @@ class EndpointError(Exception):
 class EndpointRejected(EndpointError):
     """The server refused the request itself (a bad key, a bad request, an unknown model): rerunning the same
     command cannot help, the options must change."""
+
+
+class ParameterRefused(EndpointRejected):
+    """The endpoint refuses a parameter every call of the role sends (carryon_eval.model.refusals): a phase
+    stops at it instead of counting one failure per remaining call."""
 
 
 @dataclass
@@ -48,6 +77,16 @@ class EndpointConfig:
     max_retries: int = defaults.MAX_RETRIES     # retries after the first attempt
     backoff_base: float = defaults.BACKOFF_BASE  # first backoff in seconds; doubles per retry, with jitter
     backoff_max: float = defaults.BACKOFF_MAX   # cap of one backoff sleep (Retry-After is capped separately)
+    # The role's request options, applied by the client to every call through this endpoint (None: not set,
+    # the request is as it always was). They take part in the cache key only when set.
+    temperature: Any = None                 # overrides each call's temperature: a number, or "default" (not sent)
+    reasoning_effort: Optional[str] = None  # sent as reasoning_effort (OpenAI's o-series / GPT-5: low/medium/high)
+    system_prompt: Optional[str] = None     # a system message before every request's messages
+    extra_body: Optional[dict[str, Any]] = None   # merged into the request body (top_p, chat_template_kwargs ...)
+
+    def request_options(self) -> dict[str, Any]:
+        """The role's request options that are set (what run.json records for them)."""
+        return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
 
     def public(self) -> dict[str, Any]:
         """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
@@ -58,7 +97,12 @@ class EndpointConfig:
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            **self.request_options(),
         }
+
+
+#: EndpointConfig's request options, in the order run.json lists them.
+REQUEST_OPTION_NAMES: tuple[str, ...] = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
 
 
 @dataclass
@@ -141,6 +185,31 @@ class UsageLedger:
         with self._lock:
             return sum(row["prompt_tokens"] + row["completion_tokens"]
                        for (s, _), row in self._rows.items() if stage is None or s == stage)
+
+
+def with_system_prompt(messages: list[dict], system_prompt: Optional[str]) -> list[dict]:
+    """The role's system prompt before the messages (joined with a system message already first)."""
+    if not system_prompt:
+        return messages
+    if messages and messages[0].get("role") == "system":
+        first = {**messages[0], "content": f"{system_prompt}\n\n{messages[0].get('content') or ''}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": system_prompt}, *messages]
+
+
+def keyed_request(config: EndpointConfig, messages: list[dict],
+                  params: dict[str, Any]) -> tuple[str, list[dict], dict[str, Any]]:
+    """(cache key, messages, params) of one call as the client sends and keys it: the role's request options
+    applied (its temperature override, its system prompt before the messages), and reasoning_effort /
+    extra_body in the params only when set, so that a call without them has the key it always had."""
+    params = dict(params)
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    for name in ROLE_PARAM_NAMES:
+        if getattr(config, name, None) is not None:
+            params[name] = getattr(config, name)
+    messages = with_system_prompt(messages, config.system_prompt)
+    return cache_key(config.model, messages, params), messages, params
 
 
 def cache_key(model: str, messages: list[dict], params: dict) -> str:

@@ -166,9 +166,36 @@ def _count_empty_replies(transcripts: Sequence[Any]) -> int:
     return len(empty)
 
 
+def parameter_notes(meta: RunMeta) -> list[str]:
+    """What the endpoints were actually sent where it differs from what the run asked (run.json's roles.ROLE.sent)
+    or from the paper's defaults (a temperature left to the provider, request options): it changes what the
+    numbers mean."""
+    asked = {"target": meta.generation.target.temperature, "user": meta.generation.user.temperature, "judge": 0}
+    notes = []
+    for role in ("target", "user", "judge"):
+        record = meta.role(role)
+        wanted = record.temperature if role == "judge" and record.temperature is not None else asked[role]
+        why = record.provider_default_temperature(wanted)
+        if why is not None:
+            notes.append(f"The {role} ({record.model}) ran with temperature: provider default; "
+                         + (f"{why}." if why != "as asked" else "as asked (none was sent)."))
+        elif role == "judge" and record.temperature is not None:
+            notes.append(f"The judge ({record.model}) ran at temperature {record.temperature:g}, not 0.")
+        for name, how in record.sent.items():
+            if name != "temperature":
+                notes.append(f"The {role} endpoint ({record.model}) refused {name}: {how}.")
+        options = [f"reasoning_effort={record.reasoning_effort}" if record.reasoning_effort else "",
+                   "a system prompt (run.json)" if record.system_prompt else "",
+                   f"extra body {json.dumps(record.extra_body, sort_keys=True)}" if record.extra_body else ""]
+        if any(options):
+            notes.append(f"The {role} was sent " + ", ".join(o for o in options if o) + ".")
+    return notes
+
+
 def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[Any],
            safety: Sequence[Any]) -> list[str]:
     notes = [meta.notice] if meta.notice else []
+    notes.extend(parameter_notes(meta))
     u = results.unscored
     if not utility:
         notes.append("No Ben-Util judgments found: run the judge phase first; utilities are null.")

@@ -24,6 +24,7 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.defaults import CONCURRENCY, EMPTY_REPLY_RETRIES
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.moves import BC_MOVES
+from carryon_eval.parsing import strip_reasoning
 from carryon_eval.progress import Progress
 from carryon_eval.run.records import Generation
 from carryon_eval.run.folder import RunFolder, has_empty_reply
@@ -50,7 +51,10 @@ class RolloutSummary:
 
 
 def _chat_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
+    """The conversation as the target is sent it: its earlier replies without their reasoning (providers that
+    return reasoning apart from the answer expect it not to be sent back; the transcript keeps it)."""
+    return [{"role": m.role, "content": strip_reasoning(m.content)
+             if m.role == "assistant" and "<think>" in m.content.lower() else m.content} for m in messages]
 
 
 def _as_reply(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:

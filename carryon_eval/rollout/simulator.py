@@ -45,7 +45,8 @@ def prompt_refs() -> dict[str, str]:
 def format_conversation(messages: Sequence[Message], limit: int = SHOWN_REPLY_CHARS) -> str:
     lines = []
     for m in messages:
-        text = m.content.strip()
+        # the assistant's reasoning (a <think> block, or reasoning_content kept as one) is not what a user sees
+        text = strip_reasoning(m.content) if m.role == "assistant" else m.content.strip()
         if m.role == "assistant" and len(text) > limit:
             text = text[:limit].rstrip() + " [...]"
         lines.append(f"{'User' if m.role == 'user' else 'Assistant'}: {text}")

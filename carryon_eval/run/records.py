@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
-from carryon_eval.model.endpoint import EndpointConfig
+from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
 from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
 
 SCHEMA_VERSION = 1
@@ -64,19 +64,41 @@ class RoleRecord:
     max_retries: int = defaults.MAX_RETRIES
     local: bool = False
     pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.model.pool); () = one endpoint
+    # The role's request options (None: not set; written only when set, see EndpointConfig)
+    temperature: Any = None         # the judge's temperature when not 0 ("default": the provider's)
+    reasoning_effort: Optional[str] = None
+    system_prompt: Optional[str] = None
+    extra_body: Optional[dict[str, Any]] = None
+    #: What the endpoint refused and what was sent instead (carryon_eval.model.refusals), e.g.
+    #: {"max_tokens": "sent as max_completion_tokens", "temperature": "not sent: provider default (refused 0.0)"}
+    sent: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
         return cls(**config.public(), local=local, pool=tuple(pool))
 
+    def request_options(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
+
     def config(self, *, base_url: Optional[str] = None, model: Optional[str] = None,
-               api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
-        """The EndpointConfig to call this role with, with optional overrides."""
+               api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
+               **request: Any) -> EndpointConfig:
+        """The EndpointConfig to call this role with, with optional overrides (``request``: request options
+        given again; None keeps the recorded one)."""
+        options = {**self.request_options(), **{k: v for k, v in request.items() if v is not None}}
         return EndpointConfig(base_url=base_url or self.base_url, model=model or self.model,
                               api_key_env=api_key_env or self.api_key_env or defaults.API_KEY_ENV,
                               concurrency=concurrency or self.concurrency or defaults.CONCURRENCY,
                               timeout=self.timeout or defaults.TIMEOUT,
-                              max_retries=self.max_retries or defaults.MAX_RETRIES)
+                              max_retries=self.max_retries or defaults.MAX_RETRIES, **options)
+
+    def provider_default_temperature(self, asked: Any) -> Optional[str]:
+        """Why this role's temperature is the provider's default rather than ``asked``, or None."""
+        if "temperature" in self.sent:
+            return f"not {describe_temperature(asked)}: the endpoint refuses any other"
+        if (self.temperature if self.temperature is not None else asked) == "default":
+            return "as asked"
+        return None
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -84,6 +106,9 @@ class RoleRecord:
             d["pool"] = list(self.pool)
         else:
             del d["pool"]
+        for name in (*REQUEST_OPTION_NAMES, "sent"):   # only when set: run.json as it always was otherwise
+            if not d.get(name) and d.get(name) != 0:
+                del d[name]
         return d
 
     @classmethod
@@ -97,7 +122,7 @@ class RoleRecord:
 @dataclass(frozen=True)
 class Generation:
     """Generation parameters of one generating role (target or user simulator)."""
-    temperature: float = defaults.TARGET_TEMPERATURE
+    temperature: Any = defaults.TARGET_TEMPERATURE    # a number, or "default": not sent (the provider's)
     max_tokens: int = defaults.TARGET_MAX_TOKENS
     seed: int = defaults.SEED
 
@@ -178,6 +203,8 @@ class RunMeta:
                 "dataset.manifest_sha256": self.dataset.manifest_sha256,
                 "roles.target.model": self.role("target").model or None,
                 "roles.user.model": self.role("user").model or None,
+                **{f"roles.{name}.request": self.role(name).request_options() for name in ("target", "user")
+                   if self.role(name).request_options()},
                 "generation.target": self.generation.target.to_json(),
                 "generation.user": self.generation.user.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
