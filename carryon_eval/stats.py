@@ -1,14 +1,16 @@
-"""Small statistics helpers: query-cluster bootstrap, Cohen's kappa, Spearman and mixed linear models.
+"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers, length-stratified means,
+Cohen's kappa, Spearman and mixed linear models.
 
 numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
 functions that need them, so metrics and reports work without them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -43,6 +45,105 @@ class Bootstrap:
         total, n = sums[self.idx].sum(axis=1), counts[self.idx].sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan)
+
+    def stratified_means(self, rows: Sequence[tuple[str, int, Optional[float], bool]]) -> np.ndarray:
+        """Bootstrap replicates of ``stratified_mean`` over rows (query_id, stratum, value, decided);
+        the rows of a drawn query come along together."""
+        pos = {q: i for i, q in enumerate(self.query_ids)}
+        arrays, strata = _strata_arrays(rows, lambda q: pos[q], len(self.query_ids))
+        if not strata:
+            return np.full(self.idx.shape[0], np.nan)
+        return _stratified(*(a[self.idx].sum(axis=1) for a in arrays))
+
+
+# ---------------------------------------------------------------- length-stratified mean
+def _strata_arrays(rows: Sequence[tuple[Any, int, Optional[float], bool]], unit: Callable[[Any], int],
+                   n_units: int) -> tuple[tuple[np.ndarray, ...], list[int]]:
+    """Per unit and stratum: (sum of values, defined count, decided count, planned count)."""
+    strata = sorted({r[1] for r in rows})
+    col = {s: j for j, s in enumerate(strata)}
+    arrays = tuple(np.zeros((n_units, len(strata))) for _ in range(4))
+    total, defined, decided, planned = arrays
+    for u, stratum, value, known in rows:
+        i, j = unit(u), col[stratum]
+        planned[i, j] += 1
+        if known:
+            decided[i, j] += 1
+            if value is not None:
+                defined[i, j] += 1
+                total[i, j] += value
+    return arrays, strata
+
+
+def _stratified(total: np.ndarray, defined: np.ndarray, decided: np.ndarray, planned: np.ndarray) -> np.ndarray:
+    """Vectorised over the leading axes; the last axis is the stratum. Within a stratum the mean of the
+    defined values; each stratum weighted by its planned count times the defined share of its decided
+    rows (the number of rows it would have defined if every judgment were scored); NaN when no stratum
+    has a defined value."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(defined > 0, total / np.where(defined > 0, defined, 1), 0.0)
+        weight = np.where(decided > 0, planned * defined / np.where(decided > 0, decided, 1), 0.0)
+        wsum = weight.sum(axis=-1)
+        return np.where(wsum > 0, (weight * mean).sum(axis=-1) / np.where(wsum > 0, wsum, 1), np.nan)
+
+
+def stratified_mean(rows: Sequence[tuple[int, Optional[float], bool]]) -> tuple[Optional[float], Optional[float]]:
+    """The mean of per-unit values under missing-at-random judgments, and the share of planned units that
+    sit in a stratum with at least one decided unit (the plan share it stands on).
+
+    rows: (stratum, value, decided). ``decided`` False: unscored judgments leave the unit's value open
+    (it is left out); decided with value None: the value is undefined for this unit (e.g. no item to
+    count). Within each stratum (conversation length) the decided units stand for all of the stratum's
+    planned units; strata are then weighted by the plan's mix, so that a stratum which loses more units
+    to unscored judgments (longer conversations) keeps its weight. With every judgment scored this is
+    the plain mean over the defined units. (None, share) when no unit has a defined value."""
+    if not rows:
+        return None, None
+    arrays, strata = _strata_arrays([(0, s, v, k) for s, v, k in rows], lambda _u: 0, 1)
+    value = float(_stratified(*(a[0] for a in arrays)))
+    decided, planned = arrays[2][0], arrays[3][0]
+    covered = float(planned[decided > 0].sum() / planned.sum())
+    return (value if math.isfinite(value) else None), 100.0 * covered
+
+
+# ---------------------------------------------------------------- bounds of derived numbers
+Interval = Optional[Sequence[float]]
+
+
+def bounds(low: Optional[float], high: Optional[float]) -> Optional[list[float]]:
+    """[lower, upper] of a number computed under the lowest and the highest reading of the unscored
+    judgments; None when either reading gives no number."""
+    if low is None or high is None:
+        return None
+    return [min(low, high), max(low, high)]
+
+
+def difference_bounds(a: Interval, b: Interval) -> Optional[list[float]]:
+    """Bounds of A - B when A and B each lie in their bounds: [A_low - B_high, A_high - B_low] (the two
+    terms move independently: unscored judgments of one need not be read like those of the other)."""
+    if a is None or b is None:
+        return None
+    return [a[0] - b[1], a[1] - b[0]]
+
+
+def corner_bounds(fn: Callable[..., Optional[float]], *intervals: Interval) -> Optional[list[float]]:
+    """Bounds of fn(x, y, ...) over the box of its terms' bounds, as the extremes over the box's corners:
+    exact for a function monotone in each term on the box (a ratio whose denominator keeps its sign).
+    None when a term has no bounds or fn is undefined at a corner (e.g. a denominator that may be 0)."""
+    if any(i is None for i in intervals):
+        return None
+    values = [fn(*corner) for corner in itertools.product(*((i[0], i[1]) for i in intervals))]  # type: ignore[index]
+    if any(v is None or not math.isfinite(v) for v in values):
+        return None
+    return [min(values), max(values)]  # type: ignore[type-var]
+
+
+def clip(value: Optional[float], within: Interval) -> Optional[float]:
+    """The value moved into its bounds: the true (fully scored) number is known to lie in them, so an
+    estimate outside them is moved to the nearest end."""
+    if value is None or within is None:
+        return value
+    return min(max(value, within[0]), within[1])
 
 
 def ci95(replicates: np.ndarray, min_defined: float = 0.9) -> Optional[list[float]]:
