@@ -310,9 +310,22 @@ def read_unscored(convs: Iterable[Conversation], reading: str) -> list[Conversat
     verdict, harm = READINGS[reading]
 
     def fill(t: Turn) -> Turn:
+        if t.harm is not None and None not in t.verdicts.values():
+            return t
         return replace(t, verdicts={k: verdict if v is None else v for k, v in t.verdicts.items()},
                        harm=harm if t.harm is None else t.harm)
-    return [replace(c, turns=tuple(fill(t) for t in c.turns)) for c in convs]
+
+    def fill_conversation(c: Conversation) -> Conversation:
+        turns = tuple(fill(t) for t in c.turns)
+        return c if all(a is b for a, b in zip(turns, c.turns)) else replace(c, turns=turns)
+    return [fill_conversation(c) for c in convs]
+
+
+Filled = Mapping[str, Sequence[Conversation]]      # reading -> the conversations read that way
+
+
+def readings(convs: Sequence[Conversation]) -> Filled:
+    return {r: read_unscored(convs, r) for r in READINGS}
 
 
 def _rows(convs: Sequence[Conversation], metric: str) -> list[tuple[int, Optional[float], bool]]:
@@ -324,11 +337,12 @@ def mean_under_rule(convs: Sequence[Conversation], metric: str) -> Optional[floa
     return stratified_mean(_rows(convs, metric))[0]
 
 
-def metric_bounds(convs: Sequence[Conversation], metric: str) -> Optional[list[float]]:
+def metric_bounds(convs: Sequence[Conversation], metric: str, filled: Optional[Filled] = None) -> Optional[list[float]]:
     """[lowest, highest] the number can take over the readings of its unscored judgments."""
     if metric not in MONOTONE:
         return None
-    low, high = (mean_under_rule(read_unscored(convs, r), metric) for r in ("low", "high"))
+    filled = filled or readings(convs)
+    low, high = (mean_under_rule(filled[r], metric) for r in ("low", "high"))
     return bounds(low, high)
 
 
@@ -340,9 +354,9 @@ class Reading:
     covered: Optional[float]            # % of the planned conversations in a length stratum with a decided one
 
 
-def read_metric(convs: Sequence[Conversation], metric: str) -> Reading:
+def read_metric(convs: Sequence[Conversation], metric: str, filled: Optional[Filled] = None) -> Reading:
     value, covered = stratified_mean(_rows(convs, metric))
-    b = metric_bounds(convs, metric)
+    b = metric_bounds(convs, metric, filled)
     return Reading(clip(value, b), b, covered)
 
 
@@ -358,6 +372,7 @@ class Estimate:
     n: int
     reason: Optional[str] = None
     bounds: Optional[list[float]] = None
+    covered: Optional[float] = None
 
     def __sub__(self, other: "Estimate") -> "Estimate":
         if self.value is None or other.value is None:
@@ -375,14 +390,15 @@ def estimate(pairs: Pairs, boot: Bootstrap, empty_reason: str) -> Estimate:
     return Estimate(fmean(v for _, v in pairs), boot.means(pairs), len(pairs))
 
 
-def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, empty_reason: str) -> Estimate:
+def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, empty_reason: str,
+                  filled: Optional[Filled] = None) -> Estimate:
     """``metric`` over conversations under the rule, with its bootstrap replicates and bounds."""
-    reading = read_metric(convs, metric)
+    reading = read_metric(convs, metric, filled)
     rows = [(c.query_id, len(c.turns), *CONVERSATION_VALUES[metric](c)) for c in convs]
     n = sum(known and v is not None for _, _, v, known in rows)
     if reading.value is None:
-        return Estimate(None, np.full(boot.idx.shape[0], np.nan), 0, empty_reason, reading.bounds)
-    return Estimate(reading.value, boot.stratified_means(rows), n, None, reading.bounds)
+        return Estimate(None, np.full(boot.idx.shape[0], np.nan), 0, empty_reason, reading.bounds, reading.covered)
+    return Estimate(reading.value, boot.stratified_means(rows), n, None, reading.bounds, reading.covered)
 
 
 def per_conversation(convs: Iterable[Conversation], fn: Callable[[Conversation], Optional[float]]) -> Pairs:
@@ -397,7 +413,8 @@ def _mean_or_none(values: Iterable[Optional[float]]) -> Optional[float]:
 # ---------------------------------------------------------------- condition-level numbers
 def condition_estimates(convs: Sequence[Conversation], boot: Bootstrap) -> dict[str, Estimate]:
     reason = "condition not run" if not convs else "no conversation decided by scored judgments"
-    return {name: rule_estimate(convs, name, boot, reason) for name in HEADLINE_METRICS}
+    filled = readings(convs)
+    return {name: rule_estimate(convs, name, boot, reason, filled) for name in HEADLINE_METRICS}
 
 
 def _json_estimates(ests: Mapping[str, Estimate]) -> dict[str, Any]:
@@ -456,7 +473,7 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap) -> tuple[dict[str, 
         conditions[cond]["n_queries"] = len({c.query_id for c in groups[cond]})
         conditions[cond]["n_turns"] = sum(len(c.turns) for c in groups[cond])
         conditions[cond]["scored"] = scored_shares(groups[cond])
-        conditions[cond]["plan_covered"] = {m: read_metric(groups[cond], m).covered for m in HEADLINE_METRICS}
+        conditions[cond]["plan_covered"] = {m: ests[cond][m].covered for m in HEADLINE_METRICS}
         conditions[cond]["sensitivity"] = {"pooled_draw": pooled_draw(groups[cond])}
         conditions[cond]["truncated"] = truncation(groups[cond])
         if cond in MULTI_TURN_CONDITIONS:
@@ -505,9 +522,10 @@ def mark_scored_shares(conditions: dict[str, Any], rec: dict[str, Any]) -> None:
 def cell(convs: Sequence[Conversation], metrics: Mapping[str, str]) -> dict[str, Any]:
     """{"n", name: value, ..., "bounds": {name: [lo, hi]}, "scored": shares} for a breakdown cell;
     ``metrics``: output name -> conversation metric (read_metric: the headline's rule)."""
-    readings = {name: read_metric(convs, m) for name, m in metrics.items()}
-    return {"n": len(convs), **{name: r.value for name, r in readings.items()},
-            "bounds": {name: r.bounds for name, r in readings.items()}, "scored": scored_shares(convs)}
+    filled = readings(convs)
+    read = {name: read_metric(convs, m, filled) for name, m in metrics.items()}
+    return {"n": len(convs), **{name: r.value for name, r in read.items()},
+            "bounds": {name: r.bounds for name, r in read.items()}, "scored": scored_shares(convs)}
 
 
 def prefix(convs: Iterable[Conversation], t: int) -> list[Conversation]:

@@ -69,6 +69,9 @@ Options
   servers without structured output) and never reach the handler.
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
+- ``cut_at_max_tokens=True`` (or a set of model ids): like a real server, a text reply longer than the
+  request's ``max_tokens`` (counted in whitespace words) is cut to that many words and answered with
+  ``finish_reason: "length"`` (a model that stops on length, e.g. a reasoning model cut before its answer).
 - ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
 
 What the server observed
@@ -166,8 +169,10 @@ class ScriptedServer:
     """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
 
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
-                 supports_response_format: bool = True, api_key: Optional[str] = None) -> None:
+                 supports_response_format: bool = True, api_key: Optional[str] = None,
+                 cut_at_max_tokens: Any = False) -> None:
         self.handler = handler
+        self.cut_at_max_tokens = cut_at_max_tokens
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
         self.api_key = api_key
@@ -367,7 +372,17 @@ class ScriptedServer:
             return Response(status_code=499)
         raise ValueError(f"unknown fault kind {kind!r}")
 
+    def _cut(self, body: dict, reply: Reply) -> Reply:
+        """The reply cut at the request's max_tokens (whitespace words) when this server cuts, else as is."""
+        cut = self.cut_at_max_tokens
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not cut or (cut is not True and body.get("model") not in cut) or not isinstance(limit, int) \
+                or reply.text is None or _words(reply.text) <= limit:
+            return reply
+        return Reply(" ".join(reply.text.split()[:limit]), reply.logprobs, reply.prompt_tokens, limit, "length")
+
     def _completion(self, body: dict, reply: Reply) -> JSONResponse:
+        reply = self._cut(body, reply)
         text = reply.text
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
