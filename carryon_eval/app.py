@@ -107,6 +107,8 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.dry_run)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.subset); None: every conversation
+    bootstrap_resamples: int = defaults.BOOTSTRAP_RESAMPLES
+    bootstrap_seed: int = defaults.BOOTSTRAP_SEED
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
-        subset=cfg.subset if cfg.subset != "full" else None)
+        subset=cfg.subset if cfg.subset != "full" else None,
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
 
 
 # ---------------------------------------------------------------- phases
@@ -344,9 +347,23 @@ def _ways(*tallies: dict[str, int]) -> str:
     return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
 
 
-def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> Results:
+@dataclass(frozen=True)
+class BootstrapChoice:
+    """The report's bootstrap; None = as run.json records it, else the defaults."""
+    n_resamples: Optional[int] = None
+    seed: Optional[int] = None
+
+    def resolve(self, meta: RunMeta) -> tuple[int, int]:
+        recorded = meta.bootstrap or {}
+        return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
+                self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None,
+                 bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
     """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
-    results = write_report(run.path, bench, judge=judge)
+    n_resamples, seed = bootstrap.resolve(run.read_meta())
+    results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
     return results
@@ -439,7 +456,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         if TRIPLET_CONDITION in meta.conditions:
             probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
             out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
-        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None,
+                               BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
         session.print_usage()
     require_scored(results, run)
 
@@ -540,12 +558,13 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
-async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
+async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
+                        bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, _, bench = open_run(rundir, out)
-    require_scored(report_phase(bench, run, out, judge), run)
+    require_scored(report_phase(bench, run, out, judge, bootstrap), run)
 
 
-__all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "BootstrapChoice", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

@@ -179,6 +179,7 @@ class RunMeta:
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
     subset: Optional[str] = None              # a named subset (carryon_eval.subset); None: the full plan
+    bootstrap: Optional[dict[str, int]] = None  # {"n_resamples", "seed"} of the report's bootstrap
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -203,7 +204,8 @@ class RunMeta:
                 "generation": self.generation.to_json(), "judge": self.judge.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
-                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {})}
+                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
+                **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -217,6 +219,7 @@ class RunMeta:
                    shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
+                   bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    schema_version=_version(d))
 
 

@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-N_RESAMPLES = 1000
-SEED = 0
+from .defaults import BOOTSTRAP_RESAMPLES as N_RESAMPLES
+from .defaults import BOOTSTRAP_SEED as SEED
+
 
 
 # ---------------------------------------------------------------- cluster bootstrap

@@ -293,3 +293,23 @@ def test_scored_shares_per_condition(summary: dict) -> None:
     # nc: A 8 cells (1 None) + B 6 = 14, 13 scored; harm: 5 turns, ncA t2 None -> 4 of 5
     assert summary["conditions"]["nc"]["scored"] == {"utility_items": pytest.approx(1300 / 14), "safety_turns": 80.0}
     assert M.scored_shares([]) == {"utility_items": None, "safety_turns": None}
+
+
+def test_move_effects_state_their_baselines(summary: dict) -> None:
+    eff = summary["move_effects"]
+    assert "turn 1 included" in eff["baseline"] and "turns 2 and later" in eff["baseline"]
+    # follow-up turns only: U 50 66.67 | 50 | 0 | 0 50 -> 216.67 / 6; harm 2 4 | 5 | - | 1 3 -> 15 / 5
+    follow_u, follow_h = (50 + 200 / 3 + 50 + 0 + 0 + 50) / 6, 15 / 5
+    assert eff["model_mean_followup"]["utility"] == pytest.approx(follow_u) and eff["model_mean_followup"]["n_turns"] == 6
+    assert eff["model_mean_followup"]["harm"] == pytest.approx(follow_h)
+    assert eff["moves"]["pushback"]["harm_dev_followup"] == pytest.approx(3.5 - follow_h)
+    assert eff["moves"]["benign_justification"]["utility_dev_followup"] == pytest.approx(50 - follow_u)
+
+
+def test_redundancy_by_conversation_length(summary: dict) -> None:
+    # bc: bcB has 2 model turns (redundancy 0), bcA 3 (50); nc: ncA 2 (undefined), ncB 3 (0)
+    assert summary["conditions"]["bc"]["redundancy_by_length"] == [
+        {"model_turns": 2, "messages": 4, "n": 1, "redundancy": 0.0, "redundancy_pooled": 0.0},
+        {"model_turns": 3, "messages": 6, "n": 1, "redundancy": 50.0, "redundancy_pooled": 50.0}]
+    nc = summary["conditions"]["nc"]["redundancy_by_length"]
+    assert [r["redundancy"] for r in nc] == [None, 0.0]

@@ -172,3 +172,17 @@ def test_replies_cut_at_max_tokens_are_counted_and_marked(scripted_server, datas
     assert any("cut at max_tokens" in n and "--max-tokens" in n for n in results["notes"])
     rows = [json.loads(line) for line in (out / "conversation_scores.jsonl").read_text().splitlines()]
     assert all(r["truncated_replies"] == r["n_model_turns"] for r in rows)
+
+
+def test_bootstrap_resamples_and_seed_are_options_recorded_in_run_json(scripted_server, dataset, tmp_path):
+    srv = scripted_server(evaluator_handler, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", 1, "--conditions", "turn1,bc",
+                    "--bootstrap-resamples", 50, "--bootstrap-seed", 3)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["bootstrap"] == {"n_resamples": 50, "seed": 3}
+    assert json.loads((out / "results.json").read_text())["bootstrap"]["n_resamples"] == 50
+    again = invoke("report", out, "--bootstrap-seed", 4)           # the resamples as run.json says
+    assert again.exit_code == 0, again.output
+    boot = json.loads((out / "results.json").read_text())["bootstrap"]
+    assert (boot["n_resamples"], boot["seed"]) == (50, 4)
