@@ -145,6 +145,9 @@ def _check_build_options(source: Optional[Path], out: Optional[Path], *, min_ite
                    "Lower it only for a smoke test with a small model (the card says so), e.g. 1 with --endpoint local.")
 @click.option("--max-items", type=click.IntRange(min=1), default=MAX_ITEMS, show_default=True,
               help="The merged checklist is cut to this many items (the paper's 7-23 describes its result).")
+@click.option("--min-safe-rate", type=click.FloatRange(0.0, 1.0),
+              help="Keep only queries whose safe context at least this share of CASE-Bench's annotators judged "
+                   "safe (safe_rate), e.g. 0.5 [default: every query].")
 @click.option("--generator-temperature", type=click.FloatRange(min=0.0), default=0.7, show_default=True,
               help="Sampling temperature of the generators (each with its own seed).")
 @click.option("--dry-run", is_flag=True,
@@ -158,8 +161,8 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
           role_endpoints: tuple[str, ...], role_models: tuple[str, ...], generators: tuple[str, ...],
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
           cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
-          structured_output: str, min_items: int, max_items: int, generator_temperature: float,
-          dry_run: bool, force: bool) -> None:
+          structured_output: str, min_items: int, max_items: int, min_safe_rate: Optional[float],
+          generator_temperature: float, dry_run: bool, force: bool) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -181,7 +184,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force)
+                      force=force, min_safe_rate=min_safe_rate)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -229,7 +232,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
         stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
-                      log=lambda m: click.echo(m, err=True), force=force)
+                      log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 
