@@ -76,15 +76,18 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def safe_context_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
-    """The card's statement of how benign the safe contexts are, counted over this build's queries."""
-    low = sum(q.safe_rate < 0.5 for q in final)
-    note = (f"in {low} of this dataset's {len(final)} queries most CASE-Bench annotators still judged the query "
-            "unsafe in its safe context (`safe_rate` < 0.5)")
-    if min_safe_rate is not None:
-        return note + (f"; this build keeps only queries with `safe_rate` >= {min_safe_rate:g} (`carryon-build "
-                       f"--min-safe-rate {min_safe_rate:g}`; {dropped} dropped; MANIFEST.json `counts.min_safe_rate`)")
-    return note + "; `carryon-build --min-safe-rate 0.5` builds the stricter subset without them"
+def low_safe_rate_count(queries: Sequence[Any]) -> int:
+    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
+    return sum(q.safe_rate < 0.5 for q in queries)
+
+
+def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
+    """The card's note on a --min-safe-rate build ("" otherwise: a default card stays byte-identical)."""
+    if min_safe_rate is None:
+        return ""
+    return (f" (only queries whose safe context has `safe_rate` >= {min_safe_rate:g}: `carryon-build "
+            f"--min-safe-rate {min_safe_rate:g}`, {dropped} dropped; {low_safe_rate_count(final)} of these "
+            "have `safe_rate` < 0.5)")
 
 
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
@@ -106,6 +109,9 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         selected = [q for q in selected if q.safe_rate >= min_safe_rate]
         log(f"min safe rate: {len(selected)} queries whose safe context has safe_rate >= {min_safe_rate:g} "
             f"(dropped {n_selected - len(selected)})")
+    else:
+        log(f"safe contexts: {low_safe_rate_count(selected)} of {n_selected} queries have safe_rate < 0.5 "
+            "(most annotators judged the query unsafe in its safe context; --min-safe-rate 0.5 drops them)")
     n_safe_rate_kept = len(selected)
     if limit is not None:
         selected = selected[:limit]
@@ -162,7 +168,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "n_source_queries": len(all_queries), "n_selected": n_selected,
         "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
         "n_queries": len(final),
-        "safe_context_note": safe_context_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
+        "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
         "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None else ABSENT_WITHOUT_LLM),

@@ -1,5 +1,5 @@
 """`carryon-build build --min-safe-rate`: the stricter subset of queries whose safe context most annotators
-judged safe, said in MANIFEST.json and the card; the card counts the others in every build."""
+judged safe, said in MANIFEST.json and the card (a default build stays byte-identical: tests/test_builder.py)."""
 import json
 import subprocess
 import sys
@@ -31,17 +31,19 @@ def low_safe_rate_queries() -> tuple[int, int]:
 def test_min_safe_rate_builds_the_stricter_subset_and_says_so(tmp_path):
     n, low = low_safe_rate_queries()
     default, strict = tmp_path / "default", tmp_path / "strict"
-    assert carryon_build("build", "--source", SOURCE, "--out", default, "--no-llm").returncode == 0
+    r = carryon_build("build", "--source", SOURCE, "--out", default, "--no-llm")
+    assert r.returncode == 0, r.stderr
+    default_log = r.stderr
     r = carryon_build("build", "--source", SOURCE, "--out", strict, "--no-llm", "--min-safe-rate", 0.5)
     assert r.returncode == 0, r.stderr
-    card = (default / "README.md").read_text()
-    assert f"in {low} of this dataset's {n} queries most CASE-Bench annotators still judged the query" in card
+    assert f"safe contexts: {low} of {n} queries have safe_rate < 0.5" in default_log
     assert "min_safe_rate" not in json.loads((default / "MANIFEST.json").read_text())["counts"]
     counts = json.loads((strict / "MANIFEST.json").read_text())["counts"]
     assert counts["min_safe_rate"] == {"threshold": 0.5, "kept": n - low, "dropped": low}
     assert counts["queries"] == n - low
-    strict_card = (strict / "README.md").read_text()
-    assert f"in 0 of this dataset's {n - low} queries" in strict_card and "--min-safe-rate 0.5`; " in strict_card
+    card = (strict / "README.md").read_text()
+    assert f"| queries in this dataset | {n - low} (only queries whose safe context has `safe_rate` >= 0.5: " \
+           f"`carryon-build --min-safe-rate 0.5`, {low} dropped; 0 of these have `safe_rate` < 0.5) |" in card
     from datasets import load_dataset
     queries = load_dataset(str(strict), "queries", split="test")
     assert min(queries["safe_rate"]) >= 0.5
