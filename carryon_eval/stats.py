@@ -19,7 +19,27 @@ from .defaults import BOOTSTRAP_SEED as SEED
 
 
 
-# ---------------------------------------------------------------- cluster bootstrap
+# ---------------------------------------------------------------- the bootstrap (one for every interval)
+def resample_indices(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """(n_resamples, n) indices drawn with replacement, seeded: the one resampling every interval uses."""
+    if n == 0:
+        return np.zeros((n_resamples, 0), int)
+    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+
+
+def bootstrap_ci(stat: Callable[..., Optional[float]], *columns: Sequence[Any], n_resamples: int = N_RESAMPLES,
+                 seed: int = SEED) -> Optional[list[float]]:
+    """95% percentile interval of ``stat(*columns)`` over cases (positions of the equally long columns)
+    resampled with replacement; None when there are no cases or the statistic is undefined in more than a
+    tenth of the resamples (ci95's rule)."""
+    n = len(columns[0]) if columns else 0
+    if n == 0:
+        return None
+    reps = np.array([np.nan if (v := stat(*([col[i] for i in row] for col in columns))) is None else v
+                     for row in resample_indices(n, n_resamples, seed)], dtype=float)
+    return ci95(reps)
+
+
 @dataclass(frozen=True)
 class Bootstrap:
     """One fixed set of resamples of the queries; every statistic of a run uses the same one so that
@@ -30,9 +50,7 @@ class Bootstrap:
     @classmethod
     def of(cls, query_ids: Iterable[str], n_resamples: int = N_RESAMPLES, seed: int = SEED) -> "Bootstrap":
         ids = tuple(sorted(set(query_ids)))
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(ids), size=(n_resamples, len(ids))) if ids else np.zeros((n_resamples, 0), int)
-        return cls(ids, idx)
+        return cls(ids, resample_indices(len(ids), n_resamples, seed))
 
     def means(self, pairs: Sequence[tuple[str, float]]) -> np.ndarray:
         """Bootstrap replicates of the mean of values grouped by query: every replicate draws queries
@@ -179,7 +197,26 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[Optional[float], Op
     return (observed - expected) / (1 - expected), None
 
 
-# ---------------------------------------------------------------- across models
+# ---------------------------------------------------------------- rank correlation (one for every use)
+def _ranks(x: Sequence[float]) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank."""
+    arr = np.asarray(x, dtype=float)
+    order = np.argsort(arr, kind="mergesort")
+    ranks = np.empty(len(arr))
+    ranks[order] = np.arange(1, len(arr) + 1)
+    for value in np.unique(arr):
+        tied = arr == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
+    """Spearman's rho (Pearson's r of the average ranks); None with fewer than 2 pairs or a constant side."""
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
 def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     """Spearman's rho with its p-value; nulls with a reason when it cannot be computed."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
@@ -191,10 +228,10 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     if len(set(xs)) == 1 or len(set(ys)) == 1:
         out["reason"] = "one of the two rankings is constant: rho is undefined"
         return out
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr      # its p-value; rho is spearman_rho's
 
     res = spearmanr(xs, ys)
-    out["rho"] = float(res.statistic)
+    out["rho"] = spearman_rho(xs, ys)
     if len(pairs) < 3 or not math.isfinite(float(res.pvalue)):
         out["reason"] = "p-value undefined with fewer than 3 models"
     else:
