@@ -42,7 +42,8 @@ import numpy as np
 
 from .moves import BC_MOVES, MOVE_GROUP, MOVES
 from .schema import CONDITIONS, MULTI_TURN_CONDITIONS, SafetyJudgment, Transcript, UtilityJudgment
-from .stats import Bootstrap, bounds, ci95, clip, corner_bounds, difference_bounds, stratified_mean
+from .stats import (Bootstrap, Cell, MetricBlock, bounds, ci95, clip, corner_bounds, difference_bounds,
+                    stratified_mean)
 
 PCT = 100.0
 SCORED_MIN = 95.0                # a headline whose scored share is under this is marked (table.md, report.html)
@@ -417,13 +418,28 @@ def condition_estimates(convs: Sequence[Conversation], boot: Bootstrap) -> dict[
     return {name: rule_estimate(convs, name, boot, reason, filled) for name in HEADLINE_METRICS}
 
 
-def _json_estimates(ests: Mapping[str, Estimate]) -> dict[str, Any]:
-    out: dict[str, Any] = {name: e.value for name, e in ests.items()}
-    out["ci95"] = {name: (ci95(e.reps) if e.value is not None else None) for name, e in ests.items()}
-    out["reasons"] = {name: e.reason for name, e in ests.items() if e.value is None}
-    out["bounds"] = {name: e.bounds for name, e in ests.items()}
-    out["bounds_reasons"] = {name: NO_BOUNDS[name] for name in ests if name in NO_BOUNDS}
-    return out
+def metric_block(ests: Mapping[str, Estimate]) -> MetricBlock:
+    return MetricBlock(values={name: e.value for name, e in ests.items()},
+                       ci95={name: (ci95(e.reps) if e.value is not None else None) for name, e in ests.items()},
+                       reasons={name: e.reason for name, e in ests.items() if e.value is None},  # type: ignore[misc]
+                       bounds={name: e.bounds for name, e in ests.items()},
+                       bounds_reasons={name: NO_BOUNDS[name] for name in ests if name in NO_BOUNDS})
+
+
+@dataclass
+class Truncation:
+    """Target replies that stopped on length (finish_reason "length": cut at max_tokens)."""
+    replies: int
+    with_finish_reason: int
+    length: int
+
+    @property
+    def share(self) -> Optional[float]:
+        return PCT * self.length / self.with_finish_reason if self.with_finish_reason else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"replies": self.replies, "with_finish_reason": self.with_finish_reason, "length": self.length,
+                "share": self.share}
 
 
 def by_condition(convs: Iterable[Conversation]) -> dict[str, list[Conversation]]:
@@ -446,13 +462,10 @@ def pooled_draw(convs: Sequence[Conversation]) -> dict[str, Any]:
     return out
 
 
-def truncation(convs: Sequence[Conversation]) -> dict[str, Any]:
-    """Target replies that stopped on length (finish_reason "length": cut at max_tokens)."""
+def truncation(convs: Sequence[Conversation]) -> Truncation:
     reasons = [t.finish_reason for c in convs for t in c.turns]
     known = [r for r in reasons if r is not None]
-    cut = sum(r == TRUNCATED for r in known)
-    return {"replies": len(reasons), "with_finish_reason": len(known), "length": cut,
-            "share": PCT * cut / len(known) if known else None}
+    return Truncation(len(reasons), len(known), sum(r == TRUNCATED for r in known))
 
 
 def headline(convs: Sequence[Conversation], boot: Bootstrap) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -468,14 +481,14 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap) -> tuple[dict[str, 
             block.update({f"{m}_delta": ests[cond][m] - ests["turn1"][m] for m in DELTA_METRICS})
             block["redundancy"] = rule_estimate(groups[cond], "redundancy", boot,
                                                 "no conversation fulfilled any scored item after turn 1")
-        conditions[cond] = _json_estimates(block)
+        conditions[cond] = metric_block(block).to_json()
         conditions[cond]["n_conversations"] = len(groups[cond])
         conditions[cond]["n_queries"] = len({c.query_id for c in groups[cond]})
         conditions[cond]["n_turns"] = sum(len(c.turns) for c in groups[cond])
         conditions[cond]["scored"] = scored_shares(groups[cond])
         conditions[cond]["plan_covered"] = {m: ests[cond][m].covered for m in HEADLINE_METRICS}
         conditions[cond]["sensitivity"] = {"pooled_draw": pooled_draw(groups[cond])}
-        conditions[cond]["truncated"] = truncation(groups[cond])
+        conditions[cond]["truncated"] = truncation(groups[cond]).to_json()
         if cond in MULTI_TURN_CONDITIONS:
             conditions[cond]["redundancy_aggregation"] = REDUNDANCY_AGGREGATION
             conditions[cond]["redundancy_pooled"] = pooled_redundancy(groups[cond])
@@ -524,8 +537,8 @@ def cell(convs: Sequence[Conversation], metrics: Mapping[str, str]) -> dict[str,
     ``metrics``: output name -> conversation metric (read_metric: the headline's rule)."""
     filled = readings(convs)
     read = {name: read_metric(convs, m, filled) for name, m in metrics.items()}
-    return {"n": len(convs), **{name: r.value for name, r in read.items()},
-            "bounds": {name: r.bounds for name, r in read.items()}, "scored": scored_shares(convs)}
+    return Cell(len(convs), {name: r.value for name, r in read.items()}, {name: r.bounds for name, r in read.items()},
+                scored_shares(convs)).to_json()
 
 
 def prefix(convs: Iterable[Conversation], t: int) -> list[Conversation]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -73,6 +73,40 @@ class Bootstrap:
         if not strata:
             return np.full(self.idx.shape[0], np.nan)
         return _stratified(*(a[self.idx].sum(axis=1) for a in arrays))
+
+
+# ---------------------------------------------------------------- typed metric tables
+@dataclass
+class MetricBlock:
+    """Named numbers with their 95% CIs, why each null is null and (where the section has them) their
+    bounds: the block every metric section of results.json shares (a condition of the headline, the
+    triplet headline and its parts). ``to_json`` gives results.json's shape: the numbers by name, then
+    "ci95", "reasons" and, when set, "bounds" and "bounds_reasons"."""
+    values: dict[str, Optional[float]]
+    ci95: dict[str, Optional[list[float]]]
+    reasons: dict[str, str]
+    bounds: Optional[dict[str, Optional[list[float]]]] = None
+    bounds_reasons: Optional[dict[str, str]] = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.values, "ci95": dict(self.ci95), "reasons": dict(self.reasons)}
+        if self.bounds is not None:
+            out["bounds"] = dict(self.bounds)
+        if self.bounds_reasons is not None:
+            out["bounds_reasons"] = dict(self.bounds_reasons)
+        return out
+
+
+@dataclass
+class Cell:
+    """One cell of a breakdown (a turn, a bin, a domain): its numbers, their bounds and the scored shares."""
+    n: int
+    values: dict[str, Optional[float]]
+    bounds: dict[str, Optional[list[float]]] = field(default_factory=dict)
+    scored: dict[str, Optional[float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, **self.values, "bounds": dict(self.bounds), "scored": dict(self.scored)}
 
 
 # ---------------------------------------------------------------- length-stratified mean
