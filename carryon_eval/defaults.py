@@ -25,7 +25,7 @@ SEED = 0
 BOOTSTRAP_RESAMPLES = 1000       # the query-cluster bootstrap behind every 95% CI (--bootstrap-resamples)
 BOOTSTRAP_SEED = 0               # its seed (--bootstrap-seed)
 
-# ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.ask)
+# ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.model.ask)
 EMPTY_REPLY_RETRIES = 2    # an empty reply is asked again this many times (empty replies are never cached)
 JUDGE_RETRIES = 2          # extra judge attempts after an unparseable answer
 REPAIRS = 2                # builder: repair prompts after a malformed reply

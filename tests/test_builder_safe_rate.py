@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def carryon_build(*args):
-    return subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", *map(str, args)],
+    return subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", *map(str, args)],
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 

@@ -12,9 +12,9 @@ from helpers.judged_run import (HARM, endpoint, fulfils, judge_handler, make_ben
                                 standard_transcripts, transcript)
 from scripted_server import Fault
 
-from carryon_eval import judge as J
-from carryon_eval import scorers as S
-from carryon_eval.judgments import JUDGE_META_FILE
+from carryon_eval.judge import phase as J
+from carryon_eval.judge import scorers as S
+from carryon_eval.judge.store import JUDGE_META_FILE
 
 
 def lines(path: Path) -> list[dict]:

@@ -16,8 +16,8 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
 from scripted_server import last_user_text
 
-from carryon_eval import metrics as M
-from carryon_eval.stats import Bootstrap
+from carryon_eval.metrics import conditions as M
+from carryon_eval.metrics.stats import Bootstrap
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)

@@ -10,9 +10,9 @@ from typing import Optional
 
 import pytest
 
-from carryon_eval import metrics as M
-from carryon_eval.metrics import Conversation, Turn
-from carryon_eval.stats import clip, corner_bounds, difference_bounds
+from carryon_eval.metrics import conditions as M
+from carryon_eval.metrics.conditions import Conversation, Turn
+from carryon_eval.metrics.stats import clip, corner_bounds, difference_bounds
 
 ITEMS = tuple(f"i{k}" for k in range(10))
 V = {"T": True, "F": False, "N": None}

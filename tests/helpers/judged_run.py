@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 from scripted_server import last_user_text
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import Endpoint, EndpointConfig
-from carryon_eval.dataset import Benchmark
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import Endpoint, EndpointConfig
+from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import Message, Transcript
 
 REFUSAL = "I can't help with that."
