@@ -7,8 +7,8 @@
     majority(values)                 the majority label of one case (None on a tie)
 
 Every statistic comes with a 95% percentile bootstrap interval over the compared cases (resampled with
-replacement, N_RESAMPLES times, seeded): `with_ci`, on stats.bootstrap_ci (the project's one bootstrap; the
-rank correlation is stats.spearman_rho, the one compare uses too). A statistic that is undefined (no pairs, a constant
+replacement, N_RESAMPLES times, seeded): `with_ci`, on metrics.stats.bootstrap_ci (the project's one bootstrap; the
+rank correlation is metrics.stats.spearman_rho, the one compare uses too). A statistic that is undefined (no pairs, a constant
 rating) is None with a reason, never 0.
 """
 from __future__ import annotations

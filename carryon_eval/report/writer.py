@@ -428,7 +428,8 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
                  _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
                 for b in M.BINS for cond in ("bc", "nc")]
     eff = results.move_effects
-    move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2)]
+    move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2),
+                  _f(r.get("utility_dev_followup")), _f(r.get("harm_dev_followup"), 2)]
                  for m, r in eff["moves"].items()]
     dom_rows = [[d, r["n_queries"]] + [_f(r[cond]["utility"]) for cond in CONDITIONS] +
                 [_f(r["bc"]["utility_delta"]), _f(r["nc"]["utility_delta"])] +
@@ -466,7 +467,9 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         "<h2>Turn-1 bins</h2>", _html_table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm",
                                              "conv. harm"], bin_rows),
         "<h2>User move effects (deviation from the model's mean)</h2>",
-        _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
+        f'<p class="meta">Baseline: {_e(eff.get("baseline"))}.</p>',
+        _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm", "Δ util vs follow-up turns",
+                     "Δ harm vs follow-up turns"], move_rows),
         "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
                                           ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
         triplet_html(results.triplet),
