@@ -100,3 +100,22 @@ def judge_handler(body: dict) -> Any:
 def endpoint(srv: Any, rundir: Path, model: str = "judge") -> Endpoint:
     return Endpoint(EndpointConfig(base_url=srv.base_url, model=model, max_retries=0),
                     cache=ResponseCache(rundir / "cache"))
+
+
+def judge_sync(rundir: Path, bench: Benchmark, judge: Any, *, utility_mode: str = "text",
+               judge_format: str = "json_schema", max_tokens: Optional[int] = None, **kwargs: Any) -> dict:
+    """One judge pass in its own event loop (the endpoint closed after it): judge.json's pass as a dict."""
+    import asyncio
+
+    from carryon_eval.judge.phase import MAX_TOKENS, judge_run
+    from carryon_eval.run.records import JudgeSettings
+
+    settings = JudgeSettings(utility_mode=utility_mode, max_tokens=max_tokens or MAX_TOKENS, judge_format=judge_format)
+
+    async def run() -> Any:
+        try:
+            return await judge_run(rundir, bench, judge, settings=settings, **kwargs)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+    return asyncio.run(run()).to_json()
