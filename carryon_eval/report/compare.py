@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from carryon_eval.run.records import Results
+from carryon_eval.report.leaderboard_page import write_board
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
@@ -49,7 +50,25 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def compare_opensafeintent_only(rundirs: Sequence[Path]) -> Optional[dict[str, Any]]:
+    """Runs of the opensafeintent condition alone (no CarryOnBench conversations): their columns only."""
+    from carryon_eval.opensafeintent.report import compare_columns, read_section
+
+    dirs = [Path(d) for d in rundirs]
+    if any((d / SCORES_FILE).is_file() for d in dirs):
+        return None
+    sections = [read_section(d) for d in dirs]
+    if not all(sections):
+        return None
+    names = [str(s.get("model") or d.name) for s, d in zip(sections, dirs)]   # type: ignore[union-attr]
+    return {"models": names, "runs": [str(d) for d in dirs], "opensafeintent": compare_columns(names, sections),
+            "notes": []}
+
+
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+    osi_only = compare_opensafeintent_only(rundirs)
+    if osi_only is not None:
+        return osi_only
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -83,6 +102,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         if s.report is not None and s.report.section is not None and s.report.compare is not None:
             out[s.report.section] = s.report.compare(labels, results)
     out["_results"] = results
+    out["_scores"] = [scores for _, _, scores in loaded]
     return out
 
 
@@ -95,6 +115,9 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
+    if "table" not in cmp:                 # runs of the opensafeintent condition alone
+        from carryon_eval.opensafeintent.report import compare_markdown as osi_compare_markdown
+        return "# CarryOnBench comparison\n" + osi_compare_markdown(cmp.get("opensafeintent"))
     parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
@@ -123,17 +146,19 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 @click.argument("rundirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write compare.json, table.md and plots/ here (otherwise only print).")
+              help="Write compare.json, table.md, plots/, leaderboard.html and leaderboard.jsonl here (otherwise only print).")
 def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
     cmp = compare(rundirs)
-    results = cmp.pop("_results")
+    results, scores = cmp.pop("_results", None), cmp.pop("_scores", None)   # None: no CarryOnBench conditions
     text = render_markdown(cmp)
     click.echo(text)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
-    cmp["plots"] = _write_plots(results, out / "plots")
+    if results is not None:
+        cmp["plots"] = _write_plots(results, out / "plots")
+        cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")
