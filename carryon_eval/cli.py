@@ -7,6 +7,8 @@
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
+    carryon-eval export RUNDIR --format inspect --out RUN.eval   another tool's format (carryon_eval.app.exporters)
+    carryon-eval import RUN.eval --out RUNDIR   an inspect-ai log of the carryonbench task as a run folder
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
@@ -41,6 +43,7 @@ from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
+from carryon_eval.app.exporters import EXPORTERS, ExportError, export_run
 from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.prompts import PromptError
@@ -74,7 +77,7 @@ def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True)
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            app.ConfigError, BatchError) as exc:
+            app.ConfigError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
         raise CliError(str(exc)) from None
@@ -365,15 +368,30 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 
 @cli.command("export")
 @RUNDIR
-@click.option("--format", "fmt", type=click.Choice(("opensafeintent",)), required=True,
-              help="opensafeintent: the reference implementation's files (<target model>_scored.json, "
-                   "assistance_level/, intent_classification/), which its scripts read unchanged.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write.")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORTERS)), required=True,
+              help=" ".join(f"{e.name}: {e.description}." for e in EXPORTERS.values()))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="File or folder to write (see --format).")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
 @verbose_option
 def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
-    """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
-    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name), resume_hint=False)
+    """Write a run folder in another tool's format: OpenSafeIntent's reference files, an inspect-ai eval log."""
+    run_command(export_run(fmt, rundir, out, ClickOutput(), judge_name), resume_hint=False)
+
+
+@cli.command("import")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="New run folder to write (then `carryon-eval report RUNDIR`).")
+def import_command(log: Path, out: Path) -> None:
+    """Turn an inspect-ai eval log of the carryonbench task into a run folder (extra [inspect])."""
+    from .inspect_bridge import require_inspect
+
+    try:
+        require_inspect()
+        from .inspect_bridge.importer import import_log
+        click.echo(import_log(log, out))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
 
 
 cli.add_command(compare_command, "compare")

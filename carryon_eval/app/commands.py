@@ -48,7 +48,7 @@ from carryon_eval.progress import Progress, human, tokens_by_role
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
-from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.run.folder import RunFolder, add_usage, write_json_atomic
 from carryon_eval.suite import Job, PlanSettings, plan_jobs, selected, suites
 from carryon_eval.opensafeintent.phase import run_suite, suite_record
 from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
@@ -165,12 +165,15 @@ class Session:
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
+        self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
 
     async def __aenter__(self) -> "Session":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
+            for path in self._runs:
+                add_usage(path, self.usage.snapshot())
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -194,6 +197,7 @@ class Session:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
+        self._runs.setdefault(run.path, None)
         return ep
 
     def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:

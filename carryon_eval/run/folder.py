@@ -29,6 +29,7 @@ RUN_FILE = "run.json"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CACHE_DIR = "cache"
+USAGE_FILE = "usage.json"
 
 class RunError(Exception):
     """An unusable run folder; the message says why and what to do."""
@@ -74,6 +75,28 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
         fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
+    """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
+    absent or unreadable: older run folders did not record it)."""
+    try:
+        data = json.loads((Path(rundir) / USAGE_FILE).read_text(encoding="utf-8"))
+        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in data["usage"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def add_usage(rundir: Path, snapshot: dict[str, dict[str, int]]) -> None:
+    """Add one command's usage ledger (UsageLedger.snapshot) to RUNDIR/usage.json, atomically."""
+    if not snapshot or not Path(rundir).is_dir():
+        return
+    total = read_usage(rundir)
+    for key, row in snapshot.items():
+        mine = total.setdefault(key, {})
+        for field, n in row.items():
+            mine[field] = mine.get(field, 0) + int(n)
+    write_json_atomic(Path(rundir) / USAGE_FILE, {"schema_version": 1, "usage": dict(sorted(total.items()))})
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

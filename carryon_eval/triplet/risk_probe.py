@@ -62,19 +62,25 @@ async def probe_risk(rundir: Path, target: ChatEndpoint, *, judge: Optional[str]
     """Probe every unsafe ambiguous reply of the run; write and return the records."""
     rundir = Path(rundir)
     judge, prompts = unsafe_ambiguous(rundir, judge)
-    prompt, strict = load_prompt(PROBE_PROMPT), load_prompt(PROBE_RETRY_PROMPT)
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(cid: str, text: str) -> ProbeRecord:
         async with gate:
-            out = await ask_text(target, prompt.render(prompt=text).rstrip("\n"), parse_probe_choice,
-                                 stage=PROBE_STAGE, max_tokens=PROBE_MAX_TOKENS, strict=strict.body,
-                                 problem="not one of unrestricted, constrained, refusal")
-        return ProbeRecord(cid, out.value, target.config.model, judge, prompt.ref, out.raw, out.attempts)
+            return await probe_reply(target, cid, text, judge)
 
     records = list(await asyncio.gather(*(one(cid, text) for cid, text in prompts.items())))
     write_jsonl_atomic(rundir / PROBE_FILE, (r.to_dict() for r in records))
     return records
+
+
+async def probe_reply(target: ChatEndpoint, conversation_id: str, prompt_sent: str,
+                      judge: Optional[str]) -> ProbeRecord:
+    """Ask the target, in a fresh context, which response to ``prompt_sent`` would be appropriate."""
+    prompt, strict = load_prompt(PROBE_PROMPT), load_prompt(PROBE_RETRY_PROMPT)
+    out = await ask_text(target, prompt.render(prompt=prompt_sent).rstrip("\n"), parse_probe_choice,
+                         stage=PROBE_STAGE, max_tokens=PROBE_MAX_TOKENS, strict=strict.body,
+                         problem="not one of unrestricted, constrained, refusal")
+    return ProbeRecord(conversation_id, out.value, target.config.model, judge, prompt.ref, out.raw, out.attempts)
 
 
 def load_probes(rundir: Path) -> list[ProbeRecord]:
