@@ -76,6 +76,9 @@ Options
 - ``cut_at_max_tokens=True`` (or a set of model ids): like a real server, a text reply longer than the
   request's ``max_tokens`` (counted in whitespace words) is cut to that many words and answered with
   ``finish_reason: "length"`` (a model that stops on length, e.g. a reasoning model cut before its answer).
+- ``port=N``: listen on that port (e.g. to bring a stopped server back where a run expects it; default: a free one).
+- ``echo_authorization=True``: every reply ends with the request's Authorization header (a server that leaks the
+  key it was sent, to test that no key is ever written).
 - ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
 
 What the server observed
@@ -175,8 +178,8 @@ class ScriptedServer:
     """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
 
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
-                 supports_response_format: bool = True, api_key: Optional[str] = None,
-                 cut_at_max_tokens: Any = False) -> None:
+                 supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
+                 echo_authorization: bool = False, cut_at_max_tokens: Any = False) -> None:
         self.handler = handler
         self.cut_at_max_tokens = cut_at_max_tokens
         self.models = tuple(models)
@@ -191,7 +194,9 @@ class ScriptedServer:
         self._server: Optional[_PromptServer] = None
         self._thread: Optional[threading.Thread] = None
         self._sock: Optional[socket.socket] = None
-        self.port: Optional[int] = None
+        self.port: Optional[int] = port or None
+        self._want_port = port
+        self.echo_authorization = echo_authorization
 
     # ---------------------------------------------------------------- public state
     @property
@@ -243,7 +248,7 @@ class ScriptedServer:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._want_port))
         self._sock = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app(), log_config=None, log_level="warning", access_log=False,
@@ -337,6 +342,14 @@ class ScriptedServer:
             outcome = self.handler(body)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
+            if self.echo_authorization:
+                leak = f" [{request.headers.get('authorization', '')}]"
+                if isinstance(outcome, str):
+                    outcome = outcome + leak
+                elif isinstance(outcome, Reply) and outcome.text is not None:
+                    outcome = Reply(outcome.text + leak, logprobs=outcome.logprobs,
+                                    prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+                                    finish_reason=outcome.finish_reason)
             return await self._render(request, body, outcome)
         except Exception as exc:   # a broken script: fail the client fast and loudly
             with self._lock:

@@ -108,6 +108,14 @@ async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path,
                           scorers: Optional[Sequence[str]] = None) -> Exported:
     """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring);
     the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply."""
+    pending = await pending_requests(rundir, bench, model, settings=settings, scorers=scorers)
+    return write_batch_files(out, list(pending.values()), model=model, rundir=rundir)
+
+
+async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
+                           scorers: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
+    """The first judge request of every case of RUNDIR not judged yet that the cache cannot answer, by
+    custom_id (the Batch API request lines an export writes)."""
     run = RunFolder(rundir)
     transcripts = run.transcripts()
     if not transcripts:
@@ -123,7 +131,7 @@ async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path,
                 await scorer.score(exporter, task.case)
             except Deferred:
                 pass
-    return write_batch_files(out, list(exporter.requests.values()), model=model, rundir=rundir)
+    return exporter.requests
 
 
 def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, rundir: Path) -> Exported:
@@ -187,27 +195,54 @@ def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[Chat
     return key, result, None
 
 
-def import_results(files: Sequence[Path], cache: ResponseCache) -> Imported:
-    """Store every successful line of the result files in the cache; count the rest as failed."""
-    done = Imported()
+def import_results(files: Sequence[Path], cache: ResponseCache, expected: Optional[set[str]] = None) -> Imported:
+    """Store every successful line of the result files in the cache; count the rest as failed. Every file
+    is checked whole before anything is stored: an empty file, a request file (the export given by mistake),
+    a line that is not a Batch API result, or (with ``expected``, the custom_ids this run asks for) an id of
+    another run is a BatchError naming the file and line."""
+    rows: list[tuple[Path, int, dict[str, Any]]] = []
     for path in files:
+        path = Path(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BatchError(f"cannot read batch result file {path}: {exc.strerror or exc}") from None
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+            text = path.read_text(encoding="utf-8")
+        except IsADirectoryError:
+            raise BatchError(f"{path} is a folder; give the batch result file(s) (JSONL) the batch run wrote") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BatchError(f"cannot read batch result file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        found = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if not found:
+            raise BatchError(f"{path} is empty; expected the OpenAI Batch API result lines of the exported requests")
+        for n, line in found:
             try:
                 row = json.loads(line)
-                key, result, problem = parse_result_line(row)
-                cache.path(str(key))                 # a custom_id that is not a cache key is not ours
+            except ValueError:
+                row = None
+            if isinstance(row, dict) and "body" in row and "method" in row and "response" not in row:
+                raise BatchError(f"{path} line {n} is a batch request line (the exported requests file), not a "
+                                 "result; give the output file the batch run wrote")
+            if not (isinstance(row, dict) and isinstance(row.get("custom_id"), str)
+                    and ("response" in row or "error" in row)):
+                raise BatchError(f"{path} line {n} is not an OpenAI batch result line")
+            key = row["custom_id"]
+            try:
+                cache.path(key)                      # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):
                 raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
-            if result is None:
-                done.failed += 1
-                done.errors.append(f"{key}: {problem}")
-                continue
-            cache.put(str(key), result.to_payload())
-            done.stored += 1
+            if expected is not None and key not in expected and key not in cache:
+                raise BatchError(f"{path} line {n}: custom_id {key[:12]}... is not a judge request of this run "
+                                 "(a result file of another run or judge?); import the results of this run's "
+                                 "--batch-export")
+            rows.append((path, n, row))
+    done = Imported()
+    for path, n, row in rows:
+        try:
+            key, result, problem = parse_result_line(row)
+        except (ValueError, TypeError, AttributeError):
+            raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
+        if result is None:
+            done.failed += 1
+            done.errors.append(f"{key}: {problem}")
+            continue
+        cache.put(str(key), result.to_payload())
+        done.stored += 1
     return done

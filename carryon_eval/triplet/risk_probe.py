@@ -21,12 +21,12 @@ from carryon_eval.judge.store import load_safety, select_judge
 from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
 from carryon_eval.parsing import parse_probe_choice
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.folder import RunFolder, read_jsonl, write_jsonl_atomic
+from carryon_eval.run.folder import PROBE_FILE, RunFolder, read_jsonl, register_record, write_jsonl_atomic
 from carryon_eval.judge.scorers import ask_text
 from carryon_eval.triplet.prompt_sets import is_variant
 
 PROBE_PROMPT, PROBE_RETRY_PROMPT = "triplet/risk_probe", "triplet/risk_probe_retry"
-PROBE_FILE, PROBE_STAGE = "risk_probe.jsonl", "risk_probe"
+PROBE_STAGE = "risk_probe"
 PROBE_MAX_TOKENS = 64
 
 
@@ -46,6 +46,9 @@ class ProbeRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProbeRecord":
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+register_record(PROBE_FILE, ProbeRecord)
 
 
 def unsafe_ambiguous(rundir: Path, judge: Optional[str]) -> tuple[Optional[str], dict[str, str]]:
