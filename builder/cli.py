@@ -198,6 +198,9 @@ def _check_writable(out: Path) -> None:
                    "Lower it only for a smoke test with a small model (the card says so), e.g. 1 with --endpoint local.")
 @click.option("--max-items", type=click.IntRange(min=1), default=MAX_ITEMS, show_default=True,
               help="The merged checklist is cut to this many items (the paper's 7-23 describes its result).")
+@click.option("--min-safe-rate", type=click.FloatRange(0.0, 1.0),
+              help="Keep only queries whose safe context at least this share of CASE-Bench's annotators judged "
+                   "safe (safe_rate), e.g. 0.5 [default: every query].")
 @click.option("--generator-temperature", default="0.7", show_default=True, metavar="T|default",
               callback=temperature_option_value,
               help="Sampling temperature of the generators (each with its own seed); 'default': none is sent.")
@@ -213,8 +216,8 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
           role_endpoints: tuple[str, ...], role_models: tuple[str, ...], generators: tuple[str, ...],
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
           cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
-          structured_output: str, min_items: int, max_items: int, generator_temperature: Any,
-          dry_run: bool, force: bool, **per_role: Any) -> None:
+          structured_output: str, min_items: int, max_items: int, min_safe_rate: Optional[float],
+          generator_temperature: Any, dry_run: bool, force: bool, **per_role: Any) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -239,7 +242,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force)
+                      force=force, min_safe_rate=min_safe_rate)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -287,7 +290,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
         stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
-                      log=lambda m: click.echo(m, err=True), force=force)
+                      log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 

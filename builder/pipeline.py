@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import pyarrow
 
@@ -76,11 +76,28 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def low_safe_rate_count(queries: Sequence[Any]) -> int:
+    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
+    return sum(q.safe_rate < 0.5 for q in queries)
+
+
+def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
+    """The card's note on a --min-safe-rate build ("" otherwise: a default card stays byte-identical)."""
+    if min_safe_rate is None:
+        return ""
+    return (f" (only queries whose safe context has `safe_rate` >= {min_safe_rate:g}: `carryon-build "
+            f"--min-safe-rate {min_safe_rate:g}`, {dropped} dropped; {low_safe_rate_count(final)} of these "
+            "have `safe_rate` < 0.5)")
+
+
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
-          log: Callable[[str], None] = print, force: bool = False) -> dict[str, Any]:
+          log: Callable[[str], None] = print, force: bool = False,
+          min_safe_rate: Optional[float] = None) -> dict[str, Any]:
     """Run every stage and write the dataset folder; returns the manifest. `force`: rebuild into a folder
-    that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first."""
+    that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first.
+    `min_safe_rate`: keep only queries whose safe context at least this share of annotators judged safe
+    (None: every selected query; the manifest and card say when it was used)."""
     check_out_folder(out, force)
     source = Path(source)
     all_queries = load_source(source)
@@ -88,6 +105,14 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} after dropping "
         f"{len(all_queries) - len(selected)} queries of the 4 excluded categories")
     n_selected = len(selected)
+    if min_safe_rate is not None:
+        selected = [q for q in selected if q.safe_rate >= min_safe_rate]
+        log(f"min safe rate: {len(selected)} queries whose safe context has safe_rate >= {min_safe_rate:g} "
+            f"(dropped {n_selected - len(selected)})")
+    else:
+        log(f"safe contexts: {low_safe_rate_count(selected)} of {n_selected} queries have safe_rate < 0.5 "
+            "(most annotators judged the query unsafe in its safe context; --min-safe-rate 0.5 drops them)")
+    n_safe_rate_kept = len(selected)
     if limit is not None:
         selected = selected[:limit]
         log(f"limit: building the first {len(selected)} queries")
@@ -134,12 +159,16 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
+    if min_safe_rate is not None:           # only then: a default build's manifest stays as it was
+        manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": n_safe_rate_kept,
+                                               "dropped": n_selected - n_safe_rate_kept}
     card_values = {
         "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
         "n_source_queries": len(all_queries), "n_selected": n_selected,
         "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
         "n_queries": len(final),
+        "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
         "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None else ABSENT_WITHOUT_LLM),

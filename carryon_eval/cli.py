@@ -255,6 +255,10 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
                    "repeatable.")
 @MAX_CALLS
+@click.option("--bootstrap-resamples", type=click.IntRange(min=1), default=defaults.BOOTSTRAP_RESAMPLES,
+              show_default=True, help="Resamples of the query-cluster bootstrap behind every 95% CI (run.json records it).")
+@click.option("--bootstrap-seed", type=int, default=defaults.BOOTSTRAP_SEED, show_default=True,
+              help="Seed of the bootstrap resamples (run.json records it).")
 @GIVE_UP
 @verbose_option
 @progress_interval_option
@@ -414,9 +418,17 @@ def fidelity_command(**opts: Any) -> None:
 @verbose_option
 @click.option("--judge", "judge_name", metavar="NAME",
               help="Judge model whose judgments to report, when several judged the run [default: the run's judge].")
-def report_command(rundir: Path, judge_name: Optional[str]) -> None:
+@click.option("--bootstrap-resamples", type=click.IntRange(min=1),
+              help="Resamples of the query-cluster bootstrap [default: as run.json says, else "
+                   f"{defaults.BOOTSTRAP_RESAMPLES}].")
+@click.option("--bootstrap-seed", type=int,
+              help=f"Seed of the bootstrap resamples [default: as run.json says, else {defaults.BOOTSTRAP_SEED}].")
+def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples: Optional[int],
+                   bootstrap_seed: Optional[int]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
-    run_command(app.report_folder(rundir, ClickOutput(), judge_name), resume_hint=False)
+    run_command(app.report_folder(rundir, ClickOutput(), judge_name,
+                                  bootstrap=app.BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
+                resume_hint=False)
 
 
 @cli.command("annotate")

@@ -23,6 +23,8 @@ USER_TEMPERATURE = 0.7
 USER_MAX_TOKENS = 256
 JUDGE_MAX_TOKENS = 1024    # text mode; generous so that reasoning judges can finish
 SEED = 0
+BOOTSTRAP_RESAMPLES = 1000       # the query-cluster bootstrap behind every 95% CI (--bootstrap-resamples)
+BOOTSTRAP_SEED = 0               # its seed (--bootstrap-seed)
 
 # ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.model.ask)
 EMPTY_REPLY_RETRIES = 2    # an empty reply is asked again this many times (empty replies are never cached)

@@ -82,6 +82,9 @@ Options
   (a ``Reply(reasoning=...)`` does that for one reply).
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
+- ``cut_at_max_tokens=True`` (or a set of model ids): like a real server, a text reply longer than the
+  request's ``max_tokens`` (counted in whitespace words) is cut to that many words and answered with
+  ``finish_reason: "length"`` (a model that stops on length, e.g. a reasoning model cut before its answer).
 - ``port=N``: listen on that port (e.g. to bring a stopped server back where a run expects it; default: a free one).
 - ``echo_authorization=True``: every reply ends with the request's Authorization header (a server that leaks the
   key it was sent, to test that no key is ever written).
@@ -212,12 +215,14 @@ class ScriptedServer:
 
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
                  supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
-                 echo_authorization: bool = False, quirks: Sequence[str] = ()) -> None:
+                 echo_authorization: bool = False, quirks: Sequence[str] = (),
+                 cut_at_max_tokens: Any = False) -> None:
         unknown = set(quirks) - set(QUIRKS)
         if unknown:
             raise ValueError(f"unknown quirk(s) {sorted(unknown)}; known: {QUIRKS}")
         self.quirks = tuple(quirks)
         self.handler = handler
+        self.cut_at_max_tokens = cut_at_max_tokens
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
         self.api_key = api_key
@@ -430,7 +435,17 @@ class ScriptedServer:
             return Response(status_code=499)
         raise ValueError(f"unknown fault kind {kind!r}")
 
+    def _cut(self, body: dict, reply: Reply) -> Reply:
+        """The reply cut at the request's max_tokens (whitespace words) when this server cuts, else as is."""
+        cut = self.cut_at_max_tokens
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not cut or (cut is not True and body.get("model") not in cut) or not isinstance(limit, int) \
+                or reply.text is None or _words(reply.text) <= limit:
+            return reply
+        return Reply(" ".join(reply.text.split()[:limit]), reply.logprobs, reply.prompt_tokens, limit, "length")
+
     def _completion(self, body: dict, reply: Reply) -> JSONResponse:
+        reply = self._cut(body, reply)
         text = reply.text
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:

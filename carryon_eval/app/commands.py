@@ -139,6 +139,8 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
+    bootstrap_resamples: int = defaults.BOOTSTRAP_RESAMPLES
+    bootstrap_seed: int = defaults.BOOTSTRAP_SEED
     give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
     opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
     opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
@@ -397,7 +399,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
-        subset=cfg.subset if cfg.subset != "full" else None)
+        subset=cfg.subset if cfg.subset != "full" else None,
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
 
 
 # ---------------------------------------------------------------- phases
@@ -463,9 +466,23 @@ def _ways(*tallies: dict[str, int]) -> str:
     return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
 
 
-def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> Results:
+@dataclass(frozen=True)
+class BootstrapChoice:
+    """The report's bootstrap; None = as run.json records it, else the defaults."""
+    n_resamples: Optional[int] = None
+    seed: Optional[int] = None
+
+    def resolve(self, meta: RunMeta) -> tuple[int, int]:
+        recorded = meta.bootstrap or {}
+        return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
+                self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None,
+                 bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
     """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
-    results = write_report(run.path, bench, judge=judge)
+    n_resamples, seed = bootstrap.resolve(run.read_meta())
+    results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
     return results
@@ -619,7 +636,8 @@ async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFo
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
     before_report()
-    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None,
+                        BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
 def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str]) -> None:
@@ -792,12 +810,13 @@ async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[s
         out.info(f"wrote {path}")
 
 
-async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
+async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
+                        bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, meta, bench = open_run(rundir, out)
     cob = [c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]
-    results = report_phase(bench, run, out, judge) if cob else None
+    results = report_phase(bench, run, out, judge, bootstrap) if cob else None
     if OPENSAFEINTENT_CONDITION in meta.suites:     # report_phase rewrote results.json: its section again
         release = _osi_release(run, meta)
         judge_model, target_model = _osi_models(run, meta, judge)
@@ -808,5 +827,5 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
         require_complete(results, run)
 
 
-__all__ = ["AnnotateConfig", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "BootstrapChoice", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

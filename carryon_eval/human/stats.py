@@ -7,7 +7,8 @@
     majority(values)                 the majority label of one case (None on a tie)
 
 Every statistic comes with a 95% percentile bootstrap interval over the compared cases (resampled with
-replacement, N_RESAMPLES times, seeded): `with_ci`. A statistic that is undefined (no pairs, a constant
+replacement, N_RESAMPLES times, seeded): `with_ci`, on metrics.stats.bootstrap_ci (the project's one bootstrap; the
+rank correlation is metrics.stats.spearman_rho, the one compare uses too). A statistic that is undefined (no pairs, a constant
 rating) is None with a reason, never 0.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from carryon_eval.moves import MOVES
-from carryon_eval.metrics.stats import ci95, cohen_kappa, percent_agreement
+from carryon_eval.metrics.stats import bootstrap_ci, cohen_kappa, percent_agreement, spearman_rho
 
 N_RESAMPLES = 1000
 SEED = 0
@@ -58,43 +59,8 @@ def quadratic_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int
     return 1.0 - float((weights * observed).sum()) / denom
 
 
-def _ranks(x: Sequence[float]) -> np.ndarray:
-    """Ranks 1..n, ties sharing their average rank."""
-    arr = np.asarray(x, dtype=float)
-    order = np.argsort(arr, kind="mergesort")
-    ranks = np.empty(len(arr))
-    ranks[order] = np.arange(1, len(arr) + 1)
-    for value in np.unique(arr):
-        tied = arr == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
-def spearman_rho(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
-    """Spearman's rho (Pearson's r of the average ranks); None with fewer than 2 pairs or a constant side."""
-    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
-        return None
-    ra, rb = _ranks(a), _ranks(b)
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def accuracy(a: Sequence[Any], b: Sequence[Any]) -> Optional[float]:
     return percent_agreement(a, b)
-
-
-# ---------------------------------------------------------------- bootstrap
-def bootstrap_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any], *, n_resamples: int = N_RESAMPLES,
-                 seed: int = SEED) -> Optional[list[float]]:
-    """95% percentile interval of ``stat`` over pairs resampled with replacement; None when the statistic
-    is undefined in more than a tenth of the resamples (stats.ci95's rule) or there are no pairs."""
-    n = len(a)
-    if n == 0:
-        return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_resamples, n))
-    reps = np.array([np.nan if (v := stat([a[i] for i in row], [b[i] for i in row])) is None else v
-                     for row in idx], dtype=float)
-    return ci95(reps)
 
 
 def with_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any]) -> dict[str, Any]:
@@ -169,9 +135,5 @@ def alpha_with_ci(rows: Sequence[Sequence[Any]], level: str, *, n_resamples: int
     n = len(rows[0]) if rows else 0
     if value is None or n == 0:
         return {"value": value, "ci95": None, "level": level}
-    rng = np.random.default_rng(seed)
-    reps = []
-    for row in rng.integers(0, n, size=(n_resamples, n)):
-        v = krippendorff_alpha([[r[i] for i in row] for r in rows], level)
-        reps.append(np.nan if v is None else v)
-    return {"value": value, "ci95": ci95(np.array(reps, dtype=float)), "level": level}
+    ci = bootstrap_ci(lambda *resampled: krippendorff_alpha(resampled, level), *rows, n_resamples=n_resamples, seed=seed)
+    return {"value": value, "ci95": ci, "level": level}

@@ -1,22 +1,45 @@
-"""Small statistics helpers: query-cluster bootstrap, Cohen's kappa, Spearman and mixed linear models.
+"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers, length-stratified means,
+Cohen's kappa, Spearman and mixed linear models.
 
 numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
 functions that need them, so metrics and reports work without them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-N_RESAMPLES = 1000
-SEED = 0
+from carryon_eval.defaults import BOOTSTRAP_RESAMPLES as N_RESAMPLES
+from carryon_eval.defaults import BOOTSTRAP_SEED as SEED
 
 
-# ---------------------------------------------------------------- cluster bootstrap
+
+# ---------------------------------------------------------------- the bootstrap (one for every interval)
+def resample_indices(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """(n_resamples, n) indices drawn with replacement, seeded: the one resampling every interval uses."""
+    if n == 0:
+        return np.zeros((n_resamples, 0), int)
+    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+
+
+def bootstrap_ci(stat: Callable[..., Optional[float]], *columns: Sequence[Any], n_resamples: int = N_RESAMPLES,
+                 seed: int = SEED) -> Optional[list[float]]:
+    """95% percentile interval of ``stat(*columns)`` over cases (positions of the equally long columns)
+    resampled with replacement; None when there are no cases or the statistic is undefined in more than a
+    tenth of the resamples (ci95's rule)."""
+    n = len(columns[0]) if columns else 0
+    if n == 0:
+        return None
+    reps = np.array([np.nan if (v := stat(*([col[i] for i in row] for col in columns))) is None else v
+                     for row in resample_indices(n, n_resamples, seed)], dtype=float)
+    return ci95(reps)
+
+
 @dataclass(frozen=True)
 class Bootstrap:
     """One fixed set of resamples of the queries; every statistic of a run uses the same one so that
@@ -27,9 +50,7 @@ class Bootstrap:
     @classmethod
     def of(cls, query_ids: Iterable[str], n_resamples: int = N_RESAMPLES, seed: int = SEED) -> "Bootstrap":
         ids = tuple(sorted(set(query_ids)))
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(ids), size=(n_resamples, len(ids))) if ids else np.zeros((n_resamples, 0), int)
-        return cls(ids, idx)
+        return cls(ids, resample_indices(len(ids), n_resamples, seed))
 
     def means(self, pairs: Sequence[tuple[str, float]]) -> np.ndarray:
         """Bootstrap replicates of the mean of values grouped by query: every replicate draws queries
@@ -47,6 +68,139 @@ class Bootstrap:
         total, n = sums[self.idx].sum(axis=1), counts[self.idx].sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan)
+
+    def stratified_means(self, rows: Sequence[tuple[str, int, Optional[float], bool]]) -> np.ndarray:
+        """Bootstrap replicates of ``stratified_mean`` over rows (query_id, stratum, value, decided);
+        the rows of a drawn query come along together."""
+        pos = {q: i for i, q in enumerate(self.query_ids)}
+        arrays, strata = _strata_arrays(rows, lambda q: pos[q], len(self.query_ids))
+        if not strata:
+            return np.full(self.idx.shape[0], np.nan)
+        return _stratified(*(a[self.idx].sum(axis=1) for a in arrays))
+
+
+# ---------------------------------------------------------------- typed metric tables
+@dataclass
+class MetricBlock:
+    """Named numbers with their 95% CIs, why each null is null and (where the section has them) their
+    bounds: the block every metric section of results.json shares (a condition of the headline, the
+    triplet headline and its parts). ``to_json`` gives results.json's shape: the numbers by name, then
+    "ci95", "reasons" and, when set, "bounds" and "bounds_reasons"."""
+    values: dict[str, Optional[float]]
+    ci95: dict[str, Optional[list[float]]]
+    reasons: dict[str, str]
+    bounds: Optional[dict[str, Optional[list[float]]]] = None
+    bounds_reasons: Optional[dict[str, str]] = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.values, "ci95": dict(self.ci95), "reasons": dict(self.reasons)}
+        if self.bounds is not None:
+            out["bounds"] = dict(self.bounds)
+        if self.bounds_reasons is not None:
+            out["bounds_reasons"] = dict(self.bounds_reasons)
+        return out
+
+
+@dataclass
+class Cell:
+    """One cell of a breakdown (a turn, a bin, a domain): its numbers, their bounds and the scored shares."""
+    n: int
+    values: dict[str, Optional[float]]
+    bounds: dict[str, Optional[list[float]]] = field(default_factory=dict)
+    scored: dict[str, Optional[float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, **self.values, "bounds": dict(self.bounds), "scored": dict(self.scored)}
+
+
+# ---------------------------------------------------------------- length-stratified mean
+def _strata_arrays(rows: Sequence[tuple[Any, int, Optional[float], bool]], unit: Callable[[Any], int],
+                   n_units: int) -> tuple[tuple[np.ndarray, ...], list[int]]:
+    """Per unit and stratum: (sum of values, defined count, decided count, planned count)."""
+    strata = sorted({r[1] for r in rows})
+    col = {s: j for j, s in enumerate(strata)}
+    arrays = tuple(np.zeros((n_units, len(strata))) for _ in range(4))
+    total, defined, decided, planned = arrays
+    for u, stratum, value, known in rows:
+        i, j = unit(u), col[stratum]
+        planned[i, j] += 1
+        if known:
+            decided[i, j] += 1
+            if value is not None:
+                defined[i, j] += 1
+                total[i, j] += value
+    return arrays, strata
+
+
+def _stratified(total: np.ndarray, defined: np.ndarray, decided: np.ndarray, planned: np.ndarray) -> np.ndarray:
+    """Vectorised over the leading axes; the last axis is the stratum. Within a stratum the mean of the
+    defined values; each stratum weighted by its planned count times the defined share of its decided
+    rows (the number of rows it would have defined if every judgment were scored); NaN when no stratum
+    has a defined value."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(defined > 0, total / np.where(defined > 0, defined, 1), 0.0)
+        weight = np.where(decided > 0, planned * defined / np.where(decided > 0, decided, 1), 0.0)
+        wsum = weight.sum(axis=-1)
+        return np.where(wsum > 0, (weight * mean).sum(axis=-1) / np.where(wsum > 0, wsum, 1), np.nan)
+
+
+def stratified_mean(rows: Sequence[tuple[int, Optional[float], bool]]) -> tuple[Optional[float], Optional[float]]:
+    """The mean of per-unit values under missing-at-random judgments, and the share of planned units that
+    sit in a stratum with at least one decided unit (the plan share it stands on).
+
+    rows: (stratum, value, decided). ``decided`` False: unscored judgments leave the unit's value open
+    (it is left out); decided with value None: the value is undefined for this unit (e.g. no item to
+    count). Within each stratum (conversation length) the decided units stand for all of the stratum's
+    planned units; strata are then weighted by the plan's mix, so that a stratum which loses more units
+    to unscored judgments (longer conversations) keeps its weight. With every judgment scored this is
+    the plain mean over the defined units. (None, share) when no unit has a defined value."""
+    if not rows:
+        return None, None
+    arrays, strata = _strata_arrays([(0, s, v, k) for s, v, k in rows], lambda _u: 0, 1)
+    value = float(_stratified(*(a[0] for a in arrays)))
+    decided, planned = arrays[2][0], arrays[3][0]
+    covered = float(planned[decided > 0].sum() / planned.sum())
+    return (value if math.isfinite(value) else None), 100.0 * covered
+
+
+# ---------------------------------------------------------------- bounds of derived numbers
+Interval = Optional[Sequence[float]]
+
+
+def bounds(low: Optional[float], high: Optional[float]) -> Optional[list[float]]:
+    """[lower, upper] of a number computed under the lowest and the highest reading of the unscored
+    judgments; None when either reading gives no number."""
+    if low is None or high is None:
+        return None
+    return [min(low, high), max(low, high)]
+
+
+def difference_bounds(a: Interval, b: Interval) -> Optional[list[float]]:
+    """Bounds of A - B when A and B each lie in their bounds: [A_low - B_high, A_high - B_low] (the two
+    terms move independently: unscored judgments of one need not be read like those of the other)."""
+    if a is None or b is None:
+        return None
+    return [a[0] - b[1], a[1] - b[0]]
+
+
+def corner_bounds(fn: Callable[..., Optional[float]], *intervals: Interval) -> Optional[list[float]]:
+    """Bounds of fn(x, y, ...) over the box of its terms' bounds, as the extremes over the box's corners:
+    exact for a function monotone in each term on the box (a ratio whose denominator keeps its sign).
+    None when a term has no bounds or fn is undefined at a corner (e.g. a denominator that may be 0)."""
+    if any(i is None for i in intervals):
+        return None
+    values = [fn(*corner) for corner in itertools.product(*((i[0], i[1]) for i in intervals))]  # type: ignore[index]
+    if any(v is None or not math.isfinite(v) for v in values):
+        return None
+    return [min(values), max(values)]  # type: ignore[type-var]
+
+
+def clip(value: Optional[float], within: Interval) -> Optional[float]:
+    """The value moved into its bounds: the true (fully scored) number is known to lie in them, so an
+    estimate outside them is moved to the nearest end."""
+    if value is None or within is None:
+        return value
+    return min(max(value, within[0]), within[1])
 
 
 def ci95(replicates: np.ndarray, min_defined: float = 0.9) -> Optional[list[float]]:
@@ -81,7 +235,26 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[Optional[float], Op
     return (observed - expected) / (1 - expected), None
 
 
-# ---------------------------------------------------------------- across models
+# ---------------------------------------------------------------- rank correlation (one for every use)
+def _ranks(x: Sequence[float]) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank."""
+    arr = np.asarray(x, dtype=float)
+    order = np.argsort(arr, kind="mergesort")
+    ranks = np.empty(len(arr))
+    ranks[order] = np.arange(1, len(arr) + 1)
+    for value in np.unique(arr):
+        tied = arr == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
+    """Spearman's rho (Pearson's r of the average ranks); None with fewer than 2 pairs or a constant side."""
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
 def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     """Spearman's rho with its p-value; nulls with a reason when it cannot be computed."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
@@ -93,10 +266,10 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     if len(set(xs)) == 1 or len(set(ys)) == 1:
         out["reason"] = "one of the two rankings is constant: rho is undefined"
         return out
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr      # its p-value; rho is spearman_rho's
 
     res = spearmanr(xs, ys)
-    out["rho"] = float(res.statistic)
+    out["rho"] = spearman_rho(xs, ys)
     if len(pairs) < 3 or not math.isfinite(float(res.pvalue)):
         out["reason"] = "p-value undefined with fewer than 3 models"
     else:

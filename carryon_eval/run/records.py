@@ -190,6 +190,7 @@ class RunMeta:
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
     subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
+    bootstrap: Optional[dict[str, int]] = None  # {"n_resamples", "seed"} of the report's bootstrap
     suites: dict[str, Any] = field(default_factory=dict)   # a suite's own record (e.g. opensafeintent's files)
     schema_version: int = RUN_SCHEMA_VERSION
 
@@ -218,6 +219,7 @@ class RunMeta:
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
+                **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {})}
 
     @classmethod
@@ -232,6 +234,7 @@ class RunMeta:
                    shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
+                   bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}), schema_version=_version(d))
 
 
