@@ -35,7 +35,6 @@ from carryon_eval import defaults
 from carryon_eval.human.agreement import agreement_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
-from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
 from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
@@ -131,7 +130,7 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 # ---------------------------------------------------------------- option parsing
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
     """The registered suites' conditions (carryon_eval.suite): the default ones, ``all``, or a list."""
-    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
+    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
 
     if value is None:
         return list(default_conditions())
@@ -143,10 +142,10 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
     except SuiteError:
         raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
                                  f"got {value!r}") from None
-    if "all" in items:                   # opensafeintent joins them when --opensafeintent is given (cli)
+    if "all" in items:                   # a suite with inputs of its own joins when they are given (the app)
         if ctx is not None:
             ctx.meta["conditions_all"] = True
-        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
+        resolved = without_inputs(resolved)
     return resolved
 
 
@@ -236,9 +235,12 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     """CarryOnBench evaluator: rollout, judge and report in one go (or one phase at a time with the subcommands)."""
     if ctx.invoked_subcommand is not None:
         return
-    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
-        opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
-    run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
+    run_command(app.evaluate(evaluate_config(**opts, conditions_all=bool(ctx.meta.get("conditions_all"))),
+                             ClickOutput()))
+
+
+#: The options the suites' own inputs take (Suite.load reads them from EvaluateConfig.suite_options).
+SUITE_OPTIONS = ("opensafeintent", "opensafeintent_sets")
 
 
 def _role(endpoints: Any, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
@@ -252,6 +254,10 @@ def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
                     judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
                     no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
                     **rest: Any) -> app.EvaluateConfig:
+    for name in SUITE_OPTIONS:                   # given directly (the Python API): into the suites' options
+        value = rest.pop(name, None)
+        if value is not None:
+            rest["suite_options"] = {**rest.get("suite_options", {}), name: value}
     return app.EvaluateConfig(target=_role(endpoint, model, api_key_env),
                               user=_role(user_endpoint, user_model, user_api_key_env),
                               judge=_role(judge_endpoint, judge_model, judge_api_key_env),
@@ -361,7 +367,7 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 @verbose_option
 def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
     """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
-    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name), resume_hint=False)
+    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name, fmt), resume_hint=False)
 
 
 cli.add_command(compare_command, "compare")

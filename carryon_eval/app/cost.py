@@ -145,20 +145,21 @@ class _Rollout:
         self.shared_req = tokens(load_prompt("user_simulator/shared_requirements").render())
         self.shown_reply = min(caps.target, math.ceil(SHOWN_REPLY_CHARS / CHARS_PER_TOKEN))
 
-    def call(self, role: str, condition: str, prompt: int, *, cached: bool) -> None:
+    def call(self, role: str, condition: str, prompt: int, *, cached: bool, reply_cap: Optional[int] = None) -> None:
         row = self.table.row(role, condition)
         if cached:
             row.cached += 1
         else:
-            row.add(1, prompt, self.caps.target if role == "target" else self.caps.user)
+            row.add(1, prompt, (reply_cap or self.caps.target) if role == "target" else self.caps.user)
 
     def job(self, job: Job, *, first_paid: Optional[bool], cached: bool) -> None:
         """One job's calls; ``first_paid`` None: its first reply is its own; True/False: a shared first reply
         that this job pays for (the first job of its key) or not."""
         opening = tokens(job.prompt)
+        cap = job.generation.max_tokens if job.generation is not None and job.generation.max_tokens else None
         if first_paid is None or first_paid:
-            self.call("target", job.condition, opening, cached=cached)
-        history = opening + self.caps.target
+            self.call("target", job.condition, opening, cached=cached, reply_cap=cap)
+        history = opening + (cap or self.caps.target)
         if not job.moves:
             return
         q = self.bench.queries[job.query_id]
@@ -170,8 +171,8 @@ class _Rollout:
             self.call("user", job.condition, tokens(move_prompt(move).render(**values)) + self.shared_req + shown,
                       cached=cached)
             history += self.caps.user
-            self.call("target", job.condition, history, cached=cached)
-            history += self.caps.target
+            self.call("target", job.condition, history, cached=cached, reply_cap=cap)
+            history += cap or self.caps.target
             shown += self.caps.user + self.shown_reply
 
 
