@@ -44,6 +44,7 @@ from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
+from carryon_eval.suite import exporters, suite_options
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -128,6 +129,15 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 
 
 # ---------------------------------------------------------------- option parsing
+def suite_options_of_suites(fn: Any) -> Any:
+    """The registered suites' own options (carryon_eval.suite.SuiteOption), as click options."""
+    for o in reversed(suite_options()):
+        kind: Any = click.Choice(o.choices) if o.choices else click.Path(path_type=Path) if o.path else str
+        fn = click.option(o.flag, o.key, type=kind, metavar=o.metavar, default=o.default,
+                          show_default=o.default is not None, help=o.help)(fn)
+    return fn
+
+
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
     """The registered suites' conditions (carryon_eval.suite): the default ones, ``all``, or a list."""
     from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
@@ -211,13 +221,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
                    "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
-@click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
-              help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
-                   "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
-@click.option("--opensafeintent-sets", type=click.Choice(("release", "triplets")), default="release",
-              show_default=True,
-              help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the dataset's "
-                   "own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges and definitions).")
+@suite_options_of_suites
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
@@ -240,7 +244,7 @@ def cli(ctx: click.Context, **opts: Any) -> None:
 
 
 #: The options the suites' own inputs take (Suite.load reads them from EvaluateConfig.suite_options).
-SUITE_OPTIONS = ("opensafeintent", "opensafeintent_sets")
+SUITE_OPTIONS = tuple(o.key for o in suite_options())
 
 
 def _role(endpoints: Any, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
@@ -359,14 +363,14 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 
 @cli.command("export")
 @RUNDIR
-@click.option("--format", "fmt", type=click.Choice(("opensafeintent",)), required=True,
-              help="opensafeintent: the reference implementation's files (<target model>_scored.json, "
-                   "assistance_level/, intent_classification/), which its scripts read unchanged.")
+@click.option("--format", "fmt", type=click.Choice(tuple(exporters())), required=True,
+              help="The suite whose replies and judgments to write in its reference implementation's file layout "
+                   "(which its scripts read unchanged).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write.")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
 @verbose_option
 def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
-    """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
+    """Write a suite's replies and judge answers of a run in its reference's file layout."""
     run_command(app.export_folder(rundir, out, ClickOutput(), judge_name, fmt), resume_hint=False)
 
 

@@ -41,10 +41,11 @@ class JobGeneration:
     generation has a fixed token cap. The rollout sends them and records them in the transcript's meta."""
     temperature: Optional[float] = None
     max_tokens: Optional[int] = None
+    retry_empty: bool = True            # False: an empty reply is kept as it came, not asked again
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens))
-                if v is not None}
+        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens),
+                                  ("retry_empty", self.retry_empty)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,21 @@ class SuiteReport:
 
 
 @dataclass(frozen=True)
+class SuiteOption:
+    """A command-line option of a suite's own inputs (``--NAME``), given to its ``load`` as ``options[key]``."""
+    flag: str                                   # "--opensafeintent"
+    help: str
+    metavar: Optional[str] = None
+    choices: tuple[str, ...] = ()               # a choice of these (else a path when ``path``, else text)
+    default: Optional[str] = None
+    path: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     conditions: tuple[str, ...]                 # the --conditions names it answers to
@@ -137,6 +153,7 @@ class Suite:
     #: ``options`` name none. ``options``: the run's suite options (the CLI's, or the record's ``options`` on
     #: a folder reopened); ``recorded``: the run's earlier record, to refuse a resume on changed inputs.
     load: Optional[Callable[["Benchmark", dict[str, Any], Optional[dict[str, Any]]], Optional[dict[str, Any]]]] = None
+    options: tuple[SuiteOption, ...] = ()       # the command-line options its ``load`` reads
     description: str = ""
 
     @property
@@ -171,6 +188,16 @@ def suites() -> list[Suite]:
         for module in BUILTIN_SUITE_MODULES:
             importlib.import_module(module)
     return list(_REGISTRY.values())
+
+
+def suite_options() -> list[SuiteOption]:
+    """Every registered suite's command-line options."""
+    return [o for s in suites() for o in s.options]
+
+
+def exporters() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
+    """Export formats: the suites whose report writes their reference's files, by suite name."""
+    return {s.name: s.report.export for s in suites() if s.report is not None and s.report.export is not None}
 
 
 def all_conditions() -> tuple[str, ...]:

@@ -112,6 +112,12 @@ def test_dry_run_on_the_shipped_release_calls_nothing(scripted_server, tmp_path)
     assert by["osi_helpfulness"] + by["osi_harmfulness"] == 9800 and by["osi_assistance_level"] == 700
     assert plan["roles"]["judge"]["all"]["calls"] == 9800 + 700 and plan["up_to"]["target"]["intent_probe"] == 700
     assert srv.count() == 0 and not (tmp_path / "run").exists()
+    everything = ["--conditions", "all", "--endpoint", srv.base_url, "--model", "tgt", "--out", tmp_path / "all",
+                  "--dry-run", "--json"]                  # all: with the release given, and without it
+    with_release = json.loads(invoke(*everything, "--opensafeintent", SHIPPED, "--limit", 1).stdout.splitlines()[-1])
+    without = json.loads(invoke(*everything, "--limit", 1).stdout.splitlines()[-1])
+    assert with_release["roles"]["target"]["opensafeintent"]["calls"] == 7 and "turn1" in with_release["roles"]["target"]
+    assert "opensafeintent" not in without["roles"]["target"] and "turn1" in without["roles"]["target"]
 
 
 def test_bad_release_input_is_one_line(tmp_path):

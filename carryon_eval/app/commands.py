@@ -49,8 +49,8 @@ from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Resu
 from carryon_eval.report.writer import suite_inputs, write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder, write_json_atomic
-from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, load_inputs, plan_jobs, refuse_missing,
-                                selected, suites)
+from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, exporters, load_inputs, plan_jobs,
+                                refuse_missing, selected, suites)
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -410,7 +410,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
                        model_check=cfg.model_check) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        given = [v for v in cfg.suite_options.values() if isinstance(v, (str, Path))]
+        given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset, given))
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
@@ -587,11 +587,6 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
     out.info(f"annotate: {len(cases)} {cfg.task} cases (by condition/answer: {strata})")
     for path in paths:
         out.info(f"wrote {path}")
-
-
-def exporters() -> dict[str, Any]:
-    """Export formats: the suites whose report can write their reference's files, by name."""
-    return {x.name: x.report.export for x in suites() if x.report is not None and x.report.export is not None}
 
 
 async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None,

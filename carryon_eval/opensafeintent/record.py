@@ -26,7 +26,7 @@ from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION,
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
                                                prompt_name, section, set_exports, target_model)
-from carryon_eval.suite import JobGeneration, Probe, ScorerUse, Suite, SuiteReport, register_suite
+from carryon_eval.suite import JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
 
 SETS = ("release", "triplets")
 NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
@@ -51,7 +51,7 @@ def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]
         check_resume(recorded.get("sha256", {}), release.folder, extra)
     temperature = options.get("temperature")
     gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
-                        max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS)
+                        max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
     bench.extras[CONDITION] = Inputs(release, gen)
     return {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
             "rows_in_release": release.total_rows, "prompts": release.n_prompts, "sha256": dict(release.hashes),
@@ -123,6 +123,13 @@ def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str,
 
 OPENSAFEINTENT = register_suite(Suite(
     name=CONDITION, conditions=(CONDITION,), default=False, plan=_plan, missing=missing, load=load,
+    options=(SuiteOption("--opensafeintent", metavar="DIR", path=True,
+                         help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of "
+                              "its repository) for condition opensafeintent; --limit N takes its first N prompt-sets."),
+             SuiteOption("--opensafeintent-sets", choices=SETS, default="release",
+                         help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the "
+                              "dataset's own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges "
+                              "and definitions).")),
     uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
           ScorerUse("osi_assistance_level", when=_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),

@@ -1,8 +1,9 @@
 """OpenSafeIntent in a run: its jobs, its judges' cases, the intent probe and its section, on the shared seams.
 
 Generation is the reference's: each of a set's 7 prompts is one single-turn job (no system prompt) with its own
-generation settings, 1,000 max tokens and temperature 0 by default (carryon_eval.suite.JobGeneration; run.json's
-``suites.opensafeintent`` records them); the shared rollout plays them and keeps the reply raw. The judges are
+generation settings, 1,000 max tokens and temperature 0 by default, an empty reply kept as it came
+(carryon_eval.suite.JobGeneration; run.json's ``suites.opensafeintent`` and each transcript's meta record them);
+the shared rollout plays them and keeps the reply raw. The judges are
 registered ReplyScorers (carryon_eval.opensafeintent.scorers): the release's own prompt files filled the
 reference's way, each seeing the prompt that was actually sent and the raw reply, read the reference's way
 (readings.py: no re-ask; an unreadable answer is unscored, its failure recorded); the judge phase stores their

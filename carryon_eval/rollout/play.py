@@ -147,7 +147,8 @@ class _Player:
         max_tokens = gen.max_tokens if own is None or own.max_tokens is None else own.max_tokens
         request = Request(_chat_messages(messages), temperature=temperature, max_tokens=max_tokens,
                           seed=turn_seed(gen.seed, conversation_id, turn, "target"))
-        asked = await ask(self.target, request, _as_reply, stage=STAGE, retry=same_request(EMPTY_REPLY_RETRIES))
+        again = same_request(EMPTY_REPLY_RETRIES) if own is None or own.retry_empty else None
+        asked = await ask(self.target, request, _as_reply, stage=STAGE, retry=again)
         if asked.ok and asked.raw:
             return Message(role="assistant", content=asked.raw, turn=turn, model=self.model), asked.finish_reason
         return Message(role="assistant", content="", turn=turn, model=self.model), "empty"
