@@ -6,7 +6,8 @@
   conversation utility ~ turn-1 utility + number of benign moves + number of turns, and
   conversation harm   ~ turn-1 harm    + number of benign moves + number of turns,
   with a random intercept per model ("number of turns" = messages of both sides, the paper's 4-12).
-Fewer than 2 models: Spearman and the mixed models are null with a reason.
+Fewer than 2 models: Spearman and the mixed models are null with a reason (so too for runs of other suites
+alone, e.g. OpenSafeIntent's: their sections' columns come from each suite's SuiteReport.compare).
 With --out, plots/ holds every model's utility vs harm (Fig. 1B) and the move effects per model (Fig. 24);
 a plot whose data is all null is not drawn and compare.json "plots" says why.
 """
@@ -50,29 +51,7 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
-def has_core(results: Sequence[Results]) -> bool:
-    """Some run has conversations of the conditions whose numbers are results.json's top level."""
-    return any(block.get("n_conversations") for r in results for block in r.conditions.values())
-
-
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
-    loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
-    labels = _labels([(p, r) for p, r, _ in loaded])
-    results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "notes": []}
-    if has_core(results):
-        out.update(_core(loaded, labels, results))
-    for s in suites():                # each suite's columns, under its section name (None: no run has them)
-        if s.report is not None and s.report.section is not None and s.report.compare is not None:
-            out[s.report.section] = s.report.compare(labels, results)
-    out["_results"] = results
-    out["_scores"] = [scores for _, _, scores in loaded]
-    return out
-
-
-def _core(loaded: Sequence[tuple[Path, Results, list[dict[str, Any]]]], labels: Sequence[str],
-          results: Sequence[Results]) -> dict[str, Any]:
-    """Table 2, the Spearman correlations and the mixed models of the top-level conditions."""
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -80,9 +59,13 @@ def _core(loaded: Sequence[tuple[Path, Results, list[dict[str, Any]]]], labels: 
         raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
     from carryon_eval.metrics.stats import mixed_model, spearman
 
+    loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    labels = _labels([(p, r) for p, r, _ in loaded])
+    results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
-    out: dict[str, Any] = {"table": [dict(zip(TABLE_HEADER, table_row(r))) for r in results],
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
+                           "table": [dict(zip(TABLE_HEADER, table_row(r))) for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [r.conditions[cond]["utility"] for r in results]
@@ -98,6 +81,11 @@ def _core(loaded: Sequence[tuple[Path, Results, list[dict[str, Any]]]], labels: 
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
+    for s in suites():                # each suite's columns, under its section name (None: no run has them)
+        if s.report is not None and s.report.section is not None and s.report.compare is not None:
+            out[s.report.section] = s.report.compare(labels, results)
+    out["_results"] = results
+    out["_scores"] = [scores for _, _, scores in loaded]
     return out
 
 
@@ -110,19 +98,7 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
-    parts = ["# CarryOnBench comparison\n"]
-    if "table" in cmp:                     # the top-level conditions ran in some run
-        parts += _core_markdown(cmp)
-    for s in suites():
-        if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
-            parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
-    if cmp["notes"]:
-        parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
-    return "\n".join(parts)
-
-
-def _core_markdown(cmp: dict[str, Any]) -> list[str]:
-    parts = [markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
+    parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
@@ -138,7 +114,12 @@ def _core_markdown(cmp: dict[str, Any]) -> list[str]:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
-    return parts
+    for s in suites():
+        if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
+            parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
+    if cmp["notes"]:
+        parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
+    return "\n".join(parts)
 
 
 @click.command("compare")
@@ -155,9 +136,8 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
-    if "table" in cmp:                     # plots and leaderboard of the top-level conditions
-        cmp["plots"] = _write_plots(results, out / "plots")
-        cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
+    cmp["plots"] = _write_plots(results, out / "plots")
+    cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")
