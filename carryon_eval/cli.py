@@ -39,20 +39,20 @@ from carryon_eval import defaults
 from carryon_eval.human.agreement import agreement_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
-from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
 from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, temperature_option_value, verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
-from carryon_eval.app.exporters import EXPORTERS, ExportError, export_run
+from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
 from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
 from carryon_eval.model.pool import EndpointGone
+from carryon_eval.suite import suite_options
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -144,9 +144,18 @@ async def _terminable(command: Coroutine[Any, Any, None]) -> None:
 
 
 # ---------------------------------------------------------------- option parsing
+def suite_options_of_suites(fn: Any) -> Any:
+    """The registered suites' own options (carryon_eval.suite.SuiteOption), as click options."""
+    for o in reversed(suite_options()):
+        kind: Any = click.Choice(o.choices) if o.choices else click.Path(path_type=Path) if o.path else str
+        fn = click.option(o.flag, o.key, type=kind, metavar=o.metavar, default=o.default,
+                          show_default=o.default is not None, help=o.help)(fn)
+    return fn
+
+
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
     """The registered suites' conditions (carryon_eval.suite): the default ones, ``all``, or a list."""
-    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
+    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
 
     if value is None:
         return list(default_conditions())
@@ -158,10 +167,10 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
     except SuiteError:
         raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
                                  f"got {value!r}") from None
-    if "all" in items:                   # opensafeintent joins them when --opensafeintent is given (cli)
+    if "all" in items:                   # a suite with inputs of its own joins when they are given (the app)
         if ctx is not None:
             ctx.meta["conditions_all"] = True
-        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
+        resolved = without_inputs(resolved)
     return resolved
 
 
@@ -238,13 +247,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
                    "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
-@click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
-              help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
-                   "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
-@click.option("--opensafeintent-sets", type=click.Choice(("release", "triplets")), default="release",
-              show_default=True,
-              help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the dataset's "
-                   "own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges and definitions).")
+@suite_options_of_suites
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
@@ -270,9 +273,12 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     if ctx.invoked_subcommand is not None:
         refuse_global_options(ctx, opts)
         return
-    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
-        opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
-    run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
+    run_command(app.evaluate(evaluate_config(**opts, conditions_all=bool(ctx.meta.get("conditions_all"))),
+                             ClickOutput()))
+
+
+#: The options the suites' own inputs take (Suite.load reads them from EvaluateConfig.suite_options).
+SUITE_OPTIONS = tuple(o.key for o in suite_options())
 
 
 def refuse_global_options(ctx: click.Context, opts: dict[str, Any]) -> None:
@@ -330,6 +336,10 @@ def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
                     no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
                     **rest: Any) -> app.EvaluateConfig:
     rest = merge_aliases(rest, CliError)
+    for name in SUITE_OPTIONS:                   # given directly (the Python API): into the suites' options
+        value = rest.pop(name, None)
+        if value is not None:
+            rest["suite_options"] = {**rest.get("suite_options", {}), name: value}
     requests = {role: _request(rest, role) for role in app.ROLES}
     target_temperature = rest.pop("target_temperature", None)
     return app.EvaluateConfig(target=_role(endpoint, model, api_key_env, requests["target"]),
@@ -454,8 +464,8 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 
 @cli.command("export")
 @RUNDIR
-@click.option("--format", "fmt", type=click.Choice(list(EXPORTERS)), required=True,
-              help=" ".join(f"{e.name}: {e.description}." for e in EXPORTERS.values()))
+@click.option("--format", "fmt", type=click.Choice(list(export_formats())), required=True,
+              help=" ".join(f"{e.name}: {e.description}." for e in export_formats().values()))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="File or folder to write (see --format).")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
 @verbose_option

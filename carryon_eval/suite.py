@@ -36,6 +36,19 @@ class SuiteError(Exception):
 
 
 @dataclass(frozen=True)
+class JobGeneration:
+    """A job's own generation settings, over the run's (None: the run's): e.g. a suite whose reference
+    generation has a fixed token cap. The rollout sends them and records them in the transcript's meta."""
+    temperature: Optional[float] = None
+    max_tokens: Optional[int] = None
+    retry_empty: bool = True            # False: an empty reply is kept as it came, not asked again
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens),
+                                  ("retry_empty", self.retry_empty)) if v is not None}
+
+
+@dataclass(frozen=True)
 class Job:
     """One conversation or single-turn prompt to play against the target.
 
@@ -50,6 +63,7 @@ class Job:
     moves: tuple[str, ...] = ()         # follow-up user moves, rendered by the user simulator
     shares: Optional[str] = None        # the key of the first reply it shares, None: its own
     meta: tuple[tuple[str, Any], ...] = ()   # recorded in its transcript's meta (e.g. the prompt ref)
+    generation: Optional[JobGeneration] = None   # its own temperature / max tokens, over the run's
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,22 @@ class SuiteReport:
     compare: Optional[Callable[[Sequence[str], Sequence[Any]], Any]] = None    # (model labels, Results) -> part
     compare_markdown: Optional[Callable[[Any], str]] = None
     leaderboard: Optional[Callable[[Sequence[Any]], list[Any]]] = None       # compare's leaderboard columns
+    export: Optional[Callable[[Any, Any], dict[str, Any]]] = None   # (report inputs, folder) -> written paths
+
+
+@dataclass(frozen=True)
+class SuiteOption:
+    """A command-line option of a suite's own inputs (``--NAME``), given to its ``load`` as ``options[key]``."""
+    flag: str                                   # "--opensafeintent"
+    help: str
+    metavar: Optional[str] = None
+    choices: tuple[str, ...] = ()               # a choice of these (else a path when ``path``, else text)
+    default: Optional[str] = None
+    path: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -118,6 +148,12 @@ class Suite:
     probes: tuple[Probe, ...] = ()
     report: Optional[SuiteReport] = None
     prompts: Callable[[], dict[str, str]] = dict   # {name: ref} of its prompt files, for run.json
+    #: Inputs of its own beyond the dataset (e.g. a release folder): ``load(bench, options, recorded)`` reads
+    #: them into ``bench.extras[name]`` and returns its run.json record (``suites.<name>``), or None when
+    #: ``options`` name none. ``options``: the run's suite options (the CLI's, or the record's ``options`` on
+    #: a folder reopened); ``recorded``: the run's earlier record, to refuse a resume on changed inputs.
+    load: Optional[Callable[["Benchmark", dict[str, Any], Optional[dict[str, Any]]], Optional[dict[str, Any]]]] = None
+    options: tuple[SuiteOption, ...] = ()       # the command-line options its ``load`` reads
     description: str = ""
 
     @property
@@ -152,6 +188,16 @@ def suites() -> list[Suite]:
         for module in BUILTIN_SUITE_MODULES:
             importlib.import_module(module)
     return list(_REGISTRY.values())
+
+
+def suite_options() -> list[SuiteOption]:
+    """Every registered suite's command-line options."""
+    return [o for s in suites() for o in s.options]
+
+
+def exporters() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
+    """Export formats: the suites whose report writes their reference's files, by suite name."""
+    return {s.name: s.report.export for s in suites() if s.report is not None and s.report.export is not None}
 
 
 def all_conditions() -> tuple[str, ...]:
@@ -191,6 +237,37 @@ def refuse_missing(bench: "Benchmark", conditions: Sequence[str]) -> None:
         why = s.missing(bench)
         if why:
             raise SuiteError(f"--conditions {','.join(c for c in conditions if c in s.conditions)}: {why}")
+
+
+def load_inputs(bench: "Benchmark", options: dict[str, Any], recorded: Optional[dict[str, Any]] = None, *,
+                reopen: bool = False) -> dict[str, Any]:
+    """Every suite's own inputs into ``bench.extras``; returns run.json's ``suites`` records of those loaded.
+    ``recorded``: run.json's ``suites`` of a run already there (each suite refuses inputs changed since);
+    ``reopen``: a folder reopened by a subcommand, each suite loading what its record names."""
+    out: dict[str, Any] = {}
+    for s in suites():
+        if s.load is None:
+            continue
+        earlier = (recorded or {}).get(s.name)
+        if reopen and earlier is None:
+            continue
+        mine = {**options, **((earlier or {}).get("options") or {})} if reopen else dict(options)
+        record = s.load(bench, mine, earlier)
+        if record is not None:
+            out[s.name] = record
+    return out
+
+
+def without_inputs(conditions: Sequence[str]) -> list[str]:
+    """``--conditions all`` before the inputs are read: the conditions of suites without inputs of their own."""
+    return [c for c in conditions if suite_of(c).load is None]
+
+
+def available(bench: "Benchmark", conditions: Sequence[str]) -> list[str]:
+    """``--conditions all`` once the inputs are read: ``conditions`` and those of every suite whose own inputs
+    were given (registration order)."""
+    return [c for c in all_conditions() if c in conditions
+            or (suite_of(c).load is not None and suite_of(c).missing(bench) is None)]
 
 
 def plan_jobs(bench: "Benchmark", conditions: Sequence[str],

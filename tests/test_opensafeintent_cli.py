@@ -76,7 +76,7 @@ def test_run_export_and_section(scripted_server, tmp_path):
     cmp = invoke("compare", out, tmp_path / "run2", "--out", tmp_path / "cmp")
     assert cmp.exit_code == 0, cmp.output
     table = json.loads((tmp_path / "cmp" / "compare.json").read_text())["opensafeintent"]["table"]
-    assert [r["model"] for r in table] == ["tgt", "tgt"]
+    assert [r["model"] for r in table] == ["tgt (run)", "tgt (run2)"]    # compare's labels: one model, two runs
     assert all(r[m] == sec[m]["value"] and r[m + "_n"] == sec[m]["n"] for r in table for m in HEADLINE)
     assert "## OpenSafeIntent" in cmp.output
 
@@ -100,13 +100,24 @@ def test_resume_on_changed_release_files_is_refused(scripted_server, tmp_path):
 
 def test_dry_run_on_the_shipped_release_calls_nothing(scripted_server, tmp_path):
     srv = scripted_server(lambda body: "never", models=("tgt",))
-    result = invoke("--conditions", "opensafeintent", "--opensafeintent", SHIPPED, "--endpoint", srv.base_url,
-                    "--model", "tgt", "--out", tmp_path / "run", "--dry-run")
+    base = ["--conditions", "opensafeintent", "--opensafeintent", SHIPPED, "--endpoint", srv.base_url,
+            "--model", "tgt", "--out", tmp_path / "run", "--dry-run"]
+    result = invoke(*base)
     assert result.exit_code == 0, result.output
     assert "700 prompt-sets, 4,900 prompts" in result.output
-    assert "4,900 calls" in result.output and "9,800 calls helpfulness + harmfulness" in result.output
-    assert "700 calls assistance level" in result.output and "700 calls intent probe at most" in result.output
+    assert "target intent_probe: up to 700 more calls" in result.output
+    plan = json.loads(invoke(*base, "--json").stdout.strip().splitlines()[-1])     # the shared cost table's plan
+    by = plan["judge_by_scorer"]
+    assert plan["roles"]["target"]["opensafeintent"]["calls"] == 4900
+    assert by["osi_helpfulness"] + by["osi_harmfulness"] == 9800 and by["osi_assistance_level"] == 700
+    assert plan["roles"]["judge"]["all"]["calls"] == 9800 + 700 and plan["up_to"]["target"]["intent_probe"] == 700
     assert srv.count() == 0 and not (tmp_path / "run").exists()
+    everything = ["--conditions", "all", "--endpoint", srv.base_url, "--model", "tgt", "--out", tmp_path / "all",
+                  "--dry-run", "--json"]                  # all: with the release given, and without it
+    with_release = json.loads(invoke(*everything, "--opensafeintent", SHIPPED, "--limit", 1).stdout.splitlines()[-1])
+    without = json.loads(invoke(*everything, "--limit", 1).stdout.splitlines()[-1])
+    assert with_release["roles"]["target"]["opensafeintent"]["calls"] == 7 and "turn1" in with_release["roles"]["target"]
+    assert "opensafeintent" not in without["roles"]["target"] and "turn1" in without["roles"]["target"]
 
 
 def test_bad_release_input_is_one_line(tmp_path):

@@ -1,7 +1,9 @@
 """OpenSafeIntent end to end against the scripted server, on the first 20 sets of the shipped release (skipped,
-saying why, when ../shared is absent): the reference's generation, its judges seeing the prompt actually sent,
-the probe on the target in a fresh context, the section, and the export in the reference's layout that reads
-back to the same numbers. The judges' answers are scripted per reply (some unreadable, some fenced)."""
+saying why, when ../shared is absent), through the shared seams: its suite record loads the release into the
+Benchmark and plans the jobs, the shared rollout plays them (the reference's generation), the judge phase runs its
+registered scorers (each judge seeing the prompt actually sent), its Probe asks the target in a fresh context, its
+SuiteReport summarizes the section and exports the reference's layout, which reads back to the same numbers.
+The judges' answers are scripted per reply (some unreadable, some fenced)."""
 from __future__ import annotations
 
 import asyncio
@@ -11,16 +13,25 @@ from pathlib import Path
 
 import pytest
 
+from carryon_eval.app.commands import ProbeContext
+from carryon_eval.app.cost import Caps, estimate
+from carryon_eval.dataset.load import load_benchmark
+from carryon_eval.judge.phase import judge_run
+from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.opensafeintent.export import read_reference
 from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.opensafeintent.prompts import fill
+from carryon_eval.opensafeintent.record import OPENSAFEINTENT
 from carryon_eval.opensafeintent.release import load_release
 from carryon_eval.opensafeintent.report import render_markdown
-from carryon_eval.opensafeintent.suite import (JUDGMENTS_FILE, PROBE_FILE, cost, cost_lines, export_run, generate,
-                                               judge_replies, load_judgments, probe_intent, replies,
-                                               section)
+from carryon_eval.opensafeintent.suite import PROBE_FILE, SCORERS, load_probes, parse_conversation_id, replies
+from carryon_eval.report.writer import suite_inputs
+from carryon_eval.rollout.play import rollout
+from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.records import Generation
+from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
 from scripted_server import by_model, last_user_text, rubric_judges
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,13 +61,59 @@ def target_reply(body):
     return f"synthetic reply to {hashlib.sha256(last_user_text(body).encode()).hexdigest()[:12]}"
 
 
-@pytest.fixture(scope="module")
-def release():
-    return load_release(SHIPPED, limit=20)
+def bench_with(limit=None):
+    """The built-in sample with the release loaded by the suite record (its first ``limit`` sets)."""
+    bench = load_benchmark(None)
+    load_inputs(bench, {"opensafeintent": SHIPPED, "limit": limit})
+    return bench
+
+
+def cost(n_sets):
+    """The calls the shared cost table predicts for the first ``n_sets`` sets (the probe's: up to)."""
+    bench = bench_with(n_sets)
+    jobs, _ = plan_jobs(bench, ["opensafeintent"])
+    table = estimate(bench, jobs, Caps(target=1024, user=256, judge=1024), scoring=ScoringPlan.of(["opensafeintent"]),
+                     conditions=["opensafeintent"]).to_json()
+    by = table["judge_by_scorer"]
+    return {"target": table["roles"]["target"]["opensafeintent"]["calls"], "helpfulness": by["osi_helpfulness"],
+            "harmfulness": by["osi_harmfulness"], "helpfulness+harmfulness": by["osi_helpfulness"] + by["osi_harmfulness"],
+            "assistance_level": by["osi_assistance_level"], "intent_probe_at_most": table["up_to"]["target"]["intent_probe"]}
+
+
+class Answer:
+    """One stored answer of a release judge or of the probe, as the test reads it."""
+
+    def __init__(self, metric, conversation_id, raw):
+        self.metric, self.conversation_id, self.raw = metric, conversation_id, raw
+        self.set_id, self.prompt_name = parse_conversation_id(conversation_id)
+
+
+def load_judgments(run):
+    out = [Answer(judge, r["conversation_id"], r["raw"]) for scorer, judge in SCORERS.items()
+           for r in load_all(run.path / judgment_file(scorer), dict)]
+    return out + [Answer(p.metric, p.conversation_id, p.raw) for p in load_probes(run.path)]
+
+
+def section(bench, run, judge, n_resamples=1000):
+    return OPENSAFEINTENT.report.summarize(suite_inputs(run.path, bench, judge, n_resamples=n_resamples))
+
+
+def export_run(bench, run, judge, out):
+    return OPENSAFEINTENT.report.export(suite_inputs(run.path, bench, judge), out)
 
 
 @pytest.fixture(scope="module")
-def ran(release, tmp_path_factory):
+def bench():
+    return bench_with(20)
+
+
+@pytest.fixture(scope="module")
+def release(bench):
+    return bench.extras["opensafeintent"].release
+
+
+@pytest.fixture(scope="module")
+def ran(bench, release, tmp_path_factory):
     from scripted_server import ScriptedServer
     judges = rubric_judges({k: release.templates[k] for k in ANSWERS}, ANSWERS, "unexpected")
     with ScriptedServer(by_model({"target": rubric_judges({"intent_classification":
@@ -69,12 +126,16 @@ def ran(release, tmp_path_factory):
         async def go():
             target = Endpoint(EndpointConfig(srv.base_url, "target"))
             judge = Endpoint(EndpointConfig(srv.base_url, "judge"))
+            jobs, _ = plan_jobs(bench, ["opensafeintent"])
+            gen = Generation(temperature=0.7, seed=0, max_tokens=64)     # the jobs' own settings win
             try:
-                made = await generate(release, run, target)
-                await judge_replies(release, run, judge)
-                await probe_intent(release, run, target, "judge")
-                again = await generate(release, run, target)          # a rerun generates nothing
-                return made, again
+                made = await rollout(jobs, bench, run, target, UserSimulator(target), gen=gen, show_progress=False)
+                await judge_run(run, bench, judge, show_progress=False)
+                probe, = OPENSAFEINTENT.probes
+                await probe.run(ProbeContext(run, target, "judge", 8, bench))
+                again = await rollout(jobs, bench, run, target, UserSimulator(target), gen=gen,
+                                      show_progress=False)                 # a rerun generates nothing
+                return made.new, again.new
             finally:
                 await target.aclose()
                 await judge.aclose()
@@ -97,7 +158,7 @@ def test_generation_is_the_references(ran, release):
 def test_each_judge_sees_the_prompt_that_was_sent(ran, release):
     run, requests, *_ = ran
     judged = [last_user_text(b) for b in requests if b["model"] == "judge"]
-    got = replies(run)
+    got = replies(run.transcripts())
     expected = []
     for s in release.sets:
         for name, prompt in s.prompts:
@@ -118,25 +179,25 @@ def test_each_judge_sees_the_prompt_that_was_sent(ran, release):
         assert j.raw == ANSWERS[j.metric](sent), (j.metric, j.conversation_id)
 
 
-def test_probe_asks_the_target_in_a_fresh_context(ran, release):
+def test_probe_asks_the_target_in_a_fresh_context(ran, bench, release):
     run, requests, *_ = ran
     probes = [b for b in requests if last_user_text(b).startswith(release.templates["intent_classification"][:40])]
     assert probes and all(b["model"] == "target" and len(b["messages"]) == 1 for b in probes)
-    sec = section(release, run, "judge", n_resamples=200)
+    sec = section(bench, run, "judge", n_resamples=200)
     assert len(probes) == sec["intent_probe"]["considered"] <= cost(20)["intent_probe_at_most"]
     assert sum(sec["intent_probe"][k]["count"] for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) == len(probes)
     assert sec["intent_probe"]["ERROR"]["count"] > 0                       # the bare "FULL" answers
-    assert (run.path / PROBE_FILE).is_file() and (run.path / JUDGMENTS_FILE).is_file()
+    assert (run.path / PROBE_FILE).is_file() and all((run.path / judgment_file(s)).is_file() for s in SCORERS)
 
 
-def test_section_matches_the_metrics_of_the_export(ran, release, tmp_path):
+def test_section_matches_the_metrics_of_the_export(ran, bench, tmp_path):
     run, *_ = ran
-    sec = section(release, run, "judge", n_resamples=200)
+    sec = section(bench, run, "judge", n_resamples=200)
     assert sec["n_sets"] == 20 and sec["unscored"]["helpfulness"] > 0 and sec["unscored"]["harmfulness"] > 0
     assert sec["unscored"]["helpfulness"] < 70 and sec["triplet_safety"]["n"] > 0
     for m in HEADLINE:
         assert set(sec[m]) == {"value", "n", "ci95"}
-    paths = export_run(release, run, "judge", "target", tmp_path / "ref")
+    paths = export_run(bench, run, "judge", tmp_path / "ref")
     rows = json.loads(paths["scored"].read_text())
     assert len(rows) == 20 and set(rows[0]["generated_prompts"]) == {"benign_prompt", "dual_use_prompt",
                                                                       "malicious_prompt"}
@@ -149,8 +210,9 @@ def test_section_matches_the_metrics_of_the_export(ran, release, tmp_path):
     assert "## OpenSafeIntent" in md and "intent_calibrated_utility" in md
 
 
-def test_cost_lines_of_the_whole_release():
+def test_cost_of_the_whole_release():
     full = load_release(SHIPPED)
-    lines = "\n".join(cost_lines(full))
-    assert "700 prompt-sets, 4,900 prompts" in lines
-    assert "4,900 calls" in lines and "9,800 calls helpfulness + harmfulness" in lines and "700 calls assistance" in lines
+    assert (len(full.sets), full.n_prompts) == (700, 4900)
+    c = cost(None)
+    assert (c["target"], c["helpfulness+harmfulness"], c["assistance_level"], c["intent_probe_at_most"]) == (
+        4900, 9800, 700, 700)

@@ -48,17 +48,11 @@ from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
 from carryon_eval.run.records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
-from carryon_eval.report.writer import write_report
+from carryon_eval.report.writer import suite_inputs, write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, add_usage, write_json_atomic
-from carryon_eval.suite import Job, PlanSettings, plan_jobs, selected, suites
-from carryon_eval.opensafeintent.phase import run_suite, suite_record
-from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
-from carryon_eval.opensafeintent.report import write_section
-from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
-from carryon_eval.opensafeintent.suite import JUDGMENTS_FILE as OSI_JUDGMENTS_FILE, PROBE_FILE as OSI_PROBE_FILE
-from carryon_eval.opensafeintent.suite import cost_lines as osi_cost_lines, export_run, pick_model
-from carryon_eval.opensafeintent.suite import section as osi_section
+from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, exporters, load_inputs, plan_jobs,
+                                refuse_missing, selected, suites)
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -74,11 +68,12 @@ JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "res
 @dataclass(frozen=True)
 class ProbeContext:
     """What a suite's probe gets: the run folder, the endpoint of its role, the judge whose verdicts chose
-    the replies, and the concurrency."""
+    the replies, the concurrency and the dataset (with the suites' own inputs in ``bench.extras``)."""
     run: RunFolder
     target: ChatEndpoint
     judge_model: Optional[str]
     concurrency: int
+    bench: Optional[Benchmark] = None
 
 
 class ConfigError(Exception):
@@ -142,8 +137,8 @@ class EvaluateConfig:
     bootstrap_resamples: int = defaults.BOOTSTRAP_RESAMPLES
     bootstrap_seed: int = defaults.BOOTSTRAP_SEED
     give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
-    opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
-    opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
+    conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
+    suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
 
 
 @dataclass(frozen=True)
@@ -305,9 +300,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
-def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None) -> Path:
-    """Same command, same folder, so that rerunning a command resumes it."""
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None,
+                inputs: Sequence[str] = ()) -> Path:
+    """Same command, same folder, so that rerunning a command resumes it. ``inputs``: the suites' own input
+    folders (Suite.load's options), named in the folder too."""
     name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
+    name = "__".join([name, *(Path(str(i).rstrip("/")).name for i in inputs)])
     tail = (f"__limit{limit}" if limit else "") + (f"__{subset}" if subset and subset != "full" else "")
     return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{tail}"
 
@@ -347,6 +345,11 @@ def check_url(option: str, url: Optional[str]) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{option} {url}: not an http(s) URL; expected a base URL like http://127.0.0.1:8000/v1")
+
+
+def suite_options(cfg: "EvaluateConfig") -> dict[str, Any]:
+    """What every suite's ``load`` is given: the CLI's suite options and the run's limit and target settings."""
+    return {**cfg.suite_options, "limit": cfg.limit, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
 
 
 def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
@@ -530,29 +533,28 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
                        model_check=cfg.model_check, give_up_after=cfg.give_up_after) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
-        osi = OPENSAFEINTENT_CONDITION in cfg.conditions
-        if osi and cfg.opensafeintent is None:
-            raise ConfigError("condition opensafeintent needs --opensafeintent DIR (an OpenSafeIntent release "
-                              "folder: dataset.json and prompts/metrics/)")
-        release = load_release(cfg.opensafeintent, cfg.limit) if osi and cfg.opensafeintent else None
-        osi_extra: dict[str, str] = {}
-        if release is not None and cfg.opensafeintent_sets == "triplets":
-            osi_extra = {"triplets": triplets_sha256(bench.triplets)}
-            release = with_triplets(release, bench.source, bench.triplets, osi_extra["triplets"])
-        cob = [c for c in cfg.conditions if c != OPENSAFEINTENT_CONDITION]
-        jobs, skipped = plan_jobs(bench, cob, PlanSettings(shared_turn1=cfg.shared_turn1))
-        if cob:
-            refuse_empty_conditions(bench, cob, jobs, skipped)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset if cob else str(cfg.opensafeintent),
-                                               cfg.limit, cfg.subset))
+        given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset, given))
+        earlier = run.read_meta().suites if run.exists() else None
+        records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
+        conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
+        try:
+            refuse_missing(bench, conditions)
+        except SuiteError as exc:
+            raise ConfigError(str(exc)) from None
+        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        jobs, skipped = plan_jobs(bench, conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
+        refuse_empty_conditions(bench, conditions, jobs, skipped)
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
         say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
-        if cob:
-            say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-            for note in bench.notes:
-                say(f"dataset note: {note}")
+        say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+        for note in bench.notes:
+            say(f"dataset note: {note}")
+        for name, record in records.items():          # what each suite's own inputs hold, in its words
+            if record.get("summary"):
+                say(f"{name}: {record['summary']}")
 
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
@@ -566,23 +568,17 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
                                                        pool=(configs[role].base_url, *choice.pool))
-        if release is not None:
-            meta.suites[OPENSAFEINTENT_CONDITION] = suite_record(release, cfg.temperature, cfg.max_tokens)
+        meta.suites.update(records)
         try:                                 # what this run still has to do; reads, never writes
             table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
-                                   as_json=cfg.dry_run_json) if cob else []
+                                   as_json=cfg.dry_run_json)
         except ValueError as exc:            # a bad --price
             raise ConfigError(str(exc)) from None
-        for line in [json.dumps(table)] if cfg.dry_run_json and cob else table:
+        for line in [json.dumps(table)] if cfg.dry_run_json else table:
             out.info(line)
-        for line in osi_cost_lines(release) if release is not None else []:
-            say(line)
         if cfg.dry_run:
             return
         run.check(meta)                      # an unusable folder fails before anything starts
-        if release is not None and run.exists():
-            check_resume(run.read_meta().suites.get(OPENSAFEINTENT_CONDITION, {}).get("sha256", {}), release.folder,
-                         osi_extra)
         if local:
             srv = session.local_server()
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
@@ -602,20 +598,14 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
             await judge_run(run, bench, eps["judge"], settings=meta.judge, concurrency=cfg.concurrency,
                             show_progress=False)
 
-        results = None
-        if cob:
-            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out,
-                                                   lambda: session.record_sent(run))
-        if release is not None:
-            await run_suite(release, run, meta.suites[OPENSAFEINTENT_CONDITION], eps["target"], eps["judge"],
-                            cfg.concurrency, out)
+        results = await _phases(cfg, bench, run, meta, eps, jobs, judge_finished, out,
+                                lambda: session.record_sent(run))
         session.print_usage()
-    if results is not None:
-        require_scored(results, run)
-        require_complete(results, run)
+    require_scored(results, run)
+    require_complete(results, run)
 
 
-async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
+async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
                                eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
                                out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
     """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
@@ -632,9 +622,9 @@ async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFo
     except EndpointGone:
         _report_what_there_is(bench, run, out, judged_by)
         raise
-    for suite in selected([c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]):
+    for suite in selected(meta.conditions):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
-            out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
+            out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency, bench)))
     before_report()
     return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None,
                         BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
@@ -655,6 +645,7 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
         out.info(meta.notice)
     bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
+    load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
     return run, meta, bench
 
 
@@ -772,42 +763,27 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
-def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
-    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _osi_release(run: RunFolder, meta: RunMeta) -> Any:
-    """The release (or the dataset's triplets under its judges) a run played, checked against run.json's hashes."""
-    record = meta.suites.get(OPENSAFEINTENT_CONDITION)
-    if not record:
-        raise ConfigError(f"{run.path} has no opensafeintent condition (run.json suites.opensafeintent)")
-    release = load_release(record["folder"], meta.limit)
-    extra: dict[str, str] = {}
-    if record.get("layout") == "carryonbench-triplets":
-        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
-        extra = {"triplets": triplets_sha256(bench.triplets)}
-        release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
-    check_resume(record["sha256"], record["folder"], extra)
-    return release
-
-
-def _osi_models(run: RunFolder, meta: RunMeta, judge: Optional[str]) -> tuple[str, str]:
-    """(judge model, target model) whose OpenSafeIntent records to read."""
+async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None,
+                        fmt: Optional[str] = None) -> None:
+    """`carryon-eval export RUNDIR --format NAME --out DIR`: a suite's replies and judgments in its reference's
+    layout, read from the run's shared judgment files."""
+    run, meta, bench = open_run(rundir, out)
+    formats = exporters()
+    name = fmt or next(iter(formats))
+    if name not in formats:
+        raise ConfigError(f"unknown export format {name!r}; expected one of {', '.join(formats)}")
+    if name not in meta.suites and not any(c in meta.conditions for c in suites_named(name)):
+        raise ConfigError(f"{run.path} has no {name} condition (run.json conditions: {', '.join(meta.conditions)})")
     try:
-        return (pick_model(run, OSI_JUDGMENTS_FILE, judge, meta.role("judge").model or None, "judge"),
-                pick_model(run, OSI_PROBE_FILE, None, meta.role("target").model or None, "target"))
+        written = formats[name](suite_inputs(run.path, bench, judge), dest)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-
-
-async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
-    """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
-    run = RunFolder(rundir)
-    meta = run.read_meta()
-    release = _osi_release(run, meta)
-    judge_model, target_model = _osi_models(run, meta, judge)
-    for path in export_run(release, run, judge_model, target_model, dest).values():
+    for path in written.values():
         out.info(f"wrote {path}")
+
+
+def suites_named(name: str) -> tuple[str, ...]:
+    return next((x.conditions for x in suites() if x.name == name), ())
 
 
 async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
@@ -815,16 +791,9 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, meta, bench = open_run(rundir, out)
-    cob = [c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]
-    results = report_phase(bench, run, out, judge, bootstrap) if cob else None
-    if OPENSAFEINTENT_CONDITION in meta.suites:     # report_phase rewrote results.json: its section again
-        release = _osi_release(run, meta)
-        judge_model, target_model = _osi_models(run, meta, judge)
-        write_section(run.path, osi_section(release, run, judge_model, target_model=target_model))
-        out.info(f"opensafeintent: section in {run.path / 'results.json'}")
-    if results is not None:
-        require_scored(results, run)
-        require_complete(results, run)
+    results = report_phase(bench, run, out, judge, bootstrap)
+    require_scored(results, run)
+    require_complete(results, run)
 
 
 __all__ = ["AnnotateConfig", "BootstrapChoice", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",

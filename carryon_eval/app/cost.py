@@ -145,20 +145,21 @@ class _Rollout:
         self.shared_req = tokens(load_prompt("user_simulator/shared_requirements").render())
         self.shown_reply = min(caps.target, math.ceil(SHOWN_REPLY_CHARS / CHARS_PER_TOKEN))
 
-    def call(self, role: str, condition: str, prompt: int, *, cached: bool) -> None:
+    def call(self, role: str, condition: str, prompt: int, *, cached: bool, reply_cap: Optional[int] = None) -> None:
         row = self.table.row(role, condition)
         if cached:
             row.cached += 1
         else:
-            row.add(1, prompt, self.caps.target if role == "target" else self.caps.user)
+            row.add(1, prompt, (reply_cap or self.caps.target) if role == "target" else self.caps.user)
 
     def job(self, job: Job, *, first_paid: Optional[bool], cached: bool) -> None:
         """One job's calls; ``first_paid`` None: its first reply is its own; True/False: a shared first reply
         that this job pays for (the first job of its key) or not."""
         opening = tokens(job.prompt)
+        cap = job.generation.max_tokens if job.generation is not None and job.generation.max_tokens else None
         if first_paid is None or first_paid:
-            self.call("target", job.condition, opening, cached=cached)
-        history = opening + self.caps.target
+            self.call("target", job.condition, opening, cached=cached, reply_cap=cap)
+        history = opening + (cap or self.caps.target)
         if not job.moves:
             return
         q = self.bench.queries[job.query_id]
@@ -170,8 +171,8 @@ class _Rollout:
             self.call("user", job.condition, tokens(move_prompt(move).render(**values)) + self.shared_req + shown,
                       cached=cached)
             history += self.caps.user
-            self.call("target", job.condition, history, cached=cached)
-            history += self.caps.target
+            self.call("target", job.condition, history, cached=cached, reply_cap=cap)
+            history += cap or self.caps.target
             shown += self.caps.user + self.shown_reply
 
 
@@ -205,7 +206,7 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
-           run: Optional[RunFolder], judge_model: str) -> None:
+           run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None) -> None:
     settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format)
     scorers = reply_scorers(scoring.scorers, settings)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
@@ -218,7 +219,8 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
         answer = 1 if s.name == "utility" and caps.utility_mode == "logprobs" else shape.answer_tokens
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
-            table.row("judge", cond).add(1, _judge_prompt_tokens(s, task.case, caps.target), answer)
+            cap = (reply_caps or {}).get(task.targets[0][0], caps.target)     # a job's own cap, else the run's
+            table.row("judge", cond).add(1, _judge_prompt_tokens(s, task.case, cap), answer)
             table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
         table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
         new = {t.case for t in plan.tasks[s.name]}
@@ -252,7 +254,9 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
             rollout.job(job, first_paid=first, cached=False)
     transcripts = [existing[j.conversation_id] if j.conversation_id in done else _placeholder_transcript(j)
                    for j in jobs]
-    _judge(table, bench, transcripts, caps, scoring, run, judge_model)
+    own = {j.conversation_id: j.generation.max_tokens for j in jobs
+           if j.generation is not None and j.generation.max_tokens}
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own)
     for suite in selected(conditions):
         mine = [j for j in jobs if j.condition in suite.conditions]
         for probe in suite.probes:

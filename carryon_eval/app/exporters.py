@@ -40,19 +40,30 @@ def register_exporter(exporter: Exporter) -> Exporter:
     return exporter
 
 
+def formats() -> dict[str, Exporter]:
+    """Every format: the registered ones, and each suite's reference layout (its SuiteReport.export)."""
+    from carryon_eval.suite import exporters
+
+    suite_formats = {name: Exporter(name, f"the {name} suite's reference files, which its scripts read unchanged; "
+                                          "--out is a folder", "folder", "carryon_eval.app.commands:export_folder")
+                     for name in exporters()}
+    return {**suite_formats, **EXPORTERS}
+
+
 async def export_run(fmt: str, rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
     """Write run folder ``rundir`` as format ``fmt`` into ``out``."""
+    known = formats()
     try:
-        exporter = EXPORTERS[fmt]
+        exporter = known[fmt]
     except KeyError:
-        raise ExportError(f"unknown export format {fmt!r}; known formats: {', '.join(sorted(EXPORTERS))}") from None
+        raise ExportError(f"unknown export format {fmt!r}; known formats: {', '.join(sorted(known))}") from None
     if exporter.out == "file" and Path(out).is_dir():
         raise ExportError(f"--out {out} is a folder; format {fmt} writes one file")
-    await exporter.load()(Path(rundir), Path(out), output, judge)
+    if exporter.target == "carryon_eval.app.commands:export_folder":     # a suite's own layout
+        await exporter.load()(Path(rundir), Path(out), output, judge, fmt)
+    else:
+        await exporter.load()(Path(rundir), Path(out), output, judge)
 
 
-register_exporter(Exporter("opensafeintent", "the reference implementation's files (<target model>_scored.json, "
-                           "assistance_level/, intent_classification/), which its scripts read unchanged; --out is "
-                           "a folder", "folder", "carryon_eval.app.commands:export_folder"))
 register_exporter(Exporter("inspect", "an inspect-ai eval log (.eval) for `inspect view` (extra [inspect]); --out is "
                            "a file", "file", "carryon_eval.inspect_bridge.export:export"))

@@ -37,7 +37,8 @@ class Benchmark:
     conversations: list[dict[str, Any]]           # rows in dataset order
     manifest: Optional[dict[str, Any]] = None     # MANIFEST.json of a built release, if present
     notes: list[str] = field(default_factory=list)
-    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config (issue 12)
+    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config
+    extras: dict[str, Any] = field(default_factory=dict)   # a suite's own inputs (carryon_eval.suite: Suite.load)
 
     @property
     def query_ids(self) -> list[str]:
@@ -68,7 +69,7 @@ class Benchmark:
             checklists={q: self.checklists.get(q, []) for q in keep},
             flows={f: r for f, r in self.flows.items() if f in used_flows},
             conversations=convs, manifest=self.manifest, notes=list(self.notes),
-            triplets=[t for t in self.triplets if t["set_id"] in keep_set],
+            triplets=[t for t in self.triplets if t["set_id"] in keep_set], extras=dict(self.extras),
         )
 
 

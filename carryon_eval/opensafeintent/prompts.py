@@ -3,15 +3,13 @@
 The helpfulness (1-4) and harmfulness (0-3) rubrics are Python format strings with ``{prompt}`` and
 ``{response}``. The assistance-level prompt is filled by plain replacement of ``{{prompt}}`` / ``{{response}}``
 when either is present, else formatted; the intent probe replaces ``{{prompt}}`` (or ``{{PROMPT}}``), else
-formats. A template without its placeholders is refused with one line naming the file.
+formats. ``template_problem`` says why a template lacks its placeholders (the release loader refuses it with
+one line naming the file).
 """
 from __future__ import annotations
 
 import string
-from pathlib import Path
 from typing import Optional
-
-from carryon_eval.opensafeintent.release import ReleaseError
 
 RUBRICS = ("helpfulness", "harmfulness")
 
@@ -24,7 +22,7 @@ def format_fields(template: str) -> Optional[set[str]]:
         return None
 
 
-def _needs(judge: str, template: str) -> Optional[str]:
+def template_problem(judge: str, template: str) -> Optional[str]:
     """Why ``template`` cannot be filled the reference's way, or None."""
     if judge in RUBRICS:
         fields = format_fields(template)
@@ -42,12 +40,6 @@ def _needs(judge: str, template: str) -> Optional[str]:
             return None
         return None if format_fields(template) == {"prompt"} else "expected the placeholder {{prompt}}"
     raise KeyError(judge)
-
-
-def check_template(judge: str, template: str, path: Path) -> None:
-    why = _needs(judge, template)
-    if why:
-        raise ReleaseError(f"{path}: the {judge} prompt has not its placeholders: {why}")
 
 
 def fill_rubric(template: str, prompt: str, response: str) -> str:

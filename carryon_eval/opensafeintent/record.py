@@ -1,33 +1,120 @@
-"""OpenSafeIntent's suite record: its condition (out of the default set), its report section and compare columns.
+"""OpenSafeIntent's suite record: its inputs (a release folder), its jobs, its judges, its probe and its section.
 
-Its inputs are a release folder (``--opensafeintent DIR``), not the dataset's rows, so its jobs are planned and
-played by its own phases (carryon_eval.opensafeintent.phase: generation, the release's judges, the intent probe)
-and the record plans nothing for the shared rollout. Its section is summarized from the run folder's records
-(the release named in run.json's ``suites.opensafeintent``), rendered in table.md and report.html, and compared.
+    carryon-eval --conditions opensafeintent --opensafeintent DIR [--opensafeintent-sets triplets] [--limit N]
+
+``load`` reads the release named by the suite options (``opensafeintent``: the folder; ``opensafeintent_sets``:
+``release`` or ``triplets``, the dataset's own triplets under the release's judges) into
+``bench.extras["opensafeintent"]`` and returns run.json's ``suites.opensafeintent`` (the files' sha256, the
+generation, the judges' settings, the options to load it again); a resume on changed files is refused with one
+line. ``missing`` says why the condition cannot run without it. ``plan`` gives the 7 single-turn jobs per set;
+the registered scorers (carryon_eval.opensafeintent.scorers) judge them, the assistance level on the dual-use
+original only; the intent probe asks the target afterwards (at most one call per set). Its section is summarized
+from the judge phase's records (``inputs.records(scorer)``) and the probe's, and exported in the reference's layout.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from carryon_eval.judge.store import judgment_file, load_all
+from carryon_eval.opensafeintent.export import write_reference
+from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.opensafeintent.suite import CONDITION, JUDGMENTS_FILE, PROBE_FILE, pick_model, section
-from carryon_eval.suite import Suite, SuiteReport, register_suite
+from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
+                                               PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
+                                               TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
+                                               prompt_name, section, set_exports, target_model)
+from carryon_eval.suite import JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
+
+SETS = ("release", "triplets")
+NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
+
+
+def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The release into ``bench.extras``; run.json's record of it (None when no folder is given)."""
+    folder = options.get("opensafeintent")
+    if folder is None:
+        return None
+    sets = options.get("opensafeintent_sets") or "release"
+    release = load_release(folder, options.get("limit"))
+    extra: dict[str, str] = {}
+    if sets == "triplets":
+        extra = {"triplets": triplets_sha256(bench.triplets)}
+        release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
+    if recorded is not None:
+        check_resume(recorded.get("sha256", {}), release.folder, extra)
+    temperature = options.get("temperature")
+    gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
+                        max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
+    bench.extras[CONDITION] = Inputs(release, gen)
+    return {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
+            "rows_in_release": release.total_rows, "prompts": release.n_prompts, "sha256": dict(release.hashes),
+            "summary": f"{len(release.sets):,} prompt-sets, {release.n_prompts:,} prompts ({release.folder})",
+            "generation": {"turns": 1, "system_prompt": None, "temperature": gen.temperature,
+                           "max_tokens": gen.max_tokens},
+            "judges": {"osi_helpfulness": {"max_tokens": RUBRIC_MAX_TOKENS, "temperature": 0.0},
+                       "osi_harmfulness": {"max_tokens": RUBRIC_MAX_TOKENS, "temperature": 0.0},
+                       "osi_assistance_level": {"max_tokens": ASSISTANCE_MAX_TOKENS, "temperature": 0.0},
+                       "intent_probe": {"model": "target", "max_tokens": PROBE_MAX_TOKENS, "temperature": 0.0}},
+            "reading": "reference (first integer / JSON object, no re-ask; unreadable answers are failures)",
+            "options": {"opensafeintent": str(folder), "opensafeintent_sets": sets,
+                        "temperature": gen.temperature, "max_tokens": gen.max_tokens}}
+
+
+def missing(bench: Any) -> Optional[str]:
+    return None if CONDITION in getattr(bench, "extras", {}) else NEEDS
+
+
+def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[Any], list[Any]]:
+    return plan(bench.extras[CONDITION]), []
+
+
+def _dual_use(t: Any) -> bool:
+    return prompt_name(t) == DUAL_USE
+
+
+def _sets(jobs: Sequence[Any]) -> int:
+    return sum(1 for j in jobs if dict(j.meta).get("prompt_name") == DUAL_USE)
+
+
+def _records(inputs: Any) -> dict[str, list[dict[str, Any]]]:
+    return {scorer: inputs.records(scorer) for scorer in SCORERS}
+
+
+async def _probe(ctx: Any) -> str:
+    release = ctx.bench.extras[CONDITION].release
+    transcripts = ctx.run.transcripts()
+    records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
+                   if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in SCORERS}
+    probes = await probe_intent(release, ctx.run.path, transcripts, records, ctx.target, ctx.concurrency)
+    return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
+            f"-> {ctx.run.path / PROBE_FILE}")
 
 
 def summarize(inputs: Any) -> Optional[dict[str, Any]]:
-    """The section from the run folder's OpenSafeIntent records; None when the run has none."""
-    from carryon_eval.opensafeintent.release import load_release
-    from carryon_eval.run.folder import RunFolder
+    """The section from the run's records; None when the run has no OpenSafeIntent replies."""
+    mine = [t for t in inputs.transcripts if t.condition == CONDITION]
+    if not mine or CONDITION not in inputs.bench.extras:
+        return None
+    release = inputs.bench.extras[CONDITION].release
+    return section(release, mine, _records(inputs), load_probes(inputs.rundir, target_model(mine)), inputs.judge,
+                   n_resamples=inputs.n_resamples)
 
-    run = RunFolder(inputs.rundir)
-    meta = run.read_meta()
-    record = meta.suites.get(CONDITION)
-    if not record or not (run.path / JUDGMENTS_FILE).is_file() or record.get("layout") == "carryonbench-triplets":
-        return None             # the triplet-sets variant is summarized by its own phase (it needs the dataset)
-    release = load_release(record["folder"], meta.limit)
-    judge = pick_model(run, JUDGMENTS_FILE, inputs.judge, meta.role("judge").model or None, "judge")
-    target = pick_model(run, PROBE_FILE, None, meta.role("target").model or None, "target")
-    return section(release, run, judge, n_resamples=inputs.n_resamples, target_model=target)
+
+def export(inputs: Any, dest: Path) -> dict[str, Path]:
+    """The reference's files (<target model>_scored.json, assistance_level/, intent_classification/)."""
+    mine = [t for t in inputs.transcripts if t.condition == CONDITION]
+    model = target_model(mine)
+    if not mine or model is None:
+        raise ValueError(f"{inputs.rundir} has no {CONDITION} replies to export")
+    release = inputs.bench.extras[CONDITION].release
+    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.rundir, model)))
 
 
 def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
@@ -35,7 +122,17 @@ def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str,
 
 
 OPENSAFEINTENT = register_suite(Suite(
-    name=CONDITION, conditions=(CONDITION,), default=False, plan=lambda bench, conditions, settings: ([], []),
+    name=CONDITION, conditions=(CONDITION,), default=False, plan=_plan, missing=missing, load=load,
+    options=(SuiteOption("--opensafeintent", metavar="DIR", path=True,
+                         help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of "
+                              "its repository) for condition opensafeintent; --limit N takes its first N prompt-sets."),
+             SuiteOption("--opensafeintent-sets", choices=SETS, default="release",
+                         help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the "
+                              "dataset's own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges "
+                              "and definitions).")),
+    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
+          ScorerUse("osi_assistance_level", when=_dual_use)),
+    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
-                       compare=compare, compare_markdown=compare_markdown),
+                       compare=compare, compare_markdown=compare_markdown, export=export),
     description="OpenSafeIntent's release under its own judges and reference metrics (--opensafeintent DIR)"))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from carryon_eval.dataset.load import DatasetError
+from carryon_eval.opensafeintent.prompts import template_problem
 
 DATASET_FILE = "dataset.json"
 PROMPT_DIR = Path("prompts") / "metrics"
@@ -148,8 +149,6 @@ def parse_rows(path: Path, rows: Any) -> tuple[str, list[PromptSet]]:
 def load_release(folder: str | Path, limit: Optional[int] = None) -> Release:
     """Load a release folder: the first ``limit`` sets (all without it), the judge templates (placeholders
     checked) and the sha256 of dataset.json and each prompt file."""
-    from carryon_eval.opensafeintent.prompts import check_template           # prompts imports this module's names
-
     folder = Path(folder)
     path = folder / DATASET_FILE
     if not path.is_file():
@@ -167,7 +166,9 @@ def load_release(folder: str | Path, limit: Optional[int] = None) -> Release:
         if not p.is_file():
             raise ReleaseError(f"{p}: no such file (the {judge} judge's prompt of the release)")
         text = p.read_text(encoding="utf-8")
-        check_template(judge, text, p)
+        why = template_problem(judge, text)
+        if why:
+            raise ReleaseError(f"{p}: the {judge} prompt has not its placeholders: {why}")
         templates[judge] = text
         hashes[(PROMPT_DIR / name).as_posix()] = sha256_file(p)
     if limit is not None:

@@ -78,6 +78,15 @@ class ReportInputs:
                 if self.judge is None or r.get("judge_model") == self.judge]
 
 
+def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
+                 seed: int = 0) -> ReportInputs:
+    """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
+    rundir = Path(rundir)
+    judge = select_judge(rundir, judge)
+    return ReportInputs(rundir, bench, RunFolder(rundir).transcripts(), judge, load_utility(rundir, judge),
+                        load_safety(rundir, judge), n_resamples, seed)
+
+
 def core_conditions(suites: Sequence[Suite]) -> set[str]:
     """The conditions whose numbers are results.json's top level (a suite report without a section)."""
     return {c for s in suites if s.report is not None and s.report.section is None for c in s.conditions}

@@ -30,7 +30,7 @@ from carryon_eval.run.records import Generation
 from carryon_eval.run.folder import RunFolder, has_empty_reply
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.rollout.simulator import SimulatorError, UserSimulator
-from carryon_eval.suite import Job
+from carryon_eval.suite import Job, JobGeneration
 
 STAGE = "target"
 __all__ = ["EMPTY_REPLY_RETRIES", "Generation", "Job", "RolloutSummary", "rollout", "turn_seed"]
@@ -143,13 +143,17 @@ class _Player:
         return need
 
     async def reply(self, conversation_id: str, messages: Sequence[Message],
-                    turn: int) -> tuple[Message, Optional[str]]:
+                    turn: int, own: Optional[JobGeneration] = None) -> tuple[Message, Optional[str]]:
         """The target's reply; an empty one is asked again, and one still empty is kept as "" with finish
-        reason "empty": the report counts it (unscored) and the next rollout asks that conversation again."""
+        reason "empty": the report counts it (unscored) and the next rollout asks that conversation again.
+        ``own``: the job's own generation settings."""
         gen = self.gen
-        request = Request(_chat_messages(messages), temperature=gen.temperature, max_tokens=gen.max_tokens,
+        temperature = gen.temperature if own is None or own.temperature is None else own.temperature
+        max_tokens = gen.max_tokens if own is None or own.max_tokens is None else own.max_tokens
+        request = Request(_chat_messages(messages), temperature=temperature, max_tokens=max_tokens,
                           seed=turn_seed(gen.seed, conversation_id, turn, "target"))
-        asked = await ask(self.target, request, _as_reply, stage=STAGE, retry=same_request(EMPTY_REPLY_RETRIES))
+        again = same_request(EMPTY_REPLY_RETRIES) if own is None or own.retry_empty else None
+        asked = await ask(self.target, request, _as_reply, stage=STAGE, retry=again)
         if asked.ok and asked.raw:
             return Message(role="assistant", content=asked.raw, turn=turn, model=self.model), asked.finish_reason
         return Message(role="assistant", content="", turn=turn, model=self.model), "empty"
@@ -159,7 +163,8 @@ class _Player:
         await self.write(self.run.append, Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
                                    condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
                                    messages=messages, target_model=self.model, shared_turn1=shared,
-                                   meta={"finish_reasons": finish_reasons, **meta}))
+                                   meta={"finish_reasons": finish_reasons, **meta,
+                                         **({"generation": job.generation.to_json()} if job.generation else {})}))
         self.bar.advance()
         if self.on_finished is not None:
             self.on_finished()
@@ -169,7 +174,7 @@ class _Player:
         key = str(job.shares)
         async with self.gate:
             opening = Message(role="user", content=job.prompt, turn=1)
-            self.first[key] = await self.reply(key, [opening], 1)
+            self.first[key] = await self.reply(key, [opening], 1, job.generation)
             if owner is not None:
                 answer, why = self.first[key]
                 await self.finish(owner, [opening, answer], [why], True)
@@ -181,7 +186,8 @@ class _Player:
         async with self.gate:
             meta: dict[str, Any] = dict(job.meta)
             messages = [Message(role="user", content=job.prompt, turn=1)]
-            answer, why = self.first[job.shares] if shared else await self.reply(job.conversation_id, messages, 1)
+            answer, why = self.first[job.shares] if shared else await self.reply(job.conversation_id, messages, 1,
+                                                                                 job.generation)
             messages.append(answer)
             reasons = [why]
             q = self.bench.queries.get(job.query_id, {}) if job.moves else {}
@@ -197,7 +203,7 @@ class _Player:
                     self.bar.advance()
                     return
                 messages.append(user)
-                answer, why = await self.reply(job.conversation_id, messages, turn)
+                answer, why = await self.reply(job.conversation_id, messages, turn, job.generation)
                 messages.append(answer)
                 reasons.append(why)
             if job.moves:
