@@ -358,11 +358,16 @@ def require_scored(results: Results, run: RunFolder) -> None:
     empty = conditions_without_numbers(results.conditions)
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
-                            f"(see {run.path / 'results.json'})")
+                            f"(see {run.path / 'results.json'})", results)
 
 
 class NothingScored(Exception):
-    """Everything was written, but some condition that ran has no scored number at all (exit 3)."""
+    """Everything was written, but some condition that ran has no scored number at all (exit 3);
+    ``results``: what was written to results.json."""
+
+    def __init__(self, message: str, results: Optional[Results] = None) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
@@ -372,8 +377,9 @@ def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------- commands
-async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
-    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report."""
+async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
+    the results (results.json's record), or None after a dry run."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
@@ -405,7 +411,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         except ValueError as exc:            # a bad --price
             raise ConfigError(str(exc)) from None
         if cfg.dry_run:
-            return
+            return None
         run.check(meta)                      # an unusable folder fails before anything starts
         if local:
             srv = session.local_server()
@@ -442,6 +448,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
     require_scored(results, run)
+    return results
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:

@@ -64,7 +64,7 @@ INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
 RESUME = "; rerun the same command to resume"
 
 
-def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True) -> None:
+def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) -> None:
     """Run one application command in one event loop; the package's errors become one line and exit 2,
     Ctrl-C (and SIGTERM, alike) a short note and exit 130 (143)."""
     try:
@@ -97,7 +97,7 @@ class _Terminated(Exception):
     model closed on the way out)."""
 
 
-async def _terminable(command: Coroutine[Any, Any, None]) -> None:
+async def _terminable(command: Coroutine[Any, Any, Any]) -> None:
     """Await `command`; SIGTERM cancels it as Ctrl-C does and ends in `_Terminated`."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
