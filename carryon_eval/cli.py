@@ -173,7 +173,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it resumes.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries, with all their conversations.")
 @click.option("--conditions", default=",".join(CONDITIONS), show_default=True, callback=_conditions,
-              help="Comma-separated conditions to run; 'triplet' (issue 12) is not in the default set; "
+              help="Comma-separated conditions to run; 'triplet' is not in the default set; "
                    "'all' runs every condition.")
 @concurrency_option(help="Conversations (and requests per endpoint) in flight.")
 @click.option("--max-tokens", type=click.IntRange(min=1),

@@ -37,7 +37,7 @@ class Benchmark:
     conversations: list[dict[str, Any]]           # rows in dataset order
     manifest: Optional[dict[str, Any]] = None     # MANIFEST.json of a built release, if present
     notes: list[str] = field(default_factory=list)
-    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config (issue 12)
+    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config
 
     @property
     def query_ids(self) -> list[str]:

@@ -23,7 +23,7 @@ aggregation open); ``redundancy_pooled`` is the share over all fulfilled items p
 
 This module is over 450 lines (about 540): it is the one home of every metric formula of results.json,
 and the bounds must recompute exactly those formulas under each reading; splitting the breakdowns out
-is left for when the triplet metrics (issue 12) land beside them, to move them once.
+is left for when the triplet metrics land beside them, to move them once.
 """
 from __future__ import annotations
 

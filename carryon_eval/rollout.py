@@ -80,7 +80,7 @@ def plan(bench: Benchmark, conditions: Sequence[str]) -> tuple[list[Job], list[S
                                    "query has no benign_intent (benign clarification moves need it)"))
             continue
         jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, flow["flow_id"], moves))
-    if TRIPLET_CONDITION in conditions:      # one single-turn job per triplet prompt (issue 12)
+    if TRIPLET_CONDITION in conditions:      # one single-turn job per triplet prompt
         jobs += [Job(cid, set_id, TRIPLET_CONDITION) for cid, (set_id, _) in triplet_prompts(bench.triplets).items()]
         if not bench.triplets:
             skipped.append(Skipped(TRIPLET_CONDITION, TRIPLET_CONDITION, "the dataset has no triplets config"))

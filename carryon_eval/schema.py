@@ -49,7 +49,7 @@ ITEM_CATEGORIES: dict[str, str] = {
 }
 
 CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
-# Triplet evaluation (issue 12): not in the default set; `--conditions all` selects it too.
+# Triplet evaluation: not in the default set; `--conditions all` selects it too.
 TRIPLET_CONDITION = "triplet"
 ALL_CONDITIONS: tuple[str, ...] = (*CONDITIONS, TRIPLET_CONDITION)
 TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")

@@ -289,7 +289,7 @@ class UtilityScorer(PromptScorer):
     def cases(self, transcript: Transcript, reply: Message, query: dict[str, Any],
               checklist: Sequence[dict[str, Any]]) -> list[tuple[tuple, Case]]:
         if is_variant(transcript.conversation_id, "malicious"):
-            return []      # triplet evaluation (issue 12): Ben-Util only for benign and ambiguous replies
+            return []      # triplet evaluation: Ben-Util only for benign and ambiguous replies
         return [((transcript.conversation_id, reply.turn, item["item_id"]),
                  Case(query["query"], final_answer(reply), item=item["question"])) for item in checklist]
 

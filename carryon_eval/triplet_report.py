@@ -1,4 +1,4 @@
-"""The triplet section of a run's report (issue 12): results.json's ``triplet``, table.md's and report.html's.
+"""The triplet section of a run's report: results.json's ``triplet``, table.md's and report.html's.
 
     replies = triplet_replies(rundir, bench, transcripts, utility, safety, judge)   # records -> TripletReply
     section = summarize_triplets(replies)                                           # carryon_eval.triplet_metrics
