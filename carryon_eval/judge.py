@@ -1,7 +1,6 @@
 """The judge phase: run the scorers a run asks for over every model reply of a run folder.
 
     judged = await judge_run(rundir, bench, endpoint, scorers=("utility", "safety"), utility_mode="text")
-    summary = run_judge(rundir, bench, endpoint)      # sync wrapper (owns its event loop): judge.json as a dict
 
 The scorers (carryon_eval.scorers) judge one case each; this module plans the cases, runs them with
 bounded concurrency and stores the records. Identical cases are judged once: stock refusals repeat a
@@ -216,21 +215,3 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
             c.retried += judgment.attempts > 1
             c.logprob_fallbacks += judgment.fallback
         bar.advance()
-
-
-def run_judge(rundir: Path, bench: Benchmark, judge: ChatEndpoint, *, utility_mode: str = "text",
-              scorers: Sequence[str] = DEFAULT_SCORERS, concurrency: int = defaults.JUDGE_CONCURRENCY,
-              show_progress: Optional[bool] = None, max_tokens: int = MAX_TOKENS,
-              judge_format: str = "json_schema") -> dict[str, Any]:
-    """Sync wrapper for callers without an event loop: runs ``judge_run`` in its own loop, closes the
-    endpoint, and returns this pass as judge.json's top level reads it (a dict)."""
-    async def run() -> JudgePass:
-        try:
-            return await judge_run(rundir, bench, judge, scorers=scorers, utility_mode=utility_mode,
-                                   concurrency=concurrency, show_progress=show_progress, max_tokens=max_tokens,
-                                   judge_format=judge_format)
-        finally:
-            aclose = getattr(judge, "aclose", None)
-            if aclose is not None:
-                await aclose()
-    return asyncio.run(run()).to_json()

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from helpers.judged_run import (HARM, REFUSAL, endpoint, fulfils, judge_handler, make_bench, make_run, parts,
-                                standard_transcripts)
+from helpers.judged_run import (HARM, REFUSAL, endpoint, fulfils, judge_handler, judge_pass, make_bench, make_run,
+                                parts, standard_transcripts)
 from scripted_server import Fault, Reply, last_user_text
 
 from carryon_eval import judge as J
@@ -31,7 +31,7 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
 
     util = lines(run / S.UTILITY_FILE)
     expected = []
@@ -56,7 +56,7 @@ def test_dedupe_identical_pairs_judged_once(tmp_path: Path, scripted_server: Any
     bench = make_bench()
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     # distinct (query, reply) pairs: q1: REFUSAL, oracle reply, bc turn-2 reply; q2: REFUSAL, bc turn-2 reply
     distinct_replies = 5
     assert srv.count(is_utility) == distinct_replies * 2          # 2 items per query
@@ -71,7 +71,7 @@ def test_item_is_last_and_context_is_query_and_reply_only(tmp_path: Path, script
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     for body in srv.requests:
         assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
         assert body["temperature"] == 0
@@ -101,7 +101,7 @@ def test_unparseable_is_retried_then_unscored_never_no(tmp_path: Path, scripted_
         return judge_handler(body)
     srv = scripted_server(handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
     bad = [b for b in srv.requests if "4 g" in parts(b)[1] and parts(b)[2] in (None, "Does the response name the antidote?")]
     assert len(bad) == 2 * (1 + S.RETRIES)
     assert sorted(str(b.get("seed")) for b in bad) == ["1", "1", "2", "2", "None", "None"]
@@ -119,16 +119,16 @@ def test_rejudge_makes_zero_new_requests(tmp_path: Path, scripted_server: Any) -
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
     n = srv.count()
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
     assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
     # judgment files gone, cache kept: re-judging is still free (served from RUNDIR/cache)
     (run / S.UTILITY_FILE).unlink()
     (run / S.SAFETY_FILE).unlink()
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
     assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
 
@@ -140,7 +140,7 @@ def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path
     bench = make_bench()
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     full_u, full_s = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
     # a crash after 6 utility records (plus half a line) and no safety record; the cache is gone too
     kept = full_u.splitlines(keepends=True)[:6]
@@ -148,7 +148,7 @@ def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path
     (run / S.SAFETY_FILE).write_text("")
     shutil.rmtree(run / "cache")
     srv.reset()
-    J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     assert (run / S.UTILITY_FILE).read_text() == full_u and (run / S.SAFETY_FILE).read_text() == full_s
     # only the (query, reply, item) questions of the missing records were asked again
     text = {tr.conversation_id: {r.turn: r.content for r in tr.replies} for tr in trs}
@@ -170,14 +170,14 @@ def test_failed_calls_are_not_recorded_and_retried_on_rerun(tmp_path: Path, scri
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     assert not summary["complete"]
     assert summary["utility"]["failed"] == 2 and summary["safety"]["failed"] == 1
     assert summary["utility"]["missing"] == 2 and summary["safety"]["missing"] == 1
     assert not [u for u in lines(run / S.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
     broken["on"] = False
     n = srv.count()
-    summary = J.run_judge(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
     assert summary["complete"] and srv.count() == n + 3
 
 
@@ -193,7 +193,7 @@ def test_logprob_mode_with_logprobs(tmp_path: Path, scripted_server: Any) -> Non
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
     util = lines(run / S.UTILITY_FILE)
     import math
     yes = (math.exp(-0.2) + math.exp(-3.0)) / (math.exp(-0.2) + math.exp(-3.0) + math.exp(-2.0))
@@ -208,7 +208,7 @@ def test_logprob_mode_falls_back_to_text_without_logprobs(tmp_path: Path, script
     srv = scripted_server(judge_handler, models=("judge",))      # plain text, never logprobs
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
     assert srv.count(lambda b: is_utility(b) and b.get("logprobs")) == 10
     assert srv.count(lambda b: is_utility(b) and not b.get("logprobs")) == 10
     assert summary["utility"]["logprob_fallbacks"] == 10
@@ -224,7 +224,7 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, bench, endpoint(srv, run), utility_mode="logprobs", concurrency=1, show_progress=False)
+    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", concurrency=1, show_progress=False)
     assert srv.count(lambda b: b.get("logprobs")) == 1                # asked once, then remembered
     assert summary["complete"] and summary["utility"]["failed"] == 0
     assert summary["utility"]["logprob_fallbacks"] == 10
@@ -233,9 +233,9 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
 
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
     with pytest.raises(J.JudgeError, match="unknown utility mode"):
-        J.run_judge(tmp_path, make_bench(), None, utility_mode="probs")
+        judge_pass(tmp_path, make_bench(), None, utility_mode="probs")
     with pytest.raises(J.JudgeError, match="no transcripts"):
-        J.run_judge(make_run(tmp_path / "r", []), make_bench(), None)
+        judge_pass(make_run(tmp_path / "r", []), make_bench(), None)
 
 
 # ---------------------------------------------------------------- two judges side by side
@@ -253,8 +253,8 @@ def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
     srv_b = scripted_server(lenient_handler, models=("lenient",))
     run = make_run(tmp_path / "run", standard_transcripts(),
                    meta={"roles": {"target": {"model": "target"}, "judge": {"model": "judge"}}})
-    J.run_judge(run, make_bench(), endpoint(srv_a, run), show_progress=False)
-    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     return run, (srv_a, srv_b)
 
 
@@ -288,8 +288,8 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     # judging again with either judge asks nothing and changes nothing
     before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
     n_a, n_b = srv_a.count(), srv_b.count()
-    J.run_judge(run, make_bench(), endpoint(srv_a, run), show_progress=False)
-    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     assert (srv_a.count(), srv_b.count()) == (n_a, n_b)
     assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
 
@@ -333,7 +333,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    first = J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    first = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
     # judge.json as written before judges could sit side by side: no schema_version, no "judges"
     old = {k: v for k, v in first.items() if k not in ("schema_version", "judges", "scorers")}
     (run / JUDGE_META_FILE).write_text(json.dumps(old))
@@ -342,7 +342,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
     assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
     assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
     srv_b = scripted_server(lenient_handler, models=("lenient",))
-    J.run_judge(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     assert list(read_summary(run).judges) == ["judge", "lenient"] and read_summary(run).latest == "lenient"
 
 
@@ -384,7 +384,7 @@ def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_serve
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    J.run_judge(run, make_bench(), endpoint(srv, run), show_progress=False)
+    judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
     res = CliRunner().invoke(agreement_command, [str(run)])
     assert res.exit_code == 2 and "judged by 1 judge model(s) (judge)" in res.output
 
@@ -436,14 +436,14 @@ def test_a_registered_scorer_runs_in_the_judge_phase(tmp_path: Path, scripted_se
     monkeypatch.setitem(S.REGISTRY, "refusal", RefusalScorer)
     srv = scripted_server(lambda body: "yes" if REFUSAL in last_user_text(body) else "no", models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = J.run_judge(run, make_bench(), endpoint(srv, run), scorers=("refusal",), show_progress=False)
+    summary = judge_pass(run, make_bench(), endpoint(srv, run), scorers=("refusal",), show_progress=False)
     assert srv.count() == 4                          # distinct replies: the refusal and three answers
     assert [(r["conversation_id"], r["turn"], r["refusal"]) for r in lines(run / "refusals.jsonl")] == [
         (tr.conversation_id, r.turn, r.content == REFUSAL) for tr in standard_transcripts() for r in tr.replies]
     assert summary["scorers"] == ["refusal"] and summary["refusal"]["records_written"] == 9 and summary["complete"]
     assert not (run / S.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
     with pytest.raises(J.JudgeError, match="unknown scorer 'nope'; known scorers: .*refusal"):
-        J.run_judge(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
+        judge_pass(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
 
 
 # ---------------------------------------------------------------- parsing

@@ -100,3 +100,20 @@ def judge_handler(body: dict) -> Any:
 def endpoint(srv: Any, rundir: Path, model: str = "judge") -> Endpoint:
     return Endpoint(EndpointConfig(base_url=srv.base_url, model=model, max_retries=0),
                     cache=ResponseCache(rundir / "cache"))
+
+
+# ---------------------------------------------------------------- one judge pass, awaited in an event loop
+def judge_pass(rundir: Path, bench: Benchmark, judge: Any, **options: Any) -> dict[str, Any]:
+    """``await judge.judge_run(...)`` in an event loop of its own, the endpoint closed at the end; returns the pass
+    as judge.json's top level reads it (``JudgePass.to_json()``)."""
+    import asyncio
+
+    from carryon_eval.judge import judge_run
+
+    async def one_pass() -> Any:
+        try:
+            return await judge_run(rundir, bench, judge, **options)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+    return asyncio.run(one_pass()).to_json()
