@@ -25,7 +25,7 @@ def main() -> None:
     for i in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", "build", "--source",
+            subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", "build", "--source",
                             args.source, "--out", f"{tmp}/cob", "--no-llm"], check=True, capture_output=True)
             times.append(time.perf_counter() - t0)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

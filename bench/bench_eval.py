@@ -11,9 +11,9 @@ measured there) on the same call graph: per query one turn-1 reply (shared by it
 oracle reply, and per conversation move one user-simulator turn and one target reply, at most
 ``--concurrency`` requests / conversations in flight.
 
-- carryon rollout: carryon_eval.rollout (one Endpoint per role, its cache, transcripts.jsonl).
+- carryon rollout: carryon_eval.rollout.play (one Endpoint per role, its cache, transcripts.jsonl).
 - carryon judge: the judge phase alone on that rollout's transcripts (fresh cache).
-- carryon rollout+judge: both pipelined as `carryon-eval` runs them (carryon_eval.pipeline).
+- carryon rollout+judge: both pipelined as `carryon-eval` runs them (carryon_eval.app.pipeline).
 - bare openai loop: openai.AsyncOpenAI, a semaphore, nothing else (no cache, no files).
 - inspect-ai: one sample per query whose solver plays the query's turn-1, oracle and conversations with
   get_model().generate (inspect-ai installed in a venv of its own: ``--inspect-python``).
@@ -88,16 +88,16 @@ def expected_rollout_requests(n_queries: int) -> int:
 
 # ---------------------------------------------------------------- contenders (each in its own process)
 async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path) -> dict[str, Any]:
-    from carryon_eval.cache import ResponseCache
-    from carryon_eval.client import Endpoint, EndpointConfig
-    from carryon_eval.dataset import load_benchmark
-    from carryon_eval.judge import judge_run
-    from carryon_eval.pipeline import judge_while_rolling_out
-    from carryon_eval.records import Generation
-    from carryon_eval.rollout import rollout
-    from carryon_eval.run import RunFolder
+    from carryon_eval.model.cache import ResponseCache
+    from carryon_eval.model.client import Endpoint, EndpointConfig
+    from carryon_eval.dataset.load import load_benchmark
+    from carryon_eval.judge.phase import judge_run
+    from carryon_eval.app.pipeline import judge_while_rolling_out
+    from carryon_eval.run.records import Generation
+    from carryon_eval.rollout.play import rollout
+    from carryon_eval.run.folder import RunFolder
     from carryon_eval.schema import CONDITIONS
-    from carryon_eval.simulator import UserSimulator
+    from carryon_eval.rollout.simulator import UserSimulator
 
     bench = load_benchmark(data)
     run = RunFolder(work / f"run-{kind}")
@@ -226,7 +226,7 @@ def contender_main(args: argparse.Namespace) -> None:
     """One contender, timed from after its imports: wall time and this process's CPU time."""
     import openai  # noqa: F401 - imported before the clock starts, as inspect-ai's script does
     if args.contender != "bare":
-        import carryon_eval.judge  # noqa: F401
+        import carryon_eval.judge.phase  # noqa: F401
     if args.contender == "bare":
         t0, c0 = time.perf_counter(), time.process_time()
         n = asyncio.run(bare(Path(args.data), args.url, args.concurrency))

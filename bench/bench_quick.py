@@ -46,7 +46,7 @@ class Lines:
 
 
 def evaluate(url: str, data: Path, out: Path, subset: str) -> tuple[dict[str, int], dict]:
-    from carryon_eval import app
+    from carryon_eval.app import commands as app
 
     role = app.RoleChoice(url, "tgt", "BENCH_NO_KEY")
     cfg = app.EvaluateConfig(target=role, user=app.RoleChoice(url, "sim"), judge=app.RoleChoice(url, "jdg"),

@@ -22,7 +22,7 @@ import time
 
 import openai
 
-from carryon_eval.local_model import LocalModelServer
+from carryon_eval.model.local import LocalModelServer
 
 QUERY = "How do I pick a pin tumbler lock?"
 REPLY_TEXT = (

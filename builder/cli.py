@@ -186,7 +186,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
             fail(str(exc))
         return
 
-    from carryon_eval.client import EndpointError
+    from carryon_eval.model.client import EndpointError
 
     from .dry_run import NO_ENDPOINT
     from .llm_config import LLMConfig
@@ -219,7 +219,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
     with contextlib.ExitStack() as stack:
         local_url = None
         if plan.needs_local:
-            from carryon_eval.local_model import LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer
+            from carryon_eval.model.local import LOCAL_MODEL_NOTICE, LocalModelError, LocalModelServer
             click.echo(f"starting the embedded model ... {LOCAL_MODEL_NOTICE}", err=True)
             try:
                 server = stack.enter_context(LocalModelServer())

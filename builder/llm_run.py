@@ -4,7 +4,7 @@
     manifest = build(source, out, llm_stages=stages)        # builder.pipeline.build calls stages(queries)
 
 Every stage of ``config.stages()`` runs for every surviving query at once and draws a progress line
-(done/total, rate, ETA, tokens). Each model call goes through ``carryon_eval.ask.ask`` with the
+(done/total, rate, ETA, tokens). Each model call goes through ``carryon_eval.model.ask.ask`` with the
 ``repair`` policy: replies are parsed tolerantly (carryon_eval.parsing); a reply that still cannot be
 used is answered with the repair prompt (at most defaults.REPAIRS times, only for stages that have an
 ``expected`` text); an empty reply is asked again (defaults.EMPTY_REPLY_RETRIES times); a reply that
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from carryon_eval import defaults
-from carryon_eval.ask import EMPTY, Asked, Attempt, Request, ask, repair
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import Endpoint
-from carryon_eval.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval.model.ask import EMPTY, Asked, Attempt, Request, ask, repair
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import Endpoint
+from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
 from carryon_eval.parsing import echoes_prompt
 from carryon_eval.progress import Progress
 from carryon_eval.prompts import Prompt, load_prompt
@@ -138,7 +138,7 @@ class LLMStages:
                     concurrency=spec.concurrency, timeout=spec.timeout, max_retries=config.max_retries,
                     backoff_base=config.backoff_base), cache=self.cache, usage=self.usage))
         self.prompts: dict[str, Prompt] = {stage.name: stage.template() for stage in self.stages}
-        self.repair_prompt = load_prompt("repair", package="builder")
+        self.repair_prompt = load_prompt("repair", package="carryonbench_builder")
         self.tally: dict[str, StageTally] = {stage.name: StageTally() for stage in self.stages}
         self.states: list[QueryState] = []
 

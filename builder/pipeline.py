@@ -24,7 +24,7 @@ from .source import SourceQuery, file_sha256, load_source, select_queries
 
 #: The card template: the repository's dataset_card.md, shipped as package data (builder/dataset_card.md
 #: is a symlink to it; a wheel holds its content).
-CARD_TEMPLATE = resources.files("builder") / "dataset_card.md"
+CARD_TEMPLATE = resources.files("carryonbench_builder") / "dataset_card.md"
 
 
 @dataclass

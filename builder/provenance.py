@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from carryon_eval import defaults
-from carryon_eval.local_model import LOCAL_MODEL_NOTICE
+from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 

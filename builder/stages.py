@@ -136,7 +136,7 @@ class Stage:
     card_note: Callable[[LLMConfig], str] = _no_card_note
 
     def template(self) -> Prompt:
-        return load_prompt(self.prompt, package="builder")
+        return load_prompt(self.prompt, package="carryonbench_builder")
 
     def structured(self, spec: ModelSpec) -> str:
         """The structured-output style this stage asks ``spec`` for ("none" for free text)."""

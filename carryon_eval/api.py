@@ -8,7 +8,7 @@
 ``evaluate`` takes the options of ``carryon-eval`` as keyword arguments, named like the long options with
 dashes as underscores (``--judge-model`` -> ``judge_model``, ``--no-shared-turn1`` -> ``no_shared_turn1=True``,
 ``--price`` -> ``price=["judge=0.15/0.60"]``; a repeatable option takes a list). It builds the same
-``carryon_eval.app.EvaluateConfig`` the command line builds and awaits the same ``carryon_eval.app.evaluate``
+``EvaluateConfig`` the command line builds and awaits the same ``carryon_eval.app.commands.evaluate``
 (rollout -> [fidelity] -> judge -> report, resumable into the same ``out``), so a run started here and one
 started with ``carryon-eval`` write the same run folder.
 
@@ -34,11 +34,12 @@ import threading
 from pathlib import Path
 from typing import Any, Coroutine, Optional, Sequence, TypeVar, Union
 
-from . import app, defaults
-from .app import ConfigError, NothingScored, Output
-from .cli_common import configure_logging
-from .records import Results
-from .schema import ALL_CONDITIONS, CONDITIONS
+from carryon_eval import defaults
+from carryon_eval.app import commands as app
+from carryon_eval.app.commands import ConfigError, NothingScored, Output
+from carryon_eval.cli_common import configure_logging
+from carryon_eval.run.records import Results
+from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS
 
 __all__ = ["ConfigError", "NothingScored", "PrintOutput", "evaluate", "evaluate_async"]
 
@@ -103,8 +104,8 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
                     dry_run: bool = False, price: Union[str, Sequence[str]] = (),
                     max_calls: Optional[int] = None) -> app.EvaluateConfig:
-    """The ``carryon_eval.app.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a bad value
-    raises ConfigError naming the option."""
+    """The ``carryon_eval.app.commands.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
+    bad value raises ConfigError naming the option."""
     for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
                         ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls)):
         _at_least_one(name, value)

@@ -13,7 +13,7 @@ embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, end
 ends with one line `carryon-eval: error: ...` on stderr and exit code 2, before any generation. A run
 whose judge answered nothing usable for some condition writes everything, then exits 3 with one line.
 
-This module only parses options into the config records of carryon_eval.app, runs the command's one
+This module only parses options into the config records of carryon_eval.app.commands, runs the command's one
 async function in one event loop, and prints.
 """
 from __future__ import annotations
@@ -27,20 +27,24 @@ from typing import Any, Coroutine, Optional, Sequence
 
 import click
 
-from . import __version__, app, defaults
-from .agreement import agreement_command
-from .annotate import TASKS as ANNOTATION_TASKS
-from .annotate import AnnotateError
-from .cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
-from .batch import BatchError
-from .compare import compare_command
-from .dataset import DatasetError
-from .endpoint import EndpointError, EndpointRejected
-from .judge import JUDGE_FORMATS, JudgeError
-from .local_model import LocalModelError
-from .prompts import PromptError
-from .run import RunError
-from .schema import ALL_CONDITIONS, CONDITIONS
+from carryon_eval import __version__
+
+from carryon_eval.app import commands as app
+
+from carryon_eval import defaults
+from carryon_eval.human.agreement import agreement_command
+from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
+from carryon_eval.human.annotate import AnnotateError
+from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
+from carryon_eval.judge.batch import BatchError
+from carryon_eval.report.compare import compare_command
+from carryon_eval.dataset.load import DatasetError
+from carryon_eval.model.endpoint import EndpointError, EndpointRejected
+from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
+from carryon_eval.model.local import LocalModelError
+from carryon_eval.prompts import PromptError
+from carryon_eval.run.folder import RunError
+from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 

@@ -3,7 +3,7 @@
 - ``UsageError``: bad input ends with one line ``<prog>: error: <message>`` on stderr and exit code 2
   (no traceback, nothing half-written); each CLI subclasses it with its program name.
 - ``is_local(endpoint)``: no endpoint, or the word ``local``, means the embedded model (defined with the
-  embedded model in carryon_eval.local_model).
+  embedded model in carryon_eval.model.local).
 - ``endpoint_options(prefix=...)``: the options of one role where both CLIs name them alike
   (``--endpoint``, ``--model``, ``--api-key-env``), and ``concurrency_option`` / ``timeout_option``.
 - ``verbose_option``: ``--verbose`` logs the package's INFO messages (the client's retries and rate
@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from . import defaults
-from .local_model import LOCAL_ENDPOINT, is_local
+from carryon_eval import defaults
+from carryon_eval.model.local import LOCAL_ENDPOINT, is_local
 
 __all__ = ["LOCAL_ENDPOINT", "UsageError", "concurrency_option", "configure_logging", "endpoint_options", "is_local",
            "timeout_option", "verbose_option"]

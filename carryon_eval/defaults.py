@@ -23,7 +23,7 @@ USER_MAX_TOKENS = 256
 JUDGE_MAX_TOKENS = 1024    # text mode; generous so that reasoning judges can finish
 SEED = 0
 
-# ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.ask)
+# ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.model.ask)
 EMPTY_REPLY_RETRIES = 2    # an empty reply is asked again this many times (empty replies are never cached)
 JUDGE_RETRIES = 2          # extra judge attempts after an unparseable answer
 REPAIRS = 2                # builder: repair prompts after a malformed reply

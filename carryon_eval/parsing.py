@@ -1,7 +1,7 @@
 """Tolerant parsing of every model reply of the project: the one place that reads model text.
 
 Judges: yes/no verdicts, 1-5 harm scores, P(yes) from top logprobs. These return None when the text
-does not say one thing clearly; the caller retries (carryon_eval.ask) and, failing that, records the
+does not say one thing clearly; the caller retries (carryon_eval.model.ask) and, failing that, records the
 judgment as unscored. Nothing here ever guesses "no" or a score.
 
 Builder stages: JSON anywhere in a reply, checklist items, verdict flags, WildGuard lines, intents.
@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, Iterable, Optional, Sequence
 
-from .schema import ITEM_CATEGORIES
+from carryon_eval.schema import ITEM_CATEGORIES
 
 # A reasoning block; an unterminated one (the model ran out of tokens) hides everything after it.
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)

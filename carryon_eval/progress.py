@@ -15,7 +15,7 @@ from typing import Optional
 
 from tqdm import tqdm
 
-from .endpoint import UsageLedger
+from carryon_eval.model.endpoint import UsageLedger
 
 
 def role_of(stage: str) -> str:

@@ -10,7 +10,7 @@ builder), read with importlib.resources so that it works from a wheel as from a 
 A body may be split into chat messages by ``[system]`` / ``[user]`` lines (no such line: one user
 message). `load_prompt("user_simulator/pushback")` returns the body, its version and the sha256 of the
 whole file; the hashes go into MANIFEST.json and run metadata so that a result names the exact prompt.
-The builder's prompts are named "builder/<name>" (`load_prompt("intent_writer", package="builder")`).
+The builder's prompts are named "builder/<name>" (`load_prompt("intent_writer", package="carryonbench_builder")`).
 """
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from functools import lru_cache
 from importlib import resources
 
 DEFAULT_PACKAGE = "carryon_eval"
+#: A prompt's recorded name starts with its package's folder (the builder's prompts are "builder/<name>"), not
+#: its import name, so that refs in manifests and runs read the same whatever the package installs as.
+FOLDER_OF = {"carryonbench_builder": "builder"}
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
 
 
@@ -71,14 +74,14 @@ def _prompts_dir(package: str) -> resources.abc.Traversable:
 def load_prompt(name: str, package: str = DEFAULT_PACKAGE) -> Prompt:
     path = _prompts_dir(package).joinpath(*f"{name}.txt".split("/"))
     if not path.is_file():
-        raise PromptError(f"prompt file {package}/prompts/{name}.txt not found")
+        raise PromptError(f"prompt file {FOLDER_OF.get(package, package)}/prompts/{name}.txt not found")
     raw = path.read_bytes()
     text = raw.decode("utf-8")
     head, sep, body = text.partition("\n---\n")
     if not sep or not head.startswith("version:"):
-        raise PromptError(f"prompt file {package}/prompts/{name}.txt: expected a 'version: N' line, then '---', "
+        raise PromptError(f"prompt file {FOLDER_OF.get(package, package)}/prompts/{name}.txt: expected a 'version: N' line, then '---', "
                           "then the body")
-    full_name = name if package == DEFAULT_PACKAGE else f"{package}/{name}"
+    full_name = name if package == DEFAULT_PACKAGE else f"{FOLDER_OF.get(package, package)}/{name}"
     return Prompt(name=full_name, version=head.split(":", 1)[1].strip(), body=body.strip("\n") + "\n",
                   sha256=hashlib.sha256(raw).hexdigest())
 

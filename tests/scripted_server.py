@@ -1,7 +1,7 @@
 """A real, scripted OpenAI-compatible HTTP server for tests.
 
 Every test that needs "a model" runs one of these instead of mocking the client: the product's
-``carryon_eval.client.Endpoint`` (and the real ``openai`` library under it) talk real HTTP to a
+``carryon_eval.model.client.Endpoint`` (and the real ``openai`` library under it) talk real HTTP to a
 Starlette app served by uvicorn in a background thread on a free 127.0.0.1 port.
 
 Quick start

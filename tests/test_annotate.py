@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from helpers.annotation_run import JUDGE, annotation_run
 
-from carryon_eval import agreement_stats as S
-from carryon_eval.annotate import sample_cases
+from carryon_eval.human import stats as S
+from carryon_eval.human.annotate import sample_cases
 from carryon_eval.cli import cli
-from carryon_eval.dataset import load_benchmark
+from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.moves import MOVES
 
 
@@ -226,7 +226,7 @@ def test_fidelity_labels_of_two_people_against_the_intended_move(run: Path, tmp_
 
 
 def test_report_includes_the_agreement_section(run: Path, dataset: Path, tmp_path: Path) -> None:
-    from carryon_eval.report import write_report
+    from carryon_eval.report.writer import write_report
 
     bench = load_benchmark(str(dataset))
     write_report(run, bench, n_resamples=50)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from helpers.rollout_data import evaluator_handler, make_dataset
 
-from carryon_eval.app import ConfigError
-from carryon_eval.records import Results
+from carryon_eval.app.commands import ConfigError
+from carryon_eval.run.records import Results
 
 REPO = Path(__file__).resolve().parents[1]
 README_URL = "http://localhost:8000/v1"

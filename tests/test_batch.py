@@ -11,7 +11,7 @@ from typing import Any, Callable
 from click.testing import CliRunner
 from helpers.rollout_data import evaluator_handler
 
-from carryon_eval import batch
+from carryon_eval.judge import batch
 from carryon_eval.cli import cli
 
 JUDGMENTS = ("utility_judgments.jsonl", "safety_judgments.jsonl")

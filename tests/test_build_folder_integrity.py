@@ -9,7 +9,7 @@ from typing import Any
 from click.testing import CliRunner
 from helpers.synthetic_source import synthetic_source
 
-from builder.cli import cli
+from carryonbench_builder.cli import cli
 
 
 def build(*args: Any) -> Any:

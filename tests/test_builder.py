@@ -19,7 +19,7 @@ needs_source = pytest.mark.skipif(
 
 
 def carryon_build(*args, cwd=None):
-    return subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", *map(str, args)],
+    return subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
@@ -130,7 +130,7 @@ def test_verify_against_the_frozen_release_manifest(built):
 
 
 def test_verify_names_a_bad_flow_and_a_dangling_reference():
-    from builder.verify import check_references
+    from carryonbench_builder.verify import check_references
     tables = {
         "queries": [{"query_id": "q1"}],
         "flows": [{"flow_id": "F1-dl", "moves": ["delaying"], "n_turns": 4, "condition": "NC"},
@@ -217,7 +217,7 @@ def write_min_folder(folder, query):
 
 def test_evaluator_loader_never_serves_a_stale_cache_for_a_local_folder(tmp_path):
     """datasets caches a local folder by name and file size; the evaluator must read what is on disk now."""
-    from carryon_eval.dataset import load_benchmark
+    from carryon_eval.dataset.load import load_benchmark
     # same length every time, same folder name in two places, then edited in place
     for where, query in [("a", "How are fake invoices spotted?"), ("b", "How are fake receipts spotted?"),
                          ("a", "How are fake vouchers spotted?")]:

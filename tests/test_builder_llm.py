@@ -27,15 +27,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from builder.cli import cli
-from builder.llm_config import LLMConfig, ModelSpec
-from builder.llm_run import LLMStageAbort, LLMStages
-from builder.stages import Stage, StageParams
+from carryonbench_builder.cli import cli
+from carryonbench_builder.llm_config import LLMConfig, ModelSpec
+from carryonbench_builder.llm_run import LLMStageAbort, LLMStages
+from carryonbench_builder.stages import Stage, StageParams
 from carryon_eval.parsing import (
     extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
 from carryon_eval.schema import ITEM_CATEGORIES
-from builder.pipeline import NoQueryKept, build
-from builder.source import load_source, select_queries
+from carryonbench_builder.pipeline import NoQueryKept, build
+from carryonbench_builder.source import load_source, select_queries
 from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
@@ -343,7 +343,7 @@ def test_killed_build_rerun_repeats_no_finished_request(source, scripted_server,
     main = scripted_server(handler, models=MAIN_MODELS)
     judge = scripted_server(handler, models=(JUDGE,))
     out, cache = tmp_path / "ds", tmp_path / "cache"
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()",
+    cmd = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()",
            *cli_args(source, main, judge, out, cache, "--concurrency", "2")]
     proc = phase["proc"] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=60)
@@ -503,9 +503,9 @@ RESTATE = Stage(name="restate", role="intent_writer", prompt="intent_writer", pa
 def test_a_stage_added_as_one_record_runs_and_is_reported(source, servers, queries, tmp_path, monkeypatch):
     """The runner, the dry run, the manifest, the card and the log all follow the pipeline's records:
     one more record (here reusing the intent writer's prompt) needs no other change."""
-    import builder.llm_config
-    from builder.stages import pipeline
-    monkeypatch.setattr(builder.llm_config, "pipeline", lambda style: (*pipeline(style), RESTATE))
+    import carryonbench_builder.llm_config
+    from carryonbench_builder.stages import pipeline
+    monkeypatch.setattr(carryonbench_builder.llm_config, "pipeline", lambda style: (*pipeline(style), RESTATE))
     main, judge = servers
     logs: list[str] = []
     stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=logs.append)
@@ -523,7 +523,7 @@ def test_a_stage_added_as_one_record_runs_and_is_reported(source, servers, queri
 
 
 def test_role_plan_scheme():
-    from builder.roles import plan_roles
+    from carryonbench_builder.roles import plan_roles
     plan = plan_roles(endpoint="http://a/v1", model="m", role_endpoints=["harm_classifier=http://b/v1",
                                                                          "generator=http://g/v1"],
                       role_models=["harm_classifier=wg", "merger=big"], generators=["http://x/v1?k=v=gx"],
@@ -598,12 +598,12 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     the intents stage and its repairs. Run 2 scripts the intent writer and the generators so that Gemma
     serves the harm classifier, decomposer, merger and item filter (llama.cpp grammar-constrained JSON)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
-    from carryon_eval.local_model import LocalModelUnavailable, check_installed
+    from carryon_eval.model.local import LocalModelUnavailable, check_installed
     try:
         check_installed()
     except LocalModelUnavailable as exc:
         pytest.skip(str(exc))
-    base = [sys.executable, "-c", "from builder.cli import main; main()", "build", "--source", str(source),
+    base = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()", "build", "--source", str(source),
             "--endpoint", "local", "--limit", "2", "--max-tokens", "160", "--min-items", "1"]
     started = time.monotonic()
     res = subprocess.run([*base, "--out", str(tmp_path / "all"), "--generator-model", "gemma-3-270m",
@@ -722,7 +722,7 @@ def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
     queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
     and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
-    from carryon_eval.local_model import LocalModelUnavailable, check_installed
+    from carryon_eval.model.local import LocalModelUnavailable, check_installed
     try:
         check_installed()
     except LocalModelUnavailable as exc:
@@ -730,7 +730,7 @@ def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
     if not SOURCE.is_file():
         pytest.skip(f"the CASE-Bench source is not at {SOURCE} (set CARRYON_CASEBENCH)")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    builder = [sys.executable, "-c", "from builder.cli import main; main()"]
+    builder = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()"]
     out = tmp_path / "ds"
     res = subprocess.run([*builder, "build", "--source", str(SOURCE), "--out", str(out), "--endpoint", "local",
                           "--limit", "2", "--min-items", "1"], capture_output=True, text=True, timeout=1500, env=env)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from carryon_eval.cache import ResponseCache
+from carryon_eval.model.cache import ResponseCache
 
 
 def key(i: int) -> str:

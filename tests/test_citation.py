@@ -8,9 +8,9 @@ import pytest
 import yaml
 from helpers.synthetic_source import build_synthetic
 
-from builder import BUILDER_VERSION
-from builder.changelog import changelog_rows, changelog_table
-from builder.citation import (
+from carryonbench_builder import BUILDER_VERSION
+from carryonbench_builder.changelog import changelog_rows, changelog_table
+from carryonbench_builder.citation import (
     DATASET_AUTHOR,
     DATASET_TITLE,
     PAPER_ARXIV,

@@ -12,9 +12,9 @@ from scripted_server import Fault, last_user_text, script
 from helpers.eval_cli import invoke, one_error_line, remote, slowly, spawn, wait_for_lines
 from helpers.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as handler, make_dataset
 
-from carryon_eval.records import RunMeta
-from carryon_eval.rollout import turn_seed
-from carryon_eval.run import RunFolder
+from carryon_eval.run.records import RunMeta
+from carryon_eval.rollout.play import turn_seed
+from carryon_eval.run.folder import RunFolder
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
 SECRET = "sk-test-secret-value-42"
@@ -147,7 +147,7 @@ def test_verbose_shows_the_clients_retry_messages(scripted_server, dataset, tmp_
 
 # ---------------------------------------------------------------- end to end
 def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_path):
-    pytest.importorskip("carryon_eval.report")
+    pytest.importorskip("carryon_eval.report.writer")
     srv = scripted_server(handler, models=("tgt", "sim", "jdg"), api_key=SECRET)
     out = tmp_path / "run"
     env = {"OPENAI_API_KEY": SECRET}
@@ -236,7 +236,7 @@ class StandInLocalServer:
 
     def __enter__(self) -> "StandInLocalServer":
         from scripted_server import ScriptedServer
-        from carryon_eval.local_model import LOCAL_MODEL_ALIAS
+        from carryon_eval.model.local import LOCAL_MODEL_ALIAS
 
         self.srv = ScriptedServer(local_handler, models=(LOCAL_MODEL_ALIAS,)).start()
         self.base_url, self.model = self.srv.base_url, LOCAL_MODEL_ALIAS
@@ -248,8 +248,8 @@ class StandInLocalServer:
 
 
 def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
-    from carryon_eval import app as app_module
-    from carryon_eval.local_model import LOCAL_MODEL_NOTICE
+    from carryon_eval.app import commands as app_module
+    from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 
     monkeypatch.setattr(app_module, "LocalModelServer", StandInLocalServer)
     StandInLocalServer.started.clear()
@@ -267,7 +267,7 @@ def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dat
     assert len(StandInLocalServer.started) == 1                       # one server for all roles
     assert StandInLocalServer.options[-1] == {"logits_all": False}   # text-mode judge: no logits copy
     # token caps for the embedded model, recorded and sent
-    from carryon_eval.local_model import LOCAL_MAX_TOKENS
+    from carryon_eval.model.local import LOCAL_MAX_TOKENS
     assert meta["generation"]["target"]["max_tokens"] == LOCAL_MAX_TOKENS["target"]
     assert meta["generation"]["user"]["max_tokens"] == LOCAL_MAX_TOKENS["user"]
     assert meta["judge"]["max_tokens"] == LOCAL_MAX_TOKENS["judge"]

@@ -11,8 +11,8 @@ import socket
 
 import pytest
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import (
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import (
     ChatResult,
     Endpoint,
     EndpointConfig,
@@ -112,7 +112,7 @@ def test_concurrent_identical_requests_share_one_call(scripted_server, tmp_path)
 
 
 def test_endpoint_reopens_in_a_new_event_loop_after_aclose(scripted_server):
-    """Commands run in one event loop (carryon_eval.app); an endpoint closed there opens again in another."""
+    """Commands run in one event loop (carryon_eval.app.commands); an endpoint closed there opens again in another."""
     srv = scripted_server(lambda body: "ok")
     ep = Endpoint(fast_config(srv))
 

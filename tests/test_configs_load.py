@@ -18,16 +18,16 @@ from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_arg
 from helpers.synthetic_source import write_llm_source
 from test_builder_llm import run_cli
 
-from builder.dataset_folder import file_entry, parquet_name, write_parquet
-from builder.declared import declared_config_names, feature_type, field_tables
-from builder.source import load_source, select_queries
+from carryonbench_builder.dataset_folder import file_entry, parquet_name, write_parquet
+from carryonbench_builder.declared import declared_config_names, feature_type, field_tables
+from carryonbench_builder.source import load_source, select_queries
 
 needs_source = pytest.mark.skipif(not SOURCE.is_file(),
                                   reason=f"CASE-Bench source not found at {SOURCE} (gated data, not in the repository)")
 
 
 def carryon_build(*args, env=None):
-    return subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", *map(str, args)],
+    return subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", *map(str, args)],
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
@@ -58,7 +58,7 @@ def test_no_llm_build_of_the_shipped_source_loads_every_declared_config(tmp_path
     assert "no checklists: built with `--no-llm`" in card and "no provenance: built with `--no-llm`" in card
     assert json.loads((out / "MANIFEST.json").read_text())["counts"]["checklists"] == 0
     # the evaluator reads the folder: no checklists config = no checklist items
-    from carryon_eval.dataset import load_benchmark
+    from carryon_eval.dataset.load import load_benchmark
     bench = load_benchmark(out)
     assert len(bench.queries) == 410 and not any(bench.checklists.values())
     assert any("410 of 410 queries have no checklist items" in n for n in bench.notes)
@@ -218,7 +218,7 @@ def test_verify_names_an_absent_config_the_card_does_not_explain(small_build, tm
 
 
 def test_the_evaluator_loads_a_build_without_checklists(small_build):
-    from carryon_eval.dataset import load_benchmark
+    from carryon_eval.dataset.load import load_benchmark
     bench = load_benchmark(small_build)
     assert len(bench.queries) == 1 and bench.checklists == {q: [] for q in bench.queries}
     assert len(bench.conversations) == 15

@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.synthetic_source import build_synthetic
 
-from builder.croissant import croissant, field_descriptions, split_card
-from builder.dataset_folder import file_entry
+from carryonbench_builder.croissant import croissant, field_descriptions, split_card
+from carryonbench_builder.dataset_folder import file_entry
 
 RAI = ("rai:dataCollection", "rai:dataAnnotationProtocol", "rai:dataBiases", "rai:dataLimitations",
        "rai:personalSensitiveInformation", "rai:dataUseCases", "rai:dataSocialImpact")

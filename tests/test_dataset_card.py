@@ -10,8 +10,8 @@ import pytest
 import yaml
 from helpers.synthetic_source import build_synthetic
 
-from builder.dataset_folder import LICENSE_FILE, render_card
-from builder.verify import verify_folder
+from carryonbench_builder.dataset_folder import LICENSE_FILE, render_card
+from carryonbench_builder.verify import verify_folder
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from helpers.rollout_data import evaluator_handler
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
-from carryon_eval.run import RunFolder
+from carryon_eval.run.folder import RunFolder
 
 
 def invoke(*args: Any) -> Any:

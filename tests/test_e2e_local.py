@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from carryon_eval.local_model import LOCAL_MODEL_NOTICE
+from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 
 pytestmark = [
     pytest.mark.local_model,

@@ -1,12 +1,12 @@
-"""A local dataset folder is prepared once per content (carryon_eval.fingerprint), never read stale."""
+"""A local dataset folder is prepared once per content (carryon_eval.dataset.fingerprint), never read stale."""
 from __future__ import annotations
 
 import shutil
 
 from helpers.rollout_data import make_dataset
 
-from carryon_eval import fingerprint
-from carryon_eval.dataset import load_benchmark
+from carryon_eval.dataset import fingerprint
+from carryon_eval.dataset.load import load_benchmark
 
 
 def test_same_files_share_a_prepared_copy_and_changed_files_get_a_new_one(tmp_path):

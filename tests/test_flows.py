@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from builder.flows import POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
+from carryonbench_builder.flows import POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
 from carryon_eval import moves as M
 
 # Issue 2: valid sequences and, of those, the ones with no benign clarification, for 1..5 follow-ups.

@@ -10,9 +10,9 @@ from helpers.judged_run import (HARM, REFUSAL, endpoint, fulfils, judge_handler,
                                 parts, standard_transcripts)
 from scripted_server import Fault, Reply, last_user_text
 
-from carryon_eval import judge as J
-from carryon_eval import scorers as S
-from carryon_eval.judgments import JUDGE_META_FILE
+from carryon_eval.judge import phase as J
+from carryon_eval.judge import scorers as S
+from carryon_eval.judge.store import JUDGE_META_FILE
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
 from carryon_eval.prompts import load_prompt
 from carryon_eval.schema import Message, Transcript
@@ -259,7 +259,7 @@ def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
 
 
 def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.judgments import judges_present, load_safety, load_utility, select_judge
+    from carryon_eval.judge.store import judges_present, load_safety, load_utility, select_judge
 
     run, (srv_a, srv_b) = judged_twice(tmp_path, scripted_server)
     util, safety = lines(run / S.UTILITY_FILE), lines(run / S.SAFETY_FILE)
@@ -295,7 +295,7 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
 
 
 def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.judgments import select_judge
+    from carryon_eval.judge.store import select_judge
 
     run, _ = judged_twice(tmp_path, scripted_server)
     (run / "run.json").write_text(json.dumps({"roles": {"target": {"model": "target"}}}))
@@ -305,7 +305,7 @@ def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_
 
 
 def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.report import write_report
+    from carryon_eval.report.writer import write_report
 
     run, _ = judged_twice(tmp_path, scripted_server)
     # by hand. judge: turn 1 refusals 0; oracle q1 both items 100; bc c1 and c3 one item of two each -> 50;
@@ -329,7 +329,7 @@ def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_ser
 
 
 def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.judgments import read_summary
+    from carryon_eval.judge.store import read_summary
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
@@ -349,7 +349,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
 def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted_server: Any) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.agreement import agreement_command
+    from carryon_eval.human.agreement import agreement_command
 
     run, _ = judged_twice(tmp_path, scripted_server)
     res = CliRunner().invoke(agreement_command, [str(run), "--json"])
@@ -380,7 +380,7 @@ def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted
 def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_server: Any) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.agreement import agreement_command
+    from carryon_eval.human.agreement import agreement_command
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())

@@ -12,8 +12,8 @@ from helpers.judged_run import (HARM, endpoint, fulfils, judge_handler, judge_pa
                                 standard_transcripts, transcript)
 from scripted_server import Fault
 
-from carryon_eval import scorers as S
-from carryon_eval.judgments import JUDGE_META_FILE
+from carryon_eval.judge import scorers as S
+from carryon_eval.judge.store import JUDGE_META_FILE
 
 
 def lines(path: Path) -> list[dict]:

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from carryon_eval import local_model as lm
+from carryon_eval.model import local as lm
 from carryon_eval import moves as M
 from carryon_eval.schema import TABLE_COLUMNS
 
-SAMPLE = Path(lm.__file__).parent / "sample_data"
-DOMAINS = json.loads((Path(lm.__file__).parent / "data" / "sorry_bench_domains.json").read_text())
+SAMPLE = Path(lm.__file__).parents[1] / "dataset" / "sample_data"
+DOMAINS = json.loads((Path(lm.__file__).parents[1] / "dataset" / "data" / "sorry_bench_domains.json").read_text())
 ITEM_CATEGORIES = {"Practical Advice", "Domain-Specific Guidance", "Conceptual Explanation", "Audience Benefit",
                    "Resource", "Legal Framework", "Case Study"}
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -113,14 +113,14 @@ def test_sample_conversations_reference_queries_and_flows(sample_tables):
 
 def test_sample_generated_files_are_up_to_date():
     """flows.jsonl and conversations.jsonl are what make_sample.py writes from queries.jsonl."""
-    proc = subprocess.run([sys.executable, "-m", "carryon_eval.sample_data.make_sample", "--check"],
+    proc = subprocess.run([sys.executable, "-m", "carryon_eval.dataset.sample_data.make_sample", "--check"],
                           capture_output=True, text=True, cwd=str(SAMPLE.parent.parent))
     assert proc.returncode == 0, proc.stderr
 
 
 def test_sample_is_the_evaluators_default_dataset(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from carryon_eval.dataset import SAMPLE_DATASET, load_benchmark
+    from carryon_eval.dataset.load import SAMPLE_DATASET, load_benchmark
 
     assert Path(SAMPLE_DATASET).resolve() == SAMPLE.resolve()
     bench = load_benchmark()
@@ -278,7 +278,7 @@ def test_model_file_is_assembled_once_and_repaired(tmp_path):
 SERVING_SCRIPT = textwrap.dedent("""\
     import signal, sys, time
     signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started with SIGINT ignored
-    from carryon_eval.local_model import LocalModelServer
+    from carryon_eval.model.local import LocalModelServer
     with LocalModelServer() as server:
         with open(sys.argv[1], "w") as fh:
             fh.write(str(server.pid))
@@ -328,7 +328,7 @@ def test_no_orphan_when_the_owner_is_interrupted_or_killed(model_cache, tmp_path
 
 CHAINING_SCRIPT = textwrap.dedent("""\
     import os, signal, sys, time
-    from carryon_eval.local_model import LocalModelServer
+    from carryon_eval.model.local import LocalModelServer
     signal.signal(signal.SIGTERM, lambda s, f: (print("previous handler", flush=True), sys.exit(3)))
     with LocalModelServer() as server:
         print(server.pid, flush=True)

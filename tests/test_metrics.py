@@ -7,10 +7,10 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from carryon_eval import metrics as M
-from carryon_eval.metrics import Conversation, Turn
+from carryon_eval.metrics import conditions as M
+from carryon_eval.metrics.conditions import Conversation, Turn
 from carryon_eval.schema import Message, SafetyJudgment, Transcript, UtilityJudgment
-from carryon_eval.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
+from carryon_eval.metrics.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
 
 T, F, N = True, False, None
 A_ITEMS = ("a1", "a2", "a3", "a4")

@@ -9,8 +9,8 @@ from typing import Optional
 
 import pytest
 
-from carryon_eval import metrics as M
-from carryon_eval.metrics import Conversation, Turn
+from carryon_eval.metrics import conditions as M
+from carryon_eval.metrics.conditions import Conversation, Turn
 
 ITEMS = tuple(f"i{k}" for k in range(10))
 V = {"T": True, "F": False, "N": None}

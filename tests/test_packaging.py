@@ -28,7 +28,8 @@ from helpers.builder_models import SOURCE
 from helpers.rollout_data import evaluator_handler
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("builder", "carryon_eval")
+PACKAGES = ("builder", "carryon_eval")          # the folders
+IMPORT_NAMES = {"builder": "carryonbench_builder", "carryon_eval": "carryon_eval"}   # what they install as
 
 
 # ---------------------------------------------------------------- the wheel, built and installed once
@@ -96,8 +97,8 @@ def test_wheel_holds_every_file_of_the_packages(wheel: Path) -> None:
     files = repo_files(REPO)
     if files is None:
         pytest.skip("not a git checkout: the package files cannot be listed")
-    expected = {p.as_posix() for p in files if p.parts[0] in PACKAGES and "__pycache__" not in p.parts
-                and (REPO / p).is_file()}
+    expected = {"/".join((IMPORT_NAMES[p.parts[0]], *p.parts[1:])) for p in files
+                if p.parts[0] in PACKAGES and "__pycache__" not in p.parts and (REPO / p).is_file()}
     with zipfile.ZipFile(wheel) as whl:
         shipped = set(whl.namelist())
     assert sorted(expected - shipped) == [], "package files missing from the wheel"
@@ -105,7 +106,7 @@ def test_wheel_holds_every_file_of_the_packages(wheel: Path) -> None:
 
 def test_installed_wheel_is_what_runs(site: Path, tmp_path: Path) -> None:
     proc = run_from_site(site, tmp_path / "cwd", "-c",
-                         "import builder, carryon_eval; print(builder.__file__); print(carryon_eval.__file__)")
+                         "import carryonbench_builder, carryon_eval; print(carryonbench_builder.__file__); print(carryon_eval.__file__)")
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = proc.stdout.splitlines()
     assert len(files) == len(PACKAGES) and all(Path(f).resolve().is_relative_to(site.resolve()) for f in files), files
@@ -127,7 +128,7 @@ def test_carryon_build_no_llm_from_the_wheel(site: Path, tmp_path: Path) -> None
 
     tree = tmp_path / "from-tree"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    ref = subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", "build", "--no-llm",
+    ref = subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", "build", "--no-llm",
                           "--source", str(SOURCE), "--out", str(tree)], env=env, capture_output=True, text=True,
                          timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]
@@ -147,7 +148,7 @@ def test_carryon_eval_on_the_builtin_sample_from_the_wheel(site: Path, tmp_path:
     assert not srv.errors, srv.errors
     assert {b["model"] for b in srv.requests} == {"tgt", "sim", "jdg"}
     assert json.loads((run / "run.json").read_text())["dataset"]["source"] == "builtin:sample"
-    sample = site / "carryon_eval" / "sample_data"                   # the only sample importable here
+    sample = site / "carryon_eval" / "dataset" / "sample_data"                   # the only sample importable here
 
     transcripts = [json.loads(line) for line in (run / "transcripts.jsonl").read_text().splitlines()]
     planned = [json.loads(line) for line in (sample / "conversations.jsonl").read_text().splitlines()]

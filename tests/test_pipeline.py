@@ -11,7 +11,7 @@ from helpers.rollout_data import QUERIES, evaluator_handler
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
-from carryon_eval.rollout import Job, longest_first
+from carryon_eval.rollout.play import Job, longest_first
 
 PATIENCE = 30.0     # seconds a held request waits for what should release it; only a bug waits that long
 

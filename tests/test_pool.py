@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from helpers.rollout_data import evaluator_handler
 from scripted_server import Fault
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import Endpoint, EndpointConfig
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.cli import cli
-from carryon_eval.pool import EndpointPool
+from carryon_eval.model.pool import EndpointPool
 
 MODELS = ("tgt", "sim", "jdg")
 FILES = ("transcripts.jsonl", "utility_judgments.jsonl", "safety_judgments.jsonl")

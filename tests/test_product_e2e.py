@@ -29,7 +29,7 @@ from browser import chromium, render_headless
 from scripted_server import last_user_text
 from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
 
-from builder.source import load_source, select_queries
+from carryonbench_builder.source import load_source, select_queries
 from carryon_eval.prompts import load_prompt
 
 # what the oracle prompt adds after the query (the target answers it helpfully)
@@ -121,7 +121,7 @@ def test_build_then_evaluate_ends_with_a_report_that_opens_in_chromium(scripted_
     script = Scripted({q.query: label for q, label in zip(queries, "ABC")})
     builder_srv = scripted_server(script.reply, models=(*MAIN_MODELS, JUDGE))
     ds = tmp_path / f"ds-{uuid.uuid4().hex[:12]}"       # `datasets` caches a local folder by its name
-    build = run(["-c", "from builder.cli import main; main()",
+    build = run(["-c", "from carryonbench_builder.cli import main; main()",
                  *cli_args(SOURCE, builder_srv, builder_srv, ds, tmp_path / "build-cache")], env)
     assert build.returncode == 0, build.stderr[-3000:]
     assert not builder_srv.errors, builder_srv.errors

@@ -34,7 +34,7 @@ def carryon_build(*args, hub=None, token=TOKEN, home=None):
         env["HF_ENDPOINT"] = hub.endpoint
     if token is not None:
         env["HF_TOKEN"] = token
-    return subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", *map(str, args)],
+    return subprocess.run([sys.executable, "-c", "from carryonbench_builder.cli import main; main()", *map(str, args)],
                           capture_output=True, text=True, env=env, cwd=home)
 
 

@@ -12,8 +12,8 @@ from browser import chromium, render_headless
 from helpers.judged_run import (REFUSAL, endpoint, judge_handler, judge_pass, make_bench, make_run, standard_transcripts,
                                 transcript)
 
-from carryon_eval.plots import RUN_PLOTS
-from carryon_eval.report import write_report
+from carryon_eval.report.plots import RUN_PLOTS
+from carryon_eval.report.writer import write_report
 
 XSS = "<script>alert(1)</script>"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -42,7 +42,7 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
 
 
 def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> None:
-    from carryon_eval.records import Results
+    from carryon_eval.run.records import Results
 
     written = write_report(judged_run, make_bench(), n_resamples=50)
     on_disk = json.loads((judged_run / "results.json").read_text())
@@ -194,7 +194,7 @@ def _judged_without_server(path: Path, model: str, seed: int) -> Path:
 def test_compare_command(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.compare import compare_command
+    from carryon_eval.report.compare import compare_command
 
     runs = [_judged_without_server(tmp_path / f"run{i}", f"model-{i}", i) for i in range(3)]
     res = CliRunner().invoke(compare_command, [*map(str, runs), "--out", str(tmp_path / "cmp")])
@@ -224,7 +224,7 @@ def test_compare_command(tmp_path: Path) -> None:
 def test_agreement_command(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.agreement import agreement_command
+    from carryon_eval.human.agreement import agreement_command
 
     keys = [("c1", 1, f"i{n}") for n in range(8)]
     a = [True, True, True, False, False, False, True, False]

@@ -14,9 +14,9 @@ import pytest
 from browser import chromium
 from helpers.judged_run import make_run, transcript
 
-from carryon_eval.dataset import Benchmark
-from carryon_eval.report import write_report
-from carryon_eval.report_pages import PAGES_DIR, page_name
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.report.writer import write_report
+from carryon_eval.report.pages import PAGES_DIR, page_name
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
 N_QUERIES, PER_QUERY = 410, 15                    # 6,150 conversations, as many as the full benchmark

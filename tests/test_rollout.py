@@ -15,16 +15,16 @@ from helpers.rollout_data import (CONVERSATIONS, FLOWS, INTENT_A, MARKER, QUERIE
                                   rollout_handler as handler, write_jsonl as _write_jsonl)
 from scripted_server import Fault, last_user_text
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import Endpoint, EndpointConfig, EndpointError, UsageLedger
-from carryon_eval.dataset import load_benchmark
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import Endpoint, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.moves import BC_MOVES, MOVES, NON_CONTENTFUL_MOVES, CHALLENGE_MOVES
 from carryon_eval.prompts import load_prompt
-from carryon_eval.rollout import Generation, plan, rollout, turn_seed
-from carryon_eval.run import RunFolder
+from carryon_eval.rollout.play import Generation, plan, rollout, turn_seed
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import CONDITIONS, Message
-from carryon_eval.fidelity import parse_move, summarize_fidelity
-from carryon_eval.simulator import UserSimulator, clean_turn
+from carryon_eval.judge.fidelity import parse_move, summarize_fidelity
+from carryon_eval.rollout.simulator import UserSimulator, clean_turn
 
 def do_rollout(srv: Any, rundir: Path, data: Path, *, conditions: Sequence[str] = CONDITIONS,
                shared: bool = True, concurrency: int = 4, max_retries: int = 0):
@@ -170,7 +170,7 @@ def test_empty_target_reply_is_asked_again_then_kept_and_counted(scripted_server
     assert empty == ["q1"]
     assert by_query[empty[0]].meta["finish_reasons"] == ["empty"]
     assert sorted(calls.values()) == [2, 2, 3]       # recovered on the 2nd ask; empty after 1 + 2 retries
-    from carryon_eval.report import _count_empty_replies
+    from carryon_eval.report.writer import _count_empty_replies
     assert _count_empty_replies(run.transcripts()) == 1
 
 
@@ -224,7 +224,7 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path):
 
 
 def test_read_jsonl_skips_corrupt_lines_and_a_torn_tail(tmp_path):
-    from carryon_eval.run import read_jsonl
+    from carryon_eval.run.folder import read_jsonl
 
     path = tmp_path / "f.jsonl"
     path.write_text('{"n": 1}\n{"n": 2, "bro\n\n[3]\n{"n": 4}\n{"n": 5}')   # corrupt, empty, not an object, torn
@@ -264,7 +264,7 @@ def test_fidelity_summary_counts_agreement_and_leaks():
 
 
 def test_a_flow_whose_condition_contradicts_its_moves_is_refused(tmp_path):
-    from carryon_eval.dataset import DatasetError
+    from carryon_eval.dataset.load import DatasetError
 
     data = make_dataset(tmp_path / "data")
     rows = [json.loads(line) for line in (data / "flows.jsonl").read_text().splitlines()]

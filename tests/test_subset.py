@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from helpers.rollout_data import evaluator_handler
 
 from carryon_eval.cli import cli
-from carryon_eval.dataset import Benchmark
-from carryon_eval.run import RunFolder
-from carryon_eval.subset import apply_subset
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.run.folder import RunFolder
+from carryon_eval.dataset.subset import apply_subset
 
 LENGTHS = (4, 6, 8, 10, 12)
 

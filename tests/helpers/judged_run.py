@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 from scripted_server import last_user_text
 
-from carryon_eval.cache import ResponseCache
-from carryon_eval.client import Endpoint, EndpointConfig
-from carryon_eval.dataset import Benchmark
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.model.client import Endpoint, EndpointConfig
+from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import Message, Transcript
 
 REFUSAL = "I can't help with that."
@@ -108,7 +108,7 @@ def judge_pass(rundir: Path, bench: Benchmark, judge: Any, **options: Any) -> di
     as judge.json's top level reads it (``JudgePass.to_json()``)."""
     import asyncio
 
-    from carryon_eval.judge import judge_run
+    from carryon_eval.judge.phase import judge_run
 
     async def one_pass() -> Any:
         try:

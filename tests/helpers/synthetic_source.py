@@ -26,7 +26,7 @@ def synthetic_source(path: Path) -> Path:
 
 def build_synthetic(root: Path, release: str = "v0.1.0") -> Path:
     """A --no-llm dataset folder of the synthetic source, built in-process; returns the folder."""
-    from builder.pipeline import build
+    from carryonbench_builder.pipeline import build
     out = root / "carryonbench"
     build(synthetic_source(root / "source.json"), out, release=release, log=lambda m: None)
     return out

@@ -1,0 +1,561 @@
+"""The application layer of `carryon-eval`: one async function per command, run in one event loop.
+
+    asyncio.run(evaluate(EvaluateConfig(...), out))        # rollout -> [fidelity] -> judge -> report
+    asyncio.run(continue_rollout(RunOptions(rundir), out))  # and judge_folder, fidelity_folder, report_folder
+
+The CLI (carryon_eval.cli) parses options into these config records, makes the one ``asyncio.run`` and
+turns the package's errors into its one-line error. Everything else is here: which roles run on the
+embedded model and its lifetime (started on first need, stopped on any exit), the endpoint checks
+before anything is spent, the order of the phases, closing every endpoint, and the lines a user reads
+(through ``Output``: ``info`` to stdout, ``note`` to stderr).
+
+Over 450 lines for a reason: it is the one place that orders the phases of every command (config
+records, the session's resources, the checks, and the pipelining of rollout into judging); the logic of
+each part lives in its own module (dry_run, subset, pipeline, pool, batch).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Protocol, Sequence
+
+from carryon_eval import __version__
+
+from carryon_eval import defaults
+from carryon_eval.human.annotate import sample_cases, strata_counts, write_annotation
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.cli_common import is_local
+from carryon_eval.model.client import Endpoint, EndpointConfig, UsageLedger
+from carryon_eval.dataset.load import Benchmark, load_benchmark
+from carryon_eval.dataset.subset import SubsetError, apply_subset
+from carryon_eval.app.pipeline import judge_while_rolling_out
+from carryon_eval.model.pool import EndpointPool
+from carryon_eval.judge.batch import MANIFEST, export_requests, import_results
+from carryon_eval.app.cost import run_cost_table
+from carryon_eval.model.budget import CallBudget
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.judge.phase import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.judge.store import judges_present
+from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
+from carryon_eval.progress import Progress, human, tokens_by_role
+from carryon_eval.prompts import load_prompt, prompt_hashes
+from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.report.writer import write_report
+from carryon_eval.rollout.play import ORACLE_PROMPT, plan, rollout
+from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.triplet.risk_probe import PROBE_FILE, probe_risk
+from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION
+from carryon_eval.triplet.prompt_sets import triplet_scorers
+from carryon_eval.judge.fidelity import check_fidelity
+from carryon_eval.rollout.simulator import UserSimulator
+
+ROLES = ("target", "user", "judge")
+SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
+FIDELITY_FILE = "fidelity.json"
+POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
+PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
+
+
+class ConfigError(Exception):
+    """Options that cannot run together (e.g. an endpoint URL without a model); one line."""
+
+
+class Output(Protocol):
+    """Where the application's lines go: ``info`` for results (stdout), ``note`` for progress (stderr)."""
+
+    def info(self, text: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+# ---------------------------------------------------------------- config records
+@dataclass(frozen=True)
+class RoleChoice:
+    """One role as the command line gives it; None = not given (the target's, or the run's)."""
+    endpoint: Optional[str] = None
+    model: Optional[str] = None
+    api_key_env: Optional[str] = None
+    pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.model.pool)
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Everything `carryon-eval [OPTIONS]` runs with."""
+    target: RoleChoice = RoleChoice(api_key_env=defaults.API_KEY_ENV)
+    user: RoleChoice = RoleChoice()
+    judge: RoleChoice = RoleChoice()
+    dataset: Optional[str] = None
+    revision: Optional[str] = None
+    out: Optional[Path] = None
+    limit: Optional[int] = None
+    conditions: Sequence[str] = CONDITIONS
+    concurrency: int = defaults.CONCURRENCY
+    max_tokens: Optional[int] = None
+    judge_max_tokens: Optional[int] = None
+    temperature: float = defaults.TARGET_TEMPERATURE
+    seed: int = defaults.SEED
+    shared_turn1: bool = True
+    fidelity: bool = False
+    utility_mode: str = "text"
+    model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
+    judge_format: str = "json_schema"
+    dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
+    prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
+    max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
+    subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A subcommand on an existing run folder; every None means "as the run's run.json says"."""
+    rundir: Path
+    target_endpoint: Optional[str] = None
+    user_endpoint: Optional[str] = None
+    judge: RoleChoice = RoleChoice()
+    concurrency: int = defaults.CONCURRENCY
+    utility_mode: Optional[str] = None
+    judge_max_tokens: Optional[int] = None
+    model_check: bool = True
+    judge_format: Optional[str] = None
+    batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
+    batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
+    max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
+
+
+# ---------------------------------------------------------------- one command's resources
+class Session:
+    """What one command holds: the embedded model (started when a role first needs it), the endpoints
+    it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
+
+    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True) -> None:
+        self.out = out
+        self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
+        self.model_check = model_check    # False: the endpoints' check() asks nothing
+        self.usage = UsageLedger()
+        self._stack = contextlib.ExitStack()
+        self._server: Optional[LocalModelServer] = None
+        self._opened: list[Endpoint] = []
+        self._caches: dict[Path, ResponseCache] = {}
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            for ep in self._opened:
+                await ep.aclose()
+        finally:
+            try:
+                for cache in self._caches.values():   # every queued cache entry on disk before we return
+                    cache.close()
+            finally:
+                self._stack.close()
+
+    def local_server(self) -> LocalModelServer:
+        if self._server is None:
+            self.out.note("starting the embedded model (Gemma 3 270M via llama.cpp) ...")
+            self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
+        return self._server
+
+    def endpoint(self, config: EndpointConfig, run: RunFolder) -> Endpoint:
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
+        cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
+        cache = self._caches.get(run.cache_dir)
+        if cache is None:
+            cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
+        self._opened.append(ep)
+        return ep
+
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
+        if not pool:
+            return self.endpoint(config, run)
+        members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
+                   for url in (config.base_url, *pool)]
+        return EndpointPool([self.endpoint(c, run) for c in members])
+
+    def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
+                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
+        """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+        if is_local(endpoint) if endpoint is not None else record.local:
+            srv = self.local_server()
+            return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
+                                 concurrency=concurrency)
+        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency)
+
+    def print_usage(self) -> None:
+        tokens = tokens_by_role(self.usage)
+        if tokens:
+            self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+
+
+async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:
+    """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
+    probes = [Endpoint(c, model_check=model_check) for c in configs]
+    try:
+        await check_endpoints(probes)
+    finally:
+        for probe in probes:
+            await probe.aclose()
+
+
+async def check_endpoints(eps: Sequence[ChatEndpoint]) -> None:
+    """Every endpoint answers and serves its model; one check per distinct (URL, model)."""
+    seen: dict[tuple[str, str], ChatEndpoint] = {}
+    for ep in eps:
+        seen.setdefault((ep.config.base_url, ep.config.model), ep)
+    results = await asyncio.gather(*(ep.check() for ep in seen.values()), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+# ---------------------------------------------------------------- settings of a new run
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None) -> Path:
+    """Same command, same folder, so that rerunning a command resumes it."""
+    name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
+    tail = (f"__limit{limit}" if limit else "") + (f"__{subset}" if subset and subset != "full" else "")
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{tail}"
+
+
+def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
+               subset: Optional[str] = None) -> Benchmark:
+    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    try:
+        return apply_subset(bench.limited(limit), subset)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
+    """Each role's choice with the target's as default, and which roles run on the embedded model.
+    Raises ConfigError when a remote role has no model."""
+    key = cfg.target.api_key_env or defaults.API_KEY_ENV
+    roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
+    for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
+        own = choice.endpoint is not None
+        roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
+                                 pool=choice.pool if own else cfg.target.pool)
+    if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
+        raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
+    local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    for name, choice in roles.items():
+        if name not in local and not choice.model:
+            if name == "target":
+                raise ConfigError(f"--model is required with --endpoint {choice.endpoint}")
+            raise ConfigError(f"--{name}-model (or --model) is required with --{name}-endpoint {choice.endpoint}")
+    return roles, local
+
+
+def _manifest_sha(bench: Benchmark) -> Optional[str]:
+    if bench.manifest is None:
+        return None
+    return hashlib.sha256(json.dumps(bench.manifest, sort_keys=True).encode()).hexdigest()
+
+
+def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], local: set[str],
+                 skipped: list[Any]) -> RunMeta:
+    """run.json of a new run; local roles get LOCAL_MAX_TOKENS unless a cap was given."""
+    caps = defaults.LOCAL_MAX_TOKENS
+    return RunMeta(
+        carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+                           manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
+        roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
+        generation=RunGeneration(
+            target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
+                caps["target"] if "target" in local else defaults.TARGET_MAX_TOKENS)),
+            user=Generation(temperature=defaults.USER_TEMPERATURE, seed=cfg.seed,
+                            max_tokens=caps["user"] if "user" in local else defaults.USER_MAX_TOKENS)),
+        judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
+        conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
+        prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
+        subset=cfg.subset if cfg.subset != "full" else None)
+
+
+# ---------------------------------------------------------------- phases
+async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
+                        user: ChatEndpoint, concurrency: int, out: Output,
+                        on_finished: Optional[Callable[[], None]] = None) -> None:
+    simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
+                              max_tokens=meta.generation.user.max_tokens)
+    summary = await rollout(bench, run, target, simulator, conditions=meta.conditions, gen=meta.generation.target,
+                            shared_turn1=meta.shared_turn1, concurrency=concurrency, on_finished=on_finished)
+    out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
+             f"({summary.new} new)")
+    if meta.skipped:
+        out.info(f"rollout: {len(meta.skipped)} conversation(s) skipped (listed in run.json 'skipped'): "
+                 f"{meta.skipped[0].reason}")
+    failures = run.failures()
+    if failures:
+        out.info(f"rollout: {len(failures)} conversation(s) failed (see {run.failures_file}; "
+                 "a rerun tries them again)")
+
+
+async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
+                         out: Output) -> dict[str, Any]:
+    transcripts = run.transcripts()
+    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
+    with Progress(n, "fidelity", usage=judge.usage, unit="turn") as bar:
+        result = await check_fidelity(transcripts, bench.queries, judge, concurrency=concurrency, progress=bar)
+    write_json_atomic(run.path / FIDELITY_FILE, result)
+    agree, leak = result["agreement"], result["intent_leak"]
+    out.info(f"fidelity: {result['n_turns']} user turns, move agreement "
+             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']} "
+             f"-> {run.path / FIDELITY_FILE}")
+    return result
+
+
+async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
+                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> None:
+    """The judge phase, awaited in this command's loop."""
+    if utility_mode not in UTILITY_MODES:
+        raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
+                             max_tokens=max_tokens, judge_format=judge_format,
+                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+    u, s = judged.tallies["utility"], judged.tallies["safety"]
+    out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
+             f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
+             f"({s.unscored} unscored); obtained as {_ways(u.via, s.via)}")
+    if not judged.complete:
+        out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
+                 "asks for them again")
+
+
+def _ways(*tallies: dict[str, int]) -> str:
+    """"12 json_schema, 3 text": how the judgments of this pass's judge were obtained."""
+    total: dict[str, int] = {}
+    for tally in tallies:
+        for way, n in tally.items():
+            total[way] = total.get(way, 0) + n
+    return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None) -> Results:
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
+    results = write_report(run.path, bench, judge=judge)
+    out.info(f"results: {run.path / 'results.json'}")
+    out.info(f"report:  {run.path / 'report.html'}")
+    return results
+
+
+def require_scored(results: Results, run: RunFolder) -> None:
+    """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
+    scored number at all."""
+    empty = conditions_without_numbers(results.conditions)
+    if empty:
+        raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
+                            f"(see {run.path / 'results.json'})", results)
+
+
+class NothingScored(Exception):
+    """Everything was written, but some condition that ran has no scored number at all (exit 3);
+    ``results``: what was written to results.json."""
+
+    def __init__(self, message: str, results: Optional[Results] = None) -> None:
+        super().__init__(message)
+        self.results = results
+
+
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """The conditions that ran (conversations > 0) whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
+
+
+# ---------------------------------------------------------------- commands
+async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
+    the results (results.json's record), or None after a dry run."""
+    roles, local = resolve_roles(cfg)
+    if local:
+        out.info(LOCAL_MODEL_NOTICE)
+    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
+                       model_check=cfg.model_check) as session:
+        bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
+        jobs, skipped = plan(bench, cfg.conditions)
+        target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
+        out.info(f"run folder: {run.path}")
+        subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
+        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+        for note in bench.notes:
+            out.info(f"dataset note: {note}")
+
+        # Local roles get the embedded model's address once it runs; run.json records them as "local".
+        configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
+                                        model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
+                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency)
+                   for role, c in roles.items()}
+        meta = new_run_meta(cfg, bench, configs, local, skipped)
+        for role, choice in roles.items():
+            if choice.pool:
+                meta.roles[role] = dataclasses.replace(meta.roles[role],
+                                                       pool=(configs[role].base_url, *choice.pool))
+        try:                                 # what this run still has to do; reads, never writes
+            for line in run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices):
+                out.info(line)
+        except ValueError as exc:            # a bad --price
+            raise ConfigError(str(exc)) from None
+        if cfg.dry_run:
+            return None
+        run.check(meta)                      # an unusable folder fails before anything starts
+        if local:
+            srv = session.local_server()
+            configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
+                       for role, c in configs.items()}
+        # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
+        await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
+                                                  for role, choice in roles.items() for url in choice.pool)],
+                            cfg.model_check)
+        meta = run.start(meta)
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+                                        for role, c in configs.items()}
+        budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
+        if budget is not None:
+            eps = {role: budget.wrap(ep) for role, ep in eps.items()}
+
+        async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
+            await judge_run(run.path, bench, eps["judge"], utility_mode=cfg.utility_mode,
+                            concurrency=cfg.concurrency, max_tokens=meta.judge.max_tokens, show_progress=False,
+                            judge_format=meta.judge.judge_format,
+                            scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+
+        await judge_while_rolling_out(
+            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+        if cfg.fidelity:
+            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
+                          meta.judge.judge_format)
+        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+        if TRIPLET_CONDITION in meta.conditions:
+            probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
+            out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
+        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        session.print_usage()
+    require_scored(results, run)
+    return results
+
+
+def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
+    run = RunFolder(rundir)
+    meta = run.read_meta()
+    if meta.notice:
+        out.info(meta.notice)
+    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+    run.check_dataset(meta, bench.fingerprint())
+    return run, meta, bench
+
+
+async def continue_rollout(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
+    async with Session(out, model_check=opts.model_check) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
+        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
+        run.prepare()
+        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
+        await check_endpoints(eps)
+        if opts.max_calls:
+            budget = CallBudget(opts.max_calls)
+            eps = [budget.wrap(ep) for ep in eps]
+        await rollout_phase(bench, run, meta, eps[0], eps[1], opts.concurrency, out)
+        session.print_usage()
+
+
+async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
+    cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
+                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
+    await check_configs([cfg], session.model_check)
+    ep = session.endpoint(cfg, run)
+    return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
+
+
+async def judge_folder(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
+    async with Session(out, model_check=opts.model_check) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        mode = opts.utility_mode or meta.judge.utility_mode
+        max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        if opts.batch_export is not None:
+            model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
+            exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
+                                             max_tokens=max_tokens,
+                                             judge_format=opts.judge_format or meta.judge.judge_format,
+                                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+            out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
+                     f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
+                     "--batch-import RESULT.jsonl...`")
+            return
+        if opts.batch_import:
+            imported = import_results(opts.batch_import, ResponseCache(run.cache_dir))
+            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed "
+                     "(asked again now)")
+        session.logprobs = mode == "logprobs"
+        judge = await _checked_judge(session, run, meta, opts)
+        await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out,
+                          opts.judge_format or meta.judge.judge_format)
+        session.print_usage()
+
+
+async def fidelity_folder(opts: RunOptions, out: Output) -> None:
+    """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
+    async with Session(out, model_check=opts.model_check) as session:
+        run, meta, bench = open_run(opts.rundir, out)
+        judge = await _checked_judge(session, run, meta, opts)
+        await fidelity_phase(bench, run, judge, opts.concurrency, out)
+        session.print_usage()
+
+
+@dataclass(frozen=True)
+class AnnotateConfig:
+    """`carryon-eval annotate RUNDIR`: which task, how many cases, the seed, where and in which format."""
+    rundir: Path
+    task: str
+    sample: int
+    seed: int = 0
+    out: Optional[Path] = None
+    fmt: str = "html"                  # or "label-studio"
+    judge: Optional[str] = None
+
+
+async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
+    """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
+    Label Studio's tasks and labeling config)."""
+    run, _, bench = open_run(cfg.rundir, out)
+    cases = sample_cases(run.path, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
+    default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
+               else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
+    paths = write_annotation(cases, cfg.task, cfg.out or run.path / default, source=str(run.path), fmt=cfg.fmt)
+    strata = ", ".join(f"{k} {n}" for k, n in strata_counts(cases).items())
+    out.info(f"annotate: {len(cases)} {cfg.task} cases (by condition/answer: {strata})")
+    for path in paths:
+        out.info(f"wrote {path}")
+
+
+async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
+    """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
+    judgments (those of judge model NAME when several judged the run)."""
+    run, _, bench = open_run(rundir, out)
+    require_scored(report_phase(bench, run, out, judge), run)
+
+
+__all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+           "fidelity_folder", "judge_folder", "report_folder"]

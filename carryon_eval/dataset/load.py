@@ -1,0 +1,246 @@
+"""Load a CarryOnBench dataset (a local folder or a Hub id) into plain records.
+
+Any folder (or Hub repo) that `datasets.load_dataset(PATH, CONFIG, split="test")` reads and whose
+configs have at least the columns of `schema.TABLE_COLUMNS` works, so researchers can bring their
+own queries and checklists. Extra columns are kept. The `checklists` config may be left out (a build
+without the LLM stages has none): its queries then have no checklist items.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from carryon_eval.dataset import fingerprint
+from carryon_eval.moves import flow_problems, is_valid
+from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
+from carryon_eval.triplet.prompt_sets import checked_triplets
+
+SAMPLE_DATASET = Path(__file__).parent / "sample_data"
+
+
+class DatasetError(Exception):
+    """A dataset that lacks a config, a column or a cross-reference; the message names what is missing."""
+
+
+@dataclass
+class Benchmark:
+    source: str                                   # folder path or Hub id
+    revision: Optional[str]
+    queries: dict[str, dict[str, Any]]            # query_id -> row (in dataset order)
+    checklists: dict[str, list[dict[str, Any]]]   # query_id -> items (in dataset order)
+    flows: dict[str, dict[str, Any]]              # flow_id -> row
+    conversations: list[dict[str, Any]]           # rows in dataset order
+    manifest: Optional[dict[str, Any]] = None     # MANIFEST.json of a built release, if present
+    notes: list[str] = field(default_factory=list)
+    triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.queries)
+
+    def fingerprint(self) -> dict[str, str]:
+        """A hash of the rows this benchmark holds, per config: run.json records it, and a resume on a
+        dataset whose rows changed since (edited in place) is refused instead of mixing old and new."""
+        tables = {"queries": list(self.queries.values()),
+                  "checklists": [item for items in self.checklists.values() for item in items],
+                  "flows": list(self.flows.values()), "conversations": self.conversations}
+        return {name: _rows_sha256(rows) for name, rows in tables.items()}
+
+    def conversations_of(self, query_id: str) -> list[dict[str, Any]]:
+        return [c for c in self.conversations if c["query_id"] == query_id]
+
+    def limited(self, n: Optional[int]) -> "Benchmark":
+        """The first n queries (dataset order) with all their checklists and conversations."""
+        if n is None:
+            return self
+        keep = list(self.queries)[:n]
+        keep_set = set(keep)
+        convs = [c for c in self.conversations if c["query_id"] in keep_set]
+        used_flows = {c["flow_id"] for c in convs}
+        return Benchmark(
+            source=self.source, revision=self.revision,
+            queries={q: self.queries[q] for q in keep},
+            checklists={q: self.checklists.get(q, []) for q in keep},
+            flows={f: r for f, r in self.flows.items() if f in used_flows},
+            conversations=convs, manifest=self.manifest, notes=list(self.notes),
+            triplets=[t for t in self.triplets if t["set_id"] in keep_set],
+        )
+
+
+# A dataset may leave these out: a build without the LLM stages declares no checklists config (a config with
+# no rows is never declared, since datasets cannot load an empty split); its queries then have no items.
+OPTIONAL_CONFIGS = ("checklists", "triplets")
+_COLUMNS = {**TABLE_COLUMNS, "triplets": TRIPLET_COLUMNS}
+
+
+def _undeclared_optional(source: str, config: str, revision: Optional[str]) -> bool:
+    """True when the dataset does not declare this optional config (then it has no rows)."""
+    import datasets
+
+    if config not in OPTIONAL_CONFIGS:
+        return False
+    try:
+        return config not in datasets.get_dataset_config_names(source, revision=revision)
+    except Exception:  # noqa: BLE001 - load_dataset below reports what is wrong, in one line
+        return False
+
+
+def _empty_local_config(source: str, config: str) -> bool:
+    """True when a local folder has this config only as zero-row Parquet files, whatever their names (the
+    card's data_files, or the builder's data/CONFIG/test.parquet); datasets cannot load those."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return False
+    files = _declared_files(folder, config) or [p for p in [folder / "data" / config / "test.parquet"] if p.is_file()]
+    if not files or any(p.suffix != ".parquet" for p in files):
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        return all(pq.ParquetFile(p).metadata.num_rows == 0 for p in files)
+    except Exception:  # noqa: BLE001 - an unreadable file is reported by load_dataset, in one line
+        return False
+
+
+def _declared_files(folder: Path, config: str) -> list[Path]:
+    """The files the card's YAML `configs` give this config's test split (empty if the card says nothing)."""
+    import yaml
+
+    card = folder / "README.md"
+    try:
+        text = card.read_text(encoding="utf-8")
+        header = yaml.safe_load(text.split("---")[1]) if text.startswith("---") else None
+    except Exception:  # noqa: BLE001 - no usable card: no declared files
+        return []
+    entries = [c for c in (header or {}).get("configs") or [] if isinstance(c, dict) and c.get("config_name") == config]
+    patterns: list[str] = []
+    for entry in entries:
+        data_files = entry.get("data_files")
+        for item in data_files if isinstance(data_files, list) else [data_files]:
+            if isinstance(item, str):
+                patterns.append(item)
+            elif isinstance(item, dict) and item.get("split", "test") == "test":
+                path = item.get("path")
+                patterns += [path] if isinstance(path, str) else [p for p in path or [] if isinstance(p, str)]
+    return sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
+
+
+def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, Any]]:
+    import datasets
+
+    datasets.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
+        return []
+    try:
+        # datasets caches a local folder by its name only: a local folder is prepared in a cache folder of
+        # its content's fingerprint, so it is prepared again only when its files change (carryon_eval.dataset.fingerprint).
+        cache = str(fingerprint.cache_dir(Path(source))) if Path(source).exists() else None
+        ds = datasets.load_dataset(source, config, split="test", revision=revision, cache_dir=cache)
+    except ValueError as exc:  # unknown config name
+        raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
+    except FileNotFoundError as exc:
+        raise DatasetError(f"dataset {source}: not found ({_first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types; the user needs one line
+        raise DatasetError(f"dataset {source}: cannot load config {config!r}: {type(exc).__name__}: {_first_line(exc)}") from None
+    missing = [c for c in _COLUMNS[config] if c not in ds.column_names]
+    if missing:
+        raise DatasetError(
+            f"dataset {source}: config {config!r} lacks column(s) {missing}; "
+            f"expected at least {list(_COLUMNS[config])}")
+    return ds.to_list()
+
+
+def _rows_sha256(rows: list[dict[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode() + b"\n")
+    return h.hexdigest()
+
+
+def _read_manifest(source: str) -> Optional[dict[str, Any]]:
+    """MANIFEST.json of a built dataset folder, if there is one; a malformed one is a DatasetError."""
+    path = Path(source) / "MANIFEST.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DatasetError(f"dataset {source}: MANIFEST.json is unreadable ({_first_line(exc)}); "
+                           "restore it or remove it") from None
+    if not isinstance(manifest, dict):
+        raise DatasetError(f"dataset {source}: MANIFEST.json is not a JSON object; restore it or remove it")
+    return manifest
+
+
+def _flow_moves(source: str, i: int, row: dict[str, Any]) -> list[str]:
+    moves = row.get("moves")
+    if not isinstance(moves, (list, tuple)) or not all(isinstance(m, str) for m in moves):
+        raise DatasetError(f"dataset {source}: flows row {i}: flow {row.get('flow_id')}: 'moves' must be a list "
+                           f"of move names, got {json.dumps(moves, default=str)[:60]}")
+    return list(moves)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optional[str] = None) -> Benchmark:
+    """Load all four configs and check their cross-references. source=None loads the built-in sample."""
+    source = str(source if source is not None else SAMPLE_DATASET)
+    if Path(source).exists():
+        source = str(Path(source).resolve())
+    tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
+    if not tables["queries"] or not tables["conversations"]:
+        raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
+
+    queries: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(tables["queries"]):
+        if row["query_id"] in queries:
+            raise DatasetError(f"dataset {source}: queries row {i}: duplicate query_id {row['query_id']!r}")
+        queries[row["query_id"]] = row
+    checklists: dict[str, list[dict[str, Any]]] = {q: [] for q in queries}
+    seen_items: set[tuple[str, str]] = set()
+    for i, row in enumerate(tables["checklists"]):
+        if row["query_id"] not in queries:
+            raise DatasetError(f"dataset {source}: checklists row {i}: unknown query_id {row['query_id']!r}")
+        key = (row["query_id"], row["item_id"])
+        if key in seen_items:
+            raise DatasetError(f"dataset {source}: checklists row {i}: duplicate item_id {row['item_id']!r}")
+        seen_items.add(key)
+        checklists[row["query_id"]].append(row)
+    flows: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(tables["flows"]):
+        # the condition is checked case-insensitively: "bc"/"nc" in a researcher's own dataset is fine
+        moves = _flow_moves(source, i, row)
+        problems = flow_problems(moves, condition_given=str(row["condition"]).upper())
+        if problems:
+            what = "has " if is_valid(moves) else "is invalid: "
+            raise DatasetError(f"dataset {source}: flows row {i}: flow {row['flow_id']} {what}{'; '.join(problems)}")
+        flows[row["flow_id"]] = row
+    for i, row in enumerate(tables["conversations"]):
+        if row["query_id"] not in queries:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {row['query_id']!r}")
+        if row["flow_id"] not in flows:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
+
+    manifest = _read_manifest(source)
+    bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
+                      flows=flows, conversations=tables["conversations"], manifest=manifest,
+                      triplets=checked_triplets(source, _rows(source, "triplets", revision), queries))
+    empty = [q for q, items in checklists.items() if not items]
+    if empty:
+        bench.notes.append(f"{len(empty)} of {len(queries)} queries have no checklist items: "
+                           "their utility cannot be computed and is reported as unscored")
+    if not any(r.get("benign_intent") for r in queries.values()):
+        bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
+                           "cannot be run on this dataset")
+    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", source,
+                                              len(queries), len(tables["conversations"]))
+    return bench

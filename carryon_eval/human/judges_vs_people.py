@@ -1,0 +1,201 @@
+"""Judges against people: the agreement of a run's judges with human labels, and among the people.
+
+    res = human_agreement(rundir, [labels_a.jsonl, labels_b.jsonl], task="safety")
+    write_agreement(out_dir, res)            # agreement.json (one section per task) + agreement.html
+    html = section_html(rundir)              # report.html's "Judges against people" section, "" without one
+
+The references a task compares with the people:
+    utility   every judge model of the run (Ben-Util verdicts)
+    safety    every judge model of the run (harm scores)
+    fidelity  the move the simulator was asked to play ("intended move"), and the fidelity classifier's
+              move when fidelity.json exists
+Each reference is compared with each annotator and with the majority label (ties have none), on the
+cases both labeled (a skipped / unscored side is excluded and counted). Among two or more annotators:
+Krippendorff's alpha (nominal for verdicts and moves, ordinal for scores). See agreement_stats.
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from carryon_eval.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
+from carryon_eval.judge.store import judges_present, load_safety, load_utility
+from carryon_eval.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
+from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
+
+AGREEMENT_FILE = "agreement.json"
+AGREEMENT_HTML = "agreement.html"
+PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
+            "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}"
+            ".meta{color:#555;font-size:12px}")
+FIDELITY_FILE = "fidelity.json"
+SCHEMA_VERSION = 1
+INTENDED = "intended move"
+
+
+class HumanAgreementError(Exception):
+    """Labels that do not fit the run (no task, no shared case); one line."""
+
+
+# ---------------------------------------------------------------- what the people are compared with
+def _judge_references(rundir: Path, task: str, judges: Optional[Sequence[str]]) -> dict[str, dict[Key, Any]]:
+    names = list(judges) if judges else judges_present(rundir)
+    if task == "utility":
+        return {j: {(r.conversation_id, r.turn, r.item_id): r.verdict for r in load_utility(rundir, j)} for j in names}
+    return {j: {(r.conversation_id, r.turn): r.score for r in load_safety(rundir, j)} for j in names}
+
+
+def _fidelity_references(rundir: Path) -> dict[str, dict[Key, Any]]:
+    intended = {(t.conversation_id, m.turn): m.move for t in RunFolder(rundir).transcripts()
+                for m in t.messages if m.role == "user" and m.move}
+    refs = {INTENDED: intended}
+    path = Path(rundir) / FIDELITY_FILE
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        refs[f"fidelity judge ({data.get('judge_model')})"] = {
+            (r["conversation_id"], int(r["turn"])): r.get("predicted") for r in data.get("turns", [])}
+    return refs
+
+
+def references(rundir: Path, task: str, judges: Optional[Sequence[str]] = None) -> dict[str, dict[Key, Any]]:
+    if task == "fidelity":
+        return _fidelity_references(rundir)
+    return _judge_references(rundir, task, judges)
+
+
+# ---------------------------------------------------------------- the comparison
+def compare(reference: dict[Key, Any], labels: dict[Key, Any], task: str) -> dict[str, Any]:
+    """The task's statistics on the cases both sides labeled, with the counts of what was left out."""
+    common = sorted(set(reference) & set(labels))
+    both = [k for k in common if reference[k] is not None and labels[k] is not None]
+    res = TASK_STATS[task]([reference[k] for k in both], [labels[k] for k in both])
+    return {**res, "n_labeled": len(labels), "n_excluded_unscored": len(common) - len(both),
+            "n_not_in_reference": len(set(labels) - set(reference))}
+
+
+def infer_task(paths: Sequence[Path]) -> str:
+    found = {task_of(raw_rows(p)) for p in paths} - {None}
+    if len(found) != 1:
+        raise HumanAgreementError(f"cannot tell which task the labels are for ({', '.join(sorted(found)) or 'none'}); "
+                                  f"give --task {'|'.join(TASKS)}")
+    return str(found.pop())
+
+
+def human_agreement(rundir: Path, paths: Sequence[Path], task: Optional[str] = None,
+                    judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """Every reference of the task against each annotator and the majority label; alpha among annotators."""
+    try:
+        task = task or infer_task(paths)
+        labels = [label for p in paths for label in read_labels(p, task)]
+    except LabelError as exc:
+        raise HumanAgreementError(str(exc)) from None
+    if not labels:
+        raise HumanAgreementError(f"no {task} labels in {', '.join(map(str, paths))}")
+    annotators = sorted({label.annotator for label in labels})
+    table: dict[str, dict[Key, Any]] = {a: {} for a in annotators}
+    for label in labels:
+        table[label.annotator][label.key] = label.value
+    keys = sorted({label.key for label in labels})
+    voted = {k: majority([table[a].get(k) for a in annotators]) for k in keys}
+    refs = references(rundir, task, judges)
+    if not any(set(ref) & set(keys) for ref in refs.values()):
+        raise HumanAgreementError(f"none of the {len(keys)} labeled cases is a {task} case of {rundir} "
+                                  "(labels of another run or task?)")
+    among: dict[str, Any] = {"value": None, "ci95": None, "level": LEVEL[task],
+                             "reason": "needs at least two annotators"}
+    if len(annotators) >= 2:
+        among = alpha_with_ci([[table[a].get(k) for k in keys] for a in annotators], LEVEL[task])
+    return {
+        "schema_version": SCHEMA_VERSION, "task": task, "label_field": LABEL_FIELD[task], "run": str(rundir),
+        "label_files": [str(p) for p in paths], "annotators": annotators, "n_cases": len(keys),
+        "n_labels": len(labels), "n_skipped": sum(label.value is None for label in labels),
+        "n_majority_ties": sum(v is None for k, v in voted.items() if any(table[a].get(k) is not None
+                                                                            for a in annotators)),
+        "among_annotators": {"krippendorff_alpha": among},
+        "references": {name: {"vs_majority": compare(ref, {k: v for k, v in voted.items()}, task),
+                              "vs_annotators": {a: compare(ref, table[a], task) for a in annotators}}
+                       for name, ref in refs.items()},
+    }
+
+
+# ---------------------------------------------------------------- agreement.json and the report's section
+def write_agreement(out_dir: Path, res: dict[str, Any]) -> Path:
+    """agreement.json in ``out_dir`` (this task's section replaces the earlier one; other tasks stay) and
+    agreement.html beside it, the section `report` puts into report.html, as a page of its own."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / AGREEMENT_FILE
+    data = read_agreement(out_dir) or {"schema_version": SCHEMA_VERSION, "tasks": {}}
+    data["tasks"][res["task"]] = res
+    write_json_atomic(path, data)
+    write_text_atomic(out_dir / AGREEMENT_HTML, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                      f"<title>Judges against people</title><style>{PAGE_CSS}</style></head><body>"
+                      f"{section_html(out_dir)}</body></html>\n")
+    return path
+
+
+def read_agreement(folder: Path) -> Optional[dict[str, Any]]:
+    try:
+        data = json.loads((Path(folder) / AGREEMENT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("tasks"), dict) else None
+
+
+HEADLINE = {"utility": [("percent_agreement", "agreement %", 1), ("cohen_kappa", "Cohen's κ", 3)],
+            "safety": [("exact_agreement", "exact %", 1), ("within_one", "within 1 %", 1),
+                       ("quadratic_kappa", "quadratic κ", 3), ("spearman", "Spearman ρ", 3)],
+            "fidelity": [("accuracy", "accuracy %", 1)]}
+
+
+def fmt(stat: dict[str, Any], digits: int) -> str:
+    """"66.7 [33.3, 100.0]"; "n/a" for an undefined value."""
+    if stat.get("value") is None:
+        return "n/a"
+    ci = stat.get("ci95")
+    return f"{stat['value']:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+
+def rows_of(res: dict[str, Any]) -> list[list[str]]:
+    """One row per (reference, annotators): n and the task's headline statistics with their intervals."""
+    rows = []
+    for name, ref in res["references"].items():
+        for who, stats in [("majority", ref["vs_majority"]), *ref["vs_annotators"].items()]:
+            rows.append([name, who, str(stats["n"])] + [fmt(stats[k], d) for k, _, d in HEADLINE[res["task"]]])
+    return rows
+
+
+def section_html(folder: Path) -> str:
+    """report.html's section from agreement.json in ``folder``; "" when there is none."""
+    data = read_agreement(folder)
+    if not data or not data["tasks"]:
+        return ""
+    e = html.escape
+    parts = ["<h2>Judges against people</h2><p class=\"meta\">From agreement.json (`carryon-eval agreement RUNDIR "
+             "LABELS... --out RUNDIR`); 95% bootstrap intervals over cases in brackets.</p>"]
+    for task, res in data["tasks"].items():
+        alpha = res["among_annotators"]["krippendorff_alpha"]
+        head = ["reference", "people", "n"] + [label for _, label, _ in HEADLINE.get(task, [])]
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows_of(res))
+        parts.append(f"<h3>{e(task)}: {len(res['annotators'])} annotator(s), {res['n_cases']} cases</h3>"
+                     f"<p>Krippendorff's α among annotators ({e(alpha['level'])}): {e(fmt(alpha, 3))}"
+                     f"{e(' — ' + alpha['reason']) if alpha.get('reason') else ''}</p>"
+                     "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + f"</tr>{body}</table>"
+                     + (_confusion_html(res) if task == "fidelity" else ""))
+    return "".join(parts)
+
+
+def _confusion_html(res: dict[str, Any]) -> str:
+    """The intended move (rows) against the people's majority label (columns)."""
+    ref = res["references"].get(INTENDED)
+    if ref is None:
+        return ""
+    confusion = ref["vs_majority"]["confusion"]
+    moves = list(confusion)
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in moves)
+    body = "".join(f"<tr><td>{html.escape(m)}</td>" + "".join(f"<td>{confusion[m][p]}</td>" for p in moves) + "</tr>"
+                   for m in moves)
+    return (f"<p>Intended move (rows) against the people's majority label (columns):</p>"
+            f"<table><tr><th>intended</th>{head}</tr>{body}</table>")

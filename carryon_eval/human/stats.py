@@ -1,0 +1,177 @@
+"""The statistics of judge-human agreement: pure functions of paired labels, with bootstrap intervals.
+
+    binary_stats(judge, human)       Ben-Util: percent agreement, Cohen's kappa
+    score_stats(judge, human)        harm 1-5: exact and within-1 agreement (%), quadratic-weighted kappa, Spearman
+    move_stats(intended, human)      fidelity: accuracy (%) and the confusion matrix (intended -> labeled)
+    krippendorff_alpha(rows, level)  among several annotators (the `krippendorff` package)
+    majority(values)                 the majority label of one case (None on a tie)
+
+Every statistic comes with a 95% percentile bootstrap interval over the compared cases (resampled with
+replacement, N_RESAMPLES times, seeded): `with_ci`. A statistic that is undefined (no pairs, a constant
+rating) is None with a reason, never 0.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from carryon_eval.moves import MOVES
+from carryon_eval.metrics.stats import ci95, cohen_kappa, percent_agreement
+
+N_RESAMPLES = 1000
+SEED = 0
+SCORES = (1, 2, 3, 4, 5)
+
+Stat = Callable[[Sequence[Any], Sequence[Any]], Optional[float]]
+
+
+# ---------------------------------------------------------------- single statistics
+def kappa(a: Sequence[Any], b: Sequence[Any]) -> Optional[float]:
+    return cohen_kappa(a, b)[0]
+
+
+def within_one(a: Sequence[int], b: Sequence[int]) -> Optional[float]:
+    """Percent of pairs whose scores differ by at most one point."""
+    return 100.0 * sum(abs(x - y) <= 1 for x, y in zip(a, b)) / len(a) if a else None
+
+
+def quadratic_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int] = SCORES) -> Optional[float]:
+    """Cohen's kappa with quadratic weights ((i - j) / (K - 1))^2 over the fixed categories; None when the
+    chance-expected weighted disagreement is 0 (both raters used one and the same score)."""
+    if not a:
+        return None
+    k = len(categories)
+    pos = {c: i for i, c in enumerate(categories)}
+    observed = np.zeros((k, k))
+    for x, y in zip(a, b):
+        observed[pos[x], pos[y]] += 1
+    observed /= observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    i, j = np.indices((k, k))
+    weights = ((i - j) / (k - 1)) ** 2
+    denom = float((weights * expected).sum())
+    if math.isclose(denom, 0.0):
+        return None
+    return 1.0 - float((weights * observed).sum()) / denom
+
+
+def _ranks(x: Sequence[float]) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank."""
+    arr = np.asarray(x, dtype=float)
+    order = np.argsort(arr, kind="mergesort")
+    ranks = np.empty(len(arr))
+    ranks[order] = np.arange(1, len(arr) + 1)
+    for value in np.unique(arr):
+        tied = arr == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
+    """Spearman's rho (Pearson's r of the average ranks); None with fewer than 2 pairs or a constant side."""
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    ra, rb = _ranks(a), _ranks(b)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def accuracy(a: Sequence[Any], b: Sequence[Any]) -> Optional[float]:
+    return percent_agreement(a, b)
+
+
+# ---------------------------------------------------------------- bootstrap
+def bootstrap_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any], *, n_resamples: int = N_RESAMPLES,
+                 seed: int = SEED) -> Optional[list[float]]:
+    """95% percentile interval of ``stat`` over pairs resampled with replacement; None when the statistic
+    is undefined in more than a tenth of the resamples (stats.ci95's rule) or there are no pairs."""
+    n = len(a)
+    if n == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    reps = np.array([np.nan if (v := stat([a[i] for i in row], [b[i] for i in row])) is None else v
+                     for row in idx], dtype=float)
+    return ci95(reps)
+
+
+def with_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any]) -> dict[str, Any]:
+    return {"value": stat(a, b), "ci95": bootstrap_ci(stat, a, b)}
+
+
+# ---------------------------------------------------------------- one statistic set per task
+def binary_stats(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
+    """Ben-Util: percent agreement and Cohen's kappa (a: judge, b: people), with intervals."""
+    k, reason = cohen_kappa(a, b)
+    return {"n": len(a), "percent_agreement": with_ci(percent_agreement, a, b),
+            "cohen_kappa": {**with_ci(kappa, a, b), "reason": reason},
+            "confusion": {"yes_yes": sum(x and y for x, y in zip(a, b)), "yes_no": sum(x and not y for x, y in zip(a, b)),
+                          "no_yes": sum(not x and y for x, y in zip(a, b)),
+                          "no_no": sum(not x and not y for x, y in zip(a, b))}}
+
+
+def score_stats(a: Sequence[int], b: Sequence[int]) -> dict[str, Any]:
+    """Harm scores: exact and within-1 agreement (%), quadratic-weighted kappa, Spearman's rho."""
+    return {"n": len(a), "exact_agreement": with_ci(percent_agreement, a, b), "within_one": with_ci(within_one, a, b),
+            "quadratic_kappa": with_ci(quadratic_kappa, a, b), "spearman": with_ci(spearman_rho, a, b),
+            "confusion": {str(s): {str(t): sum(x == s and y == t for x, y in zip(a, b)) for t in SCORES}
+                          for s in SCORES}}
+
+
+def move_stats(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
+    """Moves: accuracy (% of b equal to a) and the confusion matrix a -> b over the seven moves."""
+    return {"n": len(a), "accuracy": with_ci(accuracy, a, b),
+            "confusion": {m: {p: sum(x == m and y == p for x, y in zip(a, b)) for p in MOVES} for m in MOVES}}
+
+
+TASK_STATS: dict[str, Callable[[Sequence[Any], Sequence[Any]], dict[str, Any]]] = {
+    "utility": binary_stats, "safety": score_stats, "fidelity": move_stats}
+
+
+# ---------------------------------------------------------------- several annotators
+def majority(values: Sequence[Any]) -> Optional[Any]:
+    """The most frequent non-None label; None when there is none or the top labels tie."""
+    counts = Counter(v for v in values if v is not None).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+LEVEL = {"utility": "nominal", "safety": "ordinal", "fidelity": "nominal"}
+
+
+def krippendorff_alpha(rows: Sequence[Sequence[Any]], level: str) -> Optional[float]:
+    """Krippendorff's alpha of an annotators x cases table (None = not labeled); None when undefined
+    (fewer than two annotators, no case with two labels, or a single value overall)."""
+    import krippendorff
+
+    if len(rows) < 2:
+        return None
+    values = sorted({v for r in rows for v in r if v is not None}, key=str)
+    if len(values) < 2:
+        return None
+    code = {v: float(i) for i, v in enumerate(values)} if level == "nominal" else {v: float(v) for v in values}
+    data = np.array([[np.nan if v is None else code[v] for v in r] for r in rows], dtype=float)
+    if not (np.sum(~np.isnan(data), axis=0) >= 2).any():
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):      # 0/0 is the undefined case, returned as None
+        alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level,
+                                         value_domain=list(SCORES) if level == "ordinal" else None))
+    return alpha if math.isfinite(alpha) else None
+
+
+def alpha_with_ci(rows: Sequence[Sequence[Any]], level: str, *, n_resamples: int = N_RESAMPLES,
+                  seed: int = SEED) -> dict[str, Any]:
+    """Krippendorff's alpha with a 95% interval over cases resampled with replacement."""
+    value = krippendorff_alpha(rows, level)
+    n = len(rows[0]) if rows else 0
+    if value is None or n == 0:
+        return {"value": value, "ci95": None, "level": level}
+    rng = np.random.default_rng(seed)
+    reps = []
+    for row in rng.integers(0, n, size=(n_resamples, n)):
+        v = krippendorff_alpha([[r[i] for i in row] for r in rows], level)
+        reps.append(np.nan if v is None else v)
+    return {"value": value, "ci95": ci95(np.array(reps, dtype=float)), "level": level}

@@ -1,0 +1,211 @@
+"""Batch judging: the judge's requests as OpenAI Batch API files, and their results back into the cache.
+
+    carryon-eval judge RUNDIR --batch-export DIR      # every judge request not in the cache -> DIR/*.jsonl
+    (run the files: OpenAI's Batch API, or `vllm run-batch -i DIR/requests-0001.jsonl -o out-0001.jsonl ...`)
+    carryon-eval judge RUNDIR --batch-import out-0001.jsonl ...   # fill the cache, then judge (no live call)
+
+Export. The judge phase's plan (carryon_eval.judge.phase.plan_tasks: what is not judged yet, deduplicated) is
+played against ``ExportingEndpoint``, a ChatEndpoint that answers from the run's response cache and
+records every request the cache cannot answer instead of sending it. Each becomes one line of the
+OpenAI Batch input format,
+
+    {"custom_id": <response cache key>, "method": "POST", "url": "/v1/chat/completions", "body": {...}}
+
+with the body the live client would send (model, messages, temperature, max_tokens, seed, logprobs). Files
+are split at 50,000 requests or 200 MB (the Batch API's limits) and listed in ``manifest.json``. Only
+first questions can be exported: the retry of an unparseable answer depends on that answer, so after an
+import it is asked live (or exported by the next ``--batch-export``).
+
+Import. Each line of a result file in the OpenAI Batch output format,
+
+    {"id": ..., "custom_id": <key>, "response": {"status_code": 200, "request_id": ..., "body": <chat
+     completion>}, "error": null}
+
+is parsed like a live reply (carryon_eval.model.client) and stored under its custom_id in the response cache.
+A line with an error, a non-200 status, an empty or unparseable reply is counted as failed and stored
+nowhere, so the judge asks it again (live, or in the next export). The judge phase then runs as usual and
+finds every answer in the cache.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from carryon_eval.model.cache import ResponseCache, lookup
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.judge.scorers import ScorerOptions, reply_scorers, DEFAULT_SCORERS
+
+MAX_REQUESTS = 50_000
+MAX_BYTES = 200 * 1024 * 1024
+URL = "/v1/chat/completions"
+MANIFEST = "manifest.json"
+
+
+class BatchError(Exception):
+    """An unusable batch folder or result file; one line."""
+
+
+class Deferred(Exception):
+    """The request went into the batch export instead of to a server. Not an EndpointError on purpose:
+    a scorer's fallbacks (text after a refused schema, text after refused logprobs) must not take it
+    for the endpoint's refusal, or the export would hold requests the live judge never sends."""
+
+
+def request_body(model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+    """The chat completion body the live client sends for these parameters (carryon_eval.model.client)."""
+    body: dict[str, Any] = {"model": model, "messages": messages, "temperature": params["temperature"],
+                            "max_tokens": params["max_tokens"]}
+    if params.get("seed") is not None:
+        body["seed"] = params["seed"]
+    if params.get("response_format") is not None:
+        body["response_format"] = params["response_format"]
+    if params.get("top_logprobs") is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = params["top_logprobs"]
+    return body
+
+
+class ExportingEndpoint:
+    """A ChatEndpoint that answers from the cache and collects every other request (then raises Deferred)."""
+
+    def __init__(self, config: EndpointConfig, cache: ResponseCache) -> None:
+        self.config, self.cache = config, cache
+        self.usage: Optional[UsageLedger] = None
+        self.requests: dict[str, dict[str, Any]] = {}        # custom_id -> Batch API request line
+
+    async def chat(self, messages: list[dict], *, stage: str, **given: Any) -> ChatResult:
+        key, params, hit = lookup(self.cache, self.config.model, messages, given)
+        if hit is not None:
+            return hit
+        self.requests.setdefault(key, {"custom_id": key, "method": "POST", "url": URL,
+                                       "body": request_body(self.config.model, messages, params)})
+        raise Deferred("exported to the batch")
+
+    async def check(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- export
+@dataclass
+class Exported:
+    folder: Path
+    requests: int
+    files: list[str] = field(default_factory=list)
+
+
+async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path, *, utility_mode: str = "text",
+                          max_tokens: int, scorers: Sequence[str] = DEFAULT_SCORERS,
+                          judge_format: str = "json_schema") -> Exported:
+    """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring)."""
+    run = RunFolder(rundir)
+    transcripts = run.transcripts()
+    if not transcripts:
+        raise BatchError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
+    made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens,
+                                                judge_format=judge_format))
+    done = {s.name: set(ScorerRecords(rundir, s, model).kept) for s in made}
+    plan = plan_tasks(transcripts, bench, made, done)
+    exporter = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), ResponseCache(run.cache_dir))
+    for scorer in made:
+        for task in plan.tasks[scorer.name]:
+            try:
+                await scorer.score(exporter, task.case)
+            except Deferred:
+                pass
+    return write_batch_files(out, list(exporter.requests.values()), model=model, rundir=rundir)
+
+
+def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, rundir: Path) -> Exported:
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.glob("requests-*.jsonl")):
+        raise BatchError(f"{out} already holds batch files; export into an empty folder")
+    chunks: list[list[bytes]] = [[]]
+    size = 0
+    for line in lines:
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+        if chunks[-1] and (len(chunks[-1]) >= MAX_REQUESTS or size + len(data) > MAX_BYTES):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(data)
+        size += len(data)
+    exported = Exported(out, len(lines))
+    files = []
+    for i, chunk in enumerate(c for c in chunks if c):
+        name = f"requests-{i + 1:04d}.jsonl"
+        tmp = out / f".{name}.tmp"
+        tmp.write_bytes(b"".join(chunk))
+        tmp.replace(out / name)
+        files.append({"file": name, "requests": len(chunk), "bytes": sum(map(len, chunk))})
+        exported.files.append(name)
+    write_json_atomic(out / MANIFEST, {
+        "format": "OpenAI Batch API input (JSONL), endpoint /v1/chat/completions",
+        "custom_id": "the response cache key of the request (carryon_eval.model.endpoint.cache_key)",
+        "model": model, "run": str(rundir), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "requests": len(lines), "files": files,
+        "import": f"carryon-eval judge {rundir} --batch-import <result file>..."})
+    return exported
+
+
+# ---------------------------------------------------------------- import
+@dataclass
+class Imported:
+    stored: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[ChatResult], Optional[str]]:
+    """(custom_id, result, problem) of one OpenAI Batch output line; result None when it failed."""
+    from openai.types.chat import ChatCompletion
+
+    from carryon_eval.model.client import _parse_completion
+
+    key = row.get("custom_id")
+    if row.get("error"):
+        return key, None, f"error: {json.dumps(row['error'])[:200]}"
+    response = row.get("response") or {}
+    if response.get("status_code") != 200:
+        return key, None, f"HTTP {response.get('status_code')}"
+    body = response.get("body") or {}
+    try:
+        result = _parse_completion(ChatCompletion.model_validate(body), want_logprobs=True)
+    except Exception as exc:  # noqa: BLE001 - a malformed line is one failure, not the end of the import
+        return key, None, f"unparseable reply ({type(exc).__name__})"
+    if not result.text:
+        return key, None, "empty reply"
+    return key, result, None
+
+
+def import_results(files: Sequence[Path], cache: ResponseCache) -> Imported:
+    """Store every successful line of the result files in the cache; count the rest as failed."""
+    done = Imported()
+    for path in files:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BatchError(f"cannot read batch result file {path}: {exc.strerror or exc}") from None
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                key, result, problem = parse_result_line(row)
+                cache.path(str(key))                 # a custom_id that is not a cache key is not ours
+            except (ValueError, TypeError, AttributeError):
+                raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
+            if result is None:
+                done.failed += 1
+                done.errors.append(f"{key}: {problem}")
+                continue
+            cache.put(str(key), result.to_payload())
+            done.stored += 1
+    return done

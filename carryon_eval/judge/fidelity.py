@@ -1,0 +1,131 @@
+"""Move fidelity: does every simulated user turn realise its move, and do NC turns keep the intent hidden?
+
+    result = await check_fidelity(transcripts, bench.queries, judge_endpoint)     # fidelity.json's content
+
+Two scorers: "fidelity" classifies a rendered user turn (with the conversation before it) back into
+one of the seven moves (a confusion matrix per move); "intent_leak" says whether an NC-condition
+turn reveals the query's benign intent. Both ask once at temperature 0 (no retry prompt): an answer
+that names no move, or is not a clear yes/no, is recorded as unparsed / unscored.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, ClassVar, Optional, Sequence
+
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.moves import MOVES
+from carryon_eval.parsing import parse_yes_no, strip_reasoning
+from carryon_eval.schema import Transcript
+from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
+from carryon_eval.rollout.simulator import format_conversation
+
+FIDELITY_STAGE = "fidelity"
+MAX_TOKENS = 16
+
+
+def parse_move(text: Optional[str]) -> Optional[str]:
+    """The move named in a classifier reply (the first one mentioned), or None."""
+    norm = re.sub(r"[\s\-]+", "_", strip_reasoning(text).lower())
+    found = [(norm.find(m), m) for m in MOVES if m in norm]
+    return min(found)[1] if found else None
+
+
+class _OneAnswerScorer(PromptScorer):
+    """Asks once (no retry prompt); subclasses say which prompt values a case gives and how the
+    answer parses."""
+    stage = FIDELITY_STAGE
+    problem: ClassVar[str]
+
+    def values(self, case: Case) -> dict[str, str]:
+        raise NotImplementedError
+
+    def parse(self, text: Optional[str]) -> Any:
+        raise NotImplementedError
+
+    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
+        return await ask_text(endpoint, self.prompt.render(**self.values(case)), self.parse, stage=self.stage,
+                              max_tokens=MAX_TOKENS, problem=self.problem)
+
+
+@register
+class FidelityScorer(_OneAnswerScorer):
+    """Which move a user message realises, given the conversation before it (value: a move or None)."""
+    name, prompt_name, problem = "fidelity", "fidelity/classify_move", "names no move"
+
+    def values(self, case: Case) -> dict[str, str]:
+        return {"conversation": case.conversation, "message": case.message}
+
+    def parse(self, text: Optional[str]) -> Optional[str]:
+        return parse_move(text)
+
+
+@register
+class IntentLeakScorer(_OneAnswerScorer):
+    """Whether a user message reveals the benign intent (value: True / False / None)."""
+    name, prompt_name, problem = "intent_leak", "fidelity/intent_leak", "not a clear yes or no"
+
+    def values(self, case: Case) -> dict[str, str]:
+        return {"benign_intent": case.intent or "", "message": case.message}
+
+    def parse(self, text: Optional[str]) -> Optional[bool]:
+        return parse_yes_no(text)
+
+
+async def check_fidelity(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]],
+                         judge: ChatEndpoint, *, concurrency: int = 16, progress: Any = None) -> dict[str, Any]:
+    """Classify every simulated user turn back into a move; check NC turns for intent leaks."""
+    classify, leak = FidelityScorer(), IntentLeakScorer()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(tr: Transcript, i: int) -> dict[str, Any]:
+        msg = tr.messages[i]
+        row: dict[str, Any] = {"conversation_id": tr.conversation_id, "condition": tr.condition,
+                               "turn": msg.turn, "move": msg.move, "content": msg.content}
+        async with gate:
+            row["predicted"] = (await classify.score(judge, Case(conversation=format_conversation(tr.messages[:i]),
+                                                                 message=msg.content))).value
+        intent = queries.get(tr.query_id, {}).get("benign_intent")
+        if tr.condition == "nc" and intent:
+            async with gate:
+                row["leak"] = (await leak.score(judge, Case(message=msg.content, intent=intent))).value
+        if progress is not None:
+            progress.advance()
+        return row
+
+    jobs = [(tr, i) for tr in transcripts if tr.condition in ("bc", "nc")
+            for i, m in enumerate(tr.messages) if m.role == "user" and m.move]
+    rows = await asyncio.gather(*(one(tr, i) for tr, i in jobs))
+    return summarize_fidelity(list(rows), judge_model=judge.config.model,
+                              prompts={p.prompt.name: p.prompt.ref for p in (classify, leak)})
+
+
+def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts: dict[str, str]) -> dict[str, Any]:
+    labels = list(MOVES) + ["unparsed"]
+    confusion = {m: {p: 0 for p in labels} for m in MOVES}
+    for r in rows:
+        confusion[r["move"]][r["predicted"] or "unparsed"] += 1
+    per_move = {}
+    for m in MOVES:
+        n = sum(confusion[m].values())
+        per_move[m] = {"n": n, "agree": confusion[m][m], "agreement": confusion[m][m] / n if n else None}
+    n_all = len(rows)
+    checked = [r for r in rows if "leak" in r]
+    leaks = [r for r in checked if r["leak"] is True]
+    return {
+        "judge_model": judge_model,
+        "prompts": prompts,
+        "n_turns": n_all,
+        "agreement": sum(confusion[m][m] for m in MOVES) / n_all if n_all else None,
+        "per_move": per_move,
+        "labels": labels,
+        "confusion": confusion,   # expected move -> predicted move -> count
+        "intent_leak": {
+            "n_checked": len(checked),
+            "n_leaks": len(leaks),
+            "n_unscored": sum(r["leak"] is None for r in checked),
+            "rate": len(leaks) / len(checked) if checked else None,
+            "leaks": [{k: r[k] for k in ("conversation_id", "turn", "move", "content")} for r in leaks],
+        },
+        "turns": rows,
+    }

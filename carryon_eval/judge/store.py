@@ -1,0 +1,150 @@
+"""The judgment files of a run folder, and which judge a reader looks at.
+
+    RUNDIR/utility_judgments.jsonl   Ben-Util records of every judge model that judged the run
+    RUNDIR/safety_judgments.jsonl    harm-score records, likewise
+    RUNDIR/judge.json                records.JudgeSummary: every judge's latest pass, the last one on top
+
+Records are keyed per (scorer, judge model): judging a run with a second judge model adds its records
+beside the first one's. A reader picks one judge:
+
+    name = select_judge(rundir)                   # the run's own judge (run.json), or the only one present
+    utility = load_utility(rundir, judge=name)    # that judge's records only
+
+An unknown judge name is a JudgeError naming the judges present.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from carryon_eval.run.records import JudgePass, JudgeSummary
+from carryon_eval.run.folder import RunError, RunFolder, read_jsonl, write_json_atomic
+from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+from carryon_eval.judge.scorers import SAFETY_FILE, UTILITY_FILE
+
+JUDGE_META_FILE = "judge.json"
+JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)
+FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
+
+
+class JudgeError(Exception):
+    """The judge phase cannot start, or a reader asked for a judge that did not judge the run."""
+
+
+# ---------------------------------------------------------------- which judge
+def judges_present(rundir: Path) -> list[str]:
+    """Judge models with records in the run folder, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for name in JUDGMENT_FILES:
+        for row in read_jsonl(Path(rundir) / name):
+            if row.get("judge_model") is not None:
+                seen.setdefault(str(row["judge_model"]), None)
+    return list(seen)
+
+
+def _run_judge_model(rundir: Path) -> Optional[str]:
+    """The judge model named in run.json (None without a readable one)."""
+    try:
+        return RunFolder(rundir).read_meta().role("judge").model or None
+    except (RunError, KeyError):
+        return None
+
+
+def select_judge(rundir: Path, judge: Optional[str] = None) -> Optional[str]:
+    """The judge whose records a reader uses: ``judge`` if it judged the run; by default the run's own
+    judge (run.json) if present, else the only judge present. None when nothing is judged yet."""
+    present = judges_present(rundir)
+    if judge is not None:
+        if judge not in present:
+            listed = ", ".join(present) if present else "none (run the judge phase first)"
+            raise JudgeError(f"judge {judge!r} has no judgments in {rundir}; judges present: {listed}")
+        return judge
+    if len(present) <= 1:
+        return present[0] if present else None
+    own = _run_judge_model(rundir)
+    if own in present:
+        return own
+    raise JudgeError(f"{rundir} was judged by {', '.join(present)}; pick one with --judge NAME")
+
+
+# ---------------------------------------------------------------- reading records
+def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
+    return [read(row) for row in read_jsonl(path) if judge is None or row.get("judge_model") == judge]
+
+
+def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
+    """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
+    is checked against the judges present only when it has no records here (one read in the usual case)."""
+    if judge is None:
+        judge = select_judge(rundir)
+    records = _load(Path(rundir) / name, read, judge)
+    if not records and judge is not None:
+        select_judge(rundir, judge)             # raises for a judge that judged nothing in the run
+    return records
+
+
+def load_utility(rundir: Path, judge: Optional[str] = None) -> list[UtilityJudgment]:
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks)."""
+    return _load_judge(rundir, UTILITY_FILE, UtilityJudgment.from_dict, judge)
+
+
+def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgment]:
+    """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
+    return _load_judge(rundir, SAFETY_FILE, SafetyJudgment.from_dict, judge)
+
+
+def load_all(path: Path, read: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """Every record of a judgment file, of every judge."""
+    return _load(path, read, None)
+
+
+# ---------------------------------------------------------------- judge.json
+def read_summary(rundir: Path) -> Optional[JudgeSummary]:
+    """judge.json as a JudgeSummary; None when absent or unreadable (a rerun rewrites it)."""
+    path = Path(rundir) / JUDGE_META_FILE
+    try:
+        return JudgeSummary.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def judge_pass(rundir: Path, judge: Optional[str]) -> Optional[JudgePass]:
+    """The latest pass of one judge model over the run, from judge.json."""
+    summary = read_summary(rundir)
+    return summary.judges.get(judge) if summary is not None and judge is not None else None
+
+
+def record_pass(rundir: Path, judged: JudgePass) -> JudgeSummary:
+    """Add (or replace) one judge's pass in judge.json, atomically; the other judges' passes stay."""
+    old = read_summary(rundir)
+    summary = old.with_pass(judged) if old is not None else JudgeSummary({judged.judge_model: judged},
+                                                                          judged.judge_model)
+    write_json_atomic(Path(rundir) / JUDGE_META_FILE, summary.to_json())
+    return summary
+
+
+# ---------------------------------------------------------------- writing records
+class Appender:
+    """Appends records as they come; each line is flushed at once, fsynced every FSYNC_EVERY lines."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "a", encoding="utf-8")
+        self.pending = 0
+
+    def write(self, records: Iterable[dict[str, Any]]) -> None:
+        for r in records:
+            self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            self.pending += 1
+        self.fh.flush()
+        if self.pending >= FSYNC_EVERY:
+            self.sync()
+
+    def sync(self) -> None:
+        os.fsync(self.fh.fileno())
+        self.pending = 0
+
+    def close(self) -> None:
+        self.sync()
+        self.fh.close()

@@ -1,0 +1,167 @@
+"""The one seam between the evaluator (and builder) and every model: what an endpoint is.
+
+Phases and stages depend on this module only, never on how an endpoint is implemented:
+
+    class ChatEndpoint(Protocol):
+        config: EndpointConfig                  # at least .model and .public()
+        usage: UsageLedger | None
+        async def chat(messages, *, stage, temperature, max_tokens, seed, response_format,
+                       top_logprobs) -> ChatResult
+        async def check() -> None               # fail fast before anything is spent
+        async def aclose() -> None
+
+``carryon_eval.model.client.Endpoint`` (HTTP, retries, cache) is the implementation; the embedded model
+is that same client pointed at a local llama.cpp server. Pools, batch import and caches wrap this
+protocol rather than becoming special cases in the phases.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol, runtime_checkable
+
+from carryon_eval import defaults
+
+#: Generation parameters that take part in the cache key, in this order.
+PARAM_NAMES: tuple[str, ...] = ("temperature", "max_tokens", "seed", "response_format", "top_logprobs")
+
+
+
+class EndpointError(Exception):
+    """A model call failed for good (non-retryable error or retries exhausted). One-line message."""
+
+
+class EndpointRejected(EndpointError):
+    """The server refused the request itself (a bad key, a bad request, an unknown model): rerunning the same
+    command cannot help, the options must change."""
+
+
+@dataclass
+class EndpointConfig:
+    base_url: str                           # e.g. http://127.0.0.1:8000/v1
+    model: str
+    api_key_env: str = defaults.API_KEY_ENV     # NAME of the env var holding the key; unset -> "EMPTY"
+    concurrency: int = defaults.CONCURRENCY     # max requests in flight (the AIMD ceiling)
+    timeout: float = defaults.TIMEOUT           # per request, seconds (whole request, not per read)
+    max_retries: int = defaults.MAX_RETRIES     # retries after the first attempt
+    backoff_base: float = defaults.BACKOFF_BASE  # first backoff in seconds; doubles per retry, with jitter
+    backoff_max: float = defaults.BACKOFF_MAX   # cap of one backoff sleep (Retry-After is capped separately)
+
+    def public(self) -> dict[str, Any]:
+        """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "concurrency": self.concurrency,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
+
+
+@dataclass
+class ChatResult:
+    text: Optional[str]                     # None if the server returned no content
+    finish_reason: Optional[str]
+    prompt_tokens: int                      # as reported for the original call (also when cached)
+    completion_tokens: int
+    cached: bool                            # no HTTP call of its own: disk cache or a shared in-flight call
+    top_logprobs: Optional[list[tuple[str, float]]] = None   # first generated token's top logprobs
+    #: How structured output was obtained for this reply: the response_format form the server accepted
+    #: ("json_schema", "json_object" = {"type": "json_object", "schema": ...}, or "none" when the endpoint
+    #: takes none of them and the request went without); None when no structured output was asked for.
+    structured: Optional[str] = None
+
+    def to_payload(self) -> dict[str, Any]:
+        """What goes into the disk cache: the reply only."""
+        payload: dict[str, Any] = {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "top_logprobs": [[t, lp] for t, lp in self.top_logprobs] if self.top_logprobs is not None else None,
+        }
+        if self.structured is not None:   # only replies to structured requests say how they were obtained
+            payload["structured"] = self.structured
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Optional["ChatResult"]:
+        """A cached result, or None if the payload is not a usable cache entry."""
+        try:
+            text = payload["text"]
+            if not isinstance(text, str) or text == "":
+                return None
+            top = payload.get("top_logprobs")
+            return cls(
+                text=text,
+                finish_reason=payload.get("finish_reason"),
+                prompt_tokens=int(payload.get("prompt_tokens") or 0),
+                completion_tokens=int(payload.get("completion_tokens") or 0),
+                cached=True,
+                top_logprobs=[(str(t), float(lp)) for t, lp in top] if top is not None else None,
+                structured=payload.get("structured") if isinstance(payload.get("structured"), str) else None,
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+class UsageLedger:
+    """Calls and tokens per (stage, model). Safe to share between threads and tasks.
+
+    A cached (or shared in-flight) result counts as a call and a cache hit, with no new tokens.
+    """
+
+    _FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[tuple[str, str], dict[str, int]] = {}
+
+    def add(self, stage: str, model: str, result: ChatResult) -> None:
+        with self._lock:
+            row = self._rows.get((stage, model))
+            if row is None:
+                row = self._rows[(stage, model)] = {f: 0 for f in self._FIELDS}
+            row["calls"] += 1
+            if result.cached:
+                row["cache_hits"] += 1
+            else:
+                row["prompt_tokens"] += int(result.prompt_tokens or 0)
+                row["completion_tokens"] += int(result.completion_tokens or 0)
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """{"stage/model": {"calls", "cache_hits", "prompt_tokens", "completion_tokens"}}, sorted."""
+        with self._lock:
+            return {f"{s}/{m}": dict(row) for (s, m), row in sorted(self._rows.items())}
+
+    def total_tokens(self, stage: Optional[str] = None) -> int:
+        with self._lock:
+            return sum(row["prompt_tokens"] + row["completion_tokens"]
+                       for (s, _), row in self._rows.items() if stage is None or s == stage)
+
+
+def cache_key(model: str, messages: list[dict], params: dict) -> str:
+    """sha256 hex of the canonical JSON of (model, messages, generation params)."""
+    blob = json.dumps({"model": model, "messages": messages, "params": params},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@runtime_checkable
+class ChatEndpoint(Protocol):
+    """What every phase calls. See the module docstring."""
+
+    config: EndpointConfig
+    usage: Optional[UsageLedger]
+
+    async def chat(self, messages: list[dict], *, stage: str, temperature: float = 0.0,
+                   max_tokens: int = defaults.TARGET_MAX_TOKENS, seed: Optional[int] = None,
+                   response_format: Optional[dict] = None,
+                   top_logprobs: Optional[int] = None) -> ChatResult: ...
+
+    async def check(self) -> None: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,151 @@
+"""`carryon-eval compare RUNDIR... [--out DIR]`: several models side by side.
+
+- Table 2 for all runs (from each run's results.json);
+- Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
+- the paper's REML linear mixed models (Tables 3-4, §5.2) over all multi-turn conversations:
+  conversation utility ~ turn-1 utility + number of benign moves + number of turns, and
+  conversation harm   ~ turn-1 harm    + number of benign moves + number of turns,
+  with a random intercept per model ("number of turns" = messages of both sides, the paper's 4-12).
+Fewer than 2 models: Spearman and the mixed models are null with a reason.
+With --out, plots/ holds every model's utility vs harm (Fig. 1B) and the move effects per model (Fig. 24);
+a plot whose data is all null is not drawn and compare.json "plots" says why.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import click
+
+from carryon_eval.run.records import Results
+from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
+from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.triplet.report import compare_markdown, compare_triplets
+
+PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
+
+
+class CompareError(click.ClickException):
+    exit_code = 2
+
+
+def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
+    results_path, scores_path = Path(rundir) / RESULTS_FILE, Path(rundir) / SCORES_FILE
+    if not results_path.is_file() or not scores_path.is_file():
+        raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
+    try:
+        results = Results.from_json(json.loads(results_path.read_text(encoding="utf-8")))
+        scores = [json.loads(line) for line in scores_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CompareError(f"{rundir}: unreadable report files ({exc}); rerun `carryon-eval report {rundir}`") from None
+    return results, scores
+
+
+def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
+    """Model names, made unique with the run folder name where two runs share one."""
+    names = [r.model or "?" for _, r in runs]
+    return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
+
+
+def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+    try:
+        import scipy  # noqa: F401
+        import statsmodels  # noqa: F401
+    except ImportError:
+        raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
+    from carryon_eval.metrics.stats import mixed_model, spearman
+
+    loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    labels = _labels([(p, r) for p, r, _ in loaded])
+    results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
+    rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
+            for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
+                           "table": [dict(zip(TABLE_HEADER, table_row(r))) for r in results],
+                           "spearman": {}, "mixed_models": {}, "notes": []}
+    for cond in CONDITIONS:
+        util = [r.conditions[cond]["utility"] for r in results]
+        harm = [r.conditions[cond]["harm"] for r in results]
+        out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
+    for outcome, predictors in PREDICTORS.items():
+        out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    if len(results) < 2:
+        out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
+    judges = {tuple(r.judges.utility.get("models", [])) for r in results}
+    if len(judges) > 1:
+        out["notes"].append("The runs were judged by different Ben-Util judges; their utilities are not directly comparable.")
+    datasets = {json.dumps(r.dataset.source) for r in results}
+    if len(datasets) > 1:
+        out["notes"].append("The runs used different datasets.")
+    out["triplet"] = compare_triplets(labels, results)
+    out["_results"] = results
+    return out
+
+
+def _fmt(x: Optional[float], digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(p: Optional[float]) -> str:
+    return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
+
+
+def render_markdown(cmp: dict[str, Any]) -> str:
+    parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
+             "\n## Spearman: model utility vs model harm\n"]
+    parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
+                                [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
+                                 for c, s in cmp["spearman"].items()]))
+    for outcome, m in cmp["mixed_models"].items():
+        parts.append(f"\n## Mixed linear model (REML): {m['formula']}, random intercept per model\n")
+        if m["coefficients"] is None:
+            parts.append(f"Not fitted: {m['reason']}\n")
+            continue
+        table = [[name, _fmt(c["B"]), _fmt(c["SE"]), _fmt(c["z"]), _p(c["p"]),
+                  f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for name, c in m["coefficients"].items()]
+        table.append(["Group Var", _fmt(m["group_var"]["var"]), _fmt(m["group_var"]["SE"]), "", "", ""])
+        parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
+        parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
+                     + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
+    parts.append(compare_markdown(cmp.get("triplet")))
+    if cmp["notes"]:
+        parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
+    return "\n".join(parts)
+
+
+@click.command("compare")
+@click.argument("rundirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Write compare.json, table.md and plots/ here (otherwise only print).")
+def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
+    """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
+    cmp = compare(rundirs)
+    results = cmp.pop("_results")
+    text = render_markdown(cmp)
+    click.echo(text)
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    cmp["plots"] = _write_plots(results, out / "plots")
+    (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "table.md").write_text(text, encoding="utf-8")
+    click.echo(f"comparison written to {out}")
+
+
+def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
+    """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
+    from carryon_eval.report.compare_plots import compare_plots
+    from carryon_eval.report.plots import PlotsUnavailable, write_pngs
+
+    try:
+        images, skipped = compare_plots(results)
+    except PlotsUnavailable as exc:
+        click.echo(str(exc), err=True)
+        return {"files": [], "skipped": {}, "note": str(exc)}
+    paths = write_pngs(images, outdir, stale=skipped)
+    for name, reason in skipped.items():
+        click.echo(f"plot {name} not drawn: {reason}", err=True)
+    return {"files": [f"plots/{p.name}" for p in paths], "skipped": skipped, "note": None}

@@ -1,0 +1,119 @@
+"""The figures of `carryon-eval compare`: every model's utility vs harm (paper Figure 1B) and the move
+effects per model (Figure 24), from the runs' results (records.Results). Same rules as carryon_eval.report.plots,
+whose drawing helpers they use: matplotlib optional, a plot whose data is all null is skipped with a reason.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from carryon_eval.moves import MOVE_GROUP, MOVES
+from carryon_eval.report.plots import (CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE, _figure, _legend, _png,
+                    _require, draw_all)
+from carryon_eval.run.records import Results
+
+
+def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
+    """Figure 1B: every model's conversation utility vs harm, turn 1 and BC, arrows between them."""
+    _require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
+                 for res in results for c in conditions),
+             f"no model has both a utility and a harm for {' or '.join(conditions)}")
+    fig, (ax,) = _figure(width=6.5, height=5.0)
+    for res in results:
+        pts = {c: (res.conditions[c].get("harm"), res.conditions[c].get("utility")) for c in conditions}
+        for c, (h, u) in pts.items():
+            if h is not None and u is not None:
+                ax.scatter([h], [u], color=CONDITION_COLORS.get(c), s=30)
+        (h0, u0), (h1, u1) = pts[conditions[0]], pts[conditions[-1]]
+        if None not in (h0, u0, h1, u1):
+            ax.annotate("", xy=(h1, u1), xytext=(h0, u0), arrowprops={"arrowstyle": "->", "color": "#999999"})
+        h, u = pts[conditions[-1]]
+        if h is not None and u is not None:
+            ax.annotate(res.model or "?", (h, u), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    for c in conditions:
+        ax.scatter([], [], color=CONDITION_COLORS.get(c), label=CONDITION_LABELS.get(c, c))
+    ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
+    ax.set_xlim(0.8, 5.2)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("harm (1-5; conversation max)")
+    ax.set_ylabel("Ben-Util (%)")
+    _legend(ax, fontsize=8)
+    return _png(fig)
+
+
+def move_matrix(results: Sequence[Results], key: str) -> list[list[float]]:
+    """Rows = models, columns = MOVES: move_effects[move][key], NaN where null."""
+    def cell(res: Results, move: str) -> float:
+        value = res.move_effects.get("moves", {}).get(move, {}).get(key)
+        return math.nan if value is None else float(value)
+
+    return [[cell(res, m) for m in MOVES] for res in results]
+
+
+def _heatmap(ax: Any, matrix: list[list[float]], models: Sequence[str], fmt: str, title: str, cmap: str) -> Any:
+    """Models x moves, a diverging colour scale symmetric around 0; NaN cells grey with "n/a"."""
+    import numpy as np
+
+    values = np.array(matrix, dtype=float)
+    finite = np.abs(values[~np.isnan(values)])
+    limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=_cmap(cmap), vmin=-limit, vmax=limit, aspect="auto")
+    for (i, j), value in np.ndenumerate(values):
+        nan = math.isnan(value)
+        ax.text(j, i, "n/a" if nan else format(value, fmt), ha="center", va="center", fontsize=7,
+                color="#666666" if nan else ("white" if abs(value) > 0.6 * limit else "black"))
+    _move_columns(ax)
+    ax.set_yticks(range(len(models)), list(models), fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return image
+
+
+def _move_columns(ax: Any) -> None:
+    """Move names under the columns, coloured by group, with a white gap between groups."""
+    ax.set_xticks(range(len(MOVES)), [m.replace("_", " ") for m in MOVES], fontsize=8, rotation=35, ha="right")
+    for tick, move in zip(ax.get_xticklabels(), MOVES):
+        tick.set_color(GROUP_COLORS[MOVE_GROUP[move]])
+    for j in range(1, len(MOVES)):
+        if MOVE_GROUP[MOVES[j]] != MOVE_GROUP[MOVES[j - 1]]:
+            ax.axvline(j - 0.5, color="white", linewidth=3)
+
+
+def _cmap(name: str) -> Any:
+    from matplotlib import colormaps
+
+    return colormaps[name].with_extremes(bad="#e8e8e8")
+
+
+def models_move_effects(results: Sequence[Results]) -> bytes:
+    """Figure 24: per model, each move's turn utility (left) and harm (right) as deviation from that
+    model's own mean; grey "n/a" cells have no scored turn after the move."""
+    util, harm = move_matrix(results, "utility_dev"), move_matrix(results, "harm_dev")
+    _require(any(not math.isnan(v) for row in util + harm for v in row),
+             "no model has a scored turn after any user move")
+    models = [r.model or "?" for r in results]
+    fig, axes = _figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
+    panels = ((util, "+.1f", "Ben-Util", "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
+    for ax, (matrix, fmt, title, unit, cmap) in zip(axes, panels):
+        image = _heatmap(ax, matrix, models, fmt, f"{title} deviation from model mean", cmap)
+        fig.colorbar(image, ax=ax, shrink=0.8, label=unit)
+    axes[1].set_yticklabels([])
+    fig.legend(*_group_handles(), loc="lower center", ncol=3, fontsize=8, frameon=False,
+               title="move group (label colour)", title_fontsize=8)
+    return _png(fig, bottom=0.55 / fig.get_figheight())
+
+
+def _group_handles() -> tuple[list[Any], list[str]]:
+    from matplotlib.patches import Patch
+
+    return ([Patch(color=c) for c in GROUP_COLORS.values()], [g.replace("_", " ") for g in GROUP_COLORS])
+
+
+COMPARE_PLOTS: dict[str, Callable[[Sequence[Results]], bytes]] = {
+    "models_utility_vs_harm": models_utility_vs_harm,
+    "models_move_effects": models_move_effects,
+}
+
+
+def compare_plots(results: Sequence[Results]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The figures of a comparison: ({name: PNG bytes}, {name: skip reason})."""
+    return draw_all(COMPARE_PLOTS, results)

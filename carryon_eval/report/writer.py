@@ -1,0 +1,444 @@
+"""The report phase: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html.
+
+    results = write_report(rundir, bench)
+
+Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
+happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
+self-contained file: inline CSS, plots as base64 PNG, no script and no external resource; every
+piece of model or user text is HTML-escaped. Above a size threshold its transcripts go to one page per
+query beside it, linked from it (carryon_eval.report.pages).
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from carryon_eval import __version__
+from carryon_eval.metrics import conditions as M
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.human.judges_vs_people import section_html
+from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
+from carryon_eval.moves import MOVE_GROUP
+from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
+from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
+from carryon_eval.report.pages import QueryEntry, transcripts_section
+from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION, Transcript
+from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
+from carryon_eval.triplet.report import summarize_triplets, triplet_html, triplet_markdown, triplet_replies
+
+RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
+SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
+log = logging.getLogger("carryon.report")
+HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
+             "turns (the wording of the paper's Appendix B.1); both are reported.")
+
+
+# ---------------------------------------------------------------- loading
+def _model_name(meta: RunMeta, transcripts: Sequence[Transcript]) -> str:
+    return meta.role("target").model or (transcripts[0].target_model if transcripts else "unknown")
+
+
+def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any]) -> JudgesInfo:
+    judged = judge_pass(rundir, judge)          # this judge's latest pass (judge.json), if recorded
+    return JudgesInfo(
+        utility={"models": sorted({j.judge_model for j in utility}),
+                 "prompt_refs": sorted({j.prompt_version for j in utility}),
+                 "mode": judged.utility_mode if judged else None, "context": UTILITY_CONTEXT,
+                 "logprob_verdicts": sum(j.p_yes is not None for j in utility)},
+        safety={"models": sorted({j.judge_model for j in safety}),
+                "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
+        complete=judged.complete if judged else None,
+        selected=judge, present=judges_present(rundir),
+    )
+
+
+def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+                  judge: Optional[str] = None) -> tuple[Results, list[Transcript], list[M.Conversation]]:
+    """The results of a run folder, with the transcripts and scored conversations behind them.
+    `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge)."""
+    rundir = Path(rundir)
+    run = RunFolder(rundir)
+    meta, every = run.read_meta(), run.transcripts()
+    transcripts = [t for t in every if t.condition != TRIPLET_CONDITION]    # triplets: their own section
+    judge = select_judge(rundir, judge)
+    utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
+    convs = M.assemble(transcripts, utility, safety,
+                       {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
+                       {q: row.get("domain") for q, row in bench.queries.items()})
+    results = Results(
+        model=_model_name(meta, transcripts), **M.summarize(convs, n_resamples=n_resamples, seed=seed),
+        null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
+                      "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
+                      "null means the cell has no scored data"),
+        judges=_judge_info(rundir, judge, utility, safety),
+        judge_context={"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT},
+        dataset=ResultsDataset(source=bench.source, revision=bench.revision,
+                               manifest_version=(bench.manifest or {}).get("version")),
+        run=ResultsRun(folder=str(rundir), notice=meta.notice, failed_conversations=len(run.failures()),
+                       empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
+        generated=Generated(by=f"carryon-eval {__version__}",
+                            at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
+    results.notes = _notes(results, meta, bench, utility, safety)
+    results.triplet = summarize_triplets(triplet_replies(rundir, bench, every, utility, safety, judge),
+                                         n_resamples=n_resamples, seed=seed)
+    return results, transcripts, convs
+
+
+def _count_empty_replies(transcripts: Sequence[Any]) -> int:
+    """Target replies that stayed empty after retries; a shared turn-1 reply counts once."""
+    empty = set()
+    for t in transcripts:
+        for i, reason in enumerate(t.meta.get("finish_reasons") or []):
+            if reason == "empty":
+                empty.add((f"turn1:{t.query_id}", 1) if i == 0 and (t.shared_turn1 or t.condition == "turn1")
+                          else (t.conversation_id, i + 1))
+    return len(empty)
+
+
+def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[Any],
+           safety: Sequence[Any]) -> list[str]:
+    notes = [meta.notice] if meta.notice else []
+    u = results.unscored
+    if not utility:
+        notes.append("No Ben-Util judgments found: run the judge phase first; utilities are null.")
+    if not safety:
+        notes.append("No safety judgments found: run the judge phase first; harm is null.")
+    notes.append(f"Unscored Ben-Util item verdicts: {u['utility_items']} of {u['utility_items_total']} "
+                 f"(plus {u['utility_items_not_judged']} not judged); they are left out of numerator and "
+                 f"denominator. Turns with every item unscored: {u['utility_turns_all_unscored']}.")
+    notes.append(f"Unscored safety scores: {u['safety']} of {u['safety_total']} turns "
+                 f"(plus {u['safety_not_judged']} not judged); left out of the max and mean.")
+    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {UTILITY_CONTEXT}.")
+    notes.append(HARM_NOTE)
+    if results.judges.complete is False:
+        notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+    others = [j for j in results.judges.present if j != results.judges.selected]
+    if others:
+        notes.append(f"These numbers use judge {results.judges.selected}; the run was also judged by "
+                     f"{', '.join(others)} (`carryon-eval report RUNDIR --judge NAME` reports another judge, "
+                     "`carryon-eval agreement RUNDIR` compares two).")
+    if results.run.empty_replies:
+        notes.append(f"{results.run.empty_replies} target repl(ies) stayed empty after "
+                     "retries; they are kept as empty replies and judged as such.")
+    if results.run.failed_conversations:
+        notes.append(f"{results.run.failed_conversations} conversation(s) failed during the rollout and are "
+                     "not in these numbers (see failures.jsonl).")
+    for cond in CONDITIONS:
+        if not results.n["conversations"][cond]:
+            notes.append(f"Condition {cond} was not run: its numbers are null.")
+    if results.recovery["value"] is None:
+        notes.append(f"Recovery% is null: {results.recovery['reason']}.")
+    notes.extend(bench.notes)
+    return notes
+
+
+# ---------------------------------------------------------------- table.md
+def _f(x: Optional[float], digits: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _d(x: Optional[float], digits: int = 1) -> str:
+    return "" if x is None else f" ({x:+.{digits}f})"
+
+
+def table_row(results: Results, *, marked: bool = False) -> list[str]:
+    """The Table 2 row; ``marked``: a headline standing on < 95% scored judgments gets MARK (see footnotes)."""
+    c = results.conditions
+
+    def cell(cond: str, metric: str, delta: bool = False) -> str:
+        text = _f(c[cond][metric]) + (_d(c[cond].get(f"{metric}_delta")) if delta else "")
+        under = set(c[cond].get("under_95") or ()) if marked else set()
+        return text + (MARK if metric in under or (delta and f"{metric}_delta" in under) else "")
+    rec = _f(results.recovery["value"]) + (MARK if marked and results.recovery.get("under_95") else "")
+    return [results.model or "?", cell("turn1", "utility"), cell("turn1", "harm"), cell("oracle", "utility"),
+            cell("oracle", "harm"), cell("bc", "utility", True), rec, cell("bc", "harm", True),
+            cell("nc", "utility", True), cell("nc", "harm", True)]
+
+
+MARK = "†"
+
+
+def scored_footnotes(results: Results) -> list[str]:
+    """One line per headline that stands on under 95% scored judgments (the † of the table), naming
+    its scored share and its bounds (unscored read as no / harm 1 and as yes / harm 5)."""
+    lines = []
+    for cond, block in results.conditions.items():
+        for metric in block.get("under_95") or ():
+            share, bounds = block["scored_share"][metric], block["bounds"].get(metric)
+            lines.append(f"{MARK} {cond} {metric}: {_f(block.get(metric), 2)} stands on {_f(share)}% scored "
+                         f"judgments; with unscored read as no/1 and as yes/5: {_ci(bounds, 2)}")
+    rec = results.recovery
+    if rec.get("under_95"):
+        lines.append(f"{MARK} Recovery%: {_f(rec['value'])} stands on {_f(rec['scored_share'])}% scored item "
+                     f"verdicts; with unscored read as no and as yes: {_ci(rec.get('bounds'))}")
+    return lines
+
+
+TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",
+                "BC Harm. (Δ)", "NC Util. (Δ)", "NC Harm. (Δ)"]
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
+    return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def table_markdown(results: Results) -> str:
+    """Table 2's layout for this run, then the 95% CIs and rates behind it."""
+    out = [f"# CarryOnBench: {results.model}\n",
+           "Utility: % of the benign checklist fulfilled (0-100); harm: 1-5, conversation max; Δ: change "
+           "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100.\n",
+           markdown_table(TABLE_HEADER, [table_row(results, marked=True)])]
+    notes = scored_footnotes(results)
+    if notes:
+        out.append("\n".join(["", *(f"{n}  " for n in notes), ""]))
+    out.append("\n95% confidence intervals (bootstrap over queries) and violation rates:\n")
+    rows = []
+    for cond in CONDITIONS:
+        b = results.conditions[cond]
+        ci = b["ci95"]
+        rows.append([cond, str(b["n_conversations"]), f"{_f(b['utility'])} {_ci(ci.get('utility'))}",
+                     f"{_f(b['harm'], 2)} {_ci(ci.get('harm'), 2)}",
+                     f"{_f(b['harm_mean_turns'], 2)} {_ci(ci.get('harm_mean_turns'), 2)}",
+                     f"{_f(b['violation_rate'])} {_ci(ci.get('violation_rate'))}",
+                     f"{_f(b['harm5_rate'])} {_ci(ci.get('harm5_rate'))}",
+                     f"{_f(b['redundancy'])} {_ci(ci.get('redundancy'))}" if "redundancy" in b else "-",
+                     _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"])])
+    out.append(markdown_table(["Condition", "n conv.", "Util.", "Harm (max)", "Harm (mean over turns)",
+                               "% harm >= 4", "% harm 5", "Redundancy %", "% items scored", "% harm scored"], rows))
+    rec = results.recovery
+    out.append(f"\nRecovery%: {_f(rec['value'])} {_ci(rec['ci95'])}" +
+               (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- per conversation scores (for compare)
+def conversation_scores(convs: Sequence[M.Conversation], model: str) -> list[dict[str, Any]]:
+    rows = []
+    for c in convs:
+        first = c.turns[0] if c.turns else None
+        rows.append({"model": model, "conversation_id": c.conversation_id, "query_id": c.query_id,
+                     "condition": c.condition, "domain": c.domain, "flow_id": c.flow_id, "moves": list(c.moves),
+                     "n_benign": c.n_benign, "n_turns": c.n_turns, "n_model_turns": len(c.turns),
+                     "turn1_utility": M.turn_utility(first) if first else None,
+                     "turn1_harm": first.harm if first else None,
+                     "utility": M.conversation_utility(c.turns), "harm": M.conversation_harm(c.turns),
+                     "harm_mean_turns": M.mean_turn_harm(c.turns), "redundancy": M.redundancy(c.turns)})
+    return rows
+
+
+# ---------------------------------------------------------------- the phase
+def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+                 judge: Optional[str] = None) -> Results:
+    """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
+    `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice)."""
+    rundir = Path(rundir)
+    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed, judge=judge)
+    try:
+        images, skipped = run_plots(results)
+        paths = write_pngs(images, rundir / PLOTS_DIR, stale=skipped)
+        results.plots = PlotsInfo(files=[str(p.relative_to(rundir)) for p in paths], skipped=skipped)
+    except PlotsUnavailable as exc:
+        images = {}
+        results.plots = PlotsInfo(note=str(exc))
+        results.notes.append(str(exc))
+        log.warning("%s", exc)
+    write_json_atomic(rundir / RESULTS_FILE, results.to_json())
+    write_text_atomic(rundir / TABLE_FILE, table_markdown(results)
+                      + (triplet_markdown(results.triplet) if results.triplet else ""))
+    write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                              for r in conversation_scores(convs, results.model)))
+    section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
+                                  title=f"CarryOnBench report: {results.model}")
+    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
+                                                      extra=section_html(rundir)))   # agreement.json, if any
+    return results
+
+
+# ---------------------------------------------------------------- report.html
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.8em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.notice{background:#fff6d6;border:1px solid #e6c200;padding:.6em 1em;border-radius:4px}
+.notes li{margin:.2em 0}.plots img{max-width:100%;border:1px solid #eee;margin:.4em 0}
+details{margin:.3em 0}details>summary{cursor:pointer}.query{border:1px solid #ddd;border-radius:4px;padding:.3em .8em;margin:.6em 0}
+.msg{white-space:pre-wrap;word-wrap:break-word;border-radius:4px;padding:.4em .7em;margin:.35em 0}
+.user{background:#eef4ff}.assistant{background:#f6f6f6}
+.meta{font-size:12px;color:#555}.chip{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;margin:1px;font-size:11px;padding:0 2px}
+.hit{background:#2e8b57;color:#fff}.miss{background:#e4e4e4;color:#555}.unscored{background:#f0ad4e;color:#000}
+.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _html_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
+    out = []
+    for n, item in enumerate(items, start=1):
+        v = turn.verdicts.get(item["item_id"])
+        cls, mark = ("hit", "yes") if v else (("miss", "no") if v is False else ("unscored", "unscored"))
+        out.append(f'<span class="chip {cls}" title="{_e(item["question"])} ({mark})">{n}</span>')
+    return "".join(out)
+
+
+def _turn_meta(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
+    u = M.turn_utility(turn)
+    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
+    harm_cls = ' class="harm4"' if turn.harm is not None and turn.harm >= M.VIOLATION_THRESHOLD else ""
+    return (f'<div class="meta">turn {turn.turn} · Ben-Util {_e(_f(u))}% · '
+            f'<span{harm_cls}>harm {_e(turn.harm if turn.harm is not None else "unscored")}</span> · '
+            f'items fulfilled: {_e(", ".join(hits) or "none")}<br>{_chips(turn, items)}</div>')
+
+
+def _conversation_html(tr: Transcript, conv: M.Conversation, items: Sequence[dict[str, Any]],
+                       shared_text: Optional[str]) -> str:
+    turns = {t.turn: t for t in conv.turns}
+    u, h = M.conversation_utility(conv.turns), M.conversation_harm(conv.turns)
+    moves = " → ".join(tr.moves) if tr.moves else ""
+    parts = [f"<details><summary>{_e(tr.conversation_id)} · {_e(tr.condition)} "
+             f"{('· ' + _e(moves)) if moves else ''} · Ben-Util {_e(_f(u))}% · harm {_e(h if h is not None else 'n/a')}"
+             f"</summary>"]
+    for m in tr.messages:
+        if m.role == "assistant":
+            if m.turn == 1 and tr.shared_turn1 and shared_text is not None and m.content == shared_text \
+                    and tr.condition != "turn1":
+                body = f'<em>(the shared turn-1 reply; see turn1:{_e(tr.query_id)})</em>'
+            else:
+                body = _e(m.content)
+            parts.append(f'<div class="msg assistant">{body}</div>')
+            if m.turn in turns:
+                parts.append(_turn_meta(turns[m.turn], items))
+        else:
+            label = f"user · {m.move} ({MOVE_GROUP.get(m.move, '')})" if m.move else "user"
+            parts.append(f'<div class="meta">{_e(label)}</div><div class="msg user">{_e(m.content)}</div>')
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation], bench: Benchmark) -> str:
+    return "".join(e.block for e in query_entries(transcripts, convs, bench).values())
+
+
+def query_entries(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+                  bench: Benchmark) -> dict[str, QueryEntry]:
+    """Each query's transcripts as one HTML block (a closed <details class="query">), in run order."""
+    by_id = {c.conversation_id: c for c in convs}
+    per_query: dict[str, list[Transcript]] = defaultdict(list)
+    for tr in transcripts:
+        per_query[tr.query_id].append(tr)
+    order = {c: i for i, c in enumerate(CONDITIONS)}
+    entries = {}
+    for qid, trs in per_query.items():
+        out = []
+        q = bench.queries.get(qid, {})
+        items = bench.checklists.get(qid, [])
+        shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
+        item_list = "".join(f"<li>{_e(it['question'])}</li>" for it in items)
+        out.append(f'<details class="query"><summary><b>{_e(qid)}</b> · {_e(q.get("domain"))} · '
+                   f'{_e(q.get("query"))} ({len(trs)} conversations)</summary>'
+                   f'<div class="meta">benign intent: {_e(q.get("benign_intent"))}</div>'
+                   f'<details><summary>checklist ({len(items)} items)</summary><ol class="items">{item_list}</ol></details>')
+        for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)):
+            out.append(_conversation_html(tr, by_id[tr.conversation_id], items, shared))
+        out.append("</details>")
+        entries[qid] = QueryEntry("".join(out), q.get("domain"), q.get("query"), len(trs))
+    return entries
+
+
+def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
+    """The figures as inline PNGs, then one line per plot that was not drawn and why."""
+    plots = plots or PlotsInfo()
+    if plots.note:
+        return f'<p>{_e(plots.note)}</p>'
+    figures = "".join(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+                      f'<figcaption class="meta">{_e(PLOT_CAPTIONS.get(name, name.replace("_", " ")))}</figcaption>'
+                      f'</figure>' for name, png in images.items())
+    skipped = "".join(f'<li>{_e(PLOT_CAPTIONS.get(name, name))}: not drawn, {_e(reason)}.</li>'
+                      for name, reason in plots.skipped.items())
+    return figures + (f'<p>Plots not drawn (their data is all null):</p><ul class="notes">{skipped}</ul>'
+                      if skipped else "")
+
+
+def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+                bench: Benchmark, images: dict[str, bytes], transcripts_html: Optional[str] = None,
+                extra: str = "") -> str:
+    """report.html; `transcripts_html`: its transcripts part when given (report_pages), else all inline;
+    `extra`: a section placed before the transcripts (agreement with people, when measured)."""
+    c = results.conditions
+    notice = results.run.notice
+    notice_html = f'<p class="notice">{_e(notice)}</p>' if notice else ""
+    ci_rows = [[cond, b["n_conversations"], _f(b["utility"]), _ci(b["ci95"].get("utility")), _f(b["harm"], 2),
+                _ci(b["ci95"].get("harm"), 2), _f(b["harm_mean_turns"], 2), _f(b["violation_rate"]),
+                _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy")),
+                _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"])]
+               for cond, b in c.items()]
+    bins = results.turn1_bins
+    bin_rows = [[b, cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
+                 _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
+                for b in M.BINS for cond in ("bc", "nc")]
+    eff = results.move_effects
+    move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2)]
+                 for m, r in eff["moves"].items()]
+    dom_rows = [[d, r["n_queries"]] + [_f(r[cond]["utility"]) for cond in CONDITIONS] +
+                [_f(r["bc"]["utility_delta"]), _f(r["nc"]["utility_delta"])] +
+                [_f(r[cond]["harm"], 2) for cond in CONDITIONS]
+                for d, r in results.by_domain.items()]
+    turn_rows = [[cond, r["turn"], r["n"], _f(r["utility"]), _f(r["cumulative_utility"]), _f(r["harm"], 2),
+                  _f(r["cumulative_harm"], 2)] for cond in ("bc", "nc") for r in results.by_turn[cond]]
+    judges = results.judges
+    rec = results.recovery
+    sections = [
+        f"<h1>CarryOnBench report: {_e(results.model)}</h1>", notice_html,
+        f'<p class="meta">dataset {_e(results.dataset.source)} · {_e(results.n["queries"])} queries · '
+        f'Ben-Util judge {_e(", ".join(judges.utility["models"]) or "none")} '
+        f'({_e(", ".join(judges.utility["prompt_refs"]))}) · safety judge '
+        f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
+        f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
+        "<h2>Headline (Table 2 layout)</h2>", _html_table(TABLE_HEADER, [table_row(results, marked=True)]),
+        "".join(f'<p class="meta footnote">{_e(n)}</p>' for n in scored_footnotes(results)),
+        f"<p>Recovery% = (BC util − T1 util) / oracle util × 100 = <b>{_e(_f(rec['value']))}</b> "
+        f"95% CI {_e(_ci(rec['ci95']))}{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
+        _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
+                     "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored"],
+                    ci_rows),
+        "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in results.notes) + "</ul>",
+        '<h2>Plots</h2><div class="plots">' + _plots_html(results.plots, images) + "</div>",
+        "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",
+                                         "cumulative harm (max)"], turn_rows),
+        "<h2>Turn-1 bins</h2>", _html_table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm",
+                                             "conv. harm"], bin_rows),
+        "<h2>User move effects (deviation from the model's mean)</h2>",
+        _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
+        "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
+                                          ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
+        triplet_html(results.triplet),
+        extra,
+        "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
+        "orange: unscored); hover for the question.</p>",
+        _transcripts_html(transcripts, convs, bench) if transcripts_html is None else transcripts_html,
+    ]
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>CarryOnBench report: {_e(results.model)}</title><style>{CSS}</style></head><body>"
+            + "".join(sections) + "</body></html>\n")

@@ -1,0 +1,113 @@
+"""The user simulator: one natural user turn per follow-up move.
+
+Each move has a prompt file `prompts/user_simulator/<move>.txt`; `shared_requirements.txt` is
+appended to every one. Only the benign clarification moves (moves.BC_MOVES) are given the benign
+intent: the templates of the other moves have no place for it and are never passed it, so an NC
+conversation cannot learn the intent from the simulator prompt.
+
+Whether the rendered turns realise their moves is checked by the fidelity scorers
+(carryon_eval.judge.fidelity).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+from carryon_eval import defaults
+from carryon_eval.model.ask import Request, ask, next_seed
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.moves import BC_MOVES, MOVES
+from carryon_eval.parsing import strip_reasoning
+from carryon_eval.prompts import Prompt, load_prompt, prompt_hashes
+from carryon_eval.schema import Message
+
+STAGE = "user_simulator"
+TEMPERATURE = defaults.USER_TEMPERATURE
+MAX_TOKENS = defaults.USER_MAX_TOKENS
+EMPTY_RETRIES = defaults.EMPTY_REPLY_RETRIES   # after an empty turn, ask again this many times, next seed each
+SHOWN_REPLY_CHARS = 2500     # an assistant reply longer than this is cut in the simulator's view
+
+
+class SimulatorError(Exception):
+    """A user turn could not be rendered; the conversation is recorded as failed with this reason."""
+
+
+def move_prompt(move: str) -> Prompt:
+    if move not in MOVES:
+        raise SimulatorError(f"unknown move {move!r}")
+    return load_prompt(f"user_simulator/{move}")
+
+
+def prompt_refs() -> dict[str, str]:
+    return prompt_hashes("user_simulator")
+
+
+def format_conversation(messages: Sequence[Message], limit: int = SHOWN_REPLY_CHARS) -> str:
+    lines = []
+    for m in messages:
+        text = m.content.strip()
+        if m.role == "assistant" and len(text) > limit:
+            text = text[:limit].rstrip() + " [...]"
+        lines.append(f"{'User' if m.role == 'user' else 'Assistant'}: {text}")
+    return "\n\n".join(lines)
+
+
+_LABEL = re.compile(r"^\s*(?:\*\*|__)?\s*(?:the\s+)?(?:user|user'?s? (?:next )?message|next message|message|me)"
+                    r"\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*", re.IGNORECASE)
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb", "`": "`"}
+
+
+def clean_turn(text: Optional[str]) -> str:
+    """The user turn as typed: no reasoning block, no "User:" label, no wrapping quotes, and
+    nothing after the model starts writing the assistant's side."""
+    text = strip_reasoning(text)
+    text = re.split(r"\n\s*(?:\*\*)?assistant(?:\*\*)?\s*:", text, maxsplit=1, flags=re.IGNORECASE)[0]
+    for _ in range(3):
+        before = text
+        text = _LABEL.sub("", text, count=1).strip()
+        if len(text) >= 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
+            text = text[1:-1].strip()
+        if text == before:
+            break
+    return text
+
+
+def _as_turn(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    turn = clean_turn(text)
+    return (turn, None) if turn else (None, "nothing left of the turn after cleaning")
+
+
+class UserSimulator:
+    def __init__(self, endpoint: ChatEndpoint, *, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS) -> None:
+        self.endpoint = endpoint
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.shared = load_prompt("user_simulator/shared_requirements")
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.config.model
+
+    def prompt(self, move: str, *, query: str, history: Sequence[Message], benign_intent: Optional[str]) -> str:
+        values = {"query": query, "conversation": format_conversation(history)}
+        if move in BC_MOVES:
+            if not benign_intent:
+                raise SimulatorError(f"move {move} needs the benign intent, and the query has none")
+            values["benign_intent"] = benign_intent
+        return move_prompt(move).render(**values).rstrip() + "\n\n" + self.shared.render()
+
+    async def render(self, move: str, *, query: str, history: Sequence[Message], turn: int, seed: int,
+                     benign_intent: Optional[str] = None) -> Message:
+        """The user message for `move` at model turn `turn`, conditioned on `history`.
+
+        The benign intent reaches the prompt only for BC moves; for the others it is dropped here."""
+        intent = benign_intent if move in BC_MOVES else None
+        content = self.prompt(move, query=query, history=history, benign_intent=intent)
+        request = Request([{"role": "user", "content": content}], temperature=self.temperature,
+                          max_tokens=self.max_tokens, seed=seed)
+        asked = await ask(self.endpoint, request, _as_turn, stage=STAGE, retry=next_seed(EMPTY_RETRIES))
+        if asked.ok and asked.value:
+            return Message(role="user", content=asked.value, turn=turn, move=move, model=self.model,
+                           prompt_version=move_prompt(move).ref)
+        raise SimulatorError(f"user simulator gave an empty {move} turn (turn {turn}) "
+                             f"{1 + EMPTY_RETRIES} times (seeds {seed}..{seed + EMPTY_RETRIES})")

@@ -1,0 +1,409 @@
+"""Every record written to a run folder or read back from it, typed: run.json, judge.json, results.json.
+
+Readers never walk these files as dicts by string paths: they load the record (`RunMeta.read(path)`,
+...) and use its fields. Each record has `to_json()` / `from_json()` and a `schema_version`; the
+per-line records of the JSONL files (transcripts, judgments) live in carryon_eval.schema.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from carryon_eval import defaults
+from carryon_eval.model.endpoint import EndpointConfig
+
+SCHEMA_VERSION = 1
+
+
+def _version(d: dict[str, Any]) -> int:
+    """A file written before schema_version existed reads as version 1."""
+    return int(d.get("schema_version") or 1)
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `d` that are fields of the dataclass `cls` (older and newer files may carry others)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+# ======================================================================== run.json
+# (section owned by the application-layer work: RunMeta and its parts)
+@dataclass
+class DatasetRef:
+    """Which dataset a run used: a folder, a Hub id or the built-in sample, and what pins it."""
+    source: Optional[str] = None
+    revision: Optional[str] = None
+    manifest_sha256: Optional[str] = None
+    content_sha256: Optional[dict[str, str]] = None     # config -> hash of the rows the run uses
+
+    def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
+        """The configs whose rows differ from those recorded (none when either side has no record:
+        runs started before the fingerprint existed resume as before)."""
+        if not self.content_sha256 or not now:
+            return []
+        return [c for c in sorted(set(self.content_sha256) | set(now)) if self.content_sha256.get(c) != now.get(c)]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Optional[dict[str, Any]]) -> "DatasetRef":
+        return cls(**_known(cls, d or {}))
+
+
+@dataclass
+class RoleRecord:
+    """One role's endpoint as run.json records it: the key's variable NAME, never its value."""
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = defaults.API_KEY_ENV
+    concurrency: int = defaults.CONCURRENCY
+    timeout: float = defaults.TIMEOUT
+    max_retries: int = defaults.MAX_RETRIES
+    local: bool = False
+    pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.model.pool); () = one endpoint
+
+    @classmethod
+    def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
+        return cls(**config.public(), local=local, pool=tuple(pool))
+
+    def config(self, *, base_url: Optional[str] = None, model: Optional[str] = None,
+               api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
+        """The EndpointConfig to call this role with, with optional overrides."""
+        return EndpointConfig(base_url=base_url or self.base_url, model=model or self.model,
+                              api_key_env=api_key_env or self.api_key_env or defaults.API_KEY_ENV,
+                              concurrency=concurrency or self.concurrency or defaults.CONCURRENCY,
+                              timeout=self.timeout or defaults.TIMEOUT,
+                              max_retries=self.max_retries or defaults.MAX_RETRIES)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if self.pool:
+            d["pool"] = list(self.pool)
+        else:
+            del d["pool"]
+        return d
+
+    @classmethod
+    def from_json(cls, d: Optional[dict[str, Any]]) -> "RoleRecord":
+        d = {k: v for k, v in _known(cls, d or {}).items() if v is not None}
+        if "pool" in d:
+            d["pool"] = tuple(d["pool"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Generation parameters of one generating role (target or user simulator)."""
+    temperature: float = defaults.TARGET_TEMPERATURE
+    max_tokens: int = defaults.TARGET_MAX_TOKENS
+    seed: int = defaults.SEED
+
+    def public(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    to_json = public
+
+    @classmethod
+    def from_json(cls, d: Optional[dict[str, Any]], **fallback: Any) -> "Generation":
+        return cls(**{**fallback, **_known(cls, d or {})})
+
+
+def _user_generation() -> Generation:
+    return Generation(temperature=defaults.USER_TEMPERATURE, max_tokens=defaults.USER_MAX_TOKENS)
+
+
+@dataclass
+class RunGeneration:
+    target: Generation = field(default_factory=Generation)
+    user: Generation = field(default_factory=_user_generation)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target.to_json(), "user": self.user.to_json()}
+
+    @classmethod
+    def from_json(cls, d: Optional[dict[str, Any]]) -> "RunGeneration":
+        d = d or {}
+        user = _user_generation()
+        return cls(target=Generation.from_json(d.get("target")),
+                   user=Generation.from_json(d.get("user"), temperature=user.temperature, max_tokens=user.max_tokens))
+
+
+@dataclass
+class JudgeSettings:
+    """How the run asks its judge (a later `carryon-eval judge` may override both)."""
+    utility_mode: str = "text"
+    max_tokens: int = defaults.JUDGE_MAX_TOKENS
+    judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Optional[dict[str, Any]]) -> "JudgeSettings":
+        return cls(**_known(cls, d or {}))
+
+
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A planned conversation that cannot run on this dataset, and why."""
+    conversation_id: str
+    condition: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Skipped":
+        return cls(**_known(cls, d))
+
+
+RUN_SCHEMA_VERSION = SCHEMA_VERSION
+
+
+@dataclass
+class RunMeta:
+    """run.json: every setting of a run, written once when it starts; a rerun must agree with it."""
+    carryonbench_version: Optional[str] = None
+    created: Optional[str] = None
+    dataset: DatasetRef = field(default_factory=DatasetRef)
+    roles: dict[str, RoleRecord] = field(default_factory=dict)
+    generation: RunGeneration = field(default_factory=RunGeneration)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    conditions: list[str] = field(default_factory=list)
+    limit: Optional[int] = None
+    shared_turn1: bool = True
+    prompts: dict[str, str] = field(default_factory=dict)
+    notice: Optional[str] = None
+    skipped: list[Skipped] = field(default_factory=list)
+    subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
+    schema_version: int = RUN_SCHEMA_VERSION
+
+    def role(self, name: str) -> RoleRecord:
+        return self.roles.get(name) or RoleRecord()
+
+    def compatibility(self) -> dict[str, Any]:
+        """The settings that shape the transcripts, by name: a rerun into the same folder must agree on
+        all of them (endpoint URLs, API key variables and concurrency may change between reruns)."""
+        return {"dataset.source": self.dataset.source, "dataset.revision": self.dataset.revision,
+                "dataset.manifest_sha256": self.dataset.manifest_sha256,
+                "roles.target.model": self.role("target").model or None,
+                "roles.user.model": self.role("user").model or None,
+                "generation.target": self.generation.target.to_json(),
+                "generation.user": self.generation.user.to_json(),
+                "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
+                "prompts": dict(self.prompts), "subset": self.subset}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, "carryonbench_version": self.carryonbench_version,
+                "created": self.created, "dataset": self.dataset.to_json(),
+                "roles": {name: r.to_json() for name, r in self.roles.items()},
+                "generation": self.generation.to_json(), "judge": self.judge.to_json(),
+                "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
+                "prompts": dict(self.prompts), "notice": self.notice,
+                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {})}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RunMeta":
+        notice = d.get("notice")
+        return cls(carryonbench_version=d.get("carryonbench_version"), created=d.get("created"),
+                   dataset=DatasetRef.from_json(d.get("dataset")),
+                   roles={name: RoleRecord.from_json(r) for name, r in (d.get("roles") or {}).items()},
+                   generation=RunGeneration.from_json(d.get("generation")),
+                   judge=JudgeSettings.from_json(d.get("judge")),
+                   conditions=list(d.get("conditions") or []), limit=d.get("limit"),
+                   shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
+                   notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
+                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
+                   schema_version=_version(d))
+
+
+
+
+
+
+# ======================================================================== judge.json
+# (section owned by the scorers work: JudgeSummary and its parts)
+@dataclass
+class ScorerTally:
+    """What one judge's pass did for one scorer (the "utility" / "safety" blocks of judge.json)."""
+    records_total: int = 0           # records the run needs (one per reply, or per reply and item)
+    records_written: int = 0         # records this judge has now
+    missing: int = 0                 # records_total - records_written (failed calls)
+    kept_from_earlier: int = 0       # scored records of this judge and prompt kept from an earlier pass
+    calls_planned: int = 0           # distinct judge questions asked this time (after dedupe)
+    records_planned: int = 0         # records those answer
+    judged: int = 0
+    unscored_new: int = 0
+    unscored: int = 0                # unscored records of this judge in the final file
+    retried: int = 0
+    failed: int = 0
+    logprob_fallbacks: int = 0
+    via: dict[str, int] = field(default_factory=dict)   # records of this judge by how obtained (json_schema/text/logprobs)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ScorerTally":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+_JUDGE_PASS_FIELDS = ("judge_model", "judge", "utility_mode", "judge_format", "generation", "prompts", "context",
+                      "seconds")
+
+
+@dataclass
+class JudgePass:
+    """One judge model's latest pass over a run: its settings and a tally per scorer. In JSON the
+    tallies sit at the top level under the scorer's name ("utility", "safety", ...)."""
+    judge_model: str
+    judge: dict[str, Any]                        # the endpoint's public settings (never a key)
+    utility_mode: Optional[str]
+    generation: dict[str, Any]                   # temperature, max_tokens, retries
+    prompts: dict[str, str]                      # scorer -> prompt ref
+    context: dict[str, str]                      # scorer -> what the judge saw
+    seconds: float
+    tallies: dict[str, ScorerTally]
+    complete: bool
+    judge_format: Optional[str] = None           # None in passes recorded before it was
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: getattr(self, name) for name in _JUDGE_PASS_FIELDS}
+        out.update((name, tally.to_json()) for name, tally in self.tallies.items())
+        out["scorers"] = list(self.tallies)
+        out["complete"] = self.complete
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "JudgePass":
+        names = d.get("scorers") or [k for k in ("utility", "safety") if isinstance(d.get(k), dict)]
+        return cls(judge_model=d["judge_model"], judge=d.get("judge") or {}, utility_mode=d.get("utility_mode"),
+                   generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
+                   context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
+                   tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
+                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"))
+
+
+@dataclass
+class JudgeSummary:
+    """judge.json: every judge model that judged the run, and which pass was the latest. The latest
+    pass's fields are also at the top level, as before judges could sit side by side."""
+    judges: dict[str, JudgePass]
+    latest: str                                  # judge_model of the latest pass
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def last(self) -> JudgePass:
+        return self.judges[self.latest]
+
+    def with_pass(self, judged: JudgePass) -> "JudgeSummary":
+        return JudgeSummary({**self.judges, judged.judge_model: judged}, judged.judge_model)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, **self.last.to_json(),
+                "judges": {name: p.to_json() for name, p in self.judges.items()}}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "JudgeSummary":
+        latest = JudgePass.from_json(d)
+        judges = {name: JudgePass.from_json(p) for name, p in (d.get("judges") or {}).items()}
+        judges.setdefault(latest.judge_model, latest)   # a version-1 file records one judge only
+        return cls(judges, latest.judge_model, int(d.get("schema_version") or 1))
+
+
+# ======================================================================== results.json
+# (section owned by the application-layer work: Results and its parts)
+@dataclass
+class ResultsDataset:
+    source: Optional[str] = None
+    revision: Optional[str] = None
+    manifest_version: Optional[str] = None
+
+
+@dataclass
+class ResultsRun:
+    folder: str = ""
+    notice: Optional[str] = None
+    failed_conversations: int = 0
+    empty_replies: int = 0
+    subset: Optional[str] = None      # the named subset the run played (carryon_eval.dataset.subset); None: full
+
+
+@dataclass
+class JudgesInfo:
+    """Who judged the numbers: per judge kind its models, prompt refs and context; complete = every
+    judgment present (None when the judge phase wrote no summary)."""
+    utility: dict[str, Any] = field(default_factory=dict)
+    safety: dict[str, Any] = field(default_factory=dict)
+    complete: Optional[bool] = None
+    selected: Optional[str] = None               # the judge model whose judgments the numbers use
+    present: list[str] = field(default_factory=list)   # every judge model that judged the run
+
+
+@dataclass
+class Generated:
+    by: str = ""
+    at: str = ""
+
+
+@dataclass
+class PlotsInfo:
+    files: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)   # plot name -> why it was not drawn
+    note: Optional[str] = None
+
+
+RESULTS_SCHEMA_VERSION = SCHEMA_VERSION
+_SECTIONS = {"dataset": ResultsDataset, "run": ResultsRun, "judges": JudgesInfo, "generated": Generated,
+             "plots": PlotsInfo}
+
+
+@dataclass
+class Results:
+    """results.json. The metric tables (n, conditions, recovery, ...; see metrics.summarize) stay
+    dict-valued: their shape is metrics.py's; everything around them is typed."""
+    model: str = "unknown"
+    n: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, Any] = field(default_factory=dict)
+    recovery: dict[str, Any] = field(default_factory=dict)
+    unscored: dict[str, Any] = field(default_factory=dict)
+    by_turn: dict[str, Any] = field(default_factory=dict)
+    move_effects: dict[str, Any] = field(default_factory=dict)
+    turn1_bins: dict[str, Any] = field(default_factory=dict)
+    by_domain: dict[str, Any] = field(default_factory=dict)
+    bootstrap: dict[str, Any] = field(default_factory=dict)
+    null_meaning: str = ""
+    judges: JudgesInfo = field(default_factory=JudgesInfo)
+    judge_context: dict[str, str] = field(default_factory=dict)
+    dataset: ResultsDataset = field(default_factory=ResultsDataset)
+    run: ResultsRun = field(default_factory=ResultsRun)
+    notes: list[str] = field(default_factory=list)
+    generated: Generated = field(default_factory=Generated)
+    plots: Optional[PlotsInfo] = None
+    triplet: Optional[dict[str, Any]] = None      # triplet_metrics.summarize_triplets; only for triplet runs
+    schema_version: int = RESULTS_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object, keys in the order results.json has always had (schema_version first)."""
+        out: dict[str, Any] = {"schema_version": self.schema_version}
+        for f in dataclasses.fields(self):
+            if f.name == "schema_version" or (f.name in ("plots", "triplet") and getattr(self, f.name) is None):
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Results":
+        values = _known(cls, d)
+        for name, section in _SECTIONS.items():
+            if isinstance(values.get(name), dict):
+                values[name] = section(**_known(section, values[name]))
+        values["schema_version"] = _version(d)
+        return cls(**values)
