@@ -18,7 +18,7 @@ from typing import Any, Optional
 from carryon_eval.dataset import fingerprint
 from carryon_eval.moves import flow_problems, is_valid
 from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
-from carryon_eval.triplet.prompt_sets import checked_triplets
+from carryon_eval.triplet.prompt_sets import triplets_problem
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 
@@ -231,9 +231,12 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
             raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
 
     manifest = _read_manifest(source)
+    triplets = _rows(source, "triplets", revision)
+    problem = triplets_problem(triplets, queries)
+    if problem:
+        raise DatasetError(f"dataset {source}: {problem}")
     bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
-                      flows=flows, conversations=tables["conversations"], manifest=manifest,
-                      triplets=checked_triplets(source, _rows(source, "triplets", revision), queries))
+                      flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
     empty = [q for q, items in checklists.items() if not items]
     if empty:
         bench.notes.append(f"{len(empty)} of {len(queries)} queries have no checklist items: "

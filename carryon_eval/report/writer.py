@@ -26,6 +26,8 @@ from carryon_eval.human.judges_vs_people import section_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
+from carryon_eval.report.tables import html_table as _html_table
+from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
@@ -185,12 +187,6 @@ TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.",
                 "BC Harm. (Δ)", "NC Util. (Δ)", "NC Harm. (Δ)"]
 
 
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
     return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
@@ -286,12 +282,6 @@ details{margin:.3em 0}details>summary{cursor:pointer}.query{border:1px solid #dd
 
 def _e(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
-
-
-def _html_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:

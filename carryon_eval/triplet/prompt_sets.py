@@ -62,11 +62,10 @@ def _row_problem(row: dict[str, Any], queries: dict[str, Any]) -> Optional[str]:
     return None
 
 
-def checked_triplets(source: str, rows: Sequence[dict[str, Any]], queries: dict[str, Any]) -> list[dict[str, Any]]:
-    """The triplets config's rows, checked: known variants, one prompt per (set, variant, paraphrase), every
-    set complete (benign, ambiguous and malicious originals). DatasetError names the first bad row."""
-    from carryon_eval.dataset.load import DatasetError
-
+def triplets_problem(rows: Sequence[dict[str, Any]], queries: dict[str, Any]) -> Optional[str]:
+    """What is wrong with the triplets config's rows, naming the first bad row, or None: known variants, one
+    prompt per (set, variant, paraphrase), every set complete (benign, ambiguous and malicious originals). The
+    dataset loader turns it into its DatasetError (this module stays below the dataset layer)."""
     seen: set[tuple[str, str, int]] = set()
     for i, row in enumerate(rows):
         problem = _row_problem(row, queries)
@@ -74,14 +73,13 @@ def checked_triplets(source: str, rows: Sequence[dict[str, Any]], queries: dict[
         if problem is None and key in seen:
             problem = f"a second {row['variant']} prompt {row['paraphrase']} of set {row['set_id']!r}"
         if problem:
-            raise DatasetError(f"dataset {source}: triplets row {i}: {problem}")
+            return f"triplets row {i}: {problem}"
         seen.add(key)
     for set_id in dict.fromkeys(r["set_id"] for r in rows):
         missing = [v for v in VARIANTS if (set_id, v, 0) not in seen]
         if missing:
-            raise DatasetError(f"dataset {source}: triplets: set {set_id!r} has no {' and no '.join(missing)} "
-                               "prompt (paraphrase 0)")
-    return list(rows)
+            return f"triplets: set {set_id!r} has no {' and no '.join(missing)} prompt (paraphrase 0)"
+    return None
 
 
 def triplet_prompts(triplets: Sequence[dict[str, Any]]) -> dict[str, tuple[str, str]]:
