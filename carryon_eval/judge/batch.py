@@ -25,6 +25,11 @@ is parsed like a live reply (carryon_eval.model.client) and stored under its cus
 A line with an error, a non-200 status, an empty or unparseable reply is counted as failed and stored
 nowhere, so the judge asks it again (live, or in the next export). The judge phase then runs as usual and
 finds every answer in the cache.
+
+JSONL. The request files are written with jsonlines (``run.folder.jsonl_text``: each line's size is known
+before the file it goes into is chosen). The result files are read line by line with ``json.loads`` rather than
+with jsonlines' reader: a line that is JSON but not a batch result line must be named by its number too, and
+the reader gives the number only for lines that are not JSON.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks
-from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.run.folder import RunFolder, jsonl_text, write_json_atomic
 from carryon_eval.judge.scorers import ScorerOptions, reply_scorers, DEFAULT_SCORERS
 
 MAX_REQUESTS = 50_000
@@ -131,7 +136,7 @@ def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, run
     chunks: list[list[bytes]] = [[]]
     size = 0
     for line in lines:
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+        data = jsonl_text([line]).encode("utf-8")
         if chunks[-1] and (len(chunks[-1]) >= MAX_REQUESTS or size + len(data) > MAX_BYTES):
             chunks.append([])
             size = 0
@@ -197,7 +202,7 @@ def import_results(files: Sequence[Path], cache: ResponseCache) -> Imported:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line)                # line by line: see the module's docstring
                 key, result, problem = parse_result_line(row)
                 cache.path(str(key))                 # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):

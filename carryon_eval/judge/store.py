@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+import jsonlines
+
 from carryon_eval.run.records import JudgePass, JudgeSummary
 from carryon_eval.run.folder import RunError, RunFolder, read_jsonl, write_json_atomic
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
@@ -131,11 +133,12 @@ class Appender:
 
     def __init__(self, path: Path) -> None:
         self.fh = open(path, "a", encoding="utf-8")
+        self.lines = jsonlines.Writer(self.fh)
         self.pending = 0
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
-            self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            self.lines.write(r)
             self.pending += 1
         self.fh.flush()
         if self.pending >= FSYNC_EVERY:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
-import json
 import logging
 from collections import defaultdict
 from pathlib import Path
@@ -30,7 +29,7 @@ from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
-from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.run.folder import RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.triplet.report import summarize_triplets, triplet_html, triplet_markdown, triplet_replies
@@ -254,8 +253,7 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
     write_json_atomic(rundir / RESULTS_FILE, results.to_json())
     write_text_atomic(rundir / TABLE_FILE, table_markdown(results)
                       + (triplet_markdown(results.triplet) if results.triplet else ""))
-    write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                              for r in conversation_scores(convs, results.model)))
+    write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores(convs, results.model))
     section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
                                   title=f"CarryOnBench report: {results.model}")
     write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,

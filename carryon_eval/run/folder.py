@@ -13,6 +13,7 @@ and the cache makes the already generated turns of an unfinished conversation fr
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import json
 import os
@@ -59,9 +60,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    with atomic_writer(path) as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    with atomic_writer(path) as fh, jsonlines.Writer(fh) as writer:
+        writer.write_all(records)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -69,9 +69,18 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def jsonl_text(records: Iterable[Any]) -> str:
+    """Records as JSON lines, as every JSONL file of the package writes them (jsonlines' default form:
+    UTF-8 text, not ASCII-escaped, one object and a newline per record)."""
+    buffer = io.StringIO()
+    with jsonlines.Writer(buffer) as writer:
+        writer.write_all(records)
+    return buffer.getvalue()
+
+
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    with open(path, "a", encoding="utf-8") as fh, jsonlines.Writer(fh) as writer:
+        writer.write(obj)
         fh.flush()
         os.fsync(fh.fileno())
 

@@ -13,12 +13,14 @@ the query with TRIPLET_TEXT's malicious intent in the same wording).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+import jsonlines
+
 from carryon_eval import moves as M
 from carryon_eval.prompts import load_prompt
+from carryon_eval.run.folder import jsonl_text
 
 HERE = Path(__file__).parent
 
@@ -96,14 +98,15 @@ def triplet_rows(queries: list[dict]) -> list[dict]:
 
 
 def render(rows: list[dict]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return jsonl_text(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     args = ap.parse_args(argv)
-    queries = [json.loads(line) for line in (HERE / "queries.jsonl").read_text().splitlines() if line.strip()]
+    with jsonlines.open(HERE / "queries.jsonl") as reader:
+        queries = list(reader.iter(skip_empty=True))
     query_ids = [q["query_id"] for q in queries]
     outputs = {"flows.jsonl": render(flow_rows()), "conversations.jsonl": render(conversation_rows(query_ids)),
                "triplets.jsonl": render(triplet_rows(queries))}
