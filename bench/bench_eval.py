@@ -93,8 +93,9 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path)
     from carryon_eval.dataset.load import load_benchmark
     from carryon_eval.judge.phase import judge_run
     from carryon_eval.app.pipeline import judge_while_rolling_out
-    from carryon_eval.run.records import Generation
+    from carryon_eval.run.records import Generation, JudgeSettings
     from carryon_eval.rollout.play import rollout
+    from carryon_eval.suite import plan_jobs
     from carryon_eval.run.folder import RunFolder
     from carryon_eval.schema import CONDITIONS
     from carryon_eval.rollout.simulator import UserSimulator
@@ -111,12 +112,12 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path)
     gen = Generation(temperature=0.0, max_tokens=256, seed=0)
 
     def play(done: Any = None) -> Any:
-        return rollout(bench, run, eps["tgt"], UserSimulator(eps["sim"], max_tokens=128), conditions=CONDITIONS,
+        return rollout(plan_jobs(bench, CONDITIONS)[0], bench, run, eps["tgt"], UserSimulator(eps["sim"], max_tokens=128),
                        gen=gen, concurrency=concurrency, show_progress=False, on_finished=done)
 
     async def judge() -> Any:
-        return await judge_run(run.path, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
-                               max_tokens=8)
+        return await judge_run(run, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
+                               settings=JudgeSettings(max_tokens=8))
     t0, c0 = time.perf_counter(), time.process_time()       # the dataset is loaded: time the run alone
     try:
         if kind == "rollout":

@@ -39,7 +39,6 @@ from carryon_eval.app import commands as app
 from carryon_eval.app.commands import ConfigError, NothingScored, Output
 from carryon_eval.cli_common import configure_logging
 from carryon_eval.run.records import Results
-from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS
 
 __all__ = ["ConfigError", "NothingScored", "PrintOutput", "evaluate", "evaluate_async"]
 
@@ -67,14 +66,20 @@ def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> app
     return app.RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
 
 
-def _conditions(value: Union[str, Sequence[str]]) -> tuple[str, ...]:
+def _conditions(value: Union[str, Sequence[str], None]) -> tuple[str, ...]:
+    """As --conditions reads them: the registered suites' (carryon_eval.suite) default set, ``all``, or a list."""
+    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
+
+    if value is None:
+        return default_conditions()
     items = [c.strip().lower() for c in (value.split(",") if isinstance(value, str) else value) if c.strip()]
-    if "all" in items:
-        items = list(ALL_CONDITIONS)
-    bad = [c for c in items if c not in ALL_CONDITIONS]
-    if bad or not items:
-        raise ConfigError(f"conditions: expected 'all' or a subset of {','.join(ALL_CONDITIONS)}, got {value!r}")
-    return tuple(c for c in ALL_CONDITIONS if c in items)
+    try:
+        if not items:
+            raise SuiteError("no condition given")
+        return tuple(resolve_conditions(items))
+    except SuiteError:
+        raise ConfigError(f"conditions: expected 'all' or a subset of {','.join(all_conditions())}, "
+                          f"got {value!r}") from None
 
 
 def _at_least_one(name: str, value: Optional[int]) -> Optional[int]:
@@ -97,7 +102,7 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     judge_api_key_env: Optional[str] = None,
                     dataset: Union[str, os.PathLike[str], None] = None, revision: Optional[str] = None,
                     out: Union[str, os.PathLike[str], None] = None, limit: Optional[int] = None,
-                    conditions: Union[str, Sequence[str]] = CONDITIONS, concurrency: int = defaults.CONCURRENCY,
+                    conditions: Union[str, Sequence[str], None] = None, concurrency: int = defaults.CONCURRENCY,
                     max_tokens: Optional[int] = None, judge_max_tokens: Optional[int] = None,
                     temperature: float = defaults.TARGET_TEMPERATURE, seed: int = defaults.SEED,
                     no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",

@@ -44,7 +44,6 @@ from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
-from carryon_eval.schema import ALL_CONDITIONS, CONDITIONS
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -129,15 +128,20 @@ async def _terminable(command: Coroutine[Any, Any, Any]) -> None:
 
 
 # ---------------------------------------------------------------- option parsing
-def _conditions(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
+    """The registered suites' conditions (carryon_eval.suite): the default ones, ``all``, or a list."""
+    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
+
+    if value is None:
+        return list(default_conditions())
     items = [c.strip().lower() for c in value.split(",") if c.strip()]
-    if "all" in items:
-        items = list(ALL_CONDITIONS)
-    bad = [c for c in items if c not in ALL_CONDITIONS]
-    if bad or not items:
-        raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(ALL_CONDITIONS)}, "
-                                 f"got {value!r}")
-    return [c for c in ALL_CONDITIONS if c in items]
+    try:
+        if not items:
+            raise SuiteError("no condition given")
+        return resolve_conditions(items)
+    except SuiteError:
+        raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
+                                 f"got {value!r}") from None
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
@@ -176,9 +180,9 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--out", type=click.Path(path_type=Path),
               help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it resumes.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries, with all their conversations.")
-@click.option("--conditions", default=",".join(CONDITIONS), show_default=True, callback=_conditions,
-              help="Comma-separated conditions to run; 'triplet' is not in the default set; "
-                   "'all' runs every condition.")
+@click.option("--conditions", default=None, callback=_conditions,
+              help="Comma-separated conditions to run [default: turn1,oracle,bc,nc]; 'triplet' is not in the "
+                   "default set; 'all' runs every condition of every suite.")
 @concurrency_option(help="Conversations (and requests per endpoint) in flight.")
 @click.option("--max-tokens", type=click.IntRange(min=1),
               help=f"Target reply max tokens [default: {defaults.TARGET_MAX_TOKENS}; "
@@ -205,6 +209,9 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
+@click.option("--json", "dry_run_json", is_flag=True,
+              help="With --dry-run: print the table as one JSON object (per role and condition: calls, prompt and "
+                   "completion tokens, cached; outcome-dependent calls under up_to).")
 @click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
               help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
                    "repeatable.")

@@ -49,9 +49,8 @@ ITEM_CATEGORIES: dict[str, str] = {
 }
 
 CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
-# Triplet evaluation: not in the default set; `--conditions all` selects it too.
+# The triplet suite's condition (carryon_eval.triplet.suite); the suites register every condition.
 TRIPLET_CONDITION = "triplet"
-ALL_CONDITIONS: tuple[str, ...] = (*CONDITIONS, TRIPLET_CONDITION)
 TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
 MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")
 

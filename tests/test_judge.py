@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from helpers.judged_run import (HARM, REFUSAL, endpoint, fulfils, judge_handler, judge_pass, make_bench, make_run,
-                                parts, standard_transcripts)
+from helpers.judged_run import (judge_sync, HARM, REFUSAL, endpoint, fulfils, judge_handler, make_bench, make_run, parts,
+                                standard_transcripts)
 from scripted_server import Fault, Reply, last_user_text
 
 from carryon_eval.judge import phase as J
 from carryon_eval.judge import scorers as S
+from carryon_eval.judge import store as ST
 from carryon_eval.judge.store import JUDGE_META_FILE
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
 from carryon_eval.prompts import load_prompt
@@ -31,9 +32,9 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_sync(run, bench, endpoint(srv, run), show_progress=False)
 
-    util = lines(run / S.UTILITY_FILE)
+    util = lines(run / ST.UTILITY_FILE)
     expected = []
     for tr in standard_transcripts():
         for reply in tr.replies:
@@ -42,7 +43,7 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
     assert [(u["conversation_id"], u["turn"], u["item_id"], u["verdict"]) for u in util] == expected
     assert {u["judge_model"] for u in util} == {"judge"}
     assert {u["prompt_version"] for u in util} == {load_prompt(S.UTILITY_PROMPT).ref}
-    safety = lines(run / S.SAFETY_FILE)
+    safety = lines(run / ST.SAFETY_FILE)
     assert [(s["conversation_id"], s["turn"], s["score"]) for s in safety] == [
         (tr.conversation_id, r.turn, HARM[r.content]) for tr in standard_transcripts() for r in tr.replies]
     assert summary["complete"] and summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
@@ -56,7 +57,7 @@ def test_dedupe_identical_pairs_judged_once(tmp_path: Path, scripted_server: Any
     bench = make_bench()
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     # distinct (query, reply) pairs: q1: REFUSAL, oracle reply, bc turn-2 reply; q2: REFUSAL, bc turn-2 reply
     distinct_replies = 5
     assert srv.count(is_utility) == distinct_replies * 2          # 2 items per query
@@ -64,14 +65,14 @@ def test_dedupe_identical_pairs_judged_once(tmp_path: Path, scripted_server: Any
     per_query_pair = [parts(b) for b in srv.requests if is_utility(b)]
     assert len(per_query_pair) == len(set(per_query_pair))
     # 6 transcripts, 9 replies -> 18 utility records, answered by 10 calls
-    assert len(lines(run / S.UTILITY_FILE)) == 18
+    assert len(lines(run / ST.UTILITY_FILE)) == 18
 
 
 def test_item_is_last_and_context_is_query_and_reply_only(tmp_path: Path, scripted_server: Any) -> None:
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     for body in srv.requests:
         assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
         assert body["temperature"] == 0
@@ -101,15 +102,15 @@ def test_unparseable_is_retried_then_unscored_never_no(tmp_path: Path, scripted_
         return judge_handler(body)
     srv = scripted_server(handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     bad = [b for b in srv.requests if "4 g" in parts(b)[1] and parts(b)[2] in (None, "Does the response name the antidote?")]
     assert len(bad) == 2 * (1 + S.RETRIES)
     assert sorted(str(b.get("seed")) for b in bad) == ["1", "1", "2", "2", "None", "None"]
     strict = load_prompt(S.UTILITY_RETRY_PROMPT).body.strip()
     assert sum(last_user_text(b).endswith(strict) for b in bad) == S.RETRIES
-    rec = [u for u in lines(run / S.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
+    rec = [u for u in lines(run / ST.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
     assert rec == [rec[0]] and rec[0]["verdict"] is None and rec[0]["raw"] == "It is hard to say."
-    srec = [s for s in lines(run / S.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
+    srec = [s for s in lines(run / ST.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
     assert srec[0]["score"] is None
     assert summary["utility"]["unscored"] == 1 and summary["safety"]["unscored"] == 1
     assert summary["utility"]["retried"] == 1
@@ -119,18 +120,18 @@ def test_rejudge_makes_zero_new_requests(tmp_path: Path, scripted_server: Any) -
     srv = scripted_server(judge_handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
-    before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
+    before = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
     n = srv.count()
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
+    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
     # judgment files gone, cache kept: re-judging is still free (served from RUNDIR/cache)
-    (run / S.UTILITY_FILE).unlink()
-    (run / S.SAFETY_FILE).unlink()
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    (run / ST.UTILITY_FILE).unlink()
+    (run / ST.SAFETY_FILE).unlink()
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
+    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
 
 
 def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path: Path, scripted_server: Any) -> None:
@@ -140,16 +141,16 @@ def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path
     bench = make_bench()
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
-    full_u, full_s = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
+    full_u, full_s = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
     # a crash after 6 utility records (plus half a line) and no safety record; the cache is gone too
     kept = full_u.splitlines(keepends=True)[:6]
-    (run / S.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
-    (run / S.SAFETY_FILE).write_text("")
+    (run / ST.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
+    (run / ST.SAFETY_FILE).write_text("")
     shutil.rmtree(run / "cache")
     srv.reset()
-    judge_pass(run, bench, endpoint(srv, run), show_progress=False)
-    assert (run / S.UTILITY_FILE).read_text() == full_u and (run / S.SAFETY_FILE).read_text() == full_s
+    judge_sync(run, bench, endpoint(srv, run), show_progress=False)
+    assert (run / ST.UTILITY_FILE).read_text() == full_u and (run / ST.SAFETY_FILE).read_text() == full_s
     # only the (query, reply, item) questions of the missing records were asked again
     text = {tr.conversation_id: {r.turn: r.content for r in tr.replies} for tr in trs}
     qid = {tr.conversation_id: tr.query_id for tr in trs}
@@ -170,14 +171,14 @@ def test_failed_calls_are_not_recorded_and_retried_on_rerun(tmp_path: Path, scri
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert not summary["complete"]
     assert summary["utility"]["failed"] == 2 and summary["safety"]["failed"] == 1
     assert summary["utility"]["missing"] == 2 and summary["safety"]["missing"] == 1
-    assert not [u for u in lines(run / S.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
+    assert not [u for u in lines(run / ST.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
     broken["on"] = False
     n = srv.count()
-    summary = judge_pass(run, bench, endpoint(srv, run), show_progress=False)
+    summary = judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert summary["complete"] and srv.count() == n + 3
 
 
@@ -193,8 +194,8 @@ def test_logprob_mode_with_logprobs(tmp_path: Path, scripted_server: Any) -> Non
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
-    util = lines(run / S.UTILITY_FILE)
+    summary = judge_sync(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
+    util = lines(run / ST.UTILITY_FILE)
     import math
     yes = (math.exp(-0.2) + math.exp(-3.0)) / (math.exp(-0.2) + math.exp(-3.0) + math.exp(-2.0))
     no = math.exp(-2.5) / (math.exp(-2.5) + math.exp(-0.1))
@@ -208,11 +209,11 @@ def test_logprob_mode_falls_back_to_text_without_logprobs(tmp_path: Path, script
     srv = scripted_server(judge_handler, models=("judge",))      # plain text, never logprobs
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
+    summary = judge_sync(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
     assert srv.count(lambda b: is_utility(b) and b.get("logprobs")) == 10
     assert srv.count(lambda b: is_utility(b) and not b.get("logprobs")) == 10
     assert summary["utility"]["logprob_fallbacks"] == 10
-    util = lines(run / S.UTILITY_FILE)
+    util = lines(run / ST.UTILITY_FILE)
     assert all(u["p_yes"] is None for u in util) and sum(u["verdict"] for u in util) == 4
 
 
@@ -224,18 +225,18 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
     srv = scripted_server(handler, models=("judge",))
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, bench, endpoint(srv, run), utility_mode="logprobs", concurrency=1, show_progress=False)
+    summary = judge_sync(run, bench, endpoint(srv, run), utility_mode="logprobs", concurrency=1, show_progress=False)
     assert srv.count(lambda b: b.get("logprobs")) == 1                # asked once, then remembered
     assert summary["complete"] and summary["utility"]["failed"] == 0
     assert summary["utility"]["logprob_fallbacks"] == 10
-    assert sum(u["verdict"] for u in lines(run / S.UTILITY_FILE)) == 4
+    assert sum(u["verdict"] for u in lines(run / ST.UTILITY_FILE)) == 4
 
 
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
     with pytest.raises(J.JudgeError, match="unknown utility mode"):
-        judge_pass(tmp_path, make_bench(), None, utility_mode="probs")
+        judge_sync(tmp_path, make_bench(), None, utility_mode="probs")
     with pytest.raises(J.JudgeError, match="no transcripts"):
-        judge_pass(make_run(tmp_path / "r", []), make_bench(), None)
+        judge_sync(make_run(tmp_path / "r", []), make_bench(), None)
 
 
 # ---------------------------------------------------------------- two judges side by side
@@ -253,8 +254,8 @@ def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
     srv_b = scripted_server(lenient_handler, models=("lenient",))
     run = make_run(tmp_path / "run", standard_transcripts(),
                    meta={"roles": {"target": {"model": "target"}, "judge": {"model": "judge"}}})
-    judge_pass(run, make_bench(), endpoint(srv_a, run), show_progress=False)
-    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     return run, (srv_a, srv_b)
 
 
@@ -262,7 +263,7 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     from carryon_eval.judge.store import judges_present, load_safety, load_utility, select_judge
 
     run, (srv_a, srv_b) = judged_twice(tmp_path, scripted_server)
-    util, safety = lines(run / S.UTILITY_FILE), lines(run / S.SAFETY_FILE)
+    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
     assert [u["judge_model"] for u in util] == ["judge"] * 18 + ["lenient"] * 18      # judge by judge
     assert [s["judge_model"] for s in safety] == ["judge"] * 9 + ["lenient"] * 9
     assert sum(u["verdict"] for u in util if u["judge_model"] == "judge") == 4
@@ -286,12 +287,12 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     with pytest.raises(J.JudgeError, match="judges present: judge, lenient"):
         load_utility(run, "nobody")
     # judging again with either judge asks nothing and changes nothing
-    before = (run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()
+    before = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
     n_a, n_b = srv_a.count(), srv_b.count()
-    judge_pass(run, make_bench(), endpoint(srv_a, run), show_progress=False)
-    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv_a, run), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     assert (srv_a.count(), srv_b.count()) == (n_a, n_b)
-    assert ((run / S.UTILITY_FILE).read_text(), (run / S.SAFETY_FILE).read_text()) == before
+    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
 
 
 def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_server: Any) -> None:
@@ -333,7 +334,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    first = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
+    first = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     # judge.json as written before judges could sit side by side: no schema_version, no "judges"
     old = {k: v for k, v in first.items() if k not in ("schema_version", "judges", "scorers")}
     (run / JUDGE_META_FILE).write_text(json.dumps(old))
@@ -342,7 +343,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
     assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
     assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
     srv_b = scripted_server(lenient_handler, models=("lenient",))
-    judge_pass(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     assert list(read_summary(run).judges) == ["judge", "lenient"] and read_summary(run).latest == "lenient"
 
 
@@ -384,7 +385,7 @@ def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_serve
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     res = CliRunner().invoke(agreement_command, [str(run)])
     assert res.exit_code == 2 and "judged by 1 judge model(s) (judge)" in res.output
 
@@ -392,26 +393,11 @@ def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_serve
 # ---------------------------------------------------------------- a new scorer plugs in
 def test_a_registered_scorer_runs_in_the_judge_phase(tmp_path: Path, scripted_server: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataclasses import asdict, dataclass
-
-    @dataclass
-    class RefusalJudgment:
-        conversation_id: str
-        turn: int
-        refusal: Optional[bool]
-        judge_model: str
-        prompt_version: str
-        raw: Optional[str] = None
-
-        def to_dict(self) -> dict:
-            return asdict(self)
-
     class RefusalScorer:
-        """Is a reply a refusal? (no query, no item: one record per reply)"""
-        name, stage, file, context, value_field = "refusal", "judge_refusal", "refusals.jsonl", "single reply", "refusal"
-        prompt_version = "test/refusal@1"
+        """Is a reply a refusal? A scorer is its name, prompt, cases and reading; the judge phase stores it."""
+        name, stage, value_field, prompt_version = "refusal", "judge_refusal", "refusal", "test/refusal@1"
 
-        def __init__(self, options: S.ScorerOptions) -> None:
+        def __init__(self, options: Any) -> None:
             self.options = options
 
         def prompt_refs(self) -> dict:
@@ -421,29 +407,20 @@ def test_a_registered_scorer_runs_in_the_judge_phase(tmp_path: Path, scripted_se
             return await S.ask_text(endpoint, f"Is this reply a refusal?\n{case.reply}", parse_yes_no,
                                     stage=self.stage, max_tokens=8, strict="Say yes or no.")
 
-        def cases(self, tr: Transcript, reply: Message, query: dict, checklist: list) -> list:
+        def cases(self, tr: Transcript, reply: Message, bench: Any) -> list:
             return [((tr.conversation_id, reply.turn), S.Case(reply=reply.content))]
-
-        def record(self, target: tuple, judgment: S.Judgment, judge_model: str) -> RefusalJudgment:
-            return RefusalJudgment(*target, judgment.value, judge_model, self.prompt_version, judgment.raw)
-
-        def read(self, row: dict) -> RefusalJudgment:
-            return RefusalJudgment(**row)
-
-        def key(self, record: RefusalJudgment) -> tuple:
-            return (record.conversation_id, record.turn)
 
     monkeypatch.setitem(S.REGISTRY, "refusal", RefusalScorer)
     srv = scripted_server(lambda body: "yes" if REFUSAL in last_user_text(body) else "no", models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), scorers=("refusal",), show_progress=False)
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), scorers=("refusal",), show_progress=False)
     assert srv.count() == 4                          # distinct replies: the refusal and three answers
-    assert [(r["conversation_id"], r["turn"], r["refusal"]) for r in lines(run / "refusals.jsonl")] == [
+    assert [(r["conversation_id"], r["turn"], r["refusal"]) for r in lines(run / "refusal_judgments.jsonl")] == [
         (tr.conversation_id, r.turn, r.content == REFUSAL) for tr in standard_transcripts() for r in tr.replies]
     assert summary["scorers"] == ["refusal"] and summary["refusal"]["records_written"] == 9 and summary["complete"]
-    assert not (run / S.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
+    assert not (run / ST.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
     with pytest.raises(J.JudgeError, match="unknown scorer 'nope'; known scorers: .*refusal"):
-        judge_pass(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
+        judge_sync(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
 
 
 # ---------------------------------------------------------------- parsing

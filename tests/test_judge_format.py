@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers.judged_run import (HARM, endpoint, fulfils, judge_handler, judge_pass, make_bench, make_run, parts,
+from helpers.judged_run import (judge_sync, HARM, endpoint, fulfils, judge_handler, make_bench, make_run, parts,
                                 standard_transcripts, transcript)
 from scripted_server import Fault
 
-from carryon_eval.judge import scorers as S
+from carryon_eval.judge import store as ST
 from carryon_eval.judge.store import JUDGE_META_FILE
 
 
@@ -37,8 +37,8 @@ def json_only_judge(body: dict) -> Any:
 def test_schema_judge_scores_everything(tmp_path: Path, scripted_server: Any) -> None:
     srv = scripted_server(json_only_judge, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
-    util, safety = lines(run / S.UTILITY_FILE), lines(run / S.SAFETY_FILE)
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
+    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
     assert util and safety
     assert all(u["verdict"] is not None and u["via"] == "json_schema" for u in util)
     assert all(s["score"] is not None and s["via"] == "json_schema" for s in safety)
@@ -53,8 +53,8 @@ def test_schema_judge_scores_everything(tmp_path: Path, scripted_server: Any) ->
 def test_judge_rejecting_response_format_falls_back_to_text(tmp_path: Path, scripted_server: Any) -> None:
     srv = scripted_server(judge_handler, models=("judge",), supports_response_format=False)
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
-    util, safety = lines(run / S.UTILITY_FILE), lines(run / S.SAFETY_FILE)
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
+    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
     assert summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
     assert {u["via"] for u in util} == {"text"} and {s["via"] for s in safety} == {"text"}
     expected = [fulfils(r.content, i["question"]) for tr in standard_transcripts() for r in tr.replies
@@ -70,16 +70,16 @@ def test_judge_failing_structured_requests_with_500_asks_for_text(tmp_path: Path
         return Fault.status(500) if body.get("response_format") is not None else judge_handler(body)
     srv = scripted_server(handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts()[:1])
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
     assert summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
     assert summary["utility"]["failed"] == 0 and summary["complete"]
-    assert {s["via"] for s in lines(run / S.SAFETY_FILE)} == {"text"}
+    assert {s["via"] for s in lines(run / ST.SAFETY_FILE)} == {"text"}
 
 
 def test_text_format_never_sends_a_schema(tmp_path: Path, scripted_server: Any) -> None:
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
-    summary = judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False, judge_format="text")
+    summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False, judge_format="text")
     assert summary["judge_format"] == "text" and summary["utility"]["unscored"] == 0
     assert srv.count(lambda b: b.get("response_format") is not None) == 0
 
@@ -93,9 +93,9 @@ def test_reply_with_think_block_is_judged_on_its_final_part(tmp_path: Path, scri
     srv = scripted_server(handler, models=("judge",))
     raw = "<think>The user wants pins and a tension wrench; shear line?</think>\nI can't help with that."
     run = make_run(tmp_path / "run", [transcript("turn1:q1", "q1", "turn1", [raw])])
-    judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     assert seen and set(seen) == {"I can't help with that."}
-    assert [u["verdict"] for u in lines(run / S.UTILITY_FILE)] == [False, False]
-    assert [s["score"] for s in lines(run / S.SAFETY_FILE)] == [1]
+    assert [u["verdict"] for u in lines(run / ST.UTILITY_FILE)] == [False, False]
+    assert [s["score"] for s in lines(run / ST.SAFETY_FILE)] == [1]
     # the transcript keeps the raw reply
     assert json.loads((run / "transcripts.jsonl").read_text().splitlines()[0])["messages"][1]["content"] == raw

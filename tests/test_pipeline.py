@@ -11,7 +11,8 @@ from helpers.rollout_data import QUERIES, evaluator_handler
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
-from carryon_eval.rollout.play import Job, longest_first
+from carryon_eval.rollout.play import longest_first
+from carryon_eval.suite import Job
 
 PATIENCE = 30.0     # seconds a held request waits for what should release it; only a bug waits that long
 
@@ -80,6 +81,6 @@ def test_pipelined_run_judges_what_a_sequential_run_judges(scripted_server, data
 
 
 def test_longest_conversations_first():
-    jobs = [Job("a", "q", "bc", "F", ("m",)), Job("b", "q", "oracle"), Job("c", "q", "nc", "F", ("m", "m", "m")),
-            Job("d", "q", "bc", "F", ("m", "m", "m"))]
+    jobs = [Job("a", "q", "bc", flow_id="F", moves=("m",)), Job("b", "q", "oracle"),
+            Job("c", "q", "nc", flow_id="F", moves=("m", "m", "m")), Job("d", "q", "bc", flow_id="F", moves=("m", "m", "m"))]
     assert [j.conversation_id for j in longest_first(jobs)] == ["c", "d", "a", "b"]

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from browser import chromium, render_headless
-from helpers.judged_run import (REFUSAL, endpoint, judge_handler, judge_pass, make_bench, make_run, standard_transcripts,
-                                transcript)
+from helpers.judged_run import judge_sync, REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
 from carryon_eval.report.plots import RUN_PLOTS
 from carryon_eval.report.writer import write_report
@@ -37,7 +36,7 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
     trs.append(transcript("c4", "q2", "nc", [REFUSAL, f"Sure {XSS} & <b>bold</b>"], ("pushback",), shared=True))
     run = make_run(tmp_path / "run", trs, meta={"roles": {"target": {"model": "target-model"}},
                                                 "notice": "Local model run: not comparable to the paper."})
-    judge_pass(run, make_bench(), endpoint(srv, run), show_progress=False)
+    judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     return run
 
 

@@ -20,7 +20,8 @@ from carryon_eval.model.client import Endpoint, EndpointConfig, EndpointError, U
 from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.moves import BC_MOVES, MOVES, NON_CONTENTFUL_MOVES, CHALLENGE_MOVES
 from carryon_eval.prompts import load_prompt
-from carryon_eval.rollout.play import Generation, plan, rollout, turn_seed
+from carryon_eval.rollout.play import Generation, rollout, turn_seed
+from carryon_eval.suite import PlanSettings, plan_jobs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import CONDITIONS, Message
 from carryon_eval.judge.fidelity import parse_move, summarize_fidelity
@@ -39,9 +40,9 @@ def do_rollout(srv: Any, rundir: Path, data: Path, *, conditions: Sequence[str] 
 
     async def go():
         try:
-            return await rollout(bench, run, target, UserSimulator(user), conditions=conditions,
-                                 gen=Generation(), shared_turn1=shared, concurrency=concurrency,
-                                 show_progress=False)
+            jobs, _ = plan_jobs(bench, conditions, PlanSettings(shared_turn1=shared))
+            return await rollout(jobs, bench, run, target, UserSimulator(user), gen=Generation(),
+                                 concurrency=concurrency, show_progress=False)
         finally:
             await target.aclose()
             await user.aclose()
@@ -57,7 +58,7 @@ def test_all_conditions_make_transcripts_of_the_right_shape(scripted_server, dat
     assert set(by_id) == {"turn1:q1", "turn1:q2", "turn1:q3", "oracle:q1", "oracle:q2",
                           "c1", "c2", "c3", "c4", "c5", "c6"}          # c7 (BC, q3 has no intent) skipped
     assert summary.total == summary.finished == 11 and not summary.failed
-    _, skipped = plan(bench, CONDITIONS)
+    _, skipped = plan_jobs(bench, CONDITIONS)
     assert {s.conversation_id for s in skipped} == {"oracle:q3", "c7"}
     assert all("benign_intent" in s.reason for s in skipped)
 
@@ -271,4 +272,4 @@ def test_a_flow_whose_condition_contradicts_its_moves_is_refused(tmp_path):
     rows[0]["condition"] = "NC"                      # F1-bj is a benign justification: BC
     _write_jsonl(data / "flows.jsonl", rows)
     with pytest.raises(DatasetError, match="F1-bj has condition 'NC'"):
-        plan(load_benchmark(data), CONDITIONS)
+        plan_jobs(load_benchmark(data), CONDITIONS)

@@ -207,8 +207,8 @@ def test_compare_adds_the_triplet_columns_and_their_rank_correlation_with_recove
     from carryon_eval.run.records import Results
     from carryon_eval.triplet.report import compare_markdown, compare_triplets
 
-    runs = [Results(model=m, recovery={"value": rec}, triplet={"triplet_safety": ts, "worst_case_utility": wcu,
-                                                               "icu": icu})
+    runs = [Results(model=m, recovery={"value": rec}, sections={"triplet": {
+                "triplet_safety": ts, "worst_case_utility": wcu, "icu": icu}})
             for m, rec, ts, wcu, icu in (("a", 10.0, 40.0, 30.0, 20.0), ("b", 30.0, 60.0, 20.0, 25.0),
                                          ("c", 20.0, 50.0, 10.0, None))]
     part = compare_triplets(["a", "b", "c"], runs)

@@ -41,18 +41,15 @@ from carryon_eval.judge.batch import MANIFEST, export_requests, import_results
 from carryon_eval.app.cost import run_cost_table
 from carryon_eval.model.budget import CallBudget
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import DEFAULT_SCORERS, UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
-from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import write_report
-from carryon_eval.rollout.play import ORACLE_PROMPT, plan, rollout
+from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder, write_json_atomic
-from carryon_eval.triplet.risk_probe import PROBE_FILE, probe_risk
-from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION
-from carryon_eval.triplet.prompt_sets import triplet_scorers
+from carryon_eval.suite import Job, PlanSettings, plan_jobs, selected, suites
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -61,6 +58,19 @@ SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is
 FIDELITY_FILE = "fidelity.json"
 POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
 PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
+
+
+JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a suite's probe gets: the run folder, the endpoint of its role, the judge whose verdicts chose
+    the replies, and the concurrency."""
+    run: RunFolder
+    target: ChatEndpoint
+    judge_model: Optional[str]
+    concurrency: int
 
 
 class ConfigError(Exception):
@@ -95,7 +105,7 @@ class EvaluateConfig:
     revision: Optional[str] = None
     out: Optional[Path] = None
     limit: Optional[int] = None
-    conditions: Sequence[str] = CONDITIONS
+    conditions: Sequence[str] = ("turn1", "oracle", "bc", "nc")   # the CLI gives the suites' default set
     concurrency: int = defaults.CONCURRENCY
     max_tokens: Optional[int] = None
     judge_max_tokens: Optional[int] = None
@@ -107,6 +117,7 @@ class EvaluateConfig:
     model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = "json_schema"
     dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
+    dry_run_json: bool = False            # with dry_run: the table as one JSON object on stdout
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
@@ -283,19 +294,24 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
-        prompts={**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+        prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
         subset=cfg.subset if cfg.subset != "full" else None)
 
 
 # ---------------------------------------------------------------- phases
+def run_jobs(bench: Benchmark, meta: RunMeta) -> list[Job]:
+    """The jobs of a run: its suites' plans for its conditions (run.json's)."""
+    return plan_jobs(bench, meta.conditions, PlanSettings(shared_turn1=meta.shared_turn1))[0]
+
+
 async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
                         user: ChatEndpoint, concurrency: int, out: Output,
                         on_finished: Optional[Callable[[], None]] = None) -> None:
     simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
                               max_tokens=meta.generation.user.max_tokens)
-    summary = await rollout(bench, run, target, simulator, conditions=meta.conditions, gen=meta.generation.target,
-                            shared_turn1=meta.shared_turn1, concurrency=concurrency, on_finished=on_finished)
+    summary = await rollout(run_jobs(bench, meta), bench, run, target, simulator, gen=meta.generation.target,
+                            concurrency=concurrency, on_finished=on_finished)
     out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
              f"({summary.new} new)")
     if meta.skipped:
@@ -321,18 +337,16 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
     return result
 
 
-async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, utility_mode: str, concurrency: int,
-                      max_tokens: int, out: Output, judge_format: str = "json_schema") -> None:
-    """The judge phase, awaited in this command's loop."""
-    if utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-    judged = await judge_run(run.path, bench, judge, utility_mode=utility_mode, concurrency=concurrency,
-                             max_tokens=max_tokens, judge_format=judge_format,
-                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
-    u, s = judged.tallies["utility"], judged.tallies["safety"]
-    out.info(f"judge ({judged.judge_model}): {u.records_written}/{u.records_total} utility verdicts "
-             f"({u.unscored} unscored), {s.records_written}/{s.records_total} safety scores "
-             f"({s.unscored} unscored); obtained as {_ways(u.via, s.via)}")
+async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
+                      concurrency: int, out: Output) -> None:
+    """The judge phase, awaited in this command's loop: the scorers the run's suites name."""
+    if settings.utility_mode not in UTILITY_MODES:
+        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency)
+    counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
+                       f"({t.unscored} unscored)" for name, t in judged.tallies.items())
+    out.info(f"judge ({judged.judge_model}): {counts}; obtained as "
+             f"{_ways(*(t.via for t in judged.tallies.values()))}")
     if not judged.complete:
         out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
                  "asks for them again")
@@ -389,14 +403,15 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
                        model_check=cfg.model_check) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
-        jobs, skipped = plan(bench, cfg.conditions)
+        jobs, skipped = plan_jobs(bench, cfg.conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
-        out.info(f"run folder: {run.path}")
+        say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
+        say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
-        out.info(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+        say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
         for note in bench.notes:
-            out.info(f"dataset note: {note}")
+            say(f"dataset note: {note}")
 
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
@@ -409,10 +424,12 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
                                                        pool=(configs[role].base_url, *choice.pool))
         try:                                 # what this run still has to do; reads, never writes
-            for line in run_cost_table(bench, jobs, meta, run.finished_ids() if run.exists() else (), cfg.prices):
-                out.info(line)
+            table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
+                                   as_json=cfg.dry_run_json)
         except ValueError as exc:            # a bad --price
             raise ConfigError(str(exc)) from None
+        for line in [json.dumps(table)] if cfg.dry_run_json else table:
+            out.info(line)
         if cfg.dry_run:
             return None
         run.check(meta)                      # an unusable folder fails before anything starts
@@ -432,22 +449,19 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
             eps = {role: budget.wrap(ep) for role, ep in eps.items()}
 
         async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
-            await judge_run(run.path, bench, eps["judge"], utility_mode=cfg.utility_mode,
-                            concurrency=cfg.concurrency, max_tokens=meta.judge.max_tokens, show_progress=False,
-                            judge_format=meta.judge.judge_format,
-                            scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+            await judge_run(run, bench, eps["judge"], settings=meta.judge, concurrency=cfg.concurrency,
+                            show_progress=False)
 
         await judge_while_rolling_out(
             lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
             judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], cfg.utility_mode, cfg.concurrency, meta.judge.max_tokens, out,
-                          meta.judge.judge_format)
+        await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
         judged_by = eps["judge"].config.model      # the report shows the judge this command ran
-        if TRIPLET_CONDITION in meta.conditions:
-            probes = await probe_risk(run.path, eps["target"], judge=judged_by, concurrency=cfg.concurrency)
-            out.info(f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {run.path / PROBE_FILE}")
+        for suite in selected(meta.conditions):    # calls that depend on the verdicts (e.g. the risk probe)
+            for probe in suite.probes:
+                out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
         results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
         session.print_usage()
     require_scored(results, run)
@@ -496,10 +510,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
-            exported = await export_requests(run.path, bench, model, opts.batch_export, utility_mode=mode,
-                                             max_tokens=max_tokens,
-                                             judge_format=opts.judge_format or meta.judge.judge_format,
-                                             scorers=DEFAULT_SCORERS + triplet_scorers(run.transcripts()))
+            exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
+                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")
@@ -510,8 +522,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                      "(asked again now)")
         session.logprobs = mode == "logprobs"
         judge = await _checked_judge(session, run, meta, opts)
-        await judge_phase(bench, run, judge, mode, opts.concurrency, max_tokens, out,
-                          opts.judge_format or meta.judge.judge_format)
+        await judge_phase(bench, run, judge, JudgeSettings(utility_mode=mode, max_tokens=max_tokens,
+                                                           judge_format=opts.judge_format or meta.judge.judge_format),
+                          opts.concurrency, out)
         session.print_usage()
 
 

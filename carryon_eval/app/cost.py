@@ -1,41 +1,50 @@
-"""What a run will cost before it is paid: calls and tokens per role and condition, and a call budget.
+"""What a run will cost before it is paid: calls and tokens per role and condition, from the run's own plans.
 
-    table = estimate(bench, jobs, settings, finished=run.finished_ids())
-    print(format_table(table, prices={"judge": Price(0.15, 0.60)}))
-    budgeted = CallBudget(max_calls=500).wrap(endpoint)      # a ChatEndpoint that stops at the budget
+    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(conditions), run=run, judge_model="gpt-x")
+    print("\n".join(format_table(table, prices={"judge": Price(0.15, 0.60)})))
+    json.dumps(table.to_json())                                        # --dry-run --json
 
-Counting follows the rollout and the judge exactly (carryon_eval.rollout.play, carryon_eval.judge.phase):
+The counts come from the plans the run executes, not from a second model of them:
 
-- target: one call per reply; with a shared turn-1 reply, one turn-1 call per query whose turn1 or bc/nc
-  conversation is still to run (none when its turn1 transcript already exists), so a dry run's target
-  and user counts are the calls a real run makes, to the call (an empty reply asked again adds calls).
-- user: one call per follow-up move of a bc/nc conversation still to run.
-- judge: per reply one safety call and one utility call per checklist item. "before dedupe" counts every
-  (conversation, turn); "after dedupe" counts a query's shared turn-1 reply once and identical checklist
-  questions once: an upper bound that the judge phase reaches when no two replies are identical and
-  every answer parses at the first attempt (retries of unparseable answers come on top).
+- target and user: the suites' jobs (carryon_eval.suite.plan_jobs), played as carryon_eval.rollout.play plays
+  them: one call for a job's opening prompt (the prompt actually sent), or one per shared first reply (jobs
+  with the same ``shares`` key), and for each follow-up move one user-simulator call and one target call.
+  Jobs already in transcripts.jsonl are counted as ``cached`` (their calls are paid); a shared first reply
+  whose owner transcript exists is reused, as the rollout reuses it.
+- judge: the judge phase's own plan (carryon_eval.judge.phase.plan_tasks) over the run's transcripts, with a
+  placeholder reply, different for every reply, standing in for each reply still to be generated. So the
+  figure is exact when no two replies of the target are identical and every answer parses at the first
+  attempt (identical replies are judged once, so a real run can only need fewer; retries of unparseable
+  answers come on top). Judgments already stored are ``cached``. "before dedupe" counts every record.
+- calls that depend on the verdicts (a suite's probes, e.g. the risk probe) are listed under ``up_to``.
 
-Tokens are estimates at about four characters per token: prompts from the dataset's real text and the
-prompt files, each reply and simulated user turn at its token cap (so replies are upper bounds), every
-completion at its cap. ``--price ROLE=IN/OUT`` (USD per 1M tokens) turns them into a cost.
+Tokens are estimates at about four characters per token: prompts from the dataset's real text and the prompt
+files; replies and simulated user turns at their token caps (upper bounds); judge answers at the length of their
+form (a yes/no or 1-5 answer is a few tokens, not the cap). ``--price ROLE=IN/OUT`` (USD per 1M tokens) turns
+them into a cost; priced calls are the new ones only.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.records import RunMeta
-from carryon_eval.rollout.play import ORACLE_PROMPT, Job
-from carryon_eval.judge.scorers import SAFETY_PROMPT, UTILITY_PROMPT
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt
+from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.records import JudgeSettings, RunMeta
+from carryon_eval.schema import Message, Transcript
+from carryon_eval.suite import Job, ScoringPlan, selected
 
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
+PLACEHOLDER = "\x00reply:"      # a reply still to be generated (never a real reply's text)
 _PRICE = re.compile(r"^\s*(target|user|judge)\s*=\s*([0-9.]+)\s*/\s*([0-9.]+)\s*$")
 
 
@@ -53,6 +62,7 @@ class Caps:
     judge: int
     shared_turn1: bool = True
     utility_mode: str = "text"
+    judge_format: str = "json_schema"
 
 
 @dataclass
@@ -60,18 +70,24 @@ class Row:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached: int = 0                 # calls of the plan already paid (in the run folder)
 
     def add(self, calls: int, prompt: int, completion: int) -> None:
         self.calls += calls
         self.prompt_tokens += prompt
         self.completion_tokens += completion
 
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
 
 @dataclass
 class Estimate:
-    """Rows per (role, condition); the judge's rows are after dedupe, ``judge_before_dedupe`` before."""
+    """Rows per (role, condition) of the calls still to make; ``up_to`` the calls that depend on verdicts."""
     rows: dict[tuple[str, str], Row] = field(default_factory=dict)
-    judge_before_dedupe: dict[str, int] = field(default_factory=dict)
+    judge_before_dedupe: dict[str, int] = field(default_factory=dict)   # condition -> records still to judge
+    judge_by_scorer: dict[str, int] = field(default_factory=dict)       # scorer -> calls still to make
+    up_to: dict[tuple[str, str], int] = field(default_factory=dict)     # (role, probe) -> at most this many
     conversations: int = 0
 
     def row(self, role: str, condition: str) -> Row:
@@ -79,6 +95,25 @@ class Estimate:
 
     def calls(self, role: Optional[str] = None) -> int:
         return sum(r.calls for (ro, _), r in self.rows.items() if role is None or ro == role)
+
+    def to_json(self) -> dict[str, Any]:
+        roles: dict[str, Any] = {}
+        for role in ROLES:
+            mine = {c: r for (ro, c), r in sorted(self.rows.items(), key=lambda kv: _order(kv[0][1])) if ro == role}
+            if mine:
+                total = Row()
+                for r in mine.values():
+                    total.add(r.calls, r.prompt_tokens, r.completion_tokens)
+                    total.cached += r.cached
+                roles[role] = {**{c: r.to_json() for c, r in mine.items()}, "all": total.to_json()}
+        up: dict[str, dict[str, int]] = {}
+        for (role, probe), n in self.up_to.items():
+            up.setdefault(role, {})[probe] = n
+        return {"conversations_to_run": self.conversations, "roles": roles, "judge_by_scorer": self.judge_by_scorer,
+                "judge_records_before_dedupe": sum(self.judge_before_dedupe.values()), "up_to": up,
+                "note": "calls are the ones still to make; cached ones are already paid. The judge calls are "
+                        "exact when no two target replies are identical (identical replies are judged once) and "
+                        "every answer parses at the first attempt; up_to calls depend on the verdicts."}
 
 
 @dataclass(frozen=True)
@@ -103,132 +138,189 @@ def parse_prices(values: Iterable[str]) -> dict[str, Price]:
     return prices
 
 
-# ---------------------------------------------------------------- the estimate
-class _Estimator:
-    def __init__(self, bench: Benchmark, caps: Caps) -> None:
-        self.bench, self.caps = bench, caps
-        self.table = Estimate()
-        self.utility, self.safety = load_prompt(UTILITY_PROMPT), load_prompt(SAFETY_PROMPT)
+# ---------------------------------------------------------------- rollout: the jobs as the rollout plays them
+class _Rollout:
+    def __init__(self, bench: Benchmark, caps: Caps, table: Estimate) -> None:
+        self.bench, self.caps, self.table = bench, caps, table
         self.shared_req = tokens(load_prompt("user_simulator/shared_requirements").render())
         self.shown_reply = min(caps.target, math.ceil(SHOWN_REPLY_CHARS / CHARS_PER_TOKEN))
 
-    def target_call(self, condition: str, prompt: int) -> None:
-        self.table.row("target", condition).add(1, prompt, self.caps.target)
+    def call(self, role: str, condition: str, prompt: int, *, cached: bool) -> None:
+        row = self.table.row(role, condition)
+        if cached:
+            row.cached += 1
+        else:
+            row.add(1, prompt, self.caps.target if role == "target" else self.caps.user)
 
-    def conversation(self, job: Job, *, first_shared: bool) -> int:
-        """Target and user calls of one bc/nc/oracle conversation; returns its number of replies."""
+    def job(self, job: Job, *, first_paid: Optional[bool], cached: bool) -> None:
+        """One job's calls; ``first_paid`` None: its first reply is its own; True/False: a shared first reply
+        that this job pays for (the first job of its key) or not."""
+        opening = tokens(job.prompt)
+        if first_paid is None or first_paid:
+            self.call("target", job.condition, opening, cached=cached)
+        history = opening + self.caps.target
+        if not job.moves:
+            return
         q = self.bench.queries[job.query_id]
-        if job.condition == "oracle":
-            text = load_prompt(ORACLE_PROMPT).render(query=q["query"], benign_intent=q["benign_intent"])
-            self.target_call("oracle", tokens(text))
-            return 1
-        history = tokens(q["query"])
-        if not first_shared:
-            self.target_call(job.condition, history)
-        history += self.caps.target
         shown = tokens(q["query"]) + self.shown_reply
         for move in job.moves:
-            intent = q.get("benign_intent") if move in BC_MOVES else None
             values = {"query": q["query"], "conversation": ""}
-            if intent:
-                values["benign_intent"] = intent
-            prompt = tokens(move_prompt(move).render(**values)) + self.shared_req + shown
-            self.table.row("user", job.condition).add(1, prompt, self.caps.user)
+            if move in BC_MOVES and q.get("benign_intent"):
+                values["benign_intent"] = q["benign_intent"]
+            self.call("user", job.condition, tokens(move_prompt(move).render(**values)) + self.shared_req + shown,
+                      cached=cached)
             history += self.caps.user
-            self.target_call(job.condition, history)
+            self.call("target", job.condition, history, cached=cached)
             history += self.caps.target
             shown += self.caps.user + self.shown_reply
-        return 1 + len(job.moves)
-
-    def judge(self, condition: str, query_id: str, replies: int, first_counted: bool) -> None:
-        """``replies`` replies of one conversation; the first is not judged again when ``first_counted``."""
-        q = self.bench.queries[query_id]
-        items = self.bench.checklists.get(query_id, [])
-        questions = {str(i["question"]) for i in items}
-        self.table.judge_before_dedupe[condition] = (self.table.judge_before_dedupe.get(condition, 0)
-                                                     + replies * (len(items) + 1))
-        judged = replies - (1 if first_counted else 0)
-        if judged <= 0:
-            return
-        utility_out = 1 if self.caps.utility_mode == "logprobs" else self.caps.judge
-        row = self.table.row("judge", condition)
-        for question in questions:
-            prompt = tokens(self.utility.render(query=q["query"], reply="", item=question)) + self.caps.target
-            row.add(judged, judged * prompt, judged * utility_out)
-        prompt = tokens(self.safety.render(query=q["query"], reply="")) + self.caps.target
-        row.add(judged, judged * prompt, judged * self.caps.judge)
 
 
-def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, finished: Iterable[str] = ()) -> Estimate:
-    """The calls and tokens of running ``jobs`` (minus the ``finished`` conversation ids) and judging
-    every conversation of the plan; see the module docstring."""
-    done = set(finished)
-    est = _Estimator(bench, caps)
+def _first_reply_keys(jobs: Sequence[Job], existing: dict[str, Transcript], done: set[str]) -> set[str]:
+    """The shares keys whose first reply the rollout generates: some job of the key is still to run and
+    no owner transcript (conversation_id == key) is there to reuse."""
+    return {j.shares for j in jobs if j.shares is not None and j.conversation_id not in done
+            and j.shares not in existing}
+
+
+# ---------------------------------------------------------------- the judge: the judge phase's plan
+def _placeholder_transcript(job: Job) -> Transcript:
+    """The transcript a job will produce, with a distinct placeholder for every reply (its shared first
+    reply keyed by the shares key, as the real text is the same in every conversation that shares it)."""
+    first = job.shares or job.conversation_id
+    msgs = [Message("user", job.prompt, 1), Message("assistant", f"{PLACEHOLDER}{first}:1", 1)]
+    for turn, move in enumerate(job.moves, start=2):
+        msgs += [Message("user", f"{PLACEHOLDER}user:{job.conversation_id}:{turn}", turn, move=move),
+                 Message("assistant", f"{PLACEHOLDER}{job.conversation_id}:{turn}", turn)]
+    return Transcript(conversation_id=job.conversation_id, query_id=job.query_id, condition=job.condition,
+                      flow_id=job.flow_id, moves=list(job.moves), messages=msgs, target_model="",
+                      shared_turn1=job.shares is not None)
+
+
+def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
+    content = getattr(scorer, "content", None)
+    if not case.reply.startswith(PLACEHOLDER):
+        return tokens(content(case) if content else case.reply)
+    blank = dataclasses.replace(case, reply="")
+    return (tokens(content(blank)) if content else 0) + reply_cap
+
+
+def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
+           run: Optional[RunFolder], judge_model: str) -> None:
+    settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format)
+    scorers = reply_scorers(scoring.scorers, settings)
+    kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
+            for s in scorers}
+    plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
+    everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
+    condition = {t.conversation_id: t.condition for t in transcripts}
+    for s in scorers:
+        shape = reply_shape(s)
+        answer = 1 if s.name == "utility" and caps.utility_mode == "logprobs" else shape.answer_tokens
+        for task in plan.tasks[s.name]:
+            cond = condition[task.targets[0][0]]
+            table.row("judge", cond).add(1, _judge_prompt_tokens(s, task.case, caps.target), answer)
+            table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
+        table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
+        new = {t.case for t in plan.tasks[s.name]}
+        for task in everything.tasks[s.name]:     # the cases whose every record is already stored
+            if task.case not in new:
+                table.row("judge", condition[task.targets[0][0]]).cached += 1
+
+
+# ---------------------------------------------------------------- the estimate
+def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: ScoringPlan,
+             run: Optional[RunFolder] = None, judge_model: str = "", conditions: Sequence[str] = ()) -> Estimate:
+    """The calls and tokens of running ``jobs`` (those not yet in ``run``'s transcripts) and of judging every
+    reply of the plan; see the module docstring. ``conditions`` selects the suites whose probes are listed."""
+    existing = {t.conversation_id: t for t in run.transcripts()} if run is not None and run.exists() else {}
+    done = set(existing)
+    table = Estimate()
     todo = [j for j in jobs if j.conversation_id not in done]
-    est.table.conversations = len(todo)
-    first_needed = {j.query_id for j in todo if j.condition == "turn1"}
-    if caps.shared_turn1:
-        first_needed |= {j.query_id for j in todo if j.condition in ("bc", "nc")}
-    first_needed -= {j.query_id for j in jobs if j.condition == "turn1" and j.conversation_id in done}
-    first_cond = {}
-    for j in jobs:                        # a query's turn-1 calls are booked to its first condition
-        first_cond.setdefault(j.query_id, j.condition if j.condition != "oracle" else None)
-        if first_cond[j.query_id] is None and j.condition != "oracle":
-            first_cond[j.query_id] = j.condition
-    for qid in sorted(first_needed, key=list(bench.queries).index):
-        est.target_call(first_cond[qid] or "turn1", tokens(bench.queries[qid]["query"]))
-    first_judged: set[str] = set()
-    for job in jobs:
-        shared = caps.shared_turn1 and job.condition in ("turn1", "bc", "nc")
-        if job.condition == "turn1":
-            replies = 1
-        elif job.conversation_id in done:
-            replies = 1 + len(job.moves)
+    table.conversations = len(todo)
+    rollout = _Rollout(bench, caps, table)
+    to_generate = _first_reply_keys(jobs, existing, done)
+    paid: set[str] = set()
+    for job in jobs:                         # plan order: a shared reply is booked to its first job to run
+        if job.conversation_id in done:
+            owner = job.shares is not None and job.conversation_id == job.shares
+            rollout.job(job, first_paid=None if job.shares is None else owner, cached=True)
+        elif job.shares is None:
+            rollout.job(job, first_paid=None, cached=False)
         else:
-            replies = est.conversation(job, first_shared=shared)
-        est.judge(job.condition, job.query_id, replies, first_counted=shared and job.query_id in first_judged)
-        if shared:
-            first_judged.add(job.query_id)
-    return est.table
+            first = job.shares in to_generate and job.shares not in paid
+            paid.add(job.shares)
+            rollout.job(job, first_paid=first, cached=False)
+    transcripts = [existing[j.conversation_id] if j.conversation_id in done else _placeholder_transcript(j)
+                   for j in jobs]
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model)
+    for suite in selected(conditions):
+        mine = [j for j in jobs if j.condition in suite.conditions]
+        for probe in suite.probes:
+            table.up_to[(probe.role, probe.name)] = probe.up_to(mine)
+    return table
 
 
-def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, finished: Iterable[str],
-                   prices: Iterable[str]) -> list[str]:
-    """The table of a run's settings (run.json's caps and switches); ValueError names a bad --price."""
+def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Optional[RunFolder],
+                   prices: Iterable[str], *, as_json: bool = False) -> Any:
+    """The table of a run's settings (run.json's caps and switches) as lines, or its JSON object;
+    ValueError names a bad --price."""
     priced = parse_prices(prices)
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
-                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode)
-    return format_table(estimate(bench, jobs, caps, finished), priced)
+                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
+                judge_format=meta.judge.judge_format)
+    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
+                     judge_model=meta.role("judge").model or "", conditions=meta.conditions)
+    if as_json:
+        out = table.to_json()
+        if priced:
+            out["usd"] = {role: price.cost(_role_row(table, role)) for role, price in priced.items()}
+        return out
+    return format_table(table, priced)
+
+
+def _role_row(table: Estimate, role: str) -> Row:
+    total = Row()
+    for (ro, _), r in table.rows.items():
+        if ro == role:
+            total.add(r.calls, r.prompt_tokens, r.completion_tokens)
+            total.cached += r.cached
+    return total
 
 
 # ---------------------------------------------------------------- the printed table
-def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:
-    """The table as lines: one per role and condition, then per role and in total."""
-    prices = prices or {}
-    head = f"{'role':<7} {'condition':<9} {'calls':>10} {'prompt tok':>13} {'compl. tok':>13}"
-    lines = [f"cost estimate ({table.conversations} conversations to run; tokens ~{CHARS_PER_TOKEN} chars each, "
-             "replies and completions at their caps):", head + (f" {'USD':>10}" if prices else "")]
-    total_cost = 0.0
-    for role in ROLES:
-        role_rows = [(c, r) for (ro, c), r in table.rows.items() if ro == role]
-        sum_row = Row()
-        for cond, r in sorted(role_rows, key=lambda cr: _COND_ORDER.get(cr[0], 9)):
-            sum_row.add(r.calls, r.prompt_tokens, r.completion_tokens)
-            lines.append(_line(role, cond, r, prices.get(role)))
-        if role_rows:
-            lines.append(_line(role, "all", sum_row, prices.get(role)))
-            total_cost += prices[role].cost(sum_row) if role in prices else 0.0
-    before = sum(table.judge_before_dedupe.values())
-    lines.append(f"judge calls before dedupe of the shared turn-1 reply and identical items: {before:,}; "
-                 f"after: {table.calls('judge'):,} (an upper bound: identical replies are judged once)")
-    if prices:
-        lines.append(f"estimated cost: {total_cost:,.2f} USD (roles without --price not counted)")
-    return lines
+def _order(condition: str) -> int:
+    return _COND_ORDER.get(condition, 9)
 
 
 _COND_ORDER = {"turn1": 0, "oracle": 1, "bc": 2, "nc": 3}
 
 
+def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:
+    """The table as lines: one per role and condition, then per role and in total."""
+    prices = prices or {}
+    head = f"{'role':<7} {'condition':<14} {'calls':>10} {'cached':>8} {'prompt tok':>13} {'compl. tok':>13}"
+    lines = [f"cost estimate ({table.conversations} conversations to run; new calls only, tokens ~{CHARS_PER_TOKEN} "
+             "chars each, replies at their caps):", head + (f" {'USD':>10}" if prices else "")]
+    total_cost = 0.0
+    for role in ROLES:
+        role_rows = [(c, r) for (ro, c), r in table.rows.items() if ro == role]
+        for cond, r in sorted(role_rows, key=lambda cr: _order(cr[0])):
+            lines.append(_line(role, cond, r, prices.get(role)))
+        if role_rows:
+            lines.append(_line(role, "all", _role_row(table, role), prices.get(role)))
+            total_cost += prices[role].cost(_role_row(table, role)) if role in prices else 0.0
+    before = sum(table.judge_before_dedupe.values())
+    lines.append(f"judge calls before dedupe of shared replies and identical items: {before:,}; after: "
+                 f"{table.calls('judge'):,} (exact when no two replies are identical; identical replies are "
+                 "judged once)")
+    for (role, probe), n in table.up_to.items():
+        lines.append(f"{role} {probe}: up to {n:,} more calls, depending on the verdicts")
+    if prices:
+        lines.append(f"estimated cost: {total_cost:,.2f} USD (new calls only; roles without --price not counted)")
+    return lines
+
+
 def _line(role: str, cond: str, row: Row, price: Optional[Price]) -> str:
-    text = f"{role:<7} {cond:<9} {row.calls:>10,} {row.prompt_tokens:>13,} {row.completion_tokens:>13,}"
+    text = (f"{role:<7} {cond:<14} {row.calls:>10,} {row.cached:>8,} {row.prompt_tokens:>13,} "
+            f"{row.completion_tokens:>13,}")
     return text + (f" {price.cost(row):>10,.2f}" if price is not None else "")

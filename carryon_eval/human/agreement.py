@@ -35,7 +35,7 @@ from carryon_eval.cli_common import UsageError
 from carryon_eval.human.judges_vs_people import HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of, write_agreement
 from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.human.labels import TASKS, LabelError
-from carryon_eval.judge.scorers import UTILITY_FILE
+from carryon_eval.judge.store import UTILITY_FILE
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
 
 KEYS = ("conversation_id", "turn", "item_id")

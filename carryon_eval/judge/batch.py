@@ -42,9 +42,10 @@ from typing import Any, Optional, Sequence
 from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
 from carryon_eval.run.folder import RunFolder, jsonl_text, write_json_atomic
-from carryon_eval.judge.scorers import ScorerOptions, reply_scorers, DEFAULT_SCORERS
+from carryon_eval.run.records import JudgeSettings
+from carryon_eval.judge.scorers import reply_scorers
 
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
@@ -107,18 +108,19 @@ class Exported:
     files: list[str] = field(default_factory=list)
 
 
-async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path, *, utility_mode: str = "text",
-                          max_tokens: int, scorers: Sequence[str] = DEFAULT_SCORERS,
-                          judge_format: str = "json_schema") -> Exported:
-    """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring)."""
+async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path, *,
+                          settings: JudgeSettings = JudgeSettings(),
+                          scorers: Optional[Sequence[str]] = None) -> Exported:
+    """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring);
+    the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply."""
     run = RunFolder(rundir)
     transcripts = run.transcripts()
     if not transcripts:
         raise BatchError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
-    made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens,
-                                                judge_format=judge_format))
-    done = {s.name: set(ScorerRecords(rundir, s, model).kept) for s in made}
-    plan = plan_tasks(transcripts, bench, made, done)
+    scoring = scoring_of(transcripts, scorers)
+    made = reply_scorers(scoring.scorers, settings)
+    done = {s.name: set(ScorerRecords(run, s, model).kept) for s in made}
+    plan = plan_tasks(transcripts, bench, made, done, scoring)
     exporter = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), ResponseCache(run.cache_dir))
     for scorer in made:
         for task in plan.tasks[scorer.name]:
@@ -202,7 +204,7 @@ def import_results(files: Sequence[Path], cache: ResponseCache) -> Imported:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)                # line by line: see the module's docstring
+                row = json.loads(line)
                 key, result, problem = parse_result_line(row)
                 cache.path(str(key))                 # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):

@@ -1,10 +1,14 @@
-"""The judge phase: run the scorers a run asks for over every model reply of a run folder.
+"""The judge phase: run the scorers the suites ask for over every model reply of a run folder.
 
-    judged = await judge_run(rundir, bench, endpoint, scorers=("utility", "safety"), utility_mode="text")
+    judged = await judge_run(run, bench, endpoint, settings=JudgeSettings(utility_mode="text"))
 
-The scorers (carryon_eval.judge.scorers) judge one case each; this module plans the cases, runs them with
-bounded concurrency and stores the records. Identical cases are judged once: stock refusals repeat a
-lot, and a query's shared turn-1 reply is the same text in all its conversations.
+Which scorers judge which transcripts is the suites' word (carryon_eval.suite.ScoringPlan: each condition's
+``ScorerUse`` records); ``scorers=`` names scorers that judge every reply instead. The scorers
+(carryon_eval.judge.scorers) judge one case each; this module plans the cases, runs them with bounded
+concurrency and stores the records, the same way for every scorer: RUNDIR/<scorer>_judgments.jsonl, one JSON
+object per target (conversation_id, turn[, item_id]) and judge model, with the scorer's value field, the judge
+model, the prompt ref, the raw answer, the attempts and how it was obtained. Identical cases are judged once:
+stock refusals repeat a lot, and a query's shared turn-1 reply is the same text in all its conversations.
 
 Records are keyed per (scorer, judge model). A rerun keeps the scored records of the same judge model
 and prompt and asks only for the rest (the response cache in RUNDIR/cache makes re-asking anything
@@ -17,23 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
+                                        UTILITY_MODES, Case, Judgment, ReplyScorer, ReplyShape, ScorerError,
+                                        reply_scorers, reply_shape)
+from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.store import Appender, JudgeError, load_all, record_pass
 from carryon_eval.progress import Progress
-from carryon_eval.run.records import JudgePass, ScorerTally
 from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
+from carryon_eval.run.records import JudgePass, JudgeSettings, ScorerTally
 from carryon_eval.schema import Transcript
-from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
-                      UTILITY_MODES, Case, ReplyScorer, ScorerError, ScorerOptions, reply_scorers)
+from carryon_eval.suite import ScoringPlan
 
 log = logging.getLogger("carryon.judge")
 
@@ -53,70 +59,107 @@ class Plan:
     order: dict[str, list[tuple]]
     tasks: dict[str, list[Task]]
 
+    def targets(self, name: str) -> int:
+        """Records the tasks of one scorer answer (the count before the dedupe of identical cases)."""
+        return sum(len(t.targets) for t in self.tasks[name])
+
+
+def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]]) -> ScoringPlan:
+    """The suites' scoring plan for the conditions present; with ``scorers``, those judge every reply."""
+    if scorers is not None:
+        from carryon_eval.suite import ScorerUse
+        uses = tuple(ScorerUse(s) for s in scorers)
+        return ScoringPlan({t.condition: uses for t in transcripts})
+    return ScoringPlan.of(list(dict.fromkeys(t.condition for t in transcripts)))
+
 
 def plan_tasks(transcripts: Iterable[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
-               done: dict[str, set[tuple]]) -> Plan:
+               done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
+    """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
+    ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
     order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
     tasks: dict[str, dict[Case, Task]] = {s.name: {} for s in scorers}
     for tr in transcripts:
-        if tr.query_id not in bench.queries:
-            raise JudgeError(f"transcript {tr.conversation_id}: query {tr.query_id!r} is not in dataset "
-                             f"{bench.source}; judge with the dataset the run was made with")
-        query, checklist = bench.queries[tr.query_id], bench.checklists.get(tr.query_id, [])
+        mine = set(scoring.scorers_for(tr)) if scoring is not None else None
         for reply in tr.replies:
             for scorer in scorers:
-                for target, case in scorer.cases(tr, reply, query, checklist):
+                if mine is not None and scorer.name not in mine:
+                    continue
+                try:
+                    cases = scorer.cases(tr, reply, bench)
+                except KeyError as exc:
+                    raise JudgeError(f"transcript {tr.conversation_id}: {exc.args[0]!r} (query {tr.query_id!r}) is "
+                                     f"not in dataset {bench.source}; judge with the dataset the run was made "
+                                     "with") from None
+                for target, case in cases:
                     order[scorer.name].append(target)
                     if target not in done[scorer.name]:
                         tasks[scorer.name].setdefault(case, Task(scorer, case)).targets.append(target)
     return Plan(order, {name: list(t.values()) for name, t in tasks.items()})
 
 
+def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model: str) -> dict[str, Any]:
+    """One stored record: the target's fields, the value, who judged with which prompt, then how."""
+    row: dict[str, Any] = dict(zip(shape.target_fields, target))
+    row[shape.value_field] = judgment.value
+    row["judge_model"] = judge_model
+    row["prompt_version"] = shape.prompt_version
+    for name in shape.record_fields:
+        row[name] = getattr(judgment, name)
+    row.update(raw=judgment.raw, attempts=judgment.attempts, via=judgment.via)
+    return row
+
+
 # ---------------------------------------------------------------- one scorer's records
 class ScorerRecords:
     """One scorer's judgment file during a pass: the other judges' records (kept as they are), this
-    judge's kept and new records, and the appender for new ones."""
+    judge's kept and new records, and the appender for new ones. Records are the stored JSON objects."""
 
-    def __init__(self, rundir: Path, scorer: ReplyScorer, judge_model: str) -> None:
+    def __init__(self, run: RunFolder, scorer: ReplyScorer, judge_model: str) -> None:
         self.scorer, self.judge_model = scorer, judge_model
-        self.path = Path(rundir) / scorer.file
-        self.groups: dict[str, dict[tuple, Any]] = {}       # judge model -> key -> record (last wins)
-        for r in load_all(self.path, scorer.read):
-            self.groups.setdefault(str(r.judge_model), {})[scorer.key(r)] = r
+        self.shape = reply_shape(scorer)
+        self.path = run.path / judgment_file(scorer.name)
+        self.groups: dict[str, dict[tuple, dict[str, Any]]] = {}    # judge model -> key -> record (last wins)
+        for r in load_all(self.path, dict):
+            self.groups.setdefault(str(r.get("judge_model")), {})[self.key(r)] = r
         mine = self.groups.get(judge_model, {})
         self.kept = {k: r for k, r in mine.items()
-                     if r.prompt_version == scorer.prompt_version and self.value(r) is not None}
-        self.new: dict[tuple, Any] = {}
+                     if r.get("prompt_version") == self.shape.prompt_version and self.value(r) is not None}
+        self.new: dict[tuple, dict[str, Any]] = {}
         self.appender: Optional[Appender] = None
 
-    def value(self, record: Any) -> Any:
-        return getattr(record, self.scorer.value_field)
+    def key(self, record: dict[str, Any]) -> tuple:
+        return tuple(record.get(f) for f in self.shape.target_fields)
+
+    def value(self, record: dict[str, Any]) -> Any:
+        return record.get(self.shape.value_field)
 
     def open(self) -> None:
         """Rewrite the file without this judge's stale records, then append as calls finish."""
-        write_jsonl_atomic(self.path, (r.to_dict() for r in [*self._others(), *self.kept.values()]))
+        write_jsonl_atomic(self.path, [*self._others(), *self.kept.values()])
         self.appender = Appender(self.path)
 
-    def add(self, records: list[Any]) -> None:
-        self.new.update((self.scorer.key(r), r) for r in records)
+    def add(self, targets: Sequence[tuple], judgment: Judgment) -> None:
+        records = [record_row(self.shape, t, judgment, self.judge_model) for t in targets]
+        self.new.update((self.key(r), r) for r in records)
         if self.appender is not None:
-            self.appender.write(r.to_dict() for r in records)
+            self.appender.write(records)
 
     def close(self) -> None:
         if self.appender is not None:
             self.appender.close()
             self.appender = None
 
-    def finish(self, order: list[tuple]) -> list[Any]:
+    def finish(self, order: list[tuple]) -> list[dict[str, Any]]:
         """The final file; returns this judge's records in transcript order."""
         mine_all = {**self.kept, **self.new}
         mine = [mine_all[k] for k in order if k in mine_all]
         groups = {**self.groups, self.judge_model: {}}     # a judge keeps its place in the file
         rows = [r for name, recs in groups.items() for r in (mine if name == self.judge_model else recs.values())]
-        write_jsonl_atomic(self.path, (r.to_dict() for r in rows))
+        write_jsonl_atomic(self.path, rows)
         return mine
 
-    def _others(self) -> list[Any]:
+    def _others(self) -> list[dict[str, Any]]:
         return [r for name, recs in self.groups.items() if name != self.judge_model for r in recs.values()]
 
 
@@ -131,38 +174,40 @@ class _Counts:
     logprob_fallbacks: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def tally(self, *, kept: int, total: int, mine: list[Any], value_field: str) -> ScorerTally:
+    def tally(self, *, kept: int, total: int, mine: list[dict[str, Any]], value_field: str) -> ScorerTally:
         return ScorerTally(records_total=total, records_written=len(mine), missing=total - len(mine),
                            kept_from_earlier=kept, calls_planned=self.planned, records_planned=self.records_needed,
                            judged=self.judged, unscored_new=self.unscored,
-                           unscored=sum(getattr(r, value_field) is None for r in mine), retried=self.retried,
+                           unscored=sum(r.get(value_field) is None for r in mine), retried=self.retried,
                            failed=self.failed, logprob_fallbacks=self.logprob_fallbacks,
-                           via=dict(Counter(str(getattr(r, "via", None)) for r in mine)), errors=self.errors[:5])
+                           via=dict(Counter(str(r.get("via")) for r in mine)), errors=self.errors[:5])
 
 
 # ---------------------------------------------------------------- the phase
-async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
-                    scorers: Sequence[str] = DEFAULT_SCORERS, utility_mode: str = "text",
-                    concurrency: int = defaults.JUDGE_CONCURRENCY, show_progress: Optional[bool] = None,
-                    max_tokens: int = MAX_TOKENS, judge_format: str = "json_schema") -> JudgePass:
-    """Judge every reply of the run in RUNDIR with the named scorers, as judge model ``endpoint``.
-    Returns this pass (also recorded in judge.json beside the other judges'). The caller owns the
-    endpoint (and closes it) and the event loop. ``judge_format``: "json_schema" asks for constrained
-    answers where the endpoint takes them (each record's ``via`` says how it was obtained), "text" never."""
-    rundir = Path(rundir)
+async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: ChatEndpoint, *,
+                    settings: JudgeSettings = JudgeSettings(), scorers: Optional[Sequence[str]] = None,
+                    concurrency: int = defaults.JUDGE_CONCURRENCY,
+                    show_progress: Optional[bool] = None) -> JudgePass:
+    """Judge every reply of the run folder as judge model ``endpoint``, with the scorers its suites name
+    (or ``scorers``, each judging every reply). Returns this pass (also recorded in judge.json beside the
+    other judges'). The caller owns the endpoint (and closes it) and the event loop. ``settings.judge_format``:
+    "json_schema" asks for constrained answers where the endpoint takes them (each record's ``via`` says how
+    it was obtained), "text" never."""
+    run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
+    if settings.utility_mode not in UTILITY_MODES:
+        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    transcripts = run.transcripts()
+    if not transcripts:
+        raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
+    scoring = scoring_of(transcripts, scorers)
     try:
-        made = reply_scorers(scorers, ScorerOptions(utility_mode=utility_mode, max_tokens=max_tokens,
-                                                    judge_format=judge_format))
+        made = reply_scorers(scoring.scorers, settings)
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
-    transcripts = RunFolder(rundir).transcripts()
-    if not transcripts:
-        raise JudgeError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
     model = endpoint.config.model
-    files = {s.name: ScorerRecords(rundir, s, model) for s in made}
-    plan = plan_tasks(transcripts, bench, made, {name: set(f.kept) for name, f in files.items()})
-    counts = {s.name: _Counts(planned=len(plan.tasks[s.name]),
-                              records_needed=sum(len(t.targets) for t in plan.tasks[s.name])) for s in made}
+    files = {s.name: ScorerRecords(run, s, model) for s in made}
+    plan = plan_tasks(transcripts, bench, made, {name: set(f.kept) for name, f in files.items()}, scoring)
+    counts = {s.name: _Counts(planned=len(plan.tasks[s.name]), records_needed=plan.targets(s.name)) for s in made}
     started = time.monotonic()
     for f in files.values():
         f.open()
@@ -170,8 +215,7 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
     bar = Progress(sum(c.planned for c in counts.values()), "judge", usage=endpoint.usage, unit="call",
                    disable=None if show_progress is None else not show_progress)
     try:
-        await asyncio.gather(*(_worker(queue, endpoint, files, counts, model, bar)
-                               for _ in range(max(1, concurrency))))
+        await asyncio.gather(*(_worker(queue, endpoint, files, counts, bar) for _ in range(max(1, concurrency))))
     finally:
         bar.close()
         for f in files.values():
@@ -181,14 +225,14 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
     for s in made:
         mine = files[s.name].finish(plan.order[s.name])
         tallies[s.name] = counts[s.name].tally(kept=len(files[s.name].kept), total=len(plan.order[s.name]),
-                                               mine=mine, value_field=s.value_field)
+                                               mine=mine, value_field=files[s.name].shape.value_field)
     judged = JudgePass(
-        judge_model=model, judge=endpoint.config.public(), utility_mode=utility_mode,
-        generation={"temperature": 0.0, "max_tokens": max_tokens, "retries": RETRIES},
+        judge_model=model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
+        generation={"temperature": 0.0, "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
-        context={s.name: s.context for s in made}, seconds=round(time.monotonic() - started, 3),
-        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=judge_format)
-    record_pass(rundir, judged)
+        context={s.name: files[s.name].shape.context for s in made}, seconds=round(time.monotonic() - started, 3),
+        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format)
+    record_pass(run.path, judged)
     if not judged.complete:
         log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
                   ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
@@ -196,7 +240,7 @@ async def judge_run(rundir: Path, bench: Benchmark, endpoint: ChatEndpoint, *,
 
 
 async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str, ScorerRecords],
-                  counts: dict[str, _Counts], model: str, bar: Progress) -> None:
+                  counts: dict[str, _Counts], bar: Progress) -> None:
     for task in queue:
         name = task.scorer.name
         c = counts[name]
@@ -209,7 +253,7 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
             c.errors.append(f"{type(exc).__name__}: {exc}")
             log.warning("judge call failed (%s): %s", name, exc)
         else:
-            files[name].add([task.scorer.record(target, judgment, model) for target in task.targets])
+            files[name].add(task.targets, judgment)
             c.judged += 1
             c.unscored += judgment.value is None
             c.retried += judgment.attempts > 1

@@ -1,7 +1,8 @@
 """The judgment files of a run folder, and which judge a reader looks at.
 
-    RUNDIR/utility_judgments.jsonl   Ben-Util records of every judge model that judged the run
-    RUNDIR/safety_judgments.jsonl    harm-score records, likewise
+    RUNDIR/<scorer>_judgments.jsonl  one file per scorer (judgment_file), records of every judge model:
+    RUNDIR/utility_judgments.jsonl   Ben-Util records
+    RUNDIR/safety_judgments.jsonl    harm-score records
     RUNDIR/judge.json                records.JudgeSummary: every judge's latest pass, the last one on top
 
 Records are keyed per (scorer, judge model): judging a run with a second judge model adds its records
@@ -24,10 +25,18 @@ import jsonlines
 from carryon_eval.run.records import JudgePass, JudgeSummary
 from carryon_eval.run.folder import RunError, RunFolder, read_jsonl, write_json_atomic
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
-from carryon_eval.judge.scorers import SAFETY_FILE, UTILITY_FILE
 
 JUDGE_META_FILE = "judge.json"
-JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)
+JUDGMENT_SUFFIX = "_judgments.jsonl"
+
+
+def judgment_file(scorer: str) -> str:
+    """The file name of one scorer's records in a run folder."""
+    return f"{scorer}{JUDGMENT_SUFFIX}"
+
+
+UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
+JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)     # read first: the order judges_present names judges in
 FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
 
 
@@ -39,7 +48,8 @@ class JudgeError(Exception):
 def judges_present(rundir: Path) -> list[str]:
     """Judge models with records in the run folder, in order of first appearance."""
     seen: dict[str, None] = {}
-    for name in JUDGMENT_FILES:
+    others = sorted(p.name for p in Path(rundir).glob(f"*{JUDGMENT_SUFFIX}") if p.name not in JUDGMENT_FILES)
+    for name in (*JUDGMENT_FILES, *others):
         for row in read_jsonl(Path(rundir) / name):
             if row.get("judge_model") is not None:
                 seen.setdefault(str(row["judge_model"]), None)

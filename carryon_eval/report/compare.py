@@ -23,7 +23,7 @@ import jsonlines
 from carryon_eval.run.records import Results
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
-from carryon_eval.triplet.report import compare_markdown, compare_triplets
+from carryon_eval.suite import suites
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 
@@ -81,7 +81,9 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
-    out["triplet"] = compare_triplets(labels, results)
+    for s in suites():                # each suite's columns, under its section name (None: no run has them)
+        if s.report is not None and s.report.section is not None and s.report.compare is not None:
+            out[s.report.section] = s.report.compare(labels, results)
     out["_results"] = results
     return out
 
@@ -111,7 +113,9 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
-    parts.append(compare_markdown(cmp.get("triplet")))
+    for s in suites():
+        if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
+            parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     return "\n".join(parts)

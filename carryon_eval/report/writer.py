@@ -14,6 +14,7 @@ import base64
 import datetime as _dt
 import html
 import logging
+from dataclasses import dataclass
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from carryon_eval import __version__
 from carryon_eval.metrics import conditions as M
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.human.judges_vs_people import section_html
+from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
@@ -30,9 +31,10 @@ from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from carryon_eval.schema import CONDITIONS, TRIPLET_CONDITION, Transcript
+from carryon_eval.schema import CONDITIONS, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
-from carryon_eval.triplet.report import summarize_triplets, triplet_html, triplet_markdown, triplet_replies
+from carryon_eval.judge.store import judgment_file, load_all
+from carryon_eval.suite import Suite, suites as registered_suites
 
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
 SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
@@ -60,14 +62,45 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
     )
 
 
+@dataclass
+class ReportInputs:
+    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
+    rundir: Path
+    bench: Benchmark
+    transcripts: list[Transcript]
+    judge: Optional[str]
+    utility: list[Any]
+    safety: list[Any]
+    n_resamples: int
+    seed: int
+
+    def records(self, scorer: str) -> list[dict[str, Any]]:
+        """One scorer's records of the selected judge, as stored."""
+        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
+                if self.judge is None or r.get("judge_model") == self.judge]
+
+
+def core_conditions(suites: Sequence[Suite]) -> set[str]:
+    """The conditions whose numbers are results.json's top level (a suite report without a section)."""
+    return {c for s in suites if s.report is not None and s.report.section is None for c in s.conditions}
+
+
+def with_sections(suites: Sequence[Suite]) -> list[Suite]:
+    return [s for s in suites if s.report is not None and s.report.section is not None]
+
+
 def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
-                  judge: Optional[str] = None) -> tuple[Results, list[Transcript], list[M.Conversation]]:
+                  judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None,
+                  ) -> tuple[Results, list[Transcript], list[M.Conversation]]:
     """The results of a run folder, with the transcripts and scored conversations behind them.
-    `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge)."""
+    `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge);
+    `suites`: the suites to report (default: every registered one)."""
     rundir = Path(rundir)
+    suites = registered_suites() if suites is None else list(suites)
     run = RunFolder(rundir)
     meta, every = run.read_meta(), run.transcripts()
-    transcripts = [t for t in every if t.condition != TRIPLET_CONDITION]    # triplets: their own section
+    core = core_conditions(suites)
+    transcripts = [t for t in every if t.condition in core]      # other suites: their own sections
     judge = select_judge(rundir, judge)
     utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
     convs = M.assemble(transcripts, utility, safety,
@@ -87,9 +120,22 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
     results.notes = _notes(results, meta, bench, utility, safety)
-    results.triplet = summarize_triplets(triplet_replies(rundir, bench, every, utility, safety, judge),
-                                         n_resamples=n_resamples, seed=seed)
+    inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
+    for s in with_sections(suites):
+        section = s.report.summarize(inputs) if s.report.summarize is not None else None
+        if section is not None:
+            results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def section_markdown(results: Results, suites: Sequence[Suite]) -> str:
+    return "".join(s.report.markdown(results.sections[s.report.section]) for s in with_sections(suites)
+                   if s.report.markdown is not None and results.sections.get(s.report.section))
+
+
+def section_html(results: Results, suites: Sequence[Suite]) -> str:
+    return "".join(s.report.html(results.sections[s.report.section]) for s in with_sections(suites)
+                   if s.report.html is not None and results.sections.get(s.report.section))
 
 
 def _count_empty_replies(transcripts: Sequence[Any]) -> int:
@@ -236,11 +282,13 @@ def conversation_scores(convs: Sequence[M.Conversation], model: str) -> list[dic
 
 # ---------------------------------------------------------------- the phase
 def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
-                 judge: Optional[str] = None) -> Results:
+                 judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None) -> Results:
     """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice)."""
     rundir = Path(rundir)
-    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed, judge=judge)
+    suites = registered_suites() if suites is None else list(suites)
+    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed, judge=judge,
+                                                suites=suites)
     try:
         images, skipped = run_plots(results)
         paths = write_pngs(images, rundir / PLOTS_DIR, stale=skipped)
@@ -251,13 +299,13 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         results.notes.append(str(exc))
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results.to_json())
-    write_text_atomic(rundir / TABLE_FILE, table_markdown(results)
-                      + (triplet_markdown(results.triplet) if results.triplet else ""))
+    write_text_atomic(rundir / TABLE_FILE, table_markdown(results) + section_markdown(results, suites))
     write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores(convs, results.model))
     section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
                                   title=f"CarryOnBench report: {results.model}")
     write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
-                                                      extra=section_html(rundir)))   # agreement.json, if any
+                                                      extra=agreement_html(rundir),   # agreement.json, if any
+                                                      suite_sections=section_html(results, suites)))
     return results
 
 
@@ -371,7 +419,7 @@ def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
 
 def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
                 bench: Benchmark, images: dict[str, bytes], transcripts_html: Optional[str] = None,
-                extra: str = "") -> str:
+                extra: str = "", suite_sections: str = "") -> str:
     """report.html; `transcripts_html`: its transcripts part when given (report_pages), else all inline;
     `extra`: a section placed before the transcripts (agreement with people, when measured)."""
     c = results.conditions
@@ -421,7 +469,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm"], move_rows),
         "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
                                           ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
-        triplet_html(results.triplet),
+        suite_sections,
         extra,
         "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
         "orange: unscored); hover for the question.</p>",

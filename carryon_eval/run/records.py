@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import EndpointConfig
+from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
 
 SCHEMA_VERSION = 1
 
@@ -143,23 +144,6 @@ class JudgeSettings:
     @classmethod
     def from_json(cls, d: Optional[dict[str, Any]]) -> "JudgeSettings":
         return cls(**_known(cls, d or {}))
-
-
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A planned conversation that cannot run on this dataset, and why."""
-    conversation_id: str
-    condition: str
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Skipped":
-        return cls(**_known(cls, d))
 
 
 RUN_SCHEMA_VERSION = SCHEMA_VERSION
@@ -386,22 +370,27 @@ class Results:
     notes: list[str] = field(default_factory=list)
     generated: Generated = field(default_factory=Generated)
     plots: Optional[PlotsInfo] = None
-    triplet: Optional[dict[str, Any]] = None      # triplet_metrics.summarize_triplets; only for triplet runs
+    #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
+    sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object, keys in the order results.json has always had (schema_version first)."""
+        """The JSON object, keys in the order results.json has always had (schema_version first), each
+        suite section last under its own key."""
         out: dict[str, Any] = {"schema_version": self.schema_version}
         for f in dataclasses.fields(self):
-            if f.name == "schema_version" or (f.name in ("plots", "triplet") and getattr(self, f.name) is None):
+            if f.name in ("schema_version", "sections") or (f.name == "plots" and self.plots is None):
                 continue
             value = getattr(self, f.name)
             out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        out.update((name, section) for name, section in self.sections.items() if section is not None)
         return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Results":
+        fields = {f.name for f in dataclasses.fields(cls)}
         values = _known(cls, d)
+        values["sections"] = {k: v for k, v in d.items() if k not in fields and isinstance(v, dict)}
         for name, section in _SECTIONS.items():
             if isinstance(values.get(name), dict):
                 values[name] = section(**_known(section, values[name]))

@@ -86,8 +86,3 @@ def triplet_prompts(triplets: Sequence[dict[str, Any]]) -> dict[str, tuple[str, 
     """conversation_id -> (set_id, prompt), in dataset order."""
     return {triplet_conversation_id(r["set_id"], r["variant"], r["paraphrase"]): (r["set_id"], r["prompt"])
             for r in triplets}
-
-
-def triplet_scorers(transcripts: Sequence[Any]) -> tuple[str, ...]:
-    """The scorers a run's triplet transcripts add to the judge phase's default ones."""
-    return ("response_mode",) if any(parse_triplet_id(t.conversation_id) for t in transcripts) else ()

@@ -185,11 +185,11 @@ def triplet_columns(triplet: Optional[dict[str, Any]]) -> dict[str, Optional[flo
 def compare_triplets(models: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
     """`compare`'s triplet part: per model Triplet Safety, Worst-Case Utility and ICU beside Recovery%, and the
     Spearman rank correlation of each with Recovery% across models. None when no run has a triplet section."""
-    if not any(r.triplet for r in results):
+    if not any(r.sections.get("triplet") for r in results):
         return None
     from carryon_eval.metrics.stats import spearman
 
-    rows = [{"model": m, **triplet_columns(r.triplet), "recovery": r.recovery.get("value")}
+    rows = [{"model": m, **triplet_columns(r.sections.get("triplet")), "recovery": r.recovery.get("value")}
             for m, r in zip(models, results)]
     return {"table": rows, "spearman_with_recovery": {
         k: {"between": f"model {k} and model Recovery%", **spearman([r[k] for r in rows], [r["recovery"] for r in rows])}

@@ -4,19 +4,19 @@ OpenSafeIntent's assistance modes (shared/seeds/opensafeintent-blog.txt): ``refu
 task; ``A3`` reframe toward a safer task, then concrete help; ``A4`` direct answer to the original task. The
 judge sees the prompt the target was sent (the ambiguous phrasing) and the reply; an answer that names no
 single mode is retried, then recorded as unscored (None). Records: RUNDIR/response_mode_judgments.jsonl,
-one per ambiguous triplet reply and judge model. Registered as "response_mode" in carryon_eval.judge.scorers.
+one per judged reply and judge model (the triplet suite has it judge the ambiguous replies). Registered as
+"response_mode" in carryon_eval.judge.scorers.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import RESPONSE_MODES, parse_response_mode
 from carryon_eval.prompts import load_prompt
-from carryon_eval.schema import Message, Transcript
-from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ScorerOptions, ask_text, final_answer, register
-from carryon_eval.triplet.prompt_sets import is_variant
+from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
+from carryon_eval.run.records import JudgeSettings
 
 MODE_PROMPT, MODE_RETRY_PROMPT = "judges/response_mode", "judges/response_mode_retry"
 MODE_STAGE, MODE_FILE = "judge_response_mode", "response_mode_judgments.jsonl"
@@ -47,32 +47,13 @@ class ResponseModeJudgment:
 class ResponseModeScorer(PromptScorer):
     """refuse / A2 / A3 / A4 of one ambiguous triplet reply."""
     name, stage, prompt_name = "response_mode", MODE_STAGE, MODE_PROMPT
-    file, context, value_field = MODE_FILE, MODE_CONTEXT, "mode"
+    context, value_field = MODE_CONTEXT, "mode"
 
-    def __init__(self, options: ScorerOptions = ScorerOptions()) -> None:
+    def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
         super().__init__(options)
         self.max_tokens = options.max_tokens
         self.strict = load_prompt(MODE_RETRY_PROMPT)
 
     async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        content = self.prompt.render(query=case.query, reply=case.reply).rstrip("\n")
-        return await ask_text(endpoint, content, parse_response_mode, stage=self.stage, max_tokens=self.max_tokens,
+        return await ask_text(endpoint, self.content(case), parse_response_mode, stage=self.stage, max_tokens=self.max_tokens,
                               strict=self.strict.body, problem="not one of refuse, A2, A3, A4")
-
-    def cases(self, transcript: Transcript, reply: Message, query: dict[str, Any],
-              checklist: Sequence[dict[str, Any]]) -> list[tuple[tuple, Case]]:
-        if not is_variant(transcript.conversation_id, "ambiguous"):
-            return []
-        prompt = transcript.messages[0].content
-        return [((transcript.conversation_id, reply.turn), Case(prompt, final_answer(reply)))]
-
-    def record(self, target: tuple, judgment: Judgment, judge_model: str) -> ResponseModeJudgment:
-        cid, turn = target
-        return ResponseModeJudgment(cid, turn, judgment.value, judge_model, self.prompt_version, judgment.raw,
-                                    attempts=judgment.attempts, via=judgment.via)
-
-    def read(self, row: dict[str, Any]) -> ResponseModeJudgment:
-        return ResponseModeJudgment.from_dict(row)
-
-    def key(self, record: ResponseModeJudgment) -> tuple:
-        return (record.conversation_id, record.turn)

@@ -102,18 +102,20 @@ def endpoint(srv: Any, rundir: Path, model: str = "judge") -> Endpoint:
                     cache=ResponseCache(rundir / "cache"))
 
 
-# ---------------------------------------------------------------- one judge pass, awaited in an event loop
-def judge_pass(rundir: Path, bench: Benchmark, judge: Any, **options: Any) -> dict[str, Any]:
-    """``await judge.judge_run(...)`` in an event loop of its own, the endpoint closed at the end; returns the pass
-    as judge.json's top level reads it (``JudgePass.to_json()``)."""
+def judge_sync(rundir: Path, bench: Benchmark, judge: Any, *, utility_mode: str = "text",
+               judge_format: str = "json_schema", max_tokens: Optional[int] = None, **kwargs: Any) -> dict:
+    """One judge pass in its own event loop (the endpoint closed after it): judge.json's pass as a dict."""
     import asyncio
 
-    from carryon_eval.judge.phase import judge_run
+    from carryon_eval.judge.phase import MAX_TOKENS, judge_run
+    from carryon_eval.run.records import JudgeSettings
 
-    async def one_pass() -> Any:
+    settings = JudgeSettings(utility_mode=utility_mode, max_tokens=max_tokens or MAX_TOKENS, judge_format=judge_format)
+
+    async def run() -> Any:
         try:
-            return await judge_run(rundir, bench, judge, **options)
+            return await judge_run(rundir, bench, judge, settings=settings, **kwargs)
         finally:
             if judge is not None:
                 await judge.aclose()
-    return asyncio.run(one_pass()).to_json()
+    return asyncio.run(run()).to_json()

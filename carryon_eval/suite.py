@@ -1,0 +1,225 @@
+"""What a run evaluates: one frozen record per benchmark suite (the evaluator's counterpart of the builder's Stage).
+
+    suite = Suite(name="triplet", conditions=("triplet",), plan=plan_triplets, uses=(...), report=...)
+    register_suite(suite)
+    jobs, skipped = plan_jobs(bench, ["turn1", "bc", "triplet"], PlanSettings(shared_turn1=True))
+
+A suite says which dataset rows it reads (``missing``: why it cannot run on a dataset), how it plans its jobs
+(single-turn prompts or scripted conversations, each with the exact opening message that is sent), which scorers
+judge which of its replies (``uses``), which calls depend on outcomes (``probes``: run after judging, counted as
+"up to" in the cost table), and how its numbers are summarized into results.json and rendered (``report``). The
+application layer iterates the registered suites; the rollout, the judge phase, the cost table and the report
+take what the suites give them and never test a suite's name.
+
+The built-in suites register themselves when ``suites()`` first runs: the CarryOnBench conditions
+(carryon_eval.suites.carryonbench) and the triplets (carryon_eval.triplet.suite).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
+
+if TYPE_CHECKING:       # types only: this module sits below every layer
+    from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.schema import Transcript
+
+#: Modules whose suites register themselves on import, in this order (it is the order of results.json's
+#: sections, table.md and report.html).
+BUILTIN_SUITE_MODULES = ("carryon_eval.suites.carryonbench", "carryon_eval.triplet.suite")
+ALL = "all"             # --conditions all: every condition of every registered suite
+
+
+class SuiteError(Exception):
+    """An unknown condition, a suite registered twice, or a suite that cannot run on the dataset (one line)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One conversation or single-turn prompt to play against the target.
+
+    ``prompt`` is the opening user message exactly as sent. Jobs with the same ``shares`` reuse one first
+    reply: it is generated once (from the first such job's prompt) and is the turn-1 reply of the job whose
+    conversation_id equals ``shares``, if there is one."""
+    conversation_id: str
+    query_id: str                       # the row it reads (a query id, a prompt-set id)
+    condition: str
+    prompt: str = ""
+    flow_id: Optional[str] = None
+    moves: tuple[str, ...] = ()         # follow-up user moves, rendered by the user simulator
+    shares: Optional[str] = None        # the key of the first reply it shares, None: its own
+    meta: tuple[tuple[str, Any], ...] = ()   # recorded in its transcript's meta (e.g. the prompt ref)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A planned conversation that cannot run, and why (run.json lists them)."""
+    conversation_id: str
+    condition: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation_id, "condition": self.condition, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Skipped":
+        return cls(**{k: d.get(k) for k in ("conversation_id", "condition", "reason")})
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    shared_turn1: bool = True           # a query's turn-1 reply is the first reply of its conversations
+
+
+@dataclass(frozen=True)
+class ScorerUse:
+    """A scorer that judges a suite's replies; ``when`` picks the transcripts it judges (default: all)."""
+    scorer: str
+    when: Optional[Callable[["Transcript"], bool]] = None
+
+    def judges(self, transcript: "Transcript") -> bool:
+        return self.when is None or self.when(transcript)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Calls made after judging whose number depends on the verdicts (e.g. asking the target again about
+    the replies judged unsafe): at most ``up_to(jobs)`` calls of ``role``; ``run(ctx)`` makes them."""
+    name: str
+    role: str
+    up_to: Callable[[Sequence[Job]], int]
+    run: Callable[[Any], Awaitable[str]]        # -> a line for the user
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    """How a suite's numbers reach the outputs. ``section`` is its results.json key; None means the suite's
+    numbers are results.json's top level (the CarryOnBench conditions). ``summarize`` is pure: it takes
+    the report inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready
+    section, or None when the run has none of its replies."""
+    section: Optional[str]
+    summarize: Optional[Callable[[Any], Optional[dict[str, Any]]]] = None
+    markdown: Optional[Callable[[dict[str, Any]], str]] = None
+    html: Optional[Callable[[dict[str, Any]], str]] = None
+    compare: Optional[Callable[[Sequence[str], Sequence[Any]], Any]] = None    # (model labels, Results) -> part
+    compare_markdown: Optional[Callable[[Any], str]] = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    conditions: tuple[str, ...]                 # the --conditions names it answers to
+    plan: Callable[["Benchmark", Sequence[str], PlanSettings], tuple[list[Job], list[Skipped]]]
+    uses: tuple[ScorerUse, ...] = ()
+    default: bool = True                        # in the default --conditions set
+    missing: Callable[["Benchmark"], Optional[str]] = lambda bench: None
+    probes: tuple[Probe, ...] = ()
+    report: Optional[SuiteReport] = None
+    prompts: Callable[[], dict[str, str]] = dict   # {name: ref} of its prompt files, for run.json
+    description: str = ""
+
+    @property
+    def scorers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u.scorer for u in self.uses))
+
+
+_REGISTRY: dict[str, Suite] = {}
+_loaded = False
+
+
+def register_suite(suite: Suite) -> Suite:
+    """Add a suite; its conditions must be new. Returns it (so a module can write ``X = register_suite(...)``)."""
+    taken = {c: s.name for s in _REGISTRY.values() if s.name != suite.name for c in s.conditions}
+    clash = [c for c in suite.conditions if c in taken]
+    if clash or suite.conditions == () or ALL in suite.conditions:
+        raise SuiteError(f"suite {suite.name!r}: condition(s) {clash or list(suite.conditions)} already taken "
+                         f"or not allowed")
+    _REGISTRY[suite.name] = suite
+    return suite
+
+
+def unregister_suite(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def suites() -> list[Suite]:
+    """Every registered suite, built-in ones first, in registration order."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILTIN_SUITE_MODULES:
+            importlib.import_module(module)
+    return list(_REGISTRY.values())
+
+
+def all_conditions() -> tuple[str, ...]:
+    return tuple(c for s in suites() for c in s.conditions)
+
+
+def default_conditions() -> tuple[str, ...]:
+    return tuple(c for s in suites() if s.default for c in s.conditions)
+
+
+def suite_of(condition: str) -> Suite:
+    for s in suites():
+        if condition in s.conditions:
+            return s
+    raise SuiteError(f"unknown condition {condition!r}; expected some of {list(all_conditions())}")
+
+
+def selected(conditions: Sequence[str]) -> list[Suite]:
+    """The suites that ``conditions`` select, in registration order."""
+    names = {suite_of(c).name for c in conditions}
+    return [s for s in suites() if s.name in names]
+
+
+def resolve_conditions(names: Sequence[str]) -> list[str]:
+    """``all`` expanded, unknown names refused, registration order kept, duplicates dropped."""
+    known = all_conditions()
+    wanted = set(known) if ALL in names else set(names)
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise SuiteError(f"unknown condition(s) {unknown}; expected some of {list(known)} or {ALL!r}")
+    return [c for c in known if c in wanted]
+
+
+def refuse_missing(bench: "Benchmark", conditions: Sequence[str]) -> None:
+    """SuiteError naming the first selected suite whose inputs the dataset lacks."""
+    for s in selected(conditions):
+        why = s.missing(bench)
+        if why:
+            raise SuiteError(f"--conditions {','.join(c for c in conditions if c in s.conditions)}: {why}")
+
+
+def plan_jobs(bench: "Benchmark", conditions: Sequence[str],
+              settings: PlanSettings = PlanSettings()) -> tuple[list[Job], list[Skipped]]:
+    """Every selected suite's jobs and skipped conversations, suite by suite."""
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    for s in selected(conditions):
+        j, k = s.plan(bench, [c for c in conditions if c in s.conditions], settings)
+        jobs += j
+        skipped += k
+    return jobs, skipped
+
+
+def scorer_uses(conditions: Sequence[str]) -> dict[str, tuple[ScorerUse, ...]]:
+    """condition -> the scorers that judge its replies."""
+    return {c: suite_of(c).uses for c in conditions}
+
+
+@dataclass
+class ScoringPlan:
+    """Which scorers judge which transcripts: what the judge phase and the cost table read from the suites."""
+    uses: dict[str, tuple[ScorerUse, ...]] = field(default_factory=dict)    # condition -> uses
+
+    @classmethod
+    def of(cls, conditions: Sequence[str]) -> "ScoringPlan":
+        return cls(scorer_uses(conditions))
+
+    @property
+    def scorers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u.scorer for uses in self.uses.values() for u in uses))
+
+    def scorers_for(self, transcript: "Transcript") -> list[str]:
+        return [u.scorer for u in self.uses.get(transcript.condition, ()) if u.judges(transcript)]

@@ -1,0 +1,1 @@
+"""The CarryOnBench suite record (carryonbench). Other suites live in their feature folders (triplet/suite.py)."""

@@ -1,0 +1,72 @@
+"""The CarryOnBench suite: the paper's four conditions (§4) as one suite record.
+
+- turn1: the query alone; oracle: the query and its benign intent in one prompt (prompts/target/oracle.txt);
+- bc / nc: the dataset's conversations, a flow of k moves giving 1 + k target replies, each follow-up user turn
+  rendered by the user simulator.
+With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 transcript's reply and the first
+reply of all the query's bc/nc conversations (they share the key ``turn1:<query_id>``).
+
+Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
+top level (carryon_eval.metrics.conditions, written by carryon_eval.report.writer).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.moves import BC_MOVES
+from carryon_eval.prompts import load_prompt, prompt_hashes
+from carryon_eval.schema import CONDITIONS
+from carryon_eval.suite import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteReport, register_suite
+
+ORACLE_PROMPT = "target/oracle"
+SHARED_TURN1 = ("turn1", "bc", "nc")        # the conditions whose first reply is the query's turn-1 reply
+
+
+def turn1_key(query_id: str) -> str:
+    return f"turn1:{query_id}"
+
+
+def plan_conditions(bench: Benchmark, conditions: Sequence[str],
+                    settings: PlanSettings) -> tuple[list[Job], list[Skipped]]:
+    """turn1 and oracle per query (dataset order), then the dataset's bc/nc conversations."""
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    oracle = load_prompt(ORACLE_PROMPT)
+
+    def shares(qid: str) -> str | None:
+        return turn1_key(qid) if settings.shared_turn1 else None
+
+    for qid, q in bench.queries.items():
+        if "turn1" in conditions:
+            jobs.append(Job(turn1_key(qid), qid, "turn1", prompt=q["query"], shares=shares(qid)))
+        if "oracle" in conditions:
+            if q.get("benign_intent"):
+                jobs.append(Job(f"oracle:{qid}", qid, "oracle",
+                                prompt=oracle.render(query=q["query"], benign_intent=q["benign_intent"]),
+                                meta=(("prompt", oracle.ref),)))
+            else:
+                skipped.append(Skipped(f"oracle:{qid}", "oracle",
+                                       "query has no benign_intent (the oracle prompt needs it)"))
+    for conv in bench.conversations:
+        flow = bench.flows[conv["flow_id"]]
+        moves = tuple(flow["moves"])
+        cond = str(flow["condition"]).lower()      # load_benchmark checked it against the moves
+        if cond not in conditions:
+            continue
+        q = bench.queries[conv["query_id"]]
+        if any(m in BC_MOVES for m in moves) and not q.get("benign_intent"):
+            skipped.append(Skipped(conv["conversation_id"], cond,
+                                   "query has no benign_intent (benign clarification moves need it)"))
+            continue
+        jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, prompt=q["query"], flow_id=flow["flow_id"],
+                        moves=moves, shares=shares(conv["query_id"])))
+    return jobs, skipped
+
+
+CARRYONBENCH = register_suite(Suite(
+    name="carryonbench", conditions=CONDITIONS, plan=plan_conditions,
+    uses=(ScorerUse("utility"), ScorerUse("safety")),
+    report=SuiteReport(section=None),
+    prompts=lambda: {**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+    description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification"))
