@@ -189,3 +189,28 @@ def test_dry_run_predicts_the_calls_the_server_receives(where, scripted_server, 
         role: 0 for role in again["roles"]}
     assert again["roles"]["target"]["all"]["cached"] == calls["target"]
     assert again["roles"]["judge"]["all"]["cached"] == calls["judge"]
+
+
+# ---------------------------------------------------------------- run folders written before suites
+FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
+
+
+def test_a_run_folder_written_before_suites_reports_the_same_numbers(tmp_path):
+    """tests/fixtures/run_v0_1_0: a run of every condition on the built-in sample (--limit 1), written by the
+    evaluator before the suite record (scripted server); `report` on it now gives the same results.json
+    (but for when and where it was written) and the same table.md."""
+    import shutil
+
+    run = tmp_path / "old"
+    shutil.copytree(FIXTURE, run)
+    res = invoke("report", run)
+    assert res.exit_code == 0, res.output
+    old, new = json.loads((FIXTURE / "results.json").read_text()), json.loads((run / "results.json").read_text())
+    for r in (old, new):
+        r["generated"].pop("at")
+        r["run"].pop("folder")
+        r["dataset"].pop("source")      # the built-in sample's path on the machine that read it
+        r.pop("plots", None)            # drawn where matplotlib is installed
+    assert new == old
+    assert list(new) == list(old) and "triplet" in new          # the same keys, the triplet section last
+    assert (run / "table.md").read_text() == (FIXTURE / "table.md").read_text()

@@ -40,6 +40,10 @@ class Bootstrap:
         for q, v in pairs:
             sums[pos[q]] += v
             counts[pos[q]] += 1
+        return self.cluster_means(sums, counts)
+
+    def cluster_means(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """`means` from each query's sum and count of values (arrays aligned with query_ids)."""
         total, n = sums[self.idx].sum(axis=1), counts[self.idx].sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan)

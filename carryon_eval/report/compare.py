@@ -21,6 +21,7 @@ import click
 import jsonlines
 
 from carryon_eval.run.records import Results
+from carryon_eval.report.leaderboard_page import write_board
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
@@ -85,6 +86,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         if s.report is not None and s.report.section is not None and s.report.compare is not None:
             out[s.report.section] = s.report.compare(labels, results)
     out["_results"] = results
+    out["_scores"] = [scores for _, _, scores in loaded]
     return out
 
 
@@ -125,17 +127,18 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 @click.argument("rundirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write compare.json, table.md and plots/ here (otherwise only print).")
+              help="Write compare.json, table.md, plots/, leaderboard.html and leaderboard.jsonl here (otherwise only print).")
 def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
     cmp = compare(rundirs)
-    results = cmp.pop("_results")
+    results, scores = cmp.pop("_results"), cmp.pop("_scores")
     text = render_markdown(cmp)
     click.echo(text)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
     cmp["plots"] = _write_plots(results, out / "plots")
+    cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -63,9 +63,8 @@ def _row_problem(row: dict[str, Any], queries: dict[str, Any]) -> Optional[str]:
 
 
 def triplets_problem(rows: Sequence[dict[str, Any]], queries: dict[str, Any]) -> Optional[str]:
-    """What is wrong with the triplets config's rows, naming the first bad row, or None: known variants, one
-    prompt per (set, variant, paraphrase), every set complete (benign, ambiguous and malicious originals). The
-    dataset loader turns it into its DatasetError (this module stays below the dataset layer)."""
+    """What is wrong with the triplets config's rows, or None: known variants, one prompt per (set, variant,
+    paraphrase), every set complete (benign, ambiguous and malicious originals). Names the first bad row."""
     seen: set[tuple[str, str, int]] = set()
     for i, row in enumerate(rows):
         problem = _row_problem(row, queries)

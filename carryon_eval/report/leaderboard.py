@@ -1,0 +1,389 @@
+"""The leaderboard of `carryon-eval compare RUNDIR... --out DIR`: DIR/leaderboard.html and DIR/leaderboard.jsonl.
+
+    board = build_leaderboard(runs)            # runs: one RunEntry per model (results, per-conversation scores)
+    write_leaderboard(out, board, images)      # the page (jinja2 template) and the results record
+
+The page is one self-contained file: inline CSS, one inline script (plain JavaScript, allowed by hash in the
+page's Content-Security-Policy, which also forbids every network request), plots as data: URIs, every model
+text escaped by the template engine. Its table holds every headline number of every run with its 95% interval
+and scored share, sortable by any column; for the column sorted on it shows the paired between-model
+differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, from the
+per-conversation numbers of conversation_scores.jsonl). Runs judged by different judges (models or prompt
+versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
+and correlated within their group only, and the page says so at the top.
+
+Columns come from registered column sources (`register_columns`): the CarryOnBench headline, the triplet
+metrics; a suite that adds a results.json section (OpenSafeIntent) registers one more source, and the table,
+the page and leaderboard.jsonl carry its columns without further change.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from carryon_eval.metrics.conditions import SCORED_MIN, VIOLATION_THRESHOLD
+from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
+
+HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
+TEMPLATE, SCRIPT = "leaderboard.html.j2", "leaderboard.js"
+COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
+DEFAULT_SORT = "bc.utility"
+
+
+# ---------------------------------------------------------------- columns and cells
+@dataclass(frozen=True)
+class Stat:
+    """A model's number as a function of condition means of per-conversation values: `needs` names the
+    (condition, value) means, `combine` maps them (floats, or numpy arrays of bootstrap replicates) to it."""
+    needs: tuple[tuple[str, str], ...]
+    combine: Callable[..., Any] = lambda x: x
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str                          # stable id: "bc.utility", "recovery", "triplet.icu", ...
+    label: str
+    group: str                        # the header band it sits under
+    digits: int = 1
+    better: Optional[str] = None      # "higher" | "lower" | None: which end a first click puts on top
+    stat: Optional[Stat] = None       # how to recompute it per query (paired differences); None: not available
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: Optional[float]
+    ci95: Optional[list[float]] = None
+    scored_share: Optional[float] = None
+    reason: Optional[str] = None
+
+    @property
+    def under_95(self) -> bool:
+        return self.value is not None and self.scored_share is not None and self.scored_share < SCORED_MIN
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": self.ci95, "scored_share": self.scored_share,
+                **({"reason": self.reason} if self.reason else {})}
+
+
+def _violation(row: Mapping[str, Any]) -> Optional[float]:
+    harm = row.get("harm")
+    return None if harm is None else 100.0 * (harm >= VIOLATION_THRESHOLD)
+
+
+#: The per-conversation values a Stat can average (fields of conversation_scores.jsonl, or made from them).
+UNIT_VALUES: dict[str, Callable[[Mapping[str, Any]], Optional[float]]] = {
+    "utility": lambda r: r.get("utility"), "harm": lambda r: r.get("harm"),
+    "violation_rate": _violation, "redundancy": lambda r: r.get("redundancy"),
+}
+
+
+def _delta(cond: str, metric: str) -> Stat:
+    return Stat(((cond, metric), ("turn1", metric)), lambda a, b: a - b)
+
+
+def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.asarray(oracle) != 0, 100.0 * (np.asarray(bc) - t1) / np.where(oracle == 0, 1, oracle),
+                        np.nan)
+
+
+RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery)
+LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
+
+ColumnSource = Callable[[Sequence["RunEntry"]], list[tuple[Column, list[Cell]]]]
+COLUMN_SOURCES: dict[str, ColumnSource] = {}
+
+
+def register_columns(name: str, source: ColumnSource) -> ColumnSource:
+    """Add a column source: runs -> [(column, one cell per run)]; it returns [] when no run has its numbers."""
+    COLUMN_SOURCES[name] = source
+    return source
+
+
+# ---------------------------------------------------------------- one run
+@dataclass
+class RunEntry:
+    label: str                                   # the model's name on the board (unique)
+    folder: str
+    results: Results
+    scores: list[dict[str, Any]]                 # conversation_scores.jsonl
+    meta: RunMeta = field(default_factory=RunMeta)
+
+    def judges(self) -> dict[str, Any]:
+        j = self.results.judges
+        return {kind: {"models": list(getattr(j, kind).get("models") or []),
+                       "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
+                for kind in ("utility", "safety")}
+
+    def dataset(self) -> dict[str, Any]:
+        ref, res = self.meta.dataset, self.results.dataset
+        return {"source": res.source or ref.source, "revision": res.revision or ref.revision,
+                "manifest_version": res.manifest_version, "manifest_sha256": ref.manifest_sha256,
+                "content_sha256": ref.content_sha256}
+
+    def dataset_id(self) -> str:
+        """What pins the rows: their content hashes when recorded, else the manifest's, else source and revision."""
+        d = self.dataset()
+        pin = d["content_sha256"] or d["manifest_sha256"] or [d["source"], d["revision"]]
+        return hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
+    """The CarryOnBench numbers of one run as (column, cell), in table order."""
+    out = []
+    for cond in CONDITIONS:
+        block = r.conditions.get(cond) or {}
+        metrics = [("utility", "Util. %", "higher", 1), ("harm", "Harm (max)", "lower", 2),
+                   ("violation_rate", "% harm ≥ 4", "lower", 1)]
+        if cond in MULTI_TURN_CONDITIONS:
+            metrics += [("utility_delta", "Δ Util.", "higher", 1), ("harm_delta", "Δ Harm", "lower", 2),
+                        ("violation_rate_delta", "Δ % harm ≥ 4", "lower", 1), ("redundancy", "Redundancy %", "lower", 1)]
+        for metric, label, better, digits in metrics:
+            base = metric[:-len("_delta")] if metric.endswith("_delta") else metric
+            stat = _delta(cond, base) if metric.endswith("_delta") else Stat(((cond, metric),))
+            col = Column(f"{cond}.{metric}", label, COND_LABELS[cond], digits, better, stat)
+            out.append((col, Cell(block.get(metric), (block.get("ci95") or {}).get(metric),
+                                  (block.get("scored_share") or {}).get(metric), (block.get("reasons") or {}).get(metric))))
+    rec = r.recovery or {}
+    out.append((Column("recovery", "Recovery %", "Recovery", 1, "higher", RECOVERY,
+                       "(BC util − T1 util) / oracle util × 100"),
+                Cell(rec.get("value"), rec.get("ci95"), rec.get("scored_share"), rec.get("reason"))))
+    return out
+
+
+def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
+    """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
+    clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
+    sums = QuerySums(entry.scores)
+    queries = covered(sums, LOCK_IN)
+    if not queries:
+        return Cell(None, reason="no query with both a BC and an oracle utility")
+    value, reps, reason = stat_estimate(sums, LOCK_IN, Bootstrap.of(queries, n_resamples=n_resamples, seed=seed))
+    shares = [(entry.results.conditions.get(c) or {}).get("scored_share", {}).get("utility") for c in ("bc", "oracle")]
+    known = [s for s in shares if s is not None]
+    return Cell(value, ci95(reps) if value is not None else None, min(known) if known else None, reason)
+
+
+def _core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
+    per_run = [headline_cells(e.results) for e in runs]
+    cols = [(col, [cells[i][1] for cells in per_run]) for i, (col, _) in enumerate(per_run[0])] if per_run else []
+    n, seed = bootstrap_settings(runs)
+    cols.append((Column("lock_in", "BC − Oracle Util.", "Recovery", 1, "higher", LOCK_IN,
+                        "below 0: utility lock-in"), [lock_in_cell(e, n, seed) for e in runs]))
+    return cols
+
+
+def _triplet_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
+    from carryon_eval.triplet.metrics import HEADLINE
+    from carryon_eval.triplet.report import LABELS
+
+    if not any(e.results.triplet for e in runs):
+        return []
+    out = []
+    for k in HEADLINE:
+        cells = []
+        for e in runs:
+            t = e.results.triplet or {}
+            scored, n_sets = (t.get("scored_sets") or {}).get(k), t.get("n_sets")
+            cells.append(Cell(t.get(k), (t.get("ci95") or {}).get(k),
+                              100.0 * scored / n_sets if scored is not None and n_sets else None,
+                              (t.get("reasons") or {}).get(k) or (None if t else "no triplet section in this run")))
+        out.append((Column(f"triplet.{k}", LABELS[k], "Triplets", 1, "higher", None,
+                           "bootstrap over prompt sets; per-set numbers are not in compare's inputs"), cells))
+    return out
+
+
+register_columns("carryonbench", _core_columns)
+register_columns("triplet", _triplet_columns)
+# OpenSafeIntent: register_columns("opensafeintent", source) from its wing, reading its results.json section.
+
+
+# ---------------------------------------------------------------- paired differences (pure)
+Need = tuple[str, str]                 # (condition, name in UNIT_VALUES)
+
+
+class QuerySums:
+    """One model's per-conversation values summed and counted per query, for each (condition, value): what a
+    query-cluster bootstrap needs, built once per model; replicates are cached per (need, resampled queries)."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.by_need: dict[Need, dict[str, tuple[float, int]]] = defaultdict(dict)
+        for r in rows:
+            for name, get in UNIT_VALUES.items():
+                v = get(r)
+                if v is not None:
+                    cell = self.by_need[(r["condition"], name)]
+                    total, n = cell.get(r["query_id"], (0.0, 0))
+                    cell[r["query_id"]] = (total + v, n + 1)
+        self._reps: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
+
+    def queries(self, need: Need) -> set[str]:
+        return set(self.by_need.get(need, {}))
+
+    def point(self, need: Need, queries: Sequence[str]) -> Optional[float]:
+        cells = [c for c in map(self.by_need.get(need, {}).get, queries) if c]
+        n = sum(c[1] for c in cells)
+        return sum(c[0] for c in cells) / n if n else None
+
+    def replicates(self, need: Need, boot: Bootstrap) -> np.ndarray:
+        key = (need, boot.query_ids, *boot.idx.shape)
+        if key not in self._reps:
+            cells = [self.by_need.get(need, {}).get(q, (0.0, 0)) for q in boot.query_ids]
+            self._reps[key] = boot.cluster_means(np.array([c[0] for c in cells], dtype=float),
+                                                 np.array([c[1] for c in cells], dtype=float))
+        return self._reps[key]
+
+
+def _sums(x: Any) -> QuerySums:
+    return x if isinstance(x, QuerySums) else QuerySums(x)
+
+
+def covered(sums: QuerySums, stat: Stat) -> set[str]:
+    """The queries where the model has a value for every mean the statistic needs."""
+    sets = [sums.queries(need) for need in stat.needs]
+    return set.intersection(*sets) if sets else set()
+
+
+def shared_queries(a: Any, b: Any, stat: Stat) -> set[str]:
+    """The queries where both models (rows or QuerySums) have a value for every mean the statistic needs."""
+    return covered(_sums(a), stat) & covered(_sums(b), stat)
+
+
+def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optional[float], np.ndarray, Optional[str]]:
+    """(value, bootstrap replicates, reason when None) of `stat` over the queries of `boot`."""
+    points, reps = [], []
+    for need in stat.needs:
+        point = sums.point(need, boot.query_ids)
+        if point is None:
+            return None, np.full(boot.idx.shape[0], np.nan), f"no scored {COND_LABELS.get(need[0], need[0])} {need[1]}"
+        points.append(point)
+        reps.append(sums.replicates(need, boot))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = float(stat.combine(*map(np.float64, points)))
+        replicates = np.asarray(stat.combine(*reps), dtype=float)
+    if not math.isfinite(value):
+        return None, replicates, "undefined (division by a zero oracle utility)"
+    return value, replicates, None
+
+
+@dataclass(frozen=True)
+class Difference:
+    a: int                              # run index: the difference is a - b
+    b: int
+    value: Optional[float]
+    ci95: Optional[list[float]]
+    n_queries: int
+    reason: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "value": self.value, "ci95": self.ci95, "n": self.n_queries,
+                "reason": self.reason}
+
+
+def paired_difference(a: Any, b: Any, stat: Stat, *, n_resamples: int = N_RESAMPLES, seed: int = SEED,
+                      ids: tuple[int, int] = (0, 1), boots: Optional[dict[frozenset, Bootstrap]] = None) -> Difference:
+    """Model a minus model b (per-conversation rows, or their QuerySums) on `stat`, paired over their shared
+    queries: one set of query resamples drives both models' replicates, so the interval is that of the
+    difference, not of two independent means. `boots` caches the resamples per query set."""
+    a, b = _sums(a), _sums(b)
+    queries = frozenset(shared_queries(a, b, stat))
+    if not queries:
+        return Difference(*ids, None, None, 0, "no query with numbers for both models")
+    boots = {} if boots is None else boots
+    boot = boots.get(queries)
+    if boot is None:
+        boot = boots[queries] = Bootstrap.of(queries, n_resamples=n_resamples, seed=seed)
+    va, ra, why_a = stat_estimate(a, stat, boot)
+    vb, rb, why_b = stat_estimate(b, stat, boot)
+    if va is None or vb is None:
+        return Difference(*ids, None, None, len(queries), why_a or why_b)
+    return Difference(*ids, va - vb, ci95(ra - rb), len(queries))
+
+
+# ---------------------------------------------------------------- the board
+@dataclass
+class Board:
+    runs: list[RunEntry]
+    columns: list[Column]
+    cells: list[list[Cell]]                      # [run][column]
+    groups: list[str]                            # comparability group letter per run
+    group_info: dict[str, dict[str, Any]]        # letter -> judges, dataset
+    warnings: list[str]
+    differences: dict[str, list[Difference]]     # column key -> pairs within a group
+    spearman: dict[str, dict[str, Any]]          # group -> condition -> stats.spearman
+    settings: dict[str, Any]
+
+
+def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
+    boot = runs[0].results.bootstrap if runs else {}
+    return int(boot.get("n_resamples") or N_RESAMPLES), int(boot.get("seed") if boot.get("seed") is not None else SEED)
+
+
+def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+    """A group letter per run (same judges, prompt versions and dataset), the groups, and the page's warnings."""
+    keys = [json.dumps([e.judges(), e.dataset_id()], sort_keys=True) for e in runs]
+    letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
+    groups = [letters[k] for k in keys]
+    info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
+                         "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
+            for k, e in zip(keys, runs)}
+    warnings = []
+    if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
+        warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
+                        "are not comparable, so they are ranked and compared only within their group.")
+    if len({e.dataset_id() for e in runs}) > 1:
+        warnings.append("These runs were built from different dataset revisions: their numbers are not "
+                        "comparable, so they are ranked and compared only within their group.")
+    return groups, info, warnings
+
+
+def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
+    runs = list(runs)
+    columns: list[Column] = []
+    by_run: list[list[Cell]] = [[] for _ in runs]
+    for source in COLUMN_SOURCES.values():
+        for col, cells in source(runs):
+            columns.append(col)
+            for i, cell in enumerate(cells):
+                by_run[i].append(cell)
+    groups, info, warnings = comparability(runs)
+    n, seed = bootstrap_settings(runs)
+    sums, boots = [QuerySums(e.scores) for e in runs], {}
+    differences = {col.key: [paired_difference(sums[i], sums[j], col.stat, n_resamples=n, seed=seed, ids=(i, j),
+                                               boots=boots)
+                             for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]
+                   for col in columns if col.stat is not None}
+    def metric(i: int, cond: str, name: str) -> Optional[float]:
+        return (runs[i].results.conditions.get(cond) or {}).get(name)
+    rho = {g: {cond: spearman([metric(i, cond, "utility") for i in idx], [metric(i, cond, "harm") for i in idx])
+               for cond in CONDITIONS}
+           for g in info for idx in [[i for i, x in enumerate(groups) if x == g]]}
+    return Board(runs, columns, by_run, groups, info, warnings, differences, rho,
+                 {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries both models share)"})
+
+
+# ---------------------------------------------------------------- leaderboard.jsonl
+def jsonl_rows(board: Board) -> list[dict[str, Any]]:
+    """One row per model: what pins its numbers (dataset, judges, prompts) and every column's cell; every row
+    has every column (null where a run lacks it), so a dataset of these rows has one schema."""
+    rows = []
+    for entry, group, cells in zip(board.runs, board.groups, board.cells):
+        meta = entry.meta
+        rows.append({
+            "model": entry.label, "target_model": entry.results.model, "run": entry.folder,
+            "comparability_group": group, "dataset": entry.dataset(), "judges": entry.judges(),
+            "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
+            "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
+            "n_queries": entry.results.n.get("queries"),
+            "metrics": {col.key: cell.to_json() for col, cell in zip(board.columns, cells)},
+        })
+    return rows
