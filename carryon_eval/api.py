@@ -66,8 +66,10 @@ def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> app
     return app.RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
 
 
-def _conditions(value: Union[str, Sequence[str], None]) -> tuple[str, ...]:
-    """As --conditions reads them: the registered suites' (carryon_eval.suite) default set, ``all``, or a list."""
+def _conditions(value: Union[str, Sequence[str], None], opensafeintent: bool) -> tuple[str, ...]:
+    """As --conditions reads them: the registered suites' (carryon_eval.suite) default set, ``all``, or a list;
+    ``all`` takes the opensafeintent condition only when its release folder is given, as on the command line."""
+    from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
     from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
 
     if value is None:
@@ -76,10 +78,13 @@ def _conditions(value: Union[str, Sequence[str], None]) -> tuple[str, ...]:
     try:
         if not items:
             raise SuiteError("no condition given")
-        return tuple(resolve_conditions(items))
+        resolved = resolve_conditions(items)
     except SuiteError:
         raise ConfigError(f"conditions: expected 'all' or a subset of {','.join(all_conditions())}, "
                           f"got {value!r}") from None
+    if "all" in items and not opensafeintent:
+        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
+    return tuple(resolved)
 
 
 def _at_least_one(name: str, value: Optional[int]) -> Optional[int]:
@@ -107,8 +112,9 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     temperature: float = defaults.TARGET_TEMPERATURE, seed: int = defaults.SEED,
                     no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",
                     no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
-                    dry_run: bool = False, price: Union[str, Sequence[str]] = (),
-                    max_calls: Optional[int] = None) -> app.EvaluateConfig:
+                    dry_run: bool = False, json: bool = False, price: Union[str, Sequence[str]] = (),
+                    max_calls: Optional[int] = None, opensafeintent: Union[str, os.PathLike[str], None] = None,
+                    opensafeintent_sets: str = "release") -> app.EvaluateConfig:
     """The ``carryon_eval.app.commands.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
     bad value raises ConfigError naming the option."""
     for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
@@ -118,13 +124,16 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
         target=_role(endpoint, model, api_key_env), user=_role(user_endpoint, user_model, user_api_key_env),
         judge=_role(judge_endpoint, judge_model, judge_api_key_env),
         dataset=None if dataset is None else os.fspath(dataset), revision=revision,
-        out=None if out is None else Path(out), limit=limit, conditions=_conditions(conditions),
+        out=None if out is None else Path(out), limit=limit,
+        conditions=_conditions(conditions, opensafeintent is not None),
         concurrency=concurrency, max_tokens=max_tokens, judge_max_tokens=judge_max_tokens,
         temperature=float(temperature), seed=int(seed), shared_turn1=not no_shared_turn1, fidelity=bool(fidelity),
         utility_mode=UTILITY_MODES[_choice("utility_mode", utility_mode, tuple(UTILITY_MODES))],
         model_check=not no_model_check, judge_format=_choice("judge_format", judge_format, JUDGE_FORMATS),
-        dry_run=bool(dry_run), prices=(price,) if isinstance(price, str) else tuple(price), max_calls=max_calls,
-        subset=_choice("subset", subset, SUBSETS))
+        dry_run=bool(dry_run), dry_run_json=bool(json), prices=(price,) if isinstance(price, str) else tuple(price), max_calls=max_calls,
+        subset=_choice("subset", subset, SUBSETS),
+        opensafeintent=None if opensafeintent is None else Path(opensafeintent),
+        opensafeintent_sets=_choice("opensafeintent_sets", opensafeintent_sets, ("release", "triplets")))
 
 
 # ---------------------------------------------------------------- running it
@@ -140,7 +149,8 @@ async def evaluate_async(*, output: Optional[Output] = None, verbose: bool = Fal
 def evaluate(*, output: Optional[Output] = None, verbose: bool = False, **options: Any) -> Optional[Results]:
     """Run ``carryon-eval`` with these options (keyword arguments named like its long options, underscored)
     and return its results: the ``Results`` record whose ``to_json()`` equals the run's results.json. With
-    ``dry_run=True`` it prints the cost table and returns None. ``output``: where the lines the command prints
+    ``dry_run=True`` it prints the cost table and returns None; so does a run of the ``opensafeintent`` condition
+    alone, which writes its own files. ``output``: where the lines the command prints
     go (an object with ``info(text)`` and ``note(text)``; default: stdout and stderr); ``verbose``: the
     package's INFO log (retries, rate limits) on stderr, like ``--verbose``."""
     cfg = evaluate_config(**options)          # a bad option fails here, in the caller's thread

@@ -35,6 +35,7 @@ from carryon_eval import defaults
 from carryon_eval.human.agreement import agreement_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
+from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
 from carryon_eval.cli_common import UsageError, concurrency_option, endpoint_options, verbose_option
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
@@ -138,10 +139,15 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
     try:
         if not items:
             raise SuiteError("no condition given")
-        return resolve_conditions(items)
+        resolved = resolve_conditions(items)
     except SuiteError:
         raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
                                  f"got {value!r}") from None
+    if "all" in items:                   # opensafeintent joins them when --opensafeintent is given (cli)
+        if ctx is not None:
+            ctx.meta["conditions_all"] = True
+        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
+    return resolved
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
@@ -206,6 +212,13 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
                    "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
+@click.option("--opensafeintent", type=click.Path(path_type=Path), metavar="DIR",
+              help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of its "
+                   "repository) for condition opensafeintent; --limit N takes its first N prompt-sets.")
+@click.option("--opensafeintent-sets", type=click.Choice(("release", "triplets")), default="release",
+              show_default=True,
+              help="Which prompt-sets condition opensafeintent plays: the release's dataset.json, or the dataset's "
+                   "own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges and definitions).")
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
                    "then stop: nothing is called, nothing is written.")
@@ -223,6 +236,8 @@ def cli(ctx: click.Context, **opts: Any) -> None:
     """CarryOnBench evaluator: rollout, judge and report in one go (or one phase at a time with the subcommands)."""
     if ctx.invoked_subcommand is not None:
         return
+    if ctx.meta.get("conditions_all") and opts.get("opensafeintent") is not None:
+        opts["conditions"] = [*opts["conditions"], OPENSAFEINTENT_CONDITION]
     run_command(app.evaluate(evaluate_config(**opts), ClickOutput()))
 
 
@@ -334,6 +349,19 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
     run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
                                     ClickOutput()), resume_hint=False)
+
+
+@cli.command("export")
+@RUNDIR
+@click.option("--format", "fmt", type=click.Choice(("opensafeintent",)), required=True,
+              help="opensafeintent: the reference implementation's files (<target model>_scored.json, "
+                   "assistance_level/, intent_classification/), which its scripts read unchanged.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write.")
+@click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
+@verbose_option
+def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
+    """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
+    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name), resume_hint=False)
 
 
 cli.add_command(compare_command, "compare")

@@ -26,7 +26,8 @@ if TYPE_CHECKING:       # types only: this module sits below every layer
 
 #: Modules whose suites register themselves on import, in this order (it is the order of results.json's
 #: sections, table.md and report.html).
-BUILTIN_SUITE_MODULES = ("carryon_eval.suites.carryonbench", "carryon_eval.triplet.suite")
+BUILTIN_SUITE_MODULES = ("carryon_eval.suites.carryonbench", "carryon_eval.triplet.suite",
+                         "carryon_eval.opensafeintent.record")
 ALL = "all"             # --conditions all: every condition of every registered suite
 
 
@@ -103,6 +104,7 @@ class SuiteReport:
     html: Optional[Callable[[dict[str, Any]], str]] = None
     compare: Optional[Callable[[Sequence[str], Sequence[Any]], Any]] = None    # (model labels, Results) -> part
     compare_markdown: Optional[Callable[[Any], str]] = None
+    leaderboard: Optional[Callable[[Sequence[Any]], list[Any]]] = None       # compare's leaderboard columns
 
 
 @dataclass(frozen=True)

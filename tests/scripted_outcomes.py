@@ -4,6 +4,8 @@ Import them from ``scripted_server`` (which re-exports every name here); see its
 """
 from __future__ import annotations
 
+import re
+
 import itertools
 import threading
 import time
@@ -170,3 +172,47 @@ def last_user_text(body: dict) -> str:
 def system_text(body: dict) -> str:
     """Concatenated content of the system messages of a chat request body ("" if none)."""
     return "\n".join(message_text(m) for m in body.get("messages") or [] if m.get("role") == "system")
+
+
+def by_prefix(routes: dict[str, Any], default: Any) -> Handler:
+    """Dispatch on how the last user message starts: the first prefix of ``routes`` it starts with picks the
+    handler (or fixed outcome); any other message gets ``default``. E.g. a judge prompt file's opening text."""
+    def handler(body: dict) -> Any:
+        text = last_user_text(body)
+        for prefix, h in routes.items():
+            if prefix and text.startswith(prefix):
+                return _resolve(h, body)
+        return _resolve(default, body)
+    return handler
+
+
+_PLACEHOLDER = re.compile(r"\{\{(?:prompt|response|PROMPT)\}\}|\{(?:prompt|response)\}")
+
+
+def fills(template: str, text: str) -> bool:
+    """Whether ``text`` is ``template`` with its placeholders ({prompt}, {{response}}, ...) filled in: its fixed
+    parts in order, the first at the start and the last at the end."""
+    parts = _PLACEHOLDER.split(template)
+    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return len(parts) == 1 or len(text) - len(parts[-1]) >= at
+
+
+def rubric_judges(templates: dict[str, str], answers: dict[str, Callable[[str], Any]], default: Any) -> Handler:
+    """A judge that answers rubric prompts: ``templates`` maps a judge name to its prompt file's text (filled
+    by the product with the prompt and reply), ``answers`` maps the same name to ``text -> outcome`` (the
+    filled prompt it was sent in, the answer out). The template a request fills (its fixed parts, in order)
+    says which judge it is for; anything else gets ``default`` (e.g. the target's replies)."""
+    def handler(body: dict) -> Any:
+        text = last_user_text(body)
+        for name, template in templates.items():
+            if fills(template, text):
+                return answers[name](text)
+        return _resolve(default, body)
+    return handler

@@ -61,6 +61,10 @@ Helpers to build handlers
   429 with that Retry-After; calls inside the window get 429 again (Retry-After = the time left);
   after it, ``then``. A client that retries before Retry-After is refused, and the test sees it.
 - ``by_model({"target": h1, "judge": h2})``  dispatch on the request's model id.
+- ``by_prefix({"opening": h1}, default)``  dispatch on how the last user message starts.
+- ``rubric_judges(templates, answers, default)``  answer rubric judge prompts (e.g. OpenSafeIntent's prompt
+  files, filled by the product): the template a request fills says which judge is asked, ``answers[name](text)``
+  gives its answer; anything else gets ``default``.
 - ``last_user_text(body)`` / ``system_text(body)``  pick message text out of a request body.
 
 Options
@@ -98,11 +102,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, faults_then,
-                               json_object_only, last_user_text, message_text, rate_limited, script, system_text)
+from scripted_outcomes import (Fault, Handler, Outcome, Reply, ScriptExhausted, by_model, by_prefix, faults_then,
+                               json_object_only, last_user_text, message_text, rate_limited, rubric_judges, script,
+                               system_text)
 
 __all__ = ["ScriptedServer", "Reply", "Fault", "Outcome", "Handler", "script", "faults_then", "rate_limited",
-           "by_model", "json_object_only", "last_user_text", "system_text", "ScriptExhausted"]
+           "by_model", "by_prefix", "json_object_only", "last_user_text", "rubric_judges", "system_text",
+           "ScriptExhausted"]
 
 
 # ---------------------------------------------------------------- the server

@@ -142,3 +142,19 @@ def test_import_stays_light():
             "or m in ('click', 'openai', 'datasets', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "['carryon_eval']"
+
+
+def test_options_build_the_command_lines_config(tmp_path):
+    """Same record as `carryon-eval` builds from the same options (the CLI's own parser gives the reference)."""
+    from carryon_eval.api import evaluate_config
+    from carryon_eval.cli import cli
+
+    ctx = cli.make_context("carryon-eval", ["--endpoint", "http://a/v1", "--endpoint", "http://b/v1", "--model", "m",
+                                            "--conditions", "all", "--no-shared-turn1", "--utility-mode", "logprob",
+                                            "--price", "judge=1/2", "--dry-run", "--json"])
+    from carryon_eval.cli import evaluate_config as cli_config
+    opts = dict(ctx.params)
+    assert evaluate_config(endpoint=["http://a/v1", "http://b/v1"], model="m", conditions="all", no_shared_turn1=True,
+                           utility_mode="logprob", price="judge=1/2", dry_run=True, json=True) == cli_config(**opts)
+    assert "opensafeintent" not in evaluate_config(conditions="all").conditions
+    assert "opensafeintent" in evaluate_config(conditions="all", opensafeintent=tmp_path).conditions

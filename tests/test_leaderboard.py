@@ -125,7 +125,7 @@ def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -
     import pyarrow.json as paj
 
     runs = [entry("m1", 50), entry("m2", 40)]
-    runs[0].results.triplet = {"triplet_safety": 80.0, "worst_case_utility": 30.0, "icu": 20.0, "n_sets": 4,
+    runs[0].results.sections["triplet"] = {"triplet_safety": 80.0, "worst_case_utility": 30.0, "icu": 20.0, "n_sets": 4,
                                "scored_sets": {"triplet_safety": 4, "worst_case_utility": 3, "icu": 4},
                                "ci95": {"icu": [10.0, 30.0]}, "reasons": {}}
     rows = jsonl_rows(build_leaderboard(runs))

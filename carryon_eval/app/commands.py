@@ -50,6 +50,13 @@ from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.suite import Job, PlanSettings, plan_jobs, selected, suites
+from carryon_eval.opensafeintent.phase import run_suite, suite_record
+from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
+from carryon_eval.opensafeintent.report import write_section
+from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
+from carryon_eval.opensafeintent.suite import JUDGMENTS_FILE as OSI_JUDGMENTS_FILE, PROBE_FILE as OSI_PROBE_FILE
+from carryon_eval.opensafeintent.suite import cost_lines as osi_cost_lines, export_run, pick_model
+from carryon_eval.opensafeintent.suite import section as osi_section
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -121,6 +128,8 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
+    opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
+    opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
 
 
 @dataclass(frozen=True)
@@ -396,22 +405,35 @@ def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- commands
 async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
-    the results (results.json's record), or None after a dry run."""
+    the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
+    OpenSafeIntent-only run writes its own files)."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
                        model_check=cfg.model_check) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
-        jobs, skipped = plan_jobs(bench, cfg.conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
+        osi = OPENSAFEINTENT_CONDITION in cfg.conditions
+        if osi and cfg.opensafeintent is None:
+            raise ConfigError("condition opensafeintent needs --opensafeintent DIR (an OpenSafeIntent release "
+                              "folder: dataset.json and prompts/metrics/)")
+        release = load_release(cfg.opensafeintent, cfg.limit) if osi and cfg.opensafeintent else None
+        osi_extra: dict[str, str] = {}
+        if release is not None and cfg.opensafeintent_sets == "triplets":
+            osi_extra = {"triplets": triplets_sha256(bench.triplets)}
+            release = with_triplets(release, bench.source, bench.triplets, osi_extra["triplets"])
+        cob = [c for c in cfg.conditions if c != OPENSAFEINTENT_CONDITION]
+        jobs, skipped = plan_jobs(bench, cob, PlanSettings(shared_turn1=cfg.shared_turn1))
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
-        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset))
+        run = RunFolder(cfg.out or default_out(target_name, cfg.dataset if cob else str(cfg.opensafeintent),
+                                               cfg.limit, cfg.subset))
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
         say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
-        say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-        for note in bench.notes:
-            say(f"dataset note: {note}")
+        if cob:
+            say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+            for note in bench.notes:
+                say(f"dataset note: {note}")
 
         # Local roles get the embedded model's address once it runs; run.json records them as "local".
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
@@ -423,16 +445,23 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
                                                        pool=(configs[role].base_url, *choice.pool))
+        if release is not None:
+            meta.suites[OPENSAFEINTENT_CONDITION] = suite_record(release, cfg.temperature, cfg.max_tokens)
         try:                                 # what this run still has to do; reads, never writes
             table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
-                                   as_json=cfg.dry_run_json)
+                                   as_json=cfg.dry_run_json) if cob else []
         except ValueError as exc:            # a bad --price
             raise ConfigError(str(exc)) from None
-        for line in [json.dumps(table)] if cfg.dry_run_json else table:
+        for line in [json.dumps(table)] if cfg.dry_run_json and cob else table:
             out.info(line)
+        for line in osi_cost_lines(release) if release is not None else []:
+            say(line)
         if cfg.dry_run:
             return None
         run.check(meta)                      # an unusable folder fails before anything starts
+        if release is not None and run.exists():
+            check_resume(run.read_meta().suites.get(OPENSAFEINTENT_CONDITION, {}).get("sha256", {}), release.folder,
+                         osi_extra)
         if local:
             srv = session.local_server()
             configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
@@ -452,20 +481,33 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
             await judge_run(run, bench, eps["judge"], settings=meta.judge, concurrency=cfg.concurrency,
                             show_progress=False)
 
-        await judge_while_rolling_out(
-            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
-        if cfg.fidelity:
-            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
-        judged_by = eps["judge"].config.model      # the report shows the judge this command ran
-        for suite in selected(meta.conditions):    # calls that depend on the verdicts (e.g. the risk probe)
-            for probe in suite.probes:
-                out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
-        results = report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+        results = None
+        if cob:
+            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out)
+        if release is not None:
+            await run_suite(release, run, meta.suites[OPENSAFEINTENT_CONDITION], eps["target"], eps["judge"],
+                            cfg.concurrency, out)
         session.print_usage()
-    require_scored(results, run)
+    if results is not None:
+        require_scored(results, run)
     return results
+
+
+async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
+                               eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
+                               out: Output) -> Results:
+    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report."""
+    await judge_while_rolling_out(
+        lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+        judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+    if cfg.fidelity:
+        await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+    await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
+    judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+    for suite in selected([c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]):
+        for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
+            out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
+    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -563,12 +605,58 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
+def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _osi_release(run: RunFolder, meta: RunMeta) -> Any:
+    """The release (or the dataset's triplets under its judges) a run played, checked against run.json's hashes."""
+    record = meta.suites.get(OPENSAFEINTENT_CONDITION)
+    if not record:
+        raise ConfigError(f"{run.path} has no opensafeintent condition (run.json suites.opensafeintent)")
+    release = load_release(record["folder"], meta.limit)
+    extra: dict[str, str] = {}
+    if record.get("layout") == "carryonbench-triplets":
+        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+        extra = {"triplets": triplets_sha256(bench.triplets)}
+        release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
+    check_resume(record["sha256"], record["folder"], extra)
+    return release
+
+
+def _osi_models(run: RunFolder, meta: RunMeta, judge: Optional[str]) -> tuple[str, str]:
+    """(judge model, target model) whose OpenSafeIntent records to read."""
+    try:
+        return (pick_model(run, OSI_JUDGMENTS_FILE, judge, meta.role("judge").model or None, "judge"),
+                pick_model(run, OSI_PROBE_FILE, None, meta.role("target").model or None, "target"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None) -> None:
+    """`carryon-eval export RUNDIR --format opensafeintent --out DIR`: the reference's files of a run."""
+    run = RunFolder(rundir)
+    meta = run.read_meta()
+    release = _osi_release(run, meta)
+    judge_model, target_model = _osi_models(run, meta, judge)
+    for path in export_run(release, run, judge_model, target_model, dest).values():
+        out.info(f"wrote {path}")
+
+
 async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
-    run, _, bench = open_run(rundir, out)
-    require_scored(report_phase(bench, run, out, judge), run)
+    run, meta, bench = open_run(rundir, out)
+    cob = [c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]
+    results = report_phase(bench, run, out, judge) if cob else None
+    if OPENSAFEINTENT_CONDITION in meta.suites:     # report_phase rewrote results.json: its section again
+        release = _osi_release(run, meta)
+        judge_model, target_model = _osi_models(run, meta, judge)
+        write_section(run.path, osi_section(release, run, judge_model, target_model=target_model))
+        out.info(f"opensafeintent: section in {run.path / 'results.json'}")
+    if results is not None:
+        require_scored(results, run)
 
 
-__all__ = ["AnnotateConfig", "EvaluateConfig", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
+__all__ = ["AnnotateConfig", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",
            "fidelity_folder", "judge_folder", "report_folder"]

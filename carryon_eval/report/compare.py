@@ -52,7 +52,25 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def compare_opensafeintent_only(rundirs: Sequence[Path]) -> Optional[dict[str, Any]]:
+    """Runs of the opensafeintent condition alone (no CarryOnBench conversations): their columns only."""
+    from carryon_eval.opensafeintent.report import compare_columns, read_section
+
+    dirs = [Path(d) for d in rundirs]
+    if any((d / SCORES_FILE).is_file() for d in dirs):
+        return None
+    sections = [read_section(d) for d in dirs]
+    if not all(sections):
+        return None
+    names = [str(s.get("model") or d.name) for s, d in zip(sections, dirs)]   # type: ignore[union-attr]
+    return {"models": names, "runs": [str(d) for d in dirs], "opensafeintent": compare_columns(names, sections),
+            "notes": []}
+
+
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+    osi_only = compare_opensafeintent_only(rundirs)
+    if osi_only is not None:
+        return osi_only
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -99,6 +117,9 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
+    if "table" not in cmp:                 # runs of the opensafeintent condition alone
+        from carryon_eval.opensafeintent.report import compare_markdown as osi_compare_markdown
+        return "# CarryOnBench comparison\n" + osi_compare_markdown(cmp.get("opensafeintent"))
     parts = ["# CarryOnBench comparison\n", markdown_table(TABLE_HEADER, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
@@ -131,14 +152,15 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
     cmp = compare(rundirs)
-    results, scores = cmp.pop("_results"), cmp.pop("_scores")
+    results, scores = cmp.pop("_results", None), cmp.pop("_scores", None)   # None: no CarryOnBench conditions
     text = render_markdown(cmp)
     click.echo(text)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
-    cmp["plots"] = _write_plots(results, out / "plots")
-    cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
+    if results is not None:
+        cmp["plots"] = _write_plots(results, out / "plots")
+        cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -12,9 +12,9 @@ per-conversation numbers of conversation_scores.jsonl). Runs judged by different
 versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
 and correlated within their group only, and the page says so at the top.
 
-Columns come from registered column sources (`register_columns`): the CarryOnBench headline, the triplet
-metrics; a suite that adds a results.json section (OpenSafeIntent) registers one more source, and the table,
-the page and leaderboard.jsonl carry its columns without further change.
+Columns come from column sources: the CarryOnBench headline (here), each suite's own (its SuiteReport's
+``leaderboard``: the triplet metrics, OpenSafeIntent's), and any added with `register_columns`; the table, the
+page and leaderboard.jsonl carry their columns without further change.
 """
 from __future__ import annotations
 
@@ -182,29 +182,16 @@ def _core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     return cols
 
 
-def _triplet_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
-    from carryon_eval.triplet.metrics import HEADLINE
-    from carryon_eval.triplet.report import LABELS
-
-    if not any(e.results.triplet for e in runs):
-        return []
-    out = []
-    for k in HEADLINE:
-        cells = []
-        for e in runs:
-            t = e.results.triplet or {}
-            scored, n_sets = (t.get("scored_sets") or {}).get(k), t.get("n_sets")
-            cells.append(Cell(t.get(k), (t.get("ci95") or {}).get(k),
-                              100.0 * scored / n_sets if scored is not None and n_sets else None,
-                              (t.get("reasons") or {}).get(k) or (None if t else "no triplet section in this run")))
-        out.append((Column(f"triplet.{k}", LABELS[k], "Triplets", 1, "higher", None,
-                           "bootstrap over prompt sets; per-set numbers are not in compare's inputs"), cells))
-    return out
-
-
 register_columns("carryonbench", _core_columns)
-register_columns("triplet", _triplet_columns)
-# OpenSafeIntent: register_columns("opensafeintent", source) from its wing, reading its results.json section.
+
+
+def column_sources() -> list[ColumnSource]:
+    """The core columns, every suite's (its report's ``leaderboard`` source), then any registered here."""
+    from carryon_eval.suite import suites
+
+    suite_sources = [s.report.leaderboard for s in suites() if s.report is not None and s.report.leaderboard]
+    return [COLUMN_SOURCES["carryonbench"], *suite_sources,
+            *(src for name, src in COLUMN_SOURCES.items() if name != "carryonbench")]
 
 
 # ---------------------------------------------------------------- paired differences (pure)
@@ -350,7 +337,7 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
     runs = list(runs)
     columns: list[Column] = []
     by_run: list[list[Cell]] = [[] for _ in runs]
-    for source in COLUMN_SOURCES.values():
+    for source in column_sources():
         for col, cells in source(runs):
             columns.append(col)
             for i, cell in enumerate(cells):

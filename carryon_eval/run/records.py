@@ -165,6 +165,7 @@ class RunMeta:
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
     subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
+    suites: dict[str, Any] = field(default_factory=dict)   # a suite's own record (e.g. opensafeintent's files)
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -189,7 +190,8 @@ class RunMeta:
                 "generation": self.generation.to_json(), "judge": self.judge.to_json(),
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
-                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {})}
+                "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
+                **({"suites": dict(self.suites)} if self.suites else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -203,7 +205,7 @@ class RunMeta:
                    shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
-                   schema_version=_version(d))
+                   suites=dict(d.get("suites") or {}), schema_version=_version(d))
 
 
 

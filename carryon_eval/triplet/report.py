@@ -205,3 +205,23 @@ def compare_markdown(part: Optional[dict[str, Any]]) -> str:
               [[LABELS[k], "n/a" if s["rho"] is None else f"{s['rho']:.3f}", "n/a" if s["p"] is None else f"{s['p']:.3f}",
                 str(s["n"]), s["reason"] or s.get("note") or ""] for k, s in part["spearman_with_recovery"].items()])
     return f"\n## Triplet evaluation (OpenSafeIntent's metrics)\n\n{table}\n\n{rho}\n"
+
+
+def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
+    """The leaderboard's triplet columns (a column source of carryon_eval.report.leaderboard)."""
+    from carryon_eval.report.leaderboard import Cell, Column
+
+    if not any(e.results.sections.get("triplet") for e in runs):
+        return []
+    out = []
+    for k in HEADLINE:
+        cells = []
+        for e in runs:
+            t = e.results.sections.get("triplet") or {}
+            scored, n_sets = (t.get("scored_sets") or {}).get(k), t.get("n_sets")
+            cells.append(Cell(t.get(k), (t.get("ci95") or {}).get(k),
+                              100.0 * scored / n_sets if scored is not None and n_sets else None,
+                              (t.get("reasons") or {}).get(k) or (None if t else "no triplet section in this run")))
+        out.append((Column(f"triplet.{k}", LABELS[k], "Triplets", 1, "higher", None,
+                           "bootstrap over prompt sets; per-set numbers are not in compare's inputs"), cells))
+    return out

@@ -13,8 +13,8 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
 from carryon_eval.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts
-from carryon_eval.triplet.report import (compare_markdown, compare_triplets, summarize_triplets, triplet_html,
-                                         triplet_markdown, triplet_replies)
+from carryon_eval.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
+                                         triplet_html, triplet_markdown, triplet_replies)
 
 
 def missing(bench: Benchmark) -> Optional[str]:
@@ -59,7 +59,8 @@ TRIPLETS = register_suite(Suite(
     uses=(ScorerUse("utility", when=_not_malicious), ScorerUse("safety"), ScorerUse("response_mode", when=_ambiguous)),
     probes=(Probe("risk_probe", "target", up_to=_ambiguous_jobs, run=_probe),),
     report=SuiteReport(section="triplet", summarize=_summarize, markdown=triplet_markdown, html=triplet_html,
-                       compare=compare_triplets, compare_markdown=compare_markdown),
+                       compare=compare_triplets, compare_markdown=compare_markdown,
+                       leaderboard=leaderboard_columns),
     description="benign / ambiguous / malicious prompt-sets, after OpenSafeIntent"))
 
 __all__ = ["TRIPLETS", "parse_triplet_id"]
