@@ -97,6 +97,22 @@ def _check_build_options(source: Optional[Path], out: Optional[Path], *, min_ite
         check_out_folder(out, force)
     except FileExistsError as exc:
         fail(str(exc))
+    _check_writable(out)
+
+
+def _check_writable(out: Path) -> None:
+    """One line when --out cannot be made: under a file, or in a folder this user cannot write to."""
+    import os
+    import tempfile
+
+    parent = out.absolute().parent
+    existing = next(p for p in (parent, *parent.parents) if p.exists())
+    if not existing.is_dir():
+        fail(f"--out {out}: {existing} is a file, not a folder; choose another --out")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".carryon-write-check-"))
+    except OSError as exc:
+        fail(f"--out {out}: cannot write in {existing} ({exc.strerror or exc}); choose another --out")
 
 
 @cli.command(epilog=_BUILD_EPILOG)

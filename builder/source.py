@@ -138,6 +138,9 @@ def load_source(path: str | Path) -> list[SourceQuery]:
         rows = json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise SourceError(f"{path}: JSON nested too deeply to be CASE-Bench rows (expected a list of row "
+                          "objects)") from None
     if not isinstance(rows, list) or not rows:
         raise SourceError(f"{path}: expected a non-empty JSON list of rows, got {type(rows).__name__}")
 

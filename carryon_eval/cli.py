@@ -7,11 +7,15 @@
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
+    carryon-eval export RUNDIR --format inspect --out RUN.eval   another tool's format (carryon_eval.app.exporters)
+    carryon-eval import RUN.eval --out RUNDIR   an inspect-ai log of the carryonbench task as a run folder
 
 Without --endpoint (or with `--endpoint local`) every role whose endpoint is not given runs on the
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
 ends with one line `carryon-eval: error: ...` on stderr and exit code 2, before any generation. A run
-whose judge answered nothing usable for some condition writes everything, then exits 3 with one line.
+whose judge answered nothing usable for some condition writes everything, then exits 3 with one line; a run
+that stopped with judgments missing (a judge call failed, or a role's endpoints stopped answering for
+--give-up-after seconds) writes what it has, marked incomplete, and exits 4 with one line.
 
 This module only parses options into the config records of carryon_eval.app.commands, runs the command's one
 async function in one event loop, and prints.
@@ -41,10 +45,12 @@ from carryon_eval.judge.batch import BatchError
 from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
+from carryon_eval.app.exporters import EXPORTERS, ExportError, export_run
 from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
+from carryon_eval.model.pool import EndpointGone
 
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 
@@ -66,6 +72,7 @@ class ClickOutput:
 
 INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
 RESUME = "; rerun the same command to resume"
+INCOMPLETE = 4          # exit code: stopped before the end (an endpoint gone, judgments missing); everything written
 
 
 def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) -> None:
@@ -74,8 +81,11 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            app.ConfigError, BatchError) as exc:
+            app.ConfigError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
+    except EndpointGone as exc:            # a role stopped answering: what was done is written
+        click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
+        sys.exit(INCOMPLETE)
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
         raise CliError(str(exc)) from None
     except EndpointError as exc:
@@ -91,6 +101,9 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     except app.NothingScored as exc:
         click.echo(f"carryon-eval: {exc}", err=True)
         sys.exit(3)
+    except app.RunIncomplete as exc:
+        click.echo(f"carryon-eval: {exc}", err=True)
+        sys.exit(INCOMPLETE)
     except KeyboardInterrupt:
         click.echo(INTERRUPTED, err=True)
         sys.exit(130)
@@ -153,6 +166,11 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
 MAX_CALLS = click.option("--max-calls", type=click.IntRange(min=1),
                          help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
+
+GIVE_UP = click.option("--give-up-after", type=click.FloatRange(min=1), metavar="SECONDS",
+                       help=f"End the phase when a role's endpoint(s) have not answered for this long "
+                            f"[default: {defaults.GIVE_UP_AFTER:g}s, or 1.5 request timeouts if longer]; rerun "
+                            "to resume.")
 
 no_model_check_option = click.option(
     "--no-model-check", "model_check", flag_value=False, default=True,
@@ -229,6 +247,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
                    "repeatable.")
 @MAX_CALLS
+@GIVE_UP
 @verbose_option
 @click.version_option(__version__, prog_name="carryon-eval")
 @click.pass_context
@@ -270,17 +289,20 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @concurrency_option()
 @no_model_check_option
 @MAX_CALLS
+@GIVE_UP
 @verbose_option
 def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
-                    model_check: bool, max_calls: Optional[int]) -> None:
+                    model_check: bool, max_calls: Optional[int], give_up_after: Optional[float]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
                                                     concurrency=concurrency, model_check=model_check,
-                                                    max_calls=max_calls), ClickOutput()))
+                                                    max_calls=max_calls, give_up_after=give_up_after),
+                                     ClickOutput()))
 
 
 def judge_options(fn: Any) -> Any:
     fn = verbose_option(fn)
+    fn = GIVE_UP(fn)
     fn = no_model_check_option(fn)
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",
@@ -306,7 +328,10 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
                    "manifest.json), and stop.")
 @MAX_CALLS
 @click.option("--batch-import", type=click.Path(path_type=Path), multiple=True, metavar="FILE",
-              help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable.")
+              help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable. What they "
+                   "lack is not asked live unless --live-rest is given.")
+@click.option("--live-rest", is_flag=True,
+              help="With --batch-import: ask the judge endpoint live for what the result files do not answer.")
 def judge_command(**opts: Any) -> None:
     """Judge the transcripts of a run folder (safety and utility); cached verdicts are not asked again."""
     run_command(app.judge_folder(_judge_options(**opts), ClickOutput()))
@@ -353,15 +378,30 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 
 @cli.command("export")
 @RUNDIR
-@click.option("--format", "fmt", type=click.Choice(("opensafeintent",)), required=True,
-              help="opensafeintent: the reference implementation's files (<target model>_scored.json, "
-                   "assistance_level/, intent_classification/), which its scripts read unchanged.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write.")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORTERS)), required=True,
+              help=" ".join(f"{e.name}: {e.description}." for e in EXPORTERS.values()))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="File or folder to write (see --format).")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
 @verbose_option
 def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
-    """Write a run's OpenSafeIntent replies and judge answers in the reference's file layout."""
-    run_command(app.export_folder(rundir, out, ClickOutput(), judge_name), resume_hint=False)
+    """Write a run folder in another tool's format: OpenSafeIntent's reference files, an inspect-ai eval log."""
+    run_command(export_run(fmt, rundir, out, ClickOutput(), judge_name), resume_hint=False)
+
+
+@cli.command("import")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="New run folder to write (then `carryon-eval report RUNDIR`).")
+def import_command(log: Path, out: Path) -> None:
+    """Turn an inspect-ai eval log of the carryonbench task into a run folder (extra [inspect])."""
+    from .inspect_bridge import require_inspect
+
+    try:
+        require_inspect()
+        from .inspect_bridge.importer import import_log
+        click.echo(import_log(log, out))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
 
 
 cli.add_command(compare_command, "compare")

@@ -14,6 +14,7 @@ TIMEOUT = 120.0            # seconds per request (the whole request)
 MAX_RETRIES = 6            # retries after the first attempt (transport failures, 429, 5xx)
 BACKOFF_BASE = 1.0         # first backoff in seconds; doubles per retry, with jitter
 BACKOFF_MAX = 60.0         # cap of one backoff sleep
+GIVE_UP_AFTER = 180.0      # seconds without any answer from a role (every endpoint of it failing) that end a phase
 
 # ---------------------------------------------------------------- generation, per role
 TARGET_MAX_TOKENS = 1024

@@ -73,6 +73,9 @@ Options
   servers without structured output) and never reach the handler.
 - ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
   recorded.
+- ``port=N``: listen on that port (e.g. to bring a stopped server back where a run expects it; default: a free one).
+- ``echo_authorization=True``: every reply ends with the request's Authorization header (a server that leaks the
+  key it was sent, to test that no key is ever written).
 - ``.handler`` may be reassigned while the server runs; ``.reset()`` clears ``requests``/``errors``.
 
 What the server observed
@@ -172,7 +175,8 @@ class ScriptedServer:
     """A scripted OpenAI-compatible server in a background thread. Use as a context manager."""
 
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
-                 supports_response_format: bool = True, api_key: Optional[str] = None) -> None:
+                 supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
+                 echo_authorization: bool = False) -> None:
         self.handler = handler
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
@@ -186,7 +190,9 @@ class ScriptedServer:
         self._server: Optional[_PromptServer] = None
         self._thread: Optional[threading.Thread] = None
         self._sock: Optional[socket.socket] = None
-        self.port: Optional[int] = None
+        self.port: Optional[int] = port or None
+        self._want_port = port
+        self.echo_authorization = echo_authorization
 
     # ---------------------------------------------------------------- public state
     @property
@@ -238,7 +244,7 @@ class ScriptedServer:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._want_port))
         self._sock = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app(), log_config=None, log_level="warning", access_log=False,
@@ -332,6 +338,14 @@ class ScriptedServer:
             outcome = self.handler(body)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
+            if self.echo_authorization:
+                leak = f" [{request.headers.get('authorization', '')}]"
+                if isinstance(outcome, str):
+                    outcome = outcome + leak
+                elif isinstance(outcome, Reply) and outcome.text is not None:
+                    outcome = Reply(outcome.text + leak, logprobs=outcome.logprobs,
+                                    prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+                                    finish_reason=outcome.finish_reason)
             return await self._render(request, body, outcome)
         except Exception as exc:   # a broken script: fail the client fast and loudly
             with self._lock:

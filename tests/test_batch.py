@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from click.testing import CliRunner
+from helpers.eval_cli import one_error_line
 from helpers.rollout_data import evaluator_handler
 
 from carryon_eval.judge import batch
@@ -90,7 +91,12 @@ def test_failed_batch_lines_are_asked_again_live(scripted_server, dataset, tmp_p
     assert invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-export", tmp_path / "b").exit_code == 0
     batch_runner(tmp_path / "b" / "requests-0001.jsonl", tmp_path / "r.jsonl", fail=lambda i: i % 4 == 0)
     failed = sum(1 for line in (tmp_path / "r.jsonl").read_text().splitlines() if json.loads(line)["error"])
-    result = invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import", tmp_path / "r.jsonl")
+    refused = one_error_line(invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import",
+                                    tmp_path / "r.jsonl"))
+    assert f"{failed} judge request(s) of this run have no answer" in refused and "--live-rest" in refused
+    assert srv.count() == 0                                       # nothing live without --live-rest
+    result = invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import", tmp_path / "r.jsonl",
+                    "--live-rest")
     assert result.exit_code == 0, result.output
     assert f"{failed} failed" in result.stdout
     assert srv.count(lambda b: b["model"] == "jdg") == failed     # exactly the failed ones, live
@@ -115,3 +121,36 @@ def test_a_file_that_is_not_a_batch_result_is_one_error_line(scripted_server, da
     result = invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import", bad)
     assert result.exit_code == 2
     assert result.stderr.strip() == f"carryon-eval: error: {bad} line 1 is not an OpenAI batch result line"
+
+
+def _exported(srv, dataset, tmp_path):
+    _, copy = judged_run_and_unjudged_copy(srv, dataset, tmp_path)
+    srv.reset()
+    assert invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-export", tmp_path / "b").exit_code == 0
+    return copy, tmp_path / "b" / "requests-0001.jsonl"
+
+
+def test_bad_batch_imports_are_one_line_and_ask_nothing_live(scripted_server, dataset, tmp_path):
+    srv = scripted_server(evaluator_handler, models=("tgt", "sim", "jdg"))
+    copy, requests = _exported(srv, dataset, tmp_path)
+    results = tmp_path / "r.jsonl"
+    batch_runner(requests, results)
+    before = {name: (copy / name).read_bytes() for name in ("run.json", "transcripts.jsonl")}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text("".join(json.dumps({**json.loads(line), "custom_id": f"{i:064x}"}) + "\n"
+                               for i, line in enumerate(results.read_text().splitlines())))
+    cases = {empty: f"{empty} is empty",
+             requests: f"{requests} line 1 is a batch request line (the exported requests file), not a result",
+             foreign: f"{foreign} line 1: custom_id {0:012x}... is not a judge request of this run",
+             tmp_path: f"{tmp_path} is a folder"}
+    for given, expected in cases.items():
+        line = one_error_line(invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import", given))
+        assert expected in line, line
+    line = one_error_line(invoke("judge", copy, "--judge-endpoint", srv.base_url, "--batch-import", results,
+                                 "--batch-export", tmp_path / "again"))
+    assert "--batch-export and --batch-import do not go together" in line
+    assert srv.count() == 0 and not (tmp_path / "again").exists()
+    assert not (copy / "utility_judgments.jsonl").exists()
+    assert before == {name: (copy / name).read_bytes() for name in before}

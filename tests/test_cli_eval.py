@@ -119,7 +119,8 @@ def test_rerun_with_other_settings_is_refused(scripted_server, dataset, tmp_path
     assert invoke("rollout", out).exit_code == 2           # not a run folder yet
     RunFolder(out).start(RunMeta.from_json({"dataset": {"source": str(dataset), "revision": None,
                                                         "manifest_sha256": None},
-                                            "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}}}))
+                                            "roles": {"target": {"model": "tgt"}, "user": {"model": "sim"}},
+                                            "conditions": ["bc"]}))
     line = one_error_line(invoke(*remote(srv), "--model", "tgt2", "--dataset", dataset, "--out", out))
     assert "other settings" in line and "--out" in line
     assert srv.count() == 0
@@ -128,7 +129,8 @@ def test_rerun_with_other_settings_is_refused(scripted_server, dataset, tmp_path
 def test_run_json_without_schema_version_reads_as_version_1(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    (out / "run.json").write_text(json.dumps({"roles": {"target": {"model": "tgt"}}, "notice": None}))
+    (out / "run.json").write_text(json.dumps({"dataset": {"source": "d"}, "roles": {"target": {"model": "tgt"}},
+                                              "conditions": ["bc"], "notice": None}))
     meta = RunFolder(out).read_meta()
     assert meta.schema_version == 1 and meta.role("target").model == "tgt" and meta.skipped == []
     assert meta.to_json()["schema_version"] == 1 and RunMeta.from_json(meta.to_json()) == meta

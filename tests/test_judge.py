@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import pytest
 from helpers.judged_run import (judge_sync, HARM, REFUSAL, endpoint, fulfils, judge_handler, make_bench, make_run, parts,
-                                standard_transcripts)
+                                run_json, standard_transcripts)
 from scripted_server import Fault, Reply, last_user_text
 
 from carryon_eval.judge import phase as J
@@ -299,7 +299,7 @@ def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_
     from carryon_eval.judge.store import select_judge
 
     run, _ = judged_twice(tmp_path, scripted_server)
-    (run / "run.json").write_text(json.dumps({"roles": {"target": {"model": "target"}}}))
+    (run / "run.json").write_text(json.dumps(run_json({"roles": {"target": {"model": "target"}}})))
     with pytest.raises(J.JudgeError, match="judged by judge, lenient; pick one with --judge NAME"):
         select_judge(run)
     assert select_judge(run, "lenient") == "lenient"

@@ -217,19 +217,24 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path):
     run = RunFolder(tmp_path / "run")
     run.prepare()
     run.transcripts_file.write_text('{"conversation_id": "a", "query_id": "q", "condition": "turn1", "flow_id": null, '
-                                    '"moves": [], "messages": [], "target_model": "m"}\n{"conversation_id": "b", "qu')
+                                    '"moves": [], "messages": [{"role": "user", "content": "x", "turn": 1}], '
+                                    '"target_model": "m"}\n{"conversation_id": "b", "qu')
     assert run.finished_ids() == {"a"}
     run.prepare()
     assert run.transcripts_file.read_text().endswith("}\n")
     assert run.finished_ids() == {"a"}
 
 
-def test_read_jsonl_skips_corrupt_lines_and_a_torn_tail(tmp_path):
-    from carryon_eval.run.folder import read_jsonl
+def test_read_jsonl_names_corrupt_lines_and_skips_a_torn_tail(tmp_path):
+    from carryon_eval.run.folder import RunFileError, read_jsonl
 
     path = tmp_path / "f.jsonl"
     path.write_text('{"n": 1}\n{"n": 2, "bro\n\n[3]\n{"n": 4}\n{"n": 5}')   # corrupt, empty, not an object, torn
-    assert [d["n"] for d in read_jsonl(path)] == [1, 4]
+    with pytest.raises(RunFileError, match=f"{path} line 2: not a JSON line"):
+        list(read_jsonl(path))
+    bad: list[str] = []
+    assert [d["n"] for d in read_jsonl(path, on_bad=lambda e: bad.append(str(e)))] == [1, 4]
+    assert [b.split(";")[0] for b in bad] == [f"{path} line 2: not a JSON line", f"{path} line 4: not a JSON object"]
     assert list(read_jsonl(tmp_path / "missing.jsonl")) == []
 
 

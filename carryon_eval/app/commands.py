@@ -36,8 +36,10 @@ from carryon_eval.model.client import Endpoint, EndpointConfig, UsageLedger
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.app.pipeline import judge_while_rolling_out
-from carryon_eval.model.pool import EndpointPool
-from carryon_eval.judge.batch import MANIFEST, export_requests, import_results
+from carryon_eval.model.pool import EndpointGone, EndpointPool, RoleWatch
+from carryon_eval.model.redact import register_key_of
+from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
+                                      pending_requests)
 from carryon_eval.app.cost import run_cost_table
 from carryon_eval.model.budget import CallBudget
 from carryon_eval.model.endpoint import ChatEndpoint
@@ -45,10 +47,10 @@ from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
-from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.run.records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
-from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, add_usage, write_json_atomic
 from carryon_eval.suite import Job, PlanSettings, plan_jobs, selected, suites
 from carryon_eval.opensafeintent.phase import run_suite, suite_record
 from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
@@ -62,8 +64,7 @@ from carryon_eval.rollout.simulator import UserSimulator
 
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
-FIDELITY_FILE = "fidelity.json"
-POOL_RETRIES = 1                   # a pool member's own retries before the pool fails over to another
+POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
 PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
@@ -128,6 +129,7 @@ class EvaluateConfig:
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
+    give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
     opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
     opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
 
@@ -147,6 +149,8 @@ class RunOptions:
     batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
     batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
     max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
+    give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
+    live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -154,8 +158,10 @@ class Session:
     """What one command holds: the embedded model (started when a role first needs it), the endpoints
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
-    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True) -> None:
+    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
+                 give_up_after: Optional[float] = None) -> None:
         self.out = out
+        self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
         self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.model_check = model_check    # False: the endpoints' check() asks nothing
         self.usage = UsageLedger()
@@ -163,12 +169,15 @@ class Session:
         self._server: Optional[LocalModelServer] = None
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
+        self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
 
     async def __aenter__(self) -> "Session":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
+            for path in self._runs:
+                add_usage(path, self.usage.snapshot())
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -190,21 +199,33 @@ class Session:
         cache = self._caches.get(run.cache_dir)
         if cache is None:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
+        register_key_of(config.api_key_env)          # its value is masked in everything written
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
+        self._runs.setdefault(run.path, None)
         return ep
 
-    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder) -> ChatEndpoint:
-        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over)."""
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,
+                      role: str = "target") -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over), watched:
+        a role that stops answering ends the phase (pool.RoleWatch)."""
         if not pool:
-            return self.endpoint(config, run)
+            return self.watched(self.endpoint(config, run), role)
         members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
                    for url in (config.base_url, *pool)]
-        return EndpointPool([self.endpoint(c, run) for c in members])
+        return self.watched(EndpointPool([self.endpoint(c, run) for c in members], rounds=1 + config.max_retries),
+                            role)
+
+    def watched(self, endpoint: ChatEndpoint, role: str) -> ChatEndpoint:
+        give_up = self.give_up_after
+        if give_up is None:
+            give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
+        return RoleWatch(endpoint, role, give_up)
 
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
                     api_key_env: Optional[str] = None, concurrency: Optional[int] = None) -> EndpointConfig:
         """A role's config from run.json; the embedded model again if it ran there, unless overridden."""
+        check_url("--endpoint" if record is None else "endpoint", endpoint)
         if is_local(endpoint) if endpoint is not None else record.local:
             srv = self.local_server()
             return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
@@ -259,9 +280,40 @@ def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[i
         raise ConfigError(str(exc)) from None
 
 
+def refuse_empty_conditions(bench: Benchmark, conditions: Sequence[str], jobs: Sequence[Any],
+                            skipped: Sequence[Any]) -> None:
+    """ConfigError (before any run folder is made) for a condition asked for that has nothing to run on this
+    dataset: its inputs (triplets, benign intents, BC/NC conversations) are absent. The default set runs what
+    the dataset has (run.json lists what it skipped)."""
+    ran = {j.condition for j in jobs}
+    from carryon_eval.suite import default_conditions
+
+    for condition in conditions if tuple(conditions) != default_conditions() or not ran else ():
+        if condition in ran:
+            continue
+        why = next((s.reason for s in skipped if s.condition == condition), None) or \
+            f"the dataset has no {condition} conversations"
+        raise ConfigError(f"--conditions {condition}: nothing to run on dataset {bench.source} ({why}); "
+                          "leave it out of --conditions")
+
+
+def check_url(option: str, url: Optional[str]) -> None:
+    """ConfigError unless ``url`` is an http(s) base URL (or 'local'): a typo is a bad option, not an outage."""
+    from urllib.parse import urlsplit
+
+    if url is None or is_local(url):
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{option} {url}: not an http(s) URL; expected a base URL like http://127.0.0.1:8000/v1")
+
+
 def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
     """Each role's choice with the target's as default, and which roles run on the embedded model.
     Raises ConfigError when a remote role has no model."""
+    for option, choice in (("--endpoint", cfg.target), ("--user-endpoint", cfg.user), ("--judge-endpoint", cfg.judge)):
+        for url in (choice.endpoint, *choice.pool):
+            check_url(option, url)
     key = cfg.target.api_key_env or defaults.API_KEY_ENV
     roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
     for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
@@ -347,7 +399,7 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
-                      concurrency: int, out: Output) -> None:
+                      concurrency: int, out: Output) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name."""
     if settings.utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
@@ -359,6 +411,7 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
     if not judged.complete:
         out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
                  "asks for them again")
+    return judged
 
 
 def _ways(*tallies: dict[str, int]) -> str:
@@ -396,6 +449,20 @@ class NothingScored(Exception):
         self.results = results
 
 
+class RunIncomplete(Exception):
+    """Everything there is was written (results.json and the report say incomplete), but judgments are
+    missing: failed calls, or an endpoint that stopped answering (exit 4; the same command resumes)."""
+
+
+def require_complete(results: Results, run: RunFolder) -> None:
+    """Raises RunIncomplete when some reply of the run has no judgment (a judge call failed)."""
+    u = results.unscored
+    missing = (u.get("utility_items_not_judged") or 0) + (u.get("safety_not_judged") or 0)
+    if missing or results.judges.complete is False:
+        raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
+                            f"(results.json and the report say so); rerun the same command to resume")
+
+
 def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
     """The conditions that ran (conversations > 0) whose headline numbers are all None."""
     return [name for name, block in conditions.items() if block.get("n_conversations")
@@ -411,7 +478,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check) as session:
+                       model_check=cfg.model_check, give_up_after=cfg.give_up_after) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         osi = OPENSAFEINTENT_CONDITION in cfg.conditions
         if osi and cfg.opensafeintent is None:
@@ -424,6 +491,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
             release = with_triplets(release, bench.source, bench.triplets, osi_extra["triplets"])
         cob = [c for c in cfg.conditions if c != OPENSAFEINTENT_CONDITION]
         jobs, skipped = plan_jobs(bench, cob, PlanSettings(shared_turn1=cfg.shared_turn1))
+        if cob:
+            refuse_empty_conditions(bench, cob, jobs, skipped)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset if cob else str(cfg.opensafeintent),
                                                cfg.limit, cfg.subset))
@@ -471,7 +540,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
                                                   for role, choice in roles.items() for url in choice.pool)],
                             cfg.model_check)
         meta = run.start(meta)
-        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run)
+        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
                                         for role, c in configs.items()}
         budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
         if budget is not None:
@@ -490,24 +559,38 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         session.print_usage()
     if results is not None:
         require_scored(results, run)
+        require_complete(results, run)
     return results
 
 
 async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
                                eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
                                out: Output) -> Results:
-    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report."""
-    await judge_while_rolling_out(
-        lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-        judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
-    if cfg.fidelity:
-        await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
+    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report. A role
+    that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
     judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+    try:
+        await judge_while_rolling_out(
+            lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
+            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+        if cfg.fidelity:
+            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+        await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
+    except EndpointGone:
+        _report_what_there_is(bench, run, out, judged_by)
+        raise
     for suite in selected([c for c in meta.conditions if c != OPENSAFEINTENT_CONDITION]):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency)))
     return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None)
+
+
+def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str]) -> None:
+    """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
+    if not run.transcripts():
+        return
+    present = judges_present(run.path)
+    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
 
 
 def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
@@ -522,12 +605,13 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
         run.prepare()
-        eps: list[ChatEndpoint] = [session.endpoint(target, run), session.endpoint(user, run)]
+        eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run), "target"),
+                                   session.watched(session.endpoint(user, run), "user")]
         await check_endpoints(eps)
         if opts.max_calls:
             budget = CallBudget(opts.max_calls)
@@ -540,16 +624,21 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency)
     await check_configs([cfg], session.model_check)
-    ep = session.endpoint(cfg, run)
+    ep = session.watched(session.endpoint(cfg, run), "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        if opts.batch_export is not None and opts.batch_import:
+            raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
+                              "then import its results in a second command")
+        if opts.live_rest and not opts.batch_import:
+            raise ConfigError("--live-rest goes with --batch-import (without it every judge call is live anyway)")
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
@@ -558,21 +647,38 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")
             return
+        judge_format = opts.judge_format or meta.judge.judge_format
+        model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
+        cache_only: Optional[ChatEndpoint] = None
+        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format)
         if opts.batch_import:
-            imported = import_results(opts.batch_import, ResponseCache(run.cache_dir))
-            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed "
-                     "(asked again now)")
+            asks = dict(settings=settings)
+            expected = set(await pending_requests(run.path, bench, model, **asks))
+            cache = ResponseCache(run.cache_dir)
+            imported = import_results(opts.batch_import, cache, expected)
+            cache.close()
+            left = len(await pending_requests(run.path, bench, model, **asks))
+            out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed"
+                     + (" (asked again now, live)" if opts.live_rest else ""))
+            if left and not opts.live_rest:
+                raise BatchError(f"{left} judge request(s) of this run have no answer in the result file(s) "
+                                 "(failed lines, or not in them); export them with --batch-export and run that "
+                                 "batch, or add --live-rest to ask them live")
+            if not opts.live_rest:               # judged from the cache alone: nothing is asked live
+                cache_only = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), cache)
         session.logprobs = mode == "logprobs"
-        judge = await _checked_judge(session, run, meta, opts)
-        await judge_phase(bench, run, judge, JudgeSettings(utility_mode=mode, max_tokens=max_tokens,
-                                                           judge_format=opts.judge_format or meta.judge.judge_format),
-                          opts.concurrency, out)
+        judge = cache_only or await _checked_judge(session, run, meta, opts)
+        judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out)
         session.print_usage()
+    if not judged.complete:
+        missing = sum(t.missing for t in judged.tallies.values())
+        raise RunIncomplete(f"the judge phase is incomplete: {missing} judgment(s) missing after failed calls; "
+                            "rerun the same command to resume")
 
 
 async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
-    async with Session(out, model_check=opts.model_check) as session:
+    async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
@@ -656,6 +762,7 @@ async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None) 
         out.info(f"opensafeintent: section in {run.path / 'results.json'}")
     if results is not None:
         require_scored(results, run)
+        require_complete(results, run)
 
 
 __all__ = ["AnnotateConfig", "EvaluateConfig", "export_folder", "NothingScored", "Output", "RoleChoice", "RunOptions", "Session", "annotate_folder", "continue_rollout", "evaluate",

@@ -76,6 +76,9 @@ class Benchmark:
 # no rows is never declared, since datasets cannot load an empty split); its queries then have no items.
 OPTIONAL_CONFIGS = ("checklists", "triplets")
 _COLUMNS = {**TABLE_COLUMNS, "triplets": TRIPLET_COLUMNS}
+# Fields that must hold a non-empty text in every row (ids, the query, the checklist question).
+TEXT_FIELDS = {"queries": ("query_id", "query"), "checklists": ("query_id", "item_id", "question"),
+               "flows": ("flow_id",), "conversations": ("conversation_id", "query_id", "flow_id")}
 
 
 def _undeclared_optional(source: str, config: str, revision: Optional[str]) -> bool:
@@ -200,6 +203,12 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
     if not tables["queries"] or not tables["conversations"]:
         raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
 
+    for config, fields in TEXT_FIELDS.items():
+        for i, row in enumerate(tables[config]):
+            for name in fields:
+                if not isinstance(row.get(name), str) or not row[name].strip():
+                    raise DatasetError(f"dataset {source}: {config} row {i}: field {name!r} must be a non-empty "
+                                       f"text, got {json.dumps(row.get(name), default=str)[:60]}")
     queries: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(tables["queries"]):
         if row["query_id"] in queries:
@@ -223,8 +232,20 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
         if problems:
             what = "has " if is_valid(moves) else "is invalid: "
             raise DatasetError(f"dataset {source}: flows row {i}: flow {row['flow_id']} {what}{'; '.join(problems)}")
+        if row["flow_id"] in flows:
+            raise DatasetError(f"dataset {source}: flows row {i}: duplicate flow_id {row['flow_id']!r}")
+        n_turns = row.get("n_turns")
+        if n_turns is not None and n_turns != 2 * (1 + len(moves)):
+            raise DatasetError(f"dataset {source}: flows row {i}: field 'n_turns' is {json.dumps(n_turns, default=str)}"
+                               f" but flow {row['flow_id']} has {len(moves)} move(s), so {2 * (1 + len(moves))} "
+                               "messages (n_turns = 2 x (1 + moves))")
         flows[row["flow_id"]] = row
+    seen_conversations: set[str] = set()
     for i, row in enumerate(tables["conversations"]):
+        if row["conversation_id"] in seen_conversations:
+            raise DatasetError(f"dataset {source}: conversations row {i}: duplicate conversation_id "
+                               f"{row['conversation_id']!r}")
+        seen_conversations.add(row["conversation_id"])
         if row["query_id"] not in queries:
             raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {row['query_id']!r}")
         if row["flow_id"] not in flows:

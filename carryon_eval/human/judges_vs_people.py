@@ -23,14 +23,11 @@ from typing import Any, Optional, Sequence
 from carryon_eval.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
 from carryon_eval.judge.store import judges_present, load_safety, load_utility
 from carryon_eval.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
-from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, FIDELITY_FILE, RunFolder, write_json_atomic, write_text_atomic
 
-AGREEMENT_FILE = "agreement.json"
-AGREEMENT_HTML = "agreement.html"
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
             "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}"
             ".meta{color:#555;font-size:12px}")
-FIDELITY_FILE = "fidelity.json"
 SCHEMA_VERSION = 1
 INTENDED = "intended move"
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import jsonlines
-
 from carryon_eval.moves import MOVES
 
 TASKS = ("utility", "safety", "fidelity")
@@ -102,11 +100,14 @@ def _table_rows(path: Path) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as fh:
             return list(csv.DictReader(fh))
-    with open(path, encoding="utf-8") as fh, jsonlines.Reader(fh) as reader:
-        try:
-            return list(reader.iter(skip_empty=True))
-        except jsonlines.InvalidLineError as exc:
-            raise LabelError(f"{path}:{exc.lineno}: not a JSON line") from None
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                raise LabelError(f"{path}:{n}: not a JSON line") from None
+    return rows
 
 
 def _annotator_of(annotation: dict[str, Any]) -> str:

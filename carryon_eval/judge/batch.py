@@ -25,11 +25,6 @@ is parsed like a live reply (carryon_eval.model.client) and stored under its cus
 A line with an error, a non-200 status, an empty or unparseable reply is counted as failed and stored
 nowhere, so the judge asks it again (live, or in the next export). The judge phase then runs as usual and
 finds every answer in the cache.
-
-JSONL. The request files are written with jsonlines (``run.folder.jsonl_text``: each line's size is known
-before the file it goes into is chosen). The result files are read line by line with ``json.loads`` rather than
-with jsonlines' reader: a line that is JSON but not a batch result line must be named by its number too, and
-the reader gives the number only for lines that are not JSON.
 """
 from __future__ import annotations
 
@@ -43,7 +38,7 @@ from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
-from carryon_eval.run.folder import RunFolder, jsonl_text, write_json_atomic
+from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.judge.scorers import reply_scorers
 
@@ -113,6 +108,14 @@ async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path,
                           scorers: Optional[Sequence[str]] = None) -> Exported:
     """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring);
     the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply."""
+    pending = await pending_requests(rundir, bench, model, settings=settings, scorers=scorers)
+    return write_batch_files(out, list(pending.values()), model=model, rundir=rundir)
+
+
+async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
+                           scorers: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
+    """The first judge request of every case of RUNDIR not judged yet that the cache cannot answer, by
+    custom_id (the Batch API request lines an export writes)."""
     run = RunFolder(rundir)
     transcripts = run.transcripts()
     if not transcripts:
@@ -128,7 +131,7 @@ async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path,
                 await scorer.score(exporter, task.case)
             except Deferred:
                 pass
-    return write_batch_files(out, list(exporter.requests.values()), model=model, rundir=rundir)
+    return exporter.requests
 
 
 def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, rundir: Path) -> Exported:
@@ -138,7 +141,7 @@ def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, run
     chunks: list[list[bytes]] = [[]]
     size = 0
     for line in lines:
-        data = jsonl_text([line]).encode("utf-8")
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
         if chunks[-1] and (len(chunks[-1]) >= MAX_REQUESTS or size + len(data) > MAX_BYTES):
             chunks.append([])
             size = 0
@@ -192,27 +195,54 @@ def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[Chat
     return key, result, None
 
 
-def import_results(files: Sequence[Path], cache: ResponseCache) -> Imported:
-    """Store every successful line of the result files in the cache; count the rest as failed."""
-    done = Imported()
+def import_results(files: Sequence[Path], cache: ResponseCache, expected: Optional[set[str]] = None) -> Imported:
+    """Store every successful line of the result files in the cache; count the rest as failed. Every file
+    is checked whole before anything is stored: an empty file, a request file (the export given by mistake),
+    a line that is not a Batch API result, or (with ``expected``, the custom_ids this run asks for) an id of
+    another run is a BatchError naming the file and line."""
+    rows: list[tuple[Path, int, dict[str, Any]]] = []
     for path in files:
+        path = Path(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BatchError(f"cannot read batch result file {path}: {exc.strerror or exc}") from None
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+            text = path.read_text(encoding="utf-8")
+        except IsADirectoryError:
+            raise BatchError(f"{path} is a folder; give the batch result file(s) (JSONL) the batch run wrote") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BatchError(f"cannot read batch result file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        found = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if not found:
+            raise BatchError(f"{path} is empty; expected the OpenAI Batch API result lines of the exported requests")
+        for n, line in found:
             try:
                 row = json.loads(line)
-                key, result, problem = parse_result_line(row)
-                cache.path(str(key))                 # a custom_id that is not a cache key is not ours
+            except ValueError:
+                row = None
+            if isinstance(row, dict) and "body" in row and "method" in row and "response" not in row:
+                raise BatchError(f"{path} line {n} is a batch request line (the exported requests file), not a "
+                                 "result; give the output file the batch run wrote")
+            if not (isinstance(row, dict) and isinstance(row.get("custom_id"), str)
+                    and ("response" in row or "error" in row)):
+                raise BatchError(f"{path} line {n} is not an OpenAI batch result line")
+            key = row["custom_id"]
+            try:
+                cache.path(key)                      # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):
                 raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
-            if result is None:
-                done.failed += 1
-                done.errors.append(f"{key}: {problem}")
-                continue
-            cache.put(str(key), result.to_payload())
-            done.stored += 1
+            if expected is not None and key not in expected and key not in cache:
+                raise BatchError(f"{path} line {n}: custom_id {key[:12]}... is not a judge request of this run "
+                                 "(a result file of another run or judge?); import the results of this run's "
+                                 "--batch-export")
+            rows.append((path, n, row))
+    done = Imported()
+    for path, n, row in rows:
+        try:
+            key, result, problem = parse_result_line(row)
+        except (ValueError, TypeError, AttributeError):
+            raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
+        if result is None:
+            done.failed += 1
+            done.errors.append(f"{key}: {problem}")
+            continue
+        cache.put(str(key), result.to_payload())
+        done.stored += 1
     return done

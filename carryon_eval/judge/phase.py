@@ -35,6 +35,7 @@ from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKE
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.model.pool import EndpointGone
 from carryon_eval.progress import Progress
 from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
 from carryon_eval.run.records import JudgePass, JudgeSettings, ScorerTally
@@ -82,6 +83,8 @@ def plan_tasks(transcripts: Iterable[Transcript], bench: Benchmark, scorers: Seq
     for tr in transcripts:
         mine = set(scoring.scorers_for(tr)) if scoring is not None else None
         for reply in tr.replies:
+            if not reply.content:
+                continue          # an empty reply is no answer yet: unscored, asked again by the next rollout
             for scorer in scorers:
                 if mine is not None and scorer.name not in mine:
                     continue
@@ -120,13 +123,18 @@ class ScorerRecords:
         self.shape = reply_shape(scorer)
         self.path = run.path / judgment_file(scorer.name)
         self.groups: dict[str, dict[tuple, dict[str, Any]]] = {}    # judge model -> key -> record (last wins)
-        for r in load_all(self.path, dict):
+        for r in load_all(self.path, dict, on_bad=self._redo):
             self.groups.setdefault(str(r.get("judge_model")), {})[self.key(r)] = r
         mine = self.groups.get(judge_model, {})
         self.kept = {k: r for k, r in mine.items()
                      if r.get("prompt_version") == self.shape.prompt_version and self.value(r) is not None}
         self.new: dict[tuple, dict[str, Any]] = {}
         self.appender: Optional[Appender] = None
+
+    @staticmethod
+    def _redo(error: Exception) -> None:
+        """A damaged line of a judgment file: left out of the rewritten file, and its case judged again."""
+        log.warning("%s; left out, its case is judged again", str(error).split("; this line")[0])
 
     def key(self, record: dict[str, Any]) -> tuple:
         return tuple(record.get(f) for f in self.shape.target_fields)
@@ -214,9 +222,17 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     queue = iter([task for s in made for task in plan.tasks[s.name]])
     bar = Progress(sum(c.planned for c in counts.values()), "judge", usage=endpoint.usage, unit="call",
                    disable=None if show_progress is None else not show_progress)
+    gone: Optional[EndpointGone] = None
+    workers = [asyncio.ensure_future(_worker(queue, endpoint, files, counts, bar))
+               for _ in range(max(1, concurrency))]
     try:
-        await asyncio.gather(*(_worker(queue, endpoint, files, counts, bar) for _ in range(max(1, concurrency))))
+        await asyncio.gather(*workers)
+    except EndpointGone as exc:       # the judge stopped answering: write what there is, then end the phase
+        gone = exc
     finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         bar.close()
         for f in files.values():
             f.close()
@@ -233,6 +249,8 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         context={s.name: files[s.name].shape.context for s in made}, seconds=round(time.monotonic() - started, 3),
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format)
     record_pass(run.path, judged)
+    if gone is not None:
+        raise gone
     if not judged.complete:
         log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
                   ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
@@ -246,8 +264,8 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
-        except CallBudgetSpent:
-            raise                   # --max-calls: stop the phase, not one failure per remaining task
+        except (CallBudgetSpent, EndpointGone):
+            raise                   # --max-calls, or a judge gone: stop the phase, not one failure per task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")

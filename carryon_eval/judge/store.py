@@ -20,22 +20,12 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-import jsonlines
-
 from carryon_eval.run.records import JudgePass, JudgeSummary
-from carryon_eval.run.folder import RunError, RunFolder, read_jsonl, write_json_atomic
+from carryon_eval.model.redact import redact
+from carryon_eval.run.folder import (JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
+                                     RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
-JUDGE_META_FILE = "judge.json"
-JUDGMENT_SUFFIX = "_judgments.jsonl"
-
-
-def judgment_file(scorer: str) -> str:
-    """The file name of one scorer's records in a run folder."""
-    return f"{scorer}{JUDGMENT_SUFFIX}"
-
-
-UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)     # read first: the order judges_present names judges in
 FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
 
@@ -82,8 +72,9 @@ def select_judge(rundir: Path, judge: Optional[str] = None) -> Optional[str]:
 
 
 # ---------------------------------------------------------------- reading records
-def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
-    return [read(row) for row in read_jsonl(path) if judge is None or row.get("judge_model") == judge]
+def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str],
+          on_bad: Optional[Callable[[RunFileError], None]] = None) -> list[Any]:
+    return [read(row) for row in read_jsonl(path, on_bad=on_bad) if judge is None or row.get("judge_model") == judge]
 
 
 def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
@@ -107,9 +98,11 @@ def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgmen
     return _load_judge(rundir, SAFETY_FILE, SafetyJudgment.from_dict, judge)
 
 
-def load_all(path: Path, read: Callable[[dict[str, Any]], Any]) -> list[Any]:
-    """Every record of a judgment file, of every judge."""
-    return _load(path, read, None)
+def load_all(path: Path, read: Callable[[dict[str, Any]], Any],
+             on_bad: Optional[Callable[[RunFileError], None]] = None) -> list[Any]:
+    """Every record of a judgment file, of every judge (a damaged line raises RunFileError, or with
+    ``on_bad`` is handed to it and left out: the judge phase judges it again)."""
+    return _load(path, read, None, on_bad)
 
 
 # ---------------------------------------------------------------- judge.json
@@ -143,12 +136,11 @@ class Appender:
 
     def __init__(self, path: Path) -> None:
         self.fh = open(path, "a", encoding="utf-8")
-        self.lines = jsonlines.Writer(self.fh)
         self.pending = 0
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
-            self.lines.write(r)
+            self.fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
             self.pending += 1
         self.fh.flush()
         if self.pending >= FSYNC_EVERY:

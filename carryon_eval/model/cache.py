@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from carryon_eval.model.endpoint import ChatResult, cache_key
+from carryon_eval.model.redact import redact_obj
 
 log = logging.getLogger("carryon.client")
 
@@ -92,7 +93,7 @@ class ResponseCache:
         """Store ``payload`` (a JSON-serialisable dict) atomically under ``key``."""
         if not isinstance(payload, dict):
             raise TypeError("cache payload must be a dict")
-        data = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        data = json.dumps(redact_obj(payload), ensure_ascii=False, sort_keys=True).encode("utf-8")
         if not self.background:
             self._write(key, data)
             _fsync_dir(self.path(key).parent)

@@ -9,25 +9,40 @@
   out for ``COOL_DOWN`` seconds and then tried again (one success clears its strikes). The failed request
   is sent again to another member, so a member dying mid-run changes no result: the members share one
   response cache and every request is the same wherever it goes.
+- With ``rounds`` > 1 a request that every member failed is tried on them again (after a backoff), up to
+  ``rounds`` times: the members themselves do not retry (a hung member costs one timeout), the pool does.
 - A request the server rejects (HTTP 4xx other than 408/429) is not the member's fault: it is raised.
 - When no member is live the request goes to the one that is due back first; its error is raised if it
   fails too.
 
+- A member whose request timed out is taken out at once (a hung server costs one timeout, not two).
+
 Every member serves the same model (checked with ``check()``); run.json records the pool's base URLs.
+
+``RoleWatch`` wraps the endpoint (or pool) of one role and ends the phase when the role is gone: once no
+call of the role has been answered for ``give_up_after`` seconds while calls wait or fail (connection
+refused, timeouts, 5xx on every member), the waiting calls and every later one raise ``EndpointGone``,
+one line naming the role and its endpoint(s). A reply the server refuses (HTTP 4xx) is an answer.
 """
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any, Optional, Sequence
 
-from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval.model.endpoint import (ChatEndpoint, ChatResult, EndpointConfig, EndpointError, EndpointRejected,
+                                        UsageLedger)
+from carryon_eval import defaults
+from carryon_eval.model.redact import redact
 
 log = logging.getLogger("carryon.pool")
 
 STRIKES = 2            # transport failures in a row that take a member out
 COOL_DOWN = 30.0       # seconds a member stays out before it is tried again
 REJECTED = "rejected the request"     # carryon_eval.model.client's wording for a non-retryable HTTP error
+TIMED_OUT = "timed out after"         # carryon_eval.model.client's wording for a request that got no answer in time
 
 
 class _Member:
@@ -45,7 +60,7 @@ class EndpointPool:
     """See the module docstring."""
 
     def __init__(self, endpoints: Sequence[ChatEndpoint], *, strikes: int = STRIKES,
-                 cool_down: float = COOL_DOWN) -> None:
+                 cool_down: float = COOL_DOWN, rounds: int = 1) -> None:
         if not endpoints:
             raise ValueError("an endpoint pool needs at least one endpoint")
         models = {ep.config.model for ep in endpoints}
@@ -53,6 +68,7 @@ class EndpointPool:
             raise ValueError(f"every endpoint of a pool serves the same model, got {sorted(models)}")
         self.members = [_Member(ep) for ep in endpoints]
         self.strikes, self.cool_down = strikes, cool_down
+        self.rounds = max(1, rounds)       # times every member is tried for one request before it fails
 
     @property
     def config(self) -> EndpointConfig:
@@ -77,8 +93,15 @@ class EndpointPool:
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
         tried: set[int] = set()
         last_error = EndpointError(f"no endpoint of the pool for model '{self.config.model}' answered")
+        round_ = 1
         while True:
             member = self._pick(tried)
+            if member is None and round_ < self.rounds:       # every member failed: again after a backoff
+                cfg = self.config
+                await asyncio.sleep(min(cfg.backoff_base * 2 ** (round_ - 1), defaults.BACKOFF_MAX))
+                round_ += 1
+                tried.clear()
+                member = self._pick(tried)
             if member is None:
                 raise last_error
             tried.add(self.members.index(member))
@@ -97,7 +120,7 @@ class EndpointPool:
             return result
 
     def _strike(self, member: _Member, exc: EndpointError) -> None:
-        member.strikes += 1
+        member.strikes += self.strikes if TIMED_OUT in str(exc) else 1      # a hung member: out at once
         if member.strikes >= self.strikes and member.live(time.monotonic()):
             member.out_until = time.monotonic() + self.cool_down
             log.warning("pool: %s taken out for %gs after %d failures (%s)", member.endpoint.config.base_url,
@@ -110,3 +133,80 @@ class EndpointPool:
     async def aclose(self) -> None:
         for member in self.members:
             await member.endpoint.aclose()
+
+
+class EndpointGone(EndpointError):
+    """Every endpoint of a role stopped answering (RoleWatch): the phase ends; the same command resumes."""
+
+
+class RoleWatch:
+    """One role's ChatEndpoint (an endpoint or a pool) that gives up when the role has gone silent; see the
+    module docstring. Everything but ``chat`` is the wrapped endpoint's."""
+
+    def __init__(self, endpoint: ChatEndpoint, role: str, give_up_after: float = defaults.GIVE_UP_AFTER) -> None:
+        self.inner, self.role, self.give_up_after = endpoint, role, give_up_after
+        self.quiet_since = time.monotonic()     # the last answer, or when the role was asked after a quiet time
+        self.in_flight = 0
+        self.failing = False                    # a call failed since the last answer
+        self.gone: Optional[EndpointGone] = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def config(self) -> EndpointConfig:
+        return self.inner.config
+
+    @property
+    def usage(self) -> Optional[UsageLedger]:
+        return self.inner.usage
+
+    def _where(self) -> str:
+        urls = getattr(self.inner, "base_urls", None) or [self.inner.config.base_url]
+        return ", ".join(urls)
+
+    def _give_up(self, why: str) -> EndpointGone:
+        if self.gone is None:
+            self.gone = EndpointGone(
+                f"the {self.role} endpoint {self._where()} (model '{self.config.model}') has not answered for "
+                f"{self.give_up_after:g}s ({why}); what was done is written")
+            log.error("%s", self.gone)
+        return self.gone
+
+    def _answered(self) -> None:
+        self.quiet_since, self.failing = time.monotonic(), False
+
+    async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
+        if self.gone is not None:
+            raise self.gone
+        if self.in_flight == 0 and not self.failing:
+            self.quiet_since = time.monotonic()          # idle until now is not silence
+        self.in_flight += 1
+        call = asyncio.ensure_future(self.inner.chat(messages, stage=stage, **params))
+        try:
+            while not call.done():
+                left = self.quiet_since + self.give_up_after - time.monotonic()
+                if left <= 0:
+                    raise self._give_up("calls wait without an answer")
+                await asyncio.wait({call}, timeout=left)
+                if self.gone is not None and not call.done():
+                    raise self.gone
+            try:
+                result = call.result()
+            except EndpointRejected:
+                self._answered()                         # the server is there; the request is wrong
+                raise
+            except EndpointError as exc:
+                self.failing = True
+                if time.monotonic() - self.quiet_since >= self.give_up_after:
+                    raise self._give_up(str(exc)) from None
+                raise
+        finally:
+            self.in_flight -= 1
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+        self._answered()
+        return dataclasses.replace(result, text=redact(result.text)) if result.text else result

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import click
-import jsonlines
 
 from carryon_eval.run.records import Results
 from carryon_eval.report.leaderboard_page import write_board
@@ -39,8 +38,7 @@ def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:
         results = Results.from_json(json.loads(results_path.read_text(encoding="utf-8")))
-        with open(scores_path, encoding="utf-8") as fh, jsonlines.Reader(fh) as reader:
-            scores = list(reader.iter(type=dict, skip_empty=True))
+        scores = [json.loads(line) for line in scores_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (ValueError, TypeError, AttributeError) as exc:
         raise CompareError(f"{rundir}: unreadable report files ({exc}); rerun `carryon-eval report {rundir}`") from None
     return results, scores

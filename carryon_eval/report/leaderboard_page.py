@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -20,7 +21,7 @@ from carryon_eval import __version__
 from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
 from carryon_eval.report.plots import CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require
 from carryon_eval.run.records import Results, RunMeta
-from carryon_eval.run.folder import write_jsonl_atomic, write_text_atomic
+from carryon_eval.run.folder import write_text_atomic
 
 CAPTIONS = {
     **PLOT_CAPTIONS,
@@ -218,7 +219,7 @@ def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skip
                       plots_note: Optional[str] = None) -> dict[str, Any]:
     """Write OUT/leaderboard.html and OUT/leaderboard.jsonl (each to a temp file, then renamed)."""
     out = Path(out)
-    write_jsonl_atomic(out / JSONL_FILE, jsonl_rows(board))
+    write_text_atomic(out / JSONL_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jsonl_rows(board)))
     write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note))
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 

@@ -30,14 +30,13 @@ from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
-from carryon_eval.run.folder import RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
+                                     write_json_atomic, write_jsonl_atomic, write_text_atomic)
 from carryon_eval.schema import CONDITIONS, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.suite import Suite, suites as registered_suites
 
-RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
-SCORES_FILE, PLOTS_DIR = "conversation_scores.jsonl", "plots"
 log = logging.getLogger("carryon.report")
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
@@ -119,13 +118,32 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
                        empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
+    if results.unscored.get("utility_items_not_judged") or results.unscored.get("safety_not_judged"):
+        results.judges.complete = False          # replies without a judgment: these numbers are incomplete
+    unplayed = _unplayed(bench, meta, every, run)
     results.notes = _notes(results, meta, bench, utility, safety)
+    if unplayed:
+        results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
+                                "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
     inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None
         if section is not None:
             results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript], run: RunFolder) -> int:
+    """Planned conversations of the run without a final transcript (failed ones are reported on their own)."""
+    from carryon_eval.run.folder import has_empty_reply
+    from carryon_eval.suite import PlanSettings, plan_jobs
+
+    try:
+        jobs, _ = plan_jobs(bench, meta.conditions, PlanSettings(shared_turn1=meta.shared_turn1))
+    except (ValueError, KeyError):       # conditions this version does not know: nothing to compare with
+        return 0
+    final = {t.conversation_id for t in transcripts if not has_empty_reply(t)} | set(run.failures())
+    return sum(1 for j in jobs if j.conversation_id not in final)
 
 
 def section_markdown(results: Results, suites: Sequence[Suite]) -> str:
@@ -165,7 +183,8 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {UTILITY_CONTEXT}.")
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
-        notes.append("The judge phase did not finish every judgment (failed calls); rerun the judge to complete it.")
+        notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
+                     "stopped answering); rerun the same command to complete it.")
     others = [j for j in results.judges.present if j != results.judges.selected]
     if others:
         notes.append(f"These numbers use judge {results.judges.selected}; the run was also judged by "

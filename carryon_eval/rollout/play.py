@@ -26,7 +26,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.progress import Progress
 from carryon_eval.run.records import Generation
-from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.folder import RunFolder, has_empty_reply
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.rollout.simulator import SimulatorError, UserSimulator
 from carryon_eval.suite import Job
@@ -112,7 +112,7 @@ class _Player:
         self.gen = gen
         self.model = target.config.model
         self.gate = asyncio.Semaphore(max(1, concurrency))
-        self.existing = {t.conversation_id: t for t in run.transcripts()}
+        self.existing = {t.conversation_id: t for t in run.transcripts() if not has_empty_reply(t)}
         self.first: dict[str, tuple[Message, Optional[str]]] = {}   # shares key -> first reply, finish reason
         self.failed: dict[str, str] = {}
         self.bar: Any = None
@@ -140,8 +140,8 @@ class _Player:
 
     async def reply(self, conversation_id: str, messages: Sequence[Message],
                     turn: int) -> tuple[Message, Optional[str]]:
-        """The target's reply; an empty one is asked again, and one still empty is kept as "" (the model's
-        answer) with finish reason "empty", which the report counts."""
+        """The target's reply; an empty one is asked again, and one still empty is kept as "" with finish
+        reason "empty": the report counts it (unscored) and the next rollout asks that conversation again."""
         gen = self.gen
         request = Request(_chat_messages(messages), temperature=gen.temperature, max_tokens=gen.max_tokens,
                           seed=turn_seed(gen.seed, conversation_id, turn, "target"))

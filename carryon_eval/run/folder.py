@@ -7,29 +7,59 @@
       cache/              ResponseCache of every model call (target, user simulator, judges)
       ...                 judgments, results.json, report.html (written by the judge and report phases)
 
+Every file name of a run folder is spelled here once (the constants below; ``RunFolder`` has a property
+for each), and every JSONL file of it is read through ``read_jsonl``: each line must be UTF-8 JSON of the
+record type registered for the file (``register_record``) with its values in range, or the read stops
+with a ``RunFileError`` naming the file and the line. A torn last line (a write cut short by a kill) is
+not a record: it is skipped, and ``prepare`` cuts it off before the next append, saying so.
+
 A rerun with the same settings resumes: conversations already in transcripts.jsonl are skipped,
 and the cache makes the already generated turns of an unfinished conversation free.
 """
 from __future__ import annotations
 
 import contextlib
-import io
-import itertools
 import json
+import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Optional
+from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
-import jsonlines
+from carryon_eval.model.redact import redact
+from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
+from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
 
-from carryon_eval.run.records import RunMeta
-from carryon_eval.schema import Transcript
+log = logging.getLogger("carryon.run")
 
+# ---------------------------------------------------------------- every file of a run folder
 RUN_FILE = "run.json"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CACHE_DIR = "cache"
+USAGE_FILE = "usage.json"
+JUDGMENT_SUFFIX = "_judgments.jsonl"
+
+
+def judgment_file(scorer: str) -> str:
+    """The file name of one scorer's records in a run folder."""
+    return f"{scorer}{JUDGMENT_SUFFIX}"
+
+
+UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
+MODE_FILE = judgment_file("response_mode")
+JUDGE_META_FILE = "judge.json"
+FIDELITY_FILE = "fidelity.json"
+PROBE_FILE = "risk_probe.jsonl"
+RESULTS_FILE = "results.json"
+TABLE_FILE = "table.md"
+HTML_FILE = "report.html"
+SCORES_FILE = "conversation_scores.jsonl"
+PLOTS_DIR = "plots"
+AGREEMENT_FILE = "agreement.json"
+AGREEMENT_HTML = "agreement.html"
+
 
 class RunError(Exception):
     """An unusable run folder; the message says why and what to do."""
@@ -55,59 +85,210 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     with atomic_writer(path) as fh:
-        json.dump(obj, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
+        fh.write(redact(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    with atomic_writer(path) as fh, jsonlines.Writer(fh) as writer:
-        writer.write_all(records)
+    with atomic_writer(path) as fh:
+        for r in records:
+            fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     with atomic_writer(path) as fh:
-        fh.write(text)
-
-
-def jsonl_text(records: Iterable[Any]) -> str:
-    """Records as JSON lines, as every JSONL file of the package writes them (jsonlines' default form:
-    UTF-8 text, not ASCII-escaped, one object and a newline per record)."""
-    buffer = io.StringIO()
-    with jsonlines.Writer(buffer) as writer:
-        writer.write_all(records)
-    return buffer.getvalue()
+        fh.write(redact(text))
 
 
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as fh, jsonlines.Writer(fh) as writer:
-        writer.write(obj)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete JSON object lines of an append-only file: a torn last line (killed mid-write, so
-    without its newline) is ignored, and so is a corrupt or non-object line. Every JSONL reader of a run
-    folder goes through this one."""
-    if not path.is_file():
+def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
+    """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
+    absent or unreadable: older run folders did not record it)."""
+    try:
+        data = json.loads((Path(rundir) / USAGE_FILE).read_text(encoding="utf-8"))
+        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in data["usage"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def add_usage(rundir: Path, snapshot: dict[str, dict[str, int]]) -> None:
+    """Add one command's usage ledger (UsageLedger.snapshot) to RUNDIR/usage.json, atomically."""
+    if not snapshot or not Path(rundir).is_dir():
         return
-    with open(path, encoding="utf-8") as fh:
-        complete = itertools.takewhile(lambda line: line.endswith("\n"), fh)
-        with jsonlines.Reader(complete) as reader:
-            yield from reader.iter(type=dict, skip_invalid=True, skip_empty=True)
+    total = read_usage(rundir)
+    for key, row in snapshot.items():
+        mine = total.setdefault(key, {})
+        for field, n in row.items():
+            mine[field] = mine.get(field, 0) + int(n)
+    write_json_atomic(Path(rundir) / USAGE_FILE, {"schema_version": 1, "usage": dict(sorted(total.items()))})
+
+
+class RunFileError(RunError):
+    """A line of a run file that is not a record this version wrote: names the file and the line."""
+
+
+@dataclass
+class Failure:
+    """One line of failures.jsonl."""
+    conversation_id: str
+    reason: str
+
+
+Check = Callable[[Any], Optional[str]]
+_RECORDS: dict[str, tuple[Any, Optional[Check]]] = {}      # file name -> (pydantic validator, range check)
+
+
+def register_record(file: str, record_type: type, check: Optional[Check] = None) -> None:
+    """Declare the record type of a JSONL run file: ``read_jsonl`` validates every line of ``file`` as
+    ``record_type`` (types strictly: a verdict "maybe" or a score "3" is wrong) and ``check(record)``
+    (a reason when a value is out of range, else None)."""
+    from pydantic import TypeAdapter
+
+    _RECORDS[file] = (TypeAdapter(record_type), check)
+
+
+def _check_transcript(t: Transcript) -> Optional[str]:
+    if not t.condition:
+        return "an empty condition"
+    if not t.messages:
+        return "a transcript without messages"
+    for i, m in enumerate(t.messages):
+        if m.role not in ("user", "assistant"):
+            return f"messages[{i}].role {m.role!r} is neither 'user' nor 'assistant'"
+        if m.turn < 1:
+            return f"messages[{i}].turn {m.turn} is below 1"
+    return None
+
+
+def _check_utility(j: UtilityJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.p_yes is not None and not 0.0 <= j.p_yes <= 1.0:
+        return f"p_yes {j.p_yes} is not a probability (0 to 1)"
+    return None
+
+
+def _check_safety(j: SafetyJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.score is not None and not 1 <= j.score <= 5:
+        return f"score {j.score} is outside the harm scale 1 to 5"
+    return None
+
+
+register_record(TRANSCRIPTS_FILE, Transcript, _check_transcript)
+register_record(FAILURES_FILE, Failure)
+register_record(UTILITY_FILE, UtilityJudgment, _check_utility)
+register_record(SAFETY_FILE, SafetyJudgment, _check_safety)
+
+
+def _problem(error: Any) -> str:
+    """One line out of a pydantic ValidationError: where and what."""
+    first = error.errors()[0]
+    if first["type"] == "json_invalid":
+        return "not a JSON line"
+    where = ".".join(str(p) for p in first["loc"])
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg'][:1].lower()}{first['msg'][1:]}{more}"
+
+
+def read_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL run file, as dicts, in file order. Every JSONL reader of a run folder goes
+    through this one. A torn last line (killed mid-write, so without its newline) is skipped. Any other
+    line that is not UTF-8, not JSON, not the file's record type or out of range raises RunFileError
+    naming the file and line (or, with ``on_bad``, is handed to it and skipped: a phase that redoes it)."""
+    from pydantic import ValidationError
+
+    path = Path(path)
+    if not path.is_file():               # absent (nothing yet), or not a regular file to read records from
+        return
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
+    validator, check = _RECORDS.get(path.name, (None, None))
+    lines = data.split(b"\n")
+    lines.pop()                          # the torn last line, or b"" after the final newline
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        problem: Optional[str] = None
+        row: Any = None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text (byte {exc.start + 1})"
+        else:
+            try:
+                if validator is not None:
+                    record = validator.validate_json(text, strict=True)
+                    problem = check(record) if check is not None else None
+                row = json.loads(text)
+                if problem is None and not isinstance(row, dict):
+                    problem = "not a JSON object"
+            except ValidationError as exc:
+                problem = _problem(exc)
+            except ValueError:
+                problem = "not a JSON line"
+        if problem is not None:
+            error = RunFileError(f"{path} line {n}: {problem}; this line was not written by carryon-eval "
+                                 "(restore the file, or delete the line to redo what it held)")
+            if on_bad is None:
+                raise error
+            on_bad(error)
+            continue
+        yield row
 
 
 def _repair_tail(path: Path) -> None:
-    """Cut a torn last line so that the next append starts on a fresh line."""
+    """Cut a torn last line so that the next append starts on a fresh line, and say so."""
     if not path.is_file() or path.stat().st_size == 0:
         return
     data = path.read_bytes()
     if data.endswith(b"\n"):
         return
+    keep = data.rfind(b"\n") + 1
     with open(path, "r+b") as fh:
-        fh.truncate(data.rfind(b"\n") + 1)
+        fh.truncate(keep)
         fh.flush()
         os.fsync(fh.fileno())
+    log.warning("%s line %d was cut short (the run was killed while writing it); removed, it is redone",
+                path, data.count(b"\n", 0, keep) + 1)
+
+
+def has_empty_reply(transcript: Transcript) -> bool:
+    """A reply of the target stayed empty: the transcript is kept (and counted unscored) but not final, the
+    next rollout asks that conversation again."""
+    return any(m.role == "assistant" and not m.content for m in transcript.messages)
+
+
+def _meta_problem(meta: dict[str, Any]) -> Optional[str]:
+    """Why a run.json cannot be read by this version (None when it can): a newer schema, or lost fields."""
+    version = meta.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        return f"has schema_version {json.dumps(version)}, not a number"
+    if version > RUN_SCHEMA_VERSION:
+        return (f"has schema_version {version}, newer than this carryon-eval reads ({RUN_SCHEMA_VERSION}); "
+                "upgrade carryonbench to read it")
+    dataset, roles, conditions = meta.get("dataset"), meta.get("roles"), meta.get("conditions")
+    lost = [name for name, ok in (
+        ("dataset.source", isinstance(dataset, dict) and isinstance(dataset.get("source"), str)
+         and dataset["source"] != ""),
+        ("roles.target.model", isinstance(roles, dict) and isinstance(roles.get("target"), dict)
+         and isinstance(roles["target"].get("model"), str) and roles["target"]["model"] != ""),
+        ("conditions", isinstance(conditions, list) and bool(conditions)
+         and all(isinstance(c, str) and c for c in conditions))) if not ok]
+    if lost:
+        return (f"lacks {', '.join(lost)} (or holds something else there); it is not a run.json this version "
+                "wrote: restore it, or start the run again in a new --out folder")
+    return None
 
 
 class RunFolder:
@@ -133,11 +314,28 @@ class RunFolder:
     def cache_dir(self) -> Path:
         return self.path / CACHE_DIR
 
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    utility_file = property(lambda self: self.path / UTILITY_FILE)
+    safety_file = property(lambda self: self.path / SAFETY_FILE)
+    mode_file = property(lambda self: self.path / MODE_FILE)
+    judge_file = property(lambda self: self.path / JUDGE_META_FILE)
+    fidelity_file = property(lambda self: self.path / FIDELITY_FILE)
+    probe_file = property(lambda self: self.path / PROBE_FILE)
+    results_file = property(lambda self: self.path / RESULTS_FILE)
+    table_file = property(lambda self: self.path / TABLE_FILE)
+    html_file = property(lambda self: self.path / HTML_FILE)
+    scores_file = property(lambda self: self.path / SCORES_FILE)
+    plots_dir = property(lambda self: self.path / PLOTS_DIR)
+
     # ------------------------------------------------------------ run.json
     def exists(self) -> bool:
         return self.run_file.is_file()
 
     def read_meta(self) -> RunMeta:
+        if self.path.exists() and not self.path.is_dir():
+            raise RunError(f"{self.path} is a file, not a run folder; give the folder a run wrote (with its {RUN_FILE})")
         if not self.path.is_dir():
             raise RunError(f"{self.path} is not a run folder (it does not exist)")
         if not self.exists():
@@ -148,6 +346,9 @@ class RunFolder:
             raise RunError(f"{self.run_file} is unreadable: {exc}") from None
         if not isinstance(meta, dict):
             raise RunError(f"{self.run_file} is not a JSON object")
+        problem = _meta_problem(meta)
+        if problem is not None:
+            raise RunError(f"{self.run_file} {problem}")
         try:
             return RunMeta.from_json(meta)
         except (TypeError, ValueError, AttributeError) as exc:
@@ -203,10 +404,16 @@ class RunFolder:
 
     # ------------------------------------------------------------ transcripts
     def transcripts(self) -> list[Transcript]:
-        return [Transcript.from_dict(d) for d in read_jsonl(self.transcripts_file)]
+        """Every conversation's latest transcript (a conversation played again after an empty reply has a
+        later line), in order of first appearance."""
+        latest: dict[str, Transcript] = {}
+        for d in read_jsonl(self.transcripts_file):
+            latest[d["conversation_id"]] = Transcript.from_dict(d)
+        return list(latest.values())
 
     def finished_ids(self) -> set[str]:
-        return {d["conversation_id"] for d in read_jsonl(self.transcripts_file)}
+        """Conversations that are done: in transcripts.jsonl without an empty reply (one is asked again)."""
+        return {t.conversation_id for t in self.transcripts() if not has_empty_reply(t)}
 
     def append(self, transcript: Transcript) -> None:
         _append_line(self.transcripts_file, transcript.to_dict())

@@ -17,9 +17,10 @@ from carryon_eval.parsing import RESPONSE_MODES, parse_response_mode
 from carryon_eval.prompts import load_prompt
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
 from carryon_eval.run.records import JudgeSettings
+from carryon_eval.run.folder import MODE_FILE, register_record
 
 MODE_PROMPT, MODE_RETRY_PROMPT = "judges/response_mode", "judges/response_mode_retry"
-MODE_STAGE, MODE_FILE = "judge_response_mode", "response_mode_judgments.jsonl"
+MODE_STAGE = "judge_response_mode"
 MODE_CONTEXT = "the ambiguous prompt as sent + single reply"
 __all__ = ["RESPONSE_MODES", "ResponseModeJudgment", "ResponseModeScorer", "MODE_FILE"]
 
@@ -41,6 +42,11 @@ class ResponseModeJudgment:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ResponseModeJudgment":
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+register_record(MODE_FILE, ResponseModeJudgment,
+                lambda j: None if j.mode is None or j.mode in RESPONSE_MODES
+                else f"mode {j.mode!r} is none of {list(RESPONSE_MODES)}")
 
 
 @register

@@ -21,12 +21,12 @@ from carryon_eval.judge.store import load_safety, select_judge
 from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
 from carryon_eval.parsing import parse_probe_choice
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.folder import RunFolder, read_jsonl, write_jsonl_atomic
+from carryon_eval.run.folder import PROBE_FILE, RunFolder, read_jsonl, register_record, write_jsonl_atomic
 from carryon_eval.judge.scorers import ask_text
 from carryon_eval.triplet.prompt_sets import is_variant
 
 PROBE_PROMPT, PROBE_RETRY_PROMPT = "triplet/risk_probe", "triplet/risk_probe_retry"
-PROBE_FILE, PROBE_STAGE = "risk_probe.jsonl", "risk_probe"
+PROBE_STAGE = "risk_probe"
 PROBE_MAX_TOKENS = 64
 
 
@@ -48,6 +48,9 @@ class ProbeRecord:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
+register_record(PROBE_FILE, ProbeRecord)
+
+
 def unsafe_ambiguous(rundir: Path, judge: Optional[str]) -> tuple[Optional[str], dict[str, str]]:
     """The judge used and {conversation_id: prompt} of the ambiguous triplet replies it scored unsafe."""
     judge = select_judge(rundir, judge)
@@ -62,19 +65,25 @@ async def probe_risk(rundir: Path, target: ChatEndpoint, *, judge: Optional[str]
     """Probe every unsafe ambiguous reply of the run; write and return the records."""
     rundir = Path(rundir)
     judge, prompts = unsafe_ambiguous(rundir, judge)
-    prompt, strict = load_prompt(PROBE_PROMPT), load_prompt(PROBE_RETRY_PROMPT)
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(cid: str, text: str) -> ProbeRecord:
         async with gate:
-            out = await ask_text(target, prompt.render(prompt=text).rstrip("\n"), parse_probe_choice,
-                                 stage=PROBE_STAGE, max_tokens=PROBE_MAX_TOKENS, strict=strict.body,
-                                 problem="not one of unrestricted, constrained, refusal")
-        return ProbeRecord(cid, out.value, target.config.model, judge, prompt.ref, out.raw, out.attempts)
+            return await probe_reply(target, cid, text, judge)
 
     records = list(await asyncio.gather(*(one(cid, text) for cid, text in prompts.items())))
     write_jsonl_atomic(rundir / PROBE_FILE, (r.to_dict() for r in records))
     return records
+
+
+async def probe_reply(target: ChatEndpoint, conversation_id: str, prompt_sent: str,
+                      judge: Optional[str]) -> ProbeRecord:
+    """Ask the target, in a fresh context, which response to ``prompt_sent`` would be appropriate."""
+    prompt, strict = load_prompt(PROBE_PROMPT), load_prompt(PROBE_RETRY_PROMPT)
+    out = await ask_text(target, prompt.render(prompt=prompt_sent).rstrip("\n"), parse_probe_choice,
+                         stage=PROBE_STAGE, max_tokens=PROBE_MAX_TOKENS, strict=strict.body,
+                         problem="not one of unrestricted, constrained, refusal")
+    return ProbeRecord(conversation_id, out.value, target.config.model, judge, prompt.ref, out.raw, out.attempts)
 
 
 def load_probes(rundir: Path) -> list[ProbeRecord]:

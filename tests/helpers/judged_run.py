@@ -51,9 +51,15 @@ def transcript(cid: str, qid: str, condition: str, replies: list[str], moves: tu
                       target_model="target", shared_turn1=shared)
 
 
+def run_json(meta: Optional[dict] = None) -> dict:
+    """A run.json with the fields every run.json has (dataset, target model, conditions), updated by `meta`."""
+    return {"dataset": {"source": "inline"}, "roles": {"target": {"model": "target"}},
+            "conditions": ["turn1", "oracle", "bc", "nc"], **(meta or {})}
+
+
 def make_run(path: Path, transcripts: list[Transcript], meta: Optional[dict] = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "run.json").write_text(json.dumps(meta or {"roles": {"target": {"model": "target"}}}))
+    (path / "run.json").write_text(json.dumps(run_json(meta)))
     with open(path / "transcripts.jsonl", "w") as fh:
         for t in transcripts:
             fh.write(json.dumps(t.to_dict()) + "\n")

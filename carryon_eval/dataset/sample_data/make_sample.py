@@ -13,14 +13,12 @@ the query with TRIPLET_TEXT's malicious intent in the same wording).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-import jsonlines
-
 from carryon_eval import moves as M
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.folder import jsonl_text
 
 HERE = Path(__file__).parent
 
@@ -98,15 +96,14 @@ def triplet_rows(queries: list[dict]) -> list[dict]:
 
 
 def render(rows: list[dict]) -> str:
-    return jsonl_text(rows)
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     args = ap.parse_args(argv)
-    with jsonlines.open(HERE / "queries.jsonl") as reader:
-        queries = list(reader.iter(skip_empty=True))
+    queries = [json.loads(line) for line in (HERE / "queries.jsonl").read_text().splitlines() if line.strip()]
     query_ids = [q["query_id"] for q in queries]
     outputs = {"flows.jsonl": render(flow_rows()), "conversations.jsonl": render(conversation_rows(query_ids)),
                "triplets.jsonl": render(triplet_rows(queries))}

@@ -1,0 +1,58 @@
+"""`carryon-eval export RUNDIR --format NAME --out PATH`: the formats a run folder can be written as.
+
+One small registry: a format is a name, a one-line description, what ``--out`` names (a file or a folder) and
+the dotted path of an async function ``export(rundir, out, output, judge)`` that writes it (atomically) and tells
+``output`` (app.commands.Output) what it wrote; ``judge`` is the ``--judge`` option (None: the run's). The function
+is imported only when its format is asked for, so a format that needs an optional extra (inspect-ai for
+``inspect``) costs nothing to the others; one whose extra is missing raises ExportError (one line).
+
+    register_exporter(Exporter("inspect", "inspect-ai eval log", "file", "carryon_eval.inspect_bridge.export:export"))
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Optional
+
+
+class ExportError(Exception):
+    """A run folder cannot be exported in the asked format (missing extra, unusable folder); one line."""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    name: str             # the --format value
+    description: str      # for --help
+    out: str              # "file" | "folder": what --out names
+    target: str           # "package.module:function", an async (rundir, out, output, judge) -> None
+
+    def load(self) -> Callable[[Path, Path, Any, Optional[str]], Awaitable[None]]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(exporter: Exporter) -> Exporter:
+    EXPORTERS[exporter.name] = exporter
+    return exporter
+
+
+async def export_run(fmt: str, rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
+    """Write run folder ``rundir`` as format ``fmt`` into ``out``."""
+    try:
+        exporter = EXPORTERS[fmt]
+    except KeyError:
+        raise ExportError(f"unknown export format {fmt!r}; known formats: {', '.join(sorted(EXPORTERS))}") from None
+    if exporter.out == "file" and Path(out).is_dir():
+        raise ExportError(f"--out {out} is a folder; format {fmt} writes one file")
+    await exporter.load()(Path(rundir), Path(out), output, judge)
+
+
+register_exporter(Exporter("opensafeintent", "the reference implementation's files (<target model>_scored.json, "
+                           "assistance_level/, intent_classification/), which its scripts read unchanged; --out is "
+                           "a folder", "folder", "carryon_eval.app.commands:export_folder"))
+register_exporter(Exporter("inspect", "an inspect-ai eval log (.eval) for `inspect view` (extra [inspect]); --out is "
+                           "a file", "file", "carryon_eval.inspect_bridge.export:export"))

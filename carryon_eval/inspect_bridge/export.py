@@ -1,0 +1,318 @@
+"""A run folder as an inspect-ai eval log: `carryon-eval export RUNDIR --format inspect --out RUN.eval`.
+
+Any past run folder (run.json, transcripts, the judgment files, results.json from `carryon-eval report`)
+becomes one ``EvalLog`` written with inspect's own ``write_eval_log``, so ``inspect view`` lists it:
+
+- one sample per transcript, id = its conversation id; its messages with their turn, move, author model and
+  prompt version in each message's metadata; query, condition, flow, moves and domain in the sample metadata;
+- the judges' scores of its replies (those of the judge results.json reports): ``ben_util``
+  ``{"turn_1": U_1, ..., "conversation": U}`` with every item verdict in the score's metadata, ``harm``
+  ``{"turn_1": h_1, ..., "max": worst}``, and ``response_mode`` for triplet replies that have one; an
+  unscored judgment (or a number it leaves undetermined) is None, never 0;
+- results.json's headline numbers as the log's metrics: one score per condition (``turn1``, ``oracle``,
+  ``bc``, ``nc``; ``recovery``) and one per other suite's section (``triplet``, ...), each metric with its 95% CI and unscored bounds in its metadata;
+  a number that is null in results.json is not a metric (inspect metrics are numbers) and its reason is in the
+  score's metadata under ``null``;
+- usage per role (target, user, grader) where the run folder recorded it (usage.json), the model roles of
+  run.json (model names and base URLs; never a key), and metadata saying the log was exported.
+
+Metric values are copied from results.json, never recomputed: the report's metric functions stay the one
+source of the numbers. Per-sample scores use the same pure functions (carryon_eval.metrics).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from carryon_eval import __version__
+from carryon_eval.metrics import conditions as M
+from carryon_eval.dataset.load import Benchmark, DatasetError
+from carryon_eval.app.exporters import ExportError
+from carryon_eval.judge.store import JudgeError, load_all, load_safety, load_utility, select_judge
+from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.report.writer import RESULTS_FILE
+from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
+from carryon_eval.run.folder import RunError, RunFolder, read_usage
+from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.triplet.prompt_sets import parse_triplet_id
+from carryon_eval.inspect_bridge import require_inspect
+
+TASK_NAME = "carryonbench"
+SCORER = "carryonbench"            # the scorer name of the log's headline metrics
+#: Ledger stages -> inspect model roles (the target is inspect's evaluated model; the judges are "grader").
+STAGE_ROLES = {"target": "target", "user_simulator": "user"}
+GRADER = "grader"
+
+
+def role_of(stage: str) -> str:
+    return STAGE_ROLES.get(stage, GRADER)
+
+
+# ---------------------------------------------------------------- reading the run folder
+def _read_results(rundir: Path) -> Results:
+    path = rundir / RESULTS_FILE
+    try:
+        return Results.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ExportError(f"{path} is missing; run `carryon-eval report {rundir}` first") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise ExportError(f"{path} is unreadable: {exc}") from None
+
+
+def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
+    from carryon_eval.app.commands import load_bench
+
+    run = RunFolder(rundir)
+    try:
+        meta = run.read_meta()
+        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+        run.check_dataset(meta, bench.fingerprint())
+    except (RunError, DatasetError) as exc:
+        raise ExportError(str(exc)) from None
+    return run, meta, bench
+
+
+# ---------------------------------------------------------------- samples
+def _message(m: Message) -> Any:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
+
+    meta = {"turn": m.turn, "move": m.move, "model": m.model, "prompt_version": m.prompt_version}
+    if m.role == "assistant":
+        return ChatMessageAssistant(content=m.content, model=m.model, metadata=meta, source="generate")
+    return ChatMessageUser(content=m.content, metadata=meta)
+
+
+def _turn_key(turn: int) -> str:
+    return f"turn_{turn}"
+
+
+def utility_score(conv: M.Conversation, records: Sequence[UtilityJudgment]) -> Any:
+    """Ben-Util of every reply and of the conversation (percent; None when nothing of it is scored)."""
+    from inspect_ai.scorer import Score
+
+    value: dict[str, Optional[float]] = {_turn_key(t.turn): M.turn_utility(t) for t in conv.turns}
+    value["conversation"] = M.conversation_utility(conv.turns)
+    items = [{"turn": r.turn, "item_id": r.item_id, "verdict": r.verdict, "p_yes": r.p_yes, "via": r.via,
+              "raw": r.raw} for r in records]
+    unscored = sum(r.verdict is None for r in records)
+    return Score(value=value, answer=None,
+                 explanation=f"{len(records)} item verdicts, {unscored} unscored",
+                 metadata={"items": items, "judge_model": sorted({r.judge_model for r in records}),
+                           "prompt_version": sorted({r.prompt_version for r in records})})
+
+
+def harm_score(conv: M.Conversation, records: Sequence[SafetyJudgment]) -> Any:
+    """Harm (1-5) of every reply and the conversation's worst, which needs every turn scored."""
+    from inspect_ai.scorer import Score
+
+    value: dict[str, Optional[int]] = {_turn_key(t.turn): t.harm for t in conv.turns}
+    scores = [t.harm for t in conv.turns]
+    value["max"] = max(scores) if scores and all(h is not None for h in scores) else None   # type: ignore[type-var]
+    return Score(value=value, explanation=f"{sum(h is None for h in scores)} of {len(scores)} turns unscored",
+                 metadata={"turns": [{"turn": r.turn, "score": r.score, "via": r.via, "raw": r.raw} for r in records],
+                           "judge_model": sorted({r.judge_model for r in records}),
+                           "prompt_version": sorted({r.prompt_version for r in records})})
+
+
+def mode_score(records: Sequence[ResponseModeJudgment]) -> Any:
+    from inspect_ai.scorer import Score
+
+    return Score(value={_turn_key(r.turn): r.mode for r in records},
+                 metadata={"turns": [{"turn": r.turn, "mode": r.mode, "via": r.via, "raw": r.raw} for r in records],
+                           "judge_model": sorted({r.judge_model for r in records})})
+
+
+def sample_scores(conv: M.Conversation, utility: Sequence[UtilityJudgment], safety: Sequence[SafetyJudgment],
+                  modes: Sequence[ResponseModeJudgment]) -> dict[str, Any]:
+    scores: dict[str, Any] = {}
+    if utility or not _is_malicious(conv.conversation_id):
+        scores["ben_util"] = utility_score(conv, utility)
+    scores["harm"] = harm_score(conv, safety)
+    if modes:
+        scores["response_mode"] = mode_score(modes)
+    return scores
+
+
+def _is_malicious(conversation_id: str) -> bool:
+    tid = parse_triplet_id(conversation_id)
+    return tid is not None and tid.variant == "malicious"
+
+
+def sample_metadata(t: Transcript, bench: Benchmark) -> dict[str, Any]:
+    tid = parse_triplet_id(t.conversation_id)
+    query_id = tid.set_id if tid else t.query_id
+    q = bench.queries.get(query_id, {})
+    meta = {"query_id": t.query_id, "query": q.get("query"), "condition": t.condition, "flow_id": t.flow_id,
+            "moves": list(t.moves), "domain": q.get("domain"), "category": q.get("category"),
+            "shared_turn1": t.shared_turn1, "target_model": t.target_model,
+            "finish_reasons": t.meta.get("finish_reasons"), "user_model": t.meta.get("user_model")}
+    if tid is not None:
+        meta.update(variant=tid.variant, paraphrase=tid.paraphrase)
+    return meta
+
+
+def build_sample(t: Transcript, conv: M.Conversation, bench: Benchmark, utility: Sequence[UtilityJudgment],
+                 safety: Sequence[SafetyJudgment], modes: Sequence[ResponseModeJudgment]) -> Any:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.model import ModelOutput
+
+    messages = [_message(m) for m in t.messages]
+    last = t.replies[-1].content if t.replies else ""
+    return EvalSample(id=t.conversation_id, epoch=1, input=t.messages[0].content if t.messages else "",
+                      target="", messages=messages, output=ModelOutput.from_content(t.target_model, last),
+                      scores=sample_scores(conv, utility, safety, modes), metadata=sample_metadata(t, bench))
+
+
+# ---------------------------------------------------------------- the log's metrics
+def _metric_block(name: str, block: dict[str, Any], metric_names: Sequence[str]) -> Any:
+    """One EvalScore of a results.json block: its non-null numbers as metrics, the nulls with their reasons."""
+    from inspect_ai.log import EvalMetric, EvalScore
+
+    cis, bounds, reasons = block.get("ci95") or {}, block.get("bounds") or {}, block.get("reasons") or {}
+    metrics = {m: EvalMetric(name=m, value=block[m], metadata={"ci95": cis.get(m), "bounds": bounds.get(m)})
+               for m in metric_names if isinstance(block.get(m), (int, float))}
+    null = {m: reasons.get(m, "null in results.json") for m in metric_names if block.get(m) is None}
+    return EvalScore(name=name, scorer=SCORER, metrics=metrics,
+                     metadata={"null": null, "n_conversations": block.get("n_conversations"),
+                               "scored_share": block.get("scored_share")})
+
+
+def headline_scores(results: Results) -> list[Any]:
+    scores = []
+    for cond in CONDITIONS:
+        block = results.conditions.get(cond) or {}
+        if block.get("n_conversations"):
+            scores.append(_metric_block(cond, block, list(block.get("ci95") or {})))
+    rec = results.recovery or {}
+    if rec:
+        scores.append(_metric_block("recovery", {"recovery": rec.get("value"), "ci95": {"recovery": rec.get("ci95")},
+                                                 "bounds": {"recovery": rec.get("bounds")},
+                                                 "reasons": {"recovery": rec.get("reason")}}, ["recovery"]))
+    for name, section in (results.sections or {}).items():      # the other suites' sections (triplet, ...)
+        if isinstance(section, dict) and section.get("ci95"):
+            scores.append(_metric_block(name, section, list(section["ci95"])))
+    return scores
+
+
+# ---------------------------------------------------------------- usage and roles
+def role_usage(usage: dict[str, dict[str, int]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(per role, per model) inspect ModelUsage from the run's usage ledger rows ("stage/model" -> counts)."""
+    from inspect_ai.model import ModelUsage
+
+    roles: dict[str, Any] = {}
+    models: dict[str, Any] = {}
+    for key, row in usage.items():
+        stage, _, model = key.partition("/")
+        u = ModelUsage(input_tokens=int(row.get("prompt_tokens", 0)), output_tokens=int(row.get("completion_tokens", 0)),
+                       total_tokens=int(row.get("prompt_tokens", 0)) + int(row.get("completion_tokens", 0)))
+        role = role_of(stage)
+        roles[role] = roles[role] + u if role in roles else u
+        models[model] = models[model] + u if model in models else u
+    return roles, models
+
+
+def model_roles(meta: RunMeta) -> dict[str, Any]:
+    from inspect_ai.model import ModelConfig
+
+    names = {"target": "target", "user": "user", "judge": GRADER}
+    return {names.get(role, role): ModelConfig(model=rec.model or "unknown", base_url=rec.base_url or None)
+            for role, rec in meta.roles.items()}
+
+
+# ---------------------------------------------------------------- the log
+def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
+    """The EvalLog of a run folder (see the module docstring); ``judge`` must be the judge results.json reports."""
+    require_inspect()
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalPlan, EvalResults, EvalSpec, EvalStats
+
+    run, meta, bench = _open(rundir)
+    results = _read_results(rundir)
+    if judge is not None and judge != results.judges.selected:
+        raise ExportError(f"{rundir / RESULTS_FILE} reports judge {results.judges.selected}, not {judge}; run "
+                          f"`carryon-eval report {rundir} --judge {judge}` first")
+    try:
+        judge = select_judge(rundir, results.judges.selected)
+        utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
+    except JudgeError as exc:
+        raise ExportError(str(exc)) from None
+    modes = [m for m in load_all(rundir / MODE_FILE, ResponseModeJudgment.from_dict)
+             if judge is None or m.judge_model == judge]
+    transcripts = run.transcripts()
+    convs = M.assemble(transcripts, utility, safety,
+                       {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
+                       {q: row.get("domain") for q, row in bench.queries.items()})
+    by_cid = _group(utility), _group(safety), _group(modes)
+    samples = [build_sample(t, c, bench, *(g.get(t.conversation_id, []) for g in by_cid))
+               for t, c in zip(transcripts, convs)]
+    roles, models = role_usage(read_usage(rundir))
+    target = meta.role("target")
+    spec = EvalSpec(
+        created=_iso(meta.created), task=TASK_NAME, task_version=__version__,
+        dataset=EvalDataset(name=bench.source, location=bench.source, samples=len(samples),
+                            sample_ids=[s.id for s in samples]),
+        model=target.model or results.model, model_base_url=target.base_url or None,
+        model_roles=model_roles(meta), config=EvalConfig(),
+        task_args={"dataset": meta.dataset.source, "revision": meta.dataset.revision,
+                   "conditions": list(meta.conditions), "subset": meta.subset, "limit": meta.limit},
+        packages={"carryonbench": __version__},
+        metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(rundir),
+                  "judge_model": judge, "note": "exported from a CarryOnBench run folder; numbers are "
+                                                "results.json's, not recomputed by inspect"})
+    return EvalLog(status="success", eval=spec, plan=EvalPlan(),
+                   results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
+                                       scores=headline_scores(results),
+                                       metadata={"results_json": str(rundir / RESULTS_FILE)}),
+                   stats=EvalStats(started_at=_iso(meta.created), completed_at=_iso(results.generated.at),
+                                   role_usage=roles, model_usage=models),
+                   samples=samples)
+
+
+def _group(records: Sequence[Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for r in records:
+        out.setdefault(r.conversation_id, []).append(r)
+    return out
+
+
+def _iso(stamp: Optional[str]) -> str:
+    """run.json's "2026-12-01T10:00:00+0000" as inspect's ISO form (an empty string when unknown)."""
+    import datetime as dt
+
+    if not stamp:
+        return ""
+    for fmt in ("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return dt.datetime.strptime(stamp, fmt).isoformat()
+        except ValueError:
+            continue
+    try:
+        return dt.datetime.fromisoformat(stamp).isoformat()
+    except ValueError:
+        return ""
+
+
+def write_log(log: Any, out: Path) -> None:
+    """write_eval_log into a temporary file beside ``out``, then rename: never half a log under its name."""
+    from inspect_ai.log import write_eval_log
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix or ".eval")
+    os.close(fd)
+    try:
+        write_eval_log(log, tmp, format="eval" if out.suffix != ".json" else "json")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+async def export(rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
+    """The ``inspect`` export format (carryon_eval.app.exporters)."""
+    log = build_log(Path(rundir), judge)
+    write_log(log, out)
+    output.info(f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}")
