@@ -1,4 +1,5 @@
-"""Write a dataset folder (Parquet per config, README.md card with YAML configs, MANIFEST.json) atomically.
+"""Write a dataset folder (Parquet per config, README.md card with YAML configs, LICENSE.md, MANIFEST.json)
+atomically.
 
 Byte-identical output for the same inputs: rows are written in a fixed order, Parquet with fixed
 settings and no pandas metadata, YAML and JSON with fixed key order, no timestamps anywhere.
@@ -15,15 +16,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import jinja2
 import yaml
+
+# The dataset's own terms, written beside the card as LICENSE.md (the card's `license_link`; the text is the
+# package's dataset_license.md), and the datasets it is derived from (the card's `source_datasets`).
+LICENSE_FILE = "LICENSE.md"
+LICENSE_TEXT = resources.files(__package__) / "dataset_license.md"
+SOURCE_DATASETS = ("sorry-bench/sorry-bench-202406", "https://github.com/BriansIDP/CASEBench")
 
 # Arrow schema of every config. Columns beyond schema.TABLE_COLUMNS are documented in the card.
 SCHEMAS: dict[str, pa.Schema] = {
@@ -113,9 +121,11 @@ def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
         "language": ["en"],
         "license": "other",
         "license_name": "carryonbench-research-use",
+        "license_link": LICENSE_FILE,
         "task_categories": ["text-generation"],
         "tags": ["safety", "over-refusal", "multi-turn", "benchmark", "llm-evaluation"],
         "size_categories": ["1K<n<10K"],
+        "source_datasets": list(SOURCE_DATASETS),
         "extra_gated_heading": "Access CarryOnBench (derived from gated SORRY-Bench queries)",
         "extra_gated_prompt": (
             "CarryOnBench's queries come from SORRY-Bench and CASE-Bench, which are gated under their own terms. "
@@ -140,18 +150,24 @@ def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
     return yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=100)
 
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
+def _card_value(value: Any) -> Any:
+    """How a value is written into the card: whole numbers with thousands separators (6,150), the rest as is."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: The card template is Jinja2 (``{{ name }}`` placeholders); an unknown placeholder is an error, not an empty
+#: string (StrictUndefined: the card must stay true), and nothing is HTML-escaped (the card is Markdown).
+_CARD_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
+                               finalize=_card_value)
 
 
 def render_card(template: str, values: dict[str, Any]) -> str:
-    """Fill {{ name }} placeholders; an unknown placeholder is an error (the card must stay true)."""
-    def sub(m: re.Match) -> str:
-        key = m.group(1)
-        if key not in values:
-            raise KeyError(f"dataset card template: no value for {{{{ {key} }}}}")
-        value = values[key]
-        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-    return _PLACEHOLDER.sub(sub, template)
+    """The card from its Jinja2 template and the build's values; raises KeyError naming a placeholder that has no
+    value."""
+    try:
+        return _CARD_ENV.from_string(template).render(values)
+    except jinja2.UndefinedError as exc:
+        raise KeyError(f"dataset card template: {exc.message}") from None
 
 
 def file_entry(path: Path) -> dict[str, Any]:
@@ -214,6 +230,7 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
         for config in declared_configs(tables):
             write_parquet(tmp / parquet_name(config), config, tables[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / LICENSE_FILE).write_bytes(LICENSE_TEXT.read_bytes())
         from .croissant import CROISSANT_FILE, croissant_json   # reads the Parquet files just written
         (tmp / CROISSANT_FILE).write_text(croissant_json(tmp, card, manifest), encoding="utf-8")
         manifest = dict(manifest)

@@ -36,7 +36,7 @@ class LLMOutput:
     kept_query_ids: list[str]                     # queries that survive the checklist filter
     manifest: dict[str, Any] = field(default_factory=dict)   # stage models, params, prompt refs, usage
     card: dict[str, Any] = field(default_factory=dict)       # extra card values (llm_summary text)
-    triplet_rows: list[dict[str, Any]] = field(default_factory=list)   # rows of the triplets config (issue 12)
+    triplet_rows: list[dict[str, Any]] = field(default_factory=list)   # rows of the triplets config
 
 
 LLMStages = Callable[[list[SourceQuery]], LLMOutput]

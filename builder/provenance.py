@@ -47,7 +47,7 @@ def checklist_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
 
 
 def triplet_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:
-    """The triplets config (issue 12): per kept query with a malicious intent and its paraphrases, the benign
+    """The triplets config: per kept query with a malicious intent and its paraphrases, the benign
     prompt (what the oracle condition sends), the bare query (ambiguous, paraphrase 0) and its paraphrases
     (1..N), and the query with the malicious intent in the oracle prompt's wording."""
     oracle = load_prompt("target/oracle")

@@ -44,7 +44,7 @@ class QueryState:
     candidates: list[tuple[str, str]] = field(default_factory=list)
     merged: list[Item] = field(default_factory=list)
     final: list[Item] = field(default_factory=list)
-    malicious_intent: str = ""                  # triplets (issue 12): the unsafe context's intent, user's voice
+    malicious_intent: str = ""                  # triplets: the unsafe context's intent, user's voice
     paraphrases: list[str] = field(default_factory=list)    # of the bare query, its ambiguity kept
     dropped_at: Optional[str] = None
 

@@ -27,7 +27,7 @@ limits the requests in flight per endpoint):
 6. ``item_filter``     the item filter judges each item (one call per item) and removes those that could
                        enable misuse; a query left with fewer than ``config.min_items`` items is dropped.
 7. ``malicious_intent`` the intent writer rewrites CASE-Bench's unsafe context into a malicious intent in
-                       the user's voice (the triplets config, issue 12); no intent: no triplet set.
+                       the user's voice (the triplets config); no intent: no triplet set.
 8. ``paraphrase``      the intent writer gives N_PARAPHRASES paraphrases of the bare query that keep its
                        ambiguity; fewer: no triplet set. Neither stage drops a query.
 

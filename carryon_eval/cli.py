@@ -77,7 +77,7 @@ RESUME = "; rerun the same command to resume"
 INCOMPLETE = 4          # exit code: stopped before the end (an endpoint gone, judgments missing); everything written
 
 
-def run_command(command: Coroutine[Any, Any, None], *, resume_hint: bool = True) -> None:
+def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) -> None:
     """Run one application command in one event loop; the package's errors become one line and exit 2,
     Ctrl-C (and SIGTERM, alike) a short note and exit 130 (143)."""
     try:
@@ -116,7 +116,7 @@ class _Terminated(Exception):
     model closed on the way out)."""
 
 
-async def _terminable(command: Coroutine[Any, Any, None]) -> None:
+async def _terminable(command: Coroutine[Any, Any, Any]) -> None:
     """Await `command`; SIGTERM cancels it as Ctrl-C does and ends in `_Terminated`."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()

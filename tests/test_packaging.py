@@ -104,6 +104,25 @@ def test_wheel_holds_every_file_of_the_packages(wheel: Path) -> None:
     assert sorted(expected - shipped) == [], "package files missing from the wheel"
 
 
+def test_a_fresh_venv_gets_no_top_level_name_but_the_projects(wheel: Path, tmp_path: Path) -> None:
+    """`pip install` of the project (its wheel, built from the clean source as `pip install .` builds it) into a
+    fresh venv installs no top-level import name other than the project's own: the names are listed from the
+    installed distribution's files (and setuptools' top_level.txt must say the same)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    pip("--python", str(python), "install", "--no-deps", str(wheel))
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    (dist,) = [d for d in importlib.metadata.distributions(path=[purelib]) if d.metadata["Name"] == "carryonbench"]
+    tops = {Path(str(f)).parts[0] for f in dist.files or ()}
+    tops = {t.removesuffix(".py") for t in tops if t != ".." and not t.endswith(".dist-info") and t != "__pycache__"}
+    assert tops == {"carryon_eval", "carryonbench_builder"}, sorted(tops)
+    assert set((dist.read_text("top_level.txt") or "").split()) == tops
+    assert sorted(p.name for p in Path(purelib).iterdir() if not p.name.endswith(".dist-info")
+                  and not p.name.startswith("_")) == ["carryon_eval", "carryonbench_builder"]
+
+
 def test_installed_wheel_is_what_runs(site: Path, tmp_path: Path) -> None:
     proc = run_from_site(site, tmp_path / "cwd", "-c",
                          "import carryonbench_builder, carryon_eval; print(carryonbench_builder.__file__); print(carryon_eval.__file__)")

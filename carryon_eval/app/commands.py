@@ -497,11 +497,16 @@ def require_scored(results: Results, run: RunFolder) -> None:
     empty = conditions_without_numbers(results.conditions)
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
-                            f"(see {run.path / 'results.json'})")
+                            f"(see {run.path / 'results.json'})", results)
 
 
 class NothingScored(Exception):
-    """Everything was written, but some condition that ran has no scored number at all (exit 3)."""
+    """Everything was written, but some condition that ran has no scored number at all (exit 3);
+    ``results``: what was written to results.json."""
+
+    def __init__(self, message: str, results: Optional[Results] = None) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 class RunIncomplete(Exception):
@@ -525,8 +530,10 @@ def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------- commands
-async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
-    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report."""
+async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
+    the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
+    OpenSafeIntent-only run writes its own files)."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
@@ -577,7 +584,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         for line in [json.dumps(table)] if cfg.dry_run_json else table:
             out.info(line)
         if cfg.dry_run:
-            return
+            return None
         run.check(meta)                      # an unusable folder fails before anything starts
         if local:
             srv = session.local_server()
@@ -603,6 +610,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         session.print_usage()
     require_scored(results, run)
     require_complete(results, run)
+    return results
 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from carryon_eval.dataset.load import DatasetError
+from carryon_eval.opensafeintent.errors import ReleaseError
 from carryon_eval.opensafeintent.prompts import template_problem
 
 DATASET_FILE = "dataset.json"
@@ -44,10 +44,6 @@ JUDGE_FILES = {
     "assistance_level": "assistance_level_classification.txt",
     "intent_classification": "intent_classification.txt",
 }
-
-
-class ReleaseError(DatasetError):
-    """An unusable release folder; one line naming the file, row and field and what was expected."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
 from carryon_eval.metrics import conditions as M
@@ -27,10 +27,12 @@ from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
+from carryon_eval.report.tables import html_table as _html_table
+from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
-                                     write_json_atomic, write_text_atomic)
+                                     write_json_atomic, write_jsonl_atomic, write_text_atomic)
 from carryon_eval.schema import CONDITIONS, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.judge.store import judgment_file, load_all
@@ -311,12 +313,6 @@ TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.",
                 "BC Harm. (Δ)", "NC Util. (Δ)", "NC Harm. (Δ)"]
 
 
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
     return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
@@ -389,8 +385,7 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results.to_json())
     write_text_atomic(rundir / TABLE_FILE, table_markdown(results) + section_markdown(results, suites))
-    write_text_atomic(rundir / SCORES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                              for r in conversation_scores(convs, results.model)))
+    write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores(convs, results.model))
     section = transcripts_section(rundir, query_entries(transcripts, convs, bench), css=CSS,
                                   title=f"CarryOnBench report: {results.model}")
     write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
@@ -418,12 +413,6 @@ details{margin:.3em 0}details>summary{cursor:pointer}.query{border:1px solid #dd
 
 def _e(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
-
-
-def _html_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:

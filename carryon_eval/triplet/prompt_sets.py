@@ -1,4 +1,4 @@
-"""Triplet evaluation (issue 12): the prompt-sets of a dataset's `triplets` config, and how a run names them.
+"""Triplet evaluation: the prompt-sets of a dataset's `triplets` config, and how a run names them.
 
 After OpenSafeIntent (shared/seeds/opensafeintent-blog.txt): a prompt-set keeps one underlying task fixed and
 varies the apparent intent - a benign, an ambiguous (dual-use) and a malicious version - plus 4 paraphrases of

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional, Sequence
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import load_all
 from carryon_eval.parsing import RESPONSE_MODES
+from carryon_eval.report.tables import html_table, markdown_table
 from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
 from carryon_eval.triplet.risk_probe import load_probes
 from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
@@ -103,8 +104,6 @@ def domain_rows(section: dict[str, Any]) -> list[list[str]]:
 
 
 def _md(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    from carryon_eval.report.writer import markdown_table      # report imports this module; its table helpers are the house style
-
     return markdown_table(header, rows).rstrip("\n")
 
 
@@ -135,9 +134,7 @@ def _e(x: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    from carryon_eval.report.writer import _html_table
-
-    return _html_table(header, rows)
+    return html_table(header, rows)
 
 
 def profile_bar(fp: dict[str, Any]) -> str:

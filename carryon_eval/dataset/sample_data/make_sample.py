@@ -3,7 +3,7 @@
 The committed JSONL files are the source of truth; this script only keeps the flow table and the
 conversation assignment consistent with the move rules (carryon_eval.moves). Hand-written files:
 queries.jsonl, checklists.jsonl, and TRIPLET_TEXT below (the malicious intents and the paraphrases, written
-for this sample). Generated: flows.jsonl, conversations.jsonl, triplets.jsonl (issue 12: per query the benign
+for this sample). Generated: flows.jsonl, conversations.jsonl, triplets.jsonl (per query the benign
 prompt, exactly what the oracle condition sends; the bare query and its 4 paraphrases; the malicious prompt,
 the query with TRIPLET_TEXT's malicious intent in the same wording).
 

@@ -1,0 +1,125 @@
+"""No import cycle inside carryon_eval/: the package's layers import downwards only.
+
+Static, from the AST of every module of the package (nothing is imported): every ``import`` and
+``from ... import`` statement counts, at module level and inside functions, classes and ``if TYPE_CHECKING:``
+blocks alike. ``from .pkg import name`` is an edge to ``pkg`` and, when ``pkg.name`` is a module of the
+package, to that module too. A package's ``__init__`` is the module named like the package.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "carryon_eval"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+
+
+def module_names(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The package's modules that module ``name`` (file ``path``) imports anywhere in its body."""
+    is_package = path.name == "__init__.py"
+    here = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        while target and target not in modules:      # `import a.b.c` of a non-module attribute: its module
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE:
+                    add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            if source.split(".")[0] != PACKAGE:
+                continue
+            add(source)
+            for alias in node.names:
+                if f"{source}.{alias.name}" in modules:
+                    add(f"{source}.{alias.name}")
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = module_names()
+    return {name: imports_of(name, path, set(names)) for name, path in names.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:          # iterative would be longer; the package is far below the recursion limit
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_sees_the_package():
+    graph = import_graph()
+    assert f"{PACKAGE}.cli" in graph and f"{PACKAGE}.api" in graph
+    assert any(f"{PACKAGE}.schema" in deps for deps in graph.values())      # relative imports are resolved
+
+
+def test_cycle_finder_finds_function_level_cycles(tmp_path):
+    pkg = tmp_path / PACKAGE
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..c import x\n")
+    (pkg / "c.py").write_text("import carryon_eval.a\n")
+    (pkg / "d.py").write_text("from . import c\n")
+    names = module_names(pkg, PACKAGE)
+    graph = {n: imports_of(n, p, set(names)) for n, p in names.items()}
+    assert cycles(graph) == [[f"{PACKAGE}.a", f"{PACKAGE}.c", f"{PACKAGE}.sub.b"]]
+
+
+def test_no_import_cycle_inside_the_package():
+    found = cycles(import_graph())
+    assert not found, "import cycles inside carryon_eval/:\n" + "\n".join(" <-> ".join(c) for c in found)
