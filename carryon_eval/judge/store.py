@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
-from carryon_eval.model.redact import redact
-from carryon_eval.run.folder import (JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
+from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
@@ -136,11 +135,12 @@ class Appender:
 
     def __init__(self, path: Path) -> None:
         self.fh = open(path, "a", encoding="utf-8")
+        self.lines = jsonl_writer(self.fh)
         self.pending = 0
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
-            self.fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
+            self.lines.write(r)
             self.pending += 1
         self.fh.flush()
         if self.pending >= FSYNC_EVERY:

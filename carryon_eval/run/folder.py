@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
+import jsonlines
+
 from carryon_eval.model.redact import redact
 from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
 from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
@@ -88,10 +90,19 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         fh.write(redact(json.dumps(obj, indent=2, ensure_ascii=False)) + "\n")
 
 
+def _json_line(obj: Any) -> str:
+    return redact(json.dumps(obj, ensure_ascii=False))
+
+
+def jsonl_writer(fh: IO[str]) -> jsonlines.Writer:
+    """The one way run files are written as JSON lines: jsonlines' framing, every line key-masked (the caller
+    owns the file: flushing, fsync, closing)."""
+    return jsonlines.Writer(fh, dumps=_json_line)
+
+
 def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> None:
     with atomic_writer(path) as fh:
-        for r in records:
-            fh.write(redact(json.dumps(r, ensure_ascii=False)) + "\n")
+        jsonl_writer(fh).write_all(records)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -101,7 +112,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
+        jsonl_writer(fh).write(obj)
         fh.flush()
         os.fsync(fh.fileno())
 
