@@ -66,14 +66,13 @@ def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> app
     return app.RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
 
 
-def _conditions(value: Union[str, Sequence[str], None], opensafeintent: bool) -> tuple[str, ...]:
+def _conditions(value: Union[str, Sequence[str], None]) -> tuple[tuple[str, ...], bool]:
     """As --conditions reads them: the registered suites' (carryon_eval.suite) default set, ``all``, or a list;
-    ``all`` takes the opensafeintent condition only when its release folder is given, as on the command line."""
-    from carryon_eval.opensafeintent.suite import CONDITION as OPENSAFEINTENT_CONDITION
-    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions
+    and whether it was ``all`` (then suites with inputs of their own join only when those are given)."""
+    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
 
     if value is None:
-        return default_conditions()
+        return default_conditions(), False
     items = [c.strip().lower() for c in (value.split(",") if isinstance(value, str) else value) if c.strip()]
     try:
         if not items:
@@ -82,9 +81,27 @@ def _conditions(value: Union[str, Sequence[str], None], opensafeintent: bool) ->
     except SuiteError:
         raise ConfigError(f"conditions: expected 'all' or a subset of {','.join(all_conditions())}, "
                           f"got {value!r}") from None
-    if "all" in items and not opensafeintent:
-        resolved = [c for c in resolved if c != OPENSAFEINTENT_CONDITION]
-    return tuple(resolved)
+    if "all" in items:                   # as on the command line: suites with inputs of their own join when given
+        return tuple(without_inputs(resolved)), True
+    return tuple(resolved), False
+
+
+def _suite_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The suites' own options (carryon_eval.suite.SuiteOption, e.g. ``opensafeintent=DIR``), checked."""
+    from carryon_eval.suite import suite_options
+
+    known = {o.key: o for o in suite_options()}
+    unknown = sorted(set(given) - set(known))
+    if unknown:                        # as Python says it for any other keyword
+        raise TypeError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
+    out: dict[str, Any] = {o.key: o.default for o in known.values() if o.default is not None}   # the CLI's defaults
+    for key, value in given.items():
+        if value is None:
+            continue
+        option = known[key]
+        out[key] = Path(value) if option.path else _choice(key, str(value), option.choices) if option.choices \
+            else str(value)
+    return out
 
 
 def _at_least_one(name: str, value: Optional[int]) -> Optional[int]:
@@ -113,27 +130,26 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",
                     no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
                     dry_run: bool = False, json: bool = False, price: Union[str, Sequence[str]] = (),
-                    max_calls: Optional[int] = None, opensafeintent: Union[str, os.PathLike[str], None] = None,
-                    opensafeintent_sets: str = "release") -> app.EvaluateConfig:
+                    max_calls: Optional[int] = None, **suite_options: Any) -> app.EvaluateConfig:
     """The ``carryon_eval.app.commands.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
     bad value raises ConfigError naming the option."""
     for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
                         ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls)):
         _at_least_one(name, value)
+    chosen, every = _conditions(conditions)
     return app.EvaluateConfig(
         target=_role(endpoint, model, api_key_env), user=_role(user_endpoint, user_model, user_api_key_env),
         judge=_role(judge_endpoint, judge_model, judge_api_key_env),
         dataset=None if dataset is None else os.fspath(dataset), revision=revision,
         out=None if out is None else Path(out), limit=limit,
-        conditions=_conditions(conditions, opensafeintent is not None),
+        conditions=chosen, conditions_all=every,
         concurrency=concurrency, max_tokens=max_tokens, judge_max_tokens=judge_max_tokens,
         temperature=float(temperature), seed=int(seed), shared_turn1=not no_shared_turn1, fidelity=bool(fidelity),
         utility_mode=UTILITY_MODES[_choice("utility_mode", utility_mode, tuple(UTILITY_MODES))],
         model_check=not no_model_check, judge_format=_choice("judge_format", judge_format, JUDGE_FORMATS),
         dry_run=bool(dry_run), dry_run_json=bool(json), prices=(price,) if isinstance(price, str) else tuple(price), max_calls=max_calls,
         subset=_choice("subset", subset, SUBSETS),
-        opensafeintent=None if opensafeintent is None else Path(opensafeintent),
-        opensafeintent_sets=_choice("opensafeintent_sets", opensafeintent_sets, ("release", "triplets")))
+        suite_options=_suite_options(suite_options))
 
 
 # ---------------------------------------------------------------- running it
@@ -149,8 +165,8 @@ async def evaluate_async(*, output: Optional[Output] = None, verbose: bool = Fal
 def evaluate(*, output: Optional[Output] = None, verbose: bool = False, **options: Any) -> Optional[Results]:
     """Run ``carryon-eval`` with these options (keyword arguments named like its long options, underscored)
     and return its results: the ``Results`` record whose ``to_json()`` equals the run's results.json. With
-    ``dry_run=True`` it prints the cost table and returns None; so does a run of the ``opensafeintent`` condition
-    alone, which writes its own files. ``output``: where the lines the command prints
+    ``dry_run=True`` it prints the cost table and returns None. A suite's own options are keywords too
+    (``opensafeintent=DIR``). ``output``: where the lines the command prints
     go (an object with ``info(text)`` and ``note(text)``; default: stdout and stderr); ``verbose``: the
     package's INFO log (retries, rate limits) on stderr, like ``--verbose``."""
     cfg = evaluate_config(**options)          # a bad option fails here, in the caller's thread

@@ -41,7 +41,8 @@ def tokens_by_role(usage: UsageLedger) -> dict[str, int]:
     for name, row in usage.snapshot().items():
         role = role_of(name.split("/", 1)[0])
         totals[role] = totals.get(role, 0) + row["prompt_tokens"] + row["completion_tokens"]
-    return totals
+    order = {"target": 0, "user": 1, "judge": 2}          # the same order on every line, whoever answered first
+    return dict(sorted(totals.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
 
 
 def human(n: float) -> str:

@@ -155,6 +155,7 @@ def test_options_build_the_command_lines_config(tmp_path):
     from carryon_eval.cli import evaluate_config as cli_config
     opts = dict(ctx.params)
     assert evaluate_config(endpoint=["http://a/v1", "http://b/v1"], model="m", conditions="all", no_shared_turn1=True,
-                           utility_mode="logprob", price="judge=1/2", dry_run=True, json=True) == cli_config(**opts)
-    assert "opensafeintent" not in evaluate_config(conditions="all").conditions
-    assert "opensafeintent" in evaluate_config(conditions="all", opensafeintent=tmp_path).conditions
+                           utility_mode="logprob", price="judge=1/2", dry_run=True, json=True) == \
+        cli_config(**opts, conditions_all=True)
+    assert evaluate_config(conditions="all").conditions_all           # suites with own inputs join when given
+    assert evaluate_config(opensafeintent=tmp_path).suite_options["opensafeintent"] == tmp_path

@@ -56,7 +56,8 @@ def annotation_run(root: Path, dataset: Path, transcripts: Optional[list[Transcr
     root.mkdir(parents=True, exist_ok=True)
     trs = run_transcripts() if transcripts is None else transcripts
     (root / "run.json").write_text(json.dumps({"dataset": {"source": str(dataset)},
-                                               "roles": {"judge": {"model": JUDGE}, "target": {"model": "tgt"}}}))
+                                               "roles": {"judge": {"model": JUDGE}, "target": {"model": "tgt"}},
+                                               "conditions": ["turn1", "oracle", "bc", "nc"]}))
     _write_jsonl(root / "transcripts.jsonl", [t.to_dict() for t in trs])
     if utility is None:
         utility = [{"conversation_id": t.conversation_id, "turn": r.turn, "item_id": f"{t.query_id}-i{i}",
