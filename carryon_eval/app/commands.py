@@ -144,6 +144,7 @@ class EvaluateConfig:
     give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
     opensafeintent: Optional[Path] = None     # an OpenSafeIntent release folder (condition opensafeintent)
     opensafeintent_sets: str = "release"      # "triplets": its judges and metrics on the dataset's own triplets
+    http_client: str = defaults.HTTP_CLIENT   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ class RunOptions:
     max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
     give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
     live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
+    http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -558,6 +560,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
                                         model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
                                         api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
+                                        http_client=cfg.http_client,
                                         temperature=cfg.judge_temperature if role == "judge" else None,
                                         **c.request())
                    for role, c in roles.items()}
@@ -662,8 +665,10 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
-        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
-        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
+        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
+                                     http_client=opts.http_client)
+        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
+                                   http_client=opts.http_client)
         run.prepare()
         eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run, "target"), "target"),
                                    session.watched(session.endpoint(user, run, "user"), "user")]
@@ -679,7 +684,8 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
-                              temperature=opts.judge_temperature, **opts.judge.request())
+                              http_client=opts.http_client, temperature=opts.judge_temperature,
+                              **opts.judge.request())
     await check_configs([cfg], session.model_check)
     ep = session.watched(session.endpoint(cfg, run, "judge"), "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
