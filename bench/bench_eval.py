@@ -124,9 +124,9 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
         return rollout(plan_jobs(bench, CONDITIONS)[0], bench, run, eps["tgt"], UserSimulator(eps["sim"], max_tokens=128),
                        gen=gen, concurrency=concurrency, show_progress=False, on_finished=done)
 
-    async def judge() -> Any:
+    async def judge(incoming: Any = None) -> Any:
         return await judge_run(run, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
-                               settings=JudgeSettings(max_tokens=8))
+                               settings=JudgeSettings(max_tokens=8), incoming=incoming, conditions=CONDITIONS)
     t0, c0 = time.perf_counter(), time.process_time()       # the dataset is loaded: time the run alone
     try:
         if kind == "rollout":
@@ -134,7 +134,7 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
         elif kind in ("judge", "judge0"):
             await judge()
         else:
-            await judge_while_rolling_out(play, judge, batch=max(concurrency, len(bench.conversations) // 10))
+            await judge_while_rolling_out(play, judge)
     finally:
         for ep in eps.values():
             await ep.aclose()

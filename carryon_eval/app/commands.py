@@ -24,7 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, Optional, Protocol, Sequence
 
 from carryon_eval import __version__
 
@@ -47,6 +47,7 @@ from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
+from carryon_eval.schema import Transcript
 from carryon_eval.run.records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
@@ -65,7 +66,6 @@ from carryon_eval.rollout.simulator import UserSimulator
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
-PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
 JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
@@ -413,7 +413,7 @@ def run_jobs(bench: Benchmark, meta: RunMeta) -> list[Job]:
 
 async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
                         user: ChatEndpoint, concurrency: int, out: Output,
-                        on_finished: Optional[Callable[[], None]] = None) -> None:
+                        on_finished: Optional[Callable[[Transcript], None]] = None) -> None:
     simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
                               max_tokens=meta.generation.user.max_tokens)
     summary = await rollout(run_jobs(bench, meta), bench, run, target, simulator, gen=meta.generation.target,
@@ -444,11 +444,15 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
-                      concurrency: int, out: Output) -> JudgePass:
-    """The judge phase, awaited in this command's loop: the scorers the run's suites name."""
+                      concurrency: int, out: Output, incoming: Optional[AsyncIterator[Transcript]] = None,
+                      conditions: Sequence[str] = ()) -> JudgePass:
+    """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
+    transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
     if settings.utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency)
+    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
+                             conditions=conditions,
+                             show_progress=False if incoming is not None else None)   # the rollout's line is up
     counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())
     out.info(f"judge ({judged.judge_model}): {counts}; obtained as "
@@ -601,13 +605,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
         if budget is not None:
             eps = {role: budget.wrap(ep) for role, ep in eps.items()}
 
-        async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
-            await judge_run(run, bench, eps["judge"], settings=meta.judge, concurrency=cfg.concurrency,
-                            show_progress=False)
-
         results = None
         if cob:
-            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, judge_finished, out,
+            results = await _carryonbench_phases(cfg, bench, run, meta, eps, jobs, out,
                                                    lambda: session.record_sent(run))
         if release is not None:
             await run_suite(release, run, meta.suites[OPENSAFEINTENT_CONDITION], eps["target"], eps["judge"],
@@ -619,19 +619,21 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> None:
 
 
 async def _carryonbench_phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
-                               eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
+                               eps: dict[str, ChatEndpoint], jobs: Sequence[Any],
                                out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
     """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
     (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
     judged_by = eps["judge"].config.model      # the report shows the judge this command ran
     try:
+        # The judge takes every conversation the rollout finishes, as it finishes (one pass, app.pipeline).
+        conditions = list(dict.fromkeys(j.condition for j in jobs))
         await judge_while_rolling_out(
             lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+            lambda incoming: judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out, incoming,
+                                         conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
     except EndpointGone:
         _report_what_there_is(bench, run, out, judged_by)
         raise
