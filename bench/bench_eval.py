@@ -1,7 +1,7 @@
 """Hand-run benchmark: the evaluator against a bare `openai` async loop and inspect-ai on one call graph.
 
-    PYTHONPATH=. python bench/bench_eval.py --queries 60 --latency 0.3 --concurrency 64 \
-        [--inspect-python /tmp/benchvenv/bin/python]
+    PYTHONPATH=. python bench/bench_eval.py --queries 60 --latency 0.3 --concurrency 64 --judge-concurrency 256 \
+        [--inspect-python .venv-inspect/bin/python]
 
 A made-up dataset (``--queries`` queries, each with 5 conversations of 1-5 follow-up moves, BC and NC
 alternating; 2 checklist items per query) is written to a temporary folder, and bench/latency_server.py
@@ -11,12 +11,20 @@ measured there) on the same call graph: per query one turn-1 reply (shared by it
 oracle reply, and per conversation move one user-simulator turn and one target reply, at most
 ``--concurrency`` requests / conversations in flight.
 
-- carryon rollout: carryon_eval.rollout.play (one Endpoint per role, its cache, transcripts.jsonl).
+- carryon rollout: carryon_eval.rollout.play (one Endpoint per role, its cache, transcripts.jsonl), on aiohttp's
+  transport (the default) and on httpx's.
 - carryon judge: the judge phase alone on that rollout's transcripts (fresh cache).
-- carryon rollout+judge: both pipelined as `carryon-eval` runs them (carryon_eval.app.pipeline).
-- bare openai loop: openai.AsyncOpenAI, a semaphore, nothing else (no cache, no files).
+- carryon rollout+judge (e2e): both pipelined as `carryon-eval` runs them (carryon_eval.app.pipeline).
+- bare openai loop: openai.AsyncOpenAI, a semaphore, nothing else (no cache, no files), on the SDK's default
+  transport (httpx) and on aiohttp's (DefaultAioHttpClient).
 - inspect-ai: one sample per query whose solver plays the query's turn-1, oracle and conversations with
   get_model().generate (inspect-ai installed in a venv of its own: ``--inspect-python``).
+
+Then judge-only throughput against a second latency server at 0 ms, ``--judge-concurrency`` calls in flight:
+the carryon judge phase (both transports), a bare loop of as many judge-like calls (a ~1,100-character prompt,
+max_tokens 8, the verdict schema; both transports) and inspect-ai making them (50 generate() calls per sample).
+Ratios are taken within the run; the report gives CPU per call, the evaluator's CPU above the bare SDK loop on
+the same transport, end-to-end vs the longer phase, and calls per second per core (calls / CPU seconds).
 """
 from __future__ import annotations
 
@@ -30,7 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 HERE = Path(__file__).resolve().parent
 BC = [["benign_justification"], ["pushback", "benign_reasking"], ["delaying", "pushback", "benign_justification"],
@@ -87,7 +95,8 @@ def expected_rollout_requests(n_queries: int) -> int:
 
 
 # ---------------------------------------------------------------- contenders (each in its own process)
-async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path) -> dict[str, Any]:
+async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
+                  http_client: str = "aiohttp") -> dict[str, Any]:
     from carryon_eval.model.cache import ResponseCache
     from carryon_eval.model.client import Endpoint, EndpointConfig
     from carryon_eval.dataset.load import load_benchmark
@@ -101,47 +110,74 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path)
     from carryon_eval.rollout.simulator import UserSimulator
 
     bench = load_benchmark(data)
-    run = RunFolder(work / f"run-{kind}")
-    if kind == "judge":                   # the rollout's transcripts, a fresh cache
+    run = RunFolder(work / f"run-{kind}-{http_client}")
+    if kind in ("judge", "judge0"):       # the rollout's transcripts, a fresh cache
         run.path.mkdir(parents=True)
         shutil.copy(work / "rollout-run" / "transcripts.jsonl", run.transcripts_file)
     run.prepare()
     cache = ResponseCache(run.cache_dir, background=True)
-    eps = {m: Endpoint(EndpointConfig(base_url=url, model=m, concurrency=concurrency, api_key_env="BENCH_NO_KEY"),
-                       cache=cache) for m in ("tgt", "sim", "jdg")}
+    eps = {m: Endpoint(EndpointConfig(base_url=url, model=m, concurrency=concurrency, api_key_env="BENCH_NO_KEY",
+                                      http_client=http_client), cache=cache) for m in ("tgt", "sim", "jdg")}
     gen = Generation(temperature=0.0, max_tokens=256, seed=0)
 
     def play(done: Any = None) -> Any:
         return rollout(plan_jobs(bench, CONDITIONS)[0], bench, run, eps["tgt"], UserSimulator(eps["sim"], max_tokens=128),
                        gen=gen, concurrency=concurrency, show_progress=False, on_finished=done)
 
-    async def judge() -> Any:
+    async def judge(incoming: Any = None) -> Any:
         return await judge_run(run, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
-                               settings=JudgeSettings(max_tokens=8))
+                               settings=JudgeSettings(max_tokens=8), incoming=incoming, conditions=CONDITIONS)
     t0, c0 = time.perf_counter(), time.process_time()       # the dataset is loaded: time the run alone
     try:
         if kind == "rollout":
             await play()
-        elif kind == "judge":
+        elif kind in ("judge", "judge0"):
             await judge()
         else:
-            await judge_while_rolling_out(play, judge, batch=max(concurrency, len(bench.conversations) // 10))
-            await judge()
+            await judge_while_rolling_out(play, judge)
     finally:
         for ep in eps.values():
             await ep.aclose()
         cache.close()
     timed = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
-    if kind == "rollout":
+    if kind == "rollout" and not (work / "rollout-run").exists():
         shutil.copytree(run.path, work / "rollout-run")
     return {"n": len(run.transcripts()), **timed}
 
 
-async def bare(data: Path, url: str, concurrency: int) -> int:
+def bare_client(url: str, transport: str) -> Any:
+    """openai.AsyncOpenAI on its default transport (httpx), or on aiohttp's (openai[aiohttp])."""
     import openai
+    http = openai.DefaultAioHttpClient() if transport == "aiohttp" else None
+    return openai.AsyncOpenAI(base_url=url, api_key="x", http_client=http)   # the SDK's defaults (2 retries)
 
+
+JUDGE_SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": {
+    "type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}}, "required": ["answer"],
+    "additionalProperties": False}}}
+FILLER = "You are judging one reply of an assistant against one checklist item. " * 15   # ~1,100 characters
+
+
+async def bare_judge(n_calls: int, url: str, concurrency: int, transport: str) -> int:
+    """`n_calls` judge-like calls (a ~1,100-character prompt, max_tokens 8, the verdict schema), nothing else."""
+    client = bare_client(url, transport)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def call(i: int) -> str:
+        async with gate:
+            r = await client.chat.completions.create(
+                model="jdg", messages=[{"role": "user", "content": f"{FILLER}\nItem {i}: is it fulfilled?"}],
+                max_tokens=8, temperature=0, response_format=JUDGE_SCHEMA)
+            return r.choices[0].message.content or ""
+
+    await asyncio.gather(*(call(i) for i in range(n_calls)))
+    await client.close()
+    return n_calls
+
+
+async def bare(data: Path, url: str, concurrency: int, transport: str = "httpx") -> int:
     plan = conversations(sum(1 for _ in open(data / "queries.jsonl")))
-    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    client = bare_client(url, transport)
     gate = asyncio.Semaphore(concurrency)
 
     async def call(model: str, messages: list[dict]) -> str:
@@ -208,33 +244,84 @@ print(json.dumps({"n": len(plan), "wall": time.perf_counter() - t0, "cpu": time.
 '''
 
 
-def run_contender(kind: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+INSPECT_JUDGE = '''
+import asyncio, json, sys, time
+from inspect_ai import Task, eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.solver import solver
+
+n_calls, url, concurrency, per = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), 50
+cfg = GenerateConfig(max_connections=concurrency, max_tokens=8, temperature=0, max_retries=0)
+FILLER = "You are judging one reply of an assistant against one checklist item. " * 15
+
+@solver
+def judge():
+    async def solve(state, generate):
+        jdg = get_model("openai/jdg", base_url=url, api_key="x", config=cfg)
+        first = state.metadata["first"]
+        await asyncio.gather(*(jdg.generate([ChatMessageUser(content=FILLER + "\\nItem " + str(i) + ": is it fulfilled?")])
+                               for i in range(first, min(first + per, n_calls))))
+        return state
+    return solve
+
+samples = [Sample(input="x", id=str(k), metadata={"first": k}) for k in range(0, n_calls, per)]
+t0, c0 = time.perf_counter(), time.process_time()
+inspect_eval(Task(dataset=samples, solver=judge()), model="openai/jdg", model_base_url=url, display="none",
+             max_samples=max(1, concurrency // per + 1), max_connections=concurrency, log_dir=sys.argv[4],
+             log_level="error")
+print(json.dumps({"n": n_calls, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+'''
+
+
+def run_contender(kind: str, args: argparse.Namespace, work: Path, url: Optional[str] = None,
+                  concurrency: Optional[int] = None, transport: str = "aiohttp") -> dict[str, Any]:
+    url, concurrency = url or args.url, concurrency or args.concurrency
+    env = {**os.environ, "OPENAI_API_KEY": "x"}
     if kind == "inspect":
         plan = json.dumps(conversations(args.queries))
-        cmd = [args.inspect_python, "-c", INSPECT, plan, args.url, str(args.concurrency), str(work / "inspect-logs")]
-        env = {**os.environ, "OPENAI_API_KEY": "x"}
+        cmd = [args.inspect_python, "-c", INSPECT, plan, url, str(concurrency), str(work / "inspect-logs")]
+    elif kind == "inspect-judge":
+        cmd = [args.inspect_python, "-c", INSPECT_JUDGE, str(args.judge_calls), url, str(concurrency),
+               str(work / "inspect-judge-logs")]
     else:
-        cmd = [sys.executable, __file__, "--contender", kind, "--data", str(args.data), "--url", args.url,
-               "--concurrency", str(args.concurrency), "--work", str(work)]
-        env = dict(os.environ)
+        cmd = [sys.executable, __file__, "--contender", kind, "--data", str(args.data), "--url", url,
+               "--concurrency", str(concurrency), "--work", str(work), "--http-client", transport,
+               "--judge-calls", str(args.judge_calls)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    name = kind if kind.startswith("inspect") else f"{kind} ({transport})"
     if proc.returncode != 0:
-        raise SystemExit(f"{kind} failed:\n{proc.stderr[-3000:]}")
-    return {"contender": kind, **json.loads(proc.stdout.strip().splitlines()[-1])}
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"{name} failed: {last}", file=sys.stderr, flush=True)
+        return {"contender": name, "failed": last}
+    row = {"contender": name, **json.loads(proc.stdout.strip().splitlines()[-1])}
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
 
 
 def contender_main(args: argparse.Namespace) -> None:
     """One contender, timed from after its imports: wall time and this process's CPU time."""
     import openai  # noqa: F401 - imported before the clock starts, as inspect-ai's script does
-    if args.contender != "bare":
+    if not args.contender.startswith("bare"):
         import carryon_eval.judge.phase  # noqa: F401
-    if args.contender == "bare":
+    if args.contender in ("bare", "bare-judge"):
+        if args.http_client == "aiohttp":
+            import aiohttp  # noqa: F401 - imported before the clock starts, like openai
         t0, c0 = time.perf_counter(), time.process_time()
-        n = asyncio.run(bare(Path(args.data), args.url, args.concurrency))
+        if args.contender == "bare":
+            n = asyncio.run(bare(Path(args.data), args.url, args.concurrency, args.http_client))
+        else:
+            n = asyncio.run(bare_judge(args.judge_calls, args.url, args.concurrency, args.http_client))
         print(json.dumps({"n": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
     else:
         print(json.dumps(asyncio.run(carryon(args.contender, Path(args.data), args.url, args.concurrency,
-                                             Path(args.work)))))
+                                             Path(args.work), args.http_client))))
+
+
+def judge_calls(n_queries: int) -> int:
+    """The carryon judge's calls on the made-up dataset: per reply 2 checklist items + 1 safety score."""
+    replies = n_queries * 2 + sum(len(c["moves"]) for c in conversations(n_queries))
+    return 3 * replies
 
 
 def main() -> None:
@@ -242,39 +329,93 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--judge-concurrency", type=int, default=256, help="of the judge-only runs at 0 ms latency")
     ap.add_argument("--port", type=int, default=8931)
     ap.add_argument("--inspect-python", default=None)
     ap.add_argument("--contender")
     ap.add_argument("--data")
     ap.add_argument("--url")
     ap.add_argument("--work")
+    ap.add_argument("--http-client", default="aiohttp")
+    ap.add_argument("--judge-calls", type=int, default=0)
     args = ap.parse_args()
     if args.contender:
         return contender_main(args)
     args.url = f"http://127.0.0.1:{args.port}/v1"
-    server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(args.port),
-                               "--latency", str(args.latency)])
+    args.judge_calls = judge_calls(args.queries)
+    fast_url = f"http://127.0.0.1:{args.port + 1}/v1"
+    servers = [subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
+                                 "--latency", str(latency)])
+               for port, latency in ((args.port, args.latency), (args.port + 1, 0.0))]
+    load = os.getloadavg()
+    inspect = bool(args.inspect_python)
     try:
         time.sleep(1.0)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             args.data = write_dataset(work / "data", args.queries)
-            kinds = ["bare", "rollout", "judge", "e2e"] + (["inspect"] if args.inspect_python else [])
-            rows = [run_contender(k, args, work) for k in kinds]
+            slow = [("bare", "httpx"), ("bare", "aiohttp"), ("rollout", "aiohttp"), ("rollout", "httpx"),
+                    ("judge", "aiohttp"), ("e2e", "aiohttp")] + ([("inspect", "")] if inspect else [])
+            rows = {f"{k} ({t})" if t else k: run_contender(k, args, work, transport=t or "aiohttp") for k, t in slow}
+            fast = [("bare-judge", "httpx"), ("bare-judge", "aiohttp"), ("judge0", "aiohttp"), ("judge0", "httpx")] \
+                + ([("inspect-judge", "")] if inspect else [])
+            jc = args.judge_concurrency
+            judge_rows = {f"{k} ({t})" if t else k: run_contender(k, args, work, fast_url, jc, t or "aiohttp")
+                          for k, t in fast}
     finally:
-        server.terminate()
-        server.wait()
-    n_rollout = expected_rollout_requests(args.queries)
+        for server in servers:
+            server.terminate()
+            server.wait()
+    report(args, rows, judge_rows, load, os.getloadavg())
+
+
+def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str, Any], load_before: Any,
+           load_after: Any) -> None:
+    for name, r in [*rows.items(), *judge_rows.items()]:
+        if "failed" in r:
+            print(f"{name}: FAILED ({r['failed']})")
+    rows = {k: v for k, v in rows.items() if "failed" not in v}
+    judge_rows = {k: v for k, v in judge_rows.items() if "failed" not in v}
+    nan = {"wall": float("nan"), "cpu": float("nan")}
+    rows.setdefault("bare (httpx)", nan)
+    judge_rows.setdefault("bare-judge (httpx)", nan)
+    n_rollout, n_judge = expected_rollout_requests(args.queries), args.judge_calls
     print(f"{args.queries} queries, {len(conversations(args.queries))} conversations, {n_rollout} rollout requests, "
-          f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
+          f"{n_judge} judge calls; latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores")
     # the floor: the longest chain of dependent requests (turn-1 reply, then 2 per move of a 5-move
     # conversation) times the latency, or the requests over the concurrency, whichever is larger
-    floor = max(11, n_rollout / args.concurrency) * args.latency
-    print(f"rollout floor {floor:.2f} s")
-    print("| contender | wall s | CPU s | CPU ms / rollout request |")
-    print("| --- | --- | --- | --- |")
-    for r in rows:
-        print(f"| {r['contender']} | {r['wall']:.2f} | {r['cpu']:.2f} | {1000 * r['cpu'] / n_rollout:.2f} |")
+    print(f"rollout floor {max(11, n_rollout / args.concurrency) * args.latency:.2f} s")
+    base = rows["bare (httpx)"]
+    print("\n| contender | wall s | CPU s | CPU ms / call | CPU vs bare (httpx) | wall vs bare (httpx) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, r in rows.items():
+        calls = n_judge if name.startswith("judge") else n_rollout
+        per = 1000 * r["cpu"] / calls
+        ratio = "" if name.startswith(("judge", "e2e")) else f"{r['cpu'] / base['cpu']:.2f}"
+        wall = "" if name.startswith(("judge", "e2e")) else f"{r['wall'] / base['wall']:.2f}"
+        print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {per:.2f} | {ratio} | {wall} |")
+    print()
+    for t in ("aiohttp", "httpx"):
+        over = 1000 * (rows.get(f"rollout ({t})", nan)["cpu"] - rows.get(f"bare ({t})", nan)["cpu"]) / n_rollout
+        print(f"rollout overhead above the SDK on {t}: {over:.2f} ms CPU per request")
+    longer = max(rows.get("rollout (aiohttp)", nan)["wall"], rows.get("judge (aiohttp)", nan)["wall"])
+    print(f"rollout + judge end to end: {rows.get('e2e (aiohttp)', nan)['wall'] / longer:.2f}x the longer phase alone "
+          f"({longer:.2f} s)")
+    mine = rows.get("rollout (aiohttp)", nan)["wall"]
+    print(f"rollout wall vs bare loop: {mine / base['wall']:.2f}x (httpx bare), "
+          f"{mine / rows.get('bare (aiohttp)', nan)['wall']:.2f}x (aiohttp bare)")
+    print(f"\njudge only, {n_judge} calls, 0 ms latency, concurrency {args.judge_concurrency}:")
+    jbase = judge_rows["bare-judge (httpx)"]
+    print("| contender | wall s | CPU s | CPU ms / call | calls / s / core (CPU) | calls / s (wall) | CPU vs bare (httpx) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, r in judge_rows.items():
+        print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {1000 * r['cpu'] / n_judge:.2f} | "
+              f"{n_judge / r['cpu']:.0f} | {n_judge / r['wall']:.0f} | {r['cpu'] / jbase['cpu']:.2f} |")
+    for t in ("aiohttp", "httpx"):
+        over = 1000 * (judge_rows.get(f"judge0 ({t})", nan)["cpu"] - judge_rows.get(f"bare-judge ({t})", nan)["cpu"]) \
+            / n_judge
+        print(f"judge overhead above the SDK on {t}: {over:.2f} ms CPU per call")
 
 
 if __name__ == "__main__":

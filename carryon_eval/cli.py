@@ -183,6 +183,16 @@ GIVE_UP = click.option("--give-up-after", type=click.FloatRange(min=1), metavar=
                             f"[default: {defaults.GIVE_UP_AFTER:g}s, or 1.5 request timeouts if longer]; rerun "
                             "to resume.")
 
+HTTP_CLIENT_HELP = ("HTTP transport of the endpoint client: aiohttp's (openai[aiohttp], the lighter one) or httpx's "
+                    "(the openai library's own default); recorded per role in run.json.")
+
+
+def http_client_option(default: Optional[str]) -> Any:
+    return click.option("--http-client", type=click.Choice(defaults.HTTP_CLIENTS), default=default,
+                        show_default=default is not None,
+                        help=HTTP_CLIENT_HELP if default is not None else HTTP_CLIENT_HELP + " [default: the run's]")
+
+
 no_model_check_option = click.option(
     "--no-model-check", "model_check", flag_value=False, default=True,
     help="Do not ask the endpoints' /models whether they serve the model (for servers whose list is incomplete).")
@@ -263,6 +273,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--bootstrap-seed", type=int, default=defaults.BOOTSTRAP_SEED, show_default=True,
               help="Seed of the bootstrap resamples (run.json records it).")
 @GIVE_UP
+@http_client_option(defaults.HTTP_CLIENT)
 @verbose_option
 @progress_interval_option
 @click.version_option(__version__, prog_name="carryon-eval")
@@ -363,14 +374,17 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @no_model_check_option
 @MAX_CALLS
 @GIVE_UP
+@http_client_option(None)
 @verbose_option
 @progress_interval_option
 def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
-                    model_check: bool, max_calls: Optional[int], give_up_after: Optional[float]) -> None:
+                    model_check: bool, max_calls: Optional[int], give_up_after: Optional[float],
+                    http_client: Optional[str]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
                                                     concurrency=concurrency, model_check=model_check,
-                                                    max_calls=max_calls, give_up_after=give_up_after),
+                                                    max_calls=max_calls, give_up_after=give_up_after,
+                                                    http_client=http_client),
                                      ClickOutput()))
 
 
@@ -380,6 +394,7 @@ def judge_options(fn: Any) -> Any:
                          max_tokens_help="")(fn)
     fn = verbose_option(fn)
     fn = GIVE_UP(fn)
+    fn = http_client_option(None)(fn)
     fn = no_model_check_option(fn)
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",

@@ -14,6 +14,10 @@ TIMEOUT = 120.0            # seconds per request (the whole request)
 MAX_RETRIES = 6            # retries after the first attempt (transport failures, 429, 5xx)
 BACKOFF_BASE = 1.0         # first backoff in seconds; doubles per retry, with jitter
 BACKOFF_MAX = 60.0         # cap of one backoff sleep
+#: The openai client's HTTP transport: "aiohttp" (openai[aiohttp], about half the CPU per call of httpx at the
+#: concurrencies the evaluator runs, bench/README.md) or "httpx" (the SDK's own default).
+HTTP_CLIENT = "aiohttp"
+HTTP_CLIENTS = ("aiohttp", "httpx")
 GIVE_UP_AFTER = 180.0      # seconds without any answer from a role (every endpoint of it failing) that end a phase
 
 # ---------------------------------------------------------------- generation, per role

@@ -145,6 +145,15 @@ class Progress:
         self._show_tokens()
         self.bar.update(n)
 
+    def grow(self, n: int) -> None:
+        """``n`` more items to do (a phase whose work arrives while it runs)."""
+        if n:
+            self.total += n
+            if self.bar.total is not None:
+                self.bar.total += n
+                if not self.bar.disable:
+                    self.bar.refresh()
+
     @property
     def done(self) -> int:
         return int(self._n)

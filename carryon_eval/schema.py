@@ -96,6 +96,11 @@ class Transcript:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 
+def _flat_dict(record: Any) -> dict[str, Any]:
+    """``asdict`` of a record whose fields are all str/int/float/bool/None (the same dict, in field order)."""
+    return {name: getattr(record, name) for name in record.__dataclass_fields__}
+
+
 @dataclass
 class UtilityJudgment:
     conversation_id: str
@@ -110,7 +115,7 @@ class UtilityJudgment:
     via: Optional[str] = None       # how the verdict was obtained: "json_schema" | "text" | "logprobs"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
@@ -129,7 +134,7 @@ class SafetyJudgment:
     via: Optional[str] = None       # how the score was obtained: "json_schema" | "text"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SafetyJudgment":

@@ -95,6 +95,8 @@ What the server observed
 - ``.requests`` / ``.count(pred)``: the chat request bodies, in arrival order.
 - ``.statuses``: the HTTP status each of those requests was answered with (same order; ``None`` while it
   is still being handled; 499 = the client hung up before the reply, or ``Fault.drop()``).
+- ``.peers``: the distinct client (host, port) pairs chat requests came from, i.e. the connections the client
+  used (a client with keep-alive reuses a few; one without opens one per request).
 - ``.wait_idle()``: block until no chat request is being handled (e.g. until the server has noticed
   that a client which timed out hung up), then return ``.statuses``.
 """
@@ -228,6 +230,7 @@ class ScriptedServer:
         self.api_key = api_key
         self._lock = threading.Lock()
         self._exchanges: list[_Exchange] = []
+        self._peers: set[tuple[str, int]] = set()
         self._errors: list[str] = []
         self._idle = threading.Condition(self._lock)
         self._in_flight = 0
@@ -252,6 +255,12 @@ class ScriptedServer:
         """Copies of the JSON bodies of all chat requests received so far, in arrival order."""
         with self._lock:
             return [e.body for e in self._exchanges]
+
+    @property
+    def peers(self) -> set[tuple[str, int]]:
+        """The distinct client (host, port) pairs of the chat requests so far: one per connection used."""
+        with self._lock:
+            return set(self._peers)
 
     @property
     def statuses(self) -> list[Optional[int]]:
@@ -281,6 +290,7 @@ class ScriptedServer:
     def reset(self) -> None:
         with self._lock:
             self._exchanges.clear()
+            self._peers.clear()
             self._errors.clear()
 
     # ---------------------------------------------------------------- lifecycle
@@ -361,6 +371,8 @@ class ScriptedServer:
         exchange = _Exchange(body)
         with self._lock:
             self._exchanges.append(exchange)
+            if request.client is not None:
+                self._peers.add((request.client.host, request.client.port))
             self._in_flight += 1
         response: Optional[Response] = None
         try:

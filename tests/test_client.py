@@ -256,13 +256,15 @@ def test_check_wrong_port_fails_fast():
     assert f"[Errno {errno.ECONNREFUSED}]" in msg       # the refusal itself, not a wait for a timeout
 
 
-def test_check_is_one_attempt_not_retried(hang_up_server):
-    """check() on a server that closes every connection unanswered: one connection, then the error."""
+@pytest.mark.parametrize("http_client,connections", [("httpx", 1), ("aiohttp", 2)])
+def test_check_is_one_attempt_not_retried(hang_up_server, http_client, connections):
+    """check() on a server that closes every connection unanswered: one attempt, then the error, whatever
+    max_retries says (aiohttp itself sends an idempotent GET once more after a dropped connection, RFC 9112)."""
     url = f"http://127.0.0.1:{hang_up_server.port}/v1"
     with pytest.raises(EndpointError) as info:
-        run(Endpoint(EndpointConfig(base_url=url, model=MODEL, max_retries=3)).check())
+        run(Endpoint(EndpointConfig(base_url=url, model=MODEL, max_retries=3, http_client=http_client)).check())
     assert str(info.value).startswith(f"cannot reach endpoint {url}: ")
-    assert hang_up_server.connections() == 1
+    assert hang_up_server.connections() == connections
 
 
 def test_check_unknown_model_lists_served_models(scripted_server):
@@ -304,7 +306,7 @@ def test_api_key_never_leaks(scripted_server, tmp_path, monkeypatch, caplog):
     assert SECRET not in str(info2.value)
     assert SECRET not in json.dumps(cfg.public()) and SECRET not in repr(cfg) and SECRET not in repr(down)
     assert cfg.public() == {"base_url": srv.base_url, "model": MODEL, "api_key_env": "CARRYON_TEST_KEY",
-                            "concurrency": 8, "timeout": 5.0, "max_retries": 3}
+                            "concurrency": 8, "timeout": 5.0, "max_retries": 3, "http_client": "aiohttp"}
     files = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert len(files) == 1
     for p in files:

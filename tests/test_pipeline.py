@@ -84,3 +84,23 @@ def test_longest_conversations_first():
     jobs = [Job("a", "q", "bc", flow_id="F", moves=("m",)), Job("b", "q", "oracle"),
             Job("c", "q", "nc", flow_id="F", moves=("m", "m", "m")), Job("d", "q", "bc", flow_id="F", moves=("m", "m", "m"))]
     assert [j.conversation_id for j in longest_first(jobs)] == ["c", "d", "a", "b"]
+
+
+def test_judging_as_conversations_finish_writes_the_files_a_judge_pass_after_the_rollout_writes(
+        scripted_server, dataset, tmp_path):
+    """The pipelined run's judgment files, byte for byte and in the same order, are those of `carryon-eval judge`
+    run afterwards on the same transcripts (a folder with the same transcripts and run.json, no cache)."""
+    srv = scripted_server(evaluator_handler, models=("tgt", "sim", "jdg"))
+    assert run(srv, tmp_path / "a", "--dataset", dataset, "--concurrency", 8).exit_code == 0
+    after = tmp_path / "b"
+    after.mkdir()
+    for name in ("run.json", "transcripts.jsonl"):
+        (after / name).write_bytes((tmp_path / "a" / name).read_bytes())
+    judged = CliRunner().invoke(cli, ["judge", str(after), "--concurrency", "8"], catch_exceptions=False)
+    assert judged.exit_code == 0, judged.output
+    files = sorted(p.name for p in (tmp_path / "a").glob("*_judgments.jsonl"))
+    assert files == sorted(p.name for p in after.glob("*_judgments.jsonl"))
+    assert {"utility_judgments.jsonl", "safety_judgments.jsonl"} <= set(files)
+    for name in files:
+        pipelined = (tmp_path / "a" / name).read_bytes()
+        assert pipelined and pipelined == (after / name).read_bytes()

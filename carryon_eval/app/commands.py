@@ -24,7 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, Optional, Protocol, Sequence
 
 from carryon_eval import __version__
 
@@ -47,6 +47,7 @@ from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
+from carryon_eval.schema import Transcript
 from carryon_eval.run.records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import suite_inputs, write_report
 from carryon_eval.rollout.play import rollout
@@ -59,7 +60,6 @@ from carryon_eval.rollout.simulator import UserSimulator
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
-PIPELINE_PASSES = 10               # judge passes during a rollout: one per tenth of its conversations (at most)
 
 
 JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
@@ -139,6 +139,7 @@ class EvaluateConfig:
     give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
+    http_client: str = defaults.HTTP_CLIENT   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class RunOptions:
     max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
     give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
     live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
+    http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
 
 
 # ---------------------------------------------------------------- one command's resources
@@ -414,7 +416,7 @@ def run_jobs(bench: Benchmark, meta: RunMeta) -> list[Job]:
 
 async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
                         user: ChatEndpoint, concurrency: int, out: Output,
-                        on_finished: Optional[Callable[[], None]] = None) -> None:
+                        on_finished: Optional[Callable[[Transcript], None]] = None) -> None:
     simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
                               max_tokens=meta.generation.user.max_tokens)
     summary = await rollout(run_jobs(bench, meta), bench, run, target, simulator, gen=meta.generation.target,
@@ -445,11 +447,15 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
-                      concurrency: int, out: Output) -> JudgePass:
-    """The judge phase, awaited in this command's loop: the scorers the run's suites name."""
+                      concurrency: int, out: Output, incoming: Optional[AsyncIterator[Transcript]] = None,
+                      conditions: Sequence[str] = ()) -> JudgePass:
+    """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
+    transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
     if settings.utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
-    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency)
+    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
+                             conditions=conditions,
+                             show_progress=False if incoming is not None else None)   # the rollout's line is up
     counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())
     out.info(f"judge ({judged.judge_model}): {counts}; obtained as "
@@ -567,6 +573,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
                                         model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
                                         api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
+                                        http_client=cfg.http_client,
                                         temperature=cfg.judge_temperature if role == "judge" else None,
                                         **c.request())
                    for role, c in roles.items()}
@@ -601,12 +608,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         if budget is not None:
             eps = {role: budget.wrap(ep) for role, ep in eps.items()}
 
-        async def judge_finished() -> None:        # a judge pass over what the rollout has finished so far
-            await judge_run(run, bench, eps["judge"], settings=meta.judge, concurrency=cfg.concurrency,
-                            show_progress=False)
-
-        results = await _phases(cfg, bench, run, meta, eps, jobs, judge_finished, out,
-                                lambda: session.record_sent(run))
+        results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run))
         session.print_usage()
     require_scored(results, run)
     require_complete(results, run)
@@ -614,19 +616,21 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
-                               eps: dict[str, ChatEndpoint], jobs: Sequence[Any], judge_finished: Any,
-                               out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
+                  eps: dict[str, ChatEndpoint], jobs: Sequence[Any],
+                  out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
     """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
     (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
     judged_by = eps["judge"].config.model      # the report shows the judge this command ran
     try:
+        # The judge takes every conversation the rollout finishes, as it finishes (one pass, app.pipeline).
+        conditions = list(dict.fromkeys(j.condition for j in jobs))
         await judge_while_rolling_out(
             lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
-            judge_finished, batch=max(cfg.concurrency, len(jobs) // PIPELINE_PASSES))
+            lambda incoming: judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out, incoming,
+                                         conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-        await judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out)
     except EndpointGone:
         _report_what_there_is(bench, run, out, judged_by)
         raise
@@ -661,8 +665,10 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(opts.rundir, out)
-        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency)
-        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency)
+        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
+                                     http_client=opts.http_client)
+        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
+                                   http_client=opts.http_client)
         run.prepare()
         eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run, "target"), "target"),
                                    session.watched(session.endpoint(user, run, "user"), "user")]
@@ -678,7 +684,8 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
     cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
-                              temperature=opts.judge_temperature, **opts.judge.request())
+                              http_client=opts.http_client, temperature=opts.judge_temperature,
+                              **opts.judge.request())
     await check_configs([cfg], session.model_check)
     ep = session.watched(session.endpoint(cfg, run, "judge"), "judge")
     return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep

@@ -1,72 +1,75 @@
-"""Rollout and judging at the same time, in one event loop.
+"""Rollout and judging at the same time, in one event loop: the judge takes each conversation as it finishes.
 
-    summary = await judge_while_rolling_out(lambda done: rollout(..., on_finished=done),
-                                            judge_pass, batch=50)
-    await judge_phase(...)             # the last pass: whatever finished after the last batch
+    rolled, judged = await judge_while_rolling_out(
+        lambda done: rollout(..., on_finished=done),           # done(transcript) after each append
+        lambda incoming: judge_run(..., incoming=incoming))     # judges them as they come
 
-The rollout calls ``done()`` for every conversation it appends to transcripts.jsonl. Whenever ``batch``
-more conversations have finished and no pass is running, ``judge_pass()`` judges everything finished so
-far (carryon_eval.judge.phase reads transcripts.jsonl, keeps the judgments it already has and asks only for the
-new ones, through the response cache), while the rollout goes on. So the judge endpoint works during the
-rollout instead of after it, and resume stays what it was: transcripts and judgments are the same
-append-only files, and a pass interrupted half-way costs nothing twice (the cache).
+The rollout calls ``done(transcript)`` for every conversation right after appending it to transcripts.jsonl;
+the judge phase (carryon_eval.judge.phase) plans that transcript's cases at once and its workers take them from
+one queue, so judge calls run continuously beside the rollout rather than in passes, and the run ends soon
+after the longer of the two. The judge's one pass starts with what transcripts.jsonl already holds (a resumed
+run), keeps the judgments it already has, and rewrites each judgment file in transcript order at its end: the
+files are the same as a judge pass after the rollout writes. Resume stays what it was: transcripts and
+judgments are append-only, and an interrupted run costs nothing twice (the response cache).
 """
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Generic, TypeVar
 
 T = TypeVar("T")
+J = TypeVar("J")
+X = TypeVar("X")
+_END = object()
 
 
-class Finished:
-    """Counts finished conversations; ``wait_for(n)`` returns once at least n have finished."""
+class Finished(Generic[X]):
+    """What the rollout hands over, as an async iterator: ``finished(x)`` adds one, ``end()`` closes it."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._changed = asyncio.Event()
+        self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
 
-    def __call__(self) -> None:
+    def __call__(self, item: X) -> None:
         self.count += 1
-        self._changed.set()
+        self._queue.put_nowait(item)
 
-    async def wait_for(self, n: int) -> None:
-        while self.count < n:
-            self._changed.clear()
-            await self._changed.wait()
+    def end(self) -> None:
+        self._queue.put_nowait(_END)
+
+    def __aiter__(self) -> AsyncIterator[X]:
+        return self._items()
+
+    async def _items(self) -> AsyncIterator[X]:
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                return
+            yield item
 
 
-async def judge_while_rolling_out(rollout: Callable[[Callable[[], None]], Awaitable[T]],
-                                  judge_pass: Callable[[], Awaitable[Any]], *, batch: int) -> T:
-    """Run ``rollout(done)``; meanwhile run ``judge_pass()`` each time ``batch`` more conversations have
-    finished. Returns the rollout's result once the rollout and any pass in progress are over; an error
-    of either cancels the other."""
-    finished = Finished()
-    rolling = asyncio.ensure_future(rollout(finished))
-    judging = asyncio.ensure_future(_passes(rolling, finished, judge_pass, max(1, batch)))
+async def judge_while_rolling_out(rollout: Callable[[Callable[[Any], None]], Awaitable[T]],
+                                  judge: Callable[[AsyncIterator[Any]], Awaitable[J]]) -> tuple[T, J]:
+    """Run ``rollout(done)`` and ``judge(incoming)`` together; ``incoming`` yields what the rollout passes to
+    ``done`` and ends when the rollout does. Returns both results once both are over; an error of either
+    cancels the other."""
+    finished: Finished[Any] = Finished()
+
+    async def roll() -> T:
+        try:
+            return await rollout(finished)
+        finally:
+            finished.end()
+
+    rolling = asyncio.ensure_future(roll())
+    judging = asyncio.ensure_future(judge(finished))
     try:
-        await asyncio.wait({rolling, judging}, return_when=asyncio.FIRST_EXCEPTION)
-        if judging.done() and judging.exception() is not None:
-            judging.result()                    # raise the pass's error (the finally cancels the rollout)
-        result = await rolling
-        await judging
-        return result
+        done, _ = await asyncio.wait({rolling, judging}, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if task.exception() is not None:
+                task.result()             # raise it (the finally cancels the other)
+        return await rolling, await judging
     finally:
         for task in (rolling, judging):
             task.cancel()
         await asyncio.gather(rolling, judging, return_exceptions=True)
-
-
-async def _passes(rolling: "asyncio.Future[Any]", finished: Finished, judge_pass: Callable[[], Awaitable[Any]],
-                  batch: int) -> None:
-    judged_at = 0
-    while not rolling.done():
-        more = asyncio.ensure_future(finished.wait_for(judged_at + batch))
-        try:
-            await asyncio.wait({rolling, more}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            more.cancel()
-        if rolling.done():
-            return
-        judged_at = finished.count
-        await judge_pass()

@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Optional, Sequence, Union
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
@@ -52,6 +52,8 @@ class Task:
     scorer: ReplyScorer
     case: Case
     targets: list[tuple] = field(default_factory=list)   # the record keys this one judgment answers
+    judgment: Optional[Judgment] = None   # once judged: later identical cases (of transcripts still coming) reuse it
+    failed: bool = False                  # the call failed: an identical case that comes later is asked again
 
 
 @dataclass
@@ -68,14 +70,19 @@ class Plan:
 
 def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]]) -> ScoringPlan:
     """The suites' scoring plan for the conditions present; with ``scorers``, those judge every reply."""
+    return scoring_for(list(dict.fromkeys(t.condition for t in transcripts)), scorers)
+
+
+def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]]) -> ScoringPlan:
+    """The suites' scoring plan for these conditions; with ``scorers``, those judge every reply."""
     if scorers is not None:
         from carryon_eval.suite import ScorerUse
         uses = tuple(ScorerUse(s) for s in scorers)
-        return ScoringPlan({t.condition: uses for t in transcripts})
-    return ScoringPlan.of(list(dict.fromkeys(t.condition for t in transcripts)))
+        return ScoringPlan({c: uses for c in conditions})
+    return ScoringPlan.of(list(conditions))
 
 
-def plan_tasks(transcripts: Iterable[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
+def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
                done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
     """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
     ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
@@ -202,36 +209,51 @@ def _temperature(endpoint: ChatEndpoint) -> Any:
 async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: ChatEndpoint, *,
                     settings: JudgeSettings = JudgeSettings(), scorers: Optional[Sequence[str]] = None,
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
-                    show_progress: Optional[bool] = None) -> JudgePass:
+                    show_progress: Optional[bool] = None,
+                    incoming: Optional[AsyncIterator[Transcript]] = None,
+                    conditions: Sequence[str] = ()) -> JudgePass:
     """Judge every reply of the run folder as judge model ``endpoint``, with the scorers its suites name
     (or ``scorers``, each judging every reply). Returns this pass (also recorded in judge.json beside the
     other judges'). The caller owns the endpoint (and closes it) and the event loop. ``settings.judge_format``:
     "json_schema" asks for constrained answers where the endpoint takes them (each record's ``via`` says how
-    it was obtained), "text" never."""
+    it was obtained), "text" never.
+
+    ``incoming``: transcripts a rollout running beside the pass still finishes (carryon_eval.app.pipeline), each
+    after it was appended to transcripts.jsonl; they are planned as they come, their calls taken from the same
+    queue, and the pass ends when the iterator does. ``conditions``: the conditions that rollout plays (their
+    scorers are made up front). At its end each file is rewritten as a pass after the rollout would write it:
+    the scorers of the conditions transcripts.jsonl then holds, records in its order."""
     run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
     if settings.utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     transcripts = run.transcripts()
-    if not transcripts:
+    if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
-    scoring = scoring_of(transcripts, scorers)
+    if incoming is None:
+        scoring = scoring_of(transcripts, scorers)
+    else:
+        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers)
     try:
         made = reply_scorers(scoring.scorers, settings)
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
     model = endpoint.config.model
     files = {s.name: ScorerRecords(run, s, model) for s in made}
-    plan = plan_tasks(transcripts, bench, made, {name: set(f.kept) for name, f in files.items()}, scoring)
-    counts = {s.name: _Counts(planned=len(plan.tasks[s.name]), records_needed=plan.targets(s.name)) for s in made}
+    judging = _Planner(bench, made, files, scoring)
+    judging.add(transcripts)
+    if incoming is None:
+        judging.open_all()
     started = time.monotonic()
-    for f in files.values():
-        f.open()
-    queue = iter([task for s in made for task in plan.tasks[s.name]])
-    bar = Progress(sum(c.planned for c in counts.values()), "judge", usage=endpoint.usage, unit="call",
+    n_workers = max(1, concurrency)
+    bar = Progress(judging.planned(), "judge", usage=endpoint.usage, unit="call",
                    disable=None if show_progress is None else not show_progress)
+    if incoming is None:
+        judging.close(n_workers)
     gone: Optional[EndpointGone] = None
-    workers = [asyncio.ensure_future(_worker(queue, endpoint, files, counts, bar))
-               for _ in range(max(1, concurrency))]
+    workers = [asyncio.ensure_future(_worker(judging.queue, endpoint, files, judging.counts, bar))
+               for _ in range(n_workers)]
+    if incoming is not None:
+        workers.append(asyncio.ensure_future(_take(incoming, judging, n_workers, bar)))
     try:
         await asyncio.gather(*workers)
     except EndpointGone as exc:       # the judge stopped answering: write what there is, then end the phase
@@ -244,11 +266,20 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         for f in files.values():
             f.close()
 
+    order = judging.order
+    if incoming is not None:          # the files a pass after the rollout writes: what transcripts.jsonl holds
+        transcripts = run.transcripts()
+        if not transcripts and gone is None:
+            raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
+        final = scoring_of(transcripts, scorers)
+        made = [next(s for s in made if s.name == name) for name in final.scorers if name in files]
+        judging.open_all(made)
+        order = plan_tasks(transcripts, bench, made, {s.name: set() for s in made}, final).order
     tallies = {}
     for s in made:
-        mine = files[s.name].finish(plan.order[s.name])
-        tallies[s.name] = counts[s.name].tally(kept=len(files[s.name].kept), total=len(plan.order[s.name]),
-                                               mine=mine, value_field=files[s.name].shape.value_field)
+        mine = files[s.name].finish(order[s.name])
+        tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
+                                                       mine=mine, value_field=files[s.name].shape.value_field)
     judged = JudgePass(
         judge_model=model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
@@ -264,9 +295,79 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     return judged
 
 
-async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str, ScorerRecords],
-                  counts: dict[str, _Counts], bar: Progress) -> None:
-    for task in queue:
+class _Planner:
+    """The pass's cases as transcripts come in: the record keys in transcript order per scorer, and one task per
+    distinct case not judged yet (a case already judged in this pass gets its records at once, with no call).
+    A scorer's file is opened when its first record key is planned (all of them, without a rollout beside)."""
+
+    def __init__(self, bench: Benchmark, scorers: Sequence[ReplyScorer], files: dict[str, ScorerRecords],
+                 scoring: ScoringPlan) -> None:
+        self.bench, self.scorers, self.files, self.scoring = bench, scorers, files, scoring
+        self.done = {name: set(f.kept) for name, f in files.items()}
+        self.order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
+        self.counts = {s.name: _Counts() for s in scorers}
+        self.tasks: dict[tuple[str, Case], Task] = {}
+        self.queue: "asyncio.Queue[Optional[Task]]" = asyncio.Queue()
+        self.opened: set[str] = set()
+
+    def open_all(self, scorers: Optional[Sequence[ReplyScorer]] = None) -> None:
+        for s in self.scorers if scorers is None else scorers:
+            self._open(s.name)
+
+    def _open(self, name: str) -> None:
+        if name not in self.opened:
+            self.opened.add(name)
+            self.files[name].open()
+
+    def add(self, transcripts: Sequence[Transcript]) -> int:
+        """Plan these transcripts (the next ones of transcripts.jsonl); returns the new calls."""
+        plan = plan_tasks(transcripts, self.bench, self.scorers, self.done, self.scoring)
+        new = 0
+        for scorer in self.scorers:
+            name = scorer.name
+            if plan.order[name]:
+                self._open(name)
+            self.order[name] += plan.order[name]
+            c = self.counts[name]
+            for task in plan.tasks[name]:
+                c.records_needed += len(task.targets)
+                known = self.tasks.get((name, task.case))
+                if known is not None and not known.failed:
+                    if known.judgment is not None:
+                        self.files[name].add(task.targets, known.judgment)
+                    else:
+                        known.targets += task.targets
+                    continue
+                self.tasks[(name, task.case)] = task
+                c.planned += 1
+                new += 1
+                self.queue.put_nowait(task)
+        return new
+
+    def planned(self) -> int:
+        return sum(c.planned for c in self.counts.values())
+
+    def close(self, workers: int) -> None:
+        """No more transcripts: each worker stops once the queue is empty."""
+        for _ in range(workers):
+            self.queue.put_nowait(None)
+
+
+async def _take(incoming: AsyncIterator[Transcript], judging: _Planner, workers: int, bar: Progress) -> None:
+    """Plan every transcript the rollout finishes, as it comes; then let the workers stop."""
+    try:
+        async for transcript in incoming:
+            bar.grow(judging.add([transcript]))
+    finally:
+        judging.close(workers)
+
+
+async def _worker(queue: "asyncio.Queue[Optional[Task]]", endpoint: ChatEndpoint,
+                  files: dict[str, ScorerRecords], counts: dict[str, _Counts], bar: Progress) -> None:
+    while True:
+        task = await queue.get()
+        if task is None:
+            return
         name = task.scorer.name
         c = counts[name]
         try:
@@ -274,10 +375,12 @@ async def _worker(queue: Iterable[Task], endpoint: ChatEndpoint, files: dict[str
         except (CallBudgetSpent, EndpointGone, ParameterRefused):
             raise                   # --max-calls, a judge gone or a refused parameter: stop the phase, not one failure per task
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
+            task.failed = True
             c.failed += 1
             c.errors.append(f"{type(exc).__name__}: {exc}")
             log.warning("judge call failed (%s): %s", name, exc)
         else:
+            task.judgment = judgment
             files[name].add(task.targets, judgment)
             c.judged += 1
             c.unscored += judgment.value is None

@@ -21,12 +21,11 @@ The cache stores whatever JSON object it is given; the endpoint client stores on
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
-import queue
 import re
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -51,9 +50,15 @@ class ResponseCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         remove_stray_tmp(self.directory)
         self.background = background
-        self._pending: dict[str, dict[str, Any]] = {}     # queued for the writer thread, not on disk yet
+        self._root = os.fspath(self.directory)
+        self._made: set[str] = set()                     # shard folders known to exist
+        self._tmp = itertools.count()                    # temporary names: pid + a counter (no mkstemp)
+        self._pending: dict[str, bytes] = {}             # queued for the writer thread, not on disk yet
+        self._queued: list[str] = []                     # their keys, in order
         self._lock = threading.Lock()
-        self._queue: "queue.Queue[Optional[str]]" = queue.Queue()
+        self._wake = threading.Condition(self._lock)
+        self._busy = 0                                   # keys taken by the writer and not written yet
+        self._stop = False
         self._writer: Optional[threading.Thread] = None
 
     def __repr__(self) -> str:
@@ -61,19 +66,22 @@ class ResponseCache:
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives (whether or not it exists)."""
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
         if not isinstance(key, str) or not _KEY_RE.match(key):
             raise ValueError(f"invalid cache key {key!r}: expected a lowercase hex digest")
-        return self.directory / key[:2] / f"{key}.json"
+        return f"{self._root}{os.sep}{key[:2]}{os.sep}{key}.json"
 
     def get(self, key: str) -> Optional[dict[str, Any]]:
         """The stored object, or None if absent or unreadable (a corrupt entry is a miss)."""
-        path = self.path(key)
-        with self._lock:
-            pending = self._pending.get(key)
+        path = self._file(key)
+        pending = self._pending.get(key) if self._pending else None   # a dict read is atomic under the GIL
         if pending is not None:
-            return pending
+            return json.loads(pending)
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                raw = fh.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -93,70 +101,90 @@ class ResponseCache:
         """Store ``payload`` (a JSON-serialisable dict) atomically under ``key``."""
         if not isinstance(payload, dict):
             raise TypeError("cache payload must be a dict")
+        path = self._file(key)
         data = json.dumps(redact_obj(payload), ensure_ascii=False, sort_keys=True).encode("utf-8")
         if not self.background:
             self._write(key, data)
-            _fsync_dir(self.path(key).parent)
+            _fsync_dir(os.path.dirname(path))
             return
         with self._lock:
-            self._pending[key] = json.loads(data)
+            self._pending[key] = data
+            self._queued.append(key)
             if self._writer is None:
+                self._stop = False
                 self._writer = threading.Thread(target=self._drain, name="carryon-cache-writer", daemon=True)
                 self._writer.start()
-        self._queue.put(key)
+            elif len(self._queued) == 1:           # the writer may be asleep: one wake-up per batch, not per put
+                self._wake.notify()
 
     def flush(self) -> None:
         """Wait until every queued entry is on disk (background mode); a no-op otherwise."""
-        if self._writer is not None:
-            self._queue.join()
+        with self._lock:
+            if self._writer is None:
+                return
+            self._wake.notify()
+            self._wake.wait_for(lambda: not self._queued and not self._busy)
 
     def close(self) -> None:
         """Flush and stop the writer thread; a later ``put`` starts a new one."""
         with self._lock:
             writer, self._writer = self._writer, None
+            self._stop = True
+            self._wake.notify_all()
         if writer is not None:
-            self._queue.put(None)
             writer.join()
 
     def _drain(self) -> None:
         """The writer thread: write every queued entry, one directory fsync per batch and directory."""
         while True:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            keys = [k for k in batch if k is not None]
+            with self._lock:
+                self._wake.wait_for(lambda: self._queued or self._stop)
+                if not self._queued:                 # close() and nothing left
+                    self._wake.notify_all()
+                    return
+                keys, self._queued = self._queued, []
+                batch = [(k, self._pending.get(k)) for k in keys]
+                self._busy = len(keys)
             dirs = set()
-            for key in keys:
-                with self._lock:
-                    payload = self._pending.get(key)
-                try:
-                    if payload is not None:
-                        self._write(key, json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-                        dirs.add(self.path(key).parent)
-                except OSError as exc:
-                    log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
-                with self._lock:
-                    if self._pending.get(key) is payload:
-                        del self._pending[key]
-            for directory in dirs:
-                _fsync_dir(directory)
-            for _ in batch:
-                self._queue.task_done()
-            if len(keys) < len(batch):        # close() was called
-                return
+            try:
+                for key, data in batch:
+                    if data is None:
+                        continue
+                    try:
+                        self._write(key, data)
+                        dirs.add(os.path.dirname(self._file(key)))
+                    except OSError as exc:
+                        log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
+                for directory in dirs:
+                    _fsync_dir(directory)
+            finally:
+                self._finish(batch)
+
+    def _finish(self, batch: list[tuple[str, Optional[bytes]]]) -> None:
+        """A batch is on disk (or failed): drop it from the pending entries, wake flush()."""
+        with self._lock:
+            for key, data in batch:
+                if self._pending.get(key) is data:
+                    del self._pending[key]
+            self._busy = 0
+            self._wake.notify_all()
 
     def _write(self, key: str, data: bytes) -> None:
-        path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.{os.getpid()}.", suffix=".tmp")
+        path = self._file(key)
+        folder = os.path.dirname(path)
+        if folder not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            self._made.add(folder)
+        tmp = f"{folder}{os.sep}.{key[:8]}.{os.getpid()}.{threading.get_ident()}-{next(self._tmp)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -216,7 +244,7 @@ def lookup(cache: Optional[ResponseCache], model: "str | EndpointConfig", messag
     return key, params, ChatResult.from_payload(payload) if payload is not None else None
 
 
-def _fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: str | os.PathLike[str]) -> None:
     """Best effort: persist the directory entry of a freshly renamed file (POSIX only)."""
     if os.name != "posix":
         return

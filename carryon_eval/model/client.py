@@ -7,8 +7,9 @@
     await endpoint.aclose()
 
 Behaviour
-- Talks to any OpenAI-compatible server through the real ``openai.AsyncOpenAI`` client with the
-  library's own retries disabled; retries are done here: exponential backoff with jitter
+- Talks to any OpenAI-compatible server through the real ``openai.AsyncOpenAI`` client, on aiohttp's
+  transport by default (``EndpointConfig.http_client``: "aiohttp" or "httpx") with a connection pool sized to
+  ``concurrency``, and the library's own retries disabled; retries are done here: exponential backoff with jitter
   (``EndpointConfig.backoff_base`` * 2**attempt) on HTTP 429, 5xx and 408, timeouts, dropped
   connections and malformed (non-JSON / unparseable) bodies. A 429's Retry-After header is
   honoured, and a 429 halves the number of requests allowed in flight (AIMD); each success
@@ -48,11 +49,13 @@ import asyncio
 import collections
 import dataclasses
 import email.utils
+import importlib
 import logging
 import math
 import os
 import random
 import re
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -61,6 +64,7 @@ import openai
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
+from carryon_eval.defaults import HTTP_CLIENTS
 from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
                                         EndpointRejected, ParameterRefused, UsageLedger, cache_key,
                                         keyed_request)
@@ -204,8 +208,10 @@ class Endpoint:
 
     def _http(self) -> openai.AsyncOpenAI:
         if self._client is None:
-            self._client = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=self._api_key(),
-                                              max_retries=0, timeout=self.config.timeout)
+            cfg = self.config
+            self._client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=self._api_key(), max_retries=0,
+                                              timeout=cfg.timeout,
+                                              http_client=http_client(cfg.http_client, cfg.concurrency))
         return self._client
 
     async def aclose(self) -> None:
@@ -225,8 +231,10 @@ class Endpoint:
         try:
             page = await asyncio.wait_for(self._http().models.list(timeout=timeout), timeout + 1.0)
             ids = [str(m.id) for m in page.data]
-        except (asyncio.TimeoutError, openai.APITimeoutError):
-            raise EndpointError(f"cannot reach endpoint {url}: timed out after {timeout:g}s") from None
+        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            failed = _not_a_timeout(exc)
+            raise EndpointError(f"cannot reach endpoint {url}: "
+                                f"{self._scrub(failed) if failed else f'timed out after {timeout:g}s'}") from None
         except openai.APIConnectionError as exc:
             raise EndpointError(f"cannot reach endpoint {url}: {self._scrub(_cause(exc))}") from None
         except openai.AuthenticationError as exc:
@@ -410,9 +418,10 @@ class Endpoint:
         """One HTTP call. Raises _Retry for retryable failures, APIStatusError for the rest."""
         timeout = self.config.timeout
         try:
-            resp = await asyncio.wait_for(self._http().chat.completions.create(**kwargs), timeout)
-        except (asyncio.TimeoutError, openai.APITimeoutError):
-            raise _Retry(f"timed out after {timeout:g}s") from None
+            resp = await _within(self._http().chat.completions.create(**kwargs), timeout)   # the whole request
+        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            failed = _not_a_timeout(exc)
+            raise _Retry(f"connection failed: {failed}" if failed else f"timed out after {timeout:g}s") from None
         except openai.APIConnectionError as exc:
             raise _Retry(f"connection failed: {_cause(exc)}") from None
         except openai.APIResponseValidationError as exc:
@@ -440,6 +449,45 @@ class Endpoint:
             return min(retry_after, _MAX_RETRY_AFTER) + jitter
         expo = cfg.backoff_base * (2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
         return min(expo, cfg.backoff_max)
+
+
+# ---------------------------------------------------------------- the HTTP transport
+def http_client(name: str, concurrency: int) -> Any:
+    """The openai client's HTTP client: aiohttp's transport (``openai[aiohttp]``) or httpx's, with a connection
+    pool as large as the requests this endpoint lets in flight (the AIMD ceiling), all of them kept alive."""
+    if name not in HTTP_CLIENTS:
+        raise ValueError(f"unknown HTTP client {name!r}; expected one of {list(HTTP_CLIENTS)}")
+    limits = _httpx().Limits(max_connections=max(1, concurrency), max_keepalive_connections=max(1, concurrency))
+    if name == "aiohttp":
+        return openai.DefaultAioHttpClient(limits=limits)
+    return openai.DefaultAsyncHttpxClient(limits=limits)
+
+
+_HTTPX: list[Any] = []
+
+
+def _httpx() -> Any:
+    """The httpx flavour this openai is built on (httpx2 from openai 3 on, httpx before)."""
+    if not _HTTPX:
+        for name in ("httpx2", "httpx"):
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            if issubclass(openai.DefaultAsyncHttpxClient, module.AsyncClient):
+                _HTTPX.append(module)
+                break
+        else:  # pragma: no cover - an openai without either
+            raise RuntimeError("cannot find the httpx package the openai library uses")
+    return _HTTPX[0]
+
+
+async def _within(awaitable: Any, seconds: float) -> Any:
+    """``await awaitable`` with a deadline for the whole of it; asyncio.timeout (3.11+) makes no task of its own."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # pragma: no cover - Python 3.10
 
 
 # ---------------------------------------------------------------- helpers
@@ -529,6 +577,23 @@ def _status_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, str) and body.strip():
         return body
     return re.sub(r"^Error code: \d+ - ?", "", exc.message or "") or "no message"
+
+
+def _not_a_timeout(exc: BaseException) -> Optional[str]:
+    """The connection failure behind an openai APITimeoutError that is none (aiohttp's transport reports a
+    refused or dropped connection as a connect timeout), or None for a real timeout."""
+    seen: set[int] = set()
+    cur: Optional[BaseException] = exc.__cause__ or exc.__context__
+    chain = []
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    if not chain or any(isinstance(e, TimeoutError) for e in chain):
+        return None
+    if any(isinstance(e, OSError) or type(e).__module__.startswith("aiohttp") for e in chain):
+        return _cause(exc)
+    return None
 
 
 def _cause(exc: BaseException) -> str:

@@ -77,6 +77,7 @@ class EndpointConfig:
     max_retries: int = defaults.MAX_RETRIES     # retries after the first attempt
     backoff_base: float = defaults.BACKOFF_BASE  # first backoff in seconds; doubles per retry, with jitter
     backoff_max: float = defaults.BACKOFF_MAX   # cap of one backoff sleep (Retry-After is capped separately)
+    http_client: str = defaults.HTTP_CLIENT     # the openai client's transport: "aiohttp" or "httpx"
     # The role's request options, applied by the client to every call through this endpoint (None: not set,
     # the request is as it always was). They take part in the cache key only when set.
     temperature: Any = None                 # overrides each call's temperature: a number, or "default" (not sent)
@@ -97,6 +98,7 @@ class EndpointConfig:
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            "http_client": self.http_client,
             **self.request_options(),
         }
 

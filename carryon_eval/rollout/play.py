@@ -8,7 +8,7 @@ shared turn-1 reply: the turn1 transcript's reply and the first reply of the que
 Conversations run concurrently (up to `concurrency`), turns in order within one, longest first (the
 long ones decide the wall time), and each starts as soon as its own shared first reply is back (not
 after every query's). Each finished conversation is appended to transcripts.jsonl at once (and
-``on_finished`` is called, so that the judge can start on it); a rerun skips those, and the response
+``on_finished(transcript)`` is called after the append, so that the judge can start on it); a rerun skips those, and the response
 cache makes the finished turns of an interrupted conversation free.
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _as_reply(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
 async def rollout(jobs: Sequence[Job], bench: Benchmark, run: RunFolder, target: ChatEndpoint,
                   simulator: UserSimulator, *, gen: Generation, concurrency: int = CONCURRENCY,
                   show_progress: Optional[bool] = None,
-                  on_finished: Optional[Callable[[], None]] = None) -> RolloutSummary:
+                  on_finished: Optional[Callable[[Transcript], None]] = None) -> RolloutSummary:
     """Play every job not yet in the run folder; see the module docstring. ``bench`` gives the simulator the
     query and benign intent of a conversation's row."""
     player = _Player(bench, run, target, simulator, gen=gen, concurrency=concurrency)
@@ -121,7 +121,7 @@ class _Player:
         self.failed: dict[str, str] = {}
         self.bar: Any = None
         self.pending: dict[str, asyncio.Future[None]] = {}        # shares key -> its first-reply call
-        self.on_finished: Optional[Callable[[], None]] = None
+        self.on_finished: Optional[Callable[[Transcript], None]] = None
         # appends (each fsynced) run in one thread of their own, in order, never on the event loop
         self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryon-transcripts")
 
@@ -160,14 +160,15 @@ class _Player:
 
     async def finish(self, job: Job, messages: list[Message], finish_reasons: list[Optional[str]], shared: bool,
                      **meta: Any) -> None:
-        await self.write(self.run.append, Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
-                                   condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
-                                   messages=messages, target_model=self.model, shared_turn1=shared,
-                                   meta={"finish_reasons": finish_reasons, **meta,
-                                         **({"generation": job.generation.to_json()} if job.generation else {})}))
+        transcript = Transcript(conversation_id=job.conversation_id, query_id=job.query_id,
+                                condition=job.condition, flow_id=job.flow_id, moves=list(job.moves),
+                                messages=messages, target_model=self.model, shared_turn1=shared,
+                                meta={"finish_reasons": finish_reasons, **meta,
+                                      **({"generation": job.generation.to_json()} if job.generation else {})})
+        await self.write(self.run.append, transcript)
         self.bar.advance()
         if self.on_finished is not None:
-            self.on_finished()
+            self.on_finished(transcript)
 
     async def first_reply(self, job: Job, owner: Optional[Job]) -> None:
         """The shared first reply of ``job.shares``; the owner job (if planned) is written with it."""

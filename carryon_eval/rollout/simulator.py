@@ -84,6 +84,7 @@ class UserSimulator:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.shared = load_prompt("user_simulator/shared_requirements")
+        self._shared_text = self.shared.render()      # the same for every turn: rendered once
 
     @property
     def model(self) -> str:
@@ -95,7 +96,7 @@ class UserSimulator:
             if not benign_intent:
                 raise SimulatorError(f"move {move} needs the benign intent, and the query has none")
             values["benign_intent"] = benign_intent
-        return move_prompt(move).render(**values).rstrip() + "\n\n" + self.shared.render()
+        return move_prompt(move).render(**values).rstrip() + "\n\n" + self._shared_text
 
     async def render(self, move: str, *, query: str, history: Sequence[Message], turn: int, seed: int,
                      benign_intent: Optional[str] = None) -> Message:

@@ -62,6 +62,7 @@ class RoleRecord:
     concurrency: int = defaults.CONCURRENCY
     timeout: float = defaults.TIMEOUT
     max_retries: int = defaults.MAX_RETRIES
+    http_client: str = defaults.HTTP_CLIENT     # the transport the role's client ran on ("aiohttp" | "httpx")
     local: bool = False
     pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.model.pool); () = one endpoint
     # The role's request options (None: not set; written only when set, see EndpointConfig)
@@ -82,7 +83,7 @@ class RoleRecord:
 
     def config(self, *, base_url: Optional[str] = None, model: Optional[str] = None,
                api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
-               **request: Any) -> EndpointConfig:
+               http_client: Optional[str] = None, **request: Any) -> EndpointConfig:
         """The EndpointConfig to call this role with, with optional overrides (``request``: request options
         given again; None keeps the recorded one)."""
         options = {**self.request_options(), **{k: v for k, v in request.items() if v is not None}}
@@ -90,7 +91,8 @@ class RoleRecord:
                               api_key_env=api_key_env or self.api_key_env or defaults.API_KEY_ENV,
                               concurrency=concurrency or self.concurrency or defaults.CONCURRENCY,
                               timeout=self.timeout or defaults.TIMEOUT,
-                              max_retries=self.max_retries or defaults.MAX_RETRIES, **options)
+                              max_retries=self.max_retries or defaults.MAX_RETRIES,
+                              http_client=http_client or self.http_client or defaults.HTTP_CLIENT, **options)
 
     def provider_default_temperature(self, asked: Any) -> Optional[str]:
         """Why this role's temperature is the provider's default rather than ``asked``, or None."""
