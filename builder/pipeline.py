@@ -167,7 +167,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "source_sha256": manifest["source"]["sha256"],
         "n_source_queries": len(all_queries), "n_selected": n_selected,
         "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
-        "n_queries": len(final),
+        "n_queries": len(final), "n_low_safe_rate": low_safe_rate_count(final),
         "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
