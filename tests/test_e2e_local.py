@@ -83,8 +83,8 @@ def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == LOCAL_MODEL_NOTICE
-    rollout_line = next(line for line in lines if line.startswith("rollout:"))
-    finished, total, new = map(int, re.match(r"rollout: (\d+)/(\d+) conversations .*\((\d+) new\)", rollout_line).groups())
+    summary = re.compile(r"rollout: (\d+)/(\d+) conversations .*\((\d+) new\)")   # not the progress lines
+    finished, total, new = map(int, next(m for m in map(summary.match, lines) if m).groups())
     assert finished == total and new == total - done_before     # only the unfinished ones were run again
     assert llama_server_pids() - before == set()
     run = tmp_path / "run"
@@ -106,7 +106,7 @@ def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
 
 
 def test_triplet_condition_on_the_embedded_model(tmp_path):
-    """Issue 12: `--conditions triplet` on the built-in sample's triplets config, end to end on the embedded model;
+    """`--conditions triplet` on the built-in sample's triplets config, end to end on the embedded model;
     results.json has the triplet section (numbers or nulls with reasons) and report.html shows it in Chromium."""
     sys.path.insert(0, str(Path(__file__).parent))
     from browser import chromium, render_headless
