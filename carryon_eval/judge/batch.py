@@ -197,7 +197,8 @@ def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[Chat
         return key, None, f"HTTP {response.get('status_code')}"
     body = response.get("body") or {}
     try:
-        result = _parse_completion(ChatCompletion.model_validate(body), want_logprobs=True)
+        ChatCompletion.model_validate(body)   # the whole shape, as the Batch API documents it
+        result = _parse_completion(body, want_logprobs=True)
     except Exception as exc:  # noqa: BLE001 - a malformed line is one failure, not the end of the import
         return key, None, f"unparseable reply ({type(exc).__name__})"
     if not result.text:

@@ -78,6 +78,7 @@ log = logging.getLogger("carryon.client")
 
 _MAX_RETRY_AFTER = 300.0   # never sleep longer than this on a single Retry-After
 _MSG_LIMIT = 300           # max characters of server text quoted in an EndpointError
+_CHAT_PATH = "/chat/completions"
 
 # ---------------------------------------------------------------- adaptive concurrency (AIMD)
 class _AdaptiveLimiter:
@@ -415,10 +416,20 @@ class Endpoint:
                         self._where(), ", ".join(rejected), probe.form)
 
     async def _attempt(self, kwargs: dict, *, want_logprobs: bool) -> ChatResult:
-        """One HTTP call. Raises _Retry for retryable failures, APIStatusError for the rest."""
+        """One HTTP call. Raises _Retry for retryable failures, APIStatusError for the rest.
+
+        The request goes through the client's public ``post`` with the body as it is sent (``kwargs`` are
+        already plain JSON; ``extra_body`` merged in last, as the SDK merges it) and comes back as the raw
+        HTTP response, read here: the SDK's per-call request transform and response-model construction are
+        skipped, while its transport, headers, authentication and status errors are the same."""
         timeout = self.config.timeout
+        body = kwargs
+        if "extra_body" in kwargs:
+            body = {k: v for k, v in kwargs.items() if k != "extra_body"}
+            body.update(kwargs["extra_body"])
         try:
-            resp = await _within(self._http().chat.completions.create(**kwargs), timeout)   # the whole request
+            resp = await _within(self._http().post(_CHAT_PATH, body=body, cast_to=_httpx().Response), timeout)
+            data = resp.json()
         except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
             failed = _not_a_timeout(exc)
             raise _Retry(f"connection failed: {failed}" if failed else f"timed out after {timeout:g}s") from None
@@ -435,10 +446,10 @@ class Endpoint:
                 raise _Retry(f"HTTP {code}: {_status_message(exc)}", _retry_after(exc.response.headers),
                              status=code) from None
             raise
-        except ValueError as exc:   # body announced as JSON but is not (json.JSONDecodeError)
+        except (ValueError, UnicodeDecodeError) as exc:   # a body that is not JSON (json.JSONDecodeError)
             raise _Retry(f"malformed response (not JSON: {exc.__class__.__name__})") from None
         try:
-            return _parse_completion(resp, want_logprobs)
+            return _parse_completion(data, want_logprobs)
         except _Malformed as exc:
             raise _Retry(f"malformed response ({exc})") from None
 
@@ -453,16 +464,20 @@ class Endpoint:
 
 # ---------------------------------------------------------------- the HTTP transport
 def http_client(name: str, concurrency: int) -> Any:
-    """The openai client's HTTP client: aiohttp's transport (``openai[aiohttp]``) or httpx's, with a connection
-    pool as large as the requests this endpoint lets in flight (the AIMD ceiling), all of them kept alive."""
+    """The openai client's HTTP client: aiohttp's transport (``openai[aiohttp]``) or httpx's, with at most as many
+    connections as the requests this endpoint lets in flight (the AIMD ceiling). aiohttp keeps all of them alive;
+    httpx keeps at most ``HTTPX_KEEPALIVE`` idle ones, the SDK's own default: its pool walks every connection it
+    holds on each request, and keeping 256 alive costs more than reopening some (bench/README.md)."""
     if name not in HTTP_CLIENTS:
         raise ValueError(f"unknown HTTP client {name!r}; expected one of {list(HTTP_CLIENTS)}")
-    limits = _httpx().Limits(max_connections=max(1, concurrency), max_keepalive_connections=max(1, concurrency))
+    size = max(1, concurrency)
     if name == "aiohttp":
-        return openai.DefaultAioHttpClient(limits=limits)
-    return openai.DefaultAsyncHttpxClient(limits=limits)
+        return openai.DefaultAioHttpClient(limits=_httpx().Limits(max_connections=size, max_keepalive_connections=size))
+    return openai.DefaultAsyncHttpxClient(limits=_httpx().Limits(max_connections=size,
+                                                                 max_keepalive_connections=min(size, HTTPX_KEEPALIVE)))
 
 
+HTTPX_KEEPALIVE = 100
 _HTTPX: list[Any] = []
 
 
@@ -491,54 +506,59 @@ async def _within(awaitable: Any, seconds: float) -> Any:
 
 
 # ---------------------------------------------------------------- helpers
-def _reasoning_of(message: Any) -> Optional[str]:
+def _reasoning_of(message: dict) -> Optional[str]:
     """The reasoning a provider returns beside the answer: ``reasoning_content`` (vLLM, DeepSeek, llama.cpp)
     or ``reasoning`` (OpenRouter, newer vLLM)."""
-    if message is None:
-        return None
     for name in ("reasoning_content", "reasoning"):
-        value = getattr(message, name, None)
+        value = message.get(name)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
 
 
-def _parse_completion(resp: Any, want_logprobs: bool) -> ChatResult:
-    if isinstance(resp, (str, bytes)) or resp is None:
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
+    """A ChatResult from the JSON body of a chat completion (as the server sent it, or a batch output line's)."""
+    if not isinstance(body, dict):
         raise _Malformed("body is not a JSON chat completion")
-    try:
-        choices = resp.choices
-        if not choices:
-            raise _Malformed("no choices")
-        choice = choices[0]
-        message = choice.message
-        text = message.content if message is not None else None
-        if text is not None and not isinstance(text, str):
-            raise _Malformed("content is not a string")
-        reasoning = _reasoning_of(message)
-        if reasoning and text:   # kept with the answer, as the <think> block every reader strips
-            text = f"<think>{reasoning}</think>\n{text}"
-        finish_reason = choice.finish_reason
-        usage = getattr(resp, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
-        details = getattr(usage, "completion_tokens_details", None) if usage is not None else None
-        reasoning_tokens = int(getattr(details, "reasoning_tokens", 0) or 0) if details is not None else 0
-        if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
-            completion_tokens += reasoning_tokens
-        top: Optional[list[tuple[str, float]]] = None
-        if want_logprobs:
-            lp = getattr(choice, "logprobs", None)
-            content = getattr(lp, "content", None) if lp is not None else None
-            if content:
-                first = content[0]
-                given = getattr(first, "top_logprobs", None)
-                if given:
-                    top = [(str(t.token), float(t.logprob)) for t in given]
-    except _Malformed:
-        raise
-    except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
-        raise _Malformed(f"unexpected shape: {exc.__class__.__name__}") from None
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _Malformed("no choices")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise _Malformed("unexpected shape: a choice is not an object")
+    message = choice.get("message")
+    if message is not None and not isinstance(message, dict):
+        raise _Malformed("unexpected shape: the message is not an object")
+    message = message or {}
+    text = message.get("content")
+    if text is not None and not isinstance(text, str):
+        raise _Malformed("content is not a string")
+    reasoning = _reasoning_of(message)
+    if reasoning and text:   # kept with the answer, as the <think> block every reader strips
+        text = f"<think>{reasoning}</think>\n{text}"
+    finish_reason = choice.get("finish_reason")
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    prompt_tokens, completion_tokens = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    details = usage.get("completion_tokens_details")
+    reasoning_tokens = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
+    if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
+        completion_tokens += reasoning_tokens
+    top: Optional[list[tuple[str, float]]] = None
+    if want_logprobs:
+        lp = choice.get("logprobs")
+        content = lp.get("content") if isinstance(lp, dict) else None
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            given = content[0].get("top_logprobs")
+            if isinstance(given, list) and given:
+                try:
+                    top = [(str(t["token"]), float(t["logprob"])) for t in given]
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise _Malformed(f"unexpected shape: top_logprobs ({exc.__class__.__name__})") from None
     return ChatResult(text=text, finish_reason=finish_reason if isinstance(finish_reason, str) else None,
                       prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       cached=False, top_logprobs=top)
