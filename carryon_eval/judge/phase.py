@@ -39,6 +39,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.progress import Progress
 from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
+from carryon_eval.run.heap import many_calls
 from carryon_eval.run.records import JudgePass, JudgeSettings, ScorerTally
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import ScoringPlan
@@ -255,7 +256,8 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     if incoming is not None:
         workers.append(asyncio.ensure_future(_take(incoming, judging, n_workers, bar)))
     try:
-        await asyncio.gather(*workers)
+        with many_calls():
+            await asyncio.gather(*workers)
     except EndpointGone as exc:       # the judge stopped answering: write what there is, then end the phase
         gone = exc
     finally:

@@ -28,6 +28,7 @@ from carryon_eval.parsing import strip_reasoning
 from carryon_eval.progress import Progress
 from carryon_eval.run.records import Generation
 from carryon_eval.run.folder import RunFolder, has_empty_reply
+from carryon_eval.run.heap import many_calls
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.rollout.simulator import SimulatorError, UserSimulator
 from carryon_eval.suite import Job, JobGeneration
@@ -82,7 +83,8 @@ async def rollout(jobs: Sequence[Job], bench: Benchmark, run: RunFolder, target:
         # one waits for that one alone
         player.pending = {key: asyncio.ensure_future(player.first_reply(job, owners.get(key)))
                           for key, job in sorted(first.items(), key=lambda kv: order.get(kv[0], len(order)))}
-        await _all_of([*player.pending.values(), *(player.converse(j) for j in conversations)])
+        with many_calls():
+            await _all_of([*player.pending.values(), *(player.converse(j) for j in conversations)])
     finally:
         player.bar.close()
         player.writer.shutdown(wait=True)
