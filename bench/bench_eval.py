@@ -33,12 +33,13 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BC = [["benign_justification"], ["pushback", "benign_reasking"], ["delaying", "pushback", "benign_justification"],
@@ -97,17 +98,17 @@ def expected_rollout_requests(n_queries: int) -> int:
 # ---------------------------------------------------------------- contenders (each in its own process)
 async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
                   http_client: str = "aiohttp") -> dict[str, Any]:
-    from carryon_eval.model.cache import ResponseCache
-    from carryon_eval.model.client import Endpoint, EndpointConfig
+    from carryon_eval.app.pipeline import judge_while_rolling_out
     from carryon_eval.dataset.load import load_benchmark
     from carryon_eval.judge.phase import judge_run
-    from carryon_eval.app.pipeline import judge_while_rolling_out
-    from carryon_eval.run.records import Generation, JudgeSettings
+    from carryon_eval.model.cache import ResponseCache
+    from carryon_eval.model.client import Endpoint, EndpointConfig
     from carryon_eval.rollout.play import rollout
-    from carryon_eval.suite import plan_jobs
-    from carryon_eval.run.folder import RunFolder
-    from carryon_eval.schema import CONDITIONS
     from carryon_eval.rollout.simulator import UserSimulator
+    from carryon_eval.run.folder import RunFolder
+    from carryon_eval.run.records import Generation, JudgeSettings
+    from carryon_eval.schema import CONDITIONS
+    from carryon_eval.suite import plan_jobs
 
     bench = load_benchmark(data)
     run = RunFolder(work / f"run-{kind}-{http_client}")
@@ -145,6 +146,30 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
     return {"n": len(run.transcripts()), **timed}
 
 
+def bare_call(client: Any, path: str, **body: Any) -> Any:
+    """One chat completion, its reply text: through ``chat.completions.create`` (the SDK's typed method) or, with
+    path "post", the client's public ``post`` with the body as sent and the raw response read as JSON (what the
+    evaluator's endpoint client does)."""
+    async def call() -> str:
+        if path == "post":
+            r = await client.post("/chat/completions", body=body, cast_to=RESPONSE)
+            return r.json()["choices"][0]["message"]["content"] or ""
+        r = await client.chat.completions.create(**body)
+        return r.choices[0].message.content or ""
+    return call()
+
+
+def _response_class() -> Any:
+    try:
+        import httpx2 as httpx  # openai 3 is built on httpx2
+    except ImportError:  # pragma: no cover - openai before 3
+        import httpx
+    return httpx.Response
+
+
+RESPONSE: Any = None
+
+
 def bare_client(url: str, transport: str) -> Any:
     """openai.AsyncOpenAI on its default transport (httpx), or on aiohttp's (openai[aiohttp])."""
     import openai
@@ -158,32 +183,30 @@ JUDGE_SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "stric
 FILLER = "You are judging one reply of an assistant against one checklist item. " * 15   # ~1,100 characters
 
 
-async def bare_judge(n_calls: int, url: str, concurrency: int, transport: str) -> int:
+async def bare_judge(n_calls: int, url: str, concurrency: int, transport: str, path: str = "create") -> int:
     """`n_calls` judge-like calls (a ~1,100-character prompt, max_tokens 8, the verdict schema), nothing else."""
     client = bare_client(url, transport)
     gate = asyncio.Semaphore(concurrency)
 
     async def call(i: int) -> str:
         async with gate:
-            r = await client.chat.completions.create(
-                model="jdg", messages=[{"role": "user", "content": f"{FILLER}\nItem {i}: is it fulfilled?"}],
-                max_tokens=8, temperature=0, response_format=JUDGE_SCHEMA)
-            return r.choices[0].message.content or ""
+            return await bare_call(client, path, model="jdg",
+                                   messages=[{"role": "user", "content": f"{FILLER}\nItem {i}: is it fulfilled?"}],
+                                   max_tokens=8, temperature=0, response_format=JUDGE_SCHEMA)
 
     await asyncio.gather(*(call(i) for i in range(n_calls)))
     await client.close()
     return n_calls
 
 
-async def bare(data: Path, url: str, concurrency: int, transport: str = "httpx") -> int:
+async def bare(data: Path, url: str, concurrency: int, transport: str = "httpx", path: str = "create") -> int:
     plan = conversations(sum(1 for _ in open(data / "queries.jsonl")))
     client = bare_client(url, transport)
     gate = asyncio.Semaphore(concurrency)
 
     async def call(model: str, messages: list[dict]) -> str:
         async with gate:
-            r = await client.chat.completions.create(model=model, messages=messages, max_tokens=256, temperature=0)
-            return r.choices[0].message.content or ""
+            return await bare_call(client, path, model=model, messages=list(messages), max_tokens=256, temperature=0)
 
     async def conversation(conv: dict, first: str) -> None:
         messages = [{"role": "user", "content": f"query {conv['query_id']}"}, {"role": "assistant", "content": first}]
@@ -240,7 +263,9 @@ samples = [Sample(input="x", id=q, metadata={"query_id": q, "convs": m}) for q, 
 t0, c0 = time.perf_counter(), time.process_time()
 inspect_eval(Task(dataset=samples, solver=play()), model="openai/tgt", model_base_url=url, display="none",
              max_samples=concurrency, max_connections=concurrency, log_dir=sys.argv[4], log_level="error")
-print(json.dumps({"n": len(plan), "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+import resource
+print(json.dumps({"n": len(plan), "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
 
@@ -270,12 +295,20 @@ t0, c0 = time.perf_counter(), time.process_time()
 inspect_eval(Task(dataset=samples, solver=judge()), model="openai/jdg", model_base_url=url, display="none",
              max_samples=max(1, concurrency // per + 1), max_connections=concurrency, log_dir=sys.argv[4],
              log_level="error")
-print(json.dumps({"n": n_calls, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+import resource
+print(json.dumps({"n": n_calls, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
 
-def run_contender(kind: str, args: argparse.Namespace, work: Path, url: Optional[str] = None,
-                  concurrency: Optional[int] = None, transport: str = "aiohttp") -> dict[str, Any]:
+def contender_name(kind: str, transport: str, path: str = "create") -> str:
+    if kind.startswith("inspect"):
+        return kind
+    return f"{kind} ({transport}{', post' if path == 'post' else ''})"
+
+
+def run_contender(kind: str, args: argparse.Namespace, work: Path, url: str | None = None,
+                  concurrency: int | None = None, transport: str = "aiohttp", path: str = "create") -> dict[str, Any]:
     url, concurrency = url or args.url, concurrency or args.concurrency
     env = {**os.environ, "OPENAI_API_KEY": "x"}
     if kind == "inspect":
@@ -287,9 +320,9 @@ def run_contender(kind: str, args: argparse.Namespace, work: Path, url: Optional
     else:
         cmd = [sys.executable, __file__, "--contender", kind, "--data", str(args.data), "--url", url,
                "--concurrency", str(concurrency), "--work", str(work), "--http-client", transport,
-               "--judge-calls", str(args.judge_calls)]
+               "--sdk-path", path, "--judge-calls", str(args.judge_calls)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    name = kind if kind.startswith("inspect") else f"{kind} ({transport})"
+    name = contender_name(kind, transport, path)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]
         print(f"{name} failed: {last}", file=sys.stderr, flush=True)
@@ -300,8 +333,13 @@ def run_contender(kind: str, args: argparse.Namespace, work: Path, url: Optional
 
 
 def contender_main(args: argparse.Namespace) -> None:
-    """One contender, timed from after its imports: wall time and this process's CPU time."""
+    """One contender, timed from after its imports: wall time and this process's CPU time (its threads too),
+    and its peak resident memory."""
+    import resource
+
     import openai  # noqa: F401 - imported before the clock starts, as inspect-ai's script does
+    global RESPONSE
+    RESPONSE = _response_class()
     if not args.contender.startswith("bare"):
         import carryon_eval.judge.phase  # noqa: F401
     if args.contender in ("bare", "bare-judge"):
@@ -309,13 +347,14 @@ def contender_main(args: argparse.Namespace) -> None:
             import aiohttp  # noqa: F401 - imported before the clock starts, like openai
         t0, c0 = time.perf_counter(), time.process_time()
         if args.contender == "bare":
-            n = asyncio.run(bare(Path(args.data), args.url, args.concurrency, args.http_client))
+            n = asyncio.run(bare(Path(args.data), args.url, args.concurrency, args.http_client, args.sdk_path))
         else:
-            n = asyncio.run(bare_judge(args.judge_calls, args.url, args.concurrency, args.http_client))
-        print(json.dumps({"n": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
+            n = asyncio.run(bare_judge(args.judge_calls, args.url, args.concurrency, args.http_client, args.sdk_path))
+        row = {"n": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
     else:
-        print(json.dumps(asyncio.run(carryon(args.contender, Path(args.data), args.url, args.concurrency,
-                                             Path(args.work), args.http_client))))
+        row = asyncio.run(carryon(args.contender, Path(args.data), args.url, args.concurrency,
+                                  Path(args.work), args.http_client))
+    print(json.dumps({**row, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
 def judge_calls(n_queries: int) -> int:
@@ -324,12 +363,29 @@ def judge_calls(n_queries: int) -> int:
     return 3 * replies
 
 
+def median_rows(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per contender, the median wall and CPU time over the rounds (and the largest peak memory); a contender
+    that failed in any round is reported as failed."""
+    out: dict[str, Any] = {}
+    for name in rounds[0]:
+        runs = [r[name] for r in rounds]
+        failed = [r["failed"] for r in runs if "failed" in r]
+        if failed:
+            out[name] = {"contender": name, "failed": failed[0]}
+            continue
+        out[name] = {"contender": name, "n": runs[0]["n"], "wall": statistics.median(r["wall"] for r in runs),
+                     "cpu": statistics.median(r["cpu"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs),
+                     "walls": [round(r["wall"], 2) for r in runs], "cpus": [round(r["cpu"], 2) for r in runs]}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--judge-concurrency", type=int, default=256, help="of the judge-only runs at 0 ms latency")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of every contender, interleaved; medians reported")
     ap.add_argument("--port", type=int, default=8931)
     ap.add_argument("--inspect-python", default=None)
     ap.add_argument("--contender")
@@ -337,6 +393,7 @@ def main() -> None:
     ap.add_argument("--url")
     ap.add_argument("--work")
     ap.add_argument("--http-client", default="aiohttp")
+    ap.add_argument("--sdk-path", default="create", choices=("create", "post"))
     ap.add_argument("--judge-calls", type=int, default=0)
     args = ap.parse_args()
     if args.contender:
@@ -349,24 +406,30 @@ def main() -> None:
                for port, latency in ((args.port, args.latency), (args.port + 1, 0.0))]
     load = os.getloadavg()
     inspect = bool(args.inspect_python)
+    slow = [("bare", "httpx", "create"), ("bare", "aiohttp", "create"), ("bare", "aiohttp", "post"),
+            ("rollout", "aiohttp", "create"), ("rollout", "httpx", "create"), ("judge", "aiohttp", "create"),
+            ("e2e", "aiohttp", "create")] + ([("inspect", "", "create")] if inspect else [])
+    fast = [("bare-judge", "httpx", "create"), ("bare-judge", "aiohttp", "create"), ("bare-judge", "aiohttp", "post"),
+            ("judge0", "aiohttp", "create"), ("judge0", "httpx", "create")] \
+        + ([("inspect-judge", "", "create")] if inspect else [])
+    slow_rounds, fast_rounds = [], []
     try:
         time.sleep(1.0)
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            args.data = write_dataset(work / "data", args.queries)
-            slow = [("bare", "httpx"), ("bare", "aiohttp"), ("rollout", "aiohttp"), ("rollout", "httpx"),
-                    ("judge", "aiohttp"), ("e2e", "aiohttp")] + ([("inspect", "")] if inspect else [])
-            rows = {f"{k} ({t})" if t else k: run_contender(k, args, work, transport=t or "aiohttp") for k, t in slow}
-            fast = [("bare-judge", "httpx"), ("bare-judge", "aiohttp"), ("judge0", "aiohttp"), ("judge0", "httpx")] \
-                + ([("inspect-judge", "")] if inspect else [])
-            jc = args.judge_concurrency
-            judge_rows = {f"{k} ({t})" if t else k: run_contender(k, args, work, fast_url, jc, t or "aiohttp")
-                          for k, t in fast}
+        for round_ in range(args.repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                args.data = write_dataset(work / "data", args.queries)
+                slow_rounds.append({contender_name(k, t, p): run_contender(k, args, work, transport=t or "aiohttp",
+                                                                           path=p) for k, t, p in slow})
+                fast_rounds.append({contender_name(k, t, p): run_contender(k, args, work, fast_url,
+                                                                           args.judge_concurrency, t or "aiohttp", p)
+                                    for k, t, p in fast})
+            print(f"round {round_ + 1} of {args.repeat} done", file=sys.stderr, flush=True)
     finally:
         for server in servers:
             server.terminate()
             server.wait()
-    report(args, rows, judge_rows, load, os.getloadavg())
+    report(args, median_rows(slow_rounds), median_rows(fast_rounds), load, os.getloadavg())
 
 
 def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str, Any], load_before: Any,
@@ -376,46 +439,56 @@ def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str,
             print(f"{name}: FAILED ({r['failed']})")
     rows = {k: v for k, v in rows.items() if "failed" not in v}
     judge_rows = {k: v for k, v in judge_rows.items() if "failed" not in v}
-    nan = {"wall": float("nan"), "cpu": float("nan")}
+    nan = {"wall": float("nan"), "cpu": float("nan"), "rss_mb": float("nan")}
     rows.setdefault("bare (httpx)", nan)
     judge_rows.setdefault("bare-judge (httpx)", nan)
     n_rollout, n_judge = expected_rollout_requests(args.queries), args.judge_calls
     print(f"{args.queries} queries, {len(conversations(args.queries))} conversations, {n_rollout} rollout requests, "
           f"{n_judge} judge calls; latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores")
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores; "
+          f"median of {args.repeat} round(s)")
     # the floor: the longest chain of dependent requests (turn-1 reply, then 2 per move of a 5-move
     # conversation) times the latency, or the requests over the concurrency, whichever is larger
     print(f"rollout floor {max(11, n_rollout / args.concurrency) * args.latency:.2f} s")
     base = rows["bare (httpx)"]
-    print("\n| contender | wall s | CPU s | CPU ms / call | CPU vs bare (httpx) | wall vs bare (httpx) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("\n| contender | wall s | CPU s | CPU ms / call | peak RSS MB | CPU vs bare (httpx) | wall vs bare (httpx) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, r in rows.items():
         calls = n_judge if name.startswith("judge") else n_rollout
         per = 1000 * r["cpu"] / calls
         ratio = "" if name.startswith(("judge", "e2e")) else f"{r['cpu'] / base['cpu']:.2f}"
         wall = "" if name.startswith(("judge", "e2e")) else f"{r['wall'] / base['wall']:.2f}"
-        print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {per:.2f} | {ratio} | {wall} |")
+        print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {per:.2f} | {r['rss_mb']:.0f} | {ratio} | {wall} |")
     print()
-    for t in ("aiohttp", "httpx"):
-        over = 1000 * (rows.get(f"rollout ({t})", nan)["cpu"] - rows.get(f"bare ({t})", nan)["cpu"]) / n_rollout
-        print(f"rollout overhead above the SDK on {t}: {over:.2f} ms CPU per request")
-    longer = max(rows.get("rollout (aiohttp)", nan)["wall"], rows.get("judge (aiohttp)", nan)["wall"])
+    mine = rows.get("rollout (aiohttp)", nan)
+    for floor in ("bare (httpx)", "bare (aiohttp)", "bare (aiohttp, post)"):
+        over = 1000 * (mine["cpu"] - rows.get(floor, nan)["cpu"]) / n_rollout
+        print(f"rollout (aiohttp) CPU above {floor}: {over:.2f} ms per request")
+    over = 1000 * (rows.get("rollout (httpx)", nan)["cpu"] - base["cpu"]) / n_rollout
+    print(f"rollout (httpx) CPU above bare (httpx): {over:.2f} ms per request")
+    longer = max(mine["wall"], rows.get("judge (aiohttp)", nan)["wall"])
     print(f"rollout + judge end to end: {rows.get('e2e (aiohttp)', nan)['wall'] / longer:.2f}x the longer phase alone "
           f"({longer:.2f} s)")
-    mine = rows.get("rollout (aiohttp)", nan)["wall"]
-    print(f"rollout wall vs bare loop: {mine / base['wall']:.2f}x (httpx bare), "
-          f"{mine / rows.get('bare (aiohttp)', nan)['wall']:.2f}x (aiohttp bare)")
+    print(f"rollout wall vs bare loop: {mine['wall'] / base['wall']:.2f}x (httpx bare), "
+          f"{mine['wall'] / rows.get('bare (aiohttp)', nan)['wall']:.2f}x (aiohttp bare)")
     print(f"\njudge only, {n_judge} calls, 0 ms latency, concurrency {args.judge_concurrency}:")
     jbase = judge_rows["bare-judge (httpx)"]
-    print("| contender | wall s | CPU s | CPU ms / call | calls / s / core (CPU) | calls / s (wall) | CPU vs bare (httpx) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| contender | wall s | CPU s | CPU ms / call | calls / s / core (CPU) | calls / s (wall) | peak RSS MB | "
+          "CPU vs bare (httpx) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, r in judge_rows.items():
         print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {1000 * r['cpu'] / n_judge:.2f} | "
-              f"{n_judge / r['cpu']:.0f} | {n_judge / r['wall']:.0f} | {r['cpu'] / jbase['cpu']:.2f} |")
-    for t in ("aiohttp", "httpx"):
-        over = 1000 * (judge_rows.get(f"judge0 ({t})", nan)["cpu"] - judge_rows.get(f"bare-judge ({t})", nan)["cpu"]) \
-            / n_judge
-        print(f"judge overhead above the SDK on {t}: {over:.2f} ms CPU per call")
+              f"{n_judge / r['cpu']:.0f} | {n_judge / r['wall']:.0f} | {r['rss_mb']:.0f} | {r['cpu'] / jbase['cpu']:.2f} |")
+    mine = judge_rows.get("judge0 (aiohttp)", nan)
+    for floor in ("bare-judge (httpx)", "bare-judge (aiohttp)", "bare-judge (aiohttp, post)"):
+        over = 1000 * (mine["cpu"] - judge_rows.get(floor, nan)["cpu"]) / n_judge
+        print(f"judge (aiohttp) CPU above {floor}: {over:.2f} ms per call")
+    over = 1000 * (judge_rows.get("judge0 (httpx)", nan)["cpu"] - jbase["cpu"]) / n_judge
+    print(f"judge (httpx) CPU above bare-judge (httpx): {over:.2f} ms per call")
+    print("\nper-round wall / CPU seconds:")
+    for name, r in [*rows.items(), *judge_rows.items()]:
+        if "walls" in r:
+            print(f"  {name}: wall {r['walls']}, CPU {r['cpus']}")
 
 
 if __name__ == "__main__":
