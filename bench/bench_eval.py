@@ -129,13 +129,14 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
         return await judge_run(run, bench, eps["jdg"], concurrency=concurrency, show_progress=False,
                                settings=JudgeSettings(max_tokens=8), incoming=incoming, conditions=CONDITIONS)
     t0, c0 = time.perf_counter(), time.process_time()       # the dataset is loaded: time the run alone
+    rolled = judged = None
     try:
         if kind == "rollout":
-            await play()
+            rolled = await play()
         elif kind in ("judge", "judge0"):
-            await judge()
+            judged = await judge()
         else:
-            await judge_while_rolling_out(play, judge)
+            rolled, judged = await judge_while_rolling_out(play, judge)
     finally:
         for ep in eps.values():
             await ep.aclose()
@@ -143,7 +144,10 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
     timed = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
     if kind == "rollout" and not (work / "rollout-run").exists():
         shutil.copytree(run.path, work / "rollout-run")
-    return {"n": len(run.transcripts()), **timed}
+    # complete: every conversation played, every judgment made (the harness fails a contender that is not)
+    complete = (rolled is None or (not rolled.failed and rolled.finished == rolled.total)) \
+        and (judged is None or judged.complete)
+    return {"n": len(run.transcripts()), **timed, "complete": complete}
 
 
 def bare_call(client: Any, path: str, **body: Any) -> Any:
@@ -237,21 +241,29 @@ from inspect_ai.solver import solver
 
 plan, url, concurrency = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 cfg = GenerateConfig(max_connections=concurrency, max_tokens=256, temperature=0, max_retries=0)
+CALLS = [0]   # completions received (the harness checks them against the call graph)
+
+async def gen(model, messages):
+    out = await model.generate(messages)
+    if not out.completion:
+        raise RuntimeError("empty completion: " + str(out.error or out.stop_reason))
+    CALLS[0] += 1
+    return out.completion
 
 @solver
 def play():
     async def solve(state, generate):
-        tgt = get_model("openai/tgt", base_url=url, api_key="x", config=cfg)
-        sim = get_model("openai/sim", base_url=url, api_key="x", config=cfg)
+        tgt = get_model("openai/tgt", base_url=url, api_key="x", config=cfg, responses_api=False)
+        sim = get_model("openai/sim", base_url=url, api_key="x", config=cfg, responses_api=False)
         qid = state.metadata["query_id"]
         async def conversation(moves, first):
             messages = [ChatMessageUser(content="query " + qid), ChatMessageAssistant(content=first)]
             for move in moves:
-                turn = (await sim.generate([ChatMessageUser(content="write a " + move + " turn")])).completion
+                turn = await gen(sim, [ChatMessageUser(content="write a " + move + " turn")])
                 messages.append(ChatMessageUser(content=turn))
-                messages.append(ChatMessageAssistant(content=(await tgt.generate(messages)).completion))
-        oracle = asyncio.ensure_future(tgt.generate([ChatMessageUser(content="oracle " + qid)]))
-        first = (await tgt.generate([ChatMessageUser(content="query " + qid)])).completion
+                messages.append(ChatMessageAssistant(content=await gen(tgt, messages)))
+        oracle = asyncio.ensure_future(gen(tgt, [ChatMessageUser(content="oracle " + qid)]))
+        first = await gen(tgt, [ChatMessageUser(content="query " + qid)])
         await asyncio.gather(oracle, *(conversation(m, first) for m in state.metadata["convs"]))
         return state
     return solve
@@ -261,10 +273,11 @@ for c in plan:
     by_query.setdefault(c["query_id"], []).append(c["moves"])
 samples = [Sample(input="x", id=q, metadata={"query_id": q, "convs": m}) for q, m in by_query.items()]
 t0, c0 = time.perf_counter(), time.process_time()
-inspect_eval(Task(dataset=samples, solver=play()), model="openai/tgt", model_base_url=url, display="none",
-             max_samples=concurrency, max_connections=concurrency, log_dir=sys.argv[4], log_level="error")
+log = inspect_eval(Task(dataset=samples, solver=play()), model="openai/tgt", model_base_url=url, display="none",
+                   max_samples=concurrency, max_connections=concurrency, log_dir=sys.argv[4], log_level="error")[0]
 import resource
 print(json.dumps({"n": len(plan), "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                  "calls": CALLS[0], "status": log.status,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
@@ -278,25 +291,33 @@ from inspect_ai.solver import solver
 
 n_calls, url, concurrency, per = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), 50
 cfg = GenerateConfig(max_connections=concurrency, max_tokens=8, temperature=0, max_retries=0)
+CALLS = [0]
+
+async def gen(model, content):
+    out = await model.generate([ChatMessageUser(content=content)])
+    if not out.completion:
+        raise RuntimeError("empty completion: " + str(out.error or out.stop_reason))
+    CALLS[0] += 1
 FILLER = "You are judging one reply of an assistant against one checklist item. " * 15
 
 @solver
 def judge():
     async def solve(state, generate):
-        jdg = get_model("openai/jdg", base_url=url, api_key="x", config=cfg)
+        jdg = get_model("openai/jdg", base_url=url, api_key="x", config=cfg, responses_api=False)
         first = state.metadata["first"]
-        await asyncio.gather(*(jdg.generate([ChatMessageUser(content=FILLER + "\\nItem " + str(i) + ": is it fulfilled?")])
+        await asyncio.gather(*(gen(jdg, FILLER + "\\nItem " + str(i) + ": is it fulfilled?")
                                for i in range(first, min(first + per, n_calls))))
         return state
     return solve
 
 samples = [Sample(input="x", id=str(k), metadata={"first": k}) for k in range(0, n_calls, per)]
 t0, c0 = time.perf_counter(), time.process_time()
-inspect_eval(Task(dataset=samples, solver=judge()), model="openai/jdg", model_base_url=url, display="none",
-             max_samples=max(1, concurrency // per + 1), max_connections=concurrency, log_dir=sys.argv[4],
-             log_level="error")
+log = inspect_eval(Task(dataset=samples, solver=judge()), model="openai/jdg", model_base_url=url, display="none",
+                   max_samples=max(1, concurrency // per + 1), max_connections=concurrency, log_dir=sys.argv[4],
+                   log_level="error")[0]
 import resource
 print(json.dumps({"n": n_calls, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                  "calls": CALLS[0], "status": log.status,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
@@ -329,6 +350,14 @@ def run_contender(kind: str, args: argparse.Namespace, work: Path, url: str | No
         return {"contender": name, "failed": last}
     row = {"contender": name, **json.loads(proc.stdout.strip().splitlines()[-1])}
     print(json.dumps(row), file=sys.stderr, flush=True)
+    if row.get("complete") is False:
+        print(f"{name} failed: the run is incomplete", file=sys.stderr, flush=True)
+        return {"contender": name, "failed": "the run is incomplete"}
+    expected = args.judge_calls if kind == "inspect-judge" else expected_rollout_requests(args.queries)
+    if "calls" in row and (row["status"] != "success" or row["calls"] != expected):
+        why = f"status {row['status']}, {row['calls']} of {expected} calls answered"
+        print(f"{name} failed: {why}", file=sys.stderr, flush=True)
+        return {"contender": name, "failed": why}
     return row
 
 
