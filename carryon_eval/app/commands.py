@@ -24,7 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Optional, Protocol, Sequence
 
 from carryon_eval import __version__
 
@@ -32,7 +32,7 @@ from carryon_eval import defaults
 from carryon_eval.human.annotate import sample_cases, strata_counts, write_annotation
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.cli_common import is_local
-from carryon_eval.model.client import Endpoint, EndpointConfig, UsageLedger
+from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.app.pipeline import judge_while_rolling_out
@@ -56,6 +56,9 @@ from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, export
                                 refuse_missing, selected, suites)
 from carryon_eval.judge.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from carryon_eval.model.client import Endpoint
 
 ROLES = ("target", "user", "judge")
 SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
@@ -204,13 +207,14 @@ class Session:
             self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
         return self._server
 
-    def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> Endpoint:
+    def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> "Endpoint":
         """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
         cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
         cache = self._caches.get(run.cache_dir)
         if cache is None:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         register_key_of(config.api_key_env)          # its value is masked in everything written
+        from carryon_eval.model.client import Endpoint   # the openai library, only for a command that calls
         ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
         self._opened.append(ep)
         if role is not None:
@@ -278,6 +282,7 @@ class Session:
 
 async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:
     """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
+    from carryon_eval.model.client import Endpoint
     probes = [Endpoint(c, model_check=model_check) for c in configs]
     try:
         await check_endpoints(probes)
