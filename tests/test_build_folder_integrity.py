@@ -1,4 +1,4 @@
-"""`carryon-build build` never deletes a user's files (issue 11): a rebuild replaces only what the earlier
+"""`carryon-build build` never deletes a user's files: a rebuild replaces only what the earlier
 build's MANIFEST lists, refuses with one line when other files are there unless --force (which keeps them);
 --out naming a file, and a malformed MANIFEST.json given to verify, are one line, not a traceback."""
 from __future__ import annotations

@@ -417,7 +417,7 @@ def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, 
 
     main = scripted_server(echo, models=MAIN_MODELS)
     judge = scripted_server(echo, models=(JUDGE,))
-    # no query is kept: the build stops at the stage that dropped the last ones and writes nothing (issue 14)
+    # no query is kept: the build stops at the stage that dropped the last ones and writes nothing
     stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=lambda m: None)
     with pytest.raises(NoQueryKept) as stopped:
         build(source, tmp_path / "ds", limit=3, llm_stages=stages, log=lambda m: None)
@@ -463,7 +463,7 @@ def test_a_server_refusing_json_schema_with_500_gets_json_object_for_every_stage
     check_dataset(tmp_path / "ds", queries)
     log = [(b, st) for srv in (main, judge) for b, st in zip(srv.requests, srv.statuses)]
     structured = {"intents", "harm_filter", "decompose", "merge", "item_filter",
-                  "malicious_intent", "paraphrase"}       # the triplet stages (issue 12) ask for JSON too
+                  "malicious_intent", "paraphrase"}       # the triplet stages ask for JSON too
 
     def same(b: dict) -> str:
         return body_key({k: v for k, v in b.items() if k != "response_format"})
@@ -555,7 +555,7 @@ def test_dry_run_with_the_local_model_starts_nothing(source, tmp_path):
 
 # ---------------------------------------------------------------- the embedded model (slow)
 def read_or_absent(out: Path, config: str) -> list[dict[str, Any]]:
-    """A config's rows; a config with no rows is not written (issue 16) and the manifest counts 0 for it."""
+    """A config's rows; a config with no rows is not written and the manifest counts 0 for it."""
     if not (out / "data" / config / "test.parquet").exists():
         assert json.loads((out / "MANIFEST.json").read_text())["counts"][config] == 0, config
         return []
@@ -579,7 +579,7 @@ def _check_local_build(out: Path) -> None:
 
 def _check_local_build_or_one_line(res: subprocess.CompletedProcess, out: Path) -> bool:
     """A build either writes a folder that explains every decision (True), or keeps no query and says so in
-    one line, exit 2, writing nothing (False; issue 14)."""
+    one line, exit 2, writing nothing (False)."""
     err = res.stderr.decode()
     if res.returncode == 0:
         _check_local_build(out)
@@ -631,7 +631,7 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
 
 
-# ---------------------------------------------------------------- triplets (issue 12)
+# ---------------------------------------------------------------- triplets
 def test_triplets_config_from_the_malicious_intent_and_paraphrase_stages(source, scripted_server, script, queries,
                                                                         tmp_path):
     """Each kept query with a malicious intent and 4 paraphrases is one prompt-set of 7 prompts; a query whose
@@ -716,9 +716,9 @@ def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
 @pytest.mark.xfail(strict=False, reason=(
     "measured 2026-11-30: Gemma 3 270M answers true/yes to nearly every harm_filter and item_filter verdict "
     "(10 of 12 probes, whatever the field order or a yes/no enum), so an honest build keeps no query and now "
-    "stops with one line (exit 2) instead of the 2 queries issue 14 asks for"))
+    "stops with one line (exit 2) instead of the 2 queries asked for"))
 def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
-    """Issue 14: `carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
+    """`carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
     queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
     and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")

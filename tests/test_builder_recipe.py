@@ -1,4 +1,4 @@
-"""Issue 17's builder part: the filter rule the build applied stated in card and MANIFEST, the checklist-size
+"""The builder's recipe: the filter rule the build applied stated in card and MANIFEST, the checklist-size
 rules as options with their counts, and build recipes (`--recipe FILE`, flags override, a dry run needing no
 endpoint and no source). Scripted servers, real HTTP; the source is the synthetic CASE-Bench-shaped file."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16: every config a build declares loads with `datasets.load_dataset`, and `verify` proves it.
+"""Every config a build declares loads with `datasets.load_dataset`, and `verify` proves it.
 
 A config with no rows is neither written nor declared (`datasets` cannot load an empty split); the card says
 why it is absent. The LLM builds use the scripted builder models of tests/test_builder_llm.py (real HTTP).
@@ -110,12 +110,12 @@ def test_llm_build_where_the_item_filter_drops_every_item_of_one_query(scripted_
     # A loses every item at the item filter, B is dropped by the harm filter (the script): C alone is left
     assert rows["queries"] == 1 and rows["checklists"] == 23 and rows["conversations"] == 15
     assert set(rows) == {"queries", "checklists", "flows", "conversations", "provenance", "triplets"}
-    assert rows["triplets"] == 7          # C's prompt-set (issue 12)
+    assert rows["triplets"] == 7          # C's prompt-set
     assert carryon_build("verify", out).returncode == 0
 
 
 def test_llm_build_that_keeps_no_query_writes_nothing(scripted_server, three_queries, tmp_path):
-    """Issue 14 replaced the empty folder of issue 16 (which could not be evaluated): a build whose stages keep
+    """An empty folder (which could not be evaluated) is no longer written: a build whose stages keep
     no query stops with one line naming the stage and its commonest reason, exit 2, and writes no folder."""
     source, queries = three_queries
     script = ItemFilterDrops({q.query: label for q, label in zip(queries, "ABC")}, {"A", "C"})
@@ -169,7 +169,7 @@ def test_verify_passes_on_a_fresh_build(small_build, tmp_path):
 
 
 def test_verify_names_a_declared_config_with_no_rows(small_build, tmp_path):
-    """What builds did before issue 16: a declared checklists config as a zero-row Parquet file."""
+    """What earlier builds wrote: a declared checklists config as a zero-row Parquet file."""
     folder = tmp_path / "ds"
     shutil.copytree(small_build, folder)
     write_parquet(folder / parquet_name("checklists"), "checklists", [])

@@ -35,7 +35,7 @@ def test_mlcroissant_validates_it_and_reads_the_records(built):
     dataset = mlc.Dataset(jsonld=str(built / "croissant.json"))     # raises ValidationError on any error
     assert dataset.metadata.ctx.issues.errors == set()
     assert dataset.metadata.ctx.issues.warnings == set(), dataset.metadata.ctx.issues.report()
-    # a --no-llm build declares no checklists config (it has no rows; issue 16), so Croissant has no record set for it
+    # a --no-llm build declares no checklists config (it has no rows), so Croissant has no record set for it
     assert [r.name for r in dataset.metadata.record_sets] == ["queries", "flows", "conversations"]
     flows = pq.read_table(built / "data" / "flows" / "test.parquet").to_pylist()
     records = list(dataset.records("flows"))

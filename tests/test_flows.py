@@ -6,7 +6,7 @@ import pytest
 from carryonbench_builder.flows import POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
 from carryon_eval import moves as M
 
-# Issue 2: valid sequences and, of those, the ones with no benign clarification, for 1..5 follow-ups.
+# Valid sequences and, of those, the ones with no benign clarification, for 1..5 follow-ups.
 EXPECTED = {1: (5, 2), 2: (34, 8), 3: (213, 24), 4: (1361, 80), 5: (8654, 256)}
 
 

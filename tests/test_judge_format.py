@@ -1,4 +1,4 @@
-"""Constrained judge output (issue 17): JSON-schema answers, the fallback to text, reasoning stripped.
+"""Constrained judge output: JSON-schema answers, the fallback to text, reasoning stripped.
 
 Real HTTP to the scripted server with the real openai client, as everywhere else.
 """

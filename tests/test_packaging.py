@@ -1,4 +1,4 @@
-"""Packaging (issue 9's acceptance): the wheel works installed non-editable, and the declared dependencies
+"""Packaging: the wheel works installed non-editable, and the declared dependencies
 match the imports.
 
 The wheel is built with `pip wheel --no-deps` from a clean copy of the repository's files (git's view:
@@ -142,7 +142,7 @@ def test_carryon_build_no_llm_from_the_wheel(site: Path, tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr[-3000:]
     for config in ("queries", "flows", "conversations"):
         assert (out / "data" / config / "test.parquet").is_file(), config
-    assert not (out / "data" / "checklists").exists()      # no rows in a --no-llm build: not written (issue 16)
+    assert not (out / "data" / "checklists").exists()      # no rows in a --no-llm build: not written
     assert (out / "README.md").is_file() and (out / "MANIFEST.json").is_file()
 
     tree = tmp_path / "from-tree"

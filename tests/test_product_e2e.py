@@ -1,4 +1,4 @@
-"""The product end to end (issue 5): `carryon-build build` on the shipped CASE-Bench source with its LLM
+"""The product end to end: `carryon-build build` on the shipped CASE-Bench source with its LLM
 stages run against a scripted server, then one `carryon-eval --endpoint ...` run on that dataset against a
 scripted target, user simulator and judge; it ends with results.json, table.md, the plots and report.html,
 and the report opens in headless Chromium without console errors.

@@ -1,4 +1,4 @@
-"""report.html at full scale (issue 11): a synthetic run folder of 6,150 conversations gives a summary page under
+"""report.html at full scale: a synthetic run folder of 6,150 conversations gives a summary page under
 5 MB that links one page per query; every page exists, has no script or external URL, and opens in headless
 Chromium with its transcripts. A small run keeps one self-contained report.html (tests/test_report.py)."""
 from __future__ import annotations

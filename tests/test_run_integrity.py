@@ -1,4 +1,4 @@
-"""Run integrity (issue 11): a dataset changed between a crash and its resume is refused, not mixed; bad
+"""Run integrity: a dataset changed between a crash and its resume is refused, not mixed; bad
 datasets, full disks and rejected requests end with one line; SIGTERM is Ctrl-C; stray cache files go."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Triplet evaluation (issue 12) end to end against the scripted server, with hand-computed metrics.
+"""Triplet evaluation end to end against the scripted server, with hand-computed metrics.
 
 A hand-made dataset (all text made up here) has 3 queries with 2 checklist items each and one prompt-set per
 query (benign, ambiguous + 4 paraphrases, malicious). The scripted target answers prompt P with "reply[P]";

@@ -1,4 +1,4 @@
-"""Unscored made visible end to end (issue 17): the under-95% footnote in table.md and report.html, and
+"""Unscored made visible end to end: the under-95% footnote in table.md and report.html, and
 exit 3 with one line when a condition has no scored number (everything still written)."""
 from __future__ import annotations
 
