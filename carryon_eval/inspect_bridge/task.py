@@ -39,7 +39,7 @@ from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
 from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
 from carryon_eval.triplet.risk_probe import probe_reply
-from carryon_eval.rollout.play import _Player
+from carryon_eval.rollout.play import Player
 from carryon_eval.schema import TRIPLET_CONDITION, Transcript
 from carryon_eval.judge.phase import record_row
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
@@ -119,13 +119,13 @@ class Conversations:
         self.bench, self.gen = bench, gen
         self.jobs = {j.conversation_id: j for j in jobs}
         self.memory = _Memory()
-        self.player: Optional[_Player] = None
+        self.player: Optional[Player] = None
 
-    def _ready(self) -> _Player:
+    def _ready(self) -> Player:
         if self.player is None:       # inside the eval: its models and its event loop
             target, user = InspectEndpoint(get_model()), InspectEndpoint(get_model(role=USER_ROLE))
             simulator = UserSimulator(user, temperature=self.gen.user.temperature, max_tokens=self.gen.user.max_tokens)
-            self.player = _Player(self.bench, self.memory, target, simulator,  # type: ignore[arg-type]
+            self.player = Player(self.bench, self.memory, target, simulator,  # type: ignore[arg-type]
                                   gen=self.gen.target, concurrency=1_000_000)
             self.player.bar = _Quiet()
         return self.player

@@ -10,7 +10,8 @@ import asyncio
 from typing import Any, Optional
 
 from carryon_eval.model.cache import lookup
-from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointError, EndpointWrapper
+
 
 class CallBudgetSpent(EndpointError):
     """The run's --max-calls budget is spent; the run stops cleanly and a rerun resumes it."""
@@ -50,19 +51,12 @@ class CallBudget:
             self._idle = None
 
 
-class BudgetedEndpoint:
+class BudgetedEndpoint(EndpointWrapper):
     """A ChatEndpoint whose calls count against a CallBudget."""
 
     def __init__(self, inner: ChatEndpoint, budget: CallBudget) -> None:
-        self.inner, self.budget = inner, budget
-
-    @property
-    def config(self) -> EndpointConfig:
-        return self.inner.config
-
-    @property
-    def usage(self) -> Optional[UsageLedger]:
-        return self.inner.usage
+        super().__init__(inner)
+        self.budget = budget
 
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
         _, _, hit = lookup(getattr(self.inner, "cache", None), self.inner.config, messages, params)
@@ -79,9 +73,3 @@ class BudgetedEndpoint:
         finally:
             self.budget.done(refund=refund)
         return result
-
-    async def check(self) -> None:
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

@@ -236,3 +236,28 @@ class ChatEndpoint(Protocol):
     async def check(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+class EndpointWrapper:
+    """A ChatEndpoint around another (``inner``): its config, usage, check and aclose are the inner one's, and
+    ``chat`` passes the call on; a wrapper overrides ``chat`` (a call budget, a watch on a silent role)."""
+
+    def __init__(self, inner: ChatEndpoint) -> None:
+        self.inner = inner
+
+    @property
+    def config(self) -> EndpointConfig:
+        return self.inner.config
+
+    @property
+    def usage(self) -> Optional[UsageLedger]:
+        return self.inner.usage
+
+    async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
+        return await self.inner.chat(messages, stage=stage, **params)
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

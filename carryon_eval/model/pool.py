@@ -33,7 +33,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from carryon_eval.model.endpoint import (ChatEndpoint, ChatResult, EndpointConfig, EndpointError, EndpointRejected,
-                                        UsageLedger)
+                                        EndpointWrapper, UsageLedger)
 from carryon_eval import defaults
 from carryon_eval.model.redact import redact
 
@@ -139,12 +139,13 @@ class EndpointGone(EndpointError):
     """Every endpoint of a role stopped answering (RoleWatch): the phase ends; the same command resumes."""
 
 
-class RoleWatch:
+class RoleWatch(EndpointWrapper):
     """One role's ChatEndpoint (an endpoint or a pool) that gives up when the role has gone silent; see the
     module docstring. Everything but ``chat`` is the wrapped endpoint's."""
 
     def __init__(self, endpoint: ChatEndpoint, role: str, give_up_after: float = defaults.GIVE_UP_AFTER) -> None:
-        self.inner, self.role, self.give_up_after = endpoint, role, give_up_after
+        super().__init__(endpoint)
+        self.role, self.give_up_after = role, give_up_after
         self.quiet_since = time.monotonic()     # the last answer, or when the role was asked after a quiet time
         self.in_flight = 0
         self.failing = False                    # a call failed since the last answer
@@ -154,14 +155,6 @@ class RoleWatch:
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
-
-    @property
-    def config(self) -> EndpointConfig:
-        return self.inner.config
-
-    @property
-    def usage(self) -> Optional[UsageLedger]:
-        return self.inner.usage
 
     def _where(self) -> str:
         urls = getattr(self.inner, "base_urls", None) or [self.inner.config.base_url]

@@ -19,7 +19,8 @@ import click
 
 from carryon_eval import __version__
 from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
-from carryon_eval.report.plots import CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require
+from carryon_eval.report.plots import (CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require,
+                                       data_uri)
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.run.folder import write_text_atomic
 
@@ -182,7 +183,7 @@ def _spearman_rows(board: Board) -> list[dict[str, Any]]:
 
 def _figures(images: Mapping[str, bytes]) -> list[dict[str, str]]:
     return [{"name": name, "caption": CAPTIONS.get(name, name.replace("_", " ")),
-             "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")} for name, png in images.items()]
+             "src": data_uri(png)} for name, png in images.items()]
 
 
 def script() -> str:

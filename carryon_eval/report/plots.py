@@ -11,6 +11,7 @@ carryon_eval/compare_plots.py, drawn with the helpers here.
 """
 from __future__ import annotations
 
+import base64
 import io
 import textwrap
 from pathlib import Path
@@ -69,6 +70,11 @@ def _png(fig: Any, bottom: float = 0.0) -> bytes:
     fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(buf, format="png")
     return buf.getvalue()
+
+
+def data_uri(png: bytes) -> str:
+    """A PNG as the data: URI a self-contained page shows it by."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def _integer_ticks(ax: Any) -> None:

@@ -10,7 +10,6 @@ query beside it, linked from it (carryon_eval.report.pages).
 """
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import html
 import json
@@ -26,7 +25,7 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
-from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, run_plots, write_pngs
+from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
@@ -493,7 +492,7 @@ def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
     plots = plots or PlotsInfo()
     if plots.note:
         return f'<p>{_e(plots.note)}</p>'
-    figures = "".join(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+    figures = "".join(f'<figure><img alt="{_e(name)}" src="{data_uri(png)}">'
                       f'<figcaption class="meta">{_e(PLOT_CAPTIONS.get(name, name.replace("_", " ")))}</figcaption>'
                       f'</figure>' for name, png in images.items())
     skipped = "".join(f'<li>{_e(PLOT_CAPTIONS.get(name, name))}: not drawn, {_e(reason)}.</li>'

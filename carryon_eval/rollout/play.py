@@ -68,7 +68,7 @@ async def rollout(jobs: Sequence[Job], bench: Benchmark, run: RunFolder, target:
                   on_finished: Optional[Callable[[Transcript], None]] = None) -> RolloutSummary:
     """Play every job not yet in the run folder; see the module docstring. ``bench`` gives the simulator the
     query and benign intent of a conversation's row."""
-    player = _Player(bench, run, target, simulator, gen=gen, concurrency=concurrency)
+    player = Player(bench, run, target, simulator, gen=gen, concurrency=concurrency)
     player.on_finished = on_finished
     todo = [j for j in jobs if j.conversation_id not in player.existing]
     already = len(jobs) - len(todo)
@@ -109,8 +109,11 @@ async def _all_of(coros: list[Any]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class _Player:
-    """One rollout call's state: the target, the simulator, the shared turn-1 replies, the failures."""
+class Player:
+    """Plays jobs against a target and a user simulator: ``first_reply(job, owner)`` gets a shared turn-1 reply,
+    ``converse(job)`` a whole conversation, each appended to the run folder. It holds one rollout's state (the
+    shared turn-1 replies, the failures); ``rollout()`` drives it over a plan, and the inspect-ai task
+    (carryon_eval.inspect_bridge.task) one sample at a time."""
 
     def __init__(self, bench: Benchmark, run: RunFolder, target: ChatEndpoint, simulator: UserSimulator, *,
                  gen: Generation, concurrency: int) -> None:
