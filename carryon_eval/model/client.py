@@ -8,8 +8,10 @@
 
 Behaviour
 - Talks to any OpenAI-compatible server through the real ``openai.AsyncOpenAI`` client, on aiohttp's
-  transport by default (``EndpointConfig.http_client``: "aiohttp" or "httpx") with a connection pool sized to
-  ``concurrency``, and the library's own retries disabled; retries are done here: exponential backoff with jitter
+  transport by default (``EndpointConfig.http_client``: "aiohttp" or "httpx") with at most ``concurrency``
+  connections, and the library's own retries disabled. A chat completion is the client's public ``post`` of
+  the body as it is sent, its raw response read as JSON here (the SDK's per-call request transform and
+  response models cost more CPU than the rest of a call; bench/README.md). Retries are done here: exponential backoff with jitter
   (``EndpointConfig.backoff_base`` * 2**attempt) on HTTP 429, 5xx and 408, timeouts, dropped
   connections and malformed (non-JSON / unparseable) bodies. A 429's Retry-After header is
   honoured, and a 429 halves the number of requests allowed in flight (AIMD); each success
@@ -37,7 +39,7 @@ Behaviour
   non-empty call. Concurrent identical requests (same ``cache_key``) share one HTTP call.
 - The API key is read from the environment variable NAMED by ``api_key_env`` ("EMPTY" if unset)
   and never appears in logs, cache entries, ``public()``, reprs or exception messages.
-- The module is a little over 450 lines: the retry loop, the AIMD limiter it feeds and the reading of a
+- The module is a little over 600 lines: the retry loop, the AIMD limiter it feeds and the reading of a
   completion are one concern (one HTTP call made robust); the structured-output ladder lives in structured.py.
 - The ``openai.AsyncOpenAI`` client is made on first use, in the running event loop, and closed by
   ``aclose()``: an endpoint lives in one event loop (every command runs in one, see carryon_eval.app.commands);
