@@ -461,6 +461,16 @@ def main() -> None:
     report(args, median_rows(slow_rounds), median_rows(fast_rounds), load, os.getloadavg())
 
 
+def overheads(rows: dict[str, Any], mine: str, bare: str, calls: int, unit: str) -> None:
+    """The evaluator's CPU per call above each bare loop: on aiohttp against all three, on httpx against httpx's."""
+    def cpu(name: str) -> float:
+        return rows.get(name, {}).get("cpu", float("nan"))
+    for transport, floors in (("aiohttp", ("httpx", "aiohttp", "aiohttp, post")), ("httpx", ("httpx",))):
+        for floor in floors:
+            over = 1000 * (cpu(f"{mine} ({transport})") - cpu(f"{bare} ({floor})")) / calls
+            print(f"{mine} ({transport}) CPU above {bare} ({floor}): {over:.2f} ms per {unit}")
+
+
 def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str, Any], load_before: Any,
            load_after: Any) -> None:
     for name, r in [*rows.items(), *judge_rows.items()]:
@@ -489,12 +499,8 @@ def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str,
         wall = "" if name.startswith(("judge", "e2e")) else f"{r['wall'] / base['wall']:.2f}"
         print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {per:.2f} | {r['rss_mb']:.0f} | {ratio} | {wall} |")
     print()
+    overheads(rows, "rollout", "bare", n_rollout, "request")
     mine = rows.get("rollout (aiohttp)", nan)
-    for floor in ("bare (httpx)", "bare (aiohttp)", "bare (aiohttp, post)"):
-        over = 1000 * (mine["cpu"] - rows.get(floor, nan)["cpu"]) / n_rollout
-        print(f"rollout (aiohttp) CPU above {floor}: {over:.2f} ms per request")
-    over = 1000 * (rows.get("rollout (httpx)", nan)["cpu"] - base["cpu"]) / n_rollout
-    print(f"rollout (httpx) CPU above bare (httpx): {over:.2f} ms per request")
     longer = max(mine["wall"], rows.get("judge (aiohttp)", nan)["wall"])
     print(f"rollout + judge end to end: {rows.get('e2e (aiohttp)', nan)['wall'] / longer:.2f}x the longer phase alone "
           f"({longer:.2f} s)")
@@ -508,12 +514,7 @@ def report(args: argparse.Namespace, rows: dict[str, Any], judge_rows: dict[str,
     for name, r in judge_rows.items():
         print(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {1000 * r['cpu'] / n_judge:.2f} | "
               f"{n_judge / r['cpu']:.0f} | {n_judge / r['wall']:.0f} | {r['rss_mb']:.0f} | {r['cpu'] / jbase['cpu']:.2f} |")
-    mine = judge_rows.get("judge0 (aiohttp)", nan)
-    for floor in ("bare-judge (httpx)", "bare-judge (aiohttp)", "bare-judge (aiohttp, post)"):
-        over = 1000 * (mine["cpu"] - judge_rows.get(floor, nan)["cpu"]) / n_judge
-        print(f"judge (aiohttp) CPU above {floor}: {over:.2f} ms per call")
-    over = 1000 * (judge_rows.get("judge0 (httpx)", nan)["cpu"] - jbase["cpu"]) / n_judge
-    print(f"judge (httpx) CPU above bare-judge (httpx): {over:.2f} ms per call")
+    overheads(judge_rows, "judge0", "bare-judge", n_judge, "call")
     print("\nper-round wall / CPU seconds:")
     for name, r in [*rows.items(), *judge_rows.items()]:
         if "walls" in r:
