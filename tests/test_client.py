@@ -145,8 +145,12 @@ def test_429_honours_retry_after_then_succeeds(scripted_server):
     Fault.malformed(),
     Fault.malformed(body="<html>Bad gateway</html>", content_type="text/html"),
     Fault.malformed(body='{"object": "chat.completion"}'),     # JSON, but no choices
+    Fault.malformed(body='{"choices": [{"message": "hi"}]}'),   # a message that is not an object
+    Fault.malformed(body='{"choices": [{"message": {"content": 7}}]}'),   # content that is not a string
+    Fault.malformed(body='[1, 2]'),                              # JSON, not an object
     Fault.drop(),
-], ids=["500", "503", "malformed-json", "malformed-html", "no-choices", "drop"])
+], ids=["500", "503", "malformed-json", "malformed-html", "no-choices", "message-not-object", "content-not-string",
+        "not-an-object", "drop"])
 def test_transient_fault_then_success(scripted_server, fault):
     srv = scripted_server(faults_then("recovered", [fault]))
     res = run(one_chat(Endpoint(fast_config(srv))))
