@@ -14,7 +14,8 @@ from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.opensafeintent.release import load_release
 from helpers.eval_cli import invoke, one_error_line
 from scripted_server import by_model, rubric_judges
-from test_opensafeintent_run import ANSWERS, REPO, SHIPPED, target_reply
+from helpers.shared_data import REPO
+from test_opensafeintent_run import ANSWERS, SHIPPED, target_reply
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")

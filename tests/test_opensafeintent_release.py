@@ -12,11 +12,7 @@ from carryon_eval.opensafeintent.prompts import fill
 from carryon_eval.opensafeintent.release import (PROMPT_NAMES, ReleaseError, check_resume, load_release,
                                                  release_hashes)
 
-REPO = Path(__file__).resolve().parents[1]
-# ../shared beside the clone (CI); a worktree one level deeper finds the same folder further up
-SHIPPED = next((p / "shared" / "data" / "opensafeintent" for p in REPO.parents
-                if (p / "shared" / "data" / "opensafeintent" / "dataset.json").is_file()),
-               REPO.parent / "shared" / "data" / "opensafeintent")
+from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 needs_release = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                    reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
 FLAT = {"harm_domain": "D", "task_type": "T", "underlying_task": "u", "prompt_benign": "b", "prompt_dual_use": "d",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -34,10 +33,7 @@ from carryon_eval.run.records import Generation
 from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
 from scripted_server import by_model, last_user_text, rubric_judges
 
-REPO = Path(__file__).resolve().parents[1]
-SHIPPED = next((p / "shared" / "data" / "opensafeintent" for p in REPO.parents
-                if (p / "shared" / "data" / "opensafeintent" / "dataset.json").is_file()),
-               REPO.parent / "shared" / "data" / "opensafeintent")
+from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
 FENCE = "```"

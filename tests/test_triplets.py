@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from browser import chromium, render_headless
+from helpers.rollout_data import write_dataset_folder
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
@@ -71,12 +72,7 @@ def make_triplet_dataset(root: Path, triplets: list[dict[str, Any]] | None = Non
             {"set_id": s, "variant": v, "paraphrase": k, "prompt": prompt_of((s, v, k)), "domain": DOMAINS[s],
              "category": "fraud"} for (s, v, k) in TABLE],
     }
-    configs = []
-    for name, rows in tables.items():
-        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        configs.append(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}.jsonl\n")
-    (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + "---\n\nMade up for a test.\n")
-    return root
+    return write_dataset_folder(root, tables, "Made up for a test.")
 
 
 def handler(body: dict) -> Any:

@@ -6,14 +6,13 @@ query (q2) nor a harm score of a reply that answered three messages: those judgm
 `make_triplet_dataset` and `triplet_handler`: two made-up prompt-sets and the models that answer them."""
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from pathlib import Path
 from typing import Any
 
 from helpers.eval_cli import invoke, remote
-from helpers.rollout_data import evaluator_handler
+from helpers.rollout_data import evaluator_handler, write_dataset_folder
 from scripted_server import last_user_text
 
 
@@ -57,12 +56,7 @@ def make_triplet_dataset(root: Path) -> Path:
         "triplets": [{"set_id": s, "variant": v, "paraphrase": k, "prompt": f"Made-up request zqi[{s}/{v}/{k}]",
                       "domain": TRIPLET_SETS[s], "category": "fraud"} for s, v, k in keys],
     }
-    configs = []
-    for name, rows in tables.items():
-        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        configs.append(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}.jsonl\n")
-    (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + "---\n\nMade up for a test.\n")
-    return root
+    return write_dataset_folder(root, tables, "Made up for a test.")
 
 
 def triplet_handler(body: dict) -> Any:

@@ -62,12 +62,18 @@ def make_dataset(root: Path, *, drop: Optional[tuple[str, str]] = None) -> Path:
                    "condition": "BC" if any(x in BC_MOVES for x in m) else "NC"} for f, m in FLOWS.items()],
         "conversations": [{"conversation_id": c, "query_id": q, "flow_id": f} for c, q, f in CONVERSATIONS],
     }
+    tables = {name: [{k: r[k] for k in TABLE_COLUMNS[name] if not (drop and drop == (name, k))} for r in rows]
+              for name, rows in tables.items()}
+    return write_dataset_folder(root, tables, "A made-up test dataset.")
+
+
+def write_dataset_folder(root: Path, tables: dict[str, Sequence[dict[str, Any]]], about: str) -> Path:
+    """One JSONL file per table in ``root`` and a README.md declaring each as a config (split test)."""
     configs = []
     for name, rows in tables.items():
-        rows = [{k: r[k] for k in TABLE_COLUMNS[name] if not (drop and drop == (name, k))} for r in rows]
         write_jsonl(root / f"{name}.jsonl", rows)
         configs.append(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}.jsonl\n")
-    (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + "---\n\nA made-up test dataset.\n")
+    (root / "README.md").write_text("---\nconfigs:\n" + "".join(configs) + f"---\n\n{about}\n")
     return root
 
 

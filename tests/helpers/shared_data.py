@@ -1,0 +1,10 @@
+"""Where the tests find the third-party data beside the clone (../shared in CI; a worktree one level deeper finds
+the same folder further up)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OPENSAFEINTENT = next((p / "shared" / "data" / "opensafeintent" for p in REPO.parents
+                       if (p / "shared" / "data" / "opensafeintent" / "dataset.json").is_file()),
+                      REPO.parent / "shared" / "data" / "opensafeintent")
