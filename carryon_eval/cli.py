@@ -264,9 +264,10 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--json", "dry_run_json", is_flag=True,
               help="With --dry-run: print the table as one JSON object (per role and condition: calls, prompt and "
                    "completion tokens, cached; outcome-dependent calls under up_to).")
-@click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
+@click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT[/CACHED]",
               help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
-                   "repeatable.")
+                   "a third rate prices the prompt tokens the provider served from its cache (judge=0.15/0.60/0.075). "
+                   "The estimate, the summary line and run.json's usage are priced; repeatable.")
 @MAX_CALLS
 @click.option("--bootstrap-resamples", type=click.IntRange(min=1), default=defaults.BOOTSTRAP_RESAMPLES,
               show_default=True, help="Resamples of the query-cluster bootstrap behind every 95% CI (run.json records it).")

@@ -40,7 +40,7 @@ from carryon_eval.model.pool import EndpointGone, EndpointPool, RoleWatch
 from carryon_eval.model.redact import register_key_of
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
-from carryon_eval.app.cost import run_cost_table
+from carryon_eval.app.cost import Price, parse_prices, run_cost_table, usage_by_role
 from carryon_eval.model.budget import CallBudget
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
@@ -51,7 +51,7 @@ from carryon_eval.schema import Transcript
 from carryon_eval.run.records import DatasetRef, Generation, JudgePass, JudgeSettings, Results, RoleRecord, RunGeneration, RunMeta
 from carryon_eval.report.writer import suite_inputs, write_report
 from carryon_eval.rollout.play import rollout
-from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, add_usage, write_json_atomic
+from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, add_usage, read_usage, write_json_atomic
 from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, exporters, load_inputs, plan_jobs,
                                 refuse_missing, selected, suites)
 from carryon_eval.judge.fidelity import check_fidelity
@@ -172,8 +172,9 @@ class Session:
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
     def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
-                 give_up_after: Optional[float] = None) -> None:
+                 give_up_after: Optional[float] = None, prices: Sequence[str] = ()) -> None:
         self.out = out
+        self.prices = parse_prices(prices)    # --price: this command's usage (and run.json's) priced with them
         self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
         self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.model_check = model_check    # False: the endpoints' check() asks nothing
@@ -192,6 +193,7 @@ class Session:
         try:
             for path in self._runs:
                 add_usage(path, self.usage.snapshot())
+                self._record_usage(RunFolder(path))
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -278,6 +280,32 @@ class Session:
         tokens = tokens_by_role(self.usage)
         if tokens:
             self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+        roles = usage_by_role(self.usage.snapshot(), self.prices)
+        cached = {r: u for r, u in roles.items() if u["cached_prompt_tokens"] or u["reasoning_tokens"]}
+        if cached:
+            self.out.info("of which: " + "; ".join(
+                f"{role} {human(u['cached_prompt_tokens'])} of {human(u['prompt_tokens'])} prompt tokens cached by "
+                f"the provider, {human(u['reasoning_tokens'])} reasoning" for role, u in cached.items()))
+        priced = {r: u["usd"] for r, u in roles.items() if "usd" in u}
+        if priced:
+            self.out.info("cost: " + ", ".join(f"{role} {usd:,.4f} USD" for role, usd in priced.items())
+                          + " (this command's calls at --price; cached prompt tokens at their own rate)")
+
+    def _record_usage(self, run: RunFolder) -> None:
+        """run.json's ``usage``: usage.json (every command so far) per role, priced at this command's --price
+        (or the prices recorded before)."""
+        if not run.run_file.exists():
+            return
+        meta = run.read_meta()
+        prices = dict(self.prices)
+        for role, u in meta.usage.items():
+            given = u.get("price_per_1m") if isinstance(u, dict) else None
+            if role not in prices and isinstance(given, dict):
+                prices[role] = Price(float(given["input"]), float(given["output"]),
+                                     None if given.get("cached") is None else float(given["cached"]))
+        usage = usage_by_role(read_usage(run.path), prices)
+        if usage != meta.usage:
+            write_json_atomic(run.run_file, dataclasses.replace(meta, usage=usage).to_json())
 
 
 async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:
@@ -548,8 +576,12 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
+    try:
+        parse_prices(cfg.prices)
+    except ValueError as exc:                # a bad --price, before anything starts
+        raise ConfigError(str(exc)) from None
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check, give_up_after=cfg.give_up_after) as session:
+                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders

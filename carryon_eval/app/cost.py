@@ -21,7 +21,9 @@ The counts come from the plans the run executes, not from a second model of them
 Tokens are estimates at about four characters per token: prompts from the dataset's real text and the prompt
 files; replies and simulated user turns at their token caps (upper bounds); judge answers at the length of their
 form (a yes/no or 1-5 answer is a few tokens, not the cap). ``--price ROLE=IN/OUT`` (USD per 1M tokens) turns
-them into a cost; priced calls are the new ones only.
+them into a cost; priced calls are the new ones only. A third rate (``judge=0.15/0.60/0.075``) prices the prompt
+tokens a provider served from its prompt cache: the estimate cannot know them (it prices every prompt token at
+the prompt rate), but the usage a run records (run.json's ``usage``, the summary line) is priced with it.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ from carryon_eval.suite import Job, ScoringPlan, selected
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
 PLACEHOLDER = "\x00reply:"      # a reply still to be generated (never a real reply's text)
-_PRICE = re.compile(r"^\s*(target|user|judge)\s*=\s*([0-9.]+)\s*/\s*([0-9.]+)\s*$")
+_PRICE = re.compile(r"^\s*(target|user|judge)\s*=\s*([0-9.]+)\s*/\s*([0-9.]+)\s*(?:/\s*([0-9.]+)\s*)?$")
 
 
 def tokens(text: str) -> int:
@@ -118,24 +120,60 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Price:
-    """USD per 1M prompt (in) and completion (out) tokens."""
+    """USD per 1M prompt (in) and completion (out) tokens; ``cached``: per 1M prompt tokens the provider served
+    from its prompt cache (None: at the prompt rate)."""
     input: float
     output: float
+    cached: Optional[float] = None
 
     def cost(self, row: Row) -> float:
+        """An estimate's row: its prompt tokens are all priced at the prompt rate (the estimate cannot know
+        which prefixes a provider will have cached)."""
         return (row.prompt_tokens * self.input + row.completion_tokens * self.output) / 1e6
+
+    def spent(self, usage: dict[str, int]) -> float:
+        """USD of recorded usage (a usage.json row summed per role): cached prompt tokens at the cached rate."""
+        cached = int(usage.get("cached_prompt_tokens", 0))
+        rate = self.input if self.cached is None else self.cached
+        return ((int(usage.get("prompt_tokens", 0)) - cached) * self.input + cached * rate
+                + int(usage.get("completion_tokens", 0)) * self.output) / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "cached": self.cached}
 
 
 def parse_prices(values: Iterable[str]) -> dict[str, Price]:
-    """``ROLE=IN/OUT`` strings (``judge=0.15/0.60``) -> {role: Price}; ValueError names the bad one."""
+    """``ROLE=IN/OUT[/CACHED]`` strings (``judge=0.15/0.60/0.075``) -> {role: Price}; ValueError names the bad one."""
     prices = {}
     for value in values:
         m = _PRICE.match(value)
         if m is None:
-            raise ValueError(f"--price {value!r}: expected ROLE=IN/OUT with ROLE one of {', '.join(ROLES)} "
-                             "and USD per 1M tokens, e.g. judge=0.15/0.60")
-        prices[m.group(1)] = Price(float(m.group(2)), float(m.group(3)))
+            raise ValueError(f"--price {value!r}: expected ROLE=IN/OUT[/CACHED] with ROLE one of {', '.join(ROLES)} "
+                             "and USD per 1M tokens, e.g. judge=0.15/0.60 or judge=0.15/0.60/0.075")
+        prices[m.group(1)] = Price(float(m.group(2)), float(m.group(3)),
+                                   float(m.group(4)) if m.group(4) is not None else None)
     return prices
+
+
+USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
+                "reasoning_tokens")
+
+
+def usage_by_role(rows: dict[str, dict[str, int]], prices: Optional[dict[str, Price]] = None) -> dict[str, Any]:
+    """usage.json's rows ("stage/model") summed per role (target, user, judge), with ``usd`` where priced:
+    what run.json's ``usage`` and the summary line report."""
+    from carryon_eval.progress import role_of
+    out: dict[str, dict[str, Any]] = {}
+    for name, row in rows.items():
+        mine = out.setdefault(role_of(name.split("/", 1)[0]), {f: 0 for f in USAGE_FIELDS})
+        for f in USAGE_FIELDS:
+            mine[f] += int(row.get(f, 0))
+    for role, price in (prices or {}).items():
+        if role in out:
+            out[role]["usd"] = round(price.spent(out[role]), 6)
+            out[role]["price_per_1m"] = price.to_json()
+    order = {r: i for i, r in enumerate(ROLES)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
 
 
 # ---------------------------------------------------------------- rollout: the jobs as the rollout plays them

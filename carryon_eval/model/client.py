@@ -550,6 +550,8 @@ def _parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
     reasoning_tokens = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
     if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
         completion_tokens += reasoning_tokens
+    prompt_details = usage.get("prompt_tokens_details")
+    cached_tokens = _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
     top: Optional[list[tuple[str, float]]] = None
     if want_logprobs:
         lp = choice.get("logprobs")
@@ -563,7 +565,8 @@ def _parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
                     raise _Malformed(f"unexpected shape: top_logprobs ({exc.__class__.__name__})") from None
     return ChatResult(text=text, finish_reason=finish_reason if isinstance(finish_reason, str) else None,
                       prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                      cached=False, top_logprobs=top)
+                      cached=False, top_logprobs=top, cached_prompt_tokens=min(cached_tokens, prompt_tokens),
+                      reasoning_tokens=reasoning_tokens)
 
 
 def _retry_after(headers: Any) -> Optional[float]:

@@ -194,6 +194,9 @@ class RunMeta:
     subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
     bootstrap: Optional[dict[str, int]] = None  # {"n_resamples", "seed"} of the report's bootstrap
     suites: dict[str, Any] = field(default_factory=dict)   # a suite's own record (e.g. opensafeintent's files)
+    #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
+    #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
+    usage: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -222,7 +225,8 @@ class RunMeta:
                 "prompts": dict(self.prompts), "notice": self.notice,
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
-                **({"suites": dict(self.suites)} if self.suites else {})}
+                **({"suites": dict(self.suites)} if self.suites else {}),
+                **({"usage": dict(self.usage)} if self.usage else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -237,7 +241,8 @@ class RunMeta:
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
-                   suites=dict(d.get("suites") or {}), schema_version=_version(d))
+                   suites=dict(d.get("suites") or {}),
+                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d))
 
 
 
