@@ -175,6 +175,7 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
 
 
 UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
+UTILITY_JUDGES = ("per-item", "grouped")     # --utility-judge (carryon_eval.judge.grouped.MODES)
 MAX_CALLS = click.option("--max-calls", type=click.IntRange(min=1),
                          help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
 
@@ -251,6 +252,14 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
 @click.option("--fidelity", is_flag=True, help="Also run the move-fidelity check (fidelity.json).")
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
               callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+@click.option("--utility-judge", type=click.Choice(UTILITY_JUDGES), default="per-item", show_default=True,
+              help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply returning a "
+                   "verdict per item (an item it leaves unscored is asked alone).")
+@click.option("--utility-group-size", type=click.IntRange(min=1), default=defaults.UTILITY_GROUP_SIZE,
+              show_default=True, help="Grouped: at most this many checklist items per call.")
+@click.option("--calibrate", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Grouped: also judge N replies, drawn at random (seeded), per item; the report gives the "
+                   "agreement of the two modes.")
 @no_model_check_option
 @click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), default="json_schema", show_default=True,
               help=JUDGE_FORMAT_HELP)
@@ -415,6 +424,9 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @judge_options
 @click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), callback=_utility_mode,
               help="[default: the run's]")
+@click.option("--utility-judge", type=click.Choice(UTILITY_JUDGES), help="per-item | grouped [default: the run's]")
+@click.option("--utility-group-size", type=click.IntRange(min=1), help="[default: the run's]")
+@click.option("--calibrate", type=click.IntRange(min=0), metavar="N", help="[default: the run's]")
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
 @click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), help=f"{JUDGE_FORMAT_HELP} [default: the run's]")
 @click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",

@@ -43,7 +43,7 @@ from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, e
 from carryon_eval.app.cost import Price, parse_prices, run_cost_table, usage_by_role
 from carryon_eval.model.budget import CallBudget
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, calibration_sample, judge_run
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalModelServer
 from carryon_eval.progress import Progress, human, tokens_by_role
@@ -130,6 +130,9 @@ class EvaluateConfig:
     shared_turn1: bool = True
     fidelity: bool = False
     utility_mode: str = "text"
+    utility_judge: str = "per-item"   # "grouped": one Ben-Util call per reply (carryon_eval.judge.grouped)
+    utility_group_size: int = defaults.UTILITY_GROUP_SIZE
+    calibrate: int = 0                # grouped: replies also judged per item
     model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = "json_schema"
     dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
@@ -154,6 +157,9 @@ class RunOptions:
     judge: RoleChoice = RoleChoice()
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
+    utility_judge: Optional[str] = None
+    utility_group_size: Optional[int] = None
+    calibrate: Optional[int] = None
     judge_max_tokens: Optional[int] = None
     judge_temperature: Any = None                # None: the run's judge temperature
     model_check: bool = True
@@ -433,7 +439,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
                             else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
                                 caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
-            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format,
+            utility_judge=cfg.utility_judge, utility_group_size=cfg.utility_group_size, calibrate=cfg.calibrate),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
@@ -483,11 +490,19 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
                       concurrency: int, out: Output, incoming: Optional[AsyncIterator[Transcript]] = None,
                       conditions: Sequence[str] = ()) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
-    transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
+    transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline).
+    A grouped Ben-Util judge with ``settings.calibrate`` also judges that many replies of the plan per item."""
     if settings.utility_mode not in UTILITY_MODES:
         raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    sample = None
+    if settings.utility_judge == "grouped":
+        if settings.calibrate:
+            sample = calibration_sample(run_jobs(bench, run.read_meta()), settings.calibrate)
+        else:
+            out.note("judge: grouped Ben-Util without calibration: nothing measures how its verdicts agree with "
+                     "the per-item protocol (--calibrate N judges N replies both ways)")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
-                             conditions=conditions,
+                             conditions=conditions, calibration=sample,
                              show_progress=False if incoming is not None else None)   # the rollout's line is up
     counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())
@@ -734,6 +749,11 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
+                        utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
+                        calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
+        sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
+                  if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
         if opts.batch_export is not None and opts.batch_import:
             raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
                               "then import its results in a second command")
@@ -742,9 +762,10 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
-                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format),
+                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
+                **ben_util),
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
-                                                 **opts.judge.request()))
+                                                 **opts.judge.request()), calibration=sample)
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
                      f"file(s) in {exported.folder} ({MANIFEST}); run them, then `carryon-eval judge {run.path} "
                      "--batch-import RESULT.jsonl...`")
@@ -752,9 +773,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge_format = opts.judge_format or meta.judge.judge_format
         model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
         cache_only: Optional[ChatEndpoint] = None
-        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format)
+        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util)
         if opts.batch_import:
-            asks = dict(settings=settings, config=meta.role("judge").config(     # the export's keys
+            asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
             expected = set(await pending_requests(run.path, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)

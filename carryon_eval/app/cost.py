@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval import defaults
+from carryon_eval.judge.phase import ScorerRecords, calibrate, calibration_sample, plan_tasks, with_utility_judge
 from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.prompts import load_prompt
@@ -65,6 +66,14 @@ class Caps:
     shared_turn1: bool = True
     utility_mode: str = "text"
     judge_format: str = "json_schema"
+    utility_judge: str = "per-item"
+    utility_group_size: int = defaults.UTILITY_GROUP_SIZE
+    calibrate: int = 0
+
+    def judge_settings(self, utility_judge: Optional[str] = None) -> JudgeSettings:
+        return JudgeSettings(utility_mode=self.utility_mode, max_tokens=self.judge, judge_format=self.judge_format,
+                             utility_judge=utility_judge or self.utility_judge,
+                             utility_group_size=self.utility_group_size, calibrate=self.calibrate)
 
 
 @dataclass
@@ -91,6 +100,10 @@ class Estimate:
     judge_by_scorer: dict[str, int] = field(default_factory=dict)       # scorer -> calls still to make
     up_to: dict[tuple[str, str], int] = field(default_factory=dict)     # (role, probe) -> at most this many
     conversations: int = 0
+    #: Ben-Util in each mode, side by side: {"per-item": Row, "grouped": Row} of the calls still to make
+    utility_modes: dict[str, Row] = field(default_factory=dict)
+    utility_judge: str = "per-item"
+    group_size: int = defaults.UTILITY_GROUP_SIZE
 
     def row(self, role: str, condition: str) -> Row:
         return self.rows.setdefault((role, condition), Row())
@@ -113,6 +126,11 @@ class Estimate:
             up.setdefault(role, {})[probe] = n
         return {"conversations_to_run": self.conversations, "roles": roles, "judge_by_scorer": self.judge_by_scorer,
                 "judge_records_before_dedupe": sum(self.judge_before_dedupe.values()), "up_to": up,
+                "utility_judge": self.utility_judge,
+                "utility_modes": {**{m: r.to_json() for m, r in self.utility_modes.items()},
+                                  "group_size": self.group_size,
+                                  "note": "Ben-Util calls and tokens in each mode for the same plan (without "
+                                          "calibration); the run uses utility_judge"},
                 "note": "calls are the ones still to make; cached ones are already paid. The judge calls are "
                         "exact when no two target replies are identical (identical replies are judged once) and "
                         "every answer parses at the first attempt; up_to calls depend on the verdicts."}
@@ -244,27 +262,60 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
-           run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None) -> None:
-    settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format)
+           run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None,
+           sample: Optional[Sequence[tuple[str, int]]] = None) -> None:
+    settings = caps.judge_settings()
+    scoring = with_utility_judge(scoring, settings)
     scorers = reply_scorers(scoring.scorers, settings)
+    calibrate(scorers, sample if settings.utility_judge == "grouped" else None)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
             for s in scorers}
     plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
     everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
     condition = {t.conversation_id: t.condition for t in transcripts}
     for s in scorers:
-        shape = reply_shape(s)
-        answer = 1 if s.name == "utility" and caps.utility_mode == "logprobs" else shape.answer_tokens
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
-            cap = (reply_caps or {}).get(task.targets[0][0], caps.target)     # a job's own cap, else the run's
-            table.row("judge", cond).add(1, _judge_prompt_tokens(s, task.case, cap), answer)
+            prompt, answer = _judge_call(s, task.case, caps, reply_caps, task.targets[0][0])
+            table.row("judge", cond).add(1, prompt, answer)
             table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
         table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
         new = {t.case for t in plan.tasks[s.name]}
         for task in everything.tasks[s.name]:     # the cases whose every record is already stored
             if task.case not in new:
                 table.row("judge", condition[task.targets[0][0]]).cached += 1
+    table.utility_judge, table.group_size = caps.utility_judge, caps.utility_group_size
+    for mode, name in (("per-item", "utility"), ("grouped", "utility_grouped")):     # both modes, side by side
+        mine = with_utility_judge(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
+                                               for c, uses in scoring_without_grouped(scoring).uses.items()}),
+                                  dataclasses.replace(caps.judge_settings(mode), calibrate=0))
+        if name not in mine.scorers:
+            continue
+        (scorer,) = reply_scorers([name], caps.judge_settings(mode))
+        done = {name: set(ScorerRecords(run, scorer, judge_model).kept) if run is not None and run.exists() else set()}
+        row = table.utility_modes[mode] = Row()
+        for task in plan_tasks(transcripts, bench, [scorer], done, mine).tasks[name]:
+            row.add(1, *_judge_call(scorer, task.case, caps, reply_caps, task.targets[0][0]))
+
+
+def scoring_without_grouped(scoring: ScoringPlan) -> ScoringPlan:
+    """The plan with the grouped Ben-Util scorer read back as the per-item one (the suites' own plan)."""
+    return ScoringPlan({c: tuple(dataclasses.replace(u, scorer="utility") if u.scorer == "utility_grouped" else u
+                                 for u in uses) for c, uses in scoring.uses.items()})
+
+
+def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[str, int]],
+                conversation_id: str) -> tuple[int, int]:
+    """(prompt, answer) tokens of one judge call: the prompt as rendered (a job's own reply cap standing in for a
+    reply still to come), the answer at the length of its form."""
+    cap = (reply_caps or {}).get(conversation_id, caps.target)
+    if scorer.name == "utility" and caps.utility_mode == "logprobs":
+        answer = 1
+    elif hasattr(scorer, "answer_tokens_of"):
+        answer = scorer.answer_tokens_of(case)
+    else:
+        answer = reply_shape(scorer).answer_tokens
+    return _judge_prompt_tokens(scorer, case, cap), answer
 
 
 # ---------------------------------------------------------------- the estimate
@@ -294,7 +345,8 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
                    for j in jobs]
     own = {j.conversation_id: j.generation.max_tokens for j in jobs
            if j.generation is not None and j.generation.max_tokens}
-    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own)
+    sample = calibration_sample(jobs, caps.calibrate) if caps.utility_judge == "grouped" and caps.calibrate else None
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, sample)
     for suite in selected(conditions):
         mine = [j for j in jobs if j.condition in suite.conditions]
         for probe in suite.probes:
@@ -309,7 +361,8 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     priced = parse_prices(prices)
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
                 judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
-                judge_format=meta.judge.judge_format)
+                judge_format=meta.judge.judge_format, utility_judge=meta.judge.utility_judge,
+                utility_group_size=meta.judge.utility_group_size, calibrate=meta.judge.calibrate)
     table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
     if as_json:
@@ -357,6 +410,12 @@ def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> 
                  "judged once)")
     for (role, probe), n in table.up_to.items():
         lines.append(f"{role} {probe}: up to {n:,} more calls, depending on the verdicts")
+    if len(table.utility_modes) == 2:
+        per, grouped = table.utility_modes["per-item"], table.utility_modes["grouped"]
+        lines.append(f"Ben-Util judge, both modes for this plan (this run: {table.utility_judge}): per-item "
+                     f"{per.calls:,} calls, {per.prompt_tokens:,} prompt tok, {per.completion_tokens:,} compl. tok; "
+                     f"grouped (at most {table.group_size} items a call) {grouped.calls:,} calls, "
+                     f"{grouped.prompt_tokens:,} prompt tok, {grouped.completion_tokens:,} compl. tok")
     if prices:
         lines.append(f"estimated cost: {total_cost:,.2f} USD (new calls only; roles without --price not counted)")
     return lines

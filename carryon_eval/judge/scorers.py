@@ -90,6 +90,7 @@ class Case:
     conversation: str = ""
     message: str = ""
     intent: Optional[str] = None
+    items: tuple[tuple[str, str], ...] = ()     # (item_id, question) of a group of checklist items (grouped Ben-Util)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Judgment:
     p_yes: Optional[float] = None
     problem: Optional[str] = None
     fallback: bool = False
+    asked: Optional[str] = None     # grouped Ben-Util: "group" (read from the group's answer) or "alone" (re-asked)
 
 
 @runtime_checkable
@@ -142,10 +144,12 @@ class ReplyShape:
     record_fields: tuple[str, ...]
     prompt_version: str
     answer_tokens: int
+    constants: tuple[tuple[str, Any], ...] = ()      # fields every record of the scorer carries (e.g. mode)
 
 
 def reply_shape(scorer: Any) -> ReplyShape:
-    return ReplyShape(context=getattr(scorer, "context", ""), value_field=getattr(scorer, "value_field", "value"),
+    return ReplyShape(constants=tuple(getattr(scorer, "constants", {}).items()),
+                      context=getattr(scorer, "context", ""), value_field=getattr(scorer, "value_field", "value"),
                       target_fields=tuple(getattr(scorer, "target_fields", REPLY_TARGET)),
                       record_fields=tuple(getattr(scorer, "record_fields", ())),
                       prompt_version=getattr(scorer, "prompt_version", None) or scorer.prompt_refs().get(scorer.name, ""),
@@ -159,7 +163,7 @@ ITEM_TARGET = ("conversation_id", "turn", "item_id")
 # ---------------------------------------------------------------- the registry
 REGISTRY: dict[str, Callable[[JudgeSettings], Scorer]] = {}
 #: Modules whose scorers register themselves on import (they import this module, so not at its top).
-BUILTIN_SCORER_MODULES = ("carryon_eval.judge.fidelity", "carryon_eval.triplet.response_modes",
+BUILTIN_SCORER_MODULES = ("carryon_eval.judge.fidelity", "carryon_eval.judge.grouped", "carryon_eval.triplet.response_modes",
                           "carryon_eval.opensafeintent.scorers")
 
 
@@ -204,12 +208,11 @@ async def ask_text(endpoint: ChatEndpoint, content: str, parse: Callable[[Option
 
 
 def _fits(raw: Optional[str], response_format: dict[str, Any]) -> bool:
-    """True when ``raw`` is exactly one JSON object of the schema (its one key, an allowed value)."""
-    schema = response_format["json_schema"]["schema"]
-    (key, spec), = schema["properties"].items()
+    """True when ``raw`` is exactly one JSON object of the schema (its keys, each an allowed value)."""
+    properties = response_format["json_schema"]["schema"]["properties"]
     obj = strict_json_value(raw)
-    return isinstance(obj, dict) and set(obj) == {key} and not isinstance(obj[key], bool) \
-        and obj[key] in spec["enum"]
+    return isinstance(obj, dict) and set(obj) == set(properties) and all(
+        not isinstance(obj[key], bool) and obj[key] in spec["enum"] for key, spec in properties.items())
 
 
 class PromptScorer:
@@ -233,13 +236,14 @@ class PromptScorer:
         self.structured = options.judge_format == VIA_SCHEMA    # False once the endpoint turned it down
 
     async def ask_judge(self, endpoint: ChatEndpoint, content: str, parse: Callable[[Optional[str]], Any], *,
-                        strict: str, problem: str, max_tokens: int) -> Judgment:
-        """The text answer to ``content``, constrained by this scorer's schema while the endpoint takes
-        it; a call that fails with the schema is asked once more without it (and later ones too)."""
+                        strict: Optional[str], problem: str, max_tokens: int,
+                        schema: Optional[dict[str, Any]] = None) -> Judgment:
+        """The text answer to ``content``, constrained by this scorer's schema (or ``schema``) while the endpoint
+        takes it; a call that fails with the schema is asked once more without it (and later ones too)."""
         if self.structured:
             try:
                 return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
-                                      strict=strict, problem=problem, response_format=self.schema)
+                                      strict=strict, problem=problem, response_format=schema or self.schema)
             except EndpointError as exc:
                 if self.structured:
                     log.warning("judge endpoint failed a structured-output request (%s); asking for text", exc)
@@ -295,6 +299,7 @@ class UtilityScorer(PromptScorer):
         self.mode, self.max_tokens = options.utility_mode, options.max_tokens
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
+        self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
 
     def content(self, case: Case) -> str:
         """Instructions, query and reply first, the checklist item last."""
@@ -324,7 +329,10 @@ class UtilityScorer(PromptScorer):
         return None if p is None else Judgment(p >= 0.5, asked.raw, via=VIA_LOGPROBS, p_yes=p)
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
-        """Every checklist item of the transcript's query, against the query as first asked."""
+        """Every checklist item of the transcript's query, against the query as first asked (with ``only``,
+        for the replies in it alone)."""
+        if self.only is not None and (transcript.conversation_id, reply.turn) not in self.only:
+            return []
         query = bench.queries[transcript.query_id]["query"]
         return [((transcript.conversation_id, reply.turn, item["item_id"]),
                  Case(query, final_answer(reply), item=item["question"]))

@@ -120,9 +120,11 @@ class RunEntry:
 
     def judges(self) -> dict[str, Any]:
         j = self.results.judges
-        return {kind: {"models": list(getattr(j, kind).get("models") or []),
-                       "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
-                for kind in ("utility", "safety")}
+        out = {kind: {"models": list(getattr(j, kind).get("models") or []),
+                      "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
+               for kind in ("utility", "safety")}
+        out["utility"]["utility_judge"] = utility_judge(self.results)      # which mode made the utilities
+        return out
 
     def dataset(self) -> dict[str, Any]:
         ref, res = self.meta.dataset, self.results.dataset
@@ -315,6 +317,11 @@ def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
     return int(boot.get("n_resamples") or N_RESAMPLES), int(boot.get("seed") if boot.get("seed") is not None else SEED)
 
 
+def utility_judge(results: Results) -> str:
+    """The Ben-Util mode a run's utilities stand on ("per-item" for runs reported before there was a choice)."""
+    return (results.judges.utility or {}).get("utility_judge") or "per-item"
+
+
 def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
     """A group letter per run (same judges, prompt versions and dataset), the groups, and the page's warnings."""
     keys = [json.dumps([e.judges(), e.dataset_id()], sort_keys=True) for e in runs]
@@ -327,6 +334,11 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
+    modes = sorted({utility_judge(e.results) for e in runs})
+    if len(modes) > 1:
+        warnings.append(f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, "
+                        "or one per reply): their utilities are not comparable, so they are ranked and compared "
+                        "only within their group.")
     if len({e.dataset_id() for e in runs}) > 1:
         warnings.append("These runs were built from different dataset revisions: their numbers are not "
                         "comparable, so they are ranked and compared only within their group.")

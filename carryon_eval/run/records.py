@@ -164,6 +164,9 @@ class JudgeSettings:
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+    utility_judge: str = "per-item"     # "per-item" (the paper's: one call per item) | "grouped" (one per reply)
+    utility_group_size: int = defaults.UTILITY_GROUP_SIZE   # grouped: at most this many items per call
+    calibrate: int = 0                  # grouped: replies also judged per item, drawn with CALIBRATION_SEED
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -295,9 +298,15 @@ class JudgePass:
     tallies: dict[str, ScorerTally]
     complete: bool
     judge_format: Optional[str] = None           # None in passes recorded before it was
+    utility_judge: Optional[str] = None          # "per-item" | "grouped": which Ben-Util set its numbers use
+    calibration: Optional[dict[str, Any]] = None  # grouped: {"replies", "seed"} also judged per item
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: getattr(self, name) for name in _JUDGE_PASS_FIELDS}
+        if self.utility_judge is not None:
+            out["utility_judge"] = self.utility_judge
+        if self.calibration is not None:
+            out["calibration"] = self.calibration
         out.update((name, tally.to_json()) for name, tally in self.tallies.items())
         out["scorers"] = list(self.tallies)
         out["complete"] = self.complete
@@ -310,7 +319,9 @@ class JudgePass:
                    generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
                    context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
                    tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
-                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"))
+                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"),
+                   utility_judge=d.get("utility_judge"),
+                   calibration=d.get("calibration") if isinstance(d.get("calibration"), dict) else None)
 
 
 @dataclass
