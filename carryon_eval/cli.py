@@ -39,13 +39,12 @@ from carryon_eval.app.config import (ROLES, AnnotateConfig, BootstrapChoice, Con
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
-from carryon_eval.human.agreement import agreement_command
+from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
 from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, temperature_option_value, verbose_option)
 from carryon_eval.judge.batch import BatchError
-from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
