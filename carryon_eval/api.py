@@ -129,13 +129,15 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     max_tokens: Optional[int] = None, judge_max_tokens: Optional[int] = None,
                     temperature: float = defaults.TARGET_TEMPERATURE, seed: int = defaults.SEED,
                     no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",
-                    no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
+                    utility_judge: str = "per-item", utility_group_size: int = defaults.UTILITY_GROUP_SIZE,
+                    calibrate: int = 0, no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
                     dry_run: bool = False, json: bool = False, price: Union[str, Sequence[str]] = (),
                     max_calls: Optional[int] = None, **suite_options: Any) -> EvaluateConfig:
     """The ``carryon_eval.app.config.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
     bad value raises ConfigError naming the option."""
     for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
-                        ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls)):
+                        ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls),
+                        ("utility_group_size", utility_group_size)):
         _at_least_one(name, value)
     chosen, every = _conditions(conditions)
     return EvaluateConfig(
@@ -147,6 +149,8 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
         concurrency=concurrency, max_tokens=max_tokens, judge_max_tokens=judge_max_tokens,
         temperature=float(temperature), seed=int(seed), shared_turn1=not no_shared_turn1, fidelity=bool(fidelity),
         utility_mode=UTILITY_MODES[_choice("utility_mode", utility_mode, tuple(UTILITY_MODES))],
+        utility_judge=_choice("utility_judge", utility_judge, ("per-item", "grouped")),
+        utility_group_size=int(utility_group_size), calibrate=max(0, int(calibrate)),
         model_check=not no_model_check, judge_format=_choice("judge_format", judge_format, JUDGE_FORMATS),
         dry_run=bool(dry_run), dry_run_json=bool(json), prices=(price,) if isinstance(price, str) else tuple(price), max_calls=max_calls,
         subset=_choice("subset", subset, SUBSETS),

@@ -137,3 +137,42 @@ def test_parse_verdicts_is_strict():
     assert parse_verdicts("[a-1]: yes\na-2 = no\na-3: probably yes", ids) == ({"a-1": True, "a-2": False}, "lines")
     assert parse_verdicts("a-1: yes\na-1: no\na-2: no", ids) == ({"a-2": False}, "lines")     # contradicted
     assert parse_verdicts("All of them, yes.", ids) == ({}, "")
+
+
+def test_batch_export_and_import_handle_grouped_requests(scripted_server, dataset, tmp_path):
+    import shutil
+
+    from test_batch import batch_runner
+    srv = scripted_server(consistent_handler(), models=("tgt", "sim", "jdg"))
+    live = tmp_path / "live"
+    assert invoke(*remote(srv), "--dataset", dataset, "--out", live, "--conditions", "turn1,bc",
+                  "--utility-judge", "grouped").exit_code == 0
+    grouped_calls = len(judge_asks(srv, GROUPED))
+    copy = tmp_path / "batched"
+    copy.mkdir()
+    for name in ("run.json", "transcripts.jsonl"):
+        shutil.copy(live / name, copy / name)
+    srv.reset()
+
+    assert invoke("judge", copy, "--batch-export", tmp_path / "b1").exit_code == 0
+    requests = [json.loads(x) for x in (tmp_path / "b1" / "requests-0001.jsonl").read_text().splitlines()]
+    grouped = [r for r in requests if GROUPED in r["body"]["messages"][-1]["content"]]
+    assert len(grouped) == grouped_calls and all("ben_util_verdicts" in json.dumps(r["body"]) for r in grouped)
+    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply          # noqa: E731
+    batch_runner(tmp_path / "b1" / "requests-0001.jsonl", tmp_path / "r1.jsonl",
+                 answer=consistent_handler(omit=omit))
+    first = invoke("judge", copy, "--batch-import", tmp_path / "r1.jsonl")
+    assert first.exit_code == 2 and "have no answer in the result file" in first.output   # the items left out
+
+    assert invoke("judge", copy, "--batch-export", tmp_path / "b2").exit_code == 0
+    second = [json.loads(x) for x in (tmp_path / "b2" / "requests-0001.jsonl").read_text().splitlines()]
+    assert second and all(PER_ITEM in r["body"]["messages"][-1]["content"] for r in second)   # each item alone
+    assert all(r["body"]["messages"][-1]["content"].split("Checklist item: ")[1].startswith(
+        "Does the response give made-up fact 2?") for r in second)                # only the items left out
+    batch_runner(tmp_path / "b2" / "requests-0001.jsonl", tmp_path / "r2.jsonl", answer=consistent_handler())
+    done = invoke("judge", copy, "--batch-import", tmp_path / "r1.jsonl", "--batch-import", tmp_path / "r2.jsonl")
+    assert done.exit_code == 0, done.output
+    assert srv.count() == 0                                                    # nothing was asked live
+    mine, theirs = records(copy / "utility_grouped_judgments.jsonl"), records(live / "utility_grouped_judgments.jsonl")
+    assert {k: r["verdict"] for k, r in mine.items()} == {k: r["verdict"] for k, r in theirs.items()}
+    assert {r["asked"] for r in mine.values()} == {"group", "alone"}
