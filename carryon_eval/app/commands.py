@@ -54,7 +54,7 @@ from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, add_usage, write_json_atomic
 from carryon_eval.suite import (Job, PlanSettings, SuiteError, available, exporters, load_inputs, plan_jobs,
                                 refuse_missing, selected, suites)
-from carryon_eval.judge.fidelity import check_fidelity
+from carryon_eval.suites.carryonbench.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
 if TYPE_CHECKING:  # pragma: no cover
