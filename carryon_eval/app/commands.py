@@ -33,7 +33,7 @@ from carryon_eval.human.annotate import sample_cases, strata_counts, write_annot
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.cli_common import is_local
 from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
-from carryon_eval.dataset.load import Benchmark, load_benchmark
+from carryon_eval.dataset.load import SAMPLE, Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.app.pipeline import judge_while_rolling_out
 from carryon_eval.model.pool import EndpointGone, EndpointPool, RoleWatch
@@ -61,7 +61,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.client import Endpoint
 
 ROLES = ("target", "user", "judge")
-SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
 
 
@@ -319,7 +318,7 @@ def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None,
 
 def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
                subset: Optional[str] = None) -> Benchmark:
-    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    bench = load_benchmark(source, revision)
     try:
         return apply_subset(bench.limited(limit), subset)
     except SubsetError as exc:
@@ -395,7 +394,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
     caps = defaults.LOCAL_MAX_TOKENS
     return RunMeta(
         carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+        dataset=DatasetRef(source=bench.source, revision=cfg.revision, kind=bench.kind, commit=bench.commit,
                            manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
         roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
         generation=RunGeneration(
@@ -660,7 +659,8 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+    # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
+    bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
     load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
     return run, meta, bench

@@ -68,7 +68,7 @@ def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
     run = RunFolder(rundir)
     try:
         meta = run.read_meta()
-        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+        bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
         run.check_dataset(meta, bench.fingerprint())
     except (RunError, DatasetError) as exc:
         raise ExportError(str(exc)) from None

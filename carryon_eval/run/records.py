@@ -37,6 +37,8 @@ class DatasetRef:
     revision: Optional[str] = None
     manifest_sha256: Optional[str] = None
     content_sha256: Optional[dict[str, str]] = None     # config -> hash of the rows the run uses
+    kind: Optional[str] = None         # what the source resolved to: "folder", "hub" or "sample"
+    commit: Optional[str] = None       # the Hub commit fetched (kind "hub")
 
     def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
         """The configs whose rows differ from those recorded (none when either side has no record:
