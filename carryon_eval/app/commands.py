@@ -505,6 +505,9 @@ def require_scored(results: Results, run: RunFolder) -> None:
     """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
     scored number at all."""
     empty = conditions_without_numbers(results.conditions)
+    empty += [s.report.section for s in suites() if s.report.section and s.report.nothing_scored
+              and isinstance(results.sections.get(s.report.section), dict)
+              and s.report.nothing_scored(results.sections[s.report.section])]
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
                             f"(see {run.path / 'results.json'})", results)
