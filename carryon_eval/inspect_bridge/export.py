@@ -259,6 +259,7 @@ def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
                    "conditions": list(meta.conditions), "subset": meta.subset, "limit": meta.limit},
         packages={"carryonbench": __version__},
         metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(rundir),
+                  "status": results.status(), "status_lines": results.status_lines(),
                   "judge_model": judge, "note": "exported from a CarryOnBench run folder; numbers are "
                                                 "results.json's, not recomputed by inspect"})
     return EvalLog(status="success", eval=spec, plan=EvalPlan(),
