@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -184,6 +185,16 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    own = {"target": cfg.target, "user": cfg.user, "judge": cfg.judge}
+    for name, choice in roles.items():
+        flag = "--" if name == "target" else f"--{name}-"
+        if name in local and own[name].model:      # the embedded model is one model: a name would be ignored
+            raise ConfigError(f"{flag}model {own[name].model}: the {name} runs on the embedded model (its endpoint "
+                              f"is 'local'), which serves no other model; give {flag}endpoint URL to use "
+                              f"{own[name].model}")
+        named = own[name].api_key_env
+        if name not in local and named and named not in os.environ and (name, named) != ("target", defaults.API_KEY_ENV):
+            raise ConfigError(f"{flag}api-key-env {named}: the environment variable {named} is not set")
     for name, choice in roles.items():
         if name not in local and not choice.model:
             if name == "target":
