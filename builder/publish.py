@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .citation import release_bibtex, release_url
-from .dataset_folder import file_entry
+from .files import file_entry
 from .verify import verify_folder
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from carryon_eval.parsing import (
     extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
 from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
-from carryonbench_builder.source import load_source, select_queries
+from carryonbench_builder.sources.casebench import load_source, select_queries
 from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
