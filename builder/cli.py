@@ -379,10 +379,11 @@ def freeze(folder: Path, dest: Path) -> None:
 @click.option("--repo-id", required=True, metavar="ORG/NAME", help="Dataset repository on the Hub.")
 @click.option("--tag", required=True, metavar="vX.Y.Z", help="The release's tag; must be the folder's release.")
 @click.option("--private", is_flag=True, help="Create (or switch) the repository private.")
-@click.option("--gated", type=click.Choice(["manual", "auto"]), default="manual", show_default=True,
-              help="Access requests approved by hand (SORRY-Bench's terms) or automatically.")
+@click.option("--gated", type=click.Choice(["manual", "auto"]), default=None,
+              help="Access requests approved by hand (SORRY-Bench's terms) or automatically [default: manual for a "
+                   "gated card; an ungated card (an openly licensed source) is published without gating].")
 @click.option("--dry-run", is_flag=True, help="Print the plan (files, sizes, operations, gating, tag); call nothing.")
-def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry_run: bool) -> None:
+def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: Optional[str], dry_run: bool) -> None:
     """Upload a verified FOLDER to the Hub as one gated commit, tag it, and check the remote file by file.
 
     The token comes from HF_TOKEN or `hf auth login` and is never printed or written. HF_ENDPOINT selects
@@ -412,7 +413,7 @@ def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry
                    err=True)
         sys.exit(1)
     click.echo(f"OK {repo_id}@{tag} is release {tag} exactly: commit {done.commit}, {len(plan.files)} files, "
-               f"gated={gated}")
+               f"gated={plan.gated}")
     click.echo(f"revision: {tag} (commit {done.commit})")
     click.echo(f"url: {done.url}")
     click.echo(done.bibtex)
