@@ -26,7 +26,6 @@ from carryon_eval.model.ask import EMPTY, Asked, Attempt, Request, ask, repair
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.client import Endpoint
 from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
-from carryon_eval.parsing import echoes_prompt
 from carryon_eval.progress import Progress
 from carryon_eval.prompts import Prompt, load_prompt
 
@@ -35,6 +34,7 @@ from .llm_config import LLMConfig, ModelSpec
 from .pipeline import LLMOutput, NoQueryKept
 from .provenance import card_summary, checklist_rows, llm_manifest, provenance_rows, triplet_rows
 from .query_state import Outcome, QueryState, plural
+from .replies import echoes_prompt
 from .sources.record import SourceQuery
 from .stage_tally import StageTally
 from .stages import Stage, stages_for

@@ -46,14 +46,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from carryon_eval.parsing import (
-    normalize_category, parse_answer, parse_flag, parse_intent, parse_items, parse_paraphrases, parse_wildguard)
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
 from .limits import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, MODEL_ROLES
 from .llm_config import LLMConfig, ModelSpec, StageParams
 from .query_state import Item, Outcome, QueryState, plural, sha256_text, short
+from .replies import (normalize_category, parse_answer, parse_flag, parse_intent, parse_items, parse_paraphrases,
+                      parse_wildguard)
 from .sources.record import SourceQuery
 
 __all__ = ["GENERATOR_SEED", "MAX_ITEMS", "MIN_HARMLESS", "MIN_ITEMS", "Stage", "StageParams", "pipeline",

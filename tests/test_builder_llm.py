@@ -31,8 +31,8 @@ from carryonbench_builder.cli import cli
 from carryonbench_builder.llm_config import LLMConfig, ModelSpec
 from carryonbench_builder.llm_run import LLMStageAbort, LLMStages
 from carryonbench_builder.stages import Stage, StageParams
-from carryon_eval.parsing import (
-    extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
+from carryon_eval.parsing import extract_json
+from carryonbench_builder.replies import normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard
 from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
 from carryonbench_builder.sources.casebench import load_source, select_queries
