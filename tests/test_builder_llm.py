@@ -503,9 +503,9 @@ RESTATE = Stage(name="restate", role="intent_writer", prompt="intent_writer", pa
 def test_a_stage_added_as_one_record_runs_and_is_reported(source, servers, queries, tmp_path, monkeypatch):
     """The runner, the dry run, the manifest, the card and the log all follow the pipeline's records:
     one more record (here reusing the intent writer's prompt) needs no other change."""
-    import carryonbench_builder.llm_config
+    import carryonbench_builder.stages
     from carryonbench_builder.stages import pipeline
-    monkeypatch.setattr(carryonbench_builder.llm_config, "pipeline", lambda style: (*pipeline(style), RESTATE))
+    monkeypatch.setattr(carryonbench_builder.stages, "pipeline", lambda style: (*pipeline(style), RESTATE))
     main, judge = servers
     logs: list[str] = []
     stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=logs.append)
