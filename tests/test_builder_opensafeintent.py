@@ -84,7 +84,7 @@ def test_card_states_license_no_gating_counts_and_differences(built):
     assert [c["config_name"] for c in header["configs"]] == ["queries", "flows", "conversations", "triplets"]
     assert "## What differs from the CASE-Bench build" in card and "third-person descriptions" in card
     assert "| queries in this dataset | 700 |" in card and "| conversations | 10,500 |" in card
-    assert "no checklists: built with `--no-llm`" in card and "--utility rubric" in card
+    assert "no checklists: built with `--no-llm` (Ben-Util needs them)" in card
     assert "Apache License, Version 2.0" in (built / "LICENSE.md").read_text()
     croissant = json.loads((built / "croissant.json").read_text())
     assert croissant["license"].startswith("apache-2.0") and croissant["conditionsOfAccess"] == ""

@@ -127,8 +127,8 @@ CARD = CardText(
         "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` and `malicious_intent` are "
         "OpenSafeIntent's own descriptions of the dual-use prompt's plausible benign use and meaningful misuse "
         "risk, verbatim: the authors' third-person descriptions, not the user's voice. There is no "
-        "`checklists` or `provenance` config: score replies with `carryon-eval --utility rubric` "
-        "(OpenSafeIntent's 1-4 helpfulness rubric) instead of Ben-Util."),
+        "`checklists` or `provenance` config: Ben-Util cannot be scored on this build (the evaluator still "
+        "judges harmfulness); build with an endpoint to produce checklists."),
     croissant={
         "license": "Apache-2.0, from OpenSafeIntent (Uppaal et al., 2026); see LICENSE.md",
         "annotation": (
@@ -146,7 +146,7 @@ CARD = CardText(
             "LLM judges may share their biases."),
     },
     absent_without_llm={
-        "checklists": "no checklists: built with `--no-llm` (score utility with `carryon-eval --utility rubric`)",
+        "checklists": "no checklists: built with `--no-llm` (Ben-Util needs them)",
         "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)"},
 )
 
