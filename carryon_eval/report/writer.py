@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
