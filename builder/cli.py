@@ -160,7 +160,9 @@ def _check_writable(out: Path) -> None:
                    "dataset.json). Required, except for --dry-run (which then plans the paper's 398 queries at "
                    "typical lengths).")
 @click.option("--source-format", type=click.Choice(["auto", "casebench", "opensafeintent"]), default="auto",
-              show_default=True, help="How to read --source; auto: opensafeintent for a release folder or its dataset.json, else casebench.")
+              show_default=True,
+              help="How to read --source; auto: opensafeintent for a release folder or its dataset.json, "
+                   "else casebench.")
 @click.option("--out", type=click.Path(path_type=Path), help="Dataset folder to write (required, except for --dry-run).")
 @click.option("--no-llm", is_flag=True, help="Skip the LLM stages: empty benign_intent, no checklist rows.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")

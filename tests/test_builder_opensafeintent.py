@@ -198,5 +198,6 @@ def test_release_text_is_not_copied_into_the_repository():
     tracked = subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True).stdout.split()
     for rel in tracked:
         path = repo / rel
-        if path.is_file() and path.suffix in (".py", ".md", ".txt", ".json", ".toml") and path.stat().st_size < 5_000_000:
+        text_file = path.suffix in (".py", ".md", ".txt", ".json", ".toml")
+        if path.is_file() and text_file and path.stat().st_size < 5_000_000:
             assert probe not in path.read_text(encoding="utf-8", errors="replace"), rel

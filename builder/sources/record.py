@@ -34,7 +34,7 @@ class SourceQuery:
     benign_context: str
     malicious_context: str
     source_rows: tuple[int, ...]             # row indices in the source file
-    safe_rate: Optional[float] = None        # CASE-Bench: share of annotators judging the query safe in its safe context
+    safe_rate: Optional[float] = None        # CASE-Bench: share of annotators judging it safe in its safe context
     unsafe_context_safe_rate: Optional[float] = None
     sorry_bench_id: Optional[int] = None
     given_intents: tuple[str, str] = ("", "")    # (benign, malicious) the source itself states; ("", "") if none
