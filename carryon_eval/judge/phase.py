@@ -293,8 +293,6 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     ``settings.utility_judge`` "grouped": Ben-Util by the grouped scorer (carryon_eval.judge.grouped); with
     ``calibration`` (the replies ``calibration_sample`` drew), the per-item scorer also judges those."""
     run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
-    if settings.utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
