@@ -60,6 +60,7 @@ def test_grouped_gives_the_per_item_verdicts_in_one_call_per_reply(scripted_serv
     assert res["judges"]["utility"]["utility_judge"] == "grouped"
     assert res["judges"]["utility"]["calibration"]["calibrated"] is False
     assert any("NOT CALIBRATED" in n for n in res["notes"])
+    assert "grouped" in res["run"]["status"] and "GROUPED BEN-UTIL" in (out / "table.md").read_text()
     assert "mode grouped" in (out / "report.html").read_text()
     assert invoke("report", out).exit_code == 0
 

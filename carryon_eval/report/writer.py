@@ -144,7 +144,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
                                 "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
     results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
-        ["incomplete"] if unplayed or results.judges.complete is False else [])
+        ["incomplete"] if unplayed or results.judges.complete is False else []) + (
+        ["grouped"] if (results.judges.utility or {}).get("utility_judge") == "grouped" else [])
     inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None

@@ -411,6 +411,8 @@ STATUS_LINES = {
     "smoke": "SMOKE TEST: a role ran on the embedded Gemma 3 270M model; these numbers measure nothing.",
     "incomplete": "INCOMPLETE: planned conversations or judgments are missing; these numbers stand on part of the "
                   "run (rerun the same command to finish it).",
+    "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
+               "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
 }
 
 
