@@ -78,7 +78,7 @@ def temperature_option_value(ctx: click.Context, param: click.Parameter, value: 
     try:
         return parse_temperature(value)
     except ValueError:
-        raise click.BadParameter(f"expected a number >= 0 or 'default' (the provider's), got {value!r}") from None
+        raise click.BadParameter(f"expected a number in 0-2 or 'default' (the provider's), got {value!r}") from None
 
 
 def _extra_body(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[dict[str, Any]]:

@@ -25,7 +25,6 @@ from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Role
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
-SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 
 
 class ConfigError(Exception):
@@ -155,7 +154,7 @@ def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None,
 
 def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
                subset: Optional[str] = None) -> Benchmark:
-    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    bench = load_benchmark(source, revision)
     try:
         return apply_subset(bench.limited(limit), subset)
     except SubsetError as exc:
@@ -211,6 +210,16 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    own = {"target": cfg.target, "user": cfg.user, "judge": cfg.judge}
+    for name, choice in roles.items():
+        flag = "--" if name == "target" else f"--{name}-"
+        if name in local and own[name].model:      # the embedded model is one model: a name would be ignored
+            raise ConfigError(f"{flag}model {own[name].model}: the {name} runs on the embedded model (its endpoint "
+                              f"is 'local'), which serves no other model; give {flag}endpoint URL to use "
+                              f"{own[name].model}")
+        named = own[name].api_key_env
+        if name not in local and named and named not in os.environ and (name, named) != ("target", defaults.API_KEY_ENV):
+            raise ConfigError(f"{flag}api-key-env {named}: the environment variable {named} is not set")
     for name, choice in roles.items():
         if name not in local and not choice.model:
             if name == "target":
@@ -231,7 +240,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
     caps = defaults.LOCAL_MAX_TOKENS
     return RunMeta(
         carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+        dataset=DatasetRef(source=bench.source, revision=cfg.revision, kind=bench.kind, commit=bench.commit,
                            manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
         roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
         generation=RunGeneration(

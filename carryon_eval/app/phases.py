@@ -15,8 +15,8 @@ from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, write_json_atomic
-from carryon_eval.suite import Job, PlanSettings, plan_jobs
-from carryon_eval.judge.fidelity import check_fidelity
+from carryon_eval.suite import Job, PlanSettings, plan_jobs, suites
+from carryon_eval.suites.carryonbench.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
 JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
@@ -112,6 +112,9 @@ def require_scored(results: Results, run: RunFolder) -> None:
     """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
     scored number at all."""
     empty = conditions_without_numbers(results.conditions)
+    empty += [s.report.section for s in suites() if s.report.section and s.report.nothing_scored
+              and isinstance(results.sections.get(s.report.section), dict)
+              and s.report.nothing_scored(results.sections[s.report.section])]
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
                             f"(see {run.path / 'results.json'})", results)

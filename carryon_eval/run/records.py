@@ -37,6 +37,8 @@ class DatasetRef:
     revision: Optional[str] = None
     manifest_sha256: Optional[str] = None
     content_sha256: Optional[dict[str, str]] = None     # config -> hash of the rows the run uses
+    kind: Optional[str] = None         # what the source resolved to: "folder", "hub" or "sample"
+    commit: Optional[str] = None       # the Hub commit fetched (kind "hub")
 
     def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
         """The configs whose rows differ from those recorded (none when either side has no record:
@@ -385,6 +387,15 @@ class ResultsRun:
     failed_conversations: int = 0
     empty_replies: int = 0
     subset: Optional[str] = None      # the named subset the run played (carryon_eval.dataset.subset); None: full
+    status: list[str] = field(default_factory=list)   # STATUS_LINES' keys that hold for the run ([]: a full run)
+
+
+#: What every artifact made from a run says first when its status is not a full measurement.
+STATUS_LINES = {
+    "smoke": "SMOKE TEST: a role ran on the embedded Gemma 3 270M model; these numbers measure nothing.",
+    "incomplete": "INCOMPLETE: planned conversations or judgments are missing; these numbers stand on part of the "
+                  "run (rerun the same command to finish it).",
+}
 
 
 @dataclass
@@ -441,6 +452,16 @@ class Results:
     #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
     sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
+
+    def status(self) -> list[str]:
+        """"smoke" and/or "incomplete" (results.json written before run.status existed: from the notice and
+        the judges' completeness)."""
+        if self.run.status:
+            return list(self.run.status)
+        return (["smoke"] if self.run.notice else []) + (["incomplete"] if self.judges.complete is False else [])
+
+    def status_lines(self) -> list[str]:
+        return [STATUS_LINES.get(s, s.upper()) for s in self.status()]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, keys in the order results.json has always had (schema_version first), each
