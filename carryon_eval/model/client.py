@@ -52,6 +52,7 @@ import collections
 import dataclasses
 import email.utils
 import importlib
+import json
 import logging
 import math
 import os
@@ -68,7 +69,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from carryon_eval.defaults import HTTP_CLIENTS
 from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
-                                        EndpointRejected, ParameterRefused, UsageLedger, cache_key,
+                                        EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
+                                        cache_key,
                                         keyed_request)
 from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
@@ -325,7 +327,7 @@ class Endpoint:
                 result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
                 limiter.release()
-                if probe is not None and exc.status is not None and probe.refused(exc.status):
+                if probe is not None and exc.status is not None and probe.refused(exc.status, exc.reason):
                     attempt -= 1   # the server does not know this form: the next form is free
                     continue
                 if probe is not None:
@@ -346,12 +348,15 @@ class Endpoint:
                 if self._learn_refusal(exc, kwargs):
                     attempt -= 1   # sent again the way the endpoint takes it: free
                     continue
-                if probe is not None and self._about_form(exc, kwargs) and probe.refused(exc.status_code):
+                if probe is not None and self._about_form(exc, kwargs) and probe.refused(
+                        exc.status_code, f"{_status_message(exc)} {json.dumps(exc.body, default=str)}"):
                     attempt -= 1   # the next form is free
                     continue
                 line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
                                                kwargs, self._scrub)
-                raise (ParameterRefused if self.refusals.fatal else EndpointRejected)(line) from None
+                kind = (ParameterRefused if self.refusals.fatal else
+                        ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
+                raise kind(line) from None
             except BaseException:
                 limiter.release()
                 raise

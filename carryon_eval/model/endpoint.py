@@ -65,6 +65,15 @@ class EndpointRejected(EndpointError):
     command cannot help, the options must change."""
 
 
+#: The statuses of an endpoint that refuses the key or does not serve the model: every call of the role fails alike.
+MODEL_REJECTED = (401, 403, 404)
+
+
+class ModelRejected(EndpointRejected):
+    """The endpoint refused the key or does not serve the model (HTTP 401/403/404): a phase stops at the first
+    one, whatever the role, instead of failing each remaining call."""
+
+
 class ParameterRefused(EndpointRejected):
     """The endpoint refuses a parameter every call of the role sends (carryon_eval.model.refusals): a phase
     stops at it instead of counting one failure per remaining call."""
