@@ -8,7 +8,7 @@ from typing import Any, AsyncIterator, Callable, Optional, Sequence
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.judge.phase import judge_run
 from carryon_eval.progress import Progress
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
@@ -76,8 +76,6 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
                       conditions: Sequence[str] = ()) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
     transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
-    if settings.utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
                              conditions=conditions,
                              show_progress=False if incoming is not None else None)   # the rollout's line is up

@@ -160,12 +160,46 @@ class RunGeneration:
                    user=Generation.from_json(d.get("user"), temperature=user.temperature, max_tokens=user.max_tokens))
 
 
+UTILITY_MODES = ("text", "logprobs")     # how the utility judge answers: yes/no text, or P(yes) from logprobs
+UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "logprobs"}   # what a user may write
+JUDGE_FORMATS = ("json_schema", "text")  # ask for a JSON schema (falling back to text where refused), or text only
+
+
+class SettingsError(ValueError):
+    """A judge setting that is none of its choices; one line naming the setting."""
+
+
 @dataclass
 class JudgeSettings:
-    """How the run asks its judge (a later `carryon-eval judge` may override both)."""
+    """How the run asks its judge (a later `carryon-eval judge` may override both). The one check of the utility
+    mode and the judge format: a record holds valid ones (``logprob`` is read as ``logprobs``)."""
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+
+    def __post_init__(self) -> None:
+        try:
+            self.utility_mode = self.read_utility_mode(self.utility_mode)
+        except SettingsError as exc:
+            raise SettingsError(f"utility_mode: {exc}") from None
+        try:
+            self.judge_format = self.read_judge_format(self.judge_format)
+        except SettingsError as exc:
+            raise SettingsError(f"judge_format: {exc}") from None
+
+    @staticmethod
+    def read_utility_mode(value: Any) -> str:
+        """The utility mode a user wrote (``logprob`` or ``logprobs``: ``logprobs``); SettingsError if none."""
+        mode = UTILITY_MODE_SPELLINGS.get(value) if isinstance(value, str) else None
+        if mode is None:
+            raise SettingsError(f"expected one of {', '.join(UTILITY_MODE_SPELLINGS)}, got {value!r}")
+        return mode
+
+    @staticmethod
+    def read_judge_format(value: Any) -> str:
+        if value not in JUDGE_FORMATS:
+            raise SettingsError(f"expected one of {', '.join(JUDGE_FORMATS)}, got {value!r}")
+        return str(value)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
