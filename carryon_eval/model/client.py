@@ -72,6 +72,7 @@ from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResu
                                         EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
                                         cache_key,
                                         keyed_request)
+from carryon_eval.model.redact import public_url, register_key_of
 from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
 
@@ -167,6 +168,8 @@ class Endpoint:
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
                  usage: Optional[UsageLedger] = None, model_check: bool = True) -> None:
         self.config = config
+        register_key_of(config.api_key_env)     # whoever makes an endpoint (evaluator or builder): its key is masked
+        public_url(config.base_url)             # and so is a credential inside its URL
         self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
         self.cache = cache
         self.usage = usage
@@ -209,7 +212,7 @@ class Endpoint:
         return text if len(text) <= _MSG_LIMIT else text[: _MSG_LIMIT - 3] + "..."
 
     def _where(self) -> str:
-        return f"model '{self.config.model}' at {self.config.base_url}"
+        return f"model '{self.config.model}' at {public_url(self.config.base_url)}"
 
     def _http(self) -> openai.AsyncOpenAI:
         if self._client is None:

@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
+from carryon_eval.model.redact import public_url
 from carryon_eval import defaults
 
 #: Generation parameters that take part in the cache key, in this order.
@@ -104,7 +105,7 @@ class EndpointConfig:
     def public(self) -> dict[str, Any]:
         """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
         return {
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),      # a credential inside the URL is masked
             "model": self.model,
             "api_key_env": self.api_key_env,
             "concurrency": self.concurrency,
