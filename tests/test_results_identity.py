@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "79835644a5c9dab98156ed4e464be0a35914a9305b2dcda832fc409ec5769665",
-    "all": "bd11c13913e120f4d7c09dd726a7c79fbbe4ce4334af797baf76a567ad1b77f8",
-    "report": "2898d509cf4e9f9a1d340cef9f50c7234c0ee7cb9ea3c695cfca6baf598b9e09",
+    "sample": "6472b52d7de82a4bcb1a17f6b3a3d7fa48df6e24e83d11aabc39243faad12ccb",
+    "all": "422bfc5f93880534f20af7eeefc960bcd097af3af5cecad5f7b1a4b4ef3beb97",
+    "report": "7cc79cf22159cb051000541b86c65ba7a45471f435b7f6dfa4791b7730d1fc95",
 }
 
 
