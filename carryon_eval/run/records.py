@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
+from carryon_eval.model.redact import public_url
 from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
 
 SCHEMA_VERSION = 1
@@ -78,7 +79,7 @@ class RoleRecord:
 
     @classmethod
     def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
-        return cls(**config.public(), local=local, pool=tuple(pool))
+        return cls(**config.public(), local=local, pool=tuple(public_url(url) for url in pool))
 
     def request_options(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
