@@ -585,6 +585,8 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap,
         conditions[cond]["scored"] = scored_shares(groups[cond])
         conditions[cond]["plan_covered"] = {m: ests[cond][m].covered for m in HEADLINE_METRICS}
         conditions[cond]["clipped"] = clipped(ests[cond])
+        if plan_of(cond):
+            conditions[cond]["plan_lengths"] = {str(k): v for k, v in sorted(plan_of(cond).items())}
         conditions[cond]["sensitivity"] = {"pooled_draw": pooled_draw(groups[cond])}
         conditions[cond]["truncated"] = truncation(groups[cond]).to_json()
         if cond in MULTI_TURN_CONDITIONS:
