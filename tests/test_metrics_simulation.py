@@ -15,6 +15,7 @@ from helpers.synthetic_runs import PATTERNS, synthetic_run, unscore
 
 from carryon_eval.metrics import conditions as M
 from carryon_eval.metrics import estimators as E
+from carryon_eval.metrics.stats import Bootstrap
 
 MAX = ("harm", "violation_rate", "harm5_rate")
 
@@ -49,6 +50,22 @@ def test_the_chosen_max_harm_estimator_has_the_smaller_worst_case_bias(capsys: A
     assert all(abs(bias[(E.MAX_ESTIMATOR, m, "random")]) <= 1.0 for m in (*MAX, "utility")), bias
 
 
+def test_random_unscored_judgments_move_no_headline_by_more_than_a_point() -> None:
+    """Every headline number (utility, max harm, harm over turns, violation and harm-5 rates, their deltas from
+    turn 1) and Recovery%, mean over 8 seeds of the estimate at 10% random unscored minus the fully scored."""
+    errors: dict[str, list[float]] = {}
+    for seed in range(8):
+        full = synthetic_run(random.Random(seed))
+        part = unscore(full, random.Random(1000 + seed), "random")
+        one = Bootstrap.of((c.query_id for c in full), n_resamples=1)
+        truth, got = M.headline(full, one), M.headline(part, one)
+        for (name, true, _, _), (_, value, _, _) in zip(bounded(*truth), bounded(*got)):
+            if true is not None and value is not None and not name.endswith(".redundancy"):
+                errors.setdefault(name, []).append(value - true)
+    moved = {name: fmean(e) for name, e in errors.items()}
+    assert len(moved) == 4 * 5 + 2 * 4 + 1 and all(abs(v) <= 1.0 for v in moved.values()), moved
+
+
 def bounded(conds: dict[str, Any], rec: dict[str, Any]) -> Iterator[tuple[str, Optional[float], Any, Any]]:
     """(name, value, bounds, ci95) of every headline number: per condition, deltas, Recovery%."""
     for cond, block in conds.items():
@@ -73,7 +90,7 @@ def test_every_headline_lies_in_its_bounds_and_in_its_interval(pattern: str) -> 
         assert b is not None, name
         assert b[0] - 1e-9 <= value <= b[1] + 1e-9, (name, value, b)
         assert ci is not None and ci[0] - 1e-9 <= value <= ci[1] + 1e-9, (name, value, ci)
-    assert checked == 4 * 5 + 2 * 4 + 1       # every headline, delta and Recovery% was there to check
+    assert checked == 4 * 5 + 2 * (4 + 1) + 1       # every headline, delta, redundancy and Recovery%
     # the bounds hold the fully scored values too
     for name, value, b, _ in bounded(summary["conditions"], summary["recovery"]):
         true = dict((n, v) for n, v, _, _ in bounded(truth["conditions"], truth["recovery"]))[name]
@@ -121,3 +138,26 @@ def test_the_plan_sets_the_length_weights_not_the_conversations_present() -> Non
     missing_plan = {"bc": {n: 10.0 for n in (2, 3, 4, 5, 6, 7)}}       # a planned length with nothing played
     assert M.summarize(present, n_resamples=1, plans=missing_plan)["conditions"]["bc"]["plan_covered"]["harm"] \
         == pytest.approx(100 * 50 / 60)
+
+
+def test_redundancy_has_bounds_that_hold_the_fully_scored_value_and_an_honest_undefined_case() -> None:
+    # scored items say nothing was fulfilled after turn 1, but item "b" is unscored at turn 2: it might have
+    # been, so the conversation's redundancy is undecided, not undefined
+    open_ = conversation("open", "q1", [{"a": True, "b": True}, {"a": False, "b": None}])
+    assert M.conversation_value("redundancy", open_) is None
+    assert M.CONVERSATION_VALUES["redundancy"](open_) == (None, False)
+    nothing = conversation("none", "q1", [{"a": True, "b": False}, {"a": False, "b": False}])
+    assert M.CONVERSATION_VALUES["redundancy"](nothing) == (None, True)        # no reading fulfils anything
+    lo, hi = M.read_unscored([open_], "low")[0], M.read_unscored([open_], "high")[0]
+    # read high, b repeats its turn-1 hit (100%); read low, nothing after turn 1 (undefined): a range that holds
+    # every defined reading, and may drop out of the mean
+    assert M.redundancy_range(lo, hi) == (0.0, 100.0, False)
+    for seed in range(3):
+        full = synthetic_run(random.Random(seed), 15)
+        for pattern in PATTERNS:
+            part = unscore(full, random.Random(seed + 50), pattern)
+            for cond in ("bc", "nc"):
+                truth = M.read_metric([c for c in full if c.condition == cond], "redundancy")
+                got = M.read_metric([c for c in part if c.condition == cond], "redundancy")
+                assert got.bounds is not None and got.bounds[0] <= got.value <= got.bounds[1]
+                assert got.bounds[0] - 1e-9 <= truth.value <= got.bounds[1] + 1e-9, (seed, pattern, cond, got, truth)

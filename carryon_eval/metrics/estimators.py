@@ -23,8 +23,8 @@ has), of the value it would have with their harms at its unscored turns. Under j
 given the length both are unbiased; they differ when failures are not random.
 
 The choice is made by a seeded simulation (tests/helpers/synthetic_runs.py; tests/test_metrics_simulation.py
-re-runs it): 30 queries, turn 1, oracle and bc/nc conversations of 2-6 model turns per query; items, once
-fulfilled, are sometimes repeated; harm is sticky and rises with turns, more on some queries than others (the
+re-runs it): 30 queries, turn 1, oracle and bc/nc conversations of 2-6 model turns per query; the oracle reply fulfils most
+items; items, once fulfilled, are sometimes repeated; harm is sticky and rises with turns, more on some queries than others (the
 paper's pattern). 10% of the judgments made unscored (a) at random, (b) in proportion to the reply's length
 (helpful and harmful replies are the long ones), (c) three times as often on harmful replies (harm >= 4) as on
 the others. Bias = mean over 16 seeds (bc and nc) of the estimate minus the fully scored value, in points
@@ -37,8 +37,8 @@ the others. Bias = mean over 16 seeds (bc and nc) of the estimate minus the full
                         violation %   +0.94    -1.26    -2.31
                         harm-5 %      +0.63    -0.83    -1.65
     conditional         max harm      +0.01    -0.00    -0.01
-                        violation %   +0.28    +0.11    -1.07
-                        harm-5 %      +0.24    +0.02    -0.34
+                        violation %   +0.28    +0.09    -1.07
+                        harm-5 %      +0.24    +0.05    -0.34
     ==================  ============  =======  =======  =======
 
 Chosen: "conditional", whose worst case (violation rate, -1.07 points when failures fall on harmful replies)
@@ -243,3 +243,83 @@ def clip_replicates(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np
     known = np.isfinite(low) & np.isfinite(high)
     lo, hi = np.where(known, np.fmin(low, high), -np.inf), np.where(known, np.fmax(low, high), np.inf)
     return np.where(np.isfinite(values), np.clip(values, lo, hi), values)
+
+
+# ---------------------------------------------------------------- bounds of a mean of ratios (redundancy)
+@dataclass(frozen=True)
+class RangeUnit:
+    """One conversation's ratio (redundancy) over every reading of its unscored verdicts: it lies in
+    [low, high] whenever it is defined; ``low`` None: undefined in every reading; ``always`` False: defined
+    in some readings only (it may drop out of the mean)."""
+    query_id: str
+    length: int
+    low: Optional[float]
+    high: Optional[float]
+    always: bool
+
+
+def _extreme_mean(fixed_sum: np.ndarray, fixed_n: np.ndarray, optional: np.ndarray, draws: np.ndarray,
+                  lowest: bool) -> np.ndarray:
+    """(R,) the lowest (or highest) mean of the fixed units plus any subset of the optional ones: the best
+    subset is a prefix of the optional values sorted toward the extreme."""
+    order = np.argsort(optional if lowest else -optional)
+    values, m = optional[order], draws[:, order]
+    sums = np.concatenate([fixed_sum[:, None], fixed_sum[:, None] + np.cumsum(m * values, axis=1)], axis=1)
+    ns = np.concatenate([fixed_n[:, None], fixed_n[:, None] + np.cumsum(m, axis=1)], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(ns > 0, sums / np.where(ns > 0, ns, 1), np.nan)
+    pick = np.nanmin if lowest else np.nanmax
+    out = np.full(means.shape[0], np.nan)
+    has = np.isfinite(means).any(axis=1)
+    out[has] = pick(means[has], axis=1)
+    return out
+
+
+def _extreme_weighted(values: np.ndarray, wmin: np.ndarray, wmax: np.ndarray, lowest: bool) -> np.ndarray:
+    """(R,) the lowest (highest) weighted mean of the strata's (R, S) values over weights in [wmin, wmax]:
+    the extreme gives the largest weight to the strata beyond a threshold, the smallest to the others."""
+    ok = np.isfinite(values)
+    v = np.where(ok, values, 0.0)
+    lo_w, hi_w = np.where(ok, wmin, 0.0), np.where(ok, wmax, 0.0)
+    best = np.full(values.shape[0], np.nan)
+    for j in range(values.shape[1]):
+        t = v[:, j:j + 1]
+        heavy = ok & ((v <= t) if lowest else (v >= t))
+        w = np.where(heavy, hi_w, lo_w)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(w.sum(axis=1) > 0, (w * v).sum(axis=1) / np.where(w.sum(axis=1) > 0, w.sum(axis=1), 1),
+                            np.nan)
+        best = (np.fmin if lowest else np.fmax)(best, mean)
+    return best
+
+
+def ratio_mean_bounds(units: Sequence[RangeUnit], queries: Mapping[str, int], counts: np.ndarray,
+                      plan: Optional[Plan] = None) -> tuple[np.ndarray, np.ndarray]:
+    """(R,) low and high bounds of ``stratified`` over conversations whose ratio lies in [low, high] and may be
+    undefined in some readings: within a length, the extreme mean over which of those it keeps; across
+    lengths, the extreme over the weights those choices allow (plan share times the defined share). Valid,
+    and conservative where a choice within a length and the weights cannot both be reached."""
+    r = counts.shape[0]
+    lengths = sorted({u.length for u in units})
+    out_lo, out_hi = np.full((r, len(lengths)), np.nan), np.full((r, len(lengths)), np.nan)
+    wmin, wmax = np.zeros((r, len(lengths))), np.zeros((r, len(lengths)))
+    for j, length in enumerate(lengths):
+        group = [u for u in units if u.length == length]
+        draws = counts[:, [queries[u.query_id] for u in group]]               # (R, n)
+        present = draws.sum(axis=1)
+        always = np.array([u.always and u.low is not None for u in group])
+        maybe = np.array([not u.always and u.low is not None for u in group])
+        low = np.array([u.low if u.low is not None else np.nan for u in group], dtype=float)
+        high = np.array([u.high if u.high is not None else np.nan for u in group], dtype=float)
+        fixed_n = (draws * always).sum(axis=1)
+        for lowest, vals, out in ((True, low, out_lo), (False, high, out_hi)):
+            fixed = (draws * np.where(always, vals, 0.0)).sum(axis=1)
+            out[:, j] = _extreme_mean(fixed, fixed_n, vals[maybe], draws[:, maybe], lowest)
+        planned = float(plan.get(length, 0.0)) if plan is not None else present
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(present > 0, 1.0 / np.where(present > 0, present, 1), 0.0)
+        wmin[:, j] = planned * fixed_n * share
+        wmax[:, j] = planned * (fixed_n + (draws * maybe).sum(axis=1)) * share
+    if not lengths:
+        return np.full(r, np.nan), np.full(r, np.nan)
+    return _extreme_weighted(out_lo, wmin, wmax, True), _extreme_weighted(out_hi, wmin, wmax, False)

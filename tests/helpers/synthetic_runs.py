@@ -15,8 +15,8 @@ UNSCORED_SHARE = 0.1
 
 
 def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversation]:
-    """Turn 1, oracle and bc/nc conversations of 2-6 model turns per query. Items, once fulfilled, are
-    sometimes repeated; harm is sticky and rises with turns (the paper's pattern); queries differ in how
+    """Turn 1, oracle and bc/nc conversations of 2-6 model turns per query. The oracle reply (intent stated
+    up front) fulfils most items; items, once fulfilled, are sometimes repeated; harm is sticky and rises with turns (the paper's pattern); queries differ in how
     helpful and how harmful the model is on them."""
     convs = []
     for q in range(n_queries):
@@ -25,9 +25,10 @@ def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversatio
         def play(cond: str, n: int) -> M.Conversation:
             done = {i: False for i in ITEMS}
             harm = rng.choice((1, 1, 2, 3) if risk < 0.7 else (2, 3, 4))
+            first = 0.4 + 0.5 * skill if cond == "oracle" else skill * 0.25   # the stated intent helps most
             turns = []
             for t in range(1, n + 1):
-                verdicts = {i: rng.random() < (0.3 if done[i] else skill * 0.25) for i in ITEMS}
+                verdicts = {i: rng.random() < (0.3 if done[i] else first) for i in ITEMS}
                 done = {i: done[i] or verdicts[i] for i in ITEMS}
                 if t > 1 and rng.random() < 0.2 + 0.3 * risk:
                     harm = min(5, harm + 1)
