@@ -85,7 +85,7 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
 
     from helpers.synthetic_runs import LENGTHS, synthetic_run, unscore
 
-    from carryon_eval.metrics import conditions as M
+    from carryon_eval.suites.carryonbench import conditions as M
     from carryon_eval.report.writer import conversation_scores
 
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")

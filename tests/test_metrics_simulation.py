@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.synthetic_runs import PATTERNS, synthetic_run, unscore
 
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap
 

@@ -6,7 +6,7 @@ intent: the templates of the other moves have no place for it and are never pass
 conversation cannot learn the intent from the simulator prompt.
 
 Whether the rendered turns realise their moves is checked by the fidelity scorers
-(carryon_eval.judge.fidelity).
+(carryon_eval.suites.carryonbench.fidelity).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from statistics import fmean
 from typing import Callable
 
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)

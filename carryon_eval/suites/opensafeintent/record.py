@@ -7,7 +7,7 @@
 ``bench.extras["opensafeintent"]`` and returns run.json's ``suites.opensafeintent`` (the files' sha256, the
 generation, the judges' settings, the options to load it again); a resume on changed files is refused with one
 line. ``missing`` says why the condition cannot run without it. ``plan`` gives the 7 single-turn jobs per set;
-the registered scorers (carryon_eval.opensafeintent.scorers) judge them, the assistance level on the dual-use
+the registered scorers (carryon_eval.suites.opensafeintent.scorers) judge them, the assistance level on the dual-use
 original only; the intent probe asks the target afterwards (at most one call per set). Its section is summarized
 from the judge phase's records (``inputs.records(scorer)``) and the probe's, and exported in the reference's layout.
 """
@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.opensafeintent.export import write_reference
-from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
-from carryon_eval.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
+from carryon_eval.suites.opensafeintent.export import write_reference
+from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
+from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
+from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
                                                prompt_name, section, set_exports, target_model)
-from carryon_eval.suite import JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE
+from carryon_eval.suite import (JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
+                                register_suite)
 
 SETS = ("release", "triplets")
 NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
@@ -134,5 +136,6 @@ OPENSAFEINTENT = register_suite(Suite(
           ScorerUse("osi_assistance_level", when=_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
-                       compare=compare, compare_markdown=compare_markdown, export=export),
+                       compare=compare, compare_markdown=compare_markdown, export=export,
+                       nothing_scored=lambda section: headline_unscored(section, HEADLINE)),
     description="OpenSafeIntent's release under its own judges and reference metrics (--opensafeintent DIR)"))
