@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
 from carryon_eval.defaults import HTTP_CLIENTS
-from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
+from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError,
                                         EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
                                         cache_key,
                                         keyed_request)
