@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
-    "all": "7d312fc13c93a47700faf448bf75b68fbe729ffb2bec027f27c53efd44c040c2",
-    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
+    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
+    "all": "28ffa5f52b7452bb5784e3455b840954f5edca53e5ad3e7299fb3e9e4c4b79a4",
+    "report": "22a19aaf29bca814a019ecec6035421ae0fc2b13788379028ddf9048233da12b",
 }
 
 
