@@ -273,11 +273,14 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
     plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
     everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
     condition = {t.conversation_id: t.condition for t in transcripts}
+    own, own_row = ("utility_grouped" if settings.utility_judge == "grouped" else "utility"), Row()
     for s in scorers:
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
             prompt, answer = _judge_call(s, task.case, caps, reply_caps, task.targets[0][0])
             table.row("judge", cond).add(1, prompt, answer)
+            if s.name == own:
+                own_row.add(1, prompt, answer)
             table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
         table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
         new = {t.case for t in plan.tasks[s.name]}
@@ -286,6 +289,9 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
                 table.row("judge", condition[task.targets[0][0]]).cached += 1
     table.utility_judge, table.group_size = caps.utility_judge, caps.utility_group_size
     for mode, name in (("per-item", "utility"), ("grouped", "utility_grouped")):     # both modes, side by side
+        if name == own and own in plan.tasks:        # the run's own mode: the calls counted above (no second plan)
+            table.utility_modes[mode] = own_row
+            continue
         mine = with_utility_judge(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
                                                for c, uses in scoring_without_grouped(scoring).uses.items()}),
                                   dataclasses.replace(caps.judge_settings(mode), calibrate=0))
