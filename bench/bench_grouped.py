@@ -131,7 +131,8 @@ def main() -> None:
         for mode in ("per-item", "grouped"):
             table = dry_run(data, work, mode)
             judge = table["roles"]["judge"]["all"]
-            result[f"dry_run_{mode}"] = {"judge_calls_all": judge["calls"], "judge_prompt_tokens_all": judge["prompt_tokens"],
+            result[f"dry_run_{mode}"] = {"judge_calls_all": judge["calls"],
+                                         "judge_prompt_tokens_all": judge["prompt_tokens"],
                                          "judge_completion_tokens_all": judge["completion_tokens"],
                                          "judge_by_scorer": table["judge_by_scorer"]}
         result["dry_run_utility_modes"] = table["utility_modes"]

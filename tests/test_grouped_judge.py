@@ -66,8 +66,8 @@ def test_grouped_gives_the_per_item_verdicts_in_one_call_per_reply(scripted_serv
 
 
 def test_an_omitted_or_mislabelled_item_is_asked_alone(scripted_server, dataset, tmp_path):
-    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply          # noqa: E731
-    mislabel = lambda reply, item: item.endswith("-i1") and "#5" in reply      # noqa: E731
+    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply
+    mislabel = lambda reply, item: item.endswith("-i1") and "#5" in reply
     srv = scripted_server(consistent_handler(omit=omit, mislabel=mislabel), models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
     result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1,bc",
@@ -93,7 +93,7 @@ def test_an_omitted_or_mislabelled_item_is_asked_alone(scripted_server, dataset,
 
 
 def test_an_item_unscored_alone_too_stays_unscored(scripted_server, dataset, tmp_path):
-    omit = lambda reply, item: item.endswith("-i2")                             # noqa: E731
+    omit = lambda reply, item: item.endswith("-i2")                   
     srv = scripted_server(consistent_handler(omit=omit, alone=lambda text: "perhaps"), models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
     result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1",
@@ -159,7 +159,7 @@ def test_batch_export_and_import_handle_grouped_requests(scripted_server, datase
     requests = [json.loads(x) for x in (tmp_path / "b1" / "requests-0001.jsonl").read_text().splitlines()]
     grouped = [r for r in requests if GROUPED in r["body"]["messages"][-1]["content"]]
     assert len(grouped) == grouped_calls and all("ben_util_verdicts" in json.dumps(r["body"]) for r in grouped)
-    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply          # noqa: E731
+    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply
     batch_runner(tmp_path / "b1" / "requests-0001.jsonl", tmp_path / "r1.jsonl",
                  answer=consistent_handler(omit=omit))
     first = invoke("judge", copy, "--batch-import", tmp_path / "r1.jsonl")

@@ -23,7 +23,10 @@ import numpy as np
 from carryon_eval.metrics.stats import ci95, cohen_kappa, percent_agreement, resample_indices
 
 
-def _reply_pairs(grouped: Sequence[Any], per_item: Sequence[Any]) -> tuple[dict[tuple, list[tuple[bool, bool]]], int, int]:
+Pairs = list[tuple[bool, bool]]        # (grouped, per-item) verdicts of one reply's items scored both ways
+
+
+def _reply_pairs(grouped: Sequence[Any], per_item: Sequence[Any]) -> tuple[dict[tuple, Pairs], int, int]:
     g = {(r.conversation_id, r.turn, r.item_id): r.verdict for r in grouped}
     replies: dict[tuple, list[tuple[bool, bool]]] = {}
     common = excluded = 0

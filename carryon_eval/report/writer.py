@@ -290,7 +290,8 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
             f"{c} {t['length']} of {t['with_finish_reason']} ({t['share']:.1f}%)" for c, t in cut.items())
             + ". A reasoning model can be cut before its answer: raise --max-tokens.")
     ben_util = results.judges.utility or {}
-    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {ben_util.get('context', UTILITY_CONTEXT)}.")
+    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: "
+                 f"{ben_util.get('context', UTILITY_CONTEXT)}.")
     notes.append(utility_judge_note(ben_util))
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
