@@ -258,7 +258,7 @@ JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum
               help=JUDGE_FORMAT_HELP)
 @click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
               help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
-                   "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
+                   "over lengths (carryon_eval/dataset/subset.py says how); about 1/5 of the calls.")
 @suite_options_of_suites
 @click.option("--dry-run", is_flag=True,
               help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
