@@ -4,7 +4,7 @@ both import from here; this package imports no wing and no stage above run/, jud
 from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, InputsRecord, ProbeContext, ReportInputs, RunEntry,
                                        Section, Stat, SuiteOptions)
 from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ScorerUse, Skipped, Suite,
-                                        SuiteError, SuiteOption, SuiteReport)
+                                        SuiteError, SuiteOption, SuiteReport, headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
                                          default_conditions, discover, exporters, load_inputs, plan_jobs,
                                          refuse_missing, register_suite, resolve_conditions, scorer_uses, selected,
@@ -13,6 +13,6 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "Cell", "Column", "ColumnSource", "InputsRecord", "Job",
            "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "RunEntry", "ScorerUse",
            "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption", "SuiteOptions",
-           "SuiteReport", "all_conditions", "available", "default_conditions", "discover", "exporters", "load_inputs",
+           "SuiteReport", "all_conditions", "available", "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs",
            "plan_jobs", "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected",
            "suite_of", "suite_options", "suites", "unregister_suite", "without_inputs"]
