@@ -23,14 +23,14 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import rollout_handler
 from scripted_server import last_user_text
 
-from carryon_eval.dataset.load import SAMPLE_DATASET
+from carryon_eval.dataset.load import SAMPLE, SAMPLE_DATASET
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "79835644a5c9dab98156ed4e464be0a35914a9305b2dcda832fc409ec5769665",
-    "all": "bd11c13913e120f4d7c09dd726a7c79fbbe4ce4334af797baf76a567ad1b77f8",
-    "report": "2898d509cf4e9f9a1d340cef9f50c7234c0ee7cb9ea3c695cfca6baf598b9e09",
+    "sample": "fdc546f9e2814425d1f89260459718f8f12a8e387c2d7aca31cf43892536b47d",
+    "all": "7a8c803fb1f7a23eef3251e3852bad844b3c24b7ad794e52590426bf0e8e1b7d",
+    "report": "a26bd867fa78a6519e98c03788c0a43440c29d4e3b5c865ed2eab4a2c52206fe",
 }
 
 
@@ -61,10 +61,13 @@ def varied_handler(body: dict) -> Any:
 
 
 def normalized(results: Path, *places: Path) -> bytes:
-    """results.json's bytes with the run's folder, the dataset's path and the report's time replaced."""
+    """results.json's bytes with the run's folder, the dataset's path (or the built-in sample's label, which
+    results.json records instead of its path since) and the report's time replaced."""
     text = results.read_text()
     for i, place in enumerate(places):
         text = text.replace(json.dumps(str(place))[1:-1], f"<place{i}>")
+        if place == SAMPLE_DATASET:
+            text = text.replace(f'"{SAMPLE}"', f'"<place{i}>"')
     text = re.sub(r'"at": "[^"]*"', '"at": "<at>"', text)
     return text.encode()
 
