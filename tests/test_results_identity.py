@@ -23,14 +23,14 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import rollout_handler
 from scripted_server import last_user_text
 
-from carryon_eval.dataset.load import SAMPLE, SAMPLE_DATASET
+from carryon_eval.dataset.load import SAMPLE_DATASET
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "fdc546f9e2814425d1f89260459718f8f12a8e387c2d7aca31cf43892536b47d",
-    "all": "7a8c803fb1f7a23eef3251e3852bad844b3c24b7ad794e52590426bf0e8e1b7d",
-    "report": "a26bd867fa78a6519e98c03788c0a43440c29d4e3b5c865ed2eab4a2c52206fe",
+    "sample": "6472b52d7de82a4bcb1a17f6b3a3d7fa48df6e24e83d11aabc39243faad12ccb",
+    "all": "422bfc5f93880534f20af7eeefc960bcd097af3af5cecad5f7b1a4b4ef3beb97",
+    "report": "7cc79cf22159cb051000541b86c65ba7a45471f435b7f6dfa4791b7730d1fc95",
 }
 
 
@@ -61,13 +61,10 @@ def varied_handler(body: dict) -> Any:
 
 
 def normalized(results: Path, *places: Path) -> bytes:
-    """results.json's bytes with the run's folder, the dataset's path (or the built-in sample's label, which
-    results.json records instead of its path since) and the report's time replaced."""
+    """results.json's bytes with the run's folder, the dataset's path and the report's time replaced."""
     text = results.read_text()
     for i, place in enumerate(places):
         text = text.replace(json.dumps(str(place))[1:-1], f"<place{i}>")
-        if place == SAMPLE_DATASET:
-            text = text.replace(f'"{SAMPLE}"', f'"<place{i}>"')
     text = re.sub(r'"at": "[^"]*"', '"at": "<at>"', text)
     return text.encode()
 
