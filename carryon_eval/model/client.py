@@ -53,6 +53,7 @@ import collections
 import dataclasses
 import email.utils
 import importlib
+import json
 import logging
 import math
 import os
@@ -69,8 +70,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from carryon_eval.defaults import HTTP_CLIENTS
 from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError,
-                                        EndpointRejected, ParameterRefused, UsageLedger, cache_key,
+                                        EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
+                                        cache_key,
                                         keyed_request)
+from carryon_eval.model.redact import public_url, register_key_of
 from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
 from carryon_eval.model.wire import Malformed as _Malformed
@@ -165,6 +168,8 @@ class Endpoint:
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
                  usage: Optional[UsageLedger] = None, model_check: bool = True) -> None:
         self.config = config
+        register_key_of(config.api_key_env)     # whoever makes an endpoint (evaluator or builder): its key is masked
+        public_url(config.base_url)             # and so is a credential inside its URL
         self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
         self.cache = cache
         self.usage = usage
@@ -207,7 +212,7 @@ class Endpoint:
         return text if len(text) <= _MSG_LIMIT else text[: _MSG_LIMIT - 3] + "..."
 
     def _where(self) -> str:
-        return f"model '{self.config.model}' at {self.config.base_url}"
+        return f"model '{self.config.model}' at {public_url(self.config.base_url)}"
 
     def _http(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -325,7 +330,7 @@ class Endpoint:
                 result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
                 limiter.release()
-                if probe is not None and exc.status is not None and probe.refused(exc.status):
+                if probe is not None and exc.status is not None and probe.refused(exc.status, exc.reason):
                     attempt -= 1   # the server does not know this form: the next form is free
                     continue
                 if probe is not None:
@@ -346,12 +351,15 @@ class Endpoint:
                 if self._learn_refusal(exc, kwargs):
                     attempt -= 1   # sent again the way the endpoint takes it: free
                     continue
-                if probe is not None and self._about_form(exc, kwargs) and probe.refused(exc.status_code):
+                if probe is not None and self._about_form(exc, kwargs) and probe.refused(
+                        exc.status_code, f"{_status_message(exc)} {json.dumps(exc.body, default=str)}"):
                     attempt -= 1   # the next form is free
                     continue
                 line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
                                                kwargs, self._scrub)
-                raise (ParameterRefused if self.refusals.fatal else EndpointRejected)(line) from None
+                kind = (ParameterRefused if self.refusals.fatal else
+                        ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
+                raise kind(line) from None
             except BaseException:
                 limiter.release()
                 raise
