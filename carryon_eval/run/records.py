@@ -442,6 +442,7 @@ class Results:
     turn1_bins: dict[str, Any] = field(default_factory=dict)
     by_domain: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
+    estimators: dict[str, Any] = field(default_factory=dict)
     null_meaning: str = ""
     judges: JudgesInfo = field(default_factory=JudgesInfo)
     judge_context: dict[str, str] = field(default_factory=dict)
