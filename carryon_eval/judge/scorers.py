@@ -362,7 +362,3 @@ def reply_scorers(names: Sequence[str], options: JudgeSettings = JudgeSettings()
             raise ScorerError(f"scorer {name!r} does not judge the replies of a run folder")
         made.append(scorer)
     return made
-
-
-# The grouped Ben-Util scorer registers beside the per-item one (its module imports this one, so it comes last).
-from carryon_eval.judge import grouped as _grouped  # noqa: E402,F401
