@@ -380,7 +380,7 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth, i.src.slice(0, 22)])")
         assert {name for name, *_ in images} == {"models_utility_vs_harm", "models_move_effects", "recovery_cost",
-                                                 "models_redundancy"}
+                                                 "models_redundancy", "move_effects_across_models"}
         assert all(done and width > 100 and src == "data:image/png;base64," for _, done, width, src in images), images
 
         # every request the page's document made (the browser's own chrome:// pages are not the page's)
