@@ -132,9 +132,10 @@ def judge_agreement(rundir: Path, judges: Optional[Sequence[str]] = None) -> dic
     present = judgment_sets(rundir)
     if judges is None:
         if len(present) != 2:
-            raise AgreementError(f"{rundir} holds {len(present)} Ben-Util judgment set(s) "
+            raise AgreementError(f"{rundir} was judged by {len(present)} judge model(s) "
                                  f"({', '.join(present) or 'none'}); agreement on one run folder needs two "
-                                 "(pick them with --judges A,B; MODEL:grouped names a judge's grouped verdicts)")
+                                 "(pick them with --judges A,B; MODEL:grouped names a judge's grouped Ben-Util "
+                                 "verdicts)")
         judges = present
     if len(judges) != 2 or judges[0] == judges[1]:
         raise AgreementError(f"--judges takes two different judge models, got {','.join(judges)!r}")
