@@ -32,12 +32,14 @@ from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, 
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
                                      write_json_atomic, write_jsonl_atomic, write_text_atomic)
-from carryon_eval.schema import CONDITIONS, Transcript
+from carryon_eval.judge.fidelity import flagged_conversations
+from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.suite import Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
+INTENT_SECTION = "intent"          # results.json's mc contrasts (carryon_eval.metrics.intent)
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
@@ -114,8 +116,14 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     convs = M.assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
+    fidelity = run.read_fidelity()
+    flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
+    convs = [c for c in convs if c.conversation_id not in flagged]
+    numbers = M.summarize(convs, n_resamples=n_resamples, seed=seed, excluded=sorted(flagged),
+                          fidelity=(fidelity or {}).get("voice"))
+    intent = numbers.pop("intent")
     results = Results(
-        model=_model_name(meta, transcripts), **M.summarize(convs, n_resamples=n_resamples, seed=seed),
+        model=_model_name(meta, transcripts), **numbers,
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
@@ -134,6 +142,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     if unplayed:
         results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
                                 "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
+    if intent is not None:
+        results.sections[INTENT_SECTION] = intent
     inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None
