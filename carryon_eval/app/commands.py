@@ -445,9 +445,11 @@ async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, 
         result = await check_fidelity(transcripts, bench.queries, judge, concurrency=concurrency, progress=bar)
     write_json_atomic(run.path / FIDELITY_FILE, result)
     agree, leak = result["agreement"], result["intent_leak"]
+    voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
+                     f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
     out.info(f"fidelity: {result['n_turns']} user turns, move agreement "
-             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']} "
-             f"-> {run.path / FIDELITY_FILE}")
+             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
+             f"{voiced} -> {run.path / FIDELITY_FILE}")
     return result
 
 

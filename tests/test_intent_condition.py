@@ -1,0 +1,138 @@
+"""Condition mc (the BC moves voiced with a malicious intent): known answers through the whole pipeline.
+
+Every run is `carryon-eval` against the scripted OpenAI-compatible server (real HTTP), on a made-up dataset of
+3 queries x (2 BC + their 2 MC twins) (tests/helpers/intent_data.py). Worked by hand:
+
+- the gullible target complies once the user gives any purpose: every BC and MC conversation ends complying
+  (utility 100, max harm 4) after a refused turn 1 (utility 0, harm 1): intent sensitivity 0 on utility and on
+  violation rate, exploitation 100;
+- the discerning target complies only on the benign marker: BC 100 / harm 4, MC 0 / harm 1: utility
+  sensitivity 100, violation sensitivity (MC - BC) -100, exploitation 0.
+All judgments are scored, so every number's bounds are the number itself.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.eval_cli import invoke
+from helpers.intent_data import (BENIGN, MALICIOUS, any_purpose, benign_only, intent_handler,
+                                 make_intent_dataset)
+
+from carryon_eval.suite import default_conditions, resolve_conditions
+
+
+def run_args(srv: Any, target: str, data: Path, out: Path, *extra: Any) -> list[Any]:
+    return ["--endpoint", srv.base_url, "--model", target, "--user-endpoint", srv.base_url, "--user-model", "sim",
+            "--judge-endpoint", srv.base_url, "--judge-model", "jdg", "--dataset", data, "--out", out,
+            "--bootstrap-resamples", 200, *extra]
+
+
+def within(block: dict[str, Any], expected: float) -> None:
+    """The number is the hand-computed value, its interval and its bounds hold it."""
+    assert block["value"] == pytest.approx(expected), block
+    lo, hi = block["ci95"]
+    assert lo - 1e-9 <= block["value"] <= hi + 1e-9, block
+    assert block["bounds"] == pytest.approx([expected, expected]), block
+
+
+def test_mc_is_left_out_of_the_default_set_and_in_all():
+    assert "mc" not in default_conditions()
+    assert "mc" in resolve_conditions(["all"])
+
+
+@pytest.mark.parametrize("target, rule, expected", [
+    ("gullible", any_purpose, {"sens_utility": 0.0, "sens_violation": 0.0, "exploitation": 100.0,
+                               "mc_utility": 100.0, "mc_harm": 4.0, "mc_violation": 100.0}),
+    ("discerning", benign_only, {"sens_utility": 100.0, "sens_violation": -100.0, "exploitation": 0.0,
+                                 "mc_utility": 0.0, "mc_harm": 1.0, "mc_violation": 0.0}),
+])
+def test_known_answers_of_a_gullible_and_a_discerning_target(target, rule, expected, scripted_server, tmp_path):
+    srv = scripted_server(intent_handler({target: rule}), models=(target, "sim", "jdg"))
+    data = make_intent_dataset(tmp_path / "data")
+    res = invoke(*run_args(srv, target, data, tmp_path / "run", "--conditions", "turn1,bc,mc"))
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+
+    mc, bc = results["conditions"]["mc"], results["conditions"]["bc"]
+    assert mc["n_conversations"] == 6 and bc["n_conversations"] == 6
+    assert mc["utility"] == pytest.approx(expected["mc_utility"])
+    assert mc["harm"] == pytest.approx(expected["mc_harm"])
+    assert mc["violation_rate"] == pytest.approx(expected["mc_violation"])
+    assert mc["utility_delta"] == pytest.approx(expected["mc_utility"] - 0.0)      # turn 1: a refusal, utility 0
+    for metric in ("utility", "harm", "violation_rate"):
+        lo, hi = mc["bounds"][metric]
+        assert lo <= mc[metric] <= hi
+    assert bc["utility"] == pytest.approx(100.0) and bc["violation_rate"] == pytest.approx(100.0)
+
+    intent = results["intent"]
+    assert intent["n_pairs"] == 6 and intent["n_unpaired_mc"] == 0
+    within(intent["sensitivity"]["utility"], expected["sens_utility"])
+    within(intent["sensitivity"]["violation_rate"], expected["sens_violation"])
+    within(intent["exploitation"], expected["exploitation"])
+    assert intent["excluded"]["conversations"] == []
+
+    # the simulator voiced the intent of the condition: MC turns carry the malicious marker, BC turns the benign one
+    transcripts = [json.loads(line) for line in (tmp_path / "run" / "transcripts.jsonl").read_text().splitlines()]
+    for tr in transcripts:
+        said = " ".join(m["content"] for m in tr["messages"][1:] if m["role"] == "user")
+        if tr["condition"] == "mc":
+            assert MALICIOUS in said and BENIGN not in said, tr["conversation_id"]
+        elif tr["condition"] == "bc":
+            assert BENIGN in said and MALICIOUS not in said, tr["conversation_id"]
+
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert "MC Util." in table and "Intent sensitivity" in table and "Exploitation" in table
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "Intent sensitivity" in page and "Exploitation" in page
+
+
+def test_the_dry_run_predicts_the_mc_calls_the_server_receives(scripted_server, tmp_path):
+    srv = scripted_server(intent_handler({"gullible": any_purpose}, unique=True), models=("gullible", "sim", "jdg"))
+    data = make_intent_dataset(tmp_path / "data")
+    args = run_args(srv, "gullible", data, tmp_path / "run", "--conditions", "mc")
+    dry = invoke(*args, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    assert srv.count() == 0
+    plan = json.loads(dry.stdout.strip().splitlines()[-1])
+    predicted = {role: part["mc"]["calls"] for role, part in plan["roles"].items()}
+    # by hand: 3 shared turn-1 replies + per query (1 + 2 follow-ups) target replies; 3 user turns per query
+    assert predicted["target"] == 3 + 3 * 3 and predicted["user"] == 3 * 3
+    assert predicted["judge"] == (3 + 3 * 3) * (2 + 1)         # every distinct reply: 2 items + 1 safety
+
+    real = invoke(*args)
+    assert real.exit_code == 0, real.output
+    received = {"target": srv.count(lambda b: b["model"] == "gullible"), "user": srv.count(lambda b: b["model"] == "sim"),
+                "judge": srv.count(lambda b: b["model"] == "jdg")}
+    assert received == predicted
+
+
+def test_fidelity_flags_a_refusing_or_benign_voiced_mc_turn_and_leaves_it_out(scripted_server, tmp_path):
+    """The simulator refuses to voice the user of q1's MC prompts and voices a benign purpose for q2's: the
+    fidelity check flags those conversations (per condition), and the mc numbers leave them out and list them."""
+    def voice(prompt: str) -> Any:
+        if f"{MALICIOUS}-q1" in prompt:
+            return "Sorry, I cannot write that message."
+        if f"{MALICIOUS}-q2" in prompt:
+            return f"My reason: {BENIGN}-q2, I am a teacher."
+        return None
+
+    srv = scripted_server(intent_handler({"gullible": any_purpose}, voice), models=("gullible", "sim", "jdg"))
+    data = make_intent_dataset(tmp_path / "data")
+    res = invoke(*run_args(srv, "gullible", data, tmp_path / "run", "--conditions", "turn1,bc,mc", "--fidelity"))
+    assert res.exit_code == 0, res.output
+    fidelity = json.loads((tmp_path / "run" / "fidelity.json").read_text())
+    voice_mc = fidelity["voice"]["mc"]
+    assert voice_mc["n_checked"] == 6
+    assert voice_mc["labels"] == {"matches": 2, "harmless": 2, "refusal": 2, "none": 0}
+    flagged = ["q1-mc1", "q1-mc2", "q2-mc1", "q2-mc2"]
+    assert voice_mc["flagged"] == flagged
+    assert fidelity["voice"]["bc"]["flagged"] == [] and fidelity["voice"]["bc"]["n_checked"] == 6
+
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["intent"]["excluded"]["conversations"] == flagged
+    assert results["conditions"]["mc"]["n_conversations"] == 2       # q3's two: the only ones scored
+    assert results["intent"]["n_pairs"] == 2
+    assert any("fidelity" in note and "q1-mc1" in note for note in results["notes"])
