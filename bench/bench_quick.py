@@ -47,11 +47,12 @@ class Lines:
 
 def evaluate(url: str, data: Path, out: Path, subset: str) -> tuple[dict[str, int], dict]:
     from carryon_eval.app import commands as app
+    from carryon_eval.app.config import EvaluateConfig, RoleChoice
 
-    role = app.RoleChoice(url, "tgt", "BENCH_NO_KEY")
-    cfg = app.EvaluateConfig(target=role, user=app.RoleChoice(url, "sim"), judge=app.RoleChoice(url, "jdg"),
-                             dataset=str(data), out=out, concurrency=32, max_tokens=64, judge_max_tokens=8,
-                             subset=subset)
+    role = RoleChoice(url, "tgt", "BENCH_NO_KEY")
+    cfg = EvaluateConfig(target=role, user=RoleChoice(url, "sim"), judge=RoleChoice(url, "jdg"),
+                         dataset=str(data), out=out, concurrency=32, max_tokens=64, judge_max_tokens=8,
+                         subset=subset)
     lines = Lines()
     asyncio.run(app.evaluate(cfg, lines))
     calls = {}

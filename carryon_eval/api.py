@@ -36,7 +36,8 @@ from typing import Any, Coroutine, Optional, Sequence, TypeVar, Union
 
 from carryon_eval import defaults
 from carryon_eval.app import commands as app
-from carryon_eval.app.commands import ConfigError, NothingScored, Output
+from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, RoleChoice
+from carryon_eval.app.phases import NothingScored
 from carryon_eval.cli_common import configure_logging
 from carryon_eval.run.records import Results
 
@@ -61,9 +62,9 @@ class PrintOutput:
 
 
 # ---------------------------------------------------------------- options -> the command line's config record
-def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> app.RoleChoice:
+def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> RoleChoice:
     urls = (endpoints,) if isinstance(endpoints, (str, os.PathLike)) else tuple(endpoints or ())
-    return app.RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
+    return RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
 
 
 def _conditions(value: Union[str, Sequence[str], None]) -> tuple[tuple[str, ...], bool]:
@@ -130,14 +131,14 @@ def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
                     no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",
                     no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
                     dry_run: bool = False, json: bool = False, price: Union[str, Sequence[str]] = (),
-                    max_calls: Optional[int] = None, **suite_options: Any) -> app.EvaluateConfig:
-    """The ``carryon_eval.app.commands.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
+                    max_calls: Optional[int] = None, **suite_options: Any) -> EvaluateConfig:
+    """The ``carryon_eval.app.config.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
     bad value raises ConfigError naming the option."""
     for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
                         ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls)):
         _at_least_one(name, value)
     chosen, every = _conditions(conditions)
-    return app.EvaluateConfig(
+    return EvaluateConfig(
         target=_role(endpoint, model, api_key_env), user=_role(user_endpoint, user_model, user_api_key_env),
         judge=_role(judge_endpoint, judge_model, judge_api_key_env),
         dataset=None if dataset is None else os.fspath(dataset), revision=revision,

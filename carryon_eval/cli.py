@@ -17,7 +17,7 @@ whose judge answered nothing usable for some condition writes everything, then e
 that stopped with judgments missing (a judge call failed, or a role's endpoints stopped answering for
 --give-up-after seconds) writes what it has, marked incomplete, and exits 4 with one line.
 
-This module only parses options into the config records of carryon_eval.app.commands, runs the command's one
+This module only parses options into the config records of carryon_eval.app.config, runs the command's one
 async function in one event loop, and prints.
 """
 from __future__ import annotations
@@ -34,15 +34,17 @@ import click
 from carryon_eval import __version__
 
 from carryon_eval.app import commands as app
+from carryon_eval.app.config import (ROLES, AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
+                                     RunOptions)
+from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
-from carryon_eval.human.agreement import agreement_command
+from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
 from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, temperature_option_value, verbose_option)
 from carryon_eval.judge.batch import BatchError
-from carryon_eval.report.compare import compare_command
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
@@ -83,7 +85,7 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            app.ConfigError, BatchError, ExportError) as exc:
+            ConfigError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
     except EndpointGone as exc:            # a role stopped answering: what was done is written
         click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
@@ -100,10 +102,10 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     except _Terminated:
         click.echo(INTERRUPTED, err=True)
         sys.exit(128 + signal.SIGTERM)
-    except app.NothingScored as exc:
+    except NothingScored as exc:
         click.echo(f"carryon-eval: {exc}", err=True)
         sys.exit(3)
-    except app.RunIncomplete as exc:
+    except RunIncomplete as exc:
         click.echo(f"carryon-eval: {exc}", err=True)
         sys.exit(INCOMPLETE)
     except KeyboardInterrupt:
@@ -331,10 +333,10 @@ def _flag(ctx: click.Context, name: str) -> str:
     return param.opts[0] if param is not None and param.opts else f"--{name.replace('_', '-')}"
 
 
-def _role(endpoints: Any, model: Optional[str], key: Optional[str], request: dict[str, Any]) -> app.RoleChoice:
+def _role(endpoints: Any, model: Optional[str], key: Optional[str], request: dict[str, Any]) -> RoleChoice:
     """A role from its (repeatable) endpoint option: the first URL, the others its pool."""
     urls = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints or ())
-    return app.RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:], **request)
+    return RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:], **request)
 
 
 def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
@@ -345,21 +347,21 @@ def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
                     user_endpoint: Any, user_model: Optional[str], user_api_key_env: Optional[str],
                     judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
                     no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
-                    **rest: Any) -> app.EvaluateConfig:
+                    **rest: Any) -> EvaluateConfig:
     rest = merge_aliases(rest, CliError)
     for name in SUITE_OPTIONS:                   # given directly (the Python API): into the suites' options
         value = rest.pop(name, None)
         if value is not None:
             rest["suite_options"] = {**rest.get("suite_options", {}), name: value}
-    requests = {role: _request(rest, role) for role in app.ROLES}
+    requests = {role: _request(rest, role) for role in ROLES}
     target_temperature = rest.pop("target_temperature", None)
-    return app.EvaluateConfig(target=_role(endpoint, model, api_key_env, requests["target"]),
-                              user=_role(user_endpoint, user_model, user_api_key_env, requests["user"]),
-                              judge=_role(judge_endpoint, judge_model, judge_api_key_env, requests["judge"]),
-                              conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
-                              prices=tuple(prices), max_tokens=rest.pop("target_max_tokens", None),
-                              temperature=defaults.TARGET_TEMPERATURE if target_temperature is None
-                              else target_temperature, **rest)
+    return EvaluateConfig(target=_role(endpoint, model, api_key_env, requests["target"]),
+                          user=_role(user_endpoint, user_model, user_api_key_env, requests["user"]),
+                          judge=_role(judge_endpoint, judge_model, judge_api_key_env, requests["judge"]),
+                          conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
+                          prices=tuple(prices), max_tokens=rest.pop("target_max_tokens", None),
+                          temperature=defaults.TARGET_TEMPERATURE if target_temperature is None
+                          else target_temperature, **rest)
 
 
 # ---------------------------------------------------------------- subcommands on a run folder
@@ -381,10 +383,10 @@ def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Option
                     model_check: bool, max_calls: Optional[int], give_up_after: Optional[float],
                     http_client: Optional[str]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
-    run_command(app.continue_rollout(app.RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
-                                                    concurrency=concurrency, model_check=model_check,
-                                                    max_calls=max_calls, give_up_after=give_up_after,
-                                                    http_client=http_client),
+    run_command(app.continue_rollout(RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
+                                                concurrency=concurrency, model_check=model_check,
+                                                max_calls=max_calls, give_up_after=give_up_after,
+                                                http_client=http_client),
                                      ClickOutput()))
 
 
@@ -403,10 +405,10 @@ def judge_options(fn: Any) -> Any:
 
 
 def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Optional[str],
-                   judge_api_key_env: Optional[str], concurrency: int, **rest: Any) -> app.RunOptions:
+                   judge_api_key_env: Optional[str], concurrency: int, **rest: Any) -> RunOptions:
     request = _request(rest, "judge")
-    return app.RunOptions(rundir, judge=app.RoleChoice(judge_endpoint, judge_model, judge_api_key_env, **request),
-                          concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None), **rest)
+    return RunOptions(rundir, judge=RoleChoice(judge_endpoint, judge_model, judge_api_key_env, **request),
+                      concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None), **rest)
 
 
 @cli.command("judge")
@@ -452,7 +454,7 @@ def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples:
                    bootstrap_seed: Optional[int]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
     run_command(app.report_folder(rundir, ClickOutput(), judge_name,
-                                  bootstrap=app.BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
+                                  bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
                 resume_hint=False)
 
 
@@ -473,7 +475,7 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
                      judge_name: Optional[str]) -> None:
     """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
-    run_command(app.annotate_folder(app.AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
+    run_command(app.annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
                                     ClickOutput()), resume_hint=False)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers.rollout_data import evaluator_handler, make_dataset
 
-from carryon_eval.app.commands import ConfigError
+from carryon_eval.app.config import ConfigError
 from carryon_eval.run.records import Results
 
 REPO = Path(__file__).resolve().parents[1]

@@ -250,7 +250,7 @@ class StandInLocalServer:
 
 
 def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
-    from carryon_eval.app import commands as app_module
+    from carryon_eval.app import session as app_module
     from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 
     monkeypatch.setattr(app_module, "LocalModelServer", StandInLocalServer)

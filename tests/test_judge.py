@@ -350,7 +350,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
 def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted_server: Any) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.human.agreement import agreement_command
+    from carryon_eval.cli_analysis import agreement_command
 
     run, _ = judged_twice(tmp_path, scripted_server)
     res = CliRunner().invoke(agreement_command, [str(run), "--json"])
@@ -381,7 +381,7 @@ def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted
 def test_agreement_on_one_folder_needs_two_judges(tmp_path: Path, scripted_server: Any) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.human.agreement import agreement_command
+    from carryon_eval.cli_analysis import agreement_command
 
     srv = scripted_server(judge_handler, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())

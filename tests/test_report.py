@@ -193,7 +193,7 @@ def _judged_without_server(path: Path, model: str, seed: int) -> Path:
 def test_compare_command(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.report.compare import compare_command
+    from carryon_eval.cli_analysis import compare_command
 
     runs = [_judged_without_server(tmp_path / f"run{i}", f"model-{i}", i) for i in range(3)]
     res = CliRunner().invoke(compare_command, [*map(str, runs), "--out", str(tmp_path / "cmp")])
@@ -223,7 +223,7 @@ def test_compare_command(tmp_path: Path) -> None:
 def test_agreement_command(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from carryon_eval.human.agreement import agreement_command
+    from carryon_eval.cli_analysis import agreement_command
 
     keys = [("c1", 1, f"i{n}") for n in range(8)]
     a = [True, True, True, False, False, False, True, False]

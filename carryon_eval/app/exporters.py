@@ -2,7 +2,7 @@
 
 One small registry: a format is a name, a one-line description, what ``--out`` names (a file or a folder) and
 the dotted path of an async function ``export(rundir, out, output, judge)`` that writes it (atomically) and tells
-``output`` (app.commands.Output) what it wrote; ``judge`` is the ``--judge`` option (None: the run's). The function
+``output`` (app.config.Output) what it wrote; ``judge`` is the ``--judge`` option (None: the run's). The function
 is imported only when its format is asked for, so a format that needs an optional extra (inspect-ai for
 ``inspect``) costs nothing to the others; one whose extra is missing raises ExportError (one line).
 

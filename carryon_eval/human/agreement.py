@@ -24,17 +24,12 @@ which `carryon-eval report` shows in report.html when DIR is the run folder.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import click
-
 from carryon_eval.human import labels as labels_mod
-from carryon_eval.cli_common import UsageError
-from carryon_eval.human.judges_vs_people import HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of, write_agreement
 from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
-from carryon_eval.human.labels import TASKS, LabelError
+from carryon_eval.human.labels import LabelError
 from carryon_eval.judge.store import UTILITY_FILE
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
 
@@ -42,9 +37,8 @@ KEYS = ("conversation_id", "turn", "item_id")
 Key = tuple
 
 
-class AgreementError(UsageError):
-    """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
-    prog = "carryon-eval"
+class AgreementError(Exception):
+    """Sources that cannot be compared; one line (the command line's error, exit 2)."""
 
 
 # ---------------------------------------------------------------- loading
@@ -138,37 +132,7 @@ def source_agreement(a: Path, b: Path) -> dict[str, Any]:
     return res
 
 
-# ---------------------------------------------------------------- the command
-def _kappa_text(res: dict[str, Any]) -> str:
-    return "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
-
-
-def _print(res: dict[str, Any], names: tuple[str, str]) -> None:
-    a, b = names
-    c = res["confusion"]
-    if "judges" in res:
-        click.echo(f"judges: A = {a}, B = {b}")
-    click.echo(f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
-               f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)")
-    click.echo(f"percent agreement: {res['percent_agreement']:.1f}%")
-    click.echo(f"Cohen's kappa:     {_kappa_text(res)}")
-    click.echo(f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}")
-    s = res.get("safety")
-    if s is None:
-        return
-    if not s["n_compared"]:
-        click.echo("harm scores: none scored by both")
-        return
-    click.echo(f"harm scores: compared {s['n_compared']} ({s['n_unscored_excluded']} excluded as unscored); "
-               f"exact agreement {s['exact_agreement']:.1f}%, Cohen's kappa {_kappa_text(s)}, "
-               f"within one point {s['within_one']}")
-
-
-def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[list[str]]:
-    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _is_human_labels(path: Path) -> bool:
+def is_human_labels(path: Path) -> bool:
     """A labels file from the annotation page or Label Studio (rows name their annotator)."""
     if path.is_dir():
         return False
@@ -176,79 +140,3 @@ def _is_human_labels(path: Path) -> bool:
         return labels_mod.is_label_studio(path) or any("annotator" in r for r in labels_mod.raw_rows(path))
     except LabelError as exc:
         raise AgreementError(str(exc)) from None
-
-
-def _print_human(res: dict[str, Any]) -> None:
-    alpha = res["among_annotators"]["krippendorff_alpha"]
-    click.echo(f"{res['task']}: {res['n_labels']} labels ({res['n_skipped']} skipped) of {res['n_cases']} cases "
-               f"by {len(res['annotators'])} annotator(s): {', '.join(res['annotators'])}")
-    click.echo(f"Krippendorff's alpha among annotators ({alpha['level']}): {fmt(alpha, 3)}"
-               + (f" ({alpha['reason']})" if alpha.get("reason") else ""))
-    labels = [label for _, label, _ in HEADLINE[res["task"]]]
-    for name, who, n, *values in rows_of(res):
-        click.echo(f"{name} vs {who}: n {n}; " + "; ".join(f"{k} {v}" for k, v in zip(labels, values)))
-
-
-def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str], judges: Optional[list[str]],
-                   out: Optional[Path], as_json: bool) -> None:
-    if not rundir.is_dir():
-        raise AgreementError(f"{rundir}: the first argument must be the run folder the labels are of")
-    try:
-        res = human_agreement(rundir, label_files, task, judges)
-    except (HumanAgreementError, JudgeError) as exc:
-        raise AgreementError(str(exc)) from None
-    if out is not None:
-        path = write_agreement(out, res)
-        if not as_json:
-            click.echo(f"wrote {path}")
-    if as_json:
-        click.echo(json.dumps(res, indent=2))
-    else:
-        _print_human(res)
-
-
-@click.command("agreement")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--judges", callback=_judge_names, metavar="A,B",
-              help="Two judge models of the run folder A to compare [default: the two present]; with human "
-                   "labels, the judges to compare with them [default: all].")
-@click.option("--task", type=click.Choice(TASKS),
-              help="With human labels: which judgments they label [default: what the labels say].")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="With human labels: write agreement.json into this folder (the run folder: `report` shows it).")
-@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
-def agreement_command(sources: tuple[Path, ...], judges: Optional[list[str]], task: Optional[str],
-                      out: Optional[Path], as_json: bool) -> None:
-    """Agreement of two judge models of run folder A; of the Ben-Util verdicts of A and B (run folders or
-    label files); or of the judges of run folder A with people's labels (LABELS...: the annotation page's
-    JSONL files or a Label Studio export), with Krippendorff's alpha among the people.
-
-    \b
-    carryon-eval agreement RUNDIR [--judges A,B]
-    carryon-eval agreement A B
-    carryon-eval agreement RUNDIR LABELS... [--task utility|safety|fidelity] [--out DIR]
-    """
-    a, rest = sources[0], sources[1:]
-    if rest and (task or out or len(rest) > 1 or any(_is_human_labels(p) for p in rest)):
-        _human_command(a, rest, task, judges, out, as_json)
-        return
-    if task or out:
-        raise AgreementError("--task and --out go with human labels: carryon-eval agreement RUNDIR LABELS...")
-    b = rest[0] if rest else None
-    if b is None:
-        if not a.is_dir():
-            raise AgreementError(f"{a}: one argument must be a run folder judged by two judge models")
-        res = judge_agreement(a, judges)
-        names = (res["judges"][0], res["judges"][1])
-    elif judges is not None:
-        raise AgreementError("--judges compares two judges of one run folder; give one RUNDIR with it")
-    else:
-        res = source_agreement(a, b)
-        names = (str(a), str(b))
-    if as_json:
-        click.echo(json.dumps(res, indent=2))
-        return
-    if not res["n_compared"]:
-        raise AgreementError(f"no (conversation_id, turn, item_id) is scored in both {names[0]} and {names[1]} "
-                             f"({res['n_common']} shared keys, {res['n_unscored_excluded']} with an unscored side)")
-    _print(res, names)

@@ -63,7 +63,7 @@ def _read_results(rundir: Path) -> Results:
 
 
 def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
-    from carryon_eval.app.commands import load_bench
+    from carryon_eval.app.config import load_bench
 
     run = RunFolder(rundir)
     try:

@@ -33,7 +33,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
 from carryon_eval.metrics import conditions as M
-from carryon_eval.app.commands import SAMPLE, _manifest_sha, load_bench
+from carryon_eval.app.config import SAMPLE, _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta

@@ -18,10 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import click
-
 from carryon_eval.run.records import Results
-from carryon_eval.report.leaderboard_page import write_board
 from carryon_eval.report import intent as mc_report
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
@@ -30,8 +27,8 @@ from carryon_eval.suite import suites
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 
 
-class CompareError(click.ClickException):
-    exit_code = 2
+class CompareError(Exception):
+    """Run folders that cannot be compared; one line (the command line's error, exit 2)."""
 
 
 def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
@@ -124,40 +121,3 @@ def render_markdown(cmp: dict[str, Any]) -> str:
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     return "\n".join(parts)
-
-
-@click.command("compare")
-@click.argument("rundirs", nargs=-1, required=True,
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write compare.json, table.md, plots/, leaderboard.html and leaderboard.jsonl here (otherwise only print).")
-def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
-    """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
-    cmp = compare(rundirs)
-    results, scores = cmp.pop("_results"), cmp.pop("_scores")
-    text = render_markdown(cmp)
-    click.echo(text)
-    if out is None:
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    cmp["plots"] = _write_plots(results, out / "plots")
-    cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
-    (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "table.md").write_text(text, encoding="utf-8")
-    click.echo(f"comparison written to {out}")
-
-
-def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
-    """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
-    from carryon_eval.report.compare_plots import compare_plots
-    from carryon_eval.report.plots import PlotsUnavailable, write_pngs
-
-    try:
-        images, skipped = compare_plots(results)
-    except PlotsUnavailable as exc:
-        click.echo(str(exc), err=True)
-        return {"files": [], "skipped": {}, "note": str(exc)}
-    paths = write_pngs(images, outdir, stale=skipped)
-    for name, reason in skipped.items():
-        click.echo(f"plot {name} not drawn: {reason}", err=True)
-    return {"files": [f"plots/{p.name}" for p in paths], "skipped": skipped, "note": None}

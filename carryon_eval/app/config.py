@@ -1,0 +1,248 @@
+"""The records a command runs with (RoleChoice, EvaluateConfig, RunOptions, AnnotateConfig, BootstrapChoice),
+its one-line ConfigError, where its lines go (Output), and what the options of a new run resolve to: its roles,
+its folder, its dataset and its run.json."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Protocol, Sequence
+
+from carryon_eval import __version__, defaults
+from carryon_eval.cli_common import is_local
+from carryon_eval.model.endpoint import EndpointConfig
+from carryon_eval.dataset.load import Benchmark, load_benchmark
+from carryon_eval.dataset.subset import SubsetError, apply_subset
+from carryon_eval.model.local import LOCAL_MODEL_NOTICE
+from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.suite import suites
+
+ROLES = ("target", "user", "judge")
+SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
+
+
+class ConfigError(Exception):
+    """Options that cannot run together (e.g. an endpoint URL without a model); one line."""
+
+
+class Output(Protocol):
+    """Where the application's lines go: ``info`` for results (stdout), ``note`` for progress (stderr)."""
+
+    def info(self, text: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+# ---------------------------------------------------------------- config records
+@dataclass(frozen=True)
+class RoleChoice:
+    """One role as the command line gives it; None = not given (the target's, or the run's)."""
+    endpoint: Optional[str] = None
+    model: Optional[str] = None
+    api_key_env: Optional[str] = None
+    pool: tuple[str, ...] = ()        # more base URLs of the same model: an endpoint pool (carryon_eval.model.pool)
+    reasoning_effort: Optional[str] = None     # the role's request options (EndpointConfig); None: not sent
+    system_prompt: Optional[str] = None
+    extra_body: Optional[dict[str, Any]] = None
+
+    def request(self) -> dict[str, Any]:
+        return {"reasoning_effort": self.reasoning_effort, "system_prompt": self.system_prompt,
+                "extra_body": self.extra_body}
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Everything `carryon-eval [OPTIONS]` runs with."""
+    target: RoleChoice = RoleChoice(api_key_env=defaults.API_KEY_ENV)
+    user: RoleChoice = RoleChoice()
+    judge: RoleChoice = RoleChoice()
+    dataset: Optional[str] = None
+    revision: Optional[str] = None
+    out: Optional[Path] = None
+    limit: Optional[int] = None
+    conditions: Sequence[str] = ("turn1", "oracle", "bc", "nc")   # the CLI gives the suites' default set
+    concurrency: int = defaults.CONCURRENCY
+    max_tokens: Optional[int] = None
+    judge_max_tokens: Optional[int] = None
+    temperature: Any = defaults.TARGET_TEMPERATURE     # a number, or "default" (the provider's: not sent)
+    user_max_tokens: Optional[int] = None
+    user_temperature: Any = None                       # None: defaults.USER_TEMPERATURE
+    judge_temperature: Any = None                      # None: 0
+    seed: int = defaults.SEED
+    shared_turn1: bool = True
+    fidelity: bool = False
+    utility_mode: str = "text"
+    model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
+    judge_format: str = "json_schema"
+    dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
+    dry_run_json: bool = False            # with dry_run: the table as one JSON object on stdout
+    prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
+    max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
+    subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
+    bootstrap_resamples: int = defaults.BOOTSTRAP_RESAMPLES
+    bootstrap_seed: int = defaults.BOOTSTRAP_SEED
+    give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
+    conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
+    suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
+    http_client: str = defaults.HTTP_CLIENT   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A subcommand on an existing run folder; every None means "as the run's run.json says"."""
+    rundir: Path
+    target_endpoint: Optional[str] = None
+    user_endpoint: Optional[str] = None
+    judge: RoleChoice = RoleChoice()
+    concurrency: int = defaults.CONCURRENCY
+    utility_mode: Optional[str] = None
+    judge_max_tokens: Optional[int] = None
+    judge_temperature: Any = None                # None: the run's judge temperature
+    model_check: bool = True
+    judge_format: Optional[str] = None
+    batch_export: Optional[Path] = None          # judge: write the uncached requests as Batch API files
+    batch_import: Sequence[Path] = ()            # judge: fill the cache from Batch API result files first
+    max_calls: Optional[int] = None              # calls that reach a server in this command; then stop cleanly
+    give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
+    live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
+    http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
+
+
+# ---------------------------------------------------------------- settings of a new run
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None, subset: Optional[str] = None,
+                inputs: Sequence[str] = ()) -> Path:
+    """Same command, same folder, so that rerunning a command resumes it. ``inputs``: the suites' own input
+    folders (Suite.load's options), named in the folder too."""
+    name = "sample" if dataset is None else Path(dataset.rstrip("/")).name
+    name = "__".join([name, *(Path(str(i).rstrip("/")).name for i in inputs)])
+    tail = (f"__limit{limit}" if limit else "") + (f"__{subset}" if subset and subset != "full" else "")
+    return Path("carryon-runs") / f"{_slug(model)}__{_slug(name)}{tail}"
+
+
+def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
+               subset: Optional[str] = None) -> Benchmark:
+    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    try:
+        return apply_subset(bench.limited(limit), subset)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def refuse_empty_conditions(bench: Benchmark, conditions: Sequence[str], jobs: Sequence[Any],
+                            skipped: Sequence[Any]) -> None:
+    """ConfigError (before any run folder is made) for a condition asked for that has nothing to run on this
+    dataset: its inputs (triplets, benign intents, BC/NC conversations) are absent. The default set runs what
+    the dataset has (run.json lists what it skipped)."""
+    ran = {j.condition for j in jobs}
+    from carryon_eval.suite import default_conditions
+
+    for condition in conditions if tuple(conditions) != default_conditions() or not ran else ():
+        if condition in ran:
+            continue
+        why = next((s.reason for s in skipped if s.condition == condition), None) or \
+            f"the dataset has no {condition} conversations"
+        raise ConfigError(f"--conditions {condition}: nothing to run on dataset {bench.source} ({why}); "
+                          "leave it out of --conditions")
+
+
+def check_url(option: str, url: Optional[str]) -> None:
+    """ConfigError unless ``url`` is an http(s) base URL (or 'local'): a typo is a bad option, not an outage."""
+    from urllib.parse import urlsplit
+
+    if url is None or is_local(url):
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{option} {url}: not an http(s) URL; expected a base URL like http://127.0.0.1:8000/v1")
+
+
+def suite_options(cfg: "EvaluateConfig") -> dict[str, Any]:
+    """What every suite's ``load`` is given: the CLI's suite options and the run's limit and target settings."""
+    return {**cfg.suite_options, "limit": cfg.limit, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+
+
+def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]:
+    """Each role's choice with the target's as default, and which roles run on the embedded model.
+    Raises ConfigError when a remote role has no model."""
+    for option, choice in (("--endpoint", cfg.target), ("--user-endpoint", cfg.user), ("--judge-endpoint", cfg.judge)):
+        for url in (choice.endpoint, *choice.pool):
+            check_url(option, url)
+    key = cfg.target.api_key_env or defaults.API_KEY_ENV
+    roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
+    for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
+        own = choice.endpoint is not None
+        roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
+                                 pool=choice.pool if own else cfg.target.pool, **choice.request())
+    if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
+        raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
+    local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    for name, choice in roles.items():
+        if name not in local and not choice.model:
+            if name == "target":
+                raise ConfigError(f"--model is required with --endpoint {choice.endpoint}")
+            raise ConfigError(f"--{name}-model (or --model) is required with --{name}-endpoint {choice.endpoint}")
+    return roles, local
+
+
+def _manifest_sha(bench: Benchmark) -> Optional[str]:
+    if bench.manifest is None:
+        return None
+    return hashlib.sha256(json.dumps(bench.manifest, sort_keys=True).encode()).hexdigest()
+
+
+def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], local: set[str],
+                 skipped: list[Any]) -> RunMeta:
+    """run.json of a new run; local roles get LOCAL_MAX_TOKENS unless a cap was given."""
+    caps = defaults.LOCAL_MAX_TOKENS
+    return RunMeta(
+        carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+                           manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
+        roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
+        generation=RunGeneration(
+            target=Generation(temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens or (
+                caps["target"] if "target" in local else defaults.TARGET_MAX_TOKENS)),
+            user=Generation(temperature=defaults.USER_TEMPERATURE if cfg.user_temperature is None
+                            else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
+                                caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
+        judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
+        conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
+        prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
+        notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
+        subset=cfg.subset if cfg.subset != "full" else None,
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
+
+
+@dataclass(frozen=True)
+class BootstrapChoice:
+    """The report's bootstrap; None = as run.json records it, else the defaults."""
+    n_resamples: Optional[int] = None
+    seed: Optional[int] = None
+
+    def resolve(self, meta: RunMeta) -> tuple[int, int]:
+        recorded = meta.bootstrap or {}
+        return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
+                self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
+
+
+
+@dataclass(frozen=True)
+class AnnotateConfig:
+    """`carryon-eval annotate RUNDIR`: which task, how many cases, the seed, where and in which format."""
+    rundir: Path
+    task: str
+    sample: int
+    seed: int = 0
+    out: Optional[Path] = None
+    fmt: str = "html"                  # or "label-studio"
+    judge: Optional[str] = None

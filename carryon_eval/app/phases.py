@@ -1,0 +1,150 @@
+"""The phases a command runs, each awaited in the command's one event loop: rollout, judge, fidelity and report,
+and the checks on what they wrote (require_scored: exit 3, require_complete: exit 4)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Optional, Sequence
+
+from carryon_eval.app.config import BootstrapChoice, Output
+from carryon_eval.dataset.load import Benchmark
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.progress import Progress
+from carryon_eval.schema import Transcript
+from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
+from carryon_eval.report.writer import write_report
+from carryon_eval.rollout.play import rollout
+from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, write_json_atomic
+from carryon_eval.suite import Job, PlanSettings, plan_jobs
+from carryon_eval.judge.fidelity import check_fidelity
+from carryon_eval.rollout.simulator import UserSimulator
+
+JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a suite's probe gets: the run folder, the endpoint of its role, the judge whose verdicts chose
+    the replies, the concurrency and the dataset (with the suites' own inputs in ``bench.extras``)."""
+    run: RunFolder
+    target: ChatEndpoint
+    judge_model: Optional[str]
+    concurrency: int
+    bench: Optional[Benchmark] = None
+
+
+# ---------------------------------------------------------------- phases
+def run_jobs(bench: Benchmark, meta: RunMeta) -> list[Job]:
+    """The jobs of a run: its suites' plans for its conditions (run.json's)."""
+    return plan_jobs(bench, meta.conditions, PlanSettings(shared_turn1=meta.shared_turn1))[0]
+
+
+async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target: ChatEndpoint,
+                        user: ChatEndpoint, concurrency: int, out: Output,
+                        on_finished: Optional[Callable[[Transcript], None]] = None) -> None:
+    simulator = UserSimulator(user, temperature=meta.generation.user.temperature,
+                              max_tokens=meta.generation.user.max_tokens)
+    summary = await rollout(run_jobs(bench, meta), bench, run, target, simulator, gen=meta.generation.target,
+                            concurrency=concurrency, on_finished=on_finished)
+    out.info(f"rollout: {summary.finished}/{summary.total} conversations in {run.transcripts_file} "
+             f"({summary.new} new)")
+    if meta.skipped:
+        out.info(f"rollout: {len(meta.skipped)} conversation(s) skipped (listed in run.json 'skipped'): "
+                 f"{meta.skipped[0].reason}")
+    failures = run.failures()
+    if failures:
+        out.info(f"rollout: {len(failures)} conversation(s) failed (see {run.failures_file}; "
+                 "a rerun tries them again)")
+
+
+async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
+                         out: Output) -> dict[str, Any]:
+    transcripts = run.transcripts()
+    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
+    with Progress(n, "fidelity", usage=judge.usage, unit="turn") as bar:
+        result = await check_fidelity(transcripts, bench.queries, judge, concurrency=concurrency, progress=bar)
+    write_json_atomic(run.path / FIDELITY_FILE, result)
+    agree, leak = result["agreement"], result["intent_leak"]
+    voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
+                     f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
+    out.info(f"fidelity: {result['n_turns']} user turns, move agreement "
+             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
+             f"{voiced} -> {run.path / FIDELITY_FILE}")
+    return result
+
+
+async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
+                      concurrency: int, out: Output, incoming: Optional[AsyncIterator[Transcript]] = None,
+                      conditions: Sequence[str] = ()) -> JudgePass:
+    """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
+    transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
+    if settings.utility_mode not in UTILITY_MODES:
+        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
+    judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
+                             conditions=conditions,
+                             show_progress=False if incoming is not None else None)   # the rollout's line is up
+    counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
+                       f"({t.unscored} unscored)" for name, t in judged.tallies.items())
+    out.info(f"judge ({judged.judge_model}): {counts}; obtained as "
+             f"{_ways(*(t.via for t in judged.tallies.values()))}")
+    if not judged.complete:
+        out.note(f"judge: some judgments are missing after failed calls; `carryon-eval judge {run.path}` "
+                 "asks for them again")
+    return judged
+
+
+def _ways(*tallies: dict[str, int]) -> str:
+    """"12 json_schema, 3 text": how the judgments of this pass's judge were obtained."""
+    total: dict[str, int] = {}
+    for tally in tallies:
+        for way, n in tally.items():
+            total[way] = total.get(way, 0) + n
+    return ", ".join(f"{n} {way}" for way, n in sorted(total.items())) or "nothing"
+
+
+def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None,
+                 bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
+    n_resamples, seed = bootstrap.resolve(run.read_meta())
+    results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
+    out.info(f"results: {run.path / 'results.json'}")
+    out.info(f"report:  {run.path / 'report.html'}")
+    return results
+
+
+def require_scored(results: Results, run: RunFolder) -> None:
+    """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
+    scored number at all."""
+    empty = conditions_without_numbers(results.conditions)
+    if empty:
+        raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
+                            f"(see {run.path / 'results.json'})", results)
+
+
+class NothingScored(Exception):
+    """Everything was written, but some condition that ran has no scored number at all (exit 3);
+    ``results``: what was written to results.json."""
+
+    def __init__(self, message: str, results: Optional[Results] = None) -> None:
+        super().__init__(message)
+        self.results = results
+
+
+class RunIncomplete(Exception):
+    """Everything there is was written (results.json and the report say incomplete), but judgments are
+    missing: failed calls, or an endpoint that stopped answering (exit 4; the same command resumes)."""
+
+
+def require_complete(results: Results, run: RunFolder) -> None:
+    """Raises RunIncomplete when some reply of the run has no judgment (a judge call failed)."""
+    u = results.unscored
+    missing = (u.get("utility_items_not_judged") or 0) + (u.get("safety_not_judged") or 0)
+    if missing or results.judges.complete is False:
+        raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
+                            f"(results.json and the report say so); rerun the same command to resume")
+
+
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """The conditions that ran (conversations > 0) whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]

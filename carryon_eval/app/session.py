@@ -1,0 +1,164 @@
+"""What one command holds (Session): the embedded model (started when a role first needs it, stopped on any
+exit), the endpoints it opened (closed at the end), the token ledger, and the endpoint checks before anything is
+spent."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from carryon_eval.app.config import Output, check_url
+from carryon_eval import defaults
+from carryon_eval.model.cache import ResponseCache
+from carryon_eval.cli_common import is_local
+from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
+from carryon_eval.model.pool import EndpointPool, RoleWatch
+from carryon_eval.model.redact import register_key_of
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.model.local import LocalModelServer
+from carryon_eval.progress import human, tokens_by_role
+from carryon_eval.run.records import RoleRecord
+from carryon_eval.run.folder import RunFolder, add_usage, write_json_atomic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from carryon_eval.model.client import Endpoint
+
+POOL_RETRIES = 0                   # a pool member's own retries: none, the pool fails over (then retries rounds)
+
+
+# ---------------------------------------------------------------- one command's resources
+class Session:
+    """What one command holds: the embedded model (started when a role first needs it), the endpoints
+    it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
+
+    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
+                 give_up_after: Optional[float] = None) -> None:
+        self.out = out
+        self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
+        self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
+        self.model_check = model_check    # False: the endpoints' check() asks nothing
+        self.usage = UsageLedger()
+        self._stack = contextlib.ExitStack()
+        self._server: Optional[LocalModelServer] = None
+        self._opened: list[Endpoint] = []
+        self._caches: dict[Path, ResponseCache] = {}
+        self.by_role: dict[str, list[Endpoint]] = {}   # the endpoints opened for each role
+        self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            for path in self._runs:
+                add_usage(path, self.usage.snapshot())
+            for ep in self._opened:
+                await ep.aclose()
+        finally:
+            try:
+                for cache in self._caches.values():   # every queued cache entry on disk before we return
+                    cache.close()
+            finally:
+                self._stack.close()
+
+    def local_server(self) -> LocalModelServer:
+        if self._server is None:
+            self.out.note("starting the embedded model (Gemma 3 270M via llama.cpp) ...")
+            self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
+        return self._server
+
+    def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> "Endpoint":
+        """An endpoint that caches in the run folder and counts usage; closed when the session ends. The
+        cache writes in a thread (fsyncs never stall the event loop) and is flushed when the session ends."""
+        cache = self._caches.get(run.cache_dir)
+        if cache is None:
+            cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
+        register_key_of(config.api_key_env)          # its value is masked in everything written
+        from carryon_eval.model.client import Endpoint   # the openai library, only for a command that calls
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
+        self._opened.append(ep)
+        if role is not None:
+            self.by_role.setdefault(role, []).append(ep)
+        self._runs.setdefault(run.path, None)
+        return ep
+
+    def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,
+                      role: str = "target") -> ChatEndpoint:
+        """One endpoint, or a pool of it and the ``pool`` URLs (members retry once, then fail over), watched:
+        a role that stops answering ends the phase (pool.RoleWatch)."""
+        if not pool:
+            return self.watched(self.endpoint(config, run, role), role)
+        members = [dataclasses.replace(config, base_url=url, max_retries=min(config.max_retries, POOL_RETRIES))
+                   for url in (config.base_url, *pool)]
+        return self.watched(EndpointPool([self.endpoint(c, run, role) for c in members],
+                                         rounds=1 + config.max_retries), role)
+
+    def watched(self, endpoint: ChatEndpoint, role: str) -> ChatEndpoint:
+        give_up = self.give_up_after
+        if give_up is None:
+            give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
+        return RoleWatch(endpoint, role, give_up)
+
+    def record_sent(self, run: RunFolder) -> None:
+        """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent
+        instead (learned during this command), so that the report can say so."""
+        learned = {role: {k: v for ep in eps for k, v in ep.sent_params().items()}
+                   for role, eps in self.by_role.items()}
+        learned = {role: sent for role, sent in learned.items() if sent}
+        if not learned or not run.run_file.exists():
+            return
+        meta = run.read_meta()
+        changed = False
+        for role, sent in learned.items():
+            record = meta.roles.get(role)
+            if record is not None and {**record.sent, **sent} != record.sent:
+                meta.roles[role] = dataclasses.replace(record, sent={**record.sent, **sent})
+                changed = True
+        if changed:
+            write_json_atomic(run.run_file, meta.to_json())
+        for role, sent in learned.items():
+            for name, how in sent.items():
+                self.out.note(f"{role}: {self.by_role[role][0].config.model} refused {name}: {how} "
+                              f"(recorded in {run.run_file})")
+
+    def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
+                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
+                    **request: Any) -> EndpointConfig:
+        """A role's config from run.json; the embedded model again if it ran there, unless overridden
+        (``request``: request options given again; None keeps the recorded ones)."""
+        check_url("--endpoint" if record is None else "endpoint", endpoint)
+        if is_local(endpoint) if endpoint is not None else record.local:
+            srv = self.local_server()
+            return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
+                                 concurrency=concurrency, **request)
+        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                             **request)
+
+    def print_usage(self) -> None:
+        tokens = tokens_by_role(self.usage)
+        if tokens:
+            self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+
+
+async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:
+    """Check endpoints before a run folder is touched: no cache, no usage, closed right after."""
+    from carryon_eval.model.client import Endpoint
+    probes = [Endpoint(c, model_check=model_check) for c in configs]
+    try:
+        await check_endpoints(probes)
+    finally:
+        for probe in probes:
+            await probe.aclose()
+
+
+async def check_endpoints(eps: Sequence[ChatEndpoint]) -> None:
+    """Every endpoint answers and serves its model; one check per distinct (URL, model)."""
+    seen: dict[tuple[str, str], ChatEndpoint] = {}
+    for ep in eps:
+        seen.setdefault((ep.config.base_url, ep.config.model), ep)
+    results = await asyncio.gather(*(ep.check() for ep in seen.values()), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
