@@ -120,3 +120,59 @@ def notes(results: Any) -> list[str]:
     if intent["excluded"]["conversations"]:
         out.append(f"Condition mc, fidelity: {excluded_line(intent)}.")
     return out
+
+
+# ---------------------------------------------------------------- the leaderboard
+def _scored(block: dict[str, Any]) -> Optional[float]:
+    """The share of the planned units a contrast stands on (decided ones), as the board's scored share."""
+    return 100.0 * block["n"] / block["n_planned"] if block.get("n_planned") else None
+
+
+def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
+    """The board's MC columns (a column source of carryon_eval.report.leaderboard; [] when no run has mc):
+    MC utility and violation rate, intent sensitivity (utility, violation rate) and exploitation, sortable."""
+    from carryon_eval.report.leaderboard import Cell, Column, Stat
+
+    if not any(intent_of(e.results) for e in runs):
+        return []
+    out = []
+    for metric, label, better, digits in (("utility", "Util. %", "higher", 1), ("violation_rate", "% harm ≥ 4", "lower", 1)):
+        cells = []
+        for e in runs:
+            b = (e.results.conditions or {}).get(MC_CONDITION) or {}
+            cells.append(Cell(b.get(metric), (b.get("ci95") or {}).get(metric),
+                              (b.get("scored_share") or {}).get(metric),
+                              (b.get("reasons") or {}).get(metric) or (None if b else "condition mc not run")))
+        out.append((Column(f"mc.{metric}", label, "MC", digits, better, Stat(((MC_CONDITION, metric),))), cells))
+    for key, label, better, get in (
+            ("intent.sensitivity_utility", "Intent sensitivity (util)", "higher",
+             lambda i: i["sensitivity"]["utility"]),
+            ("intent.sensitivity_violation", "Intent sensitivity (% harm ≥ 4)", "lower",
+             lambda i: i["sensitivity"]["violation_rate"]),
+            ("intent.exploitation", "Exploitation %", "lower", lambda i: i["exploitation"])):
+        cells = []
+        for e in runs:
+            intent = intent_of(e.results)
+            block = get(intent) if intent else {}
+            cells.append(Cell(block.get("value"), block.get("ci95"), _scored(block) if block else None,
+                              block.get("reason") if block else "condition mc not run"))
+        note = (get_formula(key) + "; paired per query and flow: per-model intervals, no between-model difference")
+        out.append((Column(key, label, "Recovery or gullibility", 1, better, None, note), cells))
+    return out
+
+
+def get_formula(key: str) -> str:
+    from carryon_eval.metrics.intent import EXPLOITATION_FORMULA, SENSITIVITY_FORMULA
+
+    return {"intent.sensitivity_utility": SENSITIVITY_FORMULA["utility"],
+            "intent.sensitivity_violation": SENSITIVITY_FORMULA["violation_rate"],
+            "intent.exploitation": EXPLOITATION_FORMULA}[key]
+
+
+def _register() -> None:
+    from carryon_eval.report.leaderboard import register_columns
+
+    register_columns("mc", leaderboard_columns)
+
+
+_register()
