@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -100,9 +100,9 @@ def write_parquet(path: Path, config: str, rows: list[dict[str, Any]]) -> None:
                    write_statistics=True, store_schema=False, row_group_size=1 << 20)
 
 
-def hf_features(config: str) -> list[dict[str, Any]]:
+def hf_features(config: str, rows: Optional[list[dict[str, Any]]] = None) -> list[dict[str, Any]]:
     out = []
-    for field in SCHEMAS[config]:
+    for field in schema_of(config, rows or []):
         if pa.types.is_list(field.type):
             out.append({"name": field.name, "list": _HF_DTYPES[field.type.value_type]})
         else:
@@ -110,8 +110,22 @@ def hf_features(config: str) -> list[dict[str, Any]]:
     return out
 
 
-def arrow_table(config: str, rows: list[dict[str, Any]]) -> pa.Table:
+#: Columns a config has only in LLM builds (condition mc's malicious intents): a `--no-llm` build keeps the
+#: schema it always had, so release v0.1.0 stays byte-identical.
+LLM_COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {"queries": (("malicious_intent", pa.string()),)}
+
+
+def schema_of(config: str, rows: list[dict[str, Any]]) -> pa.Schema:
+    """The config's schema, with its LLM-only columns when its rows have them."""
     schema = SCHEMAS[config]
+    for name, kind in LLM_COLUMNS.get(config, ()):
+        if rows and name in rows[0]:
+            schema = schema.append(pa.field(name, kind))
+    return schema
+
+
+def arrow_table(config: str, rows: list[dict[str, Any]]) -> pa.Table:
+    schema = schema_of(config, rows)
     return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 
 
@@ -142,7 +156,7 @@ def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
             for c in declared_configs(tables)
         ],
         "dataset_info": [
-            {"config_name": c, "features": hf_features(c),
+            {"config_name": c, "features": hf_features(c, tables[c]),
              "splits": [{"name": "test", "num_bytes": arrow_table(c, tables[c]).nbytes, "num_examples": len(tables[c])}]}
             for c in declared_configs(tables)
         ],

@@ -261,6 +261,8 @@ class LLMStages:
         checklist = checklist_rows(states)
         return LLMOutput(
             intents={s.q.query_id: s.intent for s in states if s.intent},
+            malicious_intents={s.q.query_id: s.malicious_intent for s in states
+                               if s.malicious_intent and s.dropped_at is None},
             checklist_rows=checklist, provenance_rows=provenance_rows(states),
             kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None], triplet_rows=triplet_rows(states),
             manifest=llm_manifest(self.config, self.stages, self.prompts, self.repair_prompt, self.tally,
