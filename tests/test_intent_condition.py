@@ -251,3 +251,27 @@ def check_board_in_chromium(page: Path, profile: Path) -> None:
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+def test_batch_export_holds_every_mc_judge_request(scripted_server, tmp_path):
+    """An mc run's transcripts, judged by batch: the export holds exactly the judge requests the live run made."""
+    import shutil
+
+    srv = scripted_server(intent_handler({"gullible": any_purpose}, unique=True), models=("gullible", "sim", "jdg"))
+    data = make_intent_dataset(tmp_path / "data")
+    live = tmp_path / "live"
+    assert invoke(*run_args(srv, "gullible", data, live, "--conditions", "mc")).exit_code == 0
+    live_calls = srv.count(lambda b: b["model"] == "jdg")
+    srv.reset()
+    copy = tmp_path / "batched"
+    copy.mkdir()
+    for name in ("run.json", "transcripts.jsonl"):
+        shutil.copy(live / name, copy / name)
+    exported = invoke("judge", copy, "--judge-endpoint", srv.base_url,
+                      "--batch-export", tmp_path / "batch")
+    assert exported.exit_code == 0, exported.output
+    assert srv.count() == 0
+    manifest = json.loads((tmp_path / "batch" / "manifest.json").read_text())
+    assert manifest["requests"] == live_calls == (3 + 3 * 3) * 3
+    conversations = {json.loads(line)["conversation_id"] for line in (copy / "transcripts.jsonl").read_text().splitlines()}
+    assert {c for c in conversations if "-mc" in c} == {f"{q}-mc{j}" for q in ("q1", "q2", "q3") for j in (1, 2)}
