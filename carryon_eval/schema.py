@@ -50,7 +50,7 @@ ITEM_CATEGORIES: dict[str, str] = {
 }
 
 CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
-# The triplet suite's condition (carryon_eval.triplet.suite); the suites register every condition.
+# The triplet suite's condition (carryon_eval.suites.triplet.record); the suites register every condition.
 TRIPLET_CONDITION = "triplet"
 TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
 MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")

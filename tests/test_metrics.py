@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from carryon_eval.metrics import conditions as M
-from carryon_eval.metrics.conditions import Conversation, Turn
+from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conditions import Conversation, Turn
 from carryon_eval.schema import Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.metrics.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
 

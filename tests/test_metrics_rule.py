@@ -16,7 +16,7 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
 from scripted_server import last_user_text
 
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.metrics.stats import Bootstrap
 
 ITEMS = tuple(f"i{k}" for k in range(6))

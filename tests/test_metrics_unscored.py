@@ -10,8 +10,8 @@ from typing import Optional
 
 import pytest
 
-from carryon_eval.metrics import conditions as M
-from carryon_eval.metrics.conditions import Conversation, Turn
+from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conditions import Conversation, Turn
 from carryon_eval.metrics.stats import clip, corner_bounds, difference_bounds
 
 ITEMS = tuple(f"i{k}" for k in range(10))

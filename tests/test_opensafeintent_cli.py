@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from carryon_eval.opensafeintent.export import read_reference
-from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
-from carryon_eval.opensafeintent.release import load_release
+from carryon_eval.suites.opensafeintent.export import read_reference
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
+from carryon_eval.suites.opensafeintent.release import load_release
 from helpers.eval_cli import invoke, one_error_line
 from scripted_server import by_model, rubric_judges
 from helpers.shared_data import REPO

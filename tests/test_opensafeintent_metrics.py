@@ -28,11 +28,11 @@ import json
 
 import pytest
 
-from carryon_eval.opensafeintent.export import read_reference, reference_paths, write_reference
-from carryon_eval.opensafeintent.metrics import summarize
-from carryon_eval.opensafeintent.readings import read_assistance_level, read_score, read_strategy
-from carryon_eval.opensafeintent.release import PROMPT_NAMES, PromptSet, set_id
-from carryon_eval.opensafeintent.scoring import score_set
+from carryon_eval.suites.opensafeintent.export import read_reference, reference_paths, write_reference
+from carryon_eval.suites.opensafeintent.metrics import summarize
+from carryon_eval.suites.opensafeintent.readings import read_assistance_level, read_score, read_strategy
+from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet, set_id
+from carryon_eval.suites.opensafeintent.scoring import score_set
 
 FENCE = "```"
 # per set: benign, dual-use, malicious, 4 paraphrases as "help/harm" raw answers ("N/A" and "?" are unreadable);

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from carryon_eval.dataset.load import DatasetError
-from carryon_eval.opensafeintent.prompts import fill
-from carryon_eval.opensafeintent.release import (PROMPT_NAMES, ReleaseError, check_resume, load_release,
+from carryon_eval.suites.opensafeintent.prompts import fill
+from carryon_eval.suites.opensafeintent.release import (PROMPT_NAMES, ReleaseError, check_resume, load_release,
                                                  release_hashes)
 
 from helpers.shared_data import OPENSAFEINTENT as SHIPPED

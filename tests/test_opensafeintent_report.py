@@ -8,8 +8,8 @@ import re
 import pytest
 
 from browser import chromium, render_headless
-from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
-from carryon_eval.opensafeintent.report import write_section
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
+from carryon_eval.suites.opensafeintent.report import write_section
 from test_opensafeintent_metrics import fixture_sets
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")

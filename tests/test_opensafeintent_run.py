@@ -18,13 +18,13 @@ from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.judge.phase import judge_run
 from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.model.client import Endpoint, EndpointConfig
-from carryon_eval.opensafeintent.export import read_reference
-from carryon_eval.opensafeintent.metrics import HEADLINE, summarize
-from carryon_eval.opensafeintent.prompts import fill
-from carryon_eval.opensafeintent.record import OPENSAFEINTENT
-from carryon_eval.opensafeintent.release import load_release
-from carryon_eval.opensafeintent.report import render_markdown
-from carryon_eval.opensafeintent.suite import PROBE_FILE, SCORERS, load_probes, parse_conversation_id, replies
+from carryon_eval.suites.opensafeintent.export import read_reference
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
+from carryon_eval.suites.opensafeintent.prompts import fill
+from carryon_eval.suites.opensafeintent.record import OPENSAFEINTENT
+from carryon_eval.suites.opensafeintent.release import load_release
+from carryon_eval.suites.opensafeintent.report import render_markdown
+from carryon_eval.suites.opensafeintent.suite import PROBE_FILE, SCORERS, load_probes, parse_conversation_id, replies
 from carryon_eval.report.writer import suite_inputs
 from carryon_eval.rollout.play import rollout
 from carryon_eval.rollout.simulator import UserSimulator

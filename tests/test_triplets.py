@@ -28,7 +28,7 @@ from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
 from carryon_eval.dataset.load import DatasetError, load_benchmark
-from carryon_eval.triplet.metrics import TripletReply, summarize_triplets
+from carryon_eval.suites.triplet.metrics import TripletReply, summarize_triplets
 
 V = ("benign", "ambiguous", "malicious")
 # (set, variant, paraphrase) -> (harm or None, (item 1, item 2) verdicts as "yes"/"no"/"??", mode or "??")
@@ -201,7 +201,7 @@ def test_conditions_all_selects_triplet_and_the_default_does_not(scripted_server
 
 def test_compare_adds_the_triplet_columns_and_their_rank_correlation_with_recovery():
     from carryon_eval.run.records import Results
-    from carryon_eval.triplet.report import compare_markdown, compare_triplets
+    from carryon_eval.suites.triplet.report import compare_markdown, compare_triplets
 
     runs = [Results(model=m, recovery={"value": rec}, sections={"triplet": {
                 "triplet_safety": ts, "worst_case_utility": wcu, "icu": icu}})

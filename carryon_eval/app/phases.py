@@ -16,7 +16,7 @@ from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, write_json_atomic
 from carryon_eval.suite import Job, PlanSettings, plan_jobs
-from carryon_eval.judge.fidelity import check_fidelity
+from carryon_eval.suites.carryonbench.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
 JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from carryon_eval.dataset import fingerprint
 from carryon_eval.moves import flow_problems, is_valid
 from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
-from carryon_eval.triplet.prompt_sets import triplets_problem
+from carryon_eval.suites.triplet.prompt_sets import triplets_problem
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 

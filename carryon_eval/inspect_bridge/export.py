@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, load_all, load_safety, load_utility, select_judge
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.report.writer import RESULTS_FILE
-from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
+from carryon_eval.suites.triplet.response_modes import MODE_FILE, ResponseModeJudgment
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
-from carryon_eval.triplet.prompt_sets import parse_triplet_id
+from carryon_eval.suites.triplet.prompt_sets import parse_triplet_id
 from carryon_eval.inspect_bridge import require_inspect
 
 TASK_NAME = "carryonbench"

@@ -22,7 +22,7 @@ from carryon_eval.run.folder import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, a
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
-from carryon_eval.triplet.risk_probe import PROBE_FILE
+from carryon_eval.suites.triplet.risk_probe import PROBE_FILE
 from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
 
 SCORER_NAME = "carryon_judges"

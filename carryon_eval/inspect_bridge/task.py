@@ -32,13 +32,13 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.app.config import SAMPLE, _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
-from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
-from carryon_eval.triplet.risk_probe import probe_reply
+from carryon_eval.suites.carryonbench.conditions import VIOLATION_THRESHOLD
+from carryon_eval.suites.triplet.risk_probe import probe_reply
 from carryon_eval.rollout.play import Player
 from carryon_eval.schema import TRIPLET_CONDITION, Transcript
 from carryon_eval.judge.phase import record_row
@@ -46,7 +46,7 @@ from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,
                                 refuse_missing, resolve_conditions, suites)
-from carryon_eval.triplet.prompt_sets import is_variant
+from carryon_eval.suites.triplet.prompt_sets import is_variant
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
 from carryon_eval.inspect_bridge.export import _message, harm_score, utility_score
 

@@ -159,8 +159,8 @@ ITEM_TARGET = ("conversation_id", "turn", "item_id")
 # ---------------------------------------------------------------- the registry
 REGISTRY: dict[str, Callable[[JudgeSettings], Scorer]] = {}
 #: Modules whose scorers register themselves on import (they import this module, so not at its top).
-BUILTIN_SCORER_MODULES = ("carryon_eval.judge.fidelity", "carryon_eval.triplet.response_modes",
-                          "carryon_eval.opensafeintent.scorers")
+BUILTIN_SCORER_MODULES = ("carryon_eval.suites.carryonbench.fidelity", "carryon_eval.suites.triplet.response_modes",
+                          "carryon_eval.suites.opensafeintent.scorers")
 
 
 def register(cls: Any) -> Any:

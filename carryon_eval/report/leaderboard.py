@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.metrics.conditions import SCORED_MIN, VIOLATION_THRESHOLD
+from carryon_eval.suites.carryonbench.conditions import SCORED_MIN, VIOLATION_THRESHOLD
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman

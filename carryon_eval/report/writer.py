@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.metrics import conditions as M
+from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
-from carryon_eval.report import intent as mc_report
+from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
@@ -33,14 +33,14 @@ from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, 
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
                                      write_json_atomic, write_jsonl_atomic, write_text_atomic)
-from carryon_eval.judge.fidelity import flagged_conversations
+from carryon_eval.suites.carryonbench.fidelity import flagged_conversations
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.suite import Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
-INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.metrics.intent)
+INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 

@@ -1,1 +1,2 @@
-"""The CarryOnBench suite record (carryonbench). Other suites live in their feature folders (triplet/suite.py)."""
+"""The benchmark suites, one wing each: carryonbench (the paper's conditions), triplet, opensafeintent; each
+wing's record is its record.py."""

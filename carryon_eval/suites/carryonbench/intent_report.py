@@ -2,7 +2,7 @@
 (intent sensitivity, exploitation, the move effects under MC beside BC, the conversations fidelity left out).
 
 Everything here renders results.json's ``conditions.mc``, ``intent`` and ``move_effects.by_condition``
-(carryon_eval.metrics.intent); a run without mc renders nothing, so its outputs are what they always were.
+(carryon_eval.suites.carryonbench.intent); a run without mc renders nothing, so its outputs are what they always were.
 """
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
 
 
 def get_formula(key: str) -> str:
-    from carryon_eval.metrics.intent import EXPLOITATION_FORMULA, SENSITIVITY_FORMULA
+    from carryon_eval.suites.carryonbench.intent import EXPLOITATION_FORMULA, SENSITIVITY_FORMULA
 
     return {"intent.sensitivity_utility": SENSITIVITY_FORMULA["utility"],
             "intent.sensitivity_violation": SENSITIVITY_FORMULA["violation_rate"],

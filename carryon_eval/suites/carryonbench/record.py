@@ -10,7 +10,7 @@ With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
-top level (carryon_eval.metrics.conditions, written by carryon_eval.report.writer).
+top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.report.writer).
 """
 from __future__ import annotations
 

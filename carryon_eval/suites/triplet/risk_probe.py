@@ -18,12 +18,12 @@ from typing import Any, Optional
 
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import load_safety, select_judge
-from carryon_eval.metrics.conditions import VIOLATION_THRESHOLD
+from carryon_eval.suites.carryonbench.conditions import VIOLATION_THRESHOLD
 from carryon_eval.parsing import parse_probe_choice
 from carryon_eval.prompts import load_prompt
 from carryon_eval.run.folder import PROBE_FILE, RunFolder, read_jsonl, register_record, write_jsonl_atomic
 from carryon_eval.judge.scorers import ask_text
-from carryon_eval.triplet.prompt_sets import is_variant
+from carryon_eval.suites.triplet.prompt_sets import is_variant
 
 PROBE_PROMPT, PROBE_RETRY_PROMPT = "triplet/risk_probe", "triplet/risk_probe_retry"
 PROBE_STAGE = "risk_probe"

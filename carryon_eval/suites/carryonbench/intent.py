@@ -1,6 +1,6 @@
 """Recovery or gullibility? The contrasts of condition mc (the BC moves voiced with a malicious intent) with bc.
 
-Pure functions, no I/O; the one rule of carryon_eval.metrics.conditions (UNSCORED_RULE) makes every number:
+Pure functions, no I/O; the one rule of carryon_eval.suites.carryonbench.conditions (UNSCORED_RULE) makes every number:
 
 - **pairs**: an mc conversation and the bc conversation of the same query and flow (the builder gives each
   query's mc conversations the first BC flow of each length, so their moves are exactly BC's);
@@ -17,14 +17,14 @@ Pure functions, no I/O; the one rule of carryon_eval.metrics.conditions (UNSCORE
   query-cluster bootstrap.
 
 Fidelity-flagged mc conversations (the simulator refused to play the user, or voiced a harmless purpose:
-carryon_eval.judge.fidelity) are left out of every mc number by the report and listed in ``excluded``.
+carryon_eval.suites.carryonbench.fidelity) are left out of every mc number by the report and listed in ``excluded``.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any, Optional, Sequence
 
-from carryon_eval.metrics.conditions import (CONVERSATION_VALUES, PCT, VIOLATION_THRESHOLD, Conversation,
+from carryon_eval.suites.carryonbench.conditions import (CONVERSATION_VALUES, PCT, VIOLATION_THRESHOLD, Conversation,
                                              read_unscored)
 from carryon_eval.metrics.stats import Bootstrap, bounds, ci95, clip, stratified_mean
 from carryon_eval.schema import MC_CONDITION

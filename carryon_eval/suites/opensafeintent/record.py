@@ -7,7 +7,7 @@
 ``bench.extras["opensafeintent"]`` and returns run.json's ``suites.opensafeintent`` (the files' sha256, the
 generation, the judges' settings, the options to load it again); a resume on changed files is refused with one
 line. ``missing`` says why the condition cannot run without it. ``plan`` gives the 7 single-turn jobs per set;
-the registered scorers (carryon_eval.opensafeintent.scorers) judge them, the assistance level on the dual-use
+the registered scorers (carryon_eval.suites.opensafeintent.scorers) judge them, the assistance level on the dual-use
 original only; the intent probe asks the target afterwards (at most one call per set). Its section is summarized
 from the judge phase's records (``inputs.records(scorer)``) and the probe's, and exported in the reference's layout.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.opensafeintent.export import write_reference
-from carryon_eval.opensafeintent.release import check_resume, load_release, with_triplets
-from carryon_eval.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
+from carryon_eval.suites.opensafeintent.export import write_reference
+from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
+from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
+from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
                                                prompt_name, section, set_exports, target_model)

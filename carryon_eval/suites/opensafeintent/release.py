@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from carryon_eval.opensafeintent.errors import ReleaseError
-from carryon_eval.opensafeintent.prompts import template_problem
+from carryon_eval.suites.opensafeintent.errors import ReleaseError
+from carryon_eval.suites.opensafeintent.prompts import template_problem
 
 DATASET_FILE = "dataset.json"
 PROMPT_DIR = Path("prompts") / "metrics"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from carryon_eval.run.folder import write_json_atomic, write_text_atomic
-from carryon_eval.opensafeintent.metrics import HEADLINE
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 
 SECTION = "opensafeintent"
 RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"

@@ -4,7 +4,7 @@ Generation is the reference's: each of a set's 7 prompts is one single-turn job 
 generation settings, 1,000 max tokens and temperature 0 by default, an empty reply kept as it came
 (carryon_eval.suite.JobGeneration; run.json's ``suites.opensafeintent`` and each transcript's meta record them);
 the shared rollout plays them and keeps the reply raw. The judges are
-registered ReplyScorers (carryon_eval.opensafeintent.scorers): the release's own prompt files filled the
+registered ReplyScorers (carryon_eval.suites.opensafeintent.scorers): the release's own prompt files filled the
 reference's way, each seeing the prompt that was actually sent and the raw reply, read the reference's way
 (readings.py: no re-ask; an unreadable answer is unscored, its failure recorded); the judge phase stores their
 records (``osi_<judge>_judgments.jsonl``). The intent probe (a suite Probe: the target model itself, in a fresh
@@ -22,11 +22,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
-from carryon_eval.opensafeintent.export import SetExport
-from carryon_eval.opensafeintent.metrics import dual_use_harm_above_0, summarize
-from carryon_eval.opensafeintent.prompts import fill
-from carryon_eval.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
-from carryon_eval.opensafeintent.scoring import score_set
+from carryon_eval.suites.opensafeintent.export import SetExport
+from carryon_eval.suites.opensafeintent.metrics import dual_use_harm_above_0, summarize
+from carryon_eval.suites.opensafeintent.prompts import fill
+from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
+from carryon_eval.suites.opensafeintent.scoring import score_set
 from carryon_eval.run.folder import read_jsonl, write_jsonl_atomic
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration

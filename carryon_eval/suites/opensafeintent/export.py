@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.run.folder import write_json_atomic
-from carryon_eval.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
-from carryon_eval.opensafeintent.readings import A_LEVELS, ERROR, failure
-from carryon_eval.opensafeintent.release import (MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet,
+from carryon_eval.suites.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
+from carryon_eval.suites.opensafeintent.readings import A_LEVELS, ERROR, failure
+from carryon_eval.suites.opensafeintent.release import (MAIN, PARAPHRASE_FIELD, PARAPHRASES, PROMPT_NAMES, PromptSet,
                                                  ReleaseError, set_id)
 
 HELP = "response_scores_helpfulness"

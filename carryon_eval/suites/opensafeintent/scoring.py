@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from carryon_eval.opensafeintent.export import SetExport
-from carryon_eval.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
-from carryon_eval.opensafeintent.readings import failure, read_assistance_level, read_score, read_strategy
-from carryon_eval.opensafeintent.release import PROMPT_NAMES, PromptSet
+from carryon_eval.suites.opensafeintent.export import SetExport
+from carryon_eval.suites.opensafeintent.metrics import ScoredSet, dual_use_harm_above_0
+from carryon_eval.suites.opensafeintent.readings import failure, read_assistance_level, read_score, read_strategy
+from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet
 
 NO_ANSWER = "the judge gave no answer"
 

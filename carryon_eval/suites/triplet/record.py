@@ -3,7 +3,7 @@
 Its replies are judged by the safety judge (all), Ben-Util (benign and ambiguous ones: the malicious version has
 no benign information need) and the response-mode judge (ambiguous ones); after judging, the risk-recognition
 probe asks the target about the ambiguous replies judged unsafe (at most one call per ambiguous prompt). Its
-numbers are results.json's ``triplet`` section (carryon_eval.triplet.metrics).
+numbers are results.json's ``triplet`` section (carryon_eval.suites.triplet.metrics).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any, Optional, Sequence
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
-from carryon_eval.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts
-from carryon_eval.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
+from carryon_eval.suites.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts
+from carryon_eval.suites.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
                                          triplet_html, triplet_markdown, triplet_replies)
 
 
@@ -34,7 +34,7 @@ def _ambiguous_jobs(jobs: Sequence[Job]) -> int:
 
 
 async def _probe(ctx: Any) -> str:
-    from carryon_eval.triplet.risk_probe import PROBE_FILE, probe_risk
+    from carryon_eval.suites.triplet.risk_probe import PROBE_FILE, probe_risk
 
     probes = await probe_risk(ctx.run.path, ctx.target, judge=ctx.judge_model, concurrency=ctx.concurrency)
     return f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {ctx.run.path / PROBE_FILE}"

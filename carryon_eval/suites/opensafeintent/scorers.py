@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Optional
 from carryon_eval.judge.scorers import Case, Judgment, register
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.opensafeintent.prompts import fill
-from carryon_eval.opensafeintent.readings import Reading, read
-from carryon_eval.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, RUBRIC_MAX_TOKENS, inputs_of,
+from carryon_eval.suites.opensafeintent.prompts import fill
+from carryon_eval.suites.opensafeintent.readings import Reading, read
+from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, RUBRIC_MAX_TOKENS, inputs_of,
                                                parse_conversation_id)
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript

@@ -733,9 +733,9 @@ def conversation_row(c: Conversation) -> dict[str, Any]:
 def summarize(convs: Sequence[Conversation], *, n_resamples: int = 1000, seed: int = 0,
               excluded: Sequence[str] = (), fidelity: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """The metric part of results.json (model, judges and notes are added by the report). With mc
-    conversations, ``intent``: the mc contrasts (carryon_eval.metrics.intent; ``excluded``: the mc conversations
+    conversations, ``intent``: the mc contrasts (carryon_eval.suites.carryonbench.intent; ``excluded``: the mc conversations
     fidelity flagged, already left out of ``convs``), else None."""
-    from carryon_eval.metrics.intent import intent_section
+    from carryon_eval.suites.carryonbench.intent import intent_section
 
     boot = Bootstrap.of((c.query_id for c in convs), n_resamples=n_resamples, seed=seed)
     conditions, rec = headline(convs, boot)

@@ -1,7 +1,7 @@
 """The triplet section of a run's report: results.json's ``triplet``, table.md's and report.html's.
 
     replies = triplet_replies(rundir, bench, transcripts, utility, safety, judge)   # records -> TripletReply
-    section = summarize_triplets(replies)                                           # carryon_eval.triplet.metrics
+    section = summarize_triplets(replies)                                           # carryon_eval.suites.triplet.metrics
     triplet_markdown(section), triplet_html(section)
 
 report.html shows the failure profile as a stacked bar, ICU (and Triplet Safety, Worst-Case Utility) by
@@ -18,11 +18,11 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import load_all
 from carryon_eval.parsing import RESPONSE_MODES
 from carryon_eval.report.tables import html_table, markdown_table
-from carryon_eval.triplet.response_modes import MODE_FILE, ResponseModeJudgment
-from carryon_eval.triplet.risk_probe import load_probes
+from carryon_eval.suites.triplet.response_modes import MODE_FILE, ResponseModeJudgment
+from carryon_eval.suites.triplet.risk_probe import load_probes
 from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
-from carryon_eval.triplet.metrics import HEADLINE, PCT, PROFILE, TripletReply, summarize_triplets
-from carryon_eval.triplet.prompt_sets import parse_triplet_id
+from carryon_eval.suites.triplet.metrics import HEADLINE, PCT, PROFILE, TripletReply, summarize_triplets
+from carryon_eval.suites.triplet.prompt_sets import parse_triplet_id
 
 __all__ = ["summarize_triplets", "triplet_replies", "triplet_markdown", "triplet_html", "triplet_columns"]
 

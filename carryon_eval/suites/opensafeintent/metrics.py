@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from carryon_eval.metrics.stats import Bootstrap, ci95
-from carryon_eval.opensafeintent.readings import A_LEVELS, ERROR, STRATEGIES
-from carryon_eval.opensafeintent.release import MAIN, PARAPHRASE_FIELD, PROMPT_NAMES
+from carryon_eval.suites.opensafeintent.readings import A_LEVELS, ERROR, STRATEGIES
+from carryon_eval.suites.opensafeintent.release import MAIN, PARAPHRASE_FIELD, PROMPT_NAMES
 
 NON_MALICIOUS = MAIN[:2]
 DUAL_AND_PARAPHRASES = ("dual_use_prompt",) + PROMPT_NAMES[3:]

@@ -1,0 +1,90 @@
+"""results.json stays byte-identical while the evaluator's code moves: this file holds the sha256 of three
+results.json files, made against the scripted server (real HTTP) and from the recorded run folder.
+
+- the built-in sample, default conditions (`carryon-eval --limit 2`);
+- the built-in sample, `--conditions all --limit 2` (the triplets, their response-mode judge and risk probe too);
+- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
+
+The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
+what names the machine or the moment is replaced before hashing: the folder of the run, the dataset's path on
+this machine and the time the report was written. A change of these hashes is a change of the product's
+output: update them only when the output is meant to change, and say so in the commit."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.eval_cli import invoke, remote
+from helpers.rollout_data import rollout_handler
+from scripted_server import last_user_text
+
+from carryon_eval.dataset.load import SAMPLE_DATASET
+
+FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
+
+HASHES = {
+    "sample": "79835644a5c9dab98156ed4e464be0a35914a9305b2dcda832fc409ec5769665",
+    "all": "bd11c13913e120f4d7c09dd726a7c79fbbe4ce4334af797baf76a567ad1b77f8",
+    "report": "2898d509cf4e9f9a1d340cef9f50c7234c0ee7cb9ea3c695cfca6baf598b9e09",
+}
+
+
+def digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def varied_handler(body: dict) -> Any:
+    """The target and simulator of `rollout_handler`; a judge (and a risk probe) whose answers depend on a
+    digest of the text it reads."""
+    text = last_user_text(body)
+    if body["model"] == "tgt" and "Which response would be appropriate?" in text:
+        return ("constrained", "refuse", "comply")[digest(text) % 3]
+    if body["model"] != "jdg":
+        return rollout_handler(body)
+    d = digest(text)
+    if "classifying how an AI assistant answered" in text:
+        return f"A{1 + d % 4}"
+    if "checking whether a reply" in text:
+        return "yes" if d % 3 else "no"
+    if "rating how harmful" in text:
+        return str(1 + d % 5)
+    if "Classify that next message" in text:
+        return ("pushback", "delaying", "rephrasing", "backchannel")[d % 4]
+    if "hidden purpose" in text:
+        return "no" if d % 4 else "yes"
+    raise AssertionError(f"unexpected judge prompt: {text[:80]}")
+
+
+def normalized(results: Path, *places: Path) -> bytes:
+    """results.json's bytes with the run's folder, the dataset's path and the report's time replaced."""
+    text = results.read_text()
+    for i, place in enumerate(places):
+        text = text.replace(json.dumps(str(place))[1:-1], f"<place{i}>")
+    text = re.sub(r'"at": "[^"]*"', '"at": "<at>"', text)
+    return text.encode()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("name, extra", [("sample", ()), ("all", ("--conditions", "all"))])
+def test_results_of_a_run_on_the_sample_are_unchanged(name, extra, scripted_server, tmp_path):
+    srv = scripted_server(varied_handler, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    res = invoke(*remote(srv), "--limit", 2, *extra, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert sha(normalized(out / "results.json", out, SAMPLE_DATASET)) == HASHES[name]
+
+
+def test_results_of_the_recorded_run_folder_are_unchanged(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(FIXTURE, run)
+    res = invoke("report", run)
+    assert res.exit_code == 0, res.output
+    assert sha(normalized(run / "results.json", run, SAMPLE_DATASET)) == HASHES["report"]
