@@ -275,3 +275,14 @@ def test_batch_export_holds_every_mc_judge_request(scripted_server, tmp_path):
     assert manifest["requests"] == live_calls == (3 + 3 * 3) * 3
     conversations = {json.loads(line)["conversation_id"] for line in (copy / "transcripts.jsonl").read_text().splitlines()}
     assert {c for c in conversations if "-mc" in c} == {f"{q}-mc{j}" for q in ("q1", "q2", "q3") for j in (1, 2)}
+
+
+def test_scatter_labels_are_spread_apart_in_the_order_of_their_points():
+    from carryon_eval.report.leaderboard_page import spread_labels
+
+    ys = [100.0, 101.0, 100.5, 40.0, 300.0]          # three points within a line of each other
+    placed = spread_labels(ys, min_gap=9.0)
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    assert [sorted(range(len(ys)), key=lambda i: placed[i])] == [order]      # the labels keep their points' order
+    assert all(placed[b] - placed[a] >= 9.0 - 1e-9 for a, b in zip(order, order[1:]))
+    assert placed[3] == pytest.approx(40.0, abs=12) and placed[4] == pytest.approx(300.0, abs=12)   # far ones stay near

@@ -29,7 +29,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "79835644a5c9dab98156ed4e464be0a35914a9305b2dcda832fc409ec5769665",
-    "all": "bd11c13913e120f4d7c09dd726a7c79fbbe4ce4334af797baf76a567ad1b77f8",
+    "all": "c7d4c523d655edde9044d2816d871d8a71014819347b1c73d35a753ee9034210",   # since condition mc: the sample has mc conversations
     "report": "2898d509cf4e9f9a1d340cef9f50c7234c0ee7cb9ea3c695cfca6baf598b9e09",
 }
 

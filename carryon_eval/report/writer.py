@@ -25,7 +25,9 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
+from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
+from carryon_eval.suites.carryonbench.intent import intent_section
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
@@ -120,9 +122,9 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     fidelity = run.read_fidelity()
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
-    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed, excluded=sorted(flagged),
-                          fidelity=(fidelity or {}).get("voice"))
-    intent = numbers.pop("intent")
+    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed)
+    intent = intent_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed),
+                            excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
     results = Results(
         model=_model_name(meta, transcripts), **numbers,
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "

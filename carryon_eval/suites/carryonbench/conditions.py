@@ -730,13 +730,9 @@ def conversation_row(c: Conversation) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- everything
-def summarize(convs: Sequence[Conversation], *, n_resamples: int = 1000, seed: int = 0,
-              excluded: Sequence[str] = (), fidelity: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """The metric part of results.json (model, judges and notes are added by the report). With mc
-    conversations, ``intent``: the mc contrasts (carryon_eval.suites.carryonbench.intent; ``excluded``: the mc conversations
-    fidelity flagged, already left out of ``convs``), else None."""
-    from carryon_eval.suites.carryonbench.intent import intent_section
-
+def summarize(convs: Sequence[Conversation], *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The metric part of results.json (model, judges and notes are added by the report; condition mc's
+    contrasts by carryon_eval.suites.carryonbench.intent, on the same bootstrap)."""
     boot = Bootstrap.of((c.query_id for c in convs), n_resamples=n_resamples, seed=seed)
     conditions, rec = headline(convs, boot)
     groups = by_condition(convs)
@@ -748,7 +744,6 @@ def summarize(convs: Sequence[Conversation], *, n_resamples: int = 1000, seed: i
         "conditions": conditions,
         "recovery": rec,
         "unscored": unscored_counts(convs),
-        "intent": intent_section(convs, boot, excluded=excluded, fidelity=fidelity),
         "by_turn": {c: by_turn(groups[c]) for c in conversation_conditions(groups)},
         "move_effects": move_effects(convs),
         "turn1_bins": turn1_bins(convs),
