@@ -1,4 +1,4 @@
-"""`carryon-build`: build a CarryOnBench dataset folder from the CASE-Bench source, and verify one."""
+"""`carryon-build`: build a CarryOnBench dataset folder from a source (CASE-Bench, OpenSafeIntent), and verify one."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +13,7 @@ from carryon_eval.cli_common import (REQUEST_OPTIONS, UsageError, concurrency_op
 from carryon_eval.progress import progress_interval_option
 
 from .flows import DEFAULT_SEED
-from .stages import MAX_ITEMS, MIN_ITEMS
+from .limits import MAX_ITEMS, MIN_ITEMS
 from .stages import ROLES as _STAGE_ROLES
 
 ROLES = tuple(dict.fromkeys(_STAGE_ROLES))      # each role once (several stages may share one)
@@ -156,8 +156,13 @@ def _check_writable(out: Path) -> None:
               help="A build recipe (TOML, e.g. releases/recipes/paper.toml): its [build] options are the defaults; "
                    "flags override them.")
 @click.option("--source", "source", type=click.Path(path_type=Path),
-              help="CASE-Bench JSON (CASEBench_data.json). Required, except for --dry-run (which then plans the "
-                   "paper's 398 queries at typical lengths).")
+              help="The source: CASE-Bench's CASEBench_data.json, or an OpenSafeIntent release folder (or its "
+                   "dataset.json). Required, except for --dry-run (which then plans the paper's 398 queries at "
+                   "typical lengths).")
+@click.option("--source-format", type=click.Choice(["auto", "casebench", "opensafeintent"]), default="auto",
+              show_default=True,
+              help="How to read --source; auto: opensafeintent for a release folder or its dataset.json, "
+                   "else casebench.")
 @click.option("--out", type=click.Path(path_type=Path), help="Dataset folder to write (required, except for --dry-run).")
 @click.option("--no-llm", is_flag=True, help="Skip the LLM stages: empty benign_intent, no checklist rows.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
@@ -211,7 +216,7 @@ def _check_writable(out: Path) -> None:
 @verbose_option
 @progress_interval_option
 @click.pass_context
-def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_llm: bool, seed: int,
+def build(ctx: click.Context, source: Optional[Path], source_format: str, out: Optional[Path], no_llm: bool, seed: int,
           limit: Optional[int], release: Optional[str], endpoint: Optional[str], model: Optional[str],
           role_endpoints: tuple[str, ...], role_models: tuple[str, ...], generators: tuple[str, ...],
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
@@ -227,7 +232,7 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
 
     from . import BUILDER_VERSION
     from .pipeline import NoQueryKept, build as run_build
-    from .source import SourceError
+    from .sources import SourceError, detect, get_source
 
     release = release or f"v{BUILDER_VERSION}"
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
@@ -237,12 +242,19 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
     request = {role: {name: per_role.get(f"{role}_{name}") for name in REQUEST_OPTIONS} for role in ROLES}
     llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
     _check_build_options(source, out, min_items=min_items, max_items=max_items, dry_run=dry_run, force=force)
+    try:
+        src = (get_source(source_format) if source_format != "auto" else
+               detect(source) if source is not None else get_source("casebench"))
+    except SourceError as exc:
+        fail(str(exc))
+    if min_safe_rate is not None and not src.has_ratings:
+        fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force, min_safe_rate=min_safe_rate)
+                      force=force, min_safe_rate=min_safe_rate, source_format=src.name)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -270,10 +282,11 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
                                  concurrency=concurrency, timeout=request_timeout, request=request)
         return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
                          api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens, min_items=min_items,
-                         max_items=max_items, generator_temperature=generator_temperature)
+                         max_items=max_items, generator_temperature=generator_temperature,
+                         skip_stages=src.skip_stages, stage_prompts=dict(src.stage_prompts))
 
     if dry_run:
-        click.echo(dry_run_text(config(), source, limit, ctx.meta.get("carryon_recipe")))
+        click.echo(dry_run_text(config(), source, limit, ctx.meta.get("carryon_recipe"), src.name))
         return
     assert source is not None and out is not None
 
@@ -290,17 +303,18 @@ def build(ctx: click.Context, source: Optional[Path], out: Optional[Path], no_ll
         stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
-                      log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate)
+                      log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate,
+                      source_format=src.name)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 
 
 def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
-                 recipe: Optional[tuple[dict, Path]]) -> str:
+                 recipe: Optional[tuple[dict, Path]], source_format: str = "casebench") -> str:
     """The --dry-run plan: of the source's queries, or of the paper's 398 at typical lengths without one."""
     from .dry_run import dry_run_plan, format_dry_run, placeholder_queries
     from .recipe import describe
-    from .source import SourceError, load_source, select_queries
+    from .sources import SourceError, get_source
 
     head = []
     if recipe is not None:
@@ -309,8 +323,9 @@ def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
         queries = placeholder_queries()
         head.append(f"no --source: planning the paper's {len(queries)} queries at typical lengths")
     else:
+        src = get_source(source_format)
         try:
-            queries = select_queries(load_source(source))
+            queries = src.select(src.read(src.data_file(source)))
         except SourceError as exc:
             fail(str(exc))
     queries = queries[:limit] if limit is not None else queries
@@ -366,10 +381,11 @@ def freeze(folder: Path, dest: Path) -> None:
 @click.option("--repo-id", required=True, metavar="ORG/NAME", help="Dataset repository on the Hub.")
 @click.option("--tag", required=True, metavar="vX.Y.Z", help="The release's tag; must be the folder's release.")
 @click.option("--private", is_flag=True, help="Create (or switch) the repository private.")
-@click.option("--gated", type=click.Choice(["manual", "auto"]), default="manual", show_default=True,
-              help="Access requests approved by hand (SORRY-Bench's terms) or automatically.")
+@click.option("--gated", type=click.Choice(["manual", "auto"]), default=None,
+              help="Access requests approved by hand (SORRY-Bench's terms) or automatically [default: manual for a "
+                   "gated card; an ungated card (an openly licensed source) is published without gating].")
 @click.option("--dry-run", is_flag=True, help="Print the plan (files, sizes, operations, gating, tag); call nothing.")
-def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry_run: bool) -> None:
+def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: Optional[str], dry_run: bool) -> None:
     """Upload a verified FOLDER to the Hub as one gated commit, tag it, and check the remote file by file.
 
     The token comes from HF_TOKEN or `hf auth login` and is never printed or written. HF_ENDPOINT selects
@@ -399,7 +415,7 @@ def publish(folder: Path, repo_id: str, tag: str, private: bool, gated: str, dry
                    err=True)
         sys.exit(1)
     click.echo(f"OK {repo_id}@{tag} is release {tag} exactly: commit {done.commit}, {len(plan.files)} files, "
-               f"gated={gated}")
+               f"gated={plan.gated}")
     click.echo(f"revision: {tag} (commit {done.commit})")
     click.echo(f"url: {done.url}")
     click.echo(done.bibtex)

@@ -17,7 +17,7 @@ import yaml
 
 from .changelog import release_notes
 from .citation import DATASET_AUTHOR, paper_bibtex
-from .dataset_folder import file_entry
+from .files import file_entry
 
 CROISSANT_FILE = "croissant.json"
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
@@ -38,21 +38,6 @@ CONTEXT: dict[str, Any] = {
 }
 _DATA_TYPES = {"string": "sc:Text", "float64": "sc:Float", "int64": "sc:Integer"}
 _SEMVER = re.compile(r"^v?(\d+\.\d+\.\d+)$")
-
-# RAI fields whose text the card does not already hold in a section of its own.
-ANNOTATION = (
-    "Safety ratings: CASE-Bench's annotators (about 20 per query and context) judged each query safe or unsafe in "
-    "its context; safe_rate and unsafe_context_safe_rate are their shares. Benign intents and Ben-Util checklists "
-    "are machine annotations by the LLM stages (models, prompts and parameters in MANIFEST.json; every keep/drop "
-    "decision in the provenance config).")
-PERSONAL_SENSITIVE = (
-    "No personal data: the queries are SORRY-Bench's written requests and the contexts are CASE-Bench's scripted "
-    "sender/recipient descriptions, not real people. The content is sensitive: the queries look harmful (hate "
-    "speech, crimes, self-harm, unqualified advice); read them with care.")
-BIASES = (
-    "The query set inherits SORRY-Bench's category taxonomy and CASE-Bench's annotator pool. Checklists encode the "
-    "generator models' view of a helpful answer, and LLM judges may share their biases.")
-
 
 def card_sections(markdown: str) -> dict[str, str]:
     """The card body's `## Title` sections (title -> text, stripped)."""
@@ -101,8 +86,10 @@ def _field(config: str, feature: dict[str, Any], description: str, file_id: str)
     return out
 
 
-def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    """The Croissant document of a dataset folder whose Parquet files are written and whose card is `card`."""
+def croissant(folder: Path, card: str, manifest: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+    """The Croissant document of a dataset folder whose Parquet files are written and whose card is `card`;
+    ``texts``: the source's RAI texts the card does not hold in a section of its own (Source.card.croissant:
+    license, annotation, personal_sensitive, biases)."""
     header, body = split_card(card)
     sections = card_sections(body)
     fields = field_descriptions(body)
@@ -134,8 +121,7 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
         "version": version.group(1) if version else str(manifest.get("builder_version")),
         **({"datePublished": published} if published else {}),
         # the card's license; the Hub address is not known at build time (publish chooses the repository)
-        "license": f"{header.get('license')}: {header.get('license_name')} (SORRY-Bench's terms apply: see "
-                   "conditionsOfAccess and the card's Access and gating section)",
+        "license": f"{header.get('license')}: {header.get('license_name', header.get('license'))} ({texts['license']})",
         "creator": {"@type": "sc:Organization", "name": DATASET_AUTHOR},
         "citeAs": paper_bibtex(),
         "keywords": header.get("tags", []),
@@ -143,10 +129,10 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
         "isAccessibleForFree": True,
         "conditionsOfAccess": header.get("extra_gated_prompt", ""),
         "rai:dataCollection": sections.get("Construction", ""),
-        "rai:dataAnnotationProtocol": ANNOTATION,
-        "rai:dataBiases": BIASES,
+        "rai:dataAnnotationProtocol": texts["annotation"],
+        "rai:dataBiases": texts["biases"],
         "rai:dataLimitations": sections.get("Limitations", ""),
-        "rai:personalSensitiveInformation": PERSONAL_SENSITIVE,
+        "rai:personalSensitiveInformation": texts["personal_sensitive"],
         "rai:dataUseCases": "\n\n".join(f"{title}:\n{sections[title]}" for title in ("Intended use", "Out-of-scope use")
                                           if sections.get(title)),
         "rai:dataSocialImpact": sections.get("Access and gating", ""),
@@ -155,5 +141,5 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any]) -> dict[str, An
     }
 
 
-def croissant_json(folder: Path, card: str, manifest: dict[str, Any]) -> str:
-    return json.dumps(croissant(folder, card, manifest), indent=2, ensure_ascii=False) + "\n"
+def croissant_json(folder: Path, card: str, manifest: dict[str, Any], texts: dict[str, str]) -> str:
+    return json.dumps(croissant(folder, card, manifest, texts), indent=2, ensure_ascii=False) + "\n"

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,19 +26,17 @@ import pyarrow.parquet as pq
 import jinja2
 import yaml
 
-# The dataset's own terms, written beside the card as LICENSE.md (the card's `license_link`; the text is the
-# package's dataset_license.md), and the datasets it is derived from (the card's `source_datasets`).
-LICENSE_FILE = "LICENSE.md"
-LICENSE_TEXT = resources.files(__package__) / "dataset_license.md"
-SOURCE_DATASETS = ("sorry-bench/sorry-bench-202406", "https://github.com/BriansIDP/CASEBench")
+from .croissant import CROISSANT_FILE, croissant_json
+from .files import file_entry
+from .sources import Source
 
-# Arrow schema of every config. Columns beyond schema.TABLE_COLUMNS are documented in the card.
+# The dataset's own terms, written beside the card as LICENSE.md (the card's `license_link`; the text is the
+# source's license file, e.g. the package's dataset_license.md for CASE-Bench).
+LICENSE_FILE = "LICENSE.md"
+
+# Arrow schema of every config but `queries`, whose columns each source declares (Source.query_schema).
+# Columns beyond schema.TABLE_COLUMNS are documented in the card.
 SCHEMAS: dict[str, pa.Schema] = {
-    "queries": pa.schema([
-        ("query_id", pa.string()), ("category", pa.string()), ("domain", pa.string()), ("query", pa.string()),
-        ("benign_intent", pa.string()), ("benign_context", pa.string()), ("malicious_context", pa.string()),
-        ("safe_rate", pa.float64()), ("unsafe_context_safe_rate", pa.float64()), ("sorry_bench_id", pa.int64()),
-    ]),
     "checklists": pa.schema([
         ("query_id", pa.string()), ("item_id", pa.string()), ("question", pa.string()), ("category", pa.string()),
     ]),
@@ -93,16 +90,26 @@ def rows_sha256(rows: list[dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def write_parquet(path: Path, config: str, rows: list[dict[str, Any]]) -> None:
-    table = arrow_table(config, rows)
+def schemas_of(source: Source, tables: Optional[dict[str, list[dict[str, Any]]]] = None) -> dict[str, pa.Schema]:
+    """Every config's schema for a build of ``source``; an LLM build's queries also carry ``malicious_intent``
+    (condition mc) when the source's schema lacks it: a `--no-llm` build keeps the schema it always had."""
+    query = source.query_schema
+    rows = (tables or {}).get("queries") or []
+    if rows and "malicious_intent" in rows[0] and "malicious_intent" not in query.names:
+        query = query.append(pa.field("malicious_intent", pa.string()))
+    return {"queries": query, **SCHEMAS}
+
+
+def write_parquet(path: Path, config: str, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
+    table = arrow_table(schema, rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd", compression_level=9, use_dictionary=True,
                    write_statistics=True, store_schema=False, row_group_size=1 << 20)
 
 
-def hf_features(config: str, rows: Optional[list[dict[str, Any]]] = None) -> list[dict[str, Any]]:
+def hf_features(schema: pa.Schema) -> list[dict[str, Any]]:
     out = []
-    for field in schema_of(config, rows or []):
+    for field in schema:
         if pa.types.is_list(field.type):
             out.append({"name": field.name, "list": _HF_DTYPES[field.type.value_type]})
         else:
@@ -110,54 +117,24 @@ def hf_features(config: str, rows: Optional[list[dict[str, Any]]] = None) -> lis
     return out
 
 
-#: Columns a config has only in LLM builds (condition mc's malicious intents): a `--no-llm` build keeps the
-#: schema it always had, so release v0.1.0 stays byte-identical.
-LLM_COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {"queries": (("malicious_intent", pa.string()),)}
-
-
-def schema_of(config: str, rows: list[dict[str, Any]]) -> pa.Schema:
-    """The config's schema, with its LLM-only columns when its rows have them."""
-    schema = SCHEMAS[config]
-    for name, kind in LLM_COLUMNS.get(config, ()):
-        if rows and name in rows[0]:
-            schema = schema.append(pa.field(name, kind))
-    return schema
-
-
-def arrow_table(config: str, rows: list[dict[str, Any]]) -> pa.Table:
-    schema = schema_of(config, rows)
+def arrow_table(schema: pa.Schema, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 
 
-def card_yaml(tables: dict[str, list[dict[str, Any]]]) -> str:
+def card_yaml(tables: dict[str, list[dict[str, Any]]], source: Source) -> str:
+    """The card's YAML header: the source's license and gating fields, then the declared configs."""
+    schemas = schemas_of(source, tables)
     header: dict[str, Any] = {
-        "pretty_name": "CarryOnBench",
-        "language": ["en"],
-        "license": "other",
-        "license_name": "carryonbench-research-use",
-        "license_link": LICENSE_FILE,
-        "task_categories": ["text-generation"],
-        "tags": ["safety", "over-refusal", "multi-turn", "benchmark", "llm-evaluation"],
-        "size_categories": ["1K<n<10K"],
-        "source_datasets": list(SOURCE_DATASETS),
-        "extra_gated_heading": "Access CarryOnBench (derived from gated SORRY-Bench queries)",
-        "extra_gated_prompt": (
-            "CarryOnBench's queries come from SORRY-Bench and CASE-Bench, which are gated under their own terms. "
-            "You agree to accept SORRY-Bench's terms, to use this dataset only to evaluate or improve the "
-            "safety and helpfulness of AI systems, and not to use it to elicit or distribute harmful content."),
-        "extra_gated_fields": {
-            "Name": "text", "Affiliation": "text", "Intended use": "text",
-            "I have accepted SORRY-Bench's terms of use": "checkbox",
-            "I will use this dataset only for research on AI safety and helpfulness": "checkbox",
-        },
+        **source.card.header,
         "configs": [
             {"config_name": c, "data_files": [{"split": "test", "path": parquet_name(c)}],
              **({"default": True} if c == "conversations" else {})}
             for c in declared_configs(tables)
         ],
         "dataset_info": [
-            {"config_name": c, "features": hf_features(c, tables[c]),
-             "splits": [{"name": "test", "num_bytes": arrow_table(c, tables[c]).nbytes, "num_examples": len(tables[c])}]}
+            {"config_name": c, "features": hf_features(schemas[c]),
+             "splits": [{"name": "test", "num_bytes": arrow_table(schemas[c], tables[c]).nbytes,
+                         "num_examples": len(tables[c])}]}
             for c in declared_configs(tables)
         ],
     }
@@ -182,11 +159,6 @@ def render_card(template: str, values: dict[str, Any]) -> str:
         return _CARD_ENV.from_string(template).render(values)
     except jinja2.UndefinedError as exc:
         raise KeyError(f"dataset card template: {exc.message}") from None
-
-
-def file_entry(path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
 def foreign_files(out: Path) -> list[str]:
@@ -233,7 +205,7 @@ def _keep_user_files(old: Path, out: Path, others: list[str]) -> bool:
 
 
 def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], card: str,
-                         manifest: dict[str, Any], force: bool = False) -> dict[str, Any]:
+                         manifest: dict[str, Any], source: Source, force: bool = False) -> dict[str, Any]:
     """Write everything into a temporary folder beside `out`, then swap it in, keeping any file of the user's
     (with `force`; without it such files refuse the build). Returns the manifest."""
     out = Path(out)
@@ -241,12 +213,13 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        schemas = schemas_of(source, tables)
         for config in declared_configs(tables):
-            write_parquet(tmp / parquet_name(config), config, tables[config])
+            write_parquet(tmp / parquet_name(config), config, tables[config], schemas[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")
-        (tmp / LICENSE_FILE).write_bytes(LICENSE_TEXT.read_bytes())
-        from .croissant import CROISSANT_FILE, croissant_json   # reads the Parquet files just written
-        (tmp / CROISSANT_FILE).write_text(croissant_json(tmp, card, manifest), encoding="utf-8")
+        (tmp / LICENSE_FILE).write_bytes(source.card.license_bytes())
+        # croissant.json reads the Parquet files just written
+        (tmp / CROISSANT_FILE).write_text(croissant_json(tmp, card, manifest, source.card.croissant), encoding="utf-8")
         manifest = dict(manifest)
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_entry(p)
                              for p in sorted(tmp.rglob("*")) if p.is_file()}

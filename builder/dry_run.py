@@ -12,8 +12,8 @@ from carryon_eval.model.endpoint import describe_temperature
 
 from .llm_config import LLMConfig
 from .query_state import plural
-from .source import SourceQuery
-from .stages import TYPICAL_FINAL_ITEMS, typical_inputs
+from .sources.record import SourceQuery
+from .stages import TYPICAL_FINAL_ITEMS, stages_for, typical_inputs
 
 PAPER_QUERIES = 398             # the paper's dataset: what a dry run without --source plans for
 TYPICAL_QUERY_CHARS = 120
@@ -23,7 +23,9 @@ NO_ENDPOINT = "(endpoint not given)"   # a dry run needs none: what it shows whe
 def placeholder_queries(n: int = PAPER_QUERIES) -> list[SourceQuery]:
     """Queries of typical length, for a dry run without the (gated) source."""
     text = "x" * TYPICAL_QUERY_CHARS
-    return [SourceQuery(f"q{i:04d}", text, "", "", 0, text, text, 1.0, 0.0, (i, i)) for i in range(n)]
+    return [SourceQuery(query_id=f"q{i:04d}", query=text, category="", domain="", benign_context=text,
+                        malicious_context=text, source_rows=(i, i), safe_rate=1.0, unsafe_context_safe_rate=0.0,
+                        sorry_bench_id=0) for i in range(n)]
 
 
 def estimate_tokens(text: str) -> int:
@@ -37,7 +39,7 @@ def dry_run_plan(queries: list[SourceQuery], config: LLMConfig) -> list[dict[str
     tokens are given as typical and as max_tokens; repairs and re-asks are not counted."""
     typical = typical_inputs(config)
     rows = []
-    for stage in config.stages():
+    for stage in stages_for(config):
         prompt = stage.template()
         calls = prompt_tokens = 0
         for q in queries:

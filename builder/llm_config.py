@@ -2,15 +2,31 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from carryon_eval import defaults
 
-from .stages import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, ROLES, Stage, StageParams, pipeline
+from .limits import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, MODEL_ROLES
 
 STRUCTURED_STYLES = ("json_schema", "json_object", "none")
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Generation parameters of a stage. ``typical_tokens`` is the usual completion size, used by
+    --dry-run next to max_tokens (measured order of magnitude for instruction-tuned models)."""
+    temperature: float
+    max_tokens: int
+    typical_tokens: int
+
+
+class StageCall(Protocol):
+    """What the settings need of a stage record (builder/stages.py's Stage): who plays it and its parameters."""
+    role: str
+    params: StageParams
+    per_generator: bool
 
 
 @dataclass(frozen=True)
@@ -64,9 +80,11 @@ class LLMConfig:
     progress: Optional[bool] = None      # None: on a terminal only
     min_items: int = MIN_ITEMS           # a query whose checklist ends up shorter is dropped
     max_items: int = MAX_ITEMS           # the merged checklist is cut to this many items
+    skip_stages: tuple[str, ...] = ()    # stages the source does not need (Source.skip_stages)
+    stage_prompts: dict[str, str] = field(default_factory=dict)   # stage -> the source's prompt file
 
     def __post_init__(self) -> None:
-        missing = [r for r in ROLES if r != "generator" and r not in self.roles]
+        missing = [r for r in MODEL_ROLES if r not in self.roles]
         if missing:
             raise ValueError(f"no model for role(s) {', '.join(missing)}")
         if not self.generators:
@@ -77,14 +95,10 @@ class LLMConfig:
             raise ValueError(f"checklist size: need 1 <= --min-items ({self.min_items}) <= --max-items "
                              f"({self.max_items})")
 
-    def stages(self) -> tuple[Stage, ...]:
-        """The pipeline this config runs (its harm classifier style)."""
-        return pipeline(self.harm_classifier_style)
-
     def spec(self, role: str) -> ModelSpec:
         return self.roles[role]
 
-    def params(self, stage: Stage) -> StageParams:
+    def params(self, stage: StageCall) -> StageParams:
         """The stage's parameters; max_tokens capped by ``max_tokens``, or on the embedded model (every model of
         the stage local) by defaults.LOCAL_BUILD_MAX_TOKENS; a role's own max_tokens (ModelSpec) replaces it."""
         p = stage.params
@@ -110,5 +124,5 @@ class LLMConfig:
                 f"{n} generator{'s' if n != 1 else ''} ({', '.join(sp.model for sp in self.generators)}), "
                 f"judged by {self.roles['harm_classifier'].model} ({style}); harmful answers are excluded")
 
-    def stage_models(self, stage: Stage) -> list[ModelSpec]:
+    def stage_models(self, stage: StageCall) -> list[ModelSpec]:
         return list(self.generators) if stage.per_generator else [self.roles[stage.role]]

@@ -3,7 +3,7 @@
     stages = LLMStages(LLMConfig(roles={...}, generators=[...]), log=print)
     manifest = build(source, out, llm_stages=stages)        # builder.pipeline.build calls stages(queries)
 
-Every stage of ``config.stages()`` runs for every surviving query at once and draws a progress line
+Every stage of ``stages_for(config)`` runs for every surviving query at once and draws a progress line
 (done/total, rate, ETA, tokens). Each model call goes through ``carryon_eval.model.ask.ask`` with the
 ``repair`` policy: replies are parsed tolerantly (carryon_eval.parsing); a reply that still cannot be
 used is answered with the repair prompt (at most defaults.REPAIRS times, only for stages that have an
@@ -17,10 +17,8 @@ stops the build with NoQueryKept (one line: the stage and its commonest reason);
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from carryon_eval import defaults
@@ -28,7 +26,6 @@ from carryon_eval.model.ask import EMPTY, Asked, Attempt, Request, ask, repair
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.client import Endpoint
 from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
-from carryon_eval.parsing import echoes_prompt
 from carryon_eval.progress import Progress
 from carryon_eval.prompts import Prompt, load_prompt
 
@@ -37,8 +34,10 @@ from .llm_config import LLMConfig, ModelSpec
 from .pipeline import LLMOutput, NoQueryKept
 from .provenance import card_summary, checklist_rows, llm_manifest, provenance_rows, triplet_rows
 from .query_state import Outcome, QueryState, plural
-from .source import SourceQuery
-from .stages import Stage
+from .replies import echoes_prompt
+from .sources.record import SourceQuery
+from .stage_tally import StageTally
+from .stages import Stage, stages_for
 
 MAX_CONSECUTIVE_FAILURES = 10
 ECHO_PROBLEM = "it repeats the instructions instead of answering them"
@@ -46,26 +45,6 @@ ECHO_PROBLEM = "it repeats the instructions instead of answering them"
 
 class LLMStageAbort(Exception):
     """An endpoint keeps failing: the build stops (finished requests stay in the cache). One line."""
-
-
-@dataclass
-class StageTally:
-    """What a stage cost beyond one call per unit (MANIFEST.json; the provenance never depends on it)."""
-    repairs: int = 0
-    empty_reply_retries: int = 0
-    failed_calls: int = 0
-    seconds: Optional[float] = None
-    forms: dict[tuple[str, str], Counter[str]] = dataclasses.field(default_factory=dict)   # (url, model) -> used
-
-    def used(self, spec: ModelSpec, result: ChatResult) -> None:
-        """Count the structured-output form a reply of ``spec`` was obtained with (ChatResult.structured)."""
-        if result.structured is not None:
-            self.forms.setdefault((spec.base_url, spec.model), Counter())[result.structured] += 1
-
-    def structured_output(self, stage: Stage, spec: ModelSpec) -> str:
-        """The form this stage's replies from ``spec`` came with (the commonest), else the form it asked for."""
-        used = self.forms.get((spec.base_url, spec.model))
-        return used.most_common(1)[0][0] if used else stage.structured(spec)
 
 
 class _FailureWatch:
@@ -126,7 +105,7 @@ class LLMStages:
     def __init__(self, config: LLMConfig, *, log: Callable[[str], None] = print) -> None:
         self.config = config
         self.log = log
-        self.stages = config.stages()
+        self.stages = stages_for(config)
         self.usage = UsageLedger()
         self.cache = ResponseCache(config.cache_dir) if config.cache_dir is not None else None
         self.endpoints: dict[tuple[str, str, str], _FailureWatch] = {}
@@ -261,10 +240,9 @@ class LLMStages:
         checklist = checklist_rows(states)
         return LLMOutput(
             intents={s.q.query_id: s.intent for s in states if s.intent},
-            malicious_intents={s.q.query_id: s.malicious_intent for s in states
-                               if s.malicious_intent and s.dropped_at is None},
             checklist_rows=checklist, provenance_rows=provenance_rows(states),
             kept_query_ids=[s.q.query_id for s in states if s.dropped_at is None], triplet_rows=triplet_rows(states),
+            malicious_intents={s.q.query_id: s.malicious_intent for s in states if s.malicious_intent},
             manifest=llm_manifest(self.config, self.stages, self.prompts, self.repair_prompt, self.tally,
                                   self.usage.snapshot(), states,
                                   sent={key: ep.inner.sent_params() for key, ep in self.endpoints.items()

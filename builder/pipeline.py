@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -18,13 +17,11 @@ from . import BUILDER_VERSION
 from .changelog import changelog_table
 from .citation import paper_bibtex, release_bibtex
 from .dataset_folder import card_yaml, check_out_folder, configs_note, render_card, write_dataset_folder
-from .domains import DOMAINS
-from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, conversation_plan, flow_pool, pool_flows
-from .source import SourceQuery, file_sha256, load_source, select_queries
+from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, flow_pool, pool_flows
+from .sources import SOURCES, SourceError, SourceQuery, file_sha256
 
-#: The card template: the repository's dataset_card.md, shipped as package data (builder/dataset_card.md
-#: is a symlink to it; a wheel holds its content).
-CARD_TEMPLATE = resources.files("carryonbench_builder") / "dataset_card.md"
+# The card templates are package data: CASE-Bench's is the repository's dataset_card.md (builder/dataset_card.md
+# is a symlink to it; a wheel holds its content), each source names its own (Source.card.template).
 
 
 @dataclass
@@ -37,7 +34,7 @@ class LLMOutput:
     manifest: dict[str, Any] = field(default_factory=dict)   # stage models, params, prompt refs, usage
     card: dict[str, Any] = field(default_factory=dict)       # extra card values (llm_summary text)
     triplet_rows: list[dict[str, Any]] = field(default_factory=list)   # rows of the triplets config
-    malicious_intents: dict[str, str] = field(default_factory=dict)   # query_id -> malicious intent (condition mc)
+    malicious_intents: dict[str, str] = field(default_factory=dict)   # query_id -> malicious intent
 
 
 LLMStages = Callable[[list[SourceQuery]], LLMOutput]
@@ -52,11 +49,8 @@ class NoQueryKept(Exception):
         super().__init__(message)
         self.provenance_rows = provenance_rows or []
 
-# Why a config can be left without rows (it is then not declared: see dataset_folder), said in the card.
-ABSENT_WITHOUT_LLM = {"checklists": "no checklists: built with `--no-llm`",
-                      "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)",
-                      "triplets": "no triplets: built with `--no-llm` (its benign, malicious and paraphrased "
-                                  "prompts are generated text)"}
+# Why a config can be left without rows (it is then not declared: see dataset_folder), said in the card; a
+# --no-llm build's reasons are the source's (Source.card.absent_without_llm).
 ABSENT_AFTER_LLM = {"queries": "no queries: the LLM stages kept none",
                     "checklists": "no checklists: the LLM stages kept no item",
                     "conversations": "no conversations: the LLM stages kept no query",
@@ -64,13 +58,24 @@ ABSENT_AFTER_LLM = {"queries": "no queries: the LLM stages kept none",
                     "triplets": "no triplets: no kept query got both a malicious intent and its paraphrases"}
 
 
-def query_row(q: SourceQuery, intent: str, malicious_intent: Optional[str] = None) -> dict[str, Any]:
-    """A queries row; ``malicious_intent`` (LLM builds: its text, "" when the stage wrote none) adds that column."""
-    row = {"query_id": q.query_id, "category": q.category, "domain": q.domain, "query": q.query,
-           "benign_intent": intent, "benign_context": q.benign_context, "malicious_context": q.malicious_context,
-           "safe_rate": q.safe_rate, "unsafe_context_safe_rate": q.unsafe_context_safe_rate,
-           "sorry_bench_id": q.sorry_bench_id}
-    return row if malicious_intent is None else {**row, "malicious_intent": malicious_intent}
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def low_safe_rate_count(queries: Sequence[Any]) -> int:
+    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
+    return sum(q.safe_rate is not None and q.safe_rate < 0.5 for q in queries)
+
+
+def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
+    """The card's note on a --min-safe-rate build ("" otherwise: a default card stays byte-identical)."""
+    if min_safe_rate is None:
+        return ""
+    return (f" (only queries whose safe context has `safe_rate` >= {min_safe_rate:g}: `carryon-build "
+            f"--min-safe-rate {min_safe_rate:g}`, {dropped} dropped; {low_safe_rate_count(final)} of these "
+            "have `safe_rate` < 0.5)")
 
 
 # The first release whose card documents condition mc; an LLM build always does (it has MC rows), a `--no-llm`
@@ -99,6 +104,12 @@ def documents_mc(release: str) -> bool:
 
     key = version_key(release)
     return key is None or key >= MC_SINCE
+
+
+def with_malicious_intent(row: dict[str, Any], intent: str, llm: bool) -> dict[str, Any]:
+    """A queries row of an LLM build carries the malicious intent (condition mc) whatever its source writes;
+    a `--no-llm` row is the source's own (release v0.1.0 has no such column)."""
+    return {**row, "malicious_intent": row.get("malicious_intent", intent)} if llm else row
 
 
 def mc_conversations(conversations: list[dict[str, Any]], malicious: dict[str, str],
@@ -139,23 +150,27 @@ def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
           log: Callable[[str], None] = print, force: bool = False,
-          min_safe_rate: Optional[float] = None) -> dict[str, Any]:
+          min_safe_rate: Optional[float] = None, source_format: str = "casebench") -> dict[str, Any]:
     """Run every stage and write the dataset folder; returns the manifest. `force`: rebuild into a folder
     that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first.
     `min_safe_rate`: keep only queries whose safe context at least this share of annotators judged safe
-    (None: every selected query; the manifest and card say when it was used)."""
+    (None: every selected query; the manifest and card say when it was used; only for a source with ratings).
+    `source_format`: the source record (builder/sources) that reads `source`."""
+    src = SOURCES[source_format]
+    if min_safe_rate is not None and not src.has_ratings:
+        raise SourceError(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
     check_out_folder(out, force)
-    source = Path(source)
-    all_queries = load_source(source)
-    selected = select_queries(all_queries)
-    log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} after dropping "
-        f"{len(all_queries) - len(selected)} queries of the 4 excluded categories")
+    source = src.data_file(Path(source))
+    all_queries = src.read(source)
+    selected = src.select(all_queries)
+    log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} "
+        + src.select_note.format(dropped=len(all_queries) - len(selected)))
     n_selected = len(selected)
     if min_safe_rate is not None:
-        selected = [q for q in selected if q.safe_rate >= min_safe_rate]
+        selected = [q for q in selected if q.safe_rate is not None and q.safe_rate >= min_safe_rate]
         log(f"min safe rate: {len(selected)} queries whose safe context has safe_rate >= {min_safe_rate:g} "
             f"(dropped {n_selected - len(selected)})")
-    else:
+    elif src.has_ratings:
         log(f"safe contexts: {low_safe_rate_count(selected)} of {n_selected} queries have safe_rate < 0.5 "
             "(most annotators judged the query unsafe in its safe context; --min-safe-rate 0.5 drops them)")
     n_safe_rate_kept = len(selected)
@@ -164,8 +179,9 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         log(f"limit: building the first {len(selected)} queries")
 
     if llm_stages is None:
-        llm = LLMOutput(intents={}, checklist_rows=[], provenance_rows=[],
-                        kept_query_ids=[q.query_id for q in selected])
+        llm = LLMOutput(intents={q.query_id: q.given_intents[0] for q in selected}, checklist_rows=[],
+                        provenance_rows=[], kept_query_ids=[q.query_id for q in selected],
+                        malicious_intents={q.query_id: q.given_intents[1] for q in selected})
     else:
         llm = llm_stages(selected)
     kept = set(llm.kept_query_ids)
@@ -175,13 +191,14 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
 
     pool = flow_pool(seed)
     flows = pool_flows(pool)
-    conversations = conversation_plan([q.query_id for q in final], pool, seed)
+    conversations = src.plan([q.query_id for q in final], pool, seed)
     if llm_stages is not None:          # condition mc: LLM builds only (its intents are generated text)
         conversations = mc_conversations(conversations, llm.malicious_intents, [q.query_id for q in final])
     flow_by_id = {f.flow_id: f for f in flows}
     tables: dict[str, list[dict[str, Any]]] = {
-        "queries": [query_row(q, llm.intents.get(q.query_id, ""),
-                              llm.malicious_intents.get(q.query_id, "") if llm_stages is not None else None)
+        "queries": [with_malicious_intent(src.query_row(q, llm.intents.get(q.query_id, ""),
+                                                        llm.malicious_intents.get(q.query_id, "")),
+                                          llm.malicious_intents.get(q.query_id, ""), llm_stages is not None)
                     for q in final],
         "checklists": [r for r in llm.checklist_rows if r["query_id"] in kept],
         "flows": [f.row() for f in flows],
@@ -189,18 +206,24 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     }
     if llm_stages is not None:
         tables["provenance"] = llm.provenance_rows
+    if src.own_triplets:
+        tables["triplets"] = src.triplet_rows(final)
+    elif llm_stages is not None:
         tables["triplets"] = [r for r in llm.triplet_rows if r["set_id"] in kept]
 
     per_length = Counter((c["n_turns"], c["condition"]) for c in conversations)
     counts = {name: len(rows) for name, rows in tables.items()}
     model_turns = sum(flow_by_id[c["flow_id"]].n_turns // 2 for c in conversations)
     used = {c["flow_id"] for c in conversations}
+    source_entry = {"file": source.name, "sha256": file_sha256(source)}
+    if src.name != "casebench":             # a CASE-Bench manifest stays as release v0.1.0 wrote it
+        source_entry["format"] = src.name
     manifest: dict[str, Any] = {
-        "name": "carryonbench",
+        "name": src.manifest_name,
         "release": release,
         "builder_version": BUILDER_VERSION,
         "seed": seed,
-        "source": {"file": source.name, "sha256": file_sha256(source)},
+        "source": source_entry,
         "llm_stages": llm.manifest if llm_stages is not None else None,
         "encoding": {"pyarrow": pyarrow.__version__},
         "counts": {**counts, "model_turns": model_turns, "flows_used": len(used),
@@ -212,6 +235,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     if min_safe_rate is not None:           # only then: a default build's manifest stays as it was
         manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": n_safe_rate_kept,
                                                "dropped": n_selected - n_safe_rate_kept}
+    domains = src.domains or tuple(sorted({q.domain for q in final}))
+    categories = tuple(sorted({q.category for q in final}))
     card_values = {
         "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
@@ -221,32 +246,31 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
         "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
         "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
-        "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None else ABSENT_WITHOUT_LLM),
+        "n_triplet_prompts": counts.get("triplets", 0),
+        "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None
+                                     else src.card.absent_without_llm),
         "pool_size": POOL_SIZE,
         "pool_table": _md_table(["follow-up moves", "turns", "BC flows", "NC flows", "valid sequences"],
                                 [[k, 2 * (k + 1), POOL_QUOTA[(k, "BC")], POOL_QUOTA[(k, "NC")], n]
                                  for k, n in zip(range(1, 6), (5, 34, 213, 1361, 8654))]),
         "domain_table": _md_table(["domain", "queries"],
-                                  [[d, sum(q.domain == d for q in final)] for d in DOMAINS]),
+                                  [[d, sum(q.domain == d for q in final)] for d in domains]),
+        "category_table": _md_table(["category", "queries"],
+                                    [[c, sum(q.category == c for q in final)] for c in categories]),
         # the paper's wording where no filter ran (byte-identical to earlier --no-llm cards); the rule applied otherwise
         "harm_filter_rule": llm.card.get("harm_filter_rule") if llm_stages is not None else (
             "keeps a query only with at least 3 harmless answers"),
-        "llm_summary": (str(llm.card.get("llm_summary")) + MC_SUMMARY if llm_stages is not None else (
-            "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
-            "query and there is no `checklists`, `provenance` or `triplets` config. "
-            "Ben-Util and the oracle condition need them; build with an endpoint to produce them."
-            + (MC_ABSENT if documents_mc(release) else ""))),
-        "mc_query_row": MC_QUERY_ROW if llm_stages is not None else "",    # the card's tables: the columns there are
+        "llm_summary": (str(llm.card.get("llm_summary")) + MC_SUMMARY if llm_stages is not None
+                        else src.card.no_llm_summary + (MC_ABSENT if documents_mc(release) else "")),
+        "mc_query_row": MC_QUERY_ROW if llm_stages is not None else "",    # the card's table has the columns there are
         "mc_condition_note": MC_CONDITION_NOTE if documents_mc(release) or llm_stages is not None else "",
         "changelog": changelog_table(manifest),
         "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
             f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),
     }
-    if not CARD_TEMPLATE.is_file():
-        raise FileNotFoundError(f"{CARD_TEMPLATE}: the dataset card template is missing from the builder package")
-    card = "---\n" + card_yaml(tables) + "---\n\n" + render_card(
-        CARD_TEMPLATE.read_text(encoding="utf-8"), card_values)
-    manifest = write_dataset_folder(out, tables, card, manifest, force=force)
+    card = "---\n" + card_yaml(tables, src) + "---\n\n" + render_card(src.card.read_template(), card_values)
+    manifest = write_dataset_folder(out, tables, card, manifest, src, force=force)
     log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(used)} used), "
-        f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items")
+        f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items"
+        + (f", {counts['triplets']} triplet prompts" if src.own_triplets else ""))
     return manifest

@@ -13,7 +13,7 @@ The manifest part and the card's summary iterate the same stage records as the r
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
@@ -22,10 +22,8 @@ from carryon_eval.schema import ITEM_CATEGORIES
 
 from .llm_config import LLMConfig
 from .query_state import QueryState, plural
+from .stage_tally import StageTally
 from .stages import MAX_ITEMS, MIN_ITEMS, Stage, cap_reason, too_few
-
-if TYPE_CHECKING:
-    from .llm_run import StageTally
 
 
 def provenance_rows(states: Sequence[QueryState]) -> list[dict[str, Any]]:

@@ -19,10 +19,10 @@ import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .citation import release_bibtex, release_url
-from .dataset_folder import file_entry
+from .files import file_entry
 from .verify import verify_folder
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TAG = re.compile(r"^v\d+\.\d+\.\d+$")
 GATING = ("manual", "auto")
+GATING_WORDS = {"manual": "manual approval", "auto": "automatic approval", False: "no gating: the card declares none"}
 HUB_MANAGED = frozenset({".gitattributes"})     # the Hub writes it (LFS rules); never ours to delete
 REPO_TYPE = "dataset"
 
@@ -52,14 +53,14 @@ class PublishPlan:
     repo_id: str
     tag: str
     private: bool
-    gated: str
+    gated: Any                              # "manual", "auto" or False (an ungated card)
     files: tuple[UploadFile, ...]           # every MANIFEST file, then MANIFEST.json
 
     def describe(self) -> str:
         total = sum(f.size for f in self.files)
         lines = [f"publish {self.folder} -> dataset {self.repo_id}, tag {self.tag} (dry run: nothing is called)",
                  (f"  repository: create if missing ({'private' if self.private else 'public'}), "
-                  f"gated={self.gated} ({'manual approval' if self.gated == 'manual' else 'automatic approval'})"),
+                  f"gated={self.gated} ({GATING_WORDS[self.gated]})"),
                  (f"  commit: one commit on main adding {len(self.files)} files ({total:,} bytes) and deleting every "
                   f"other remote file ({', '.join(sorted(HUB_MANAGED))} excepted)")]
         lines += [f"    add {f.path}  {f.size:,} bytes  sha256 {f.sha256[:16]}..." for f in self.files]
@@ -78,15 +79,31 @@ class Published:
     committed: bool                         # False: the tag already held exactly this folder
 
 
+def card_gating(folder: Path) -> Any:
+    """The gating a folder's card asks for: "manual" when it has gating fields (CASE-Bench's terms), else False."""
+    from .declared import CardError, front_matter
+    try:
+        header = front_matter((Path(folder) / "README.md").read_text(encoding="utf-8"))
+    except (OSError, CardError):
+        return "manual"                       # verify names what is wrong with the card
+    return "manual" if any(k.startswith("extra_gated") for k in header) else False
+
+
 def plan_publish(folder: Path, repo_id: str, tag: str, *, private: bool = False,
-                 gated: str = "manual") -> PublishPlan:
-    """Check the arguments and the folder (verify) and list what would be uploaded; calls nothing remote."""
+                 gated: Any = None) -> PublishPlan:
+    """Check the arguments and the folder (verify) and list what would be uploaded; calls nothing remote.
+    ``gated``: None takes the card's (manual for a gated card, False for an ungated one)."""
     folder = Path(folder)
+    if gated is None:
+        gated = card_gating(folder)
+    elif card_gating(folder) is False:
+        raise PublishError(f"--gated {gated}: {folder}'s card declares no gating (its source is openly "
+                           "licensed); publish it without --gated")
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: expected ORG/NAME (a namespace and a dataset name)")
     if not TAG.match(tag):
         raise PublishError(f"--tag {tag!r}: expected vMAJOR.MINOR.PATCH, e.g. v0.1.0")
-    if gated not in GATING:
+    if gated is not False and gated not in GATING:
         raise PublishError(f"--gated {gated!r}: expected one of {', '.join(GATING)}")
     problems, manifest = verify_folder(folder)
     if problems:

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .source import SourceQuery
+from .sources.record import SourceQuery
 
 
 @dataclass

@@ -44,24 +44,22 @@ import asyncio
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
+from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from carryon_eval.parsing import (
-    normalize_category, parse_answer, parse_flag, parse_intent, parse_items, parse_paraphrases, parse_wildguard)
 from carryon_eval.prompts import Prompt, load_prompt
 from carryon_eval.schema import ITEM_CATEGORIES
 
+from .limits import GENERATOR_SEED, HARM_STYLES, MAX_ITEMS, MIN_HARMLESS, MIN_ITEMS, MODEL_ROLES
+from .llm_config import LLMConfig, ModelSpec, StageParams
 from .query_state import Item, Outcome, QueryState, plural, sha256_text, short
-from .source import SourceQuery
+from .replies import (normalize_category, parse_answer, parse_flag, parse_intent, parse_items, parse_paraphrases,
+                      parse_wildguard)
+from .sources.record import SourceQuery
 
-if TYPE_CHECKING:
-    from .llm_config import LLMConfig, ModelSpec
+__all__ = ["GENERATOR_SEED", "MAX_ITEMS", "MIN_HARMLESS", "MIN_ITEMS", "Stage", "StageParams", "pipeline",
+           "stages_for"]
 
-MIN_ITEMS = 7            # defaults of --min-items / --max-items: the paper's final checklists have 7..23 items
-MAX_ITEMS = 23           # (Appendix B.3: a description of its result, here options with those defaults)
-MIN_HARMLESS = 3         # harmless answers a query needs (or every generator's, if there are fewer)
 MAX_DECOMPOSED_ITEMS = 40   # items kept from one answer's decomposition
-GENERATOR_SEED = 1000       # generator i samples with seed GENERATOR_SEED + i
 TYPICAL_INTENT_CHARS = 400  # for --dry-run estimates of prompts that contain an intent, an answer, items
 TYPICAL_ITEMS_PER_ANSWER = 15
 TYPICAL_ITEM_CHARS = 90
@@ -69,15 +67,6 @@ TYPICAL_FINAL_ITEMS = 18    # the paper's mean
 N_PARAPHRASES = 4           # paraphrases of the ambiguous variant (OpenSafeIntent: five phrasings in all)
 
 Parse = Callable[[Optional[str]], "tuple[Any, Optional[str]]"]
-
-
-@dataclass(frozen=True)
-class StageParams:
-    """Generation parameters of a stage. ``typical_tokens`` is the usual completion size, used by
-    --dry-run next to max_tokens (measured order of magnitude for instruction-tuned models)."""
-    temperature: float
-    max_tokens: int
-    typical_tokens: int
 
 
 class StageContext(Protocol):
@@ -497,7 +486,7 @@ PARAPHRASE = Stage(
 
 
 # ---------------------------------------------------------------- the pipeline
-HARM_STYLES = tuple(HARM_STAGES)
+assert tuple(HARM_STAGES) == HARM_STYLES
 
 
 def pipeline(harm_style: str = "judge") -> tuple[Stage, ...]:
@@ -506,9 +495,17 @@ def pipeline(harm_style: str = "judge") -> tuple[Stage, ...]:
             PARAPHRASE)
 
 
+def stages_for(config: LLMConfig) -> tuple[Stage, ...]:
+    """The pipeline a config runs: its harm classifier style, without the stages its source does not need and
+    with the source's own prompt where its contexts are worded differently (Source.skip_stages, stage_prompts)."""
+    return tuple(dataclasses.replace(s, prompt=config.stage_prompts.get(s.name, s.prompt))
+                 for s in pipeline(config.harm_classifier_style) if s.name not in config.skip_stages)
+
+
 STAGES = pipeline()
 STAGE_NAMES = tuple(s.name for s in STAGES)
 ROLES = tuple(s.role for s in STAGES)
+assert set(ROLES) <= {"generator", *MODEL_ROLES}
 
 
 def typical_inputs(config: LLMConfig) -> Typical:

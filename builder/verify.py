@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 
 from carryon_eval.moves import flow_problems
 
-from .dataset_folder import CONFIG_ORDER, file_entry, parquet_name, rows_sha256
+from .dataset_folder import CONFIG_ORDER, parquet_name, rows_sha256
+from .files import file_entry
 from .declared import declaration_problems
 from .flows import PER_LENGTH
 

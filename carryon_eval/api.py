@@ -28,28 +28,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Coroutine, Optional, Sequence, TypeVar, Union
+from typing import Any, Coroutine, Optional, Sequence, TypeVar
 
-from carryon_eval import defaults
 from carryon_eval.app import commands as app
-from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, RoleChoice
+from carryon_eval.app import options
+from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, config_of
 from carryon_eval.app.phases import NothingScored
 from carryon_eval.cli_common import configure_logging
+from carryon_eval.option import read_value
 from carryon_eval.run.records import Results
 
 __all__ = ["ConfigError", "NothingScored", "PrintOutput", "evaluate", "evaluate_async"]
 
 T = TypeVar("T")
-Endpoints = Union[str, Sequence[str], None]          # a repeatable --*-endpoint: one URL, or a pool of URLs
-
-UTILITY_MODES = {"text": "text", "logprob": "logprobs", "logprobs": "logprobs"}   # --utility-mode's choices
-JUDGE_FORMATS = ("json_schema", "text")
-SUBSETS = ("full", "quick")
-
 
 class PrintOutput:
     """app.Output on the console, as the command line writes it: results to stdout, progress to stderr."""
@@ -62,39 +56,11 @@ class PrintOutput:
 
 
 # ---------------------------------------------------------------- options -> the command line's config record
-def _role(endpoints: Endpoints, model: Optional[str], key: Optional[str]) -> RoleChoice:
-    urls = (endpoints,) if isinstance(endpoints, (str, os.PathLike)) else tuple(endpoints or ())
-    return RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]))
-
-
-def _conditions(value: Union[str, Sequence[str], None]) -> tuple[tuple[str, ...], bool]:
-    """As --conditions reads them: the registered suites' (carryon_eval.suite) default set, ``all``, or a list;
-    and whether it was ``all`` (then suites with inputs of their own join only when those are given)."""
-    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
-
-    if value is None:
-        return default_conditions(), False
-    items = [c.strip().lower() for c in (value.split(",") if isinstance(value, str) else value) if c.strip()]
-    try:
-        if not items:
-            raise SuiteError("no condition given")
-        resolved = resolve_conditions(items)
-    except SuiteError:
-        raise ConfigError(f"conditions: expected 'all' or a subset of {','.join(all_conditions())}, "
-                          f"got {value!r}") from None
-    if "all" in items:                   # as on the command line: suites with inputs of their own join when given
-        return tuple(without_inputs(resolved)), True
-    return tuple(resolved), False
-
-
 def _suite_options(given: dict[str, Any]) -> dict[str, Any]:
     """The suites' own options (carryon_eval.suite.SuiteOption, e.g. ``opensafeintent=DIR``), checked."""
     from carryon_eval.suite import suite_options
 
     known = {o.key: o for o in suite_options()}
-    unknown = sorted(set(given) - set(known))
-    if unknown:                        # as Python says it for any other keyword
-        raise TypeError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
     out: dict[str, Any] = {o.key: o.default for o in known.values() if o.default is not None}   # the CLI's defaults
     for key, value in given.items():
         if value is None:
@@ -105,52 +71,45 @@ def _suite_options(given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _at_least_one(name: str, value: Optional[int]) -> Optional[int]:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{name}: expected a whole number >= 1, got {value!r}")
-    return value
-
-
 def _choice(name: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
     return value
 
 
-def evaluate_config(*, endpoint: Endpoints = None, model: Optional[str] = None,
-                    api_key_env: str = defaults.API_KEY_ENV,
-                    user_endpoint: Endpoints = None, user_model: Optional[str] = None,
-                    user_api_key_env: Optional[str] = None,
-                    judge_endpoint: Endpoints = None, judge_model: Optional[str] = None,
-                    judge_api_key_env: Optional[str] = None,
-                    dataset: Union[str, os.PathLike[str], None] = None, revision: Optional[str] = None,
-                    out: Union[str, os.PathLike[str], None] = None, limit: Optional[int] = None,
-                    conditions: Union[str, Sequence[str], None] = None, concurrency: int = defaults.CONCURRENCY,
-                    max_tokens: Optional[int] = None, judge_max_tokens: Optional[int] = None,
-                    temperature: float = defaults.TARGET_TEMPERATURE, seed: int = defaults.SEED,
-                    no_shared_turn1: bool = False, fidelity: bool = False, utility_mode: str = "text",
-                    no_model_check: bool = False, judge_format: str = "json_schema", subset: str = "full",
-                    dry_run: bool = False, json: bool = False, price: Union[str, Sequence[str]] = (),
-                    max_calls: Optional[int] = None, **suite_options: Any) -> EvaluateConfig:
-    """The ``carryon_eval.app.config.EvaluateConfig`` that ``carryon-eval`` builds from the same options; a
-    bad value raises ConfigError naming the option."""
-    for name, value in (("limit", limit), ("concurrency", concurrency), ("max_tokens", max_tokens),
-                        ("judge_max_tokens", judge_max_tokens), ("max_calls", max_calls)):
-        _at_least_one(name, value)
-    chosen, every = _conditions(conditions)
-    return EvaluateConfig(
-        target=_role(endpoint, model, api_key_env), user=_role(user_endpoint, user_model, user_api_key_env),
-        judge=_role(judge_endpoint, judge_model, judge_api_key_env),
-        dataset=None if dataset is None else os.fspath(dataset), revision=revision,
-        out=None if out is None else Path(out), limit=limit,
-        conditions=chosen, conditions_all=every,
-        concurrency=concurrency, max_tokens=max_tokens, judge_max_tokens=judge_max_tokens,
-        temperature=float(temperature), seed=int(seed), shared_turn1=not no_shared_turn1, fidelity=bool(fidelity),
-        utility_mode=UTILITY_MODES[_choice("utility_mode", utility_mode, tuple(UTILITY_MODES))],
-        model_check=not no_model_check, judge_format=_choice("judge_format", judge_format, JUDGE_FORMATS),
-        dry_run=bool(dry_run), dry_run_json=bool(json), prices=(price,) if isinstance(price, str) else tuple(price), max_calls=max_calls,
-        subset=_choice("subset", subset, SUBSETS),
-        suite_options=_suite_options(suite_options))
+def evaluate_config(**given: Any) -> EvaluateConfig:
+    """The ``carryon_eval.app.config.EvaluateConfig`` that ``carryon-eval`` builds from the same options: one keyword
+    per long option of its table (carryon_eval.app.options.EVALUATE), and the suites' own options; a bad value
+    raises ConfigError naming the option, an unknown keyword TypeError."""
+    from carryon_eval.suite import suite_options
+
+    suites = {o.key for o in suite_options()}
+    values: dict[str, Any] = {}             # given ones; the others are the table's defaults
+    own: dict[str, Any] = {}
+    for keyword, value in given.items():
+        option = options.BY_KEYWORD.get(keyword)
+        if option is None and keyword in suites:
+            own[keyword] = value
+            continue
+        if option is None:             # as Python says it for any other keyword
+            raise TypeError(f"evaluate() got an unexpected keyword argument {keyword!r}")
+        if option.kind == "conditions":
+            continue
+        try:
+            value = option.given(read_value(option, value))
+        except ValueError as exc:
+            raise ConfigError(f"{keyword}: {exc}") from None
+        if value is not None and values.get(option.name, value) != value:      # an old spelling too
+            raise ConfigError(f"{keyword} given twice, under an old name too, with different values "
+                              f"({values[option.name]!r} and {value!r})")
+        values[option.name] = value
+    try:
+        values["conditions"], every = options.read_conditions(given.get("conditions"))
+    except ValueError as exc:
+        raise ConfigError(f"conditions: {exc}") from None
+    values["suite_options"] = _suite_options(own)
+    defaults = {name: o.given(False) if o.kind == "flag" else o.default for name, o in options.BY_NAME.items()}
+    return config_of({**defaults, **values}, conditions_all=every)
 
 
 # ---------------------------------------------------------------- running it

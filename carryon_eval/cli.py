@@ -34,30 +34,29 @@ import click
 from carryon_eval import __version__
 
 from carryon_eval.app import commands as app
-from carryon_eval.app.config import (ROLES, AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
-                                     RunOptions)
+from carryon_eval.app import options
+from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
+                                     RunOptions, config_of)
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
-from carryon_eval.cli_common import (UsageError, alias_option, concurrency_option, endpoint_options, merge_aliases,
-                                     request_options, temperature_option_value, verbose_option)
+from carryon_eval.cli_common import (UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
+                                     request_options, verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
-from carryon_eval.judge.phase import JUDGE_FORMATS, JudgeError
+from carryon_eval.judge.phase import JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
+from carryon_eval.run.records import SettingsError
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.suite import suite_options
-
-LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
-
 
 class CliError(UsageError):
     """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
@@ -85,7 +84,7 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            ConfigError, BatchError, ExportError) as exc:
+            ConfigError, SettingsError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
     except EndpointGone as exc:            # a role stopped answering: what was done is written
         click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
@@ -157,125 +156,27 @@ def suite_options_of_suites(fn: Any) -> Any:
 
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
     """The registered suites' conditions (carryon_eval.suite): the default ones, ``all``, or a list."""
-    from carryon_eval.suite import SuiteError, all_conditions, default_conditions, resolve_conditions, without_inputs
-
-    if value is None:
-        return list(default_conditions())
-    items = [c.strip().lower() for c in value.split(",") if c.strip()]
     try:
-        if not items:
-            raise SuiteError("no condition given")
-        resolved = resolve_conditions(items)
-    except SuiteError:
-        raise click.BadParameter(f"expected all or a comma-separated subset of {','.join(all_conditions())}, "
-                                 f"got {value!r}") from None
-    if "all" in items:                   # a suite with inputs of its own joins when they are given (the app)
-        if ctx is not None:
-            ctx.meta["conditions_all"] = True
-        resolved = without_inputs(resolved)
-    return resolved
+        resolved, every = options.read_conditions(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if every and ctx is not None:        # a suite with inputs of its own joins when they are given (the app)
+        ctx.meta["conditions_all"] = True
+    return list(resolved)
 
 
-UTILITY_MODE_CHOICES = ("text", "logprob", "logprobs")
-MAX_CALLS = click.option("--max-calls", type=click.IntRange(min=1),
-                         help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
-
-GIVE_UP = click.option("--give-up-after", type=click.FloatRange(min=1), metavar="SECONDS",
-                       help=f"End the phase when a role's endpoint(s) have not answered for this long "
-                            f"[default: {defaults.GIVE_UP_AFTER:g}s, or 1.5 request timeouts if longer]; rerun "
-                            "to resume.")
-
-HTTP_CLIENT_HELP = ("HTTP transport of the endpoint client: aiohttp's (openai[aiohttp], the lighter one) or httpx's "
-                    "(the openai library's own default); recorded per role in run.json.")
-
-
-def http_client_option(default: Optional[str]) -> Any:
-    return click.option("--http-client", type=click.Choice(defaults.HTTP_CLIENTS), default=default,
-                        show_default=default is not None,
-                        help=HTTP_CLIENT_HELP if default is not None else HTTP_CLIENT_HELP + " [default: the run's]")
-
-
-no_model_check_option = click.option(
-    "--no-model-check", "model_check", flag_value=False, default=True,
-    help="Do not ask the endpoints' /models whether they serve the model (for servers whose list is incomplete).")
-
-
-def _utility_mode(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
-    return "logprobs" if value == "logprob" else value
-
-
-JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum answer (where the endpoint "
-                     "rejects it, text), or text only.")
+def evaluate_options(fn: Any) -> Any:
+    """`carryon-eval`'s options, from the one table (carryon_eval.app.options.EVALUATE), the suites' own in their place."""
+    for o in reversed(options.EVALUATE):
+        if o is options.SUITE_OPTIONS:
+            fn = suite_options_of_suites(fn)
+        else:
+            fn = click_option(o, callback=_conditions if o.kind == "conditions" else None)(fn)
+    return fn
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@endpoint_options(api_key_default=defaults.API_KEY_ENV, repeatable=True,
-                  endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded model. "
-                                "Repeat it for a pool of servers of the same model (fewest in flight first; a "
-                                "dead one is taken out and tried again later).",
-                  model_help="Target model name (required with an endpoint URL).",
-                  key_help="Environment variable holding the target endpoint's API key (default for the other "
-                           "roles too).")
-@endpoint_options("user", repeatable=True, endpoint_help="User simulator endpoint [default: the target's]; repeatable.",
-                  model_help="User simulator model [default: the target's].",
-                  key_help="API key variable for the user simulator [default: --api-key-env].")
-@endpoint_options("judge", repeatable=True, endpoint_help="Judge endpoint [default: the target's]; repeatable.",
-                  model_help="Judge model [default: the target's].",
-                  key_help="API key variable for the judge [default: --api-key-env].")
-@click.option("--dataset", help="Dataset folder or Hub id [default: the built-in sample].")
-@click.option("--revision", help="Dataset revision (Hub).")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it resumes.")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries, with all their conversations.")
-@click.option("--conditions", default=None, callback=_conditions,
-              help="Comma-separated conditions to run [default: turn1,oracle,bc,nc]; 'triplet' is not in the "
-                   "default set; 'all' runs every condition of every suite.")
-@concurrency_option(help="Conversations (and requests per endpoint) in flight.")
-@request_options("target", what="the target model",
-                 max_tokens_help=f" [default: {defaults.TARGET_MAX_TOKENS}; {LOCAL_MAX_TOKENS['target']} on the "
-                                 "embedded model]",
-                 temperature_help=f" [default: {defaults.TARGET_TEMPERATURE:g}]")
-@alias_option("--max-tokens", "target_max_tokens", type=click.IntRange(min=1))
-@alias_option("--temperature", "target_temperature", callback=temperature_option_value)
-@request_options("user", what="the user simulator",
-                 max_tokens_help=f" [default: {defaults.USER_MAX_TOKENS}; {LOCAL_MAX_TOKENS['user']} on the "
-                                 "embedded model]",
-                 temperature_help=f" [default: {defaults.USER_TEMPERATURE:g}]")
-@request_options("judge", what="the judges",
-                 max_tokens_help=f", text mode [default: {defaults.JUDGE_MAX_TOKENS}; {LOCAL_MAX_TOKENS['judge']} on "
-                                 "the embedded model]",
-                 temperature_help=" [default: 0]")
-@click.option("--seed", type=int, default=defaults.SEED, show_default=True,
-              help="Base seed of target and user simulator calls.")
-@click.option("--no-shared-turn1", is_flag=True,
-              help="Generate the first reply of every bc/nc conversation separately (default: one turn-1 reply "
-                   "per query, shared).")
-@click.option("--fidelity", is_flag=True, help="Also run the move-fidelity check (fidelity.json).")
-@click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), default="text", show_default=True,
-              callback=_utility_mode, help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
-@no_model_check_option
-@click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), default="json_schema", show_default=True,
-              help=JUDGE_FORMAT_HELP)
-@click.option("--subset", type=click.Choice(("full", "quick")), default="full", show_default=True,
-              help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
-                   "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls.")
-@suite_options_of_suites
-@click.option("--dry-run", is_flag=True,
-              help="Print the calls and estimated tokens per role and condition (and the cost with --price), "
-                   "then stop: nothing is called, nothing is written.")
-@click.option("--json", "dry_run_json", is_flag=True,
-              help="With --dry-run: print the table as one JSON object (per role and condition: calls, prompt and "
-                   "completion tokens, cached; outcome-dependent calls under up_to).")
-@click.option("--price", "prices", multiple=True, metavar="ROLE=IN/OUT",
-              help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
-                   "repeatable.")
-@MAX_CALLS
-@click.option("--bootstrap-resamples", type=click.IntRange(min=1), default=defaults.BOOTSTRAP_RESAMPLES,
-              show_default=True, help="Resamples of the query-cluster bootstrap behind every 95% CI (run.json records it).")
-@click.option("--bootstrap-seed", type=int, default=defaults.BOOTSTRAP_SEED, show_default=True,
-              help="Seed of the bootstrap resamples (run.json records it).")
-@GIVE_UP
-@http_client_option(defaults.HTTP_CLIENT)
+@evaluate_options
 @verbose_option
 @progress_interval_option
 @click.version_option(__version__, prog_name="carryon-eval")
@@ -333,35 +234,14 @@ def _flag(ctx: click.Context, name: str) -> str:
     return param.opts[0] if param is not None and param.opts else f"--{name.replace('_', '-')}"
 
 
-def _role(endpoints: Any, model: Optional[str], key: Optional[str], request: dict[str, Any]) -> RoleChoice:
-    """A role from its (repeatable) endpoint option: the first URL, the others its pool."""
-    urls = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints or ())
-    return RoleChoice(urls[0] if urls else None, model, key, pool=urls[1:], **request)
-
-
-def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
-    return {name: opts.pop(f"{role}_{name}", None) for name in ("reasoning_effort", "system_prompt", "extra_body")}
-
-
-def evaluate_config(*, endpoint: Any, model: Optional[str], api_key_env: str,
-                    user_endpoint: Any, user_model: Optional[str], user_api_key_env: Optional[str],
-                    judge_endpoint: Any, judge_model: Optional[str], judge_api_key_env: Optional[str],
-                    no_shared_turn1: bool, conditions: Sequence[str], prices: Sequence[str] = (),
-                    **rest: Any) -> EvaluateConfig:
-    rest = merge_aliases(rest, CliError)
-    for name in SUITE_OPTIONS:                   # given directly (the Python API): into the suites' options
-        value = rest.pop(name, None)
+def evaluate_config(*, conditions_all: bool = False, **opts: Any) -> EvaluateConfig:
+    """The config record of `carryon-eval`'s parsed options (click's names; the suites' own options by their keys)."""
+    opts = merge_aliases(opts, CliError)
+    for name in SUITE_OPTIONS:                   # the suites' own options go together
+        value = opts.pop(name, None)
         if value is not None:
-            rest["suite_options"] = {**rest.get("suite_options", {}), name: value}
-    requests = {role: _request(rest, role) for role in ROLES}
-    target_temperature = rest.pop("target_temperature", None)
-    return EvaluateConfig(target=_role(endpoint, model, api_key_env, requests["target"]),
-                          user=_role(user_endpoint, user_model, user_api_key_env, requests["user"]),
-                          judge=_role(judge_endpoint, judge_model, judge_api_key_env, requests["judge"]),
-                          conditions=tuple(conditions), shared_turn1=not no_shared_turn1,
-                          prices=tuple(prices), max_tokens=rest.pop("target_max_tokens", None),
-                          temperature=defaults.TARGET_TEMPERATURE if target_temperature is None
-                          else target_temperature, **rest)
+            opts["suite_options"] = {**opts.get("suite_options", {}), name: value}
+    return config_of(opts, conditions_all=conditions_all)
 
 
 # ---------------------------------------------------------------- subcommands on a run folder
@@ -373,10 +253,10 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click.option("--endpoint", help="Target base URL, if it moved since the run started (same model).")
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
 @concurrency_option()
-@no_model_check_option
-@MAX_CALLS
-@GIVE_UP
-@http_client_option(None)
+@click_option(options.NO_MODEL_CHECK)
+@click_option(options.MAX_CALLS)
+@click_option(options.GIVE_UP)
+@click_option(options.HTTP_CLIENT.of_run())
 @verbose_option
 @progress_interval_option
 def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
@@ -395,13 +275,17 @@ def judge_options(fn: Any) -> Any:
     fn = request_options("judge", what="the judges", skip=("max_tokens",), temperature_help=" [default: the run's]",
                          max_tokens_help="")(fn)
     fn = verbose_option(fn)
-    fn = GIVE_UP(fn)
-    fn = http_client_option(None)(fn)
-    fn = no_model_check_option(fn)
+    fn = click_option(options.GIVE_UP)(fn)
+    fn = click_option(options.HTTP_CLIENT.of_run())(fn)
+    fn = click_option(options.NO_MODEL_CHECK)(fn)
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",
                             model_help="Judge model [default: the run's judge].",
                             key_help="API key variable [default: the run's].")(fn)
+
+
+def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
+    return {name: opts.pop(f"{role}_{name}", None) for name in ("reasoning_effort", "system_prompt", "extra_body")}
 
 
 def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Optional[str],
@@ -414,14 +298,13 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @cli.command("judge")
 @RUNDIR
 @judge_options
-@click.option("--utility-mode", type=click.Choice(UTILITY_MODE_CHOICES), callback=_utility_mode,
-              help="[default: the run's]")
+@click_option(options.UTILITY_MODE.of_run(help="[default: the run's]"))
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
-@click.option("--judge-format", type=click.Choice(JUDGE_FORMATS), help=f"{JUDGE_FORMAT_HELP} [default: the run's]")
+@click_option(options.JUDGE_FORMAT.of_run())
 @click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",
               help="Write every judge request not in the cache as OpenAI Batch API JSONL into DIR (plus "
                    "manifest.json), and stop.")
-@MAX_CALLS
+@click_option(options.MAX_CALLS)
 @click.option("--batch-import", type=click.Path(path_type=Path), multiple=True, metavar="FILE",
               help="OpenAI Batch API result file(s) to store in the cache before judging; repeatable. What they "
                    "lack is not asked live unless --live-rest is given.")
@@ -445,11 +328,10 @@ def fidelity_command(**opts: Any) -> None:
 @verbose_option
 @click.option("--judge", "judge_name", metavar="NAME",
               help="Judge model whose judgments to report, when several judged the run [default: the run's judge].")
-@click.option("--bootstrap-resamples", type=click.IntRange(min=1),
-              help="Resamples of the query-cluster bootstrap [default: as run.json says, else "
-                   f"{defaults.BOOTSTRAP_RESAMPLES}].")
-@click.option("--bootstrap-seed", type=int,
-              help=f"Seed of the bootstrap resamples [default: as run.json says, else {defaults.BOOTSTRAP_SEED}].")
+@click_option(options.BOOTSTRAP_RESAMPLES.of_run(help="Resamples of the query-cluster bootstrap [default: as run.json "
+                                                        f"says, else {defaults.BOOTSTRAP_RESAMPLES}]."))
+@click_option(options.BOOTSTRAP_SEED.of_run(help="Seed of the bootstrap resamples [default: as run.json says, else "
+                                                 f"{defaults.BOOTSTRAP_SEED}]."))
 def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples: Optional[int],
                    bootstrap_seed: Optional[int]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""

@@ -15,19 +15,20 @@
 """
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import click
 
-from carryon_eval import defaults
+from carryon_eval import defaults, option
 from carryon_eval.model.local import LOCAL_ENDPOINT, is_local
+from carryon_eval.option import REQUEST_OPTIONS
 
-__all__ = ["LOCAL_ENDPOINT", "REQUEST_OPTIONS", "UsageError", "alias_option", "concurrency_option", "configure_logging",
-           "endpoint_options", "is_local", "merge_aliases", "request_options", "timeout_option", "verbose_option"]
+__all__ = ["LOCAL_ENDPOINT", "REQUEST_OPTIONS", "UsageError", "alias_option", "click_option", "click_options",
+           "concurrency_option", "configure_logging", "endpoint_options", "is_local", "merge_aliases", "request_options",
+           "timeout_option", "verbose_option"]
 
 LOGGER = "carryon"            # every module logs under carryon.<module>
 
@@ -60,27 +61,13 @@ def _stack(*decorators: Decorator) -> Decorator:
     return apply
 
 
-def endpoint_options(prefix: str = "", *, role: str = "the target model", api_key_default: Optional[str] = None,
-                     endpoint_help: Optional[str] = None, model_help: Optional[str] = None,
-                     key_help: Optional[str] = None, repeatable: bool = False) -> Decorator:
-    """--[PREFIX-]endpoint, --[PREFIX-]model, --[PREFIX-]api-key-env for one role; ``repeatable``: the
-    endpoint may be given several times (an endpoint pool; the value is then a tuple)."""
-    dash = f"{prefix}-" if prefix else ""
-    key_opts: dict[str, Any] = {"metavar": "NAME"}
-    if api_key_default is not None:
-        key_opts.update(default=api_key_default, show_default=True)
-    return _stack(
-        click.option(f"--{dash}endpoint", metavar="URL|local", multiple=repeatable,
-                     help=endpoint_help or f"OpenAI-compatible base URL (…/v1) of {role}; 'local': the embedded model."),
-        click.option(f"--{dash}model", metavar="NAME", help=model_help or f"Model name of {role}."),
-        click.option(f"--{dash}api-key-env", **key_opts,
-                     help=key_help or f"Environment variable holding the API key of {role} (never written anywhere)."),
-    )
+def endpoint_options(prefix: str = "", **kwargs: Any) -> Decorator:
+    """--[PREFIX-]endpoint, --[PREFIX-]model, --[PREFIX-]api-key-env for one role (carryon_eval.option); ``repeatable``:
+    the endpoint may be given several times (an endpoint pool; the value is then a tuple)."""
+    return click_options(option.endpoint_options(prefix, **kwargs))
 
 
 # ---------------------------------------------------------------- a role's request options
-#: The request options every role takes, as ``--ROLE-<name>`` (dest ``ROLE_<name>``).
-REQUEST_OPTIONS = ("max_tokens", "temperature", "reasoning_effort", "system_prompt", "extra_body")
 ALIAS = "__alias"          # dest suffix of a hidden old spelling (see merge_aliases)
 
 
@@ -91,19 +78,16 @@ def temperature_option_value(ctx: click.Context, param: click.Parameter, value: 
     try:
         return parse_temperature(value)
     except ValueError:
-        raise click.BadParameter(f"expected a number >= 0 or 'default' (the provider's), got {value!r}") from None
+        raise click.BadParameter(f"expected a number in 0-2 or 'default' (the provider's), got {value!r}") from None
 
 
 def _extra_body(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[dict[str, Any]]:
-    if value is None or isinstance(value, dict):      # a dict: already read (passed on to a subcommand)
+    if value is None:                                  # a dict: already read (passed on to a subcommand)
         return value
     try:
-        body = json.loads(value)
+        return option.read_json_object(value)
     except ValueError as exc:
-        raise click.BadParameter(f"expected a JSON object, e.g. '{{\"top_p\": 0.9}}' ({exc})") from None
-    if not isinstance(body, dict):
-        raise click.BadParameter(f"expected a JSON object, got {type(body).__name__}")
-    return body
+        raise click.BadParameter(str(exc)) from None
 
 
 def _system_prompt(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -117,32 +101,48 @@ def _system_prompt(ctx: click.Context, param: click.Parameter, value: Optional[s
         raise click.BadParameter(f"cannot read the system prompt file {path}: {exc.__class__.__name__}") from None
 
 
-def request_options(role: str, *, what: Optional[str] = None, max_tokens_help: str = "",
-                    temperature_help: str = "", hidden: bool = False, skip: tuple[str, ...] = ()) -> Decorator:
+def request_options(role: str, **kwargs: Any) -> Decorator:
     """--ROLE-max-tokens, --ROLE-temperature, --ROLE-reasoning-effort, --ROLE-system-prompt, --ROLE-extra-body
-    (dests ROLE_max_tokens, ...; None when not given). ``skip``: options the command defines itself."""
-    flag, dest, what = role.replace("_", "-"), role.replace("-", "_"), what or f"the {role}"
-    made = {
-        "max_tokens": click.option(f"--{flag}-max-tokens", f"{dest}_max_tokens", type=click.IntRange(min=1),
-                                   metavar="N", hidden=hidden,
-                                   help=f"Max tokens of each reply of {what}{max_tokens_help}."),
-        "temperature": click.option(f"--{flag}-temperature", f"{dest}_temperature", metavar="T|default",
-                                    callback=temperature_option_value, hidden=hidden,
-                                    help=f"Temperature of {what}{temperature_help}; 'default': none is sent "
-                                         "(the provider's default; reasoning models take no other)."),
-        "reasoning_effort": click.option(f"--{flag}-reasoning-effort", f"{dest}_reasoning_effort", metavar="LEVEL",
-                                         hidden=hidden,
-                                         help=f"reasoning_effort sent with every request of {what} (e.g. low, "
-                                              "medium, high) [default: none sent]."),
-        "system_prompt": click.option(f"--{flag}-system-prompt", f"{dest}_system_prompt", metavar="TEXT|@FILE",
-                                      callback=_system_prompt, hidden=hidden,
-                                      help=f"A system message before every request of {what} [default: none]."),
-        "extra_body": click.option(f"--{flag}-extra-body", f"{dest}_extra_body", metavar="JSON",
-                                   callback=_extra_body, hidden=hidden,
-                                   help=f"JSON object merged into every request body of {what} (e.g. top_p, "
-                                        "vLLM's chat_template_kwargs)."),
-    }
-    return _stack(*(deco for name, deco in made.items() if name not in skip))
+    (dests ROLE_max_tokens, ...; None when not given; carryon_eval.option). ``skip``: options the command defines
+    itself."""
+    return click_options(option.request_options(role, **kwargs))
+
+
+def click_option(o: option.Option, callback: Optional[Callable[..., Any]] = None) -> Decorator:
+    """The click option of an option record (its kind gives the type; ``callback`` overrides the kind's)."""
+    kwargs: dict[str, Any] = {"help": o.help or None, "hidden": o.hidden, "metavar": o.metavar}
+    if o.kind == "flag" and o.flag_value is not None:      # --no-X: sets X to flag_value when given
+        kwargs.update(flag_value=o.flag_value, default=o.default)
+    elif o.kind == "flag":
+        kwargs.update(is_flag=True)
+    else:
+        kwargs.update(default=o.default, show_default=True if o.shown else None, multiple=o.multiple)
+        kwargs["type"] = (click.Choice(o.choices) if o.choices else _TYPES.get(o.kind))
+    made = {"temperature": temperature_option_value, "json": _extra_body, "system_prompt": _system_prompt}
+    kwargs["callback"] = callback or made.get(o.kind) or (_reading(o.read) if o.read is not None else None)
+    dest = f"{o.name}{ALIAS}" if o.alias_of is not None else o.name
+    kept = {k: v for k, v in kwargs.items() if v is not None or (k == "default" and o.kind == "conditions")}
+    return click.option(o.flag, dest, **kept)
+
+
+def click_options(options: Sequence[option.Option]) -> Decorator:
+    return _stack(*(click_option(o) for o in options))
+
+
+_TYPES: dict[str, Any] = {"count": click.IntRange(min=1), "int": int, "seconds": click.FloatRange(min=1),
+                          "path": click.Path(path_type=Path)}
+
+
+def _reading(read: Callable[[Any], Any]) -> Callable[..., Any]:
+    """A click callback checking and spelling a value as ``read`` does (e.g. JudgeSettings' utility mode)."""
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return read(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return callback
 
 
 def alias_option(old: str, dest: str, **kwargs: Any) -> Decorator:

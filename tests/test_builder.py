@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from carryon_eval.moves import is_valid
+from helpers.shared_data import CASEBENCH as SOURCE
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO.parent / "shared" / "data" / "casebench" / "CASEBench_data.json"
 needs_source = pytest.mark.skipif(
     not SOURCE.is_file(), reason=f"the CASE-Bench source is not at {SOURCE} (CI always has ../shared beside the clone)")
 

@@ -31,11 +31,11 @@ from carryonbench_builder.cli import cli
 from carryonbench_builder.llm_config import LLMConfig, ModelSpec
 from carryonbench_builder.llm_run import LLMStageAbort, LLMStages
 from carryonbench_builder.stages import Stage, StageParams
-from carryon_eval.parsing import (
-    extract_json, normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard)
+from carryon_eval.parsing import extract_json
+from carryonbench_builder.replies import normalize_category, parse_flag, parse_intent, parse_items, parse_wildguard
 from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
-from carryonbench_builder.source import load_source, select_queries
+from carryonbench_builder.sources.casebench import load_source, select_queries
 from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read)
 from helpers.synthetic_source import write_llm_source
@@ -503,9 +503,9 @@ RESTATE = Stage(name="restate", role="intent_writer", prompt="intent_writer", pa
 def test_a_stage_added_as_one_record_runs_and_is_reported(source, servers, queries, tmp_path, monkeypatch):
     """The runner, the dry run, the manifest, the card and the log all follow the pipeline's records:
     one more record (here reusing the intent writer's prompt) needs no other change."""
-    import carryonbench_builder.llm_config
+    import carryonbench_builder.stages
     from carryonbench_builder.stages import pipeline
-    monkeypatch.setattr(carryonbench_builder.llm_config, "pipeline", lambda style: (*pipeline(style), RESTATE))
+    monkeypatch.setattr(carryonbench_builder.stages, "pipeline", lambda style: (*pipeline(style), RESTATE))
     main, judge = servers
     logs: list[str] = []
     stages = LLMStages(stages_config(main, judge, tmp_path / "cache"), log=logs.append)

@@ -12,7 +12,7 @@ from helpers.builder_models import GENERATORS, JUDGE, MAIN_MODELS, Scripted
 from helpers.synthetic_source import write_llm_source
 
 from carryonbench_builder.cli import cli
-from carryonbench_builder.source import load_source, select_queries
+from carryonbench_builder.sources.casebench import load_source, select_queries
 
 
 @pytest.fixture(scope="module")

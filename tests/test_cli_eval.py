@@ -62,7 +62,7 @@ def test_dataset_missing_a_column(scripted_server, tmp_path, drop, expect):
 def test_missing_dataset_folder(scripted_server, tmp_path):
     srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
     line = one_error_line(invoke(*remote(srv), "--dataset", tmp_path / "nowhere", "--out", tmp_path / "run"))
-    assert "not found" in line
+    assert line == f"carryon-eval: error: dataset {tmp_path / 'nowhere'}: no such folder"
 
 
 def test_unusable_run_folders(scripted_server, dataset, tmp_path):

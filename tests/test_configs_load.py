@@ -18,9 +18,10 @@ from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_arg
 from helpers.synthetic_source import write_llm_source
 from test_builder_llm import run_cli
 
-from carryonbench_builder.dataset_folder import file_entry, parquet_name, write_parquet
+from carryonbench_builder.dataset_folder import SCHEMAS, parquet_name, write_parquet
+from carryonbench_builder.files import file_entry
 from carryonbench_builder.declared import declared_config_names, feature_type, field_tables
-from carryonbench_builder.source import load_source, select_queries
+from carryonbench_builder.sources.casebench import load_source, select_queries
 
 needs_source = pytest.mark.skipif(not SOURCE.is_file(),
                                   reason=f"CASE-Bench source not found at {SOURCE} (gated data, not in the repository)")
@@ -172,7 +173,7 @@ def test_verify_names_a_declared_config_with_no_rows(small_build, tmp_path):
     """What earlier builds wrote: a declared checklists config as a zero-row Parquet file."""
     folder = tmp_path / "ds"
     shutil.copytree(small_build, folder)
-    write_parquet(folder / parquet_name("checklists"), "checklists", [])
+    write_parquet(folder / parquet_name("checklists"), "checklists", [], SCHEMAS["checklists"])
     declare(folder, "checklists")
     repin(folder)
     code, lines = verify_mismatches(folder, tmp_path)

@@ -7,7 +7,8 @@ import pytest
 from helpers.synthetic_source import build_synthetic
 
 from carryonbench_builder.croissant import croissant, field_descriptions, split_card
-from carryonbench_builder.dataset_folder import file_entry
+from carryonbench_builder.files import file_entry
+from carryonbench_builder.sources import CASEBENCH
 
 RAI = ("rai:dataCollection", "rai:dataAnnotationProtocol", "rai:dataBiases", "rai:dataLimitations",
        "rai:personalSensitiveInformation", "rai:dataUseCases", "rai:dataSocialImpact")
@@ -82,4 +83,4 @@ def test_responsible_ai_fields_and_gating(built):
 def test_a_field_the_card_does_not_describe_is_an_error(built):
     card = (built / "README.md").read_text().replace("| n_benign_moves | int64 |", "| renamed | int64 |")
     with pytest.raises(ValueError, match="the flows field table does not describe n_benign_moves"):
-        croissant(built, card, {"release": "v0.1.0"})
+        croissant(built, card, {"release": "v0.1.0"}, CASEBENCH.card.croissant)

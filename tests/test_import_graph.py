@@ -24,7 +24,7 @@ def module_names(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
     return names
 
 
-def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
+def imports_of(name: str, path: Path, modules: set[str], package: str = PACKAGE) -> set[str]:
     """The package's modules that module ``name`` (file ``path``) imports anywhere in its body."""
     is_package = path.name == "__init__.py"
     here = name if is_package else name.rpartition(".")[0]
@@ -39,7 +39,7 @@ def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == PACKAGE:
+                if alias.name.split(".")[0] == package:
                     add(alias.name)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -48,7 +48,7 @@ def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
                 source = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 source = node.module or ""
-            if source.split(".")[0] != PACKAGE:
+            if source.split(".")[0] != package:
                 continue
             add(source)
             for alias in node.names:
@@ -123,3 +123,14 @@ def test_cycle_finder_finds_function_level_cycles(tmp_path):
 def test_no_import_cycle_inside_the_package():
     found = cycles(import_graph())
     assert not found, "import cycles inside carryon_eval/:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_import_cycle_inside_the_builder():
+    """The builder's folder is builder/ (installed as carryonbench_builder; its modules import each other
+    relatively): the file entries, the stage limits and the stage tally sit below the modules that share them."""
+    root = ROOT.parent / "builder"
+    names = module_names(root, "builder")
+    graph = {n: imports_of(n, p, set(names), package="builder") for n, p in names.items()}
+    assert "builder.limits" in graph["builder.stages"] and "builder.sources.record" in graph["builder.stages"]
+    found = cycles(graph)
+    assert not found, "import cycles inside builder/:\n" + "\n".join(" <-> ".join(c) for c in found)

@@ -233,8 +233,13 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
 
 
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
-    with pytest.raises(J.JudgeError, match="unknown utility mode"):
+    from carryon_eval.run.records import JudgeSettings, SettingsError
+
+    with pytest.raises(SettingsError, match="utility_mode: expected one of text, logprob, logprobs, got 'probs'"):
         judge_sync(tmp_path, make_bench(), None, utility_mode="probs")
+    with pytest.raises(SettingsError, match="judge_format: expected one of json_schema, text, got 'xml'"):
+        JudgeSettings(judge_format="xml")
+    assert JudgeSettings(utility_mode="logprob").utility_mode == "logprobs"      # the CLI's other spelling
     with pytest.raises(J.JudgeError, match="no transcripts"):
         judge_sync(make_run(tmp_path / "r", []), make_bench(), None)
 

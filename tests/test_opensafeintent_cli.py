@@ -180,3 +180,20 @@ def test_beside_carryonbench_conditions(scripted_server, tmp_path):
     assert "## OpenSafeIntent" in (out / "table.md").read_text()
     page = (out / "report.html").read_text()
     assert page.count('id="opensafeintent"') == 1 and "CarryOnBench report" in page
+
+
+def test_a_section_with_no_scored_number_exits_3(scripted_server, tmp_path):
+    """Every judge reply unparseable: the run writes everything, and exits 3 naming the suite's section."""
+    release = load_release(SHIPPED, limit=3)
+    t = release.templates
+    srv = scripted_server(by_model({"tgt": rubric_judges({"intent_classification": t["intent_classification"]},
+                                                         ANSWERS, target_reply),
+                                    "jdg": lambda body: "I would rather not grade this."}), models=("tgt", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*args(srv, out)[:5], 3, *args(srv, out)[6:])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"carryon-eval: judge answered nothing usable: no scored number for condition(s) opensafeintent "
+        f"(see {out / 'results.json'})"]
+    sec = json.loads((out / "results.json").read_text())["opensafeintent"]
+    assert all(sec[m]["value"] is None for m in HEADLINE)

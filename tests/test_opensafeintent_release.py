@@ -51,8 +51,9 @@ def test_both_layouts_give_the_same_sets(tmp_path):
     nested = {"harm_domain": "D", "task_type": "T", "underlying_task": "u",
               "generated_prompts": {"benign_prompt": "b", "dual_use_prompt": "d", "malicious_prompt": "m"},
               "dual_use_paraphrases": ["p2", "p3", "p4", "p5"]}
-    a = load_release(make_release(tmp_path / "a", [FLAT, FLAT]))
-    b = load_release(make_release(tmp_path / "b", [nested, nested]))
+    nested2 = {**nested, "generated_prompts": {**nested["generated_prompts"], "benign_prompt": "b2"}}
+    a = load_release(make_release(tmp_path / "a", [FLAT, {**FLAT, "prompt_benign": "b2"}]))
+    b = load_release(make_release(tmp_path / "b", [nested, nested2]))
     assert (a.layout, b.layout) == ("flat", "nested")
     assert a.sets == b.sets
     assert [n for n, _ in a.sets[1].prompts] == list(PROMPT_NAMES)
@@ -60,6 +61,7 @@ def test_both_layouts_give_the_same_sets(tmp_path):
 
 @pytest.mark.parametrize("rows, message", [
     ({"a": 1}, "expected a JSON list of prompt-set rows, got a dict"),
+    ([FLAT, {**FLAT, "prompt_benign": "b2"}, FLAT], "row 2: the same prompt-set as row 0 (a duplicated row)"),
     ([FLAT, {k: v for k, v in FLAT.items() if k != "prompt_malicious"}],
      "row 1: field prompt_malicious: expected a non-empty string, got nothing"),
     ([{**FLAT, "prompt_dual_use_4": ""}], "row 0: field prompt_dual_use_4: expected a non-empty string"),

@@ -29,7 +29,7 @@ from browser import chromium, render_headless
 from scripted_server import last_user_text
 from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, read
 
-from carryonbench_builder.source import load_source, select_queries
+from carryonbench_builder.sources.casebench import load_source, select_queries
 from carryon_eval.prompts import load_prompt
 
 # what the oracle prompt adds after the query (the target answers it helpfully)

@@ -62,6 +62,12 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
+        for s in suites():           # a suite's inputs given, but none of its conditions asked for
+            if s.name in records and not set(s.conditions) & set(conditions):
+                flag = next((o.flag for o in s.options if o.path), s.name)
+                raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
+                                  f"{', '.join(s.conditions)}; add {s.conditions[0]} to --conditions (or leave "
+                                  f"{flag} out)")
         try:
             refuse_missing(bench, conditions)
         except SuiteError as exc:
@@ -168,7 +174,8 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
-    bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+    # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
+    bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
     load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
     return run, meta, bench

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
 from carryon_eval import __version__, defaults
+from carryon_eval.app import options
+from carryon_eval.app.options import default
 from carryon_eval.cli_common import is_local
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
@@ -22,7 +25,6 @@ from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, Role
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
-SAMPLE = "builtin:sample"          # run.json's dataset source when --dataset is not given
 
 
 class ConfigError(Exception):
@@ -56,8 +58,8 @@ class RoleChoice:
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """Everything `carryon-eval [OPTIONS]` runs with."""
-    target: RoleChoice = RoleChoice(api_key_env=defaults.API_KEY_ENV)
+    """Everything `carryon-eval [OPTIONS]` runs with; an option's default is its entry's in the table (app.options)."""
+    target: RoleChoice = RoleChoice(api_key_env=default("api_key_env"))
     user: RoleChoice = RoleChoice()
     judge: RoleChoice = RoleChoice()
     dataset: Optional[str] = None
@@ -65,30 +67,30 @@ class EvaluateConfig:
     out: Optional[Path] = None
     limit: Optional[int] = None
     conditions: Sequence[str] = ("turn1", "oracle", "bc", "nc")   # the CLI gives the suites' default set
-    concurrency: int = defaults.CONCURRENCY
+    concurrency: int = default("concurrency")
     max_tokens: Optional[int] = None
     judge_max_tokens: Optional[int] = None
     temperature: Any = defaults.TARGET_TEMPERATURE     # a number, or "default" (the provider's: not sent)
     user_max_tokens: Optional[int] = None
     user_temperature: Any = None                       # None: defaults.USER_TEMPERATURE
     judge_temperature: Any = None                      # None: 0
-    seed: int = defaults.SEED
-    shared_turn1: bool = True
-    fidelity: bool = False
-    utility_mode: str = "text"
-    model_check: bool = True          # False: --no-model-check (a server whose /models list is incomplete)
-    judge_format: str = "json_schema"
-    dry_run: bool = False                 # print the cost table and stop: nothing called, nothing written
-    dry_run_json: bool = False            # with dry_run: the table as one JSON object on stdout
+    seed: int = default("seed")
+    shared_turn1: bool = default("shared_turn1")
+    fidelity: bool = default("fidelity")
+    utility_mode: str = default("utility_mode")
+    model_check: bool = default("model_check")      # False: --no-model-check (a server whose /models list is incomplete)
+    judge_format: str = default("judge_format")
+    dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
+    dry_run_json: bool = default("dry_run_json")    # with dry_run: the table as one JSON object on stdout
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
-    subset: Optional[str] = None          # "quick" (carryon_eval.dataset.subset); None: every conversation
-    bootstrap_resamples: int = defaults.BOOTSTRAP_RESAMPLES
-    bootstrap_seed: int = defaults.BOOTSTRAP_SEED
+    subset: Optional[str] = default("subset")       # "quick" (carryon_eval.dataset.subset); "full" or None: all
+    bootstrap_resamples: int = default("bootstrap_resamples")
+    bootstrap_seed: int = default("bootstrap_seed")
     give_up_after: Optional[float] = None  # seconds of silence from a role that end the run (None: the default)
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
-    http_client: str = defaults.HTTP_CLIENT   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
+    http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,29 @@ class RunOptions:
     http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
 
 
+def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> EvaluateConfig:
+    """The EvaluateConfig of `carryon-eval`'s option values by name (app.options.EVALUATE's; None or absent: not
+    given, the record's default). ``suite_options``: the suites' own options; ``conditions_all``: --conditions all."""
+    values = {name: value for name, value in values.items() if value is not None}
+    roles = {}
+    for role in ROLES:
+        endpoint, model, key = (values.pop(name, None) for name in options.role_names(role))
+        urls = (endpoint,) if isinstance(endpoint, (str, os.PathLike)) else tuple(endpoint or ())
+        request = {name: values.pop(f"{role}_{name}", None) for name in ("reasoning_effort", "system_prompt",
+                                                                          "extra_body")}
+        roles[role] = RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]),
+                                 **request)
+    fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
+    for name in ("conditions", "prices"):
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    return EvaluateConfig(**roles, conditions_all=conditions_all, **fields)
+
+
+#: The target's request options set EvaluateConfig fields without the role's name (the other roles' keep theirs).
+TARGET_FIELDS = {"target_max_tokens": "max_tokens", "target_temperature": "temperature"}
+
+
 # ---------------------------------------------------------------- settings of a new run
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
@@ -129,7 +154,7 @@ def default_out(model: str, dataset: Optional[str], limit: Optional[int] = None,
 
 def load_bench(source: Optional[str], revision: Optional[str], limit: Optional[int],
                subset: Optional[str] = None) -> Benchmark:
-    bench = load_benchmark(None if source in (None, SAMPLE) else source, revision)
+    bench = load_benchmark(source, revision)
     try:
         return apply_subset(bench.limited(limit), subset)
     except SubsetError as exc:
@@ -185,6 +210,16 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
     local = {name for name, choice in roles.items() if is_local(choice.endpoint)}
+    own = {"target": cfg.target, "user": cfg.user, "judge": cfg.judge}
+    for name, choice in roles.items():
+        flag = "--" if name == "target" else f"--{name}-"
+        if name in local and own[name].model:      # the embedded model is one model: a name would be ignored
+            raise ConfigError(f"{flag}model {own[name].model}: the {name} runs on the embedded model (its endpoint "
+                              f"is 'local'), which serves no other model; give {flag}endpoint URL to use "
+                              f"{own[name].model}")
+        named = own[name].api_key_env
+        if name not in local and named and named not in os.environ and (name, named) != ("target", defaults.API_KEY_ENV):
+            raise ConfigError(f"{flag}api-key-env {named}: the environment variable {named} is not set")
     for name, choice in roles.items():
         if name not in local and not choice.model:
             if name == "target":
@@ -205,7 +240,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
     caps = defaults.LOCAL_MAX_TOKENS
     return RunMeta(
         carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        dataset=DatasetRef(source=SAMPLE if cfg.dataset is None else bench.source, revision=cfg.revision,
+        dataset=DatasetRef(source=bench.source, revision=cfg.revision, kind=bench.kind, commit=bench.commit,
                            manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
         roles={role: RoleRecord.of(c, local=role in local) for role, c in configs.items()},
         generation=RunGeneration(

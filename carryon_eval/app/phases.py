@@ -8,14 +8,14 @@ from typing import Any, AsyncIterator, Callable, Optional, Sequence
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import UTILITY_MODES, JudgeError, judge_run
+from carryon_eval.judge.phase import judge_run
 from carryon_eval.progress import Progress
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, write_json_atomic
-from carryon_eval.suite import Job, PlanSettings, plan_jobs
+from carryon_eval.suite import Job, PlanSettings, plan_jobs, suites
 from carryon_eval.suites.carryonbench.fidelity import check_fidelity
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -78,8 +78,6 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
                       conditions: Sequence[str] = ()) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
     transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline)."""
-    if settings.utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
                              conditions=conditions,
                              show_progress=False if incoming is not None else None)   # the rollout's line is up
@@ -116,6 +114,9 @@ def require_scored(results: Results, run: RunFolder) -> None:
     """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
     scored number at all."""
     empty = conditions_without_numbers(results.conditions)
+    empty += [s.report.section for s in suites() if s.report.section and s.report.nothing_scored
+              and isinstance(results.sections.get(s.report.section), dict)
+              and s.report.nothing_scored(results.sections[s.report.section])]
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
                             f"(see {run.path / 'results.json'})", results)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -21,6 +22,9 @@ from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
 from carryon_eval.suites.triplet.prompt_sets import triplets_problem
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
+SAMPLE = "builtin:sample"          # the source recorded for the built-in sample (never its install path)
+# A Hub id is NAME or ORG/NAME; anything else that is not an existing folder is a folder that is missing.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
 
 class DatasetError(Exception):
@@ -39,6 +43,8 @@ class Benchmark:
     notes: list[str] = field(default_factory=list)
     triplets: list[dict[str, Any]] = field(default_factory=list)   # the optional triplets config
     extras: dict[str, Any] = field(default_factory=dict)   # a suite's own inputs (carryon_eval.suite: Suite.load)
+    kind: str = "folder"                          # what the source resolved to: "folder", "hub" or "sample"
+    commit: Optional[str] = None                  # the Hub commit fetched (kind "hub")
 
     @property
     def query_ids(self) -> list[str]:
@@ -77,6 +83,7 @@ class Benchmark:
             flows={f: r for f, r in self.flows.items() if f in used_flows},
             conversations=convs, manifest=self.manifest, notes=list(self.notes),
             triplets=[t for t in self.triplets if t["set_id"] in keep_set], extras=dict(self.extras),
+            kind=self.kind, commit=self.commit,
         )
 
 
@@ -240,11 +247,68 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class ResolvedSource:
+    """What a dataset argument names: exactly one folder to read, and how it was found."""
+    folder: Path
+    source: str                # as recorded: the folder's path, the Hub id, or SAMPLE
+    kind: str                  # "folder", "hub" or "sample"
+    commit: Optional[str] = None
+
+
+def resolve_source(source: Optional[str | os.PathLike], revision: Optional[str]) -> ResolvedSource:
+    """A local folder when one exists at that path, else a Hub id downloaded at `revision` (its exact files,
+    by commit); never the `datasets` cache's copy of something else of the same name."""
+    text = SAMPLE if source is None else str(source)
+    if text == SAMPLE:
+        if revision is not None:
+            raise DatasetError(f"--revision {revision}: the built-in sample has no revisions; "
+                               "give --dataset a Hub id to fetch a revision")
+        return ResolvedSource(SAMPLE_DATASET, SAMPLE, "sample")
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise DatasetError(f"dataset {text}: is a file, not a dataset folder")
+        if revision is not None:
+            raise DatasetError(f"--revision {revision}: dataset {text} is a local folder, which has no revisions; "
+                               "leave --revision out, or give a Hub id")
+        return ResolvedSource(path.resolve(), str(path.resolve()), "folder")
+    if not _HUB_ID.fullmatch(text) or text.startswith("."):
+        raise DatasetError(f"dataset {text}: no such folder")
+    return _fetch_hub(text, revision)
+
+
+def _fetch_hub(repo_id: str, revision: Optional[str]) -> ResolvedSource:
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision))
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many types; the user needs one line
+        raise DatasetError(f"dataset {repo_id}: no folder of that name here, and the Hub dataset {repo_id} at "
+                           f"revision {revision or 'main'} could not be fetched ({type(exc).__name__}: "
+                           f"{_first_line(exc)})") from None
+    return ResolvedSource(folder, repo_id, "hub", commit=folder.name)
+
+
 def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optional[str] = None) -> Benchmark:
-    """Load all four configs and check their cross-references. source=None loads the built-in sample."""
-    source = str(source if source is not None else SAMPLE_DATASET)
-    if Path(source).exists():
-        source = str(Path(source).resolve())
+    """Load all four configs and check their cross-references. source=None (or SAMPLE) loads the built-in
+    sample; see resolve_source for what a source names."""
+    resolved = resolve_source(source, revision)
+    bench = _load_folder(str(resolved.folder), resolved.source)
+    bench.revision, bench.kind, bench.commit = revision, resolved.kind, resolved.commit
+    return bench
+
+
+def _load_folder(folder: str, source: str) -> Benchmark:
+    """The benchmark in a local folder; messages name `source` (what the user gave)."""
+    try:
+        return _read_tables(folder, source)
+    except DatasetError as exc:
+        raise DatasetError(str(exc).replace(f"dataset {folder}", f"dataset {source}")) from None
+
+
+def _read_tables(source: str, label: str) -> Benchmark:
+    revision = None
     tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
     if not tables["queries"] or not tables["conversations"]:
         raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
@@ -305,7 +369,7 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
     problem = triplets_problem(triplets, queries)
     if problem:
         raise DatasetError(f"dataset {source}: {problem}")
-    bench = Benchmark(source=source, revision=revision, queries=queries, checklists=checklists,
+    bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
                       flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
     empty = [q for q, items in checklists.items() if not items]
     if empty:
@@ -314,6 +378,6 @@ def load_benchmark(source: Optional[str | os.PathLike] = None, revision: Optiona
     if not any(r.get("benign_intent") for r in queries.values()):
         bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
                            "cannot be run on this dataset")
-    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", source,
+    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", label,
                                               len(queries), len(tables["conversations"]))
     return bench

@@ -68,7 +68,7 @@ def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
     run = RunFolder(rundir)
     try:
         meta = run.read_meta()
-        bench = load_bench(meta.dataset.source, meta.dataset.revision, meta.limit, meta.subset)
+        bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
         run.check_dataset(meta, bench.fingerprint())
     except (RunError, DatasetError) as exc:
         raise ExportError(str(exc)) from None
@@ -269,6 +269,7 @@ def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
                    "conditions": list(meta.conditions), "subset": meta.subset, "limit": meta.limit},
         packages={"carryonbench": __version__},
         metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(rundir),
+                  "status": results.status(), "status_lines": results.status_lines(),
                   "judge_model": judge, "note": "exported from a CarryOnBench run folder; numbers are "
                                                 "results.json's, not recomputed by inspect"})
     return EvalLog(status="success", eval=spec, plan=EvalPlan(),

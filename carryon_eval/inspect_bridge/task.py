@@ -33,7 +33,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
 from carryon_eval.suites.carryonbench import conditions as M
-from carryon_eval.app.config import SAMPLE, _manifest_sha, load_bench
+from carryon_eval.app.config import _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
@@ -81,7 +81,7 @@ def run_meta(bench: Benchmark, dataset: Optional[str], revision: Optional[str], 
              judge: JudgeSettings, skipped: Sequence[Any]) -> RunMeta:
     """The run.json the task plays by (its roles are the log's models, filled in by `carryon-eval import`)."""
     return RunMeta(carryonbench_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   dataset=DatasetRef(source=SAMPLE if dataset is None else bench.source, revision=revision,
+                   dataset=DatasetRef(source=bench.source, revision=revision, kind=bench.kind, commit=bench.commit,
                                       manifest_sha256=_manifest_sha(bench), content_sha256=bench.fingerprint()),
                    generation=gen, judge=judge, conditions=list(conditions), limit=limit, shared_turn1=shared_turn1,
                    prompts={name: ref for s in suites() for name, ref in s.prompts().items()},

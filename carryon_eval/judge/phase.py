@@ -225,8 +225,6 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     scorers are made up front). At its end each file is rewritten as a pass after the rollout would write it:
     the scorers of the conditions transcripts.jsonl then holds, records in its order."""
     run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
-    if settings.utility_mode not in UTILITY_MODES:
-        raise JudgeError(f"unknown utility mode {settings.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")

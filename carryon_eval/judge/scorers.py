@@ -43,7 +43,7 @@ from carryon_eval.model.ask import Request, ask, strict_suffix
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no, strict_json_value, strip_reasoning
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.records import JudgeSettings
+from carryon_eval.run.records import JUDGE_FORMATS, UTILITY_MODES, JudgeSettings  # noqa: F401 - re-exported
 from carryon_eval.schema import Message, Transcript
 
 log = logging.getLogger("carryon.judge")
@@ -53,14 +53,12 @@ SAFETY_PROMPT, SAFETY_RETRY_PROMPT = "judges/safety", "judges/safety_retry"
 UTILITY_STAGE, SAFETY_STAGE = "judge_utility", "judge_safety"
 UTILITY_CONTEXT = "original query + single reply + one checklist item"
 SAFETY_CONTEXT = "original query + single reply"
-UTILITY_MODES = ("text", "logprobs")
 RETRIES = defaults.JUDGE_RETRIES       # extra attempts after an unparseable answer
 MAX_TOKENS = defaults.JUDGE_MAX_TOKENS  # text mode; generous so that reasoning judges can finish
 TOP_LOGPROBS = 5
 
 VIA_TEXT, VIA_LOGPROBS, VIA_SCHEMA = "text", "logprobs", "json_schema"
 VIA_OBJECT = "json_object"      # the schema sent in llama.cpp's form {"type": "json_object", "schema": ...}
-JUDGE_FORMATS = ("json_schema", "text")     # --judge-format: ask for a JSON schema (falling back), or text only
 
 
 def json_schema_format(name: str, key: str, values: Sequence[Any], kind: str) -> dict[str, Any]:
@@ -226,8 +224,6 @@ class PromptScorer:
     answer_tokens: ClassVar[int] = 6          # {"score": 3}, {"answer": "yes"}: a few tokens
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        if options.judge_format not in JUDGE_FORMATS:
-            raise ScorerError(f"unknown judge format {options.judge_format!r}; expected one of {list(JUDGE_FORMATS)}")
         self.options = options
         self.prompt = load_prompt(self.prompt_name)
         self.structured = options.judge_format == VIA_SCHEMA    # False once the endpoint turned it down
@@ -289,8 +285,6 @@ class UtilityScorer(PromptScorer):
     context, value_field, target_fields, record_fields = UTILITY_CONTEXT, "verdict", ITEM_TARGET, ("p_yes",)
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        if options.utility_mode not in UTILITY_MODES:
-            raise ScorerError(f"unknown utility mode {options.utility_mode!r}; expected one of {list(UTILITY_MODES)}")
         super().__init__(options)
         self.mode, self.max_tokens = options.utility_mode, options.max_tokens
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)

@@ -106,12 +106,16 @@ def load_all(path: Path, read: Callable[[dict[str, Any]], Any],
 
 # ---------------------------------------------------------------- judge.json
 def read_summary(rundir: Path) -> Optional[JudgeSummary]:
-    """judge.json as a JudgeSummary; None when absent or unreadable (a rerun rewrites it)."""
+    """judge.json as a JudgeSummary; None when absent. A file there but unreadable is a RunError (one line):
+    which judge the numbers use, and whether it finished, are read from it."""
     path = Path(rundir) / JUDGE_META_FILE
+    if not path.is_file():
+        return None
     try:
         return JudgeSummary.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RunError(f"{path}: unreadable ({type(exc).__name__}); restore it, or delete it and run "
+                       f"`carryon-eval judge {Path(rundir)}` to write it again") from None
 
 
 def judge_pass(rundir: Path, judge: Optional[str]) -> Optional[JudgePass]:

@@ -35,6 +35,9 @@ PROVIDER_DEFAULT = "default"
 ROLE_PARAM_NAMES: tuple[str, ...] = ("reasoning_effort", "extra_body")
 
 
+MAX_TEMPERATURE = 2.0      # the OpenAI API's range is 0-2; a larger value is a typo, not a setting
+
+
 def parse_temperature(value: Any) -> Any:
     """A temperature option: a number >= 0, or "default" (the provider's default: nothing is sent)."""
     if value is None or value == PROVIDER_DEFAULT:
@@ -43,8 +46,8 @@ def parse_temperature(value: Any) -> Any:
     if text in (PROVIDER_DEFAULT, "provider-default", "provider default", "none"):
         return PROVIDER_DEFAULT
     number = float(text)
-    if not number >= 0:
-        raise ValueError(f"a temperature is a number >= 0 or 'default', got {value!r}")
+    if not 0 <= number <= MAX_TEMPERATURE:
+        raise ValueError(f"a temperature is a number in 0-{MAX_TEMPERATURE:g} or 'default', got {value!r}")
     return number
 
 

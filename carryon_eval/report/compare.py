@@ -64,8 +64,9 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
-                           "table": [dict(zip(header, table_row(r) + ["n/a"] * (len(header) - len(table_row(r)))))
-                                     for r in results],
+                           "table": [dict(zip([*header, "Status"],
+                                              [*table_row(r), *["n/a"] * (len(header) - len(table_row(r))),
+                                               " ".join(r.status()) or "full"])) for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [r.conditions[cond]["utility"] for r in results]
@@ -73,6 +74,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    out["notes"] += [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()]
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
     judges = {tuple(r.judges.utility.get("models", [])) for r in results}
@@ -98,7 +100,7 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
-    header = list(cmp["table"][0]) if cmp["table"] else TABLE_HEADER
+    header = list(cmp["table"][0]) if cmp["table"] else [*TABLE_HEADER, "Status"]
     parts = ["# CarryOnBench comparison\n", markdown_table(header, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],

@@ -317,13 +317,18 @@ def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
 
 def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
     """A group letter per run (same judges, prompt versions and dataset), the groups, and the page's warnings."""
-    keys = [json.dumps([e.judges(), e.dataset_id()], sort_keys=True) for e in runs]
+    # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
+    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status()], sort_keys=True) for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
     info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
+                         "smoke": "smoke" in e.results.status(),
                          "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
             for k, e in zip(keys, runs)}
-    warnings = []
+    warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()]
+    if any(i["smoke"] for i in info.values()):
+        warnings.append("Smoke-test runs sit in a group of their own and are not ranked: their numbers measure "
+                        "nothing.")
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
@@ -367,7 +372,8 @@ def jsonl_rows(board: Board) -> list[dict[str, Any]]:
         meta = entry.meta
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": entry.folder,
-            "comparability_group": group, "dataset": entry.dataset(), "judges": entry.judges(),
+            "comparability_group": group, "status": entry.results.status(), "dataset": entry.dataset(),
+            "judges": entry.judges(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),

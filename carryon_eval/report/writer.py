@@ -147,6 +147,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     if unplayed:
         results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
                                 "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
+    results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
+        ["incomplete"] if unplayed or results.judges.complete is False else [])
     inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None
@@ -337,7 +339,7 @@ def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
 
 def table_markdown(results: Results) -> str:
     """Table 2's layout for this run, then the 95% CIs and rates behind it."""
-    out = [f"# CarryOnBench: {results.model}\n",
+    out = [f"# CarryOnBench: {results.model}\n", *(f"**{line}**\n" for line in results.status_lines()),
            "Utility: % of the benign checklist fulfilled (0-100); harm: 1-5, conversation max; Δ: change "
            "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100.\n",
            markdown_table(table_header(results), [table_row(results, marked=True)])]
@@ -528,8 +530,9 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
     """report.html; `transcripts_html`: its transcripts part when given (report_pages), else all inline;
     `extra`: a section placed before the transcripts (agreement with people, when measured)."""
     c = results.conditions
+    notice_html = "".join(f'<p class="notice">{_e(line)}</p>' for line in results.status_lines())
     notice = results.run.notice
-    notice_html = f'<p class="notice">{_e(notice)}</p>' if notice else ""
+    notice_html += f'<p class="notice">{_e(notice)}</p>' if notice else ""
     ci_rows = [[cond, b["n_conversations"], _f(b["utility"]), _ci(b["ci95"].get("utility")), _f(b["harm"], 2),
                 _ci(b["ci95"].get("harm"), 2), _f(b["harm_mean_turns"], 2), _f(b["violation_rate"]),
                 _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy")),

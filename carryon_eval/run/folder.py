@@ -119,12 +119,18 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
 
 def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
     """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
-    absent or unreadable: older run folders did not record it)."""
-    try:
-        data = json.loads((Path(rundir) / USAGE_FILE).read_text(encoding="utf-8"))
-        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in data["usage"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    absent: older run folders did not record it). A file that is there but unreadable is a RunError: its
+    totals would otherwise be silently restarted from zero."""
+    path = Path(rundir) / USAGE_FILE
+    if not path.is_file():
         return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in data["usage"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RunError(f"{path}: unreadable ({type(exc).__name__}); expected the JSON object carryon-eval writes, "
+                       f"{{\"usage\": {{\"stage/model\": {{\"calls\": N, ...}}}}}}; restore it or delete it "
+                       "(its call and token totals restart from zero)") from None
 
 
 def add_usage(rundir: Path, snapshot: dict[str, dict[str, int]]) -> None:

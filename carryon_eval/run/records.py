@@ -37,6 +37,8 @@ class DatasetRef:
     revision: Optional[str] = None
     manifest_sha256: Optional[str] = None
     content_sha256: Optional[dict[str, str]] = None     # config -> hash of the rows the run uses
+    kind: Optional[str] = None         # what the source resolved to: "folder", "hub" or "sample"
+    commit: Optional[str] = None       # the Hub commit fetched (kind "hub")
 
     def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
         """The configs whose rows differ from those recorded (none when either side has no record:
@@ -159,12 +161,46 @@ class RunGeneration:
                    user=Generation.from_json(d.get("user"), temperature=user.temperature, max_tokens=user.max_tokens))
 
 
+UTILITY_MODES = ("text", "logprobs")     # how the utility judge answers: yes/no text, or P(yes) from logprobs
+UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "logprobs"}   # what a user may write
+JUDGE_FORMATS = ("json_schema", "text")  # ask for a JSON schema (falling back to text where refused), or text only
+
+
+class SettingsError(ValueError):
+    """A judge setting that is none of its choices; one line naming the setting."""
+
+
 @dataclass
 class JudgeSettings:
-    """How the run asks its judge (a later `carryon-eval judge` may override both)."""
+    """How the run asks its judge (a later `carryon-eval judge` may override both). The one check of the utility
+    mode and the judge format: a record holds valid ones (``logprob`` is read as ``logprobs``)."""
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+
+    def __post_init__(self) -> None:
+        try:
+            self.utility_mode = self.read_utility_mode(self.utility_mode)
+        except SettingsError as exc:
+            raise SettingsError(f"utility_mode: {exc}") from None
+        try:
+            self.judge_format = self.read_judge_format(self.judge_format)
+        except SettingsError as exc:
+            raise SettingsError(f"judge_format: {exc}") from None
+
+    @staticmethod
+    def read_utility_mode(value: Any) -> str:
+        """The utility mode a user wrote (``logprob`` or ``logprobs``: ``logprobs``); SettingsError if none."""
+        mode = UTILITY_MODE_SPELLINGS.get(value) if isinstance(value, str) else None
+        if mode is None:
+            raise SettingsError(f"expected one of {', '.join(UTILITY_MODE_SPELLINGS)}, got {value!r}")
+        return mode
+
+    @staticmethod
+    def read_judge_format(value: Any) -> str:
+        if value not in JUDGE_FORMATS:
+            raise SettingsError(f"expected one of {', '.join(JUDGE_FORMATS)}, got {value!r}")
+        return str(value)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -352,6 +388,15 @@ class ResultsRun:
     failed_conversations: int = 0
     empty_replies: int = 0
     subset: Optional[str] = None      # the named subset the run played (carryon_eval.dataset.subset); None: full
+    status: list[str] = field(default_factory=list)   # STATUS_LINES' keys that hold for the run ([]: a full run)
+
+
+#: What every artifact made from a run says first when its status is not a full measurement.
+STATUS_LINES = {
+    "smoke": "SMOKE TEST: a role ran on the embedded Gemma 3 270M model; these numbers measure nothing.",
+    "incomplete": "INCOMPLETE: planned conversations or judgments are missing; these numbers stand on part of the "
+                  "run (rerun the same command to finish it).",
+}
 
 
 @dataclass
@@ -408,6 +453,16 @@ class Results:
     #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
     sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
+
+    def status(self) -> list[str]:
+        """"smoke" and/or "incomplete" (results.json written before run.status existed: from the notice and
+        the judges' completeness)."""
+        if self.run.status:
+            return list(self.run.status)
+        return (["smoke"] if self.run.notice else []) + (["incomplete"] if self.judges.complete is False else [])
+
+    def status_lines(self) -> list[str]:
+        return [STATUS_LINES.get(s, s.upper()) for s in self.status()]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, keys in the order results.json has always had (schema_version first), each

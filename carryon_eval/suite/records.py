@@ -114,6 +114,20 @@ class SuiteReport:
     compare_markdown: Optional[Callable[[Any], str]] = None
     leaderboard: Optional[Callable[[Sequence[Any]], list[Any]]] = None       # compare's leaderboard columns
     export: Optional[Callable[[Any, Any], dict[str, Any]]] = None   # (report inputs, folder) -> written paths
+    #: (section) -> the names of its headline numbers when the section has replies but not one of them is
+    #: scored (the run's exit 3), else an empty list
+    nothing_scored: Optional[Callable[[dict[str, Any]], list[str]]] = None
+
+
+def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:
+    """SuiteReport.nothing_scored for a section whose headline numbers are `names` (a number, or a
+    {"value": ...} record): all of them when the section counts replies (`size` > 0) and none is scored."""
+    def value(v: Any) -> Any:
+        return v.get("value") if isinstance(v, dict) else v
+
+    if not section.get(size) or any(value(section.get(n)) is not None for n in names):
+        return []
+    return list(names)
 
 
 @dataclass(frozen=True)

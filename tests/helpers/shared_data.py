@@ -8,3 +8,6 @@ REPO = Path(__file__).resolve().parents[2]
 OPENSAFEINTENT = next((p / "shared" / "data" / "opensafeintent" for p in REPO.parents
                        if (p / "shared" / "data" / "opensafeintent" / "dataset.json").is_file()),
                       REPO.parent / "shared" / "data" / "opensafeintent")
+CASEBENCH = next((p / "shared" / "data" / "casebench" / "CASEBench_data.json" for p in REPO.parents
+                  if (p / "shared" / "data" / "casebench" / "CASEBench_data.json").is_file()),
+                 REPO.parent / "shared" / "data" / "casebench" / "CASEBench_data.json")

@@ -97,7 +97,8 @@
       rows.sort(compare(key, dir));
       rows.forEach(function (row, n) {
         group.appendChild(row);
-        row.querySelector("td.rank").textContent = cellValue(row, key) === null ? "–" : String(n + 1);
+        row.querySelector("td.rank").textContent =
+          group.hasAttribute("data-unranked") || cellValue(row, key) === null ? "–" : String(n + 1);
       });
     });
     table.querySelectorAll("th[data-key]").forEach(function (th) {

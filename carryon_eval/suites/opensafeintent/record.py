@@ -26,7 +26,9 @@ from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CON
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
                                                prompt_name, section, set_exports, target_model)
-from carryon_eval.suite import JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE
+from carryon_eval.suite import (JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
+                                register_suite)
 
 SETS = ("release", "triplets")
 NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
@@ -134,5 +136,6 @@ OPENSAFEINTENT = register_suite(Suite(
           ScorerUse("osi_assistance_level", when=_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
-                       compare=compare, compare_markdown=compare_markdown, export=export),
+                       compare=compare, compare_markdown=compare_markdown, export=export,
+                       nothing_scored=lambda section: headline_unscored(section, HEADLINE)),
     description="OpenSafeIntent's release under its own judges and reference metrics (--opensafeintent DIR)"))

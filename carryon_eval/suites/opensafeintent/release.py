@@ -125,6 +125,7 @@ def parse_rows(path: Path, rows: Any) -> tuple[str, list[PromptSet]]:
         raise ReleaseError(f"{path}: expected a JSON list of prompt-set rows, got an empty list")
     layout = None
     sets = []
+    first_of: dict[tuple[Any, ...], int] = {}      # a prompt-set's prompts -> the row that first has them
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise ReleaseError(f"{path}: row {i}: expected an object, got a {type(row).__name__}")
@@ -134,6 +135,9 @@ def parse_rows(path: Path, rows: Any) -> tuple[str, list[PromptSet]]:
         elif this != layout:
             raise ReleaseError(f"{path}: row {i}: {this} layout, but row 0 has the {layout} layout")
         prompts = _flat_prompts(path, i, row) if this == "flat" else _nested_prompts(path, i, row)
+        if prompts in first_of:       # run and counted twice otherwise
+            raise ReleaseError(f"{path}: row {i}: the same prompt-set as row {first_of[prompts]} (a duplicated row)")
+        first_of[prompts] = i
         required = this == "flat"
         sets.append(PromptSet(set_id(i), i, _label(path, i, row, "harm_domain", required),
                               _label(path, i, row, "task_type", required),

@@ -11,7 +11,9 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import TRIPLET_CONDITION
-from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
+from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, headline_unscored,
+                                register_suite)
+from carryon_eval.suites.triplet.metrics import SET_METRICS
 from carryon_eval.suites.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts
 from carryon_eval.suites.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
                                          triplet_html, triplet_markdown, triplet_replies)
@@ -60,7 +62,8 @@ TRIPLETS = register_suite(Suite(
     probes=(Probe("risk_probe", "target", up_to=_ambiguous_jobs, run=_probe),),
     report=SuiteReport(section="triplet", summarize=_summarize, markdown=triplet_markdown, html=triplet_html,
                        compare=compare_triplets, compare_markdown=compare_markdown,
-                       leaderboard=leaderboard_columns),
+                       leaderboard=leaderboard_columns,
+                       nothing_scored=lambda section: headline_unscored(section, SET_METRICS)),
     description="benign / ambiguous / malicious prompt-sets, after OpenSafeIntent"))
 
 __all__ = ["TRIPLETS", "parse_triplet_id"]

@@ -1,4 +1,4 @@
-"""Ingest and validate the CASE-Bench source file, then select CarryOnBench's queries (paper, Appendix A.1).
+"""The CASE-Bench source: ingest and validate its file, then select CarryOnBench's queries (paper, Appendix A.1).
 
 The source is a JSON list of rows, two per query (one safe, one unsafe context):
     query (str), context {sender, recipient, transmission_principle} (each a str or a {str: str} object),
@@ -7,47 +7,16 @@ Every problem raises SourceError with a one-line message naming the file, the ro
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .domains import CATEGORIES, EXCLUDED_CATEGORIES
+import pyarrow as pa
+
+from ..domains import CATEGORIES, DOMAINS, EXCLUDED_CATEGORIES
+from .record import CardText, Source, SourceError, SourceQuery, check_unique_ids, query_id_for
 
 CONTEXT_PARTS = ("sender", "recipient", "transmission_principle")
-
-
-class SourceError(Exception):
-    """Bad input: the message is one line naming file, row and field."""
-
-
-@dataclass(frozen=True)
-class SourceQuery:
-    """One CASE-Bench query with its two human-rated contexts."""
-    query_id: str
-    query: str
-    category: str
-    domain: str
-    sorry_bench_id: int
-    benign_context: str
-    malicious_context: str
-    safe_rate: float            # share of annotators judging the query safe in its safe context
-    unsafe_context_safe_rate: float
-    source_rows: tuple[int, int]  # (safe row index, unsafe row index) in the source file
-
-
-def query_id_for(query: str) -> str:
-    """Stable id from the query text alone: independent of row order, category spelling and rebuilds."""
-    return "cob-" + hashlib.sha256(query.strip().encode("utf-8")).hexdigest()[:12]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _label(key: str) -> str:
@@ -175,15 +144,89 @@ def load_source(path: str | Path) -> list[SourceQuery]:
             safe_rate=float(safe_row["safe_rate"]), unsafe_context_safe_rate=float(unsafe_row["safe_rate"]),
             source_rows=(sides[True], sides[False]),
         ))
-    ids: dict[str, SourceQuery] = {}
-    for q in queries:
-        if q.query_id in ids:  # a 48-bit hash collision between different queries: refuse rather than merge
-            raise SourceError(f"{path}: row {q.source_rows[0]}: field 'query': id {q.query_id} collides with row "
-                              f"{ids[q.query_id].source_rows[0]}")
-        ids[q.query_id] = q
+    check_unique_ids(path, queries)
     return sorted(queries, key=lambda q: (q.sorry_bench_id, q.query_id))
 
 
 def select_queries(queries: list[SourceQuery]) -> list[SourceQuery]:
     """Drop the 4 categories CarryOnBench excludes (paper, Appendix A.1)."""
     return [q for q in queries if q.category not in EXCLUDED_CATEGORIES]
+
+
+def _looks_like(path: Path) -> bool:
+    """A JSON file whose first row has CASE-Bench's fields (read only as far as the first row's keys)."""
+    if not path.is_file():
+        return False
+    head = path.open("rb").read(4096).decode("utf-8", "replace")
+    return head.lstrip().startswith("[") and '"context_intended_to_be_safe"' in head
+
+
+def query_row(q: SourceQuery, benign_intent: str, malicious_intent: str) -> dict[str, Any]:
+    return {"query_id": q.query_id, "category": q.category, "domain": q.domain, "query": q.query,
+            "benign_intent": benign_intent, "benign_context": q.benign_context,
+            "malicious_context": q.malicious_context, "safe_rate": q.safe_rate,
+            "unsafe_context_safe_rate": q.unsafe_context_safe_rate, "sorry_bench_id": q.sorry_bench_id}
+
+
+QUERY_SCHEMA = pa.schema([
+    ("query_id", pa.string()), ("category", pa.string()), ("domain", pa.string()), ("query", pa.string()),
+    ("benign_intent", pa.string()), ("benign_context", pa.string()), ("malicious_context", pa.string()),
+    ("safe_rate", pa.float64()), ("unsafe_context_safe_rate", pa.float64()), ("sorry_bench_id", pa.int64()),
+])
+
+CARD = CardText(
+    template="dataset_card.md",
+    license_file="dataset_license.md",
+    header={
+        "pretty_name": "CarryOnBench",
+        "language": ["en"],
+        "license": "other",
+        "license_name": "carryonbench-research-use",
+        "license_link": "LICENSE.md",
+        "task_categories": ["text-generation"],
+        "tags": ["safety", "over-refusal", "multi-turn", "benchmark", "llm-evaluation"],
+        "size_categories": ["1K<n<10K"],
+        "source_datasets": ["sorry-bench/sorry-bench-202406", "https://github.com/BriansIDP/CASEBench"],
+        "extra_gated_heading": "Access CarryOnBench (derived from gated SORRY-Bench queries)",
+        "extra_gated_prompt": (
+            "CarryOnBench's queries come from SORRY-Bench and CASE-Bench, which are gated under their own terms. "
+            "You agree to accept SORRY-Bench's terms, to use this dataset only to evaluate or improve the "
+            "safety and helpfulness of AI systems, and not to use it to elicit or distribute harmful content."),
+        "extra_gated_fields": {
+            "Name": "text", "Affiliation": "text", "Intended use": "text",
+            "I have accepted SORRY-Bench's terms of use": "checkbox",
+            "I will use this dataset only for research on AI safety and helpfulness": "checkbox",
+        },
+    },
+    no_llm_summary=(
+        "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` is empty for every "
+        "query and there is no `checklists`, `provenance` or `triplets` config. "
+        "Ben-Util and the oracle condition need them; build with an endpoint to produce them."),
+    croissant={
+        "license": "SORRY-Bench's terms apply: see conditionsOfAccess and the card's Access and gating section",
+        "annotation": (
+            "Safety ratings: CASE-Bench's annotators (about 20 per query and context) judged each query safe or "
+            "unsafe in its context; safe_rate and unsafe_context_safe_rate are their shares. Benign intents and "
+            "Ben-Util checklists are machine annotations by the LLM stages (models, prompts and parameters in "
+            "MANIFEST.json; every keep/drop decision in the provenance config)."),
+        "personal_sensitive": (
+            "No personal data: the queries are SORRY-Bench's written requests and the contexts are CASE-Bench's "
+            "scripted sender/recipient descriptions, not real people. The content is sensitive: the queries look "
+            "harmful (hate speech, crimes, self-harm, unqualified advice); read them with care."),
+        "biases": (
+            "The query set inherits SORRY-Bench's category taxonomy and CASE-Bench's annotator pool. Checklists "
+            "encode the generator models' view of a helpful answer, and LLM judges may share their biases."),
+    },
+    absent_without_llm={
+        "checklists": "no checklists: built with `--no-llm`",
+        "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)",
+        "triplets": "no triplets: built with `--no-llm` (its benign, malicious and paraphrased prompts are "
+                    "generated text)"},
+)
+
+CASEBENCH = Source(
+    name="casebench", title="CASE-Bench", read=load_source, select=select_queries,
+    select_note="after dropping {dropped} queries of the 4 excluded categories", looks_like=_looks_like,
+    data_file=lambda path: path, query_schema=QUERY_SCHEMA, card=CARD, gated=True,
+    license="carryonbench-research-use (SORRY-Bench's terms)", domains=DOMAINS, has_ratings=True,
+    query_row=query_row)
