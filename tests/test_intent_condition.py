@@ -286,3 +286,20 @@ def test_scatter_labels_are_spread_apart_in_the_order_of_their_points():
     assert [sorted(range(len(ys)), key=lambda i: placed[i])] == [order]      # the labels keep their points' order
     assert all(placed[b] - placed[a] >= 9.0 - 1e-9 for a, b in zip(order, order[1:]))
     assert placed[3] == pytest.approx(40.0, abs=12) and placed[4] == pytest.approx(300.0, abs=12)   # far ones stay near
+
+
+def test_the_quick_subset_keeps_one_mc_conversation_per_query_paired_with_its_bc_one():
+    from carryon_eval.dataset.load import conversation_condition, load_benchmark
+    from carryon_eval.dataset.subset import apply_subset
+
+    bench = load_benchmark()
+    quick = apply_subset(bench, "quick")
+    by_query: dict[str, dict[str, list[dict]]] = {}
+    for c in quick.conversations:
+        by_query.setdefault(c["query_id"], {}).setdefault(conversation_condition(c, bench.flows[c["flow_id"]]), []).append(c)
+    assert set(by_query) == set(bench.queries)
+    for convs in by_query.values():
+        assert len(convs["mc"]) == len(convs["bc"]) == len(convs["nc"]) == 1
+        assert convs["mc"][0]["flow_id"] == convs["bc"][0]["flow_id"]      # a pair: same query, same flow
+    lengths = [bench.flows[v["mc"][0]["flow_id"]]["n_turns"] for v in by_query.values()]
+    assert sorted(lengths) == [4, 4, 6, 6]                # stratified over the sample's two lengths, like BC
