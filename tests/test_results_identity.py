@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "79835644a5c9dab98156ed4e464be0a35914a9305b2dcda832fc409ec5769665",
-    "all": "c7d4c523d655edde9044d2816d871d8a71014819347b1c73d35a753ee9034210",   # since condition mc: the sample has mc conversations
-    "report": "2898d509cf4e9f9a1d340cef9f50c7234c0ee7cb9ea3c695cfca6baf598b9e09",
+    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
+    "all": "544fcdacab4facf3f90aa44b7b1cb686a5c40d9f0edb76c584e58deb620e5d90",   # since condition mc: the sample has mc conversations
+    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
 }
 
 

@@ -29,13 +29,13 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
 
 CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY,
                      help="Conversations (and requests per endpoint) in flight.")
-UTILITY_MODE = Option("--utility-mode", default="text", choices=tuple(UTILITY_MODE_SPELLINGS),
+UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
                       read=JudgeSettings.read_utility_mode,
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
 NO_MODEL_CHECK = Option("--no-model-check", name="model_check", kind="flag", default=True, flag_value=False,
                         show_default=False, help="Do not ask the endpoints' /models whether they serve the model "
                                                  "(for servers whose list is incomplete).")
-JUDGE_FORMAT = Option("--judge-format", default="json_schema", choices=JUDGE_FORMATS,
+JUDGE_FORMAT = Option("--judge-format", default=JudgeSettings.judge_format, choices=JUDGE_FORMATS,
                       read=JudgeSettings.read_judge_format, help=JUDGE_FORMAT_HELP)
 MAX_CALLS = Option("--max-calls", kind="count",
                    help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")
@@ -99,7 +99,7 @@ EVALUATE: tuple[Option, ...] = (
     JUDGE_FORMAT,
     Option("--subset", default="full", choices=SUBSETS,
            help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
-                "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls."),
+                "over lengths (carryon_eval/dataset/subset.py says how); about 1/5 of the calls."),
     SUITE_OPTIONS,
     Option("--dry-run", kind="flag", default=False, show_default=False,
            help="Print the calls and estimated tokens per role and condition (and the cost with --price), "

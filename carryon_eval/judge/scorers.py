@@ -33,7 +33,6 @@ it is put into a judge prompt (the transcript keeps the raw reply).
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, runtime_checkable
@@ -156,9 +155,6 @@ ITEM_TARGET = ("conversation_id", "turn", "item_id")
 
 # ---------------------------------------------------------------- the registry
 REGISTRY: dict[str, Callable[[JudgeSettings], Scorer]] = {}
-#: Modules whose scorers register themselves on import (they import this module, so not at its top).
-BUILTIN_SCORER_MODULES = ("carryon_eval.suites.carryonbench.fidelity", "carryon_eval.suites.triplet.response_modes",
-                          "carryon_eval.suites.opensafeintent.scorers")
 
 
 def register(cls: Any) -> Any:
@@ -168,8 +164,9 @@ def register(cls: Any) -> Any:
 
 
 def make_scorer(name: str, options: JudgeSettings = JudgeSettings()) -> Scorer:
-    for module in BUILTIN_SCORER_MODULES:
-        importlib.import_module(module)
+    from carryon_eval.suite import suites     # the suites bring their scorers (their records import them)
+
+    suites()
     try:
         factory = REGISTRY[name]
     except KeyError:
@@ -230,16 +227,12 @@ class PromptScorer:
 
     async def ask_judge(self, endpoint: ChatEndpoint, content: str, parse: Callable[[Optional[str]], Any], *,
                         strict: str, problem: str, max_tokens: int) -> Judgment:
-        """The text answer to ``content``, constrained by this scorer's schema while the endpoint takes
-        it; a call that fails with the schema is asked once more without it (and later ones too)."""
+        """The text answer to ``content``, constrained by this scorer's schema. The client walks down the forms
+        the endpoint refuses by name (carryon_eval.model.structured); a call that fails for another reason
+        (429s, a refused connection, --max-calls) is one failed call and never changes how later calls ask."""
         if self.structured:
-            try:
-                return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
-                                      strict=strict, problem=problem, response_format=self.schema)
-            except EndpointError as exc:
-                if self.structured:
-                    log.warning("judge endpoint failed a structured-output request (%s); asking for text", exc)
-                self.structured = False
+            return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
+                                  strict=strict, problem=problem, response_format=self.schema)
         return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
                               strict=strict, problem=problem)
 

@@ -14,7 +14,6 @@ import datetime as _dt
 import html
 import json
 import logging
-from dataclasses import dataclass
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -38,8 +37,7 @@ from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_
 from carryon_eval.suites.carryonbench.fidelity import flagged_conversations
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
-from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.suite import Suite, suites as registered_suites
+from carryon_eval.suite import ReportInputs, Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
 INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
@@ -64,24 +62,6 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
         complete=judged.complete if judged else None,
         selected=judge, present=judges_present(rundir),
     )
-
-
-@dataclass
-class ReportInputs:
-    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
-    rundir: Path
-    bench: Benchmark
-    transcripts: list[Transcript]
-    judge: Optional[str]
-    utility: list[Any]
-    safety: list[Any]
-    n_resamples: int
-    seed: int
-
-    def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored."""
-        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
-                if self.judge is None or r.get("judge_model") == self.judge]
 
 
 def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
@@ -122,7 +102,7 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     fidelity = run.read_fidelity()
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
-    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed)
+    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed, plans=length_plans(bench, meta, core))
     intent = intent_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed),
                             excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
     results = Results(
@@ -155,6 +135,24 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         if section is not None:
             results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def length_plans(bench: Benchmark, meta: RunMeta, core: set[str]) -> Optional[dict[str, dict[int, float]]]:
+    """Per condition of the headline, the plan's conversations per length (model turns): the weights of its
+    means, from the run's plan rather than the conversations that happen to be present. None when the run's
+    conditions cannot be planned by this version."""
+    from carryon_eval.suite import PlanSettings, plan_jobs
+
+    try:
+        jobs, _ = plan_jobs(bench, meta.conditions, PlanSettings(shared_turn1=meta.shared_turn1))
+    except (ValueError, KeyError):
+        return None
+    plans: dict[str, dict[int, float]] = {}
+    for job in jobs:
+        if job.condition in core:
+            lengths = plans.setdefault(job.condition, {})
+            lengths[1 + len(job.moves)] = lengths.get(1 + len(job.moves), 0.0) + 1.0
+    return plans or None
 
 
 def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript], run: RunFolder) -> int:

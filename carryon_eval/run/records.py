@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
-from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
+from carryon_eval.model.redact import public_url
 
 SCHEMA_VERSION = 1
 
@@ -30,6 +30,21 @@ def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
 
 # ======================================================================== run.json
 # (section owned by the application-layer work: RunMeta and its parts)
+@dataclass(frozen=True)
+class Skipped:
+    """A planned conversation that cannot run, and why (run.json lists them)."""
+    conversation_id: str
+    condition: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation_id, "condition": self.condition, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Skipped":
+        return cls(**{k: d.get(k) for k in ("conversation_id", "condition", "reason")})
+
+
 @dataclass
 class DatasetRef:
     """Which dataset a run used: a folder, a Hub id or the built-in sample, and what pins it."""
@@ -79,7 +94,7 @@ class RoleRecord:
 
     @classmethod
     def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
-        return cls(**config.public(), local=local, pool=tuple(pool))
+        return cls(**config.public(), local=local, pool=tuple(public_url(url) for url in pool))
 
     def request_options(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
@@ -442,6 +457,7 @@ class Results:
     turn1_bins: dict[str, Any] = field(default_factory=dict)
     by_domain: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
+    estimators: dict[str, Any] = field(default_factory=dict)
     null_meaning: str = ""
     judges: JudgesInfo = field(default_factory=JudgesInfo)
     judge_context: dict[str, str] = field(default_factory=dict)

@@ -23,7 +23,10 @@ from carryon_eval.moves import BC_MOVES, MOVES
 from carryon_eval.parsing import parse_yes_no, strip_reasoning
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
+from carryon_eval.progress import Progress
 from carryon_eval.rollout.simulator import format_conversation
+from carryon_eval.run.folder import FIDELITY_FILE, write_json_atomic
+from carryon_eval.suite import ProbeContext
 
 FIDELITY_STAGE = "fidelity"
 MAX_TOKENS = 16
@@ -186,3 +189,20 @@ def summarize_voice(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def flagged_conversations(fidelity: Optional[dict[str, Any]], condition: str) -> list[str]:
     """The conversations of ``condition`` that fidelity.json's voiced-purpose check flagged ([] without one)."""
     return list((((fidelity or {}).get("voice") or {}).get(condition) or {}).get("flagged") or [])
+
+
+async def fidelity_check(ctx: ProbeContext) -> str:
+    """`--fidelity` / `carryon-eval fidelity RUNDIR`: the check on every simulated user turn of the run, written
+    to fidelity.json; a line for the user."""
+    transcripts = ctx.run.transcripts()
+    queries = ctx.bench.queries if ctx.bench is not None else {}
+    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
+    with Progress(n, "fidelity", usage=ctx.target.usage, unit="turn") as bar:
+        result = await check_fidelity(transcripts, queries, ctx.target, concurrency=ctx.concurrency, progress=bar)
+    write_json_atomic(ctx.run.path / FIDELITY_FILE, result)
+    agree, leak = result["agreement"], result["intent_leak"]
+    voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
+                     f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
+    return (f"fidelity: {result['n_turns']} user turns, move agreement "
+            f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
+            f"{voiced} -> {ctx.run.path / FIDELITY_FILE}")

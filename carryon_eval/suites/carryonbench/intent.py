@@ -21,12 +21,14 @@ carryon_eval.suites.carryonbench.fidelity) are left out of every mc number by th
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.conditions import (CONVERSATION_VALUES, PCT, VIOLATION_THRESHOLD, Conversation,
                                              read_unscored)
-from carryon_eval.metrics.stats import Bootstrap, bounds, ci95, clip, stratified_mean
+from carryon_eval.metrics import estimators as E
+from carryon_eval.metrics.stats import Bootstrap, bounds, ci95, clip
 from carryon_eval.schema import MC_CONDITION
 
 Pair = tuple[Conversation, Conversation]          # (bc, mc) of one query and flow
@@ -76,17 +78,30 @@ def _read_exploitation(c: Conversation, reading: str) -> Conversation:
     return replace(c, turns=turns)
 
 
+def _strata(rows: Sequence[Row], boot: Bootstrap, counts: Any) -> E.Strata:
+    queries = {q: i for i, q in enumerate(boot.query_ids)}
+    return E.unit_strata([E.Unit(q, k, v, d) for q, k, v, d in rows], queries, counts)
+
+
+def _point(rows: Sequence[Row], boot: Bootstrap) -> tuple[Optional[float], Optional[float]]:
+    """The length-stratified mean of the rows (the one rule: lengths weighted as present) and its coverage."""
+    if not rows:
+        return None, None
+    strata = _strata(rows, boot, E.point_counts(len(boot.query_ids)))
+    value = float(E.stratified(strata)[0])
+    return (value if math.isfinite(value) else None), E.covered(strata)
+
+
 def _estimate(rows: Sequence[Row], low: Sequence[Row], high: Sequence[Row], boot: Bootstrap,
               empty: str) -> dict[str, Any]:
     """A number with its 95% interval, bounds, how many units decide it and the plan share it stands on."""
-    value, covered = stratified_mean([(k, v, d) for _, k, v, d in rows])
-    b = bounds(stratified_mean([(k, v, d) for _, k, v, d in low])[0],
-               stratified_mean([(k, v, d) for _, k, v, d in high])[0])
+    value, covered = _point(rows, boot)
+    b = bounds(_point(low, boot)[0], _point(high, boot)[0])
     n = sum(d and v is not None for _, _, v, d in rows)
     if value is None:
         return {"value": None, "ci95": None, "bounds": b, "n": 0, "n_planned": len(rows), "covered": covered,
                 "reason": empty}
-    reps = boot.stratified_means(rows)
+    reps = E.stratified(_strata(rows, boot, E.query_counts(boot.idx, len(boot.query_ids))))
     return {"value": clip(value, b), "ci95": ci95(reps), "bounds": b, "n": n, "n_planned": len(rows),
             "covered": covered, "reason": None}
 

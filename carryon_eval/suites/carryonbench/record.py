@@ -18,10 +18,11 @@ from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
+from carryon_eval.suites.carryonbench.fidelity import fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.suite import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteReport, register_suite
+from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
 
 ORACLE_PROMPT = "target/oracle"
 SHARED_TURN1 = ("turn1", "bc", "nc", MC_CONDITION)   # the conditions whose first reply is the query's turn-1 reply
@@ -75,8 +76,9 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
 
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
-    uses=(ScorerUse("utility"), ScorerUse("safety")),
+    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None),
+    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
     description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification; "
