@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-import click
 
 from carryon_eval import __version__
 from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
@@ -230,9 +229,8 @@ def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skip
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 
 
-class LeaderboardError(click.ClickException):
-    """A compared run's run.json cannot be read: one error line, exit 2 (as compare's own errors)."""
-    exit_code = 2
+class LeaderboardError(Exception):
+    """A compared run's run.json cannot be read: one line (the command line's error, exit 2, as compare's own)."""
 
 
 def read_meta(folder: Path) -> RunMeta:

@@ -7,7 +7,7 @@ matplotlib.figure.Figure with the Agg canvas directly, so no pyplot global state
 A plot whose data is all null is never drawn blank or zero-filled: its function raises PlotSkipped with
 the reason, and draw_all() collects {name: reason} for the report to print. Within a drawn plot a null
 cell is left out (bars say "n/a"), never drawn as 0. The figures of several runs (`compare`) are in
-carryon_eval/compare_plots.py, drawn with the helpers here.
+carryon_eval/report/compare_plots.py, drawn with the helpers here.
 """
 from __future__ import annotations
 
