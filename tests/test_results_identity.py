@@ -29,7 +29,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
-    "all": "28ffa5f52b7452bb5784e3455b840954f5edca53e5ad3e7299fb3e9e4c4b79a4",
+    "all": "b2a2bbd0861c901bc1c929ee49ea07c206899703f55cbfff0495adcdf5a44d06",   # since condition mc: the sample has mc conversations
     "report": "22a19aaf29bca814a019ecec6035421ae0fc2b13788379028ddf9048233da12b",
 }
 
