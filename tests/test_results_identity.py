@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
-    "all": "544fcdacab4facf3f90aa44b7b1cb686a5c40d9f0edb76c584e58deb620e5d90",   # since condition mc: the sample has mc conversations
-    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
+    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
+    "all": "b2a2bbd0861c901bc1c929ee49ea07c206899703f55cbfff0495adcdf5a44d06",   # since condition mc: the sample has mc conversations
+    "report": "22a19aaf29bca814a019ecec6035421ae0fc2b13788379028ddf9048233da12b",
 }
 
 
