@@ -43,3 +43,14 @@ def test_the_line_has_the_bars_numbers():
     line = bar.line()
     bar.close()
     assert line.startswith("rollout: 5/10 conv (50%), ") and "tokens target=1.2k" in line and LINE.match(line)
+
+
+def test_every_stage_is_counted_under_the_role_of_its_model():
+    """The wings' scorers and probes name their stages freely; their calls count under the model's role."""
+    from carryon_eval.progress import role_of
+
+    assert {s: role_of(s) for s in ("judge_utility", "fidelity", "user_simulator", "target", "osi_helpfulness",
+                                    "osi_harmfulness", "osi_assistance_level", "osi_intent_probe", "risk_probe")} == {
+        "judge_utility": "judge", "fidelity": "judge", "user_simulator": "user", "target": "target",
+        "osi_helpfulness": "judge", "osi_harmfulness": "judge", "osi_assistance_level": "judge",
+        "osi_intent_probe": "target", "risk_probe": "target"}
