@@ -29,7 +29,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
-    "all": "7d312fc13c93a47700faf448bf75b68fbe729ffb2bec027f27c53efd44c040c2",
+    "all": "544fcdacab4facf3f90aa44b7b1cb686a5c40d9f0edb76c584e58deb620e5d90",   # since condition mc: the sample has mc conversations
     "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
 }
 

@@ -86,6 +86,9 @@ def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[
     results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
+    for line in [*(n for n in results.notes if n.startswith("INCOMPLETE")), *(
+            line for s, line in zip(results.status(), results.status_lines()) if s != "incomplete")]:
+        out.note(line)             # what results.json, table.md and the report say first, said here too
     return results
 
 
@@ -122,6 +125,9 @@ def require_complete(results: Results, run: RunFolder) -> None:
     if missing or results.judges.complete is False:
         raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
                             f"(results.json and the report say so); rerun the same command to resume")
+    if "incomplete" in results.status():      # planned conversations without a final transcript
+        raise RunIncomplete("the run is incomplete: planned conversations have no final transcript yet (results.json "
+                            "and the report say so); rerun the same command to resume")
 
 
 def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:

@@ -22,6 +22,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.run.records import Results
+from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
@@ -61,12 +62,14 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
 
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
     labels = _labels([(p, r) for p, r, _ in loaded])
+    header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for _, r, _ in loaded) else [])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
-                           "table": [dict(zip([*TABLE_HEADER, "Status"], [*table_row(r), " ".join(r.status()) or "full"]))
-                                     for r in results],
+                           "table": [dict(zip([*header, "Status"],
+                                              [*table_row(r), *["n/a"] * (len(header) - len(table_row(r))),
+                                               " ".join(r.status()) or "full"])) for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [r.conditions[cond]["utility"] for r in results]
@@ -125,8 +128,8 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
-    parts = ["# CarryOnBench comparison\n", markdown_table([*TABLE_HEADER, "Status"],
-                                                          [list(r.values()) for r in cmp["table"]]),
+    header = list(cmp["table"][0]) if cmp["table"] else [*TABLE_HEADER, "Status"]
+    parts = ["# CarryOnBench comparison\n", markdown_table(header, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
