@@ -62,6 +62,7 @@ class Caps:
     judge: int
     shared_turn1: bool = True
     utility_mode: str = "text"
+    utility: str = "benutil"          # what utility is measured with (JudgeSettings.utility)
     judge_format: str = "json_schema"
 
 
@@ -207,7 +208,8 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
            run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None) -> None:
-    settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format)
+    settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format,
+                             utility=caps.utility)
     scorers = reply_scorers(scoring.scorers, settings)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
             for s in scorers}
@@ -271,8 +273,8 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     priced = parse_prices(prices)
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
                 judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
-                judge_format=meta.judge.judge_format)
-    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
+                judge_format=meta.judge.judge_format, utility=meta.judge.utility)
+    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions, meta.judge.scorer_swap), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
     if as_json:
         out = table.to_json()

@@ -129,7 +129,7 @@ async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settin
     transcripts = run.transcripts()
     if not transcripts:
         raise BatchError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
-    scoring = scoring_of(transcripts, scorers)
+    scoring = scoring_of(transcripts, scorers, settings)
     made = reply_scorers(scoring.scorers, settings)
     done = {s.name: set(ScorerRecords(run, s, model).kept) for s in made}
     plan = plan_tasks(transcripts, bench, made, done, scoring)

@@ -69,18 +69,21 @@ class Plan:
         return sum(len(t.targets) for t in self.tasks[name])
 
 
-def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]]) -> ScoringPlan:
+def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]],
+               settings: JudgeSettings = JudgeSettings()) -> ScoringPlan:
     """The suites' scoring plan for the conditions present; with ``scorers``, those judge every reply."""
-    return scoring_for(list(dict.fromkeys(t.condition for t in transcripts)), scorers)
+    return scoring_for(list(dict.fromkeys(t.condition for t in transcripts)), scorers, settings)
 
 
-def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]]) -> ScoringPlan:
-    """The suites' scoring plan for these conditions; with ``scorers``, those judge every reply."""
+def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
+                settings: JudgeSettings = JudgeSettings()) -> ScoringPlan:
+    """The suites' scoring plan for these conditions (the run's utility scorer in Ben-Util's place, see
+    JudgeSettings.utility); with ``scorers``, those judge every reply."""
     if scorers is not None:
         from carryon_eval.suite import ScorerUse
         uses = tuple(ScorerUse(s) for s in scorers)
         return ScoringPlan({c: uses for c in conditions})
-    return ScoringPlan.of(list(conditions))
+    return ScoringPlan.of(list(conditions), settings.scorer_swap)
 
 
 def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
@@ -113,7 +116,7 @@ def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Seq
 def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model: str) -> dict[str, Any]:
     """One stored record: the target's fields, the value, who judged with which prompt, then how."""
     row: dict[str, Any] = dict(zip(shape.target_fields, target))
-    row[shape.value_field] = judgment.value
+    row[shape.value_field] = judgment.value if shape.value_of is None else shape.value_of(target, judgment.value)
     row["judge_model"] = judge_model
     row["prompt_version"] = shape.prompt_version
     for name in shape.record_fields:
@@ -229,9 +232,10 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     if incoming is None:
-        scoring = scoring_of(transcripts, scorers)
+        scoring = scoring_of(transcripts, scorers, settings)
     else:
-        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers)
+        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers,
+                              settings)
     try:
         made = reply_scorers(scoring.scorers, settings)
     except ScorerError as exc:
@@ -271,7 +275,7 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         transcripts = run.transcripts()
         if not transcripts and gone is None:
             raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
-        final = scoring_of(transcripts, scorers)
+        final = scoring_of(transcripts, scorers, settings)
         made = [next(s for s in made if s.name == name) for name in final.scorers if name in files]
         judging.open_all(made)
         order = plan_tasks(transcripts, bench, made, {s.name: set() for s in made}, final).order

@@ -87,9 +87,11 @@ def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], 
     return records
 
 
-def load_utility(rundir: Path, judge: Optional[str] = None) -> list[UtilityJudgment]:
-    """Ben-Util records of one judge (by default the one ``select_judge`` picks)."""
-    return _load_judge(rundir, UTILITY_FILE, UtilityJudgment.from_dict, judge)
+def load_utility(rundir: Path, judge: Optional[str] = None, scorer: str = "utility") -> list[UtilityJudgment]:
+    """Utility item records of one judge (by default the one ``select_judge`` picks): Ben-Util's, or those of the
+    scorer that measured utility in its place (run.json's ``judge.utility_scorer``, e.g. ``rubric_utility``)."""
+    return _load_judge(rundir, UTILITY_FILE if scorer == "utility" else judgment_file(scorer),
+                       UtilityJudgment.from_dict, judge)
 
 
 def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgment]:

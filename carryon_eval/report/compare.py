@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from carryon_eval.run.records import Results
+from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
@@ -48,6 +48,15 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
+    """Utilities of different measures (Ben-Util, rubric utility) never share a column: CompareError (one line)."""
+    measures = {r.utility_measure for _, r in runs}
+    if len(measures) > 1:
+        named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in runs)
+        raise CompareError(f"cannot put different utility measures in one column ({named}); compare runs of one "
+                           "--utility at a time")
+
+
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     try:
         import scipy  # noqa: F401
@@ -57,11 +66,13 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
+    measure = results[0].utility_measure if results else "benutil"
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
                            "table": [dict(zip([*TABLE_HEADER, "Status"], [*table_row(r), " ".join(r.status()) or "full"]))
                                      for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
@@ -76,7 +87,8 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
     judges = {tuple(r.judges.utility.get("models", [])) for r in results}
     if len(judges) > 1:
-        out["notes"].append("The runs were judged by different Ben-Util judges; their utilities are not directly comparable.")
+        out["notes"].append(f"The runs were judged by different {UTILITY_NAMES.get(measure, measure)} judges; their "
+                            "utilities are not directly comparable.")
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
@@ -97,7 +109,11 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
-    parts = ["# CarryOnBench comparison\n", markdown_table([*TABLE_HEADER, "Status"],
+    measure = cmp.get("utility_measure", "benutil")
+    parts = ["# CarryOnBench comparison\n",
+             *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
+                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
+             markdown_table([*TABLE_HEADER, "Status"],
                                                           [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],

@@ -6,8 +6,8 @@ The built-in suites register themselves when ``suites()`` first runs (BUILTIN_SU
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
 
@@ -154,8 +154,13 @@ class ScoringPlan:
     uses: dict[str, tuple[ScorerUse, ...]] = field(default_factory=dict)    # condition -> uses
 
     @classmethod
-    def of(cls, conditions: Sequence[str]) -> "ScoringPlan":
-        return cls(scorer_uses(conditions))
+    def of(cls, conditions: Sequence[str], swap: Optional[Mapping[str, str]] = None) -> "ScoringPlan":
+        """The suites' uses; ``swap``: scorer -> the scorer that takes its place in this run (e.g. the utility
+        judge measured by a rubric instead of checklists: run.json's ``judge.utility``)."""
+        uses = scorer_uses(conditions)
+        if swap:
+            uses = {c: tuple(replace(u, scorer=swap.get(u.scorer, u.scorer)) for u in us) for c, us in uses.items()}
+        return cls(uses)
 
     @property
     def scorers(self) -> tuple[str, ...]:
