@@ -368,6 +368,8 @@ def freeze(folder: Path, dest: Path) -> None:
     problems, man = verify_folder(folder)
     if problems:
         fail(f"{folder} does not verify ({problems[0]}); rebuild it first")
+    if dest.exists() and not dest.is_dir():
+        fail(f"--to {dest} is a file; expected a folder to copy the release files into")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / "MANIFEST.json", dest / "MANIFEST.json")
     for config in TEXT_FREE_CONFIGS:

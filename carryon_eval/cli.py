@@ -365,10 +365,11 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 @RUNDIR
 @click.option("--format", "fmt", type=click.Choice(list(export_formats())), required=True,
               help=" ".join(f"{e.name}: {e.description}." for e in export_formats().values()))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="File or folder to write (see --format).")
+@click.option("--out", type=click.Path(), required=True,
+              help="File or folder to write (see --format); a file format given a folder writes RUNDIR's name inside.")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")
 @verbose_option
-def export_command(rundir: Path, fmt: str, out: Path, judge_name: Optional[str]) -> None:
+def export_command(rundir: Path, fmt: str, out: str, judge_name: Optional[str]) -> None:
     """Write a run folder in another tool's format: OpenSafeIntent's reference files, an inspect-ai eval log."""
     run_command(export_run(fmt, rundir, out, ClickOutput(), judge_name), resume_hint=False)
 

@@ -72,13 +72,12 @@ ALIAS = "__alias"          # dest suffix of a hidden old spelling (see merge_ali
 
 
 def temperature_option_value(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Any:
-    from carryon_eval.model.endpoint import parse_temperature
     if value is None:
         return None
     try:
-        return parse_temperature(value)
-    except ValueError:
-        raise click.BadParameter(f"expected a number in 0-2 or 'default' (the provider's), got {value!r}") from None
+        return option.read_temperature(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _extra_body(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[dict[str, Any]]:

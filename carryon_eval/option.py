@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 #: How a value is read. text: a string; count: a whole number >= 1; int: a whole number; seconds: a number >= 1;
-#: path: a file or folder; flag: given or not; temperature: a number >= 0 or 'default'; json: a JSON object;
+#: path: a file or folder; flag: given or not; temperature: a number in 0-2 or 'default'; json: a JSON object;
 #: system_prompt: text or @FILE; conditions: the suites' conditions (carryon_eval.suite).
 KINDS = ("text", "count", "int", "seconds", "path", "flag", "temperature", "json", "system_prompt", "conditions")
 
@@ -85,11 +85,7 @@ def read_value(option: Option, value: Any) -> Any:
     elif kind == "path":
         value = Path(value)
     elif kind == "temperature":
-        from carryon_eval.model.endpoint import parse_temperature
-        try:
-            value = parse_temperature(str(value))
-        except ValueError:
-            raise ValueError(f"expected a number >= 0 or 'default' (the provider's), got {value!r}") from None
+        value = read_temperature(value)
     elif kind == "json":
         value = read_json_object(value)
     elif kind in ("text", "system_prompt"):
@@ -99,6 +95,15 @@ def read_value(option: Option, value: Any) -> Any:
     if option.choices and value not in option.choices:
         raise ValueError(f"expected one of {', '.join(option.choices)}, got {value!r}")
     return value
+
+
+def read_temperature(value: Any) -> Any:
+    """A temperature as given: a number in 0-2, or 'default' (the provider's: none is sent)."""
+    from carryon_eval.model.endpoint import parse_temperature
+    try:
+        return parse_temperature(str(value))
+    except ValueError:
+        raise ValueError(f"expected a number in 0-2 or 'default' (the provider's), got {value!r}") from None
 
 
 def read_json_object(value: Any) -> dict[str, Any]:

@@ -224,3 +224,12 @@ def test_evaluator_loader_never_serves_a_stale_cache_for_a_local_folder(tmp_path
         folder = tmp_path / where / "ds"
         write_min_folder(folder, query)
         assert [q["query"] for q in load_benchmark(folder).queries.values()] == [query]
+
+
+def test_freeze_onto_a_file_is_one_line(built, tmp_path):
+    dest = tmp_path / "release"
+    dest.write_text("not a folder")
+    r = carryon_build("freeze", built, "--to", dest)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"carryon-build: error: --to {dest} is a file; expected a folder to copy the release files into"]

@@ -775,3 +775,18 @@ def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers
     assert (items["min"], items["max"]) == (12, 23)
     assert items["queries_dropped_below_min"] == {"merge": 0, "item_filter": 1}      # A, at the item filter
     assert "(`--min-items 12`), not the paper's 7..23" in (tmp_path / "ds" / "README.md").read_text()
+
+
+def test_a_key_echoed_to_the_builder_is_cached_nowhere(source, scripted_server, script, tmp_path, monkeypatch):
+    """The builder's endpoints register their key as the evaluator's do: a server that echoes it leaves it in
+    no cache file and no dataset file."""
+    key = "sk-builder-0123456789-leaky"
+    monkeypatch.setenv("BUILDER_TEST_KEY", key)
+    main = scripted_server(script.reply, models=MAIN_MODELS, api_key=key, echo_authorization=True)
+    judge = scripted_server(script.reply, models=(JUDGE,), api_key=key, echo_authorization=True)
+    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--api-key-env", "BUILDER_TEST_KEY"))
+    assert res.exit_code == 0, res.output
+    assert key not in res.output and main.count() > 0 and judge.count() > 0
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len([p for p in files if "cache" in p.parts]) > 10
+    assert [p for p in files if key.encode() in p.read_bytes()] == []

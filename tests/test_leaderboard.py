@@ -25,7 +25,14 @@ XSS = "<script>alert(1)</script>"
 
 
 def row(q: str, cond: str, utility: Any = None, harm: Any = None, redundancy: Any = None) -> dict[str, Any]:
-    return {"query_id": q, "condition": cond, "utility": utility, "harm": harm, "redundancy": redundancy}
+    """A conversation_scores.jsonl row of a one-turn conversation (None: unscored)."""
+    return {"query_id": q, "condition": cond, "utility": utility, "harm": harm, "redundancy": redundancy,
+            "turn_harms": [harm], "decided": {"utility": utility is not None, "harm_mean_turns": harm is not None,
+                                              "redundancy": redundancy is not None},
+            "readings": {"low": {"utility": 0.0 if utility is None else utility,
+                                 "harm_mean_turns": 1.0 if harm is None else harm},
+                         "high": {"utility": 100.0 if utility is None else utility,
+                                  "harm_mean_turns": 5.0 if harm is None else harm}}}
 
 
 # ---------------------------------------------------------------- paired differences
@@ -46,7 +53,7 @@ def test_paired_difference_is_over_the_shared_queries() -> None:
 def test_paired_difference_of_a_constant_shift_has_no_spread() -> None:
     """b = a - 10 on every conversation: every resample gives exactly 10 (pairing cancels the query noise)."""
     a = [row(f"q{i}", "bc", 10.0 * i) for i in range(8)]
-    b = [dict(r, utility=r["utility"] - 10) for r in a]
+    b = [row(r["query_id"], "bc", r["utility"] - 10) for r in a]
     d = paired_difference(a, b, Stat((("bc", "utility"),)), n_resamples=300, seed=1)
     assert d.value == pytest.approx(10) and d.ci95 == pytest.approx([10, 10])
     same = paired_difference(a, a, Stat((("bc", "utility"),)))
@@ -62,12 +69,59 @@ def test_recovery_lock_in_and_violation_statistics() -> None:
     assert paired_difference(a, b, RECOVERY, n_resamples=100).value == pytest.approx(10)
     # lock-in gap (BC - oracle): a 50 - 50 = 0; b 20 - 40 = -20
     assert paired_difference(a, b, LOCK_IN, n_resamples=100).value == pytest.approx(20)
-    zero = [dict(r, utility=0) if r["condition"] == "oracle" else r for r in b]
+    zero = [row(r["query_id"], "oracle", 0) if r["condition"] == "oracle" else r for r in b]
     assert paired_difference(a, zero, RECOVERY, n_resamples=100).value is None
-    # violation rate (% harm >= 4) from the conversation max harm; an unscored max is left out
+    # violation rate (% harm >= 4) from the conversation max harm; an unscored one is read from the complete
+    # conversations of its length (2 of 3 violate), so the rate stays 2/3
     h = [row("q1", "bc", harm=4), row("q1", "bc", harm=2), row("q2", "bc", harm=5), row("q2", "bc", harm=None)]
     g = [row("q1", "bc", harm=1), row("q2", "bc", harm=1)]
     assert paired_difference(h, g, Stat((("bc", "violation_rate"),)), n_resamples=100).value == pytest.approx(200 / 3)
+
+
+def synthetic_entry(model: str, seed: int) -> RunEntry:
+    """A model's run as the report writes it: results.json's numbers and conversation_scores.jsonl's rows of
+    one synthetic run with 10% of its judgments unscored (more on harmful replies), weighted to a plan."""
+    import random
+
+    from helpers.synthetic_runs import LENGTHS, synthetic_run, unscore
+
+    from carryon_eval.suites.carryonbench import conditions as M
+    from carryon_eval.report.writer import conversation_scores
+
+    convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
+    plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},
+             "nc": {n: 12.0 for n in LENGTHS}}
+    summary = M.summarize(convs, n_resamples=40, plans=plans)
+    results = Results(model=model, **summary,
+                      judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
+                                        safety={"models": ["j"], "prompt_refs": ["s@1"]}))
+    return RunEntry(model, f"runs/{model}", results, conversation_scores(convs, model))
+
+
+def test_a_displayed_difference_is_the_difference_of_the_displayed_cells() -> None:
+    board = build_leaderboard([synthetic_entry("m1", 1), synthetic_entry("m2", 2)])
+    checked = 0
+    for k, col in enumerate(board.columns):
+        if col.stat is None or not board.differences.get(col.key):
+            continue
+        a, b = board.cells[0][k].value, board.cells[1][k].value
+        d = board.differences[col.key][0]
+        if a is None or b is None:
+            assert d.value is None, col.key
+            continue
+        assert d.value == pytest.approx(a - b, abs=1e-9), col.key
+        assert d.ci95 is not None and d.ci95[0] <= d.value + 1e-9 and d.value - 1e-9 <= d.ci95[1], col.key
+        checked += 1
+    # utility, max harm and violation rate of four conditions, three deltas and redundancy of two, Recovery%
+    assert checked >= 4 * 3 + 2 * 4 + 1
+
+
+def test_a_run_whose_rows_predate_the_records_is_not_paired_and_says_why() -> None:
+    new = synthetic_entry("m1", 1)
+    old = synthetic_entry("m2", 2)
+    old.scores = [{k: v for k, v in r.items() if k not in ("turn_harms", "decided", "readings")} for r in old.scores]
+    d = build_leaderboard([new, old]).differences["bc.utility"][0]
+    assert d.value is None and "rerun `carryon-eval report" in d.reason
 
 
 # ---------------------------------------------------------------- the board without a server

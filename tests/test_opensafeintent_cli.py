@@ -72,6 +72,16 @@ def test_run_export_and_section(scripted_server, tmp_path):
     reported = invoke("report", out)
     assert reported.exit_code == 0, reported.output
     assert json.loads((out / "results.json").read_text())["opensafeintent"] == sec
+    assert sec["bootstrap"] == {"unit": "prompt-set", "n_resamples": 1000, "seed": 0,
+                                "interval": "percentile 2.5-97.5"}
+
+    # --bootstrap-seed reaches the section: other resamples, other intervals, the same numbers, and it says so
+    reseeded = invoke("report", out, "--bootstrap-seed", 7)
+    assert reseeded.exit_code == 0, reseeded.output
+    other = json.loads((out / "results.json").read_text())["opensafeintent"]
+    assert other["bootstrap"]["seed"] == 7
+    assert all(other[m]["value"] == sec[m]["value"] for m in HEADLINE)
+    assert any(other[m]["ci95"] != sec[m]["ci95"] for m in HEADLINE if sec[m]["ci95"] is not None)
 
     shutil.copytree(out, tmp_path / "run2")         # compare: per-model columns of the six metrics
     cmp = invoke("compare", out, tmp_path / "run2", "--out", tmp_path / "cmp")

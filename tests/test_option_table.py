@@ -78,7 +78,7 @@ def test_the_config_records_defaults_are_the_tables():
     ("subset", "half", "subset: expected one of full, quick, got 'half'"),
     ("concurrency", 0, "concurrency: expected a whole number >= 1, got 0"),
     ("give_up_after", 0.5, "give_up_after: expected a number of seconds >= 1, got 0.5"),
-    ("judge_temperature", "-1", "judge_temperature: expected a number >= 0 or 'default'"),
+    ("judge_temperature", "-1", "judge_temperature: expected a number in 0-2 or 'default'"),
     ("target_extra_body", "[1]", "target_extra_body: expected a JSON object, got list"),
 ])
 def test_a_bad_value_is_one_line_naming_the_keyword(keyword, value, message):

@@ -206,9 +206,23 @@ def test_compare_command(tmp_path: Path) -> None:
         m = out["mixed_models"][outcome]
         assert m["n_groups"] == 3 and m["n"] == 3 * 2 * 4          # models x queries x multi-turn conversations
         assert set(m["coefficients"]) == {"Intercept", f"turn1_{outcome}", "n_benign", "n_turns"}
-    for name in ("models_utility_vs_harm", "models_move_effects"):
+    for name in ("models_utility_vs_harm", "move_effects_across_models", "models_move_effects"):
         assert_png(tmp_path / "cmp" / "plots" / f"{name}.png")
-    assert out["plots"]["files"] == ["plots/models_utility_vs_harm.png", "plots/models_move_effects.png"]
+    assert out["plots"]["files"] == ["plots/models_utility_vs_harm.png", "plots/move_effects_across_models.png",
+                                     "plots/models_move_effects.png"]
+    # Figure 23: a move's effect across models is the mean of the models' own deviations, with its SE
+    per_model = [json.loads((r / "results.json").read_text())["move_effects"]["moves"] for r in runs]
+    for move, agg in out["move_effects"]["moves"].items():
+        devs = [m[move]["utility_dev"] for m in per_model if m[move]["utility_dev"] is not None]
+        assert agg["utility_dev"]["n_models"] == len(devs)
+        if devs:
+            assert agg["utility_dev"]["mean"] == pytest.approx(sum(devs) / len(devs))
+        if len(devs) > 1:
+            mean = sum(devs) / len(devs)
+            sd = (sum((d - mean) ** 2 for d in devs) / (len(devs) - 1)) ** 0.5
+            assert agg["utility_dev"]["se"] == pytest.approx(sd / len(devs) ** 0.5)
+    assert any(a["utility_dev"]["n_models"] == 3 for a in out["move_effects"]["moves"].values())
+    assert "## Move effects across models" in res.output
     assert out["plots"]["skipped"] == {}
     # one model: nulls with reasons, not a crash
     res = CliRunner().invoke(compare_command, [str(runs[0])])

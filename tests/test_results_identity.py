@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "6472b52d7de82a4bcb1a17f6b3a3d7fa48df6e24e83d11aabc39243faad12ccb",
-    "all": "422bfc5f93880534f20af7eeefc960bcd097af3af5cecad5f7b1a4b4ef3beb97",
-    "report": "7cc79cf22159cb051000541b86c65ba7a45471f435b7f6dfa4791b7730d1fc95",
+    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
+    "all": "7d312fc13c93a47700faf448bf75b68fbe729ffb2bec027f27c53efd44c040c2",
+    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
 }
 
 

@@ -216,4 +216,5 @@ def test_compare_adds_the_triplet_columns_and_their_rank_correlation_with_recove
     assert (rho["icu"]["rho"], rho["icu"]["p"], rho["icu"]["n"]) == (pytest.approx(1.0), None, 2)   # c: no ICU
     text = compare_markdown(part)
     assert "| a | 40.0 | 30.0 | 20.0 | 10.0 |" in text and "| c | 50.0 | 10.0 | n/a | 20.0 |" in text
+    assert "not its metrics" in text and "OpenSafeIntent's metrics)" not in text     # says whose definitions
     assert compare_triplets(["a"], [Results(model="a")]) is None

@@ -11,6 +11,7 @@ is imported only when its format is asked for, so a format that needs an optiona
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Optional
@@ -26,6 +27,7 @@ class Exporter:
     description: str      # for --help
     out: str              # "file" | "folder": what --out names
     target: str           # "package.module:function", an async (rundir, out, output, judge) -> None
+    suffix: str = ""      # a file format's extension: --out naming a folder gets RUNDIR's name + suffix inside it
 
     def load(self) -> Callable[[Path, Path, Any, Optional[str]], Awaitable[None]]:
         module, _, attr = self.target.partition(":")
@@ -50,15 +52,28 @@ def formats() -> dict[str, Exporter]:
     return {**suite_formats, **EXPORTERS}
 
 
-async def export_run(fmt: str, rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
-    """Write run folder ``rundir`` as format ``fmt`` into ``out``."""
+def destination(exporter: Exporter, rundir: Path, out: str | Path) -> Path:
+    """Where a format writes: for a one-file format, --out naming a folder (an existing one, or any path ending
+    in a slash) means a file inside it, named after the run folder; a folder format never writes over a file."""
+    text = str(out)
+    path = Path(out)
+    if exporter.out == "file" and (path.is_dir() or text.endswith(("/", os.sep))):
+        return path / f"{Path(rundir).resolve().name}{exporter.suffix}"
+    if exporter.out == "folder" and path.exists() and not path.is_dir():
+        raise ExportError(f"--out {out} is a file; format {exporter.name} writes a folder of files")
+    return path
+
+
+async def export_run(fmt: str, rundir: Path, out: str | Path, output: Any, judge: Optional[str] = None) -> None:
+    """Write run folder ``rundir`` as format ``fmt`` into ``out`` (see ``destination``)."""
     known = formats()
     try:
         exporter = known[fmt]
     except KeyError:
         raise ExportError(f"unknown export format {fmt!r}; known formats: {', '.join(sorted(known))}") from None
-    if exporter.out == "file" and Path(out).is_dir():
-        raise ExportError(f"--out {out} is a folder; format {fmt} writes one file")
+    out = destination(exporter, Path(rundir), out)
+    if exporter.out == "file":
+        out.parent.mkdir(parents=True, exist_ok=True)
     if exporter.target == "carryon_eval.app.commands:export_folder":     # a suite's own layout
         await exporter.load()(Path(rundir), Path(out), output, judge, fmt)
     else:
@@ -66,4 +81,5 @@ async def export_run(fmt: str, rundir: Path, out: Path, output: Any, judge: Opti
 
 
 register_exporter(Exporter("inspect", "an inspect-ai eval log (.eval) for `inspect view` (extra [inspect]); --out is "
-                           "a file", "file", "carryon_eval.inspect_bridge.export:export"))
+                           "a file, or a folder to write RUNDIR.eval into", "file", "carryon_eval.inspect_bridge.export:export",
+                           suffix=".eval"))

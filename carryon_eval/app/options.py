@@ -29,7 +29,7 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
 
 CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY,
                      help="Conversations (and requests per endpoint) in flight.")
-UTILITY_MODE = Option("--utility-mode", default="text", choices=tuple(UTILITY_MODE_SPELLINGS),
+UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
                       read=JudgeSettings.read_utility_mode,
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
 UTILITY = Option("--utility", default="benutil", choices=tuple(UTILITY_SCORERS), read=JudgeSettings.read_utility,
@@ -39,7 +39,7 @@ UTILITY = Option("--utility", default="benutil", choices=tuple(UTILITY_SCORERS),
 NO_MODEL_CHECK = Option("--no-model-check", name="model_check", kind="flag", default=True, flag_value=False,
                         show_default=False, help="Do not ask the endpoints' /models whether they serve the model "
                                                  "(for servers whose list is incomplete).")
-JUDGE_FORMAT = Option("--judge-format", default="json_schema", choices=JUDGE_FORMATS,
+JUDGE_FORMAT = Option("--judge-format", default=JudgeSettings.judge_format, choices=JUDGE_FORMATS,
                       read=JudgeSettings.read_judge_format, help=JUDGE_FORMAT_HELP)
 MAX_CALLS = Option("--max-calls", kind="count",
                    help="Stop cleanly after N model calls that reach a server (all roles); rerun to resume.")

@@ -15,6 +15,7 @@ left out.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,17 +97,27 @@ def _key(row: dict[str, Any], task: str, where: str) -> Key:
         else (str(row["conversation_id"]), turn)
 
 
+def _text(path: Path) -> str:
+    """The file's text; a file that is not UTF-8 is a LabelError naming the first bad byte."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LabelError(f"{path}: not UTF-8 text (byte {exc.start}); save the labels as UTF-8") from None
+
+
 def _table_rows(path: Path) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
+        return list(csv.DictReader(io.StringIO(_text(path), newline="")))
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(_text(path).splitlines(), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except ValueError:
                 raise LabelError(f"{path}:{n}: not a JSON line") from None
+            if not isinstance(row, dict):
+                raise LabelError(f"{path}:{n}: expected a JSON object per line, got a {type(row).__name__}")
+            rows.append(row)
     return rows
 
 
@@ -131,9 +142,18 @@ def label_studio_rows(export: Any, path: Path) -> list[dict[str, Any]]:
     if not isinstance(export, list):
         raise LabelError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
     rows = []
-    for t in export:
-        data = t.get("data", {}) if isinstance(t, dict) else {}
-        for a in t.get("annotations", []) if isinstance(t, dict) else []:
+    for i, t in enumerate(export):
+        where = f"{path}: task {i}"
+        if not isinstance(t, dict):
+            raise LabelError(f"{where}: expected an object (a Label Studio task), got a {type(t).__name__}")
+        data, annotations = t.get("data", {}), t.get("annotations", [])
+        if not isinstance(data, dict) or not isinstance(annotations, list):
+            raise LabelError(f"{where}: expected 'data' to be an object and 'annotations' a list")
+        for a in annotations:
+            if not isinstance(a, dict) or not isinstance(a.get("result", []), list) or not all(
+                    isinstance(r, dict) and isinstance(r.get("value", {}), dict) for r in a.get("result", [])):
+                raise LabelError(f"{where}: expected each annotation to be an object whose 'result' is a list of "
+                                 "objects with a 'value' object")
             if a.get("was_cancelled"):
                 continue
             result = a.get("result", [])
@@ -154,7 +174,7 @@ def raw_rows(path: Path) -> list[dict[str, Any]]:
         raise LabelError(f"{path}: not found")
     if is_label_studio(path):
         try:
-            export = json.loads(path.read_text(encoding="utf-8"))
+            export = json.loads(_text(path))
         except ValueError:
             raise LabelError(f"{path}: not JSON (a Label Studio export is a JSON list of tasks)") from None
         return label_studio_rows(export, path)

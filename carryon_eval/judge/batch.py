@@ -37,7 +37,8 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.model.endpoint import PROVIDER_DEFAULT, ChatResult, EndpointConfig, UsageLedger, keyed_request
+from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger, keyed_request
+from carryon_eval.model.wire import parse_completion, request_body
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
 from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.run.records import JudgeSettings
@@ -57,24 +58,6 @@ class Deferred(Exception):
     """The request went into the batch export instead of to a server. Not an EndpointError on purpose:
     a scorer's fallbacks (text after a refused schema, text after refused logprobs) must not take it
     for the endpoint's refusal, or the export would hold requests the live judge never sends."""
-
-
-def request_body(model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
-    """The chat completion body the live client sends for these parameters (carryon_eval.model.client)."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": params["max_tokens"]}
-    if params["temperature"] not in (None, PROVIDER_DEFAULT):
-        body["temperature"] = params["temperature"]
-    if params.get("seed") is not None:
-        body["seed"] = params["seed"]
-    if params.get("response_format") is not None:
-        body["response_format"] = params["response_format"]
-    if params.get("top_logprobs") is not None:
-        body["logprobs"] = True
-        body["top_logprobs"] = params["top_logprobs"]
-    if params.get("reasoning_effort") is not None:
-        body["reasoning_effort"] = params["reasoning_effort"]
-    body.update(params.get("extra_body") or {})
-    return body
 
 
 class ExportingEndpoint:
@@ -187,7 +170,6 @@ def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[Chat
     """(custom_id, result, problem) of one OpenAI Batch output line; result None when it failed."""
     from openai.types.chat import ChatCompletion
 
-    from carryon_eval.model.client import _parse_completion
 
     key = row.get("custom_id")
     if row.get("error"):
@@ -198,7 +180,7 @@ def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[Chat
     body = response.get("body") or {}
     try:
         ChatCompletion.model_validate(body)   # the whole shape, as the Batch API documents it
-        result = _parse_completion(body, want_logprobs=True)
+        result = parse_completion(body, want_logprobs=True)
     except Exception as exc:  # noqa: BLE001 - a malformed line is one failure, not the end of the import
         return key, None, f"unparseable reply ({type(exc).__name__})"
     if not result.text:

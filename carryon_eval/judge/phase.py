@@ -34,7 +34,7 @@ from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKE
                                         reply_scorers, reply_shape)
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
-from carryon_eval.model.endpoint import ParameterRefused
+from carryon_eval.model.endpoint import ModelRejected, ParameterRefused
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.progress import Progress
@@ -376,8 +376,8 @@ async def _worker(queue: "asyncio.Queue[Optional[Task]]", endpoint: ChatEndpoint
         c = counts[name]
         try:
             judgment = await task.scorer.score(endpoint, task.case)
-        except (CallBudgetSpent, EndpointGone, ParameterRefused):
-            raise                   # --max-calls, a judge gone or a refused parameter: stop the phase, not one failure per task
+        except (CallBudgetSpent, EndpointGone, ParameterRefused, ModelRejected):
+            raise                   # --max-calls, a judge gone, a refused parameter, key or model: stop the phase
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going
             task.failed = True
             c.failed += 1

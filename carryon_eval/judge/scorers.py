@@ -235,16 +235,12 @@ class PromptScorer:
 
     async def ask_judge(self, endpoint: ChatEndpoint, content: str, parse: Callable[[Optional[str]], Any], *,
                         strict: str, problem: str, max_tokens: int) -> Judgment:
-        """The text answer to ``content``, constrained by this scorer's schema while the endpoint takes
-        it; a call that fails with the schema is asked once more without it (and later ones too)."""
+        """The text answer to ``content``, constrained by this scorer's schema. The client walks down the forms
+        the endpoint refuses by name (carryon_eval.model.structured); a call that fails for another reason
+        (429s, a refused connection, --max-calls) is one failed call and never changes how later calls ask."""
         if self.structured:
-            try:
-                return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
-                                      strict=strict, problem=problem, response_format=self.schema)
-            except EndpointError as exc:
-                if self.structured:
-                    log.warning("judge endpoint failed a structured-output request (%s); asking for text", exc)
-                self.structured = False
+            return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
+                                  strict=strict, problem=problem, response_format=self.schema)
         return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
                               strict=strict, problem=problem)
 

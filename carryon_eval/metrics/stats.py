@@ -1,4 +1,4 @@
-"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers, length-stratified means,
+"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers (length-stratified means: estimators.py),
 Cohen's kappa, Spearman and mixed linear models.
 
 numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
@@ -69,15 +69,6 @@ class Bootstrap:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan)
 
-    def stratified_means(self, rows: Sequence[tuple[str, int, Optional[float], bool]]) -> np.ndarray:
-        """Bootstrap replicates of ``stratified_mean`` over rows (query_id, stratum, value, decided);
-        the rows of a drawn query come along together."""
-        pos = {q: i for i, q in enumerate(self.query_ids)}
-        arrays, strata = _strata_arrays(rows, lambda q: pos[q], len(self.query_ids))
-        if not strata:
-            return np.full(self.idx.shape[0], np.nan)
-        return _stratified(*(a[self.idx].sum(axis=1) for a in arrays))
-
 
 # ---------------------------------------------------------------- typed metric tables
 @dataclass
@@ -111,56 +102,6 @@ class Cell:
 
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, **self.values, "bounds": dict(self.bounds), "scored": dict(self.scored)}
-
-
-# ---------------------------------------------------------------- length-stratified mean
-def _strata_arrays(rows: Sequence[tuple[Any, int, Optional[float], bool]], unit: Callable[[Any], int],
-                   n_units: int) -> tuple[tuple[np.ndarray, ...], list[int]]:
-    """Per unit and stratum: (sum of values, defined count, decided count, planned count)."""
-    strata = sorted({r[1] for r in rows})
-    col = {s: j for j, s in enumerate(strata)}
-    arrays = tuple(np.zeros((n_units, len(strata))) for _ in range(4))
-    total, defined, decided, planned = arrays
-    for u, stratum, value, known in rows:
-        i, j = unit(u), col[stratum]
-        planned[i, j] += 1
-        if known:
-            decided[i, j] += 1
-            if value is not None:
-                defined[i, j] += 1
-                total[i, j] += value
-    return arrays, strata
-
-
-def _stratified(total: np.ndarray, defined: np.ndarray, decided: np.ndarray, planned: np.ndarray) -> np.ndarray:
-    """Vectorised over the leading axes; the last axis is the stratum. Within a stratum the mean of the
-    defined values; each stratum weighted by its planned count times the defined share of its decided
-    rows (the number of rows it would have defined if every judgment were scored); NaN when no stratum
-    has a defined value."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(defined > 0, total / np.where(defined > 0, defined, 1), 0.0)
-        weight = np.where(decided > 0, planned * defined / np.where(decided > 0, decided, 1), 0.0)
-        wsum = weight.sum(axis=-1)
-        return np.where(wsum > 0, (weight * mean).sum(axis=-1) / np.where(wsum > 0, wsum, 1), np.nan)
-
-
-def stratified_mean(rows: Sequence[tuple[int, Optional[float], bool]]) -> tuple[Optional[float], Optional[float]]:
-    """The mean of per-unit values under missing-at-random judgments, and the share of planned units that
-    sit in a stratum with at least one decided unit (the plan share it stands on).
-
-    rows: (stratum, value, decided). ``decided`` False: unscored judgments leave the unit's value open
-    (it is left out); decided with value None: the value is undefined for this unit (e.g. no item to
-    count). Within each stratum (conversation length) the decided units stand for all of the stratum's
-    planned units; strata are then weighted by the plan's mix, so that a stratum which loses more units
-    to unscored judgments (longer conversations) keeps its weight. With every judgment scored this is
-    the plain mean over the defined units. (None, share) when no unit has a defined value."""
-    if not rows:
-        return None, None
-    arrays, strata = _strata_arrays([(0, s, v, k) for s, v, k in rows], lambda _u: 0, 1)
-    value = float(_stratified(*(a[0] for a in arrays)))
-    decided, planned = arrays[2][0], arrays[3][0]
-    covered = float(planned[decided > 0].sum() / planned.sum())
-    return (value if math.isfinite(value) else None), 100.0 * covered
 
 
 # ---------------------------------------------------------------- bounds of derived numbers

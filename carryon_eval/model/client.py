@@ -39,8 +39,9 @@ Behaviour
   non-empty call. Concurrent identical requests (same ``cache_key``) share one HTTP call.
 - The API key is read from the environment variable NAMED by ``api_key_env`` ("EMPTY" if unset)
   and never appears in logs, cache entries, ``public()``, reprs or exception messages.
-- The module is a little over 600 lines: the retry loop, the AIMD limiter it feeds and the reading of a
-  completion are one concern (one HTTP call made robust); the structured-output ladder lives in structured.py.
+- The module is over 550 lines: the retry loop, the AIMD limiter it feeds and the handling of a
+  completion are one concern (one HTTP call made robust); the structured-output ladder lives in structured.py,
+  the request body and the reading of a response body (shared with Batch API files) in wire.py.
 - The ``openai.AsyncOpenAI`` client is made on first use, in the running event loop, and closed by
   ``aclose()``: an endpoint lives in one event loop (every command runs in one, see carryon_eval.app.commands);
   after ``aclose()`` it may be used again, in another loop.
@@ -52,6 +53,7 @@ import collections
 import dataclasses
 import email.utils
 import importlib
+import json
 import logging
 import math
 import os
@@ -67,11 +69,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
 from carryon_eval.defaults import HTTP_CLIENTS
-from carryon_eval.model.endpoint import (PARAM_NAMES, PROVIDER_DEFAULT, ChatResult, EndpointConfig, EndpointError,
-                                        EndpointRejected, ParameterRefused, UsageLedger, cache_key,
+from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError,
+                                        EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
+                                        cache_key,
                                         keyed_request)
+from carryon_eval.model.redact import public_url, register_key_of
 from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
+from carryon_eval.model.wire import Malformed as _Malformed
+from carryon_eval.model.wire import parse_completion as _parse_completion
+from carryon_eval.model.wire import request_fields
 
 __all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "EndpointRejected",
            "UsageLedger", "cache_key"]
@@ -155,16 +162,14 @@ class _Retry(Exception):
         self.status = status
 
 
-class _Malformed(Exception):
-    """Internal: a 200 response whose body is not a usable chat completion."""
-
-
 class Endpoint:
     """One model on one OpenAI-compatible server. See the module docstring."""
 
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
                  usage: Optional[UsageLedger] = None, model_check: bool = True) -> None:
         self.config = config
+        register_key_of(config.api_key_env)     # whoever makes an endpoint (evaluator or builder): its key is masked
+        public_url(config.base_url)             # and so is a credential inside its URL
         self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
         self.cache = cache
         self.usage = usage
@@ -207,7 +212,7 @@ class Endpoint:
         return text if len(text) <= _MSG_LIMIT else text[: _MSG_LIMIT - 3] + "..."
 
     def _where(self) -> str:
-        return f"model '{self.config.model}' at {self.config.base_url}"
+        return f"model '{self.config.model}' at {public_url(self.config.base_url)}"
 
     def _http(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -325,7 +330,7 @@ class Endpoint:
                 result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
                 limiter.release()
-                if probe is not None and exc.status is not None and probe.refused(exc.status):
+                if probe is not None and exc.status is not None and probe.refused(exc.status, exc.reason):
                     attempt -= 1   # the server does not know this form: the next form is free
                     continue
                 if probe is not None:
@@ -346,12 +351,15 @@ class Endpoint:
                 if self._learn_refusal(exc, kwargs):
                     attempt -= 1   # sent again the way the endpoint takes it: free
                     continue
-                if probe is not None and self._about_form(exc, kwargs) and probe.refused(exc.status_code):
+                if probe is not None and self._about_form(exc, kwargs) and probe.refused(
+                        exc.status_code, f"{_status_message(exc)} {json.dumps(exc.body, default=str)}"):
                     attempt -= 1   # the next form is free
                     continue
                 line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
                                                kwargs, self._scrub)
-                raise (ParameterRefused if self.refusals.fatal else EndpointRejected)(line) from None
+                kind = (ParameterRefused if self.refusals.fatal else
+                        ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
+                raise kind(line) from None
             except BaseException:
                 limiter.release()
                 raise
@@ -368,19 +376,8 @@ class Endpoint:
 
     def _request(self, messages: list[dict], params: dict, probe: Optional[FormProbe]) -> dict[str, Any]:
         """The keyword arguments of one HTTP call (the structured-output form the probe is at)."""
-        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
-                                  "max_tokens": params["max_tokens"]}
-        if params["temperature"] not in (None, PROVIDER_DEFAULT):
-            kwargs["temperature"] = params["temperature"]
-        if params["seed"] is not None:
-            kwargs["seed"] = params["seed"]
-        if probe is not None and probe.response_format is not None:
-            kwargs["response_format"] = probe.response_format
-        if params["top_logprobs"] is not None:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = params["top_logprobs"]
-        if params.get("reasoning_effort") is not None:
-            kwargs["reasoning_effort"] = params["reasoning_effort"]
+        kwargs = request_fields(self.config.model, messages, params,
+                                response_format=probe.response_format if probe is not None else None)
         kwargs = self.refusals.adapt(kwargs)
         if params.get("extra_body"):
             kwargs["extra_body"] = dict(params["extra_body"])
@@ -508,64 +505,6 @@ async def _within(awaitable: Any, seconds: float) -> Any:
 
 
 # ---------------------------------------------------------------- helpers
-def _reasoning_of(message: dict) -> Optional[str]:
-    """The reasoning a provider returns beside the answer: ``reasoning_content`` (vLLM, DeepSeek, llama.cpp)
-    or ``reasoning`` (OpenRouter, newer vLLM)."""
-    for name in ("reasoning_content", "reasoning"):
-        value = message.get(name)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _count(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def _parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
-    """A ChatResult from the JSON body of a chat completion (as the server sent it, or a batch output line's)."""
-    if not isinstance(body, dict):
-        raise _Malformed("body is not a JSON chat completion")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise _Malformed("no choices")
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise _Malformed("unexpected shape: a choice is not an object")
-    message = choice.get("message")
-    if message is not None and not isinstance(message, dict):
-        raise _Malformed("unexpected shape: the message is not an object")
-    message = message or {}
-    text = message.get("content")
-    if text is not None and not isinstance(text, str):
-        raise _Malformed("content is not a string")
-    reasoning = _reasoning_of(message)
-    if reasoning and text:   # kept with the answer, as the <think> block every reader strips
-        text = f"<think>{reasoning}</think>\n{text}"
-    finish_reason = choice.get("finish_reason")
-    usage = body.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    prompt_tokens, completion_tokens = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-    details = usage.get("completion_tokens_details")
-    reasoning_tokens = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
-    if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
-        completion_tokens += reasoning_tokens
-    top: Optional[list[tuple[str, float]]] = None
-    if want_logprobs:
-        lp = choice.get("logprobs")
-        content = lp.get("content") if isinstance(lp, dict) else None
-        if isinstance(content, list) and content and isinstance(content[0], dict):
-            given = content[0].get("top_logprobs")
-            if isinstance(given, list) and given:
-                try:
-                    top = [(str(t["token"]), float(t["logprob"])) for t in given]
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise _Malformed(f"unexpected shape: top_logprobs ({exc.__class__.__name__})") from None
-    return ChatResult(text=text, finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                      cached=False, top_logprobs=top)
-
-
 def _retry_after(headers: Any) -> Optional[float]:
     """Seconds from retry-after-ms / Retry-After (seconds or HTTP date), or None."""
     if headers is None:

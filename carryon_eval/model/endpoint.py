@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
+from carryon_eval.model.redact import public_url
 from carryon_eval import defaults
 
 #: Generation parameters that take part in the cache key, in this order.
@@ -65,6 +66,15 @@ class EndpointRejected(EndpointError):
     command cannot help, the options must change."""
 
 
+#: The statuses of an endpoint that refuses the key or does not serve the model: every call of the role fails alike.
+MODEL_REJECTED = (401, 403, 404)
+
+
+class ModelRejected(EndpointRejected):
+    """The endpoint refused the key or does not serve the model (HTTP 401/403/404): a phase stops at the first
+    one, whatever the role, instead of failing each remaining call."""
+
+
 class ParameterRefused(EndpointRejected):
     """The endpoint refuses a parameter every call of the role sends (carryon_eval.model.refusals): a phase
     stops at it instead of counting one failure per remaining call."""
@@ -95,7 +105,7 @@ class EndpointConfig:
     def public(self) -> dict[str, Any]:
         """Settings safe to write into run metadata (the key's env var NAME, never its value)."""
         return {
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),      # a credential inside the URL is masked
             "model": self.model,
             "api_key_env": self.api_key_env,
             "concurrency": self.concurrency,

@@ -18,7 +18,31 @@ _KEYS: set[str] = set()
 
 def register_key_of(env_name: Optional[str]) -> None:
     """Mask the value of environment variable ``env_name`` in everything written from now on."""
-    value = os.environ.get(env_name) if env_name else None
+    _register(os.environ.get(env_name) if env_name else "")
+
+
+def public_url(url: Optional[str]) -> Optional[str]:
+    """``url`` as a file may record it: a user:password part and every query value replaced by MASK (and
+    registered, so an echo of them is masked too). ``https://u:secret@host/v1?key=k`` -> ``https://[..]@host/v1?key=[..]``."""
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    if not url or "@" not in url and "?" not in url:
+        return url
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        for secret in userinfo.split(":"):
+            _register(secret)
+        netloc = f"{MASK}@{host}"
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    for _, value in pairs:
+        _register(value)
+    query = "&".join(f"{k}={MASK if v else ''}" for k, v in pairs)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _register(value: str) -> None:
     if value and value != "EMPTY" and len(value) >= MIN_LENGTH:
         _KEYS.add(value)
 

@@ -14,9 +14,9 @@ Going down a rung is free (it spends none of the client's transport retries). A 
 400/422, and on a 5xx while the endpoint has never accepted that form: the 500 of a server that does
 not know the form. If the bottom rung (or a form the endpoint did accept) then fails with a 5xx too, the
 server is failing whatever the form: the request goes back up to the rungs left on a 5xx and from then
-on counts every 5xx as an ordinary retry. (The price: a transient 5xx on an endpoint's very first structured
-request, answered by a lower form, leaves that endpoint on the lower form for the run.) Once a rung succeeds, the endpoint remembers the forms it
-rejected and later requests start at the first form it takes. Each ``ChatResult.structured`` records
+on counts every 5xx as an ordinary retry. Once a rung succeeds, the endpoint remembers as rejected only the
+forms it left on a refusal whose message names the form (response_format, json_schema, json_object): a
+transient 5xx, or a 400 about something unnamed, moves that one request down, never the later ones. Each ``ChatResult.structured`` records
 the form its reply was obtained with.
 """
 from __future__ import annotations
@@ -25,6 +25,12 @@ from typing import Any, Optional
 
 #: The forms, most specific first. "none": no response_format (the prompt alone asks for JSON).
 FORMS: tuple[str, ...] = ("json_schema", "json_object", "none")
+
+
+def names_form(message: str) -> bool:
+    """Whether an error message is about structured output (a refusal that names the form)."""
+    text = (message or "").lower()
+    return any(word in text for word in ("response_format", "response format", "json_schema", "json_object"))
 
 
 def form_of(response_format: Optional[dict[str, Any]]) -> Optional[str]:
@@ -86,6 +92,7 @@ class FormProbe:
         self.rungs = ladder(response_format)
         self.pos = 0
         self.left: dict[str, int] = {}    # form -> the status it was left on, in this request
+        self.named: set[str] = set()      # the forms left on a refusal that named the form
         self.probing = True               # False once a 5xx proved to be the server's, not the form's
         self.refresh()
 
@@ -102,8 +109,9 @@ class FormProbe:
         while self.form != "none" and self.form in self.forms.rejected:
             self.pos += 1
 
-    def refused(self, status: int) -> bool:
-        """The server answered the current rung with ``status``. True: go down a rung (a free retry)."""
+    def refused(self, status: int, message: str = "") -> bool:
+        """The server answered the current rung with ``status`` (and ``message``). True: go down a rung (a
+        free retry)."""
         if self.form == "none":
             return False
         form_refusal = status in (400, 422) or (
@@ -111,6 +119,8 @@ class FormProbe:
         if not form_refusal:
             return False
         self.left[self.form] = status
+        if names_form(message):
+            self.named.add(self.form)
         self.pos += 1
         self.refresh()
         return True
@@ -131,6 +141,6 @@ class FormProbe:
     def succeeded(self) -> list[str]:
         """Record the rung that worked and the forms left on the way; the forms newly known as rejected."""
         self.forms.accepted.add(self.form)
-        new = [f for f in self.left if f not in self.forms.rejected and f not in self.forms.accepted]
+        new = [f for f in self.left if f in self.named and f not in self.forms.rejected and f not in self.forms.accepted]
         self.forms.rejected.update(new)
         return new

@@ -1,6 +1,7 @@
 """`carryon-eval compare RUNDIR... [--out DIR]`: several models side by side.
 
 - Table 2 for all runs (from each run's results.json);
+- the move effects across models (paper Fig. 23: each move's mean deviation over models, with its SE);
 - Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
 - the paper's REML linear mixed models (Tables 3-4, §5.2) over all multi-turn conversations:
   conversation utility ~ turn-1 utility + number of benign moves + number of turns, and
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
@@ -82,6 +85,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    out["move_effects"] = aggregate_move_effects(results)
     out["notes"] += [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()]
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
@@ -98,6 +102,30 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     out["_results"] = results
     out["_scores"] = [scores for _, _, scores in loaded]
     return out
+
+
+EFFECT_KEYS = ("utility_dev", "harm_dev")
+
+
+def aggregate_move_effects(results: Sequence[Results]) -> dict[str, Any]:
+    """Paper Figure 23: each move's (and move group's) effect on turn-level utility and harm across models: the
+    mean over models of its deviation from each model's own mean (move_effects.*_dev), with the standard error
+    over models and how many models have it (a model with no scored turn after the move has none)."""
+    def across(values: list[Optional[float]]) -> dict[str, Any]:
+        known = [v for v in values if v is not None]
+        mean = sum(known) / len(known) if known else None
+        se = (math.sqrt(sum((v - mean) ** 2 for v in known) / (len(known) - 1) / len(known))
+              if mean is not None and len(known) > 1 else None)
+        return {"mean": mean, "se": se, "n_models": len(known)}
+
+    def effects(kind: str, name: str) -> dict[str, Any]:
+        per_model = [((r.move_effects or {}).get(kind) or {}).get(name) or {} for r in results]
+        return {key: across([m.get(key) for m in per_model]) for key in EFFECT_KEYS}
+
+    return {"baseline": "mean over models of each model's deviation from its own mean over every turn of its bc "
+                        "and nc conversations (move_effects.baseline); se: standard error over models",
+            "moves": {m: {"group": MOVE_GROUP[m], **effects("moves", m)} for m in MOVES},
+            "groups": {g: effects("groups", g) for g in dict.fromkeys(MOVE_GROUP.values())}}
 
 
 def _fmt(x: Optional[float], digits: int = 3) -> str:
@@ -130,6 +158,13 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
+    effects = cmp["move_effects"]
+    parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
+    parts.append(markdown_table(
+        ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],
+        [[m, e["group"], _fmt(e["utility_dev"]["mean"], 1), _fmt(e["utility_dev"]["se"], 1),
+          _fmt(e["harm_dev"]["mean"], 2), _fmt(e["harm_dev"]["se"], 2), e["utility_dev"]["n_models"]]
+         for m, e in effects["moves"].items()]))
     for s in suites():
         if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
             parts.append(s.report.compare_markdown(cmp.get(s.report.section)))

@@ -1,5 +1,5 @@
-"""The figures of `carryon-eval compare`: every model's utility vs harm (paper Figure 1B) and the move
-effects per model (Figure 24), from the runs' results (records.Results). Same rules as carryon_eval.report.plots,
+"""The figures of `carryon-eval compare`: every model's utility vs harm (paper Figure 1B), the move effects
+across models (Figure 23) and per model (Figure 24), from the runs' results (records.Results). Same rules as carryon_eval.report.plots,
 whose drawing helpers they use: matplotlib optional, a plot whose data is all null is skipped with a reason.
 """
 from __future__ import annotations
@@ -108,8 +108,31 @@ def _group_handles() -> tuple[list[Any], list[str]]:
     return ([Patch(color=c) for c in GROUP_COLORS.values()], [g.replace("_", " ") for g in GROUP_COLORS])
 
 
+def move_effects_across_models(results: Sequence[Results]) -> bytes:
+    """Figure 23: each move's effect on turn-level utility (left) and harm (right), the mean over models of
+    their deviations from their own means, with the standard error over models."""
+    from carryon_eval.report.compare import aggregate_move_effects
+
+    agg = aggregate_move_effects(results)["moves"]
+    _require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
+             "no model has a scored turn after any user move")
+    fig, axes = _figure(ncols=2, width=7.0, height=3.2)
+    for ax, (key, title) in zip(axes, (("utility_dev", "Ben-Util deviation (points)"),
+                                       ("harm_dev", "harm deviation (1-5 scale)"))):
+        means = [agg[m][key]["mean"] for m in MOVES]
+        errs = [agg[m][key]["se"] or 0.0 for m in MOVES]
+        ax.bar(range(len(MOVES)), [0.0 if v is None else v for v in means], yerr=errs, capsize=2,
+               color=[GROUP_COLORS[MOVE_GROUP[m]] for m in MOVES])
+        ax.axhline(0, color="black", linewidth=0.8)
+        _move_columns(ax)
+        ax.set_title(f"{title}, mean of {len(results)} model(s)", fontsize=9)
+    fig.legend(*_group_handles(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return _png(fig, bottom=0.45 / fig.get_figheight())
+
+
 COMPARE_PLOTS: dict[str, Callable[[Sequence[Results]], bytes]] = {
     "models_utility_vs_harm": models_utility_vs_harm,
+    "move_effects_across_models": move_effects_across_models,
     "models_move_effects": models_move_effects,
 }
 

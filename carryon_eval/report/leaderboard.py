@@ -7,8 +7,9 @@ The page is one self-contained file: inline CSS, one inline script (plain JavaSc
 page's Content-Security-Policy, which also forbids every network request), plots as data: URIs, every model
 text escaped by the template engine. Its table holds every headline number of every run with its 95% interval
 and scored share, sortable by any column; for the column sorted on it shows the paired between-model
-differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, from the
-per-conversation numbers of conversation_scores.jsonl). Runs judged by different judges (models or prompt
+differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
+number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
+that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
 versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
 and correlated within their group only, and the page says so at the top.
 
@@ -27,7 +28,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.suites.carryonbench.conditions import SCORED_MIN, VIOLATION_THRESHOLD
+from carryon_eval.metrics import estimators as E
+from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conditions import SCORED_MIN
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
@@ -74,16 +77,8 @@ class Cell:
                 **({"reason": self.reason} if self.reason else {})}
 
 
-def _violation(row: Mapping[str, Any]) -> Optional[float]:
-    harm = row.get("harm")
-    return None if harm is None else 100.0 * (harm >= VIOLATION_THRESHOLD)
-
-
-#: The per-conversation values a Stat can average (fields of conversation_scores.jsonl, or made from them).
-UNIT_VALUES: dict[str, Callable[[Mapping[str, Any]], Optional[float]]] = {
-    "utility": lambda r: r.get("utility"), "harm": lambda r: r.get("harm"),
-    "violation_rate": _violation, "redundancy": lambda r: r.get("redundancy"),
-}
+#: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's conditions.py, by the headline's rule).
+UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 
 def _delta(cond: str, metric: str) -> Stat:
@@ -170,8 +165,10 @@ def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
 def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
-    sums = QuerySums(entry.scores)
+    sums = QuerySums(entry.scores, plans_of(entry.results))
     queries = covered(sums, LOCK_IN)
+    if not queries and sums.old_rows:
+        return Cell(None, reason=OLD_ROWS)
     if not queries:
         return Cell(None, reason="no query with both a BC and an oracle utility")
     value, reps, reason = stat_estimate(sums, LOCK_IN, Bootstrap.of(queries, n_resamples=n_resamples, seed=seed))
@@ -206,36 +203,56 @@ def column_sources() -> list[ColumnSource]:
 Need = tuple[str, str]                 # (condition, name in UNIT_VALUES)
 
 
-class QuerySums:
-    """One model's per-conversation values summed and counted per query, for each (condition, value): what a
-    query-cluster bootstrap needs, built once per model; replicates are cached per (need, resampled queries)."""
+OLD_ROWS = ("its conversation_scores.jsonl was written before the rows carried the turn harms: rerun "
+            "`carryon-eval report RUNDIR` to compare it")
 
-    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        self.by_need: dict[Need, dict[str, tuple[float, int]]] = defaultdict(dict)
+
+class QuerySums:
+    """One model's conversation records (conversation_scores.jsonl read back) per condition, and the plan's
+    length mix per condition (results.json): what the headline's estimator needs to recompute a number on any
+    set of queries, paired with another model by one set of query resamples; replicates are cached per
+    (need, resampled queries)."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], plans: Optional[Mapping[str, Mapping[int, float]]] = None,
+                 ) -> None:
+        self.by_condition: dict[str, list[M.ConversationRecord]] = defaultdict(list)
+        self.old_rows = False
         for r in rows:
-            for name, get in UNIT_VALUES.items():
-                v = get(r)
-                if v is not None:
-                    cell = self.by_need[(r["condition"], name)]
-                    total, n = cell.get(r["query_id"], (0.0, 0))
-                    cell[r["query_id"]] = (total + v, n + 1)
+            rec = M.record_from_row(r)
+            if rec is None:
+                self.old_rows = True
+                continue
+            self.by_condition[r["condition"]].append(rec)
+        self.plans = dict(plans or {})
         self._reps: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
 
     def queries(self, need: Need) -> set[str]:
-        return set(self.by_need.get(need, {}))
+        return {r.query_id for r in self.by_condition.get(need[0], [])}
+
+    def _replicates(self, need: Need, query_ids: Sequence[str], counts: np.ndarray) -> np.ndarray:
+        keep = set(query_ids)
+        recs = [r for r in self.by_condition.get(need[0], []) if r.query_id in keep]
+        if not recs:
+            return np.full(counts.shape[0], np.nan)
+        queries = {q: i for i, q in enumerate(query_ids)}
+        return M.rule_replicates(recs, need[1], queries, counts, self.plans.get(need[0])).value
 
     def point(self, need: Need, queries: Sequence[str]) -> Optional[float]:
-        cells = [c for c in map(self.by_need.get(need, {}).get, queries) if c]
-        n = sum(c[1] for c in cells)
-        return sum(c[0] for c in cells) / n if n else None
+        ids = tuple(sorted(queries))
+        v = self._replicates(need, ids, np.ones((1, len(ids))))[0]
+        return float(v) if np.isfinite(v) else None
 
     def replicates(self, need: Need, boot: Bootstrap) -> np.ndarray:
         key = (need, boot.query_ids, *boot.idx.shape)
         if key not in self._reps:
-            cells = [self.by_need.get(need, {}).get(q, (0.0, 0)) for q in boot.query_ids]
-            self._reps[key] = boot.cluster_means(np.array([c[0] for c in cells], dtype=float),
-                                                 np.array([c[1] for c in cells], dtype=float))
+            self._reps[key] = self._replicates(need, boot.query_ids, E.query_counts(boot.idx, len(boot.query_ids)))
         return self._reps[key]
+
+
+def plans_of(results: Results) -> dict[str, dict[int, float]]:
+    """The plan's length mix per condition as results.json records it (none: the conversations present)."""
+    return {cond: {int(k): float(v) for k, v in block["plan_lengths"].items()}
+            for cond, block in results.conditions.items() if isinstance((block or {}).get("plan_lengths"), dict)}
 
 
 def _sums(x: Any) -> QuerySums:
@@ -254,7 +271,9 @@ def shared_queries(a: Any, b: Any, stat: Stat) -> set[str]:
 
 
 def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optional[float], np.ndarray, Optional[str]]:
-    """(value, bootstrap replicates, reason when None) of `stat` over the queries of `boot`."""
+    """(value, bootstrap replicates, reason when None) of `stat` over the queries of `boot`: each mean it
+    needs is the headline's estimator (length-stratified, the same unscored rule, clipped into its bounds)
+    on those queries, so over the same queries it is the displayed number."""
     points, reps = [], []
     for need in stat.needs:
         point = sums.point(need, boot.query_ids)
@@ -291,6 +310,8 @@ def paired_difference(a: Any, b: Any, stat: Stat, *, n_resamples: int = N_RESAMP
     difference, not of two independent means. `boots` caches the resamples per query set."""
     a, b = _sums(a), _sums(b)
     queries = frozenset(shared_queries(a, b, stat))
+    if not queries and (a.old_rows or b.old_rows):
+        return Difference(*ids, None, None, 0, OLD_ROWS)
     if not queries:
         return Difference(*ids, None, None, 0, "no query with numbers for both models")
     boots = {} if boots is None else boots
@@ -357,7 +378,7 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
                 by_run[i].append(cell)
     groups, info, warnings = comparability(runs)
     n, seed = bootstrap_settings(runs)
-    sums, boots = [QuerySums(e.scores) for e in runs], {}
+    sums, boots = [QuerySums(e.scores, plans_of(e.results)) for e in runs], {}
     differences = {col.key: [paired_difference(sums[i], sums[j], col.stat, n_resamples=n, seed=seed, ids=(i, j),
                                                boots=boots)
                              for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]

@@ -131,7 +131,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
                        {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
     results = Results(
-        model=_model_name(meta, transcripts), **M.summarize(convs, n_resamples=n_resamples, seed=seed),
+        model=_model_name(meta, transcripts), **M.summarize(convs, n_resamples=n_resamples, seed=seed,
+                                                            plans=length_plans(bench, meta, core)),
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
@@ -158,6 +159,24 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         if section is not None:
             results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def length_plans(bench: Benchmark, meta: RunMeta, core: set[str]) -> Optional[dict[str, dict[int, float]]]:
+    """Per condition of the headline, the plan's conversations per length (model turns): the weights of its
+    means, from the run's plan rather than the conversations that happen to be present. None when the run's
+    conditions cannot be planned by this version."""
+    from carryon_eval.suite import PlanSettings, plan_jobs
+
+    try:
+        jobs, _ = plan_jobs(bench, meta.conditions, PlanSettings(shared_turn1=meta.shared_turn1))
+    except (ValueError, KeyError):
+        return None
+    plans: dict[str, dict[int, float]] = {}
+    for job in jobs:
+        if job.condition in core:
+            lengths = plans.setdefault(job.condition, {})
+            lengths[1 + len(job.moves)] = lengths.get(1 + len(job.moves), 0.0) + 1.0
+    return plans or None
 
 
 def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript], run: RunFolder) -> int:

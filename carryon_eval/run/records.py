@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
+from carryon_eval.model.redact import public_url
 from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
 
 SCHEMA_VERSION = 1
@@ -78,7 +79,7 @@ class RoleRecord:
 
     @classmethod
     def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
-        return cls(**config.public(), local=local, pool=tuple(pool))
+        return cls(**config.public(), local=local, pool=tuple(public_url(url) for url in pool))
 
     def request_options(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in REQUEST_OPTION_NAMES if getattr(self, name) is not None}
@@ -464,6 +465,7 @@ class Results:
     turn1_bins: dict[str, Any] = field(default_factory=dict)
     by_domain: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
+    estimators: dict[str, Any] = field(default_factory=dict)
     null_meaning: str = ""
     judges: JudgesInfo = field(default_factory=JudgesInfo)
     judge_context: dict[str, str] = field(default_factory=dict)

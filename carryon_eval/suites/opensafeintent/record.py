@@ -106,7 +106,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
         return None
     release = inputs.bench.extras[CONDITION].release
     return section(release, mine, _records(inputs), load_probes(inputs.rundir, target_model(mine)), inputs.judge,
-                   n_resamples=inputs.n_resamples)
+                   n_resamples=inputs.n_resamples, seed=inputs.seed)
 
 
 def export(inputs: Any, dest: Path) -> dict[str, Path]:

@@ -161,10 +161,10 @@ def target_model(transcripts: Iterable[Transcript]) -> Optional[str]:
 
 def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
             probes: Sequence[ProbeRecord], judge_model: Optional[str], n_resamples: int = 1000,
-            record: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+            record: Optional[dict[str, Any]] = None, seed: int = 0) -> dict[str, Any]:
     """The results.json section ``opensafeintent``."""
     exports = set_exports(release, transcripts, records, probes)
-    out = summarize([e.scores for e in exports], n_resamples)
+    out = summarize([e.scores for e in exports], n_resamples, seed)
     return {"reference": "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale",
             "release": {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
                         "sha256": dict(release.hashes)},

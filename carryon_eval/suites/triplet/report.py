@@ -204,7 +204,8 @@ def compare_markdown(part: Optional[dict[str, Any]]) -> str:
     rho = _md(["Metric", "rho with Recovery%", "p", "n models", "note"],
               [[LABELS[k], "n/a" if s["rho"] is None else f"{s['rho']:.3f}", "n/a" if s["p"] is None else f"{s['p']:.3f}",
                 str(s["n"]), s["reason"] or s.get("note") or ""] for k, s in part["spearman_with_recovery"].items()])
-    return f"\n## Triplet evaluation (OpenSafeIntent's metrics)\n\n{table}\n\n{rho}\n"
+    return (f"\n## Triplet evaluation (CarryOnBench's triplet definitions, after OpenSafeIntent; not its metrics: "
+            f"see `--opensafeintent-sets triplets`)\n\n{table}\n\n{rho}\n")
 
 
 def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
