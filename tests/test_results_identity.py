@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
-    "all": "7d312fc13c93a47700faf448bf75b68fbe729ffb2bec027f27c53efd44c040c2",
-    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
+    "sample": "2853fa92b3ef9bf869a95c3b1d5f6eefc93a42bdf7a802293f71bc5ecde2b162",
+    "all": "175099a9bf40cca278f19facd485682fdd68b6ee2ab2bfe524542b271ff5c93a",
+    "report": "35dd3c36051f3e8aa346ded132e9003ec69f9262e3ecc337623c9741e8f97d7d",
 }
 
 
