@@ -17,7 +17,7 @@ from carryon_eval.human.judges_vs_people import (HEADLINE, HumanAgreementError, 
 from carryon_eval.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, render_markdown
-from carryon_eval.report.leaderboard_page import write_board
+from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.records import Results
 
 
@@ -45,7 +45,10 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     cmp["plots"] = _write_plots(results, out / "plots")
-    cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
+    try:
+        cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
+    except LeaderboardError as exc:
+        raise AnalysisError(str(exc)) from None
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -140,6 +140,17 @@ class Progress:
             self.bar.set_postfix_str(" ".join(f"{r}={human(t)}" for r, t in tokens.items()) + " tok",
                                      refresh=False)
 
+    def take_over(self) -> None:
+        """Show this phase from now on (a bar on a terminal, lines when piped), when it was started hidden
+        behind another phase's line that has now ended (the judge tail after the rollout)."""
+        if self.bar.disable:
+            self.bar.close()
+            self.bar = tqdm(total=self.total, initial=self._n, desc=self.desc, unit=self.unit, file=sys.stderr,
+                            dynamic_ncols=True, mininterval=0.5, disable=None)
+        if self._lines is None and not self._stop.is_set() and not _stdout_is_terminal():
+            self._lines = threading.Thread(target=self._print_lines, name=f"progress-{self.desc}", daemon=True)
+            self._lines.start()
+
     def advance(self, n: int = 1) -> None:
         self._n += n
         self._show_tokens()

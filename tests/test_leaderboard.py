@@ -267,9 +267,8 @@ def test_write_board_with_an_unreadable_run_json_is_one_error(tmp_path: Path) ->
 
     cmp, results, scores = board_inputs(tmp_path, "no plots here")
     (Path(cmp["runs"][1]) / "run.json").write_text("{not json")
-    with pytest.raises(LeaderboardError, match="m2") as err:
+    with pytest.raises(LeaderboardError, match="m2"):
         write_board(tmp_path / "cmp", cmp, results, scores)
-    assert err.value.exit_code == 2
     assert not (tmp_path / "cmp" / "leaderboard.html").exists()
 
 
@@ -380,7 +379,7 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth, i.src.slice(0, 22)])")
         assert {name for name, *_ in images} == {"models_utility_vs_harm", "models_move_effects", "recovery_cost",
-                                                 "models_redundancy"}
+                                                 "models_redundancy", "move_effects_across_models"}
         assert all(done and width > 100 and src == "data:image/png;base64," for _, done, width, src in images), images
 
         # every request the page's document made (the browser's own chrome:// pages are not the page's)

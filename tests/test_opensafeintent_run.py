@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from carryon_eval.app.phases import ProbeContext
+from carryon_eval.suite import ProbeContext
 from carryon_eval.app.cost import Caps, estimate
 from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.judge.phase import judge_run

@@ -63,6 +63,19 @@ def test_without_options_the_api_and_the_cli_build_the_same_config():
     assert cfg.utility_mode == "logprobs" and cfg.max_tokens == 9 and cfg.judge.extra_body == {"top_p": 0.5}
 
 
+def test_every_entry_sets_a_field_of_the_config_record():
+    """An entry is an EvaluateConfig field, or a role's (its endpoint options and request options)."""
+    from carryon_eval.app.config import ROLES, TARGET_FIELDS
+    from carryon_eval.option import REQUEST_OPTIONS
+
+    fields = {f.name for f in dataclasses.fields(EvaluateConfig)}
+    roles = {name for role in ROLES for name in options.role_names(role)}
+    requests = {f"{role}_{name}" for role in ROLES for name in REQUEST_OPTIONS}
+    for option in options.EVALUATE:
+        name = TARGET_FIELDS.get(option.name, option.name)
+        assert name in fields | roles | requests, option.flag
+
+
 def test_the_config_records_defaults_are_the_tables():
     fields = {f.name: f.default for f in dataclasses.fields(EvaluateConfig)}
     for option in options.EVALUATE:

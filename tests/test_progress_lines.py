@@ -43,3 +43,17 @@ def test_the_line_has_the_bars_numbers():
     line = bar.line()
     bar.close()
     assert line.startswith("rollout: 5/10 conv (50%), ") and "tokens target=1.2k" in line and LINE.match(line)
+
+
+def test_the_judge_tail_after_the_rollout_prints_its_own_lines_in_a_pipe(scripted_server, tmp_path):
+    """The rollout's line ends with the rollout; judging goes on (here: a slow judge) and says how it goes."""
+    def slow_judge(body):
+        return slowly(handler, 0.4)(body) if body["model"] == "jdg" else handler(body)
+    srv = scripted_server(slow_judge, models=("tgt", "sim", "jdg"))
+    proc = spawn(*remote(srv), "--limit", "1", "--conditions", "turn1", "--out", tmp_path / "run",
+                 "--concurrency", "1", "--progress-interval", "0.3", text=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    judge_lines = [m for m in map(LINE.match, out.splitlines()) if m and m.group(1) == "judge"]
+    assert len(judge_lines) >= 2, out
+    assert all(m.group(4) == "call" for m in judge_lines)

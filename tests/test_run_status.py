@@ -69,3 +69,17 @@ def test_an_incomplete_run_says_so_in_table_md_and_the_inspect_export(scripted_s
     log = read_eval_log(str(tmp_path / "logs" / "run.eval"))
     assert log.eval.metadata["status"] == ["incomplete"]
     assert log.eval.metadata["status_lines"] == [STATUS_LINES["incomplete"]]
+
+
+def test_report_on_a_torn_transcripts_file_says_incomplete_and_exits_4(scripted_server, dataset, tmp_path):
+    run = played(scripted_server, dataset, tmp_path / "run")
+    text = (run / "transcripts.jsonl").read_text()
+    (run / "transcripts.jsonl").write_text(text[: len(text) - 40])           # the last line torn, as by a kill
+    result = invoke("report", run)
+    assert result.exit_code == 4, result.output
+    err = result.stderr.strip().splitlines()
+    assert err[0] == ("INCOMPLETE: 1 planned conversation(s) have no final transcript yet (the rollout stopped, or "
+                      "a reply stayed empty); rerun the same command to finish them.")
+    assert err[-1] == ("carryon-eval: the run is incomplete: planned conversations have no final transcript yet "
+                       "(results.json and the report say so); rerun the same command to resume")
+    assert f"**{STATUS_LINES['incomplete']}**" in (run / "table.md").read_text()

@@ -27,7 +27,7 @@ from helpers.rollout_data import write_dataset_folder
 from scripted_server import last_user_text
 
 from carryon_eval.cli import cli
-from carryon_eval.dataset.load import DatasetError, load_benchmark
+from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.suites.triplet.metrics import TripletReply, summarize_triplets
 
 V = ("benign", "ambiguous", "malicious")
@@ -183,14 +183,20 @@ def test_triplet_metrics_are_pure_functions_of_the_replies():
     assert summarize_triplets([]) is None
 
 
-def test_a_set_without_a_malicious_prompt_is_a_dataset_error(tmp_path):
+def test_a_set_without_a_malicious_prompt_cannot_run_the_triplets(tmp_path):
+    """The triplet suite checks its own config (Suite.missing): the dataset loads, --conditions triplet is refused
+    with the first bad row."""
+    from carryon_eval.suite import SuiteError, refuse_missing
+
     rows = [{"set_id": "s1", "variant": v, "paraphrase": 0, "prompt": "p", "domain": "D1", "category": "fraud"}
             for v in ("benign", "ambiguous")]
-    with pytest.raises(DatasetError, match="triplets: set 's1' has no malicious prompt"):
-        load_benchmark(make_triplet_dataset(tmp_path / "data", rows))
+    bench = load_benchmark(make_triplet_dataset(tmp_path / "data", rows))
+    refuse_missing(bench, ["turn1", "bc"])
+    with pytest.raises(SuiteError, match="--conditions triplet: dataset .*: triplets: set 's1' has no malicious prompt"):
+        refuse_missing(bench, ["turn1", "triplet"])
     bad = rows + [{**rows[0], "variant": "sarcastic"}]
-    with pytest.raises(DatasetError, match="triplets row 2: variant 'sarcastic'"):
-        load_benchmark(make_triplet_dataset(tmp_path / "data2", bad))
+    with pytest.raises(SuiteError, match="triplets row 2: variant 'sarcastic'"):
+        refuse_missing(load_benchmark(make_triplet_dataset(tmp_path / "data2", bad)), ["triplet"])
 
 
 def test_conditions_all_selects_triplet_and_the_default_does_not(scripted_server, tmp_path):

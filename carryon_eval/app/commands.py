@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
                                      resolve_roles, suite_options)
-from carryon_eval.app.phases import (ProbeContext, RunIncomplete, fidelity_phase, judge_phase, report_phase,
+from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
 from carryon_eval.human.annotate import sample_cases, strata_counts, write_annotation
@@ -43,7 +43,8 @@ from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import suite_inputs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge.scorers import make_scorer
-from carryon_eval.suite import (PlanSettings, ScoringPlan, SuiteError, available, exporters, load_inputs, plan_jobs,
+from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, exporters, load_inputs,
+                                plan_jobs,
                                 refuse_missing, selected, suites)
 
 # ---------------------------------------------------------------- commands

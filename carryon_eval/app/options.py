@@ -104,7 +104,7 @@ EVALUATE: tuple[Option, ...] = (
     JUDGE_FORMAT,
     Option("--subset", default="full", choices=SUBSETS,
            help="quick: every query for turn1/oracle and one BC + one NC conversation per query, stratified "
-                "over lengths (carryon_eval/subset.py says how); about 1/5 of the calls."),
+                "over lengths (carryon_eval/dataset/subset.py says how); about 1/5 of the calls."),
     SUITE_OPTIONS,
     Option("--dry-run", kind="flag", default=False, show_default=False,
            help="Print the calls and estimated tokens per role and condition (and the cost with --price), "

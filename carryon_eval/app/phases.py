@@ -2,35 +2,21 @@
 and the checks on what they wrote (require_scored: exit 3, require_complete: exit 4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Optional, Sequence
 
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.phase import judge_run
-from carryon_eval.progress import Progress
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import write_report
 from carryon_eval.rollout.play import rollout
-from carryon_eval.run.folder import FIDELITY_FILE, RunFolder, write_json_atomic
-from carryon_eval.suite import Job, PlanSettings, plan_jobs, suites
-from carryon_eval.suites.carryonbench.fidelity import check_fidelity
+from carryon_eval.run.folder import RunFolder
+from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites
 from carryon_eval.rollout.simulator import UserSimulator
 
 JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
-
-
-@dataclass(frozen=True)
-class ProbeContext:
-    """What a suite's probe gets: the run folder, the endpoint of its role, the judge whose verdicts chose
-    the replies, the concurrency and the dataset (with the suites' own inputs in ``bench.extras``)."""
-    run: RunFolder
-    target: ChatEndpoint
-    judge_model: Optional[str]
-    concurrency: int
-    bench: Optional[Benchmark] = None
 
 
 # ---------------------------------------------------------------- phases
@@ -58,17 +44,12 @@ async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target:
 
 
 async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
-                         out: Output) -> dict[str, Any]:
-    transcripts = run.transcripts()
-    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
-    with Progress(n, "fidelity", usage=judge.usage, unit="turn") as bar:
-        result = await check_fidelity(transcripts, bench.queries, judge, concurrency=concurrency, progress=bar)
-    write_json_atomic(run.path / FIDELITY_FILE, result)
-    agree, leak = result["agreement"], result["intent_leak"]
-    out.info(f"fidelity: {result['n_turns']} user turns, move agreement "
-             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']} "
-             f"-> {run.path / FIDELITY_FILE}")
-    return result
+                         out: Output) -> None:
+    """The suites' checks named "fidelity" (the CarryOnBench wing's move-fidelity check), with the judge."""
+    for suite in suites():
+        for check in suite.checks:
+            if check.name == "fidelity":
+                out.info(await check.run(ProbeContext(run, judge, None, concurrency, bench)))
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
@@ -105,6 +86,9 @@ def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[
     results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
     out.info(f"results: {run.path / 'results.json'}")
     out.info(f"report:  {run.path / 'report.html'}")
+    for line in [*(n for n in results.notes if n.startswith("INCOMPLETE")), *(
+            line for s, line in zip(results.status(), results.status_lines()) if s != "incomplete")]:
+        out.note(line)             # what results.json, table.md and the report say first, said here too
     return results
 
 
@@ -141,6 +125,9 @@ def require_complete(results: Results, run: RunFolder) -> None:
     if missing or results.judges.complete is False:
         raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
                             f"(results.json and the report say so); rerun the same command to resume")
+    if "incomplete" in results.status():      # planned conversations without a final transcript
+        raise RunIncomplete("the run is incomplete: planned conversations have no final transcript yet (results.json "
+                            "and the report say so); rerun the same command to resume")
 
 
 def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:

@@ -19,7 +19,6 @@ from typing import Any, Optional
 from carryon_eval.dataset import fingerprint
 from carryon_eval.moves import flow_problems, is_valid
 from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
-from carryon_eval.suites.triplet.prompt_sets import triplets_problem
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 SAMPLE = "builtin:sample"          # the source recorded for the built-in sample (never its install path)
@@ -57,9 +56,6 @@ class Benchmark:
                   "checklists": [item for items in self.checklists.values() for item in items],
                   "flows": list(self.flows.values()), "conversations": self.conversations}
         return {name: _rows_sha256(rows) for name, rows in tables.items()}
-
-    def conversations_of(self, query_id: str) -> list[dict[str, Any]]:
-        return [c for c in self.conversations if c["query_id"] == query_id]
 
     def limited(self, n: Optional[int]) -> "Benchmark":
         """The first n queries (dataset order) with all their checklists and conversations."""
@@ -318,9 +314,6 @@ def _read_tables(source: str, label: str) -> Benchmark:
 
     manifest = _read_manifest(source)
     triplets = _rows(source, "triplets", revision)
-    problem = triplets_problem(triplets, queries)
-    if problem:
-        raise DatasetError(f"dataset {source}: {problem}")
     bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
                       flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
     empty = [q for q, items in checklists.items() if not items]

@@ -30,10 +30,6 @@ Stat = Callable[[Sequence[Any], Sequence[Any]], Optional[float]]
 
 
 # ---------------------------------------------------------------- single statistics
-def kappa(a: Sequence[Any], b: Sequence[Any]) -> Optional[float]:
-    return cohen_kappa(a, b)[0]
-
-
 def within_one(a: Sequence[int], b: Sequence[int]) -> Optional[float]:
     """Percent of pairs whose scores differ by at most one point."""
     return 100.0 * sum(abs(x - y) <= 1 for x, y in zip(a, b)) / len(a) if a else None
@@ -59,10 +55,6 @@ def quadratic_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int
     return 1.0 - float((weights * observed).sum()) / denom
 
 
-def accuracy(a: Sequence[Any], b: Sequence[Any]) -> Optional[float]:
-    return percent_agreement(a, b)
-
-
 def with_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any]) -> dict[str, Any]:
     return {"value": stat(a, b), "ci95": bootstrap_ci(stat, a, b)}
 
@@ -72,7 +64,7 @@ def binary_stats(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
     """Ben-Util: percent agreement and Cohen's kappa (a: judge, b: people), with intervals."""
     k, reason = cohen_kappa(a, b)
     return {"n": len(a), "percent_agreement": with_ci(percent_agreement, a, b),
-            "cohen_kappa": {**with_ci(kappa, a, b), "reason": reason},
+            "cohen_kappa": {**with_ci(lambda x, y: cohen_kappa(x, y)[0], a, b), "reason": reason},
             "confusion": {"yes_yes": sum(x and y for x, y in zip(a, b)), "yes_no": sum(x and not y for x, y in zip(a, b)),
                           "no_yes": sum(not x and y for x, y in zip(a, b)),
                           "no_no": sum(not x and not y for x, y in zip(a, b))}}
@@ -88,7 +80,7 @@ def score_stats(a: Sequence[int], b: Sequence[int]) -> dict[str, Any]:
 
 def move_stats(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
     """Moves: accuracy (% of b equal to a) and the confusion matrix a -> b over the seven moves."""
-    return {"n": len(a), "accuracy": with_ci(accuracy, a, b),
+    return {"n": len(a), "accuracy": with_ci(percent_agreement, a, b),
             "confusion": {m: {p: sum(x == m and y == p for x, y in zip(a, b)) for p in MOVES} for m in MOVES}}
 
 

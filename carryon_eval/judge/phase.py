@@ -362,6 +362,7 @@ async def _take(incoming: AsyncIterator[Transcript], judging: _Planner, workers:
     try:
         async for transcript in incoming:
             bar.grow(judging.add([transcript]))
+        bar.take_over()                 # the rollout's line has ended: the judge tail says how it goes
     finally:
         judging.close(workers)
 

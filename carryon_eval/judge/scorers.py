@@ -33,7 +33,6 @@ it is put into a judge prompt (the transcript keeps the raw reply).
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, runtime_checkable
@@ -161,9 +160,6 @@ ITEM_TARGET = ("conversation_id", "turn", "item_id")
 
 # ---------------------------------------------------------------- the registry
 REGISTRY: dict[str, Callable[[JudgeSettings], Scorer]] = {}
-#: Modules whose scorers register themselves on import (they import this module, so not at its top).
-BUILTIN_SCORER_MODULES = ("carryon_eval.suites.carryonbench.fidelity", "carryon_eval.suites.carryonbench.rubric",
-                          "carryon_eval.suites.triplet.response_modes", "carryon_eval.suites.opensafeintent.scorers")
 
 
 def register(cls: Any) -> Any:
@@ -173,8 +169,9 @@ def register(cls: Any) -> Any:
 
 
 def make_scorer(name: str, options: JudgeSettings = JudgeSettings()) -> Scorer:
-    for module in BUILTIN_SCORER_MODULES:
-        importlib.import_module(module)
+    from carryon_eval.suite import suites     # the suites bring their scorers (their records import them)
+
+    suites()
     try:
         factory = REGISTRY[name]
     except KeyError:

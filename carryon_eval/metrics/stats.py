@@ -17,6 +17,8 @@ import numpy as np
 from carryon_eval.defaults import BOOTSTRAP_RESAMPLES as N_RESAMPLES
 from carryon_eval.defaults import BOOTSTRAP_SEED as SEED
 
+SCORED_MIN = 95.0                # a number whose scored share is under this is marked (table.md, report.html)
+
 
 
 # ---------------------------------------------------------------- the bootstrap (one for every interval)

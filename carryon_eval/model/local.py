@@ -14,7 +14,7 @@ key. Its outputs measure nothing (see LOCAL_MODEL_NOTICE).
 
 System messages: llama-cpp-python's built-in "gemma" chat format drops system messages, and this GGUF
 carries no chat template. By default the server is therefore given a small Gemma-style template
-(carryon_eval/local_model_files.py) that, like Gemma 3's own template, puts the system text at the start of the first
+(carryon_eval/model/local_files.py) that, like Gemma 3's own template, puts the system text at the start of the first
 user turn. Pass chat_format="gemma" to get the built-in format instead.
 """
 from __future__ import annotations

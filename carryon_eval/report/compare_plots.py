@@ -8,7 +8,8 @@ import math
 from typing import Any, Callable, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.report.plots import (CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE, _figure, _legend, _png,
+from carryon_eval.report.plots import (CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, PCT_LIMITS, VIOLATION_LINE, _figure,
+                                       _legend, _png,
                     _require, draw_all)
 from carryon_eval.run.records import Results
 
@@ -34,7 +35,7 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
         ax.scatter([], [], color=CONDITION_COLORS.get(c), label=CONDITION_LABELS.get(c, c))
     ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
     ax.set_xlim(0.8, 5.2)
-    ax.set_ylim(0, 100)
+    ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel("Ben-Util (%)")
     _legend(ax, fontsize=8)

@@ -19,19 +19,18 @@ page and leaderboard.jsonl carry their columns without further change.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
 from carryon_eval.suites.carryonbench import conditions as M
-from carryon_eval.suites.carryonbench.conditions import SCORED_MIN
-from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.run.records import Results
+from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
 
@@ -42,41 +41,6 @@ DEFAULT_SORT = "bc.utility"
 
 
 # ---------------------------------------------------------------- columns and cells
-@dataclass(frozen=True)
-class Stat:
-    """A model's number as a function of condition means of per-conversation values: `needs` names the
-    (condition, value) means, `combine` maps them (floats, or numpy arrays of bootstrap replicates) to it."""
-    needs: tuple[tuple[str, str], ...]
-    combine: Callable[..., Any] = lambda x: x
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str                          # stable id: "bc.utility", "recovery", "triplet.icu", ...
-    label: str
-    group: str                        # the header band it sits under
-    digits: int = 1
-    better: Optional[str] = None      # "higher" | "lower" | None: which end a first click puts on top
-    stat: Optional[Stat] = None       # how to recompute it per query (paired differences); None: not available
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Cell:
-    value: Optional[float]
-    ci95: Optional[list[float]] = None
-    scored_share: Optional[float] = None
-    reason: Optional[str] = None
-
-    @property
-    def under_95(self) -> bool:
-        return self.value is not None and self.scored_share is not None and self.scored_share < SCORED_MIN
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "ci95": self.ci95, "scored_share": self.scored_share,
-                **({"reason": self.reason} if self.reason else {})}
-
-
 #: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's conditions.py, by the headline's rule).
 UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
@@ -94,7 +58,6 @@ def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
 RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery)
 LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
 
-ColumnSource = Callable[[Sequence["RunEntry"]], list[tuple[Column, list[Cell]]]]
 COLUMN_SOURCES: dict[str, ColumnSource] = {}
 
 
@@ -105,33 +68,6 @@ def register_columns(name: str, source: ColumnSource) -> ColumnSource:
 
 
 # ---------------------------------------------------------------- one run
-@dataclass
-class RunEntry:
-    label: str                                   # the model's name on the board (unique)
-    folder: str
-    results: Results
-    scores: list[dict[str, Any]]                 # conversation_scores.jsonl
-    meta: RunMeta = field(default_factory=RunMeta)
-
-    def judges(self) -> dict[str, Any]:
-        j = self.results.judges
-        return {kind: {"models": list(getattr(j, kind).get("models") or []),
-                       "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
-                for kind in ("utility", "safety")}
-
-    def dataset(self) -> dict[str, Any]:
-        ref, res = self.meta.dataset, self.results.dataset
-        return {"source": res.source or ref.source, "revision": res.revision or ref.revision,
-                "manifest_version": res.manifest_version, "manifest_sha256": ref.manifest_sha256,
-                "content_sha256": ref.content_sha256}
-
-    def dataset_id(self) -> str:
-        """What pins the rows: their content hashes when recorded, else the manifest's, else source and revision."""
-        d = self.dataset()
-        pin = d["content_sha256"] or d["manifest_sha256"] or [d["source"], d["revision"]]
-        return hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest()[:12]
-
-
 def utility_word(r: Results) -> str:
     """The utility columns' name: "Util." (Ben-Util), or "Rubric util." (never under Ben-Util's name; compare
     refuses boards that mix the two)."""

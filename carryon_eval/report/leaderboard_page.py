@@ -15,11 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-import click
 
 from carryon_eval import __version__
 from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
 from carryon_eval.report.plots import (CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require,
+                                       label_points,
                                        data_uri)
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.run.folder import write_text_atomic
@@ -44,6 +44,10 @@ def _ci_err(value: Optional[float], ci: Optional[Sequence[float]]) -> list[float
 
 def recovery_cost(board: Board) -> bytes:
     """Every model's BC utility gain over turn 1 (y) against its BC violation-rate increase (x)."""
+    return _png(recovery_cost_figure(board))
+
+
+def recovery_cost_figure(board: Board) -> Any:
     pts = [(e.label, g, (e.results.conditions.get("bc") or {})) for e, g in zip(board.runs, board.groups)]
     pts = [(label, g, b) for label, g, b in pts if b.get("utility_delta") is not None
            and b.get("violation_rate_delta") is not None]
@@ -56,13 +60,13 @@ def recovery_cost(board: Board) -> bytes:
         xe, ye = _ci_err(x, ci.get("violation_rate_delta")), _ci_err(y, ci.get("utility_delta"))
         ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
                     fmt=markers[(ord(g) - ord("A")) % len(markers)], color=CONDITION_COLORS["bc"], capsize=2)
-        ax.annotate(f"{label} ({g})" if len(board.group_info) > 1 else label, (x, y), fontsize=7,
-                    xytext=(4, 4), textcoords="offset points")
     ax.axhline(0, color="#999999", linewidth=0.8)
     ax.axvline(0, color="#999999", linewidth=0.8)
     ax.set_xlabel("BC violation-rate increase over turn 1 (points of % harm ≥ 4)")
     ax.set_ylabel("BC Ben-Util gained over turn 1 (points)")
-    return _png(fig)
+    label_points(ax, [(b["violation_rate_delta"], b["utility_delta"],
+                       f"{label} ({g})" if len(board.group_info) > 1 else label) for label, g, b in pts], fontsize=7)
+    return fig
 
 
 def models_redundancy(board: Board) -> bytes:
@@ -225,9 +229,8 @@ def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skip
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 
 
-class LeaderboardError(click.ClickException):
-    """A compared run's run.json cannot be read: one error line, exit 2 (as compare's own errors)."""
-    exit_code = 2
+class LeaderboardError(Exception):
+    """A compared run's run.json cannot be read: one line (the command line's error, exit 2, as compare's own)."""
 
 
 def read_meta(folder: Path) -> RunMeta:

@@ -7,7 +7,7 @@ matplotlib.figure.Figure with the Agg canvas directly, so no pyplot global state
 A plot whose data is all null is never drawn blank or zero-filled: its function raises PlotSkipped with
 the reason, and draw_all() collects {name: reason} for the report to print. Within a drawn plot a null
 cell is left out (bars say "n/a"), never drawn as 0. The figures of several runs (`compare`) are in
-carryon_eval/compare_plots.py, drawn with the helpers here.
+carryon_eval/report/compare_plots.py, drawn with the helpers here.
 """
 from __future__ import annotations
 
@@ -64,6 +64,36 @@ def _figure(ncols: int = 1, width: float = 5.0, height: float = 4.0) -> tuple[An
     return fig, axes
 
 
+#: A 0-100 axis with room for the markers at 0 and 100 (at exactly (0, 100) half of each is cut off).
+PCT_LIMITS = (-4.0, 104.0)
+#: Where a point's label may go, in points from the point, nearest first (ha, va follow the side).
+_LABEL_OFFSETS = [(4, 4), (4, -4), (-4, 4), (-4, -4), (4, 12), (4, -12), (-4, 12), (-4, -12), (10, 0), (-10, 0),
+                  (4, 20), (4, -20), (-4, 20), (-4, -20), (4, 28), (4, -28), (-4, 28), (-4, -28)]
+
+
+def label_points(ax: Any, points: Sequence[tuple[float, float, str]], fontsize: float = 8) -> list[Any]:
+    """Annotate each (x, y, text) next to its point where its text overlaps no label placed before it (measured
+    on the rendered text extents), trying the offsets of _LABEL_OFFSETS in turn; the annotations."""
+    fig = ax.figure
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = []
+    boxes: list[Any] = []
+    for x, y, text in points:
+        note = None
+        for dx, dy in _LABEL_OFFSETS:
+            if note is not None:
+                note.remove()
+            note = ax.annotate(text, (x, y), fontsize=fontsize, xytext=(dx, dy), textcoords="offset points",
+                               ha="left" if dx >= 0 else "right", va="bottom" if dy >= 0 else "top")
+            box = note.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not any(box.overlaps(b) for b in boxes):
+                break
+        boxes.append(note.get_window_extent(renderer))
+        placed.append(note)
+    return placed
+
+
 def _png(fig: Any, bottom: float = 0.0) -> bytes:
     """PNG bytes; bottom: share of the figure height kept free for a figure-level legend."""
     buf = io.BytesIO()
@@ -111,7 +141,7 @@ def utility_vs_harm(results: Results) -> bytes:
                     color=CONDITION_COLORS.get(cond), capsize=3, label=CONDITION_LABELS.get(cond, cond))
     ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1, label="harm = 4")
     ax.set_xlim(0.8, 5.2)
-    ax.set_ylim(0, 100)
+    ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel("Ben-Util (% of checklist)")
     ax.set_title(f"{results.model}: utility vs harm")
@@ -139,13 +169,17 @@ def curves_by_turn(results: Results) -> bytes:
             ax.set_ylim(0.8, 5.2)
             ax.axhline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
         else:
-            ax.set_ylim(0, 100)
+            ax.set_ylim(*PCT_LIMITS)
         _legend(ax, fontsize=8)
     return _png(fig)
 
 
 def move_effects(results: Results) -> bytes:
     """Figure 23: each move's turn utility and harm as deviation from the model's mean."""
+    return _png(move_effects_figure(results))
+
+
+def move_effects_figure(results: Results) -> Any:
     _require(any(r.get("utility_dev") is not None and r.get("harm_dev") is not None
                  for r in results.move_effects["moves"].values()),
              "no user move has both a utility and a harm deviation (no scored turn after a move)")
@@ -154,8 +188,6 @@ def move_effects(results: Results) -> bytes:
         if row.get("utility_dev") is None or row.get("harm_dev") is None:
             continue
         ax.scatter([row["utility_dev"]], [row["harm_dev"]], color=GROUP_COLORS.get(row["group"]), s=40)
-        ax.annotate(move.replace("_", " "), (row["utility_dev"], row["harm_dev"]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
     for group, color in GROUP_COLORS.items():
         ax.scatter([], [], color=color, label=group.replace("_", " "))
     ax.axhline(0, color="black", linewidth=0.8)
@@ -164,7 +196,10 @@ def move_effects(results: Results) -> bytes:
     ax.set_ylabel("harm deviation from model mean")
     ax.set_title("user move effects")
     _legend(ax, fontsize=8)
-    return _png(fig)
+    label_points(ax, [(row["utility_dev"], row["harm_dev"], move.replace("_", " "))
+                      for move, row in results.move_effects["moves"].items()
+                      if row.get("utility_dev") is not None and row.get("harm_dev") is not None])
+    return fig
 
 
 def redundancy_by_turn(results: Results) -> bytes:
@@ -177,7 +212,7 @@ def redundancy_by_turn(results: Results) -> bytes:
         if rows:
             ax.plot([r["turn"] for r in rows], [r["redundancy"] for r in rows], marker="o",
                     color=CONDITION_COLORS[cond], label=CONDITION_LABELS[cond])
-    ax.set_ylim(0, 100)
+    ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("model turn")
     _integer_ticks(ax)
     ax.set_ylabel("redundancy (%)")

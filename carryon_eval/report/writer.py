@@ -14,7 +14,6 @@ import datetime as _dt
 import html
 import json
 import logging
-from dataclasses import dataclass
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -35,8 +34,7 @@ from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_
 from carryon_eval.schema import CONDITIONS, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, make_scorer
 from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
-from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.suite import Suite, suites as registered_suites
+from carryon_eval.suite import ReportInputs, Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
@@ -73,24 +71,6 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
         complete=judged.complete if judged else None,
         selected=judge, present=judges_present(rundir),
     )
-
-
-@dataclass
-class ReportInputs:
-    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
-    rundir: Path
-    bench: Benchmark
-    transcripts: list[Transcript]
-    judge: Optional[str]
-    utility: list[Any]
-    safety: list[Any]
-    n_resamples: int
-    seed: int
-
-    def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored."""
-        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
-                if self.judge is None or r.get("judge_model") == self.judge]
 
 
 def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,

@@ -13,7 +13,6 @@ from typing import Any, Optional, Sequence
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
 from carryon_eval.model.redact import public_url
-from carryon_eval.suite import Skipped  # noqa: F401 - run.json lists them; the record lives with the suites
 
 SCHEMA_VERSION = 1
 
@@ -31,6 +30,21 @@ def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
 
 # ======================================================================== run.json
 # (section owned by the application-layer work: RunMeta and its parts)
+@dataclass(frozen=True)
+class Skipped:
+    """A planned conversation that cannot run, and why (run.json lists them)."""
+    conversation_id: str
+    condition: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation_id, "condition": self.condition, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Skipped":
+        return cls(**{k: d.get(k) for k in ("conversation_id", "condition", "reason")})
+
+
 @dataclass
 class DatasetRef:
     """Which dataset a run used: a folder, a Hub id or the built-in sample, and what pins it."""

@@ -1,14 +1,18 @@
-"""The seam between the evaluator's stages and the benchmark suites: the suite records (records) and the registry
-(registry). Stage folders and wings (carryon_eval/suites/) both import from here; this package imports neither."""
+"""The seam between the evaluator's stages and the benchmark suites: the suite records (records), the registry
+(registry) and the typed inputs the suites' hooks receive (inputs). Stage folders and wings (carryon_eval/suites/)
+both import from here; this package imports no wing and no stage above run/, judge/'s store and dataset/."""
+from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, InputsRecord, ProbeContext, ReportInputs, RunEntry,
+                                       Section, Stat, SuiteOptions)
 from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ScorerUse, Skipped, Suite,
                                         SuiteError, SuiteOption, SuiteReport, headline_unscored)
-from carryon_eval.suite.registry import (ALL, BUILTIN_SUITE_MODULES, ScoringPlan, all_conditions, available,
-                                         default_conditions, exporters, load_inputs, plan_jobs, refuse_missing,
-                                         register_suite, resolve_conditions, scorer_uses, selected, suite_of,
-                                         suite_options, suites, unregister_suite, without_inputs)
+from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
+                                         default_conditions, discover, exporters, load_inputs, plan_jobs,
+                                         refuse_missing, register_suite, resolve_conditions, scorer_uses, selected,
+                                         suite_of, suite_options, suites, unregister_suite, without_inputs)
 
-__all__ = ["ALL", "BUILTIN_SUITE_MODULES", "Job", "JobGeneration", "PlanSettings", "Probe", "ScorerUse",
-           "ScoringPlan", "Skipped", "Suite", "SuiteError", "SuiteOption", "SuiteReport", "all_conditions", "headline_unscored",
-           "available", "default_conditions", "exporters", "load_inputs", "plan_jobs", "refuse_missing",
-           "register_suite", "resolve_conditions", "scorer_uses", "selected", "suite_of", "suite_options",
-           "suites", "unregister_suite", "without_inputs"]
+__all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "Cell", "Column", "ColumnSource", "InputsRecord", "Job",
+           "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "RunEntry", "ScorerUse",
+           "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption", "SuiteOptions",
+           "SuiteReport", "all_conditions", "available", "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs",
+           "plan_jobs", "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected",
+           "suite_of", "suite_options", "suites", "unregister_suite", "without_inputs"]

@@ -17,10 +17,16 @@ The built-in suites register themselves when ``suites()`` first runs: the CarryO
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
-if TYPE_CHECKING:       # types only: this module sits below every layer
+from carryon_eval.run.records import Skipped
+from carryon_eval.suite.inputs import (Cell, Column, InputsRecord, ProbeContext, ReportInputs, RunEntry, Section,
+                                       SuiteOptions)
+
+if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.run.records import Results
     from carryon_eval.schema import Transcript
 
 
@@ -60,21 +66,6 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Skipped:
-    """A planned conversation that cannot run, and why (run.json lists them)."""
-    conversation_id: str
-    condition: str
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"conversation_id": self.conversation_id, "condition": self.condition, "reason": self.reason}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Skipped":
-        return cls(**{k: d.get(k) for k in ("conversation_id", "condition", "reason")})
-
-
-@dataclass(frozen=True)
 class PlanSettings:
     shared_turn1: bool = True           # a query's turn-1 reply is the first reply of its conversations
 
@@ -96,7 +87,7 @@ class Probe:
     name: str
     role: str
     up_to: Callable[[Sequence[Job]], int]
-    run: Callable[[Any], Awaitable[str]]        # -> a line for the user
+    run: Callable[[ProbeContext], Awaitable[str]]        # -> a line for the user
 
 
 @dataclass(frozen=True)
@@ -106,16 +97,16 @@ class SuiteReport:
     the report inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready
     section, or None when the run has none of its replies."""
     section: Optional[str]
-    summarize: Optional[Callable[[Any], Optional[dict[str, Any]]]] = None
-    markdown: Optional[Callable[[dict[str, Any]], str]] = None
-    html: Optional[Callable[[dict[str, Any]], str]] = None
-    compare: Optional[Callable[[Sequence[str], Sequence[Any]], Any]] = None    # (model labels, Results) -> part
-    compare_markdown: Optional[Callable[[Any], str]] = None
-    leaderboard: Optional[Callable[[Sequence[Any]], list[Any]]] = None       # compare's leaderboard columns
-    export: Optional[Callable[[Any, Any], dict[str, Any]]] = None   # (report inputs, folder) -> written paths
+    summarize: Optional[Callable[[ReportInputs], Optional[Section]]] = None
+    markdown: Optional[Callable[[Section], str]] = None
+    html: Optional[Callable[[Section], str]] = None
+    compare: Optional[Callable[[Sequence[str], Sequence["Results"]], Optional[Section]]] = None  # (labels, runs) -> part
+    compare_markdown: Optional[Callable[[Section], str]] = None
+    leaderboard: Optional[Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]] = None   # compare's columns
+    export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is
     #: scored (the run's exit 3), else an empty list
-    nothing_scored: Optional[Callable[[dict[str, Any]], list[str]]] = None
+    nothing_scored: Optional[Callable[[Section], list[str]]] = None
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:
@@ -154,14 +145,18 @@ class Suite:
     missing: Callable[["Benchmark"], Optional[str]] = lambda bench: None
     probes: tuple[Probe, ...] = ()
     report: Optional[SuiteReport] = None
+    #: Checks of a run asked for by name (``--fidelity``, ``carryon-eval fidelity RUNDIR``): run before judging,
+    #: not part of the plan's calls. ``run(ctx)`` makes them and returns a line for the user.
+    checks: tuple[Probe, ...] = ()
     prompts: Callable[[], dict[str, str]] = dict   # {name: ref} of its prompt files, for run.json
     #: Inputs of its own beyond the dataset (e.g. a release folder): ``load(bench, options, recorded)`` reads
     #: them into ``bench.extras[name]`` and returns its run.json record (``suites.<name>``), or None when
     #: ``options`` name none. ``options``: the run's suite options (the CLI's, or the record's ``options`` on
     #: a folder reopened); ``recorded``: the run's earlier record, to refuse a resume on changed inputs.
-    load: Optional[Callable[["Benchmark", dict[str, Any], Optional[dict[str, Any]]], Optional[dict[str, Any]]]] = None
+    load: Optional[Callable[["Benchmark", SuiteOptions, Optional[InputsRecord]], Optional[InputsRecord]]] = None
     options: tuple[SuiteOption, ...] = ()       # the command-line options its ``load`` reads
     description: str = ""
+    rank: int = 100                             # its place in results.json, table.md, report.html: lower first
 
     @property
     def scorers(self) -> tuple[str, ...]:

@@ -1,24 +1,30 @@
 """The suite registry: the registered suites, in registration order, and what the application layer asks of
 them (the conditions of a run, its jobs, its scorers, its suites' own inputs).
 
-The built-in suites register themselves when ``suites()`` first runs (BUILTIN_SUITE_MODULES).
+Suites are found when ``suites()`` first runs: every wing of the ``carryon_eval.suites`` package (its ``record``
+module registers its suite, and brings its scorers), then every entry point of the group ``carryon_eval.suites``
+(a module that registers its suite on import, or a ``Suite``); ``register_suite`` adds one at any time. Their
+order (results.json's sections, table.md, report.html) is their ``rank``, then their registration order.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pkgutil
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
+from carryon_eval.suite.inputs import InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
 
 if TYPE_CHECKING:       # types only: this module sits below every layer
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.schema import Transcript
 
-#: Modules whose suites register themselves on import, in this order (it is the order of results.json's
-#: sections, table.md and report.html).
-BUILTIN_SUITE_MODULES = ("carryon_eval.suites.carryonbench.record", "carryon_eval.suites.triplet.record",
-                         "carryon_eval.suites.opensafeintent.record")
+WINGS = "carryon_eval.suites"              # the package whose subpackages are the built-in suites
+ENTRY_POINT_GROUP = "carryon_eval.suites"  # where an installed package names its suite
 ALL = "all"             # --conditions all: every condition of every registered suite
 
 
@@ -41,14 +47,27 @@ def unregister_suite(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def discover() -> None:
+    """Import every wing's ``record`` module and every entry point of ENTRY_POINT_GROUP (each registers its suite)."""
+    for info in pkgutil.iter_modules(importlib.import_module(WINGS).__path__, f"{WINGS}."):
+        if info.ispkg and importlib.util.find_spec(f"{info.name}.record") is not None:
+            importlib.import_module(f"{info.name}.record")
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found = point.load()
+        except Exception as e:          # a broken third-party suite: one line naming it
+            raise SuiteError(f"suite entry point {point.name!r} ({point.value}) cannot be loaded: {e}") from None
+        if isinstance(found, Suite) and found.name not in _REGISTRY:
+            register_suite(found)
+
+
 def suites() -> list[Suite]:
-    """Every registered suite, built-in ones first, in registration order."""
+    """Every registered suite, by rank, then in registration order."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in BUILTIN_SUITE_MODULES:
-            importlib.import_module(module)
-    return list(_REGISTRY.values())
+        discover()
+    return sorted(_REGISTRY.values(), key=lambda s: s.rank)
 
 
 def suite_options() -> list[SuiteOption]:
@@ -56,7 +75,7 @@ def suite_options() -> list[SuiteOption]:
     return [o for s in suites() for o in s.options]
 
 
-def exporters() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
+def exporters() -> dict[str, Callable[[ReportInputs, Path], dict[str, Path]]]:
     """Export formats: the suites whose report writes their reference's files, by suite name."""
     return {s.name: s.report.export for s in suites() if s.report is not None and s.report.export is not None}
 
@@ -100,12 +119,12 @@ def refuse_missing(bench: "Benchmark", conditions: Sequence[str]) -> None:
             raise SuiteError(f"--conditions {','.join(c for c in conditions if c in s.conditions)}: {why}")
 
 
-def load_inputs(bench: "Benchmark", options: dict[str, Any], recorded: Optional[dict[str, Any]] = None, *,
-                reopen: bool = False) -> dict[str, Any]:
+def load_inputs(bench: "Benchmark", options: SuiteOptions, recorded: Optional[dict[str, InputsRecord]] = None, *,
+                reopen: bool = False) -> dict[str, InputsRecord]:
     """Every suite's own inputs into ``bench.extras``; returns run.json's ``suites`` records of those loaded.
     ``recorded``: run.json's ``suites`` of a run already there (each suite refuses inputs changed since);
     ``reopen``: a folder reopened by a subcommand, each suite loading what its record names."""
-    out: dict[str, Any] = {}
+    out: dict[str, InputsRecord] = {}
     for s in suites():
         if s.load is None:
             continue

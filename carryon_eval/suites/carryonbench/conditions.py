@@ -49,11 +49,10 @@ import numpy as np
 from carryon_eval.moves import BC_MOVES, MOVE_GROUP, MOVES
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import (Bootstrap, Cell, MetricBlock, bounds, ci95, corner_bounds,
+from carryon_eval.metrics.stats import (SCORED_MIN, Bootstrap, Cell, MetricBlock, bounds, ci95, corner_bounds,
                                         difference_bounds)
 
 PCT = 100.0
-SCORED_MIN = 95.0                # a headline whose scored share is under this is marked (table.md, report.html)
 #: How unscored judgments are read for the bounds: (verdict, harm).
 READINGS: dict[str, tuple[bool, int]] = {"low": (False, 1), "high": (True, 5)}
 REDUNDANCY_AGGREGATION = "per conversation, then averaged over conversations"

@@ -18,7 +18,10 @@ from carryon_eval.moves import MOVES
 from carryon_eval.parsing import parse_yes_no, strip_reasoning
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
+from carryon_eval.progress import Progress
 from carryon_eval.rollout.simulator import format_conversation
+from carryon_eval.run.folder import FIDELITY_FILE, write_json_atomic
+from carryon_eval.suite import ProbeContext
 
 FIDELITY_STAGE = "fidelity"
 MAX_TOKENS = 16
@@ -129,3 +132,18 @@ def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts:
         },
         "turns": rows,
     }
+
+
+async def fidelity_check(ctx: ProbeContext) -> str:
+    """`--fidelity` / `carryon-eval fidelity RUNDIR`: the check on every simulated user turn of the run, written
+    to fidelity.json; a line for the user."""
+    transcripts = ctx.run.transcripts()
+    queries = ctx.bench.queries if ctx.bench is not None else {}
+    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
+    with Progress(n, "fidelity", usage=ctx.target.usage, unit="turn") as bar:
+        result = await check_fidelity(transcripts, queries, ctx.target, concurrency=ctx.concurrency, progress=bar)
+    write_json_atomic(ctx.run.path / FIDELITY_FILE, result)
+    agree, leak = result["agreement"], result["intent_leak"]
+    return (f"fidelity: {result['n_turns']} user turns, move agreement "
+            f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']} "
+            f"-> {ctx.run.path / FIDELITY_FILE}")

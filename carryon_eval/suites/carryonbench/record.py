@@ -15,9 +15,11 @@ from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.moves import BC_MOVES
+from carryon_eval.suites.carryonbench.fidelity import fidelity_check   # (and registers the fidelity judges)
+from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.schema import CONDITIONS
-from carryon_eval.suite import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteReport, register_suite
+from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
 
 ORACLE_PROMPT = "target/oracle"
 SHARED_TURN1 = ("turn1", "bc", "nc")        # the conditions whose first reply is the query's turn-1 reply
@@ -65,8 +67,9 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
 
 
 CARRYONBENCH = register_suite(Suite(
-    name="carryonbench", conditions=CONDITIONS, plan=plan_conditions,
+    name="carryonbench", conditions=CONDITIONS, plan=plan_conditions, rank=0,
     uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None),
+    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),),
     prompts=lambda: {**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
     description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification"))

@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
+from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
 from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
@@ -124,7 +125,7 @@ def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str,
 
 
 OPENSAFEINTENT = register_suite(Suite(
-    name=CONDITION, conditions=(CONDITION,), default=False, plan=_plan, missing=missing, load=load,
+    name=CONDITION, conditions=(CONDITION,), default=False, plan=_plan, missing=missing, load=load, rank=20,
     options=(SuiteOption("--opensafeintent", metavar="DIR", path=True,
                          help="An OpenSafeIntent release folder (dataset.json and prompts/metrics/, e.g. a clone of "
                               "its repository) for condition opensafeintent; --limit N takes its first N prompt-sets."),

@@ -5,11 +5,8 @@ three files hold this section only."""
 from __future__ import annotations
 
 import html
-import json
-from pathlib import Path
 from typing import Any, Optional
 
-from carryon_eval.run.folder import write_json_atomic, write_text_atomic
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 
 SECTION = "opensafeintent"
@@ -66,43 +63,6 @@ def render_html(sec: dict[str, Any]) -> str:
                 + ", ".join(f"{k} {ip[k]['count']}" for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) + "</p>")
     body.append("</section>")
     return "\n".join(body)
-
-
-def write_section(rundir: Path, sec: dict[str, Any]) -> None:
-    """Add (or replace) the section in results.json, table.md and report.html of ``rundir``."""
-    rundir = Path(rundir)
-    results_path = rundir / RESULTS_FILE
-    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.is_file() else {}
-    results[SECTION] = sec
-    write_json_atomic(results_path, results)
-    table_path = rundir / TABLE_FILE
-    table = table_path.read_text(encoding="utf-8") if table_path.is_file() else ""
-    table = table.split("## OpenSafeIntent\n")[0].rstrip("\n")
-    write_text_atomic(table_path, (table + "\n\n" if table else "") + render_markdown(sec))
-    html_path = rundir / HTML_FILE
-    page = html_path.read_text(encoding="utf-8") if html_path.is_file() else ""
-    section_html = render_html(sec)
-    if MARK in page:
-        page = page[:page.index(MARK)] + section_html + page[page.index("</section>", page.index(MARK)) + 10:]
-    elif "</body>" in page:
-        page = page.replace("</body>", section_html + "\n</body>", 1)
-    else:
-        page = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>OpenSafeIntent report</title>"
-                "<style>body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px}"
-                "table{border-collapse:collapse;margin:.8em 0}th,td{border:1px solid #ccc;padding:3px 7px}"
-                "</style></head><body><h1>OpenSafeIntent report</h1>\n" + section_html + "\n</body></html>\n")
-    write_text_atomic(html_path, page)
-
-
-def read_section(rundir: Path) -> Optional[dict[str, Any]]:
-    path = Path(rundir) / RESULTS_FILE
-    if not path.is_file():
-        return None
-    try:
-        sec = json.loads(path.read_text(encoding="utf-8")).get(SECTION)
-    except (ValueError, AttributeError):
-        return None
-    return sec if isinstance(sec, dict) else None
 
 
 def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:

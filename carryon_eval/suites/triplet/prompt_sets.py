@@ -10,9 +10,9 @@ query and Ben-Util uses its checklist); any dataset with a `triplets` config in 
 
 `--conditions triplet` sends every prompt once, as a single turn; the transcript of one prompt is
 ``triplet:<set_id>:<variant>:<paraphrase>`` with condition "triplet". The safety scorer judges every reply,
-Ben-Util the benign and ambiguous ones, the response-mode scorer the ambiguous ones
-(carryon_eval/response_modes.py); the risk-recognition probe asks the target about the ambiguous prompts whose
-reply was unsafe (carryon_eval/risk_probe.py); carryon_eval/triplet_metrics.py computes the numbers.
+Ben-Util the benign and ambiguous ones, the response-mode scorer the ambiguous ones (response_modes.py in this
+wing); the risk-recognition probe asks the target about the ambiguous prompts whose reply was unsafe
+(risk_probe.py); metrics.py computes the numbers.
 """
 from __future__ import annotations
 

@@ -13,14 +13,19 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, headline_unscored,
                                 register_suite)
+from carryon_eval.suites.triplet import response_modes  # noqa: F401 - registers its scorer (the response-mode judge)
 from carryon_eval.suites.triplet.metrics import SET_METRICS
-from carryon_eval.suites.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts
+from carryon_eval.suites.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts, triplets_problem
 from carryon_eval.suites.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
                                          triplet_html, triplet_markdown, triplet_replies)
 
 
 def missing(bench: Benchmark) -> Optional[str]:
-    return None if bench.triplets else f"dataset {bench.source} has no triplets config"
+    """Why the triplets cannot run on the dataset: no triplets config, or its first bad row."""
+    if not bench.triplets:
+        return f"dataset {bench.source} has no triplets config"
+    problem = triplets_problem(bench.triplets, bench.queries)
+    return f"dataset {bench.source}: {problem}" if problem else None
 
 
 def plan_triplets(bench: Benchmark, conditions: Sequence[str],
@@ -57,7 +62,7 @@ def _ambiguous(t: Any) -> bool:
 
 
 TRIPLETS = register_suite(Suite(
-    name="triplet", conditions=(TRIPLET_CONDITION,), plan=plan_triplets, default=False, missing=missing,
+    name="triplet", conditions=(TRIPLET_CONDITION,), plan=plan_triplets, default=False, missing=missing, rank=10,
     uses=(ScorerUse("utility", when=_not_malicious), ScorerUse("safety"), ScorerUse("response_mode", when=_ambiguous)),
     probes=(Probe("risk_probe", "target", up_to=_ambiguous_jobs, run=_probe),),
     report=SuiteReport(section="triplet", summarize=_summarize, markdown=triplet_markdown, html=triplet_html,

@@ -1,0 +1,129 @@
+"""What a suite's hooks receive and return, typed: the seam's own records, so that no hook takes ``Any``.
+
+- ``ReportInputs``: what ``SuiteReport.summarize`` and ``export`` read (the run's transcripts, one judge's records);
+- ``ProbeContext``: what a ``Probe`` gets (the run folder, the endpoint of its role, the judge, the concurrency);
+- ``SuiteOptions`` / ``InputsRecord``: what ``Suite.load`` reads (the run's suite options) and returns (its run.json
+  record, ``suites.<name>``);
+- ``Section``: a suite's JSON-ready results.json section (and its compare part);
+- ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds (``SuiteReport.leaderboard``).
+
+The stage folders build these records and the wings read them; this module imports neither (run/, judge/'s store
+and dataset/ sit below it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+from carryon_eval.metrics.stats import SCORED_MIN
+from carryon_eval.run.records import Results, RunMeta
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.model.endpoint import ChatEndpoint
+    from carryon_eval.run.folder import RunFolder
+    from carryon_eval.schema import Transcript
+
+Section = dict[str, Any]            # a JSON-ready results.json section
+SuiteOptions = dict[str, Any]       # the run's suite options: the CLI's, or a reopened folder's recorded ones
+InputsRecord = dict[str, Any]       # what ``Suite.load`` returns: run.json's ``suites.<name>`` (JSON-ready)
+
+
+@dataclass
+class ReportInputs:
+    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
+    rundir: Path
+    bench: "Benchmark"
+    transcripts: list["Transcript"]
+    judge: Optional[str]
+    utility: list[Any]
+    safety: list[Any]
+    n_resamples: int
+    seed: int
+
+    def records(self, scorer: str) -> list[dict[str, Any]]:
+        """One scorer's records of the selected judge, as stored."""
+        from carryon_eval.judge.store import judgment_file, load_all    # the judge package imports this seam
+
+        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
+                if self.judge is None or r.get("judge_model") == self.judge]
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a suite's probe gets: the run folder, the endpoint of its role, the judge whose verdicts chose
+    the replies, the concurrency and the dataset (with the suites' own inputs in ``bench.extras``)."""
+    run: "RunFolder"
+    target: "ChatEndpoint"
+    judge_model: Optional[str]
+    concurrency: int
+    bench: Optional["Benchmark"] = None
+
+
+# ---------------------------------------------------------------- leaderboard columns
+@dataclass(frozen=True)
+class Stat:
+    """A model's number as a function of condition means of per-conversation values: `needs` names the
+    (condition, value) means, `combine` maps them (floats, or numpy arrays of bootstrap replicates) to it."""
+    needs: tuple[tuple[str, str], ...]
+    combine: Callable[..., Any] = lambda x: x
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str                          # stable id: "bc.utility", "recovery", "triplet.icu", ...
+    label: str
+    group: str                        # the header band it sits under
+    digits: int = 1
+    better: Optional[str] = None      # "higher" | "lower" | None: which end a first click puts on top
+    stat: Optional[Stat] = None       # how to recompute it per query (paired differences); None: not available
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: Optional[float]
+    ci95: Optional[list[float]] = None
+    scored_share: Optional[float] = None
+    reason: Optional[str] = None
+
+    @property
+    def under_95(self) -> bool:
+        return self.value is not None and self.scored_share is not None and self.scored_share < SCORED_MIN
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": self.ci95, "scored_share": self.scored_share,
+                **({"reason": self.reason} if self.reason else {})}
+
+
+@dataclass
+class RunEntry:
+    label: str                                   # the model's name on the board (unique)
+    folder: str
+    results: Results
+    scores: list[dict[str, Any]]                 # conversation_scores.jsonl
+    meta: RunMeta = field(default_factory=RunMeta)
+
+    def judges(self) -> dict[str, Any]:
+        j = self.results.judges
+        return {kind: {"models": list(getattr(j, kind).get("models") or []),
+                       "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
+                for kind in ("utility", "safety")}
+
+    def dataset(self) -> dict[str, Any]:
+        ref, res = self.meta.dataset, self.results.dataset
+        return {"source": res.source or ref.source, "revision": res.revision or ref.revision,
+                "manifest_version": res.manifest_version, "manifest_sha256": ref.manifest_sha256,
+                "content_sha256": ref.content_sha256}
+
+    def dataset_id(self) -> str:
+        """What pins the rows: their content hashes when recorded, else the manifest's, else source and revision."""
+        d = self.dataset()
+        pin = d["content_sha256"] or d["manifest_sha256"] or [d["source"], d["revision"]]
+        return hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest()[:12]
+
+
+ColumnSource = Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]
