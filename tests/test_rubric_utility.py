@@ -173,3 +173,14 @@ def test_rubric_without_the_release_is_one_line(built, scripted_server, tmp_path
                                  "--out", tmp_path / "r", "--dry-run"))
     assert "--opensafeintent" in line
     assert srv.count() == 0
+
+
+def test_report_again_and_the_leaderboard_keep_the_name(rubric_run, tmp_path):
+    rundir = rubric_run["rundir"]
+    assert invoke("report", rundir).exit_code == 0
+    assert json.loads((rundir / "results.json").read_text())["utility_measure"] == "rubric"
+    result = invoke("compare", rundir, "--out", tmp_path / "cmp")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["utility_measure"] == "rubric"
+    board = (tmp_path / "cmp" / "leaderboard.html").read_text()
+    assert "Rubric util. %" in board and ">Util. %<" not in board
