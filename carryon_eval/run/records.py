@@ -502,6 +502,11 @@ class Results:
             return list(self.run.status)
         return (["smoke"] if self.run.notice else []) + (["incomplete"] if self.judges.complete is False else [])
 
+    @property
+    def utility_name(self) -> str:
+        """What its utilities are called in every output: "Ben-Util" or "rubric utility"."""
+        return UTILITY_NAMES.get(self.utility_measure, self.utility_measure)
+
     def status_lines(self) -> list[str]:
         return [STATUS_LINES.get(s, s.upper()) for s in self.status()]
 
