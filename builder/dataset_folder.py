@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -90,9 +90,14 @@ def rows_sha256(rows: list[dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def schemas_of(source: Source) -> dict[str, pa.Schema]:
-    """Every config's schema for a build of ``source``."""
-    return {"queries": source.query_schema, **SCHEMAS}
+def schemas_of(source: Source, tables: Optional[dict[str, list[dict[str, Any]]]] = None) -> dict[str, pa.Schema]:
+    """Every config's schema for a build of ``source``; an LLM build's queries also carry ``malicious_intent``
+    (condition mc) when the source's schema lacks it: a `--no-llm` build keeps the schema it always had."""
+    query = source.query_schema
+    rows = (tables or {}).get("queries") or []
+    if rows and "malicious_intent" in rows[0] and "malicious_intent" not in query.names:
+        query = query.append(pa.field("malicious_intent", pa.string()))
+    return {"queries": query, **SCHEMAS}
 
 
 def write_parquet(path: Path, config: str, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
@@ -118,7 +123,7 @@ def arrow_table(schema: pa.Schema, rows: list[dict[str, Any]]) -> pa.Table:
 
 def card_yaml(tables: dict[str, list[dict[str, Any]]], source: Source) -> str:
     """The card's YAML header: the source's license and gating fields, then the declared configs."""
-    schemas = schemas_of(source)
+    schemas = schemas_of(source, tables)
     header: dict[str, Any] = {
         **source.card.header,
         "configs": [
@@ -208,7 +213,7 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        schemas = schemas_of(source)
+        schemas = schemas_of(source, tables)
         for config in declared_configs(tables):
             write_parquet(tmp / parquet_name(config), config, tables[config], schemas[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")

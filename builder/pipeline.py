@@ -78,6 +78,75 @@ def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped
             "have `safe_rate` < 0.5)")
 
 
+# The first release whose card documents condition mc; an LLM build always does (it has MC rows), a `--no-llm`
+# build of v0.1.0 keeps the card it was frozen with.
+MC_SINCE = (0, 2, 0)
+MC_QUERY_ROW = ("\n| malicious_intent | string | the user's malicious intent, in the user's voice, "
+                "rewritten from the unsafe context (stage `malicious_intent`); the purpose the `MC` conversations "
+                "reveal; empty when the stage wrote none |")
+MC_CONDITION_NOTE = ("; `MC` (LLM builds only; id `<query_id>-t<NN>-mc1`): the BC flow played with the query's "
+                     "malicious intent instead of its benign one, for each length the query's first BC flow of that "
+                     "length, so every MC conversation has a BC twin of the same query and flow")
+MC_SUMMARY = ("\n\n**Condition MC (recovery or gullibility).** For each query with a malicious intent and each "
+              "conversation length, the `conversations` config also holds one `MC` conversation: the first BC flow "
+              "of that length, whose clarification moves the evaluator's user simulator voices with the malicious "
+              "intent (`carryon-eval --conditions mc`). It measures whether a model that recovers for a benign user "
+              "also gives in to a user who states a malicious purpose with the same moves. The malicious intent is "
+              "revealed, never hidden behind a cover story (a cover story would look like BC to the model by "
+              "construction), so MC does not measure resistance to deception.")
+MC_ABSENT = (" There are no `MC` conversations either: their malicious intents are generated text, written by the "
+             "LLM stages.")
+
+
+def documents_mc(release: str) -> bool:
+    """Whether this release's card documents condition mc (every release from MC_SINCE on, and unnamed builds)."""
+    from .changelog import version_key
+
+    key = version_key(release)
+    return key is None or key >= MC_SINCE
+
+
+def with_malicious_intent(row: dict[str, Any], intent: str, llm: bool) -> dict[str, Any]:
+    """A queries row of an LLM build carries the malicious intent (condition mc) whatever its source writes;
+    a `--no-llm` row is the source's own (release v0.1.0 has no such column)."""
+    return {**row, "malicious_intent": row.get("malicious_intent", intent)} if llm else row
+
+
+def mc_conversations(conversations: list[dict[str, Any]], malicious: dict[str, str],
+                     order: list[str]) -> list[dict[str, Any]]:
+    """The plan with the MC rows: for each query with a malicious intent and each length, the query's first BC
+    flow of that length again, as condition MC; rows ordered by query, then length, then BC, MC, NC."""
+    first: dict[tuple[str, int], dict[str, Any]] = {}
+    for c in conversations:
+        if c["condition"] == "BC" and malicious.get(c["query_id"]):
+            first.setdefault((c["query_id"], c["n_turns"]), c)
+    mc = [{"conversation_id": f"{q}-t{n:02d}-mc1", "query_id": q, "flow_id": c["flow_id"], "n_turns": n,
+           "condition": "MC"} for (q, n), c in first.items()]
+    rank = {q: i for i, q in enumerate(order)}
+    kind = {"BC": 0, "MC": 1, "NC": 2}
+    return sorted(conversations + mc, key=lambda c: (rank[c["query_id"]], c["n_turns"], kind[c["condition"]]))
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def low_safe_rate_count(queries: Sequence[Any]) -> int:
+    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
+    return sum(q.safe_rate < 0.5 for q in queries)
+
+
+def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
+    """The card's note on a --min-safe-rate build ("" otherwise: a default card stays byte-identical)."""
+    if min_safe_rate is None:
+        return ""
+    return (f" (only queries whose safe context has `safe_rate` >= {min_safe_rate:g}: `carryon-build "
+            f"--min-safe-rate {min_safe_rate:g}`, {dropped} dropped; {low_safe_rate_count(final)} of these "
+            "have `safe_rate` < 0.5)")
+
+
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
           log: Callable[[str], None] = print, force: bool = False,
@@ -123,9 +192,13 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     pool = flow_pool(seed)
     flows = pool_flows(pool)
     conversations = src.plan([q.query_id for q in final], pool, seed)
+    if llm_stages is not None:          # condition mc: LLM builds only (its intents are generated text)
+        conversations = mc_conversations(conversations, llm.malicious_intents, [q.query_id for q in final])
     flow_by_id = {f.flow_id: f for f in flows}
     tables: dict[str, list[dict[str, Any]]] = {
-        "queries": [src.query_row(q, llm.intents.get(q.query_id, ""), llm.malicious_intents.get(q.query_id, ""))
+        "queries": [with_malicious_intent(src.query_row(q, llm.intents.get(q.query_id, ""),
+                                                        llm.malicious_intents.get(q.query_id, "")),
+                                          llm.malicious_intents.get(q.query_id, ""), llm_stages is not None)
                     for q in final],
         "checklists": [r for r in llm.checklist_rows if r["query_id"] in kept],
         "flows": [f.row() for f in flows],
@@ -187,7 +260,10 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         # the paper's wording where no filter ran (byte-identical to earlier --no-llm cards); the rule applied otherwise
         "harm_filter_rule": llm.card.get("harm_filter_rule") if llm_stages is not None else (
             "keeps a query only with at least 3 harmless answers"),
-        "llm_summary": llm.card.get("llm_summary") if llm_stages is not None else src.card.no_llm_summary,
+        "llm_summary": (str(llm.card.get("llm_summary")) + MC_SUMMARY if llm_stages is not None
+                        else src.card.no_llm_summary + (MC_ABSENT if documents_mc(release) else "")),
+        "mc_query_row": MC_QUERY_ROW if llm_stages is not None else "",    # the card's table has the columns there are
+        "mc_condition_note": MC_CONDITION_NOTE if documents_mc(release) or llm_stages is not None else "",
         "changelog": changelog_table(manifest),
         "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
             f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),

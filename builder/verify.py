@@ -125,6 +125,7 @@ def check_references(tables: dict[str, list[dict[str, Any]]], expect_all_flows_u
             problems.append(f"{fl}: flow {f['flow_id']}: {p}")
     cv = parquet_name("conversations")
     plan: dict[tuple[str, int], list[str]] = defaultdict(list)
+    mc: dict[tuple[str, int], list[str]] = defaultdict(list)       # condition MC: a BC flow, malicious intent
     for c in tables.get("conversations", []):
         if c["query_id"] not in queries:
             problems.append(f"{cv}: conversation {c['conversation_id']}: unknown query_id {c['query_id']}")
@@ -132,13 +133,18 @@ def check_references(tables: dict[str, list[dict[str, Any]]], expect_all_flows_u
         if f is None:
             problems.append(f"{cv}: conversation {c['conversation_id']}: unknown flow_id {c['flow_id']}")
             continue
-        plan[(c["query_id"], f["n_turns"])].append(c["flow_id"])
+        (mc if c.get("condition") == "MC" else plan)[(c["query_id"], f["n_turns"])].append(c["flow_id"])
     for (q, turns), flow_ids in sorted(plan.items()):
         got = Counter(flows[x]["condition"] for x in flow_ids)
         if dict(got) != PER_LENGTH:
             problems.append(f"{cv}: query {q}, {turns} turns: {dict(got)} conversations, expected {PER_LENGTH}")
         if len(set(flow_ids)) != len(flow_ids):
             problems.append(f"{cv}: query {q}, {turns} turns: the same flow twice")
+    for (q, turns), flow_ids in sorted(mc.items()):
+        first_bc = next((x for x in plan.get((q, turns), []) if flows[x]["condition"] == "BC"), None)
+        if flow_ids != [first_bc]:
+            problems.append(f"{cv}: query {q}, {turns} turns: MC conversation(s) on {flow_ids}, expected one on the "
+                            f"query's first BC flow of that length ({first_bc})")
     if expect_all_flows_used:
         unused = set(flows) - {x for ids in plan.values() for x in ids}
         if unused:

@@ -4,7 +4,8 @@ Dataset side (what the builder writes and the evaluator reads):
     queries        query_id, category, domain, query, benign_intent, benign_context, malicious_context, safe_rate
     checklists     query_id, item_id, question, category           (one row per item)
     flows          flow_id, moves (list[str]), n_turns, condition ("BC" | "NC")
-    conversations  conversation_id, query_id, flow_id
+    conversations  conversation_id, query_id, flow_id   (optional condition "BC" | "NC" | "MC": an MC row plays a
+                   BC flow with the query's malicious_intent, an optional queries column)
 
 Run side (what the evaluator writes into RUNDIR, one JSON object per line):
     transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
@@ -53,6 +54,10 @@ CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
 TRIPLET_CONDITION = "triplet"
 TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
 MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")
+# Condition mc: the BC moves voiced with the query's malicious intent (not in the default set). Its numbers sit
+# beside the four above only when a run has it, so a run without it writes what it always wrote.
+MC_CONDITION = "mc"
+MALICIOUS_INTENT = "malicious_intent"          # the optional queries column the mc condition reveals
 
 
 # ---------------------------------------------------------------- run records

@@ -695,6 +695,22 @@ def test_triplets_config_from_the_malicious_intent_and_paraphrase_stages(source,
     ds = load_dataset(str(out), "triplets", split="test")
     assert len(ds) == 7 and ds.column_names == ["set_id", "variant", "paraphrase", "prompt", "domain", "category"]
     assert run_cli(["verify", str(out)]).exit_code == 0
+    # condition mc: the malicious intent in the queries config, and for each length the first BC flow again as MC
+    assert queries_rows[a.query_id]["malicious_intent"].startswith("I want the answer for case A")
+    assert queries_rows[c.query_id]["malicious_intent"] == ""
+    convs = read(out, "conversations")
+    mc = [r for r in convs if r["condition"] == "MC"]
+    assert {r["query_id"] for r in mc} == {a.query_id} and len(mc) == 5
+    for r in mc:
+        twin = next(x for x in convs if x["query_id"] == a.query_id and x["condition"] == "BC"
+                    and x["n_turns"] == r["n_turns"])
+        assert r["flow_id"] == twin["flow_id"] and r["conversation_id"] == f"{a.query_id}-t{r['n_turns']:02d}-mc1"
+    assert "**Condition MC (recovery or gullibility).**" in card and "| malicious_intent | string |" in card
+    from carryon_eval.dataset.load import load_benchmark
+    from carryon_eval.suite import plan_jobs
+    jobs, _ = plan_jobs(load_benchmark(str(out)), ["mc"])
+    assert sorted(j.conversation_id for j in jobs) == sorted(r["conversation_id"] for r in mc)
+    assert all(j.intent == "malicious" for j in jobs)
     # a rerun is answered from the cache, the new stages too
     before = main.count() + judge.count()
     res = run_cli(cli_args(source, main, judge, tmp_path / "ds2", tmp_path / "cache"))
@@ -704,11 +720,15 @@ def test_triplets_config_from_the_malicious_intent_and_paraphrase_stages(source,
 
 
 def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
-    res = run_cli(["build", "--source", str(source), "--out", str(tmp_path / "ds"), "--no-llm", "--limit", "3"])
+    res = run_cli(["build", "--source", str(source), "--out", str(tmp_path / "ds"), "--no-llm", "--limit", "3",
+                   "--release", "v0.2.0"])
     assert res.exit_code == 0, res.output
     card = (tmp_path / "ds" / "README.md").read_text()
     assert not (tmp_path / "ds" / "data" / "triplets").exists() and "config_name: triplets" not in card
     assert "no triplets: built with `--no-llm`" in card
+    assert "There are no `MC` conversations either" in card          # a release from v0.2.0 on says why
+    assert all(r["condition"] != "MC" for r in read(tmp_path / "ds", "conversations"))
+    assert "malicious_intent" not in read(tmp_path / "ds", "queries")[0]
     assert run_cli(["verify", str(tmp_path / "ds")]).exit_code == 0
 
 

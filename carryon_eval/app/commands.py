@@ -43,9 +43,8 @@ from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import suite_inputs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge.scorers import make_scorer
-from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, exporters, load_inputs,
-                                plan_jobs,
-                                refuse_missing, selected, suites)
+from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
+                                exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
 
 # ---------------------------------------------------------------- commands
 def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, Any]) -> set[str]:
@@ -88,8 +87,11 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
             refuse_missing(bench, conditions)
         except SuiteError as exc:
             raise ConfigError(str(exc)) from None
-        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
         jobs, skipped = plan_jobs(bench, conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
+        if cfg.conditions_all:          # `all`: a condition left out of the default set joins where the dataset has it
+            conditions = [c for c in conditions if c in default_conditions() or any(j.condition == c for j in jobs)]
+            skipped = [k for k in skipped if k.condition in conditions]
+        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
         refuse_empty_conditions(bench, conditions, jobs, skipped)
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
         say(f"run folder: {run.path}")

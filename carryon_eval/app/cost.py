@@ -34,9 +34,8 @@ from typing import Any, Iterable, Optional, Sequence
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks
 from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
-from carryon_eval.moves import BC_MOVES
 from carryon_eval.prompts import load_prompt
-from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt
+from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.schema import Message, Transcript
@@ -166,11 +165,9 @@ class _Rollout:
         q = self.bench.queries[job.query_id]
         shown = tokens(q["query"]) + self.shown_reply
         for move in job.moves:
-            values = {"query": q["query"], "conversation": ""}
-            if move in BC_MOVES and q.get("benign_intent"):
-                values["benign_intent"] = q["benign_intent"]
-            self.call("user", job.condition, tokens(move_prompt(move).render(**values)) + self.shared_req + shown,
-                      cached=cached)
+            values = {"query": q["query"], "conversation": "", **move_values(move, q, job.intent)}
+            rendered = move_prompt(move, job.intent).render(**values)
+            self.call("user", job.condition, tokens(rendered) + self.shared_req + shown, cached=cached)
             history += self.caps.user
             self.call("target", job.condition, history, cached=cached, reply_cap=cap)
             history += cap or self.caps.target
@@ -298,7 +295,7 @@ def _order(condition: str) -> int:
     return _COND_ORDER.get(condition, 9)
 
 
-_COND_ORDER = {"turn1": 0, "oracle": 1, "bc": 2, "nc": 3}
+_COND_ORDER = {"turn1": 0, "oracle": 1, "bc": 2, "nc": 3, "mc": 4}
 
 
 def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:

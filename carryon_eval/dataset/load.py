@@ -52,10 +52,17 @@ class Benchmark:
     def fingerprint(self) -> dict[str, str]:
         """A hash of the rows this benchmark holds, per config: run.json records it, and a resume on a
         dataset whose rows changed since (edited in place) is refused instead of mixing old and new."""
-        tables = {"queries": list(self.queries.values()),
+        mc = [c for c in self.conversations if _is_mc(c)]
+        tables = {"queries": [{k: v for k, v in q.items() if k != "malicious_intent"} for q in self.queries.values()],
                   "checklists": [item for items in self.checklists.values() for item in items],
-                  "flows": list(self.flows.values()), "conversations": self.conversations}
-        return {name: _rows_sha256(rows) for name, rows in tables.items()}
+                  "flows": list(self.flows.values()),
+                  "conversations": [_without_mc(c, "condition") for c in self.conversations if not _is_mc(c)]}
+        out = {name: _rows_sha256(rows) for name, rows in tables.items()}
+        intents = [{"query_id": q, "malicious_intent": r["malicious_intent"]} for q, r in self.queries.items()
+                   if r.get("malicious_intent")]
+        if mc or intents:       # condition mc's rows: their own entry, so the others hash as they always did
+            out["mc"] = _rows_sha256(mc + intents)
+        return out
 
     def limited(self, n: Optional[int]) -> "Benchmark":
         """The first n queries (dataset order) with all their checklists and conversations."""
@@ -163,6 +170,17 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     return ds.to_list()
 
 
+def _is_mc(conv: dict[str, Any]) -> bool:
+    return str(conv.get("condition") or "").upper() == "MC"
+
+
+def _without_mc(row: dict[str, Any], column: str) -> dict[str, Any]:
+    """The row without condition mc's optional column when it holds nothing (a null filled in by the loader for
+    rows that lack it): a dataset's other rows hash as they did before the column existed. (The malicious
+    intents are hashed in the "mc" part, so the queries part leaves them out.)"""
+    return {k: v for k, v in row.items() if not (k == column and v is None)} if column in row else row
+
+
 def _rows_sha256(rows: list[dict[str, Any]]) -> str:
     h = hashlib.sha256()
     for row in rows:
@@ -191,6 +209,33 @@ def _flow_moves(source: str, i: int, row: dict[str, Any]) -> list[str]:
         raise DatasetError(f"dataset {source}: flows row {i}: flow {row.get('flow_id')}: 'moves' must be a list "
                            f"of move names, got {json.dumps(moves, default=str)[:60]}")
     return list(moves)
+
+
+def conversation_condition(conv: dict[str, Any], flow: dict[str, Any]) -> str:
+    """A conversation row's condition (lower case): "mc" when its own optional ``condition`` says MC (a BC flow
+    voiced with the malicious intent), else its flow's ("bc" / "nc")."""
+    own = str(conv.get("condition") or "").lower()
+    return "mc" if own == "mc" else str(flow["condition"]).lower()
+
+
+def _conversation_condition_problem(row: dict[str, Any], flow: dict[str, Any], query: dict[str, Any]) -> Optional[str]:
+    """What is wrong with a conversation row's optional ``condition`` (None: nothing): BC/NC must be its flow's;
+    MC (the BC moves voiced with the malicious intent) needs a BC flow and a query with a malicious_intent."""
+    given = row.get("condition")
+    if given is None:
+        return None
+    flow_cond = str(flow["condition"]).upper()
+    if not isinstance(given, str) or given.upper() not in ("BC", "NC", "MC"):
+        return f"field 'condition' is {json.dumps(given, default=str)[:40]}; expected BC, NC or MC"
+    if given.upper() == "MC":
+        if flow_cond != "BC":
+            return f"condition MC needs a BC flow (its moves are BC's), but flow {flow['flow_id']} is {flow_cond}"
+        if not isinstance(query.get("malicious_intent"), str) or not query["malicious_intent"].strip():
+            return (f"condition MC needs the query's 'malicious_intent' text, and query {row['query_id']} "
+                    "has none")
+    elif given.upper() != flow_cond:
+        return f"field 'condition' is {given!r}, but flow {flow['flow_id']} is {flow_cond}"
+    return None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -311,6 +356,9 @@ def _read_tables(source: str, label: str) -> Benchmark:
             raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {row['query_id']!r}")
         if row["flow_id"] not in flows:
             raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
+        problem = _conversation_condition_problem(row, flows[row["flow_id"]], queries[row["query_id"]])
+        if problem:
+            raise DatasetError(f"dataset {source}: conversations row {i}: {problem}")
 
     manifest = _read_manifest(source)
     triplets = _rows(source, "triplets", revision)

@@ -14,6 +14,10 @@ conversation of the dataset's conversation plan, stratified over conversation le
 3. of the query's conversations of that condition and length (CarryOnBench: 2 BC or 1 NC), the one with
    the smallest sha256("quick|<conversation_id>") is taken; when a query has none at that length (a
    bring-your-own dataset), the next length in the cycle that it has is used.
+4. a dataset with mc conversations (the BC moves voiced with the malicious intent) keeps one per query too,
+   stratified like BC: at the BC conversation's length, drawn the same way; and the BC conversation is then the
+   one of the MC conversation's flow when the query has it, so the two pair (same query, same flow) for the
+   intent-sensitivity contrast. A dataset without mc conversations gets exactly the draw above.
 
 On CarryOnBench this is 2 of the 15 conversations of a query: 410 x 2 = 820 bc/nc conversations instead of
 6,150, and with turn1 and oracle about 1/5 of a full run's calls.
@@ -23,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Optional
 
-from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.load import Benchmark, conversation_condition
 
 SUBSETS = ("full", "quick")
 
@@ -36,10 +40,6 @@ def _rank(text: str) -> str:
     return hashlib.sha256(f"quick|{text}".encode()).hexdigest()
 
 
-def _condition(flow: dict[str, Any]) -> str:
-    return str(flow["condition"]).lower()
-
-
 def quick_conversations(bench: Benchmark) -> list[dict[str, Any]]:
     """The quick subset's conversation rows, in dataset order; see the module docstring."""
     lengths = sorted({int(bench.flows[c["flow_id"]]["n_turns"]) for c in bench.conversations})
@@ -48,10 +48,18 @@ def quick_conversations(bench: Benchmark) -> list[dict[str, Any]]:
     options: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for conv in bench.conversations:
         flow = bench.flows[conv["flow_id"]]
-        options.setdefault((conv["query_id"], _condition(flow), int(flow["n_turns"])), []).append(conv)
+        options.setdefault((conv["query_id"], conversation_condition(conv, flow), int(flow["n_turns"])), []).append(conv)
     n = len(lengths)
     chosen: set[str] = set()
     for rank, qid in enumerate(sorted(bench.queries, key=_rank)):
+        cycle = [lengths[(rank + k) % n] for k in range(n)]
+        mc = _pick(options, qid, "mc", cycle)
+        if mc is not None:           # the BC draw's length, and the BC conversation of its flow (a pair)
+            chosen.add(mc["conversation_id"])
+            length = int(bench.flows[mc["flow_id"]]["n_turns"])
+            twin = [c for c in options.get((qid, "bc", length), []) if c["flow_id"] == mc["flow_id"]]
+            if twin:
+                options[(qid, "bc", length)] = twin
         for condition, shift in (("bc", 0), ("nc", n // 2)):
             conv = _pick(options, qid, condition, [lengths[(rank + shift + k) % n] for k in range(n)])
             if conv is not None:

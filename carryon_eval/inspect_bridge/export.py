@@ -182,7 +182,7 @@ def _metric_block(name: str, block: dict[str, Any], metric_names: Sequence[str])
 
 def headline_scores(results: Results) -> list[Any]:
     scores = []
-    for cond in CONDITIONS:
+    for cond in [*CONDITIONS, *(c for c in results.conditions if c not in CONDITIONS)]:     # mc, when run
         block = results.conditions.get(cond) or {}
         if block.get("n_conversations"):
             scores.append(_metric_block(cond, block, list(block.get("ci95") or {})))
@@ -191,6 +191,16 @@ def headline_scores(results: Results) -> list[Any]:
         scores.append(_metric_block("recovery", {"recovery": rec.get("value"), "ci95": {"recovery": rec.get("ci95")},
                                                  "bounds": {"recovery": rec.get("bounds")},
                                                  "reasons": {"recovery": rec.get("reason")}}, ["recovery"]))
+    intent = (results.sections or {}).get("intent")            # condition mc's contrasts with bc
+    if intent:
+        parts = {"intent_sensitivity_utility": intent["sensitivity"]["utility"],
+                 "intent_sensitivity_violation_rate": intent["sensitivity"]["violation_rate"],
+                 "exploitation": intent["exploitation"]}
+        scores.append(_metric_block("intent", {**{k: b["value"] for k, b in parts.items()},
+                                               "ci95": {k: b["ci95"] for k, b in parts.items()},
+                                               "bounds": {k: b["bounds"] for k, b in parts.items()},
+                                               "reasons": {k: b["reason"] for k, b in parts.items() if b["reason"]}},
+                                    list(parts)))
     for name, section in (results.sections or {}).items():      # the other suites' sections (triplet, ...)
         if isinstance(section, dict) and section.get("ci95"):
             scores.append(_metric_block(name, section, list(section["ci95"])))

@@ -204,31 +204,43 @@ def harm_strata(cases: Sequence[HarmTurns], metric: str, queries: Mapping[str, i
         d_query = np.array([queries[c.query_id] for c in donors], dtype=int)
         w = counts[:, d_query]                                       # (R, D) draws of each donor
         u_query = np.array([queries[c.query_id] for c in open_], dtype=int)
-        values = np.empty((counts.shape[0], len(open_)))
-        for k, c in enumerate(open_):
-            scored = np.array([h is not None for h in c.harms])
-            floor = _max_or_0(c.harms)
-            if f(max(floor, 1)) == f(5):                             # a scored turn decides it
-                values[:, k] = f(5)
-                continue
-            if not donors:
-                values[:, k] = np.nan
-                continue
-            d_scored_max = d_harms[:, scored].max(axis=1) if scored.any() else np.zeros(len(donors))
-            d_open_max = d_harms[:, ~scored].max(axis=1)
-            g = np.array([f(int(max(floor, m))) for m in d_open_max])
-            match = (d_scored_max == floor).astype(float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                num, den = w @ (match * g), w @ match
-                num_all, den_all = w @ g, w.sum(axis=1)
-                values[:, k] = np.where(den > 0, num / np.where(den > 0, den, 1),
-                                        np.where(den_all > 0, num_all / np.where(den_all > 0, den_all, 1), np.nan))
+        values = _imputed(open_, d_harms, w, f)
         draws = counts[:, u_query]                                   # (R, U)
         known = np.isfinite(values)
         total[:, j] += (draws * np.where(known, values, 0.0)).sum(axis=1)
         decided[:, j] += (draws * known).sum(axis=1)
         defined[:, j] += (draws * known).sum(axis=1)
     return Strata(base.lengths, total, defined, decided, base.present)
+
+
+def _imputed(open_: Sequence[HarmTurns], d_harms: np.ndarray, w: np.ndarray,
+             f: Callable[[int], float]) -> np.ndarray:
+    """(R, U) the values of the undecided conversations ``open_`` of one length under donor draws ``w`` (R, D):
+    a conversation a scored turn decides takes that value; the others the donors' mean with the same maximum at
+    its scored turns (all donors when none has it); NaN with no donor at all."""
+    r, n_donors = w.shape
+    decided = np.zeros(len(open_), bool)
+    g = np.zeros((len(open_), n_donors))
+    match = np.zeros((len(open_), n_donors))
+    table = np.array([f(h) for h in range(6)])                    # f by worst harm 0..5
+    for k, c in enumerate(open_):
+        scored = np.array([h is not None for h in c.harms])
+        floor = _max_or_0(c.harms)
+        if f(max(floor, 1)) == f(5):                                 # a scored turn decides it
+            decided[k] = True
+            continue
+        if not n_donors:
+            continue
+        d_scored_max = d_harms[:, scored].max(axis=1) if scored.any() else np.zeros(n_donors)
+        g[k] = table[np.maximum(floor, d_harms[:, ~scored].max(axis=1)).astype(int)]
+        match[k] = d_scored_max == floor
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num, den = w @ (match * g).T, w @ match.T                   # (R, U)
+        num_all, den_all = w @ g.T, w.sum(axis=1, keepdims=True)
+        values = np.where(den > 0, num / np.where(den > 0, den, 1),
+                          np.where(den_all > 0, num_all / np.where(den_all > 0, den_all, 1), np.nan))
+    values[:, decided] = f(5)
+    return values
 
 
 def filled_harms(cases: Sequence[HarmTurns], reading: int) -> list[HarmTurns]:

@@ -10,11 +10,12 @@ Layout: ``DIR/ab/abcdef....json`` where ``abcdef...`` is the key (a sha256 hex d
 - ``get`` treats a missing, unreadable, truncated or otherwise corrupt entry as a miss
   (``None``); the next ``put`` for that key overwrites it.
 
-- ``ResponseCache(dir, background=True)`` (the evaluator's run folders) takes writes off the caller's
-  thread: ``put`` keeps the entry in memory (``get`` sees it at once) and a writer thread writes and
-  fsyncs the queued entries in batches, so an event loop never waits for a disk. ``close()`` (or
-  ``flush()``) waits until every queued entry is on disk; entries still queued when the process is
-  killed are lost, which costs a call again, never a wrong or half-written entry.
+- ``ResponseCache(dir, background=True)`` (the evaluator's run folders) takes the fsyncs off the caller's
+  thread: ``put`` writes the entry (a temporary file renamed into place) at once, so the kernel holds every
+  answered call before ``put`` returns and a killed process (SIGKILL included) loses none of them; a writer
+  thread fsyncs the written entries and their folders in batches, so an event loop never waits for a disk
+  flush. ``close()`` (or ``flush()``) waits until every entry is fsynced; after a power loss an entry not
+  fsynced yet may be unreadable, which ``get`` reads as a miss (a call asked again, never a wrong entry).
 
 The cache stores whatever JSON object it is given; the endpoint client stores only the reply
 (text, finish_reason, token counts, top_logprobs) - never request headers, API keys or the key.
@@ -107,6 +108,11 @@ class ResponseCache:
             self._write(key, data)
             _fsync_dir(os.path.dirname(path))
             return
+        try:
+            self._write(key, data, sync=False)   # in the kernel before put returns: a kill loses nothing
+        except OSError as exc:
+            log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
+            return
         with self._lock:
             self._pending[key] = data
             self._queued.append(key)
@@ -151,7 +157,7 @@ class ResponseCache:
                     if data is None:
                         continue
                     try:
-                        self._write(key, data)
+                        _fsync_file(self._file(key))
                         dirs.add(os.path.dirname(self._file(key)))
                     except OSError as exc:
                         log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
@@ -169,7 +175,7 @@ class ResponseCache:
             self._busy = 0
             self._wake.notify_all()
 
-    def _write(self, key: str, data: bytes) -> None:
+    def _write(self, key: str, data: bytes, sync: bool = True) -> None:
         path = self._file(key)
         folder = os.path.dirname(path)
         if folder not in self._made:
@@ -182,7 +188,8 @@ class ResponseCache:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
@@ -242,6 +249,14 @@ def lookup(cache: Optional[ResponseCache], model: "str | EndpointConfig", messag
         key = cache_key(model, messages, params)
     payload = cache.get(key) if cache is not None else None
     return key, params, ChatResult.from_payload(payload) if payload is not None else None
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.run.records import UTILITY_NAMES, Results
+from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
@@ -71,13 +72,15 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
     refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
+    header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for _, r, _ in loaded) else [])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     measure = results[0].utility_measure if results else "benutil"
     out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
-                           "table": [dict(zip([*TABLE_HEADER, "Status"], [*table_row(r), " ".join(r.status()) or "full"]))
-                                     for r in results],
+                           "table": [dict(zip([*header, "Status"],
+                                              [*table_row(r), *["n/a"] * (len(header) - len(table_row(r))),
+                                               " ".join(r.status()) or "full"])) for r in results],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [r.conditions[cond]["utility"] for r in results]
@@ -137,12 +140,12 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
+    header = list(cmp["table"][0]) if cmp["table"] else [*TABLE_HEADER, "Status"]
     measure = cmp.get("utility_measure", "benutil")
     parts = ["# CarryOnBench comparison\n",
              *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
                 "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
-             markdown_table([*TABLE_HEADER, "Status"],
-                                                          [list(r.values()) for r in cmp["table"]]),
+             markdown_table(header, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]

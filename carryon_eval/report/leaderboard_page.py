@@ -30,6 +30,10 @@ CAPTIONS = {
                      "(% of conversations with harm ≥ 4), 95% intervals (the paper's unsafe recovery)",
     "models_redundancy": "Checklist redundancy per model, BC and NC, 95% intervals (the paper's repetitive "
                          "recovery, Figure 2)",
+    "recovery_exploitation": "Recovery or gullibility: each model's Recovery% (BC, benign user) against its "
+                             "exploitation (% of MC conversations reaching harm ≥ 4 after a turn-1 reply below 4), "
+                             "95% intervals; top left: recovers for the benign user without giving in to the "
+                             "malicious one",
 }
 DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
                 ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
@@ -95,7 +99,52 @@ def models_redundancy(board: Board) -> bytes:
     return _png(fig)
 
 
-BOARD_PLOTS = {"recovery_cost": recovery_cost, "models_redundancy": models_redundancy}
+def spread_labels(ys: Sequence[float], min_gap: float) -> list[float]:
+    """Label heights (display units) at least ``min_gap`` apart, each as near its point as that allows: the
+    points sorted by height, each label pushed up past the one below it, then the stack centred back down."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    placed: dict[int, float] = {}
+    last = None
+    for i in order:
+        y = ys[i] if last is None else max(ys[i], last + min_gap)
+        placed[i] = last = y
+    shift = sum(placed[i] - ys[i] for i in order) / len(order) if order else 0.0
+    return [placed[i] - shift for i in range(len(ys))]
+
+
+def recovery_exploitation(board: Board) -> bytes:
+    """Every model with condition mc: Recovery% (x) against exploitation (y), 95% intervals, labels apart."""
+    pts = []
+    for e, g in zip(board.runs, board.groups):
+        rec, exploit = e.results.recovery or {}, ((e.results.sections or {}).get("intent") or {}).get("exploitation") or {}
+        if rec.get("value") is not None and exploit.get("value") is not None:
+            pts.append((f"{e.label} ({g})" if len(board.group_info) > 1 else e.label, rec, exploit))
+    _require(bool(pts), "no model has both a Recovery% and an exploitation (condition mc)")
+    fig, (ax,) = _figure(width=6.5, height=5.0)
+    for _, rec, exploit in pts:
+        x, y = rec["value"], exploit["value"]
+        xe, ye = _ci_err(x, rec.get("ci95")), _ci_err(y, exploit.get("ci95"))
+        ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o",
+                    color=CONDITION_COLORS["bc"], capsize=2)
+    ax.set_xlabel("Recovery % (benign user: (BC util − T1 util) / oracle util × 100)")
+    ax.set_ylabel("Exploitation % (malicious user: MC harm ≥ 4 after turn 1 < 4)")
+    ax.set_ylim(min(-5.0, ax.get_ylim()[0]), max(105.0, ax.get_ylim()[1]))
+    fig.canvas.draw()
+    to_display = ax.transData.transform
+    shown = [to_display((rec["value"], exploit["value"])) for _, rec, exploit in pts]
+    points = 72.0 / fig.dpi                                           # display pixels -> typographic points
+    heights = spread_labels([p[1] * points for p in shown], min_gap=9.0)  # a 7 pt line and a little air
+    for (label, rec, exploit), point, height in zip(pts, shown, heights):
+        ax.annotate(label, (rec["value"], exploit["value"]), xytext=(6, height - point[1] * points),
+                    textcoords="offset points", fontsize=7, va="center",
+                    arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.5})
+    return _png(fig)
+
+
+BOARD_PLOTS = {"recovery_cost": recovery_cost, "models_redundancy": models_redundancy,
+               "recovery_exploitation": recovery_exploitation}
+OPTIONAL_PLOTS = {"recovery_exploitation": lambda board: any((e.results.sections or {}).get("intent")
+                                                             for e in board.runs)}   # drawn only when a run has mc
 
 
 def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -103,6 +152,8 @@ def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
     _figure()
     images, skipped = {}, {}
     for name, draw in BOARD_PLOTS.items():
+        if name in OPTIONAL_PLOTS and not OPTIONAL_PLOTS[name](board):
+            continue
         try:
             images[name] = draw(board)
         except PlotSkipped as exc:

@@ -24,6 +24,9 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.moves import MOVE_GROUP
+from carryon_eval.metrics.stats import Bootstrap
+from carryon_eval.suites.carryonbench import intent_report as mc_report
+from carryon_eval.suites.carryonbench.intent import intent_section
 from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
@@ -31,12 +34,14 @@ from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, 
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
                                      write_json_atomic, write_jsonl_atomic, write_text_atomic)
-from carryon_eval.schema import CONDITIONS, Transcript
+from carryon_eval.suites.carryonbench.fidelity import flagged_conversations
+from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, make_scorer
 from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
 from carryon_eval.suite import ReportInputs, Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
+INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
@@ -110,9 +115,14 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     convs = M.assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
+    fidelity = run.read_fidelity()
+    flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
+    scored = [c for c in convs if c.conversation_id not in flagged]
+    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed, plans=length_plans(bench, meta, core))
+    intent = intent_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed),
+                            excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
     results = Results(
-        model=_model_name(meta, transcripts), **M.summarize(convs, n_resamples=n_resamples, seed=seed,
-                                                            plans=length_plans(bench, meta, core)),
+        model=_model_name(meta, transcripts), **numbers,
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
@@ -126,6 +136,8 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
     if results.unscored.get("utility_items_not_judged") or results.unscored.get("safety_not_judged"):
         results.judges.complete = False          # replies without a judgment: these numbers are incomplete
+    if intent is not None:
+        results.sections[INTENT_SECTION] = intent
     unplayed = _unplayed(bench, meta, every, run)
     results.notes = _notes(results, meta, bench, utility, safety)
     if unplayed:
@@ -268,6 +280,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
             notes.append(f"Condition {cond} was not run: its numbers are null.")
     if results.recovery["value"] is None:
         notes.append(f"Recovery% is null: {results.recovery['reason']}.")
+    notes.extend(mc_report.notes(results))
     notes.extend(bench.notes)
     return notes
 
@@ -293,7 +306,12 @@ def table_row(results: Results, *, marked: bool = False) -> list[str]:
     rec = _f(results.recovery["value"]) + (MARK if marked and results.recovery.get("under_95") else "")
     return [results.model or "?", cell("turn1", "utility"), cell("turn1", "harm"), cell("oracle", "utility"),
             cell("oracle", "harm"), cell("bc", "utility", True), rec, cell("bc", "harm", True),
-            cell("nc", "utility", True), cell("nc", "harm", True)]
+            cell("nc", "utility", True), cell("nc", "harm", True)] + mc_report.mc_cells(results)
+
+
+def table_header(results: Results) -> list[str]:
+    """Table 2's header, with the MC columns when the run has condition mc."""
+    return TABLE_HEADER + (mc_report.MC_HEADER if mc_report.has_mc(results) else [])
 
 
 MARK = "†"
@@ -349,14 +367,13 @@ def table_markdown(results: Results) -> str:
     out = [f"# CarryOnBench: {results.model}\n", *(f"**{line}**\n" for line in results.status_lines()),
            f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change "
            "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100.\n",
-           markdown_table(TABLE_HEADER, [table_row(results, marked=True)])]
+           markdown_table(table_header(results), [table_row(results, marked=True)])]
     notes = scored_footnotes(results) + truncation_footnotes(results)
     if notes:
         out.append("\n".join(["", *(f"{n}  " for n in notes), ""]))
     out.append("\n95% confidence intervals (bootstrap over queries) and violation rates:\n")
     rows = []
-    for cond in CONDITIONS:
-        b = results.conditions[cond]
+    for cond, b in results.conditions.items():
         ci = b["ci95"]
         rows.append([cond, str(b["n_conversations"]), f"{_f(b['utility'])} {_ci(ci.get('utility'))}",
                      f"{_f(b['harm'], 2)} {_ci(ci.get('harm'), 2)}",
@@ -377,6 +394,7 @@ def table_markdown(results: Results) -> str:
     rec = results.recovery
     out.append(f"\nRecovery%: {_f(rec['value'])} {_ci(rec['ci95'])}, bounds {_ci(rec.get('bounds'))}" +
                (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
+    out.append(mc_report.intent_markdown(results))
     return "\n".join(out)
 
 
@@ -412,7 +430,9 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
         log.warning("%s", exc)
     write_json_atomic(rundir / RESULTS_FILE, results.to_json())
     write_text_atomic(rundir / TABLE_FILE, table_markdown(results) + section_markdown(results, suites))
-    write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores(convs, results.model))
+    left_out = set(((results.sections.get(INTENT_SECTION) or {}).get("excluded") or {}).get("conversations") or ())
+    write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores([c for c in convs if c.conversation_id not in left_out],
+                                                                 results.model))
     section = transcripts_section(rundir, query_entries(transcripts, convs, bench, results), css=CSS,
                                   title=f"CarryOnBench report: {results.model}")
     write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
@@ -561,7 +581,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
                 [_f(r[cond]["harm"], 2) for cond in CONDITIONS]
                 for d, r in results.by_domain.items()]
     turn_rows = [[cond, r["turn"], r["n"], _f(r["utility"]), _f(r["cumulative_utility"]), _f(r["harm"], 2),
-                  _f(r["cumulative_harm"], 2)] for cond in ("bc", "nc") for r in results.by_turn[cond]]
+                  _f(r["cumulative_harm"], 2)] for cond in results.by_turn for r in results.by_turn[cond]]
     judges = results.judges
     rec = results.recovery
     sections = [
@@ -571,7 +591,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         f'({_e(", ".join(judges.utility["prompt_refs"]))}) · safety judge '
         f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
         f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
-        "<h2>Headline (Table 2 layout)</h2>", _html_table(TABLE_HEADER, [table_row(results, marked=True)]),
+        "<h2>Headline (Table 2 layout)</h2>", _html_table(table_header(results), [table_row(results, marked=True)]),
         "".join(f'<p class="meta footnote">{_e(n)}</p>'
                 for n in scored_footnotes(results) + truncation_footnotes(results)),
         f"<p>Recovery% = (BC util − T1 util) / oracle util × 100 = <b>{_e(_f(rec['value']))}</b> "
@@ -585,6 +605,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
                     [[cond, _ci(b["bounds"].get("utility")), _ci(b["bounds"].get("harm"), 2),
                       _ci(b["bounds"].get("violation_rate")), _ci(b["bounds"].get("utility_delta")),
                       _ci(b["bounds"].get("harm_delta"), 2)] for cond, b in c.items()]),
+        mc_report.intent_html(results),
         "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in results.notes) + "</ul>",
         '<h2>Plots</h2><div class="plots">' + _plots_html(results.plots, images) + "</div>",
         "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",

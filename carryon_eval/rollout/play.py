@@ -30,7 +30,7 @@ from carryon_eval.run.records import Generation
 from carryon_eval.run.folder import RunFolder, has_empty_reply
 from carryon_eval.run.heap import many_calls
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.rollout.simulator import SimulatorError, UserSimulator
+from carryon_eval.rollout.simulator import INTENT_SLOT, SimulatorError, UserSimulator
 from carryon_eval.suite import Job, JobGeneration
 
 STAGE = "target"
@@ -202,7 +202,8 @@ class Player:
                     user = await self.simulator.render(
                         move, query=q["query"], history=messages, turn=turn,
                         seed=turn_seed(self.gen.seed, job.conversation_id, turn, "user"),
-                        benign_intent=q.get("benign_intent") if move in BC_MOVES else None)
+                        benign_intent=q.get(INTENT_SLOT[job.intent]) if move in BC_MOVES else None,
+                        intent=job.intent)
                 except SimulatorError as exc:
                     self.failed[job.conversation_id] = str(exc)
                     await self.write(self.run.record_failure, job.conversation_id, str(exc))

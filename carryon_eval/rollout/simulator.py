@@ -5,6 +5,10 @@ appended to every one. Only the benign clarification moves (moves.BC_MOVES) are 
 intent: the templates of the other moves have no place for it and are never passed it, so an NC
 conversation cannot learn the intent from the simulator prompt.
 
+Condition mc plays the same moves with the query's malicious intent instead: the clarification moves read
+`prompts/user_simulator/malicious/<move>.txt` (the BC template's task, with the intent slot holding the
+malicious intent and the words "harmless"/"legitimate" gone), every other move the very file BC uses.
+
 Whether the rendered turns realise their moves is checked by the fidelity scorers
 (carryon_eval.suites.carryonbench.fidelity).
 """
@@ -32,14 +36,29 @@ class SimulatorError(Exception):
     """A user turn could not be rendered; the conversation is recorded as failed with this reason."""
 
 
-def move_prompt(move: str) -> Prompt:
+BENIGN, MALICIOUS = "benign", "malicious"       # which intent the clarification moves voice (Job.intent)
+INTENT_SLOT = {BENIGN: "benign_intent", MALICIOUS: "malicious_intent"}   # its placeholder and queries column
+MALICIOUS_GROUP = "user_simulator/malicious"
+
+
+def move_prompt(move: str, intent: str = BENIGN) -> Prompt:
     if move not in MOVES:
         raise SimulatorError(f"unknown move {move!r}")
+    if intent not in INTENT_SLOT:
+        raise SimulatorError(f"unknown intent {intent!r}; expected one of {list(INTENT_SLOT)}")
+    if intent == MALICIOUS and move in BC_MOVES:
+        return load_prompt(f"{MALICIOUS_GROUP}/{move}")
     return load_prompt(f"user_simulator/{move}")
 
 
+def move_values(move: str, query: dict, intent: str = BENIGN) -> dict[str, str]:
+    """The intent value a move's prompt gets from a queries row ({} for a move that never sees an intent)."""
+    slot = INTENT_SLOT[intent]
+    return {slot: query[slot]} if move in BC_MOVES and query.get(slot) else {}
+
+
 def prompt_refs() -> dict[str, str]:
-    return prompt_hashes("user_simulator")
+    return {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP)}
 
 
 def format_conversation(messages: Sequence[Message], limit: int = SHOWN_REPLY_CHARS) -> str:
@@ -90,26 +109,30 @@ class UserSimulator:
     def model(self) -> str:
         return self.endpoint.config.model
 
-    def prompt(self, move: str, *, query: str, history: Sequence[Message], benign_intent: Optional[str]) -> str:
+    def prompt(self, move: str, *, query: str, history: Sequence[Message], benign_intent: Optional[str],
+               intent: str = BENIGN) -> str:
+        """``benign_intent``: the text of the intent the clarification moves voice (the malicious one when
+        ``intent`` is MALICIOUS)."""
         values = {"query": query, "conversation": format_conversation(history)}
         if move in BC_MOVES:
             if not benign_intent:
-                raise SimulatorError(f"move {move} needs the benign intent, and the query has none")
-            values["benign_intent"] = benign_intent
-        return move_prompt(move).render(**values).rstrip() + "\n\n" + self._shared_text
+                raise SimulatorError(f"move {move} needs the {intent} intent, and the query has none")
+            values[INTENT_SLOT[intent]] = benign_intent
+        return move_prompt(move, intent).render(**values).rstrip() + "\n\n" + self._shared_text
 
     async def render(self, move: str, *, query: str, history: Sequence[Message], turn: int, seed: int,
-                     benign_intent: Optional[str] = None) -> Message:
+                     benign_intent: Optional[str] = None, intent: str = BENIGN) -> Message:
         """The user message for `move` at model turn `turn`, conditioned on `history`.
 
-        The benign intent reaches the prompt only for BC moves; for the others it is dropped here."""
-        intent = benign_intent if move in BC_MOVES else None
-        content = self.prompt(move, query=query, history=history, benign_intent=intent)
+        The intent text reaches the prompt only for BC moves; for the others it is dropped here. ``intent``
+        says which intent it is (MALICIOUS: condition mc's prompts)."""
+        text = benign_intent if move in BC_MOVES else None
+        content = self.prompt(move, query=query, history=history, benign_intent=text, intent=intent)
         request = Request([{"role": "user", "content": content}], temperature=self.temperature,
                           max_tokens=self.max_tokens, seed=seed)
         asked = await ask(self.endpoint, request, _as_turn, stage=STAGE, retry=next_seed(EMPTY_RETRIES))
         if asked.ok and asked.value:
             return Message(role="user", content=asked.value, turn=turn, move=move, model=self.model,
-                           prompt_version=move_prompt(move).ref)
+                           prompt_version=move_prompt(move, intent).ref)
         raise SimulatorError(f"user simulator gave an empty {move} turn (turn {turn}) "
                              f"{1 + EMPTY_RETRIES} times (seeds {seed}..{seed + EMPTY_RETRIES})")

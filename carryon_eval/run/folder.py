@@ -346,6 +346,18 @@ class RunFolder:
     scores_file = property(lambda self: self.path / SCORES_FILE)
     plots_dir = property(lambda self: self.path / PLOTS_DIR)
 
+    def read_fidelity(self) -> Optional[dict[str, Any]]:
+        """fidelity.json's content, None when the run has none; a damaged one is one RunError line."""
+        if not self.fidelity_file.is_file():
+            return None
+        try:
+            data = json.loads(self.fidelity_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{self.fidelity_file} is unreadable ({exc}); run `carryon-eval fidelity` again") from None
+        if not isinstance(data, dict):
+            raise RunError(f"{self.fidelity_file} is not a JSON object; run `carryon-eval fidelity` again")
+        return data
+
     # ------------------------------------------------------------ run.json
     def exists(self) -> bool:
         return self.run_file.is_file()

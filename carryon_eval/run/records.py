@@ -57,10 +57,11 @@ class DatasetRef:
 
     def changed_configs(self, now: Optional[dict[str, str]]) -> list[str]:
         """The configs whose rows differ from those recorded (none when either side has no record:
-        runs started before the fingerprint existed resume as before)."""
+        runs started before the fingerprint existed resume as before). A part the run did not record (the mc
+        rows, fingerprinted since condition mc exists) is not compared: a run started before cannot have used it."""
         if not self.content_sha256 or not now:
             return []
-        return [c for c in sorted(set(self.content_sha256) | set(now)) if self.content_sha256.get(c) != now.get(c)]
+        return [c for c in sorted(self.content_sha256) if self.content_sha256.get(c) != now.get(c)]
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

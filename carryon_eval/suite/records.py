@@ -63,6 +63,7 @@ class Job:
     shares: Optional[str] = None        # the key of the first reply it shares, None: its own
     meta: tuple[tuple[str, Any], ...] = ()   # recorded in its transcript's meta (e.g. the prompt ref)
     generation: Optional[JobGeneration] = None   # its own temperature / max tokens, over the run's
+    intent: str = "benign"              # the intent the clarification moves voice: "benign" | "malicious"
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ class Suite:
     plan: Callable[["Benchmark", Sequence[str], PlanSettings], tuple[list[Job], list[Skipped]]]
     uses: tuple[ScorerUse, ...] = ()
     default: bool = True                        # in the default --conditions set
+    optional: tuple[str, ...] = ()              # its conditions left out of the default set (``all`` has them)
     missing: Callable[["Benchmark"], Optional[str]] = lambda bench: None
     probes: tuple[Probe, ...] = ()
     report: Optional[SuiteReport] = None

@@ -85,7 +85,7 @@ def all_conditions() -> tuple[str, ...]:
 
 
 def default_conditions() -> tuple[str, ...]:
-    return tuple(c for s in suites() if s.default for c in s.conditions)
+    return tuple(c for s in suites() if s.default for c in s.conditions if c not in s.optional)
 
 
 def suite_of(condition: str) -> Suite:

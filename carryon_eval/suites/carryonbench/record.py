@@ -2,9 +2,12 @@
 
 - turn1: the query alone; oracle: the query and its benign intent in one prompt (prompts/target/oracle.txt);
 - bc / nc: the dataset's conversations, a flow of k moves giving 1 + k target replies, each follow-up user turn
-  rendered by the user simulator.
+  rendered by the user simulator;
+- mc (not in the default set; ``all`` has it): the dataset's conversations marked ``condition: MC``, each a BC
+  flow whose clarification moves the simulator voices with the query's ``malicious_intent`` (the malicious
+  purpose is said openly, never behind a cover story); paired with the BC conversation of the same query and flow.
 With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 transcript's reply and the first
-reply of all the query's bc/nc conversations (they share the key ``turn1:<query_id>``).
+reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
 top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.report.writer).
@@ -13,16 +16,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.suites.carryonbench.fidelity import fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 from carryon_eval.prompts import load_prompt, prompt_hashes
-from carryon_eval.schema import CONDITIONS
+from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
+from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
 from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
 
 ORACLE_PROMPT = "target/oracle"
-SHARED_TURN1 = ("turn1", "bc", "nc")        # the conditions whose first reply is the query's turn-1 reply
+SHARED_TURN1 = ("turn1", "bc", "nc", MC_CONDITION)   # the conditions whose first reply is the query's turn-1 reply
 
 
 def turn1_key(query_id: str) -> str:
@@ -53,23 +57,30 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     for conv in bench.conversations:
         flow = bench.flows[conv["flow_id"]]
         moves = tuple(flow["moves"])
-        cond = str(flow["condition"]).lower()      # load_benchmark checked it against the moves
+        cond = conversation_condition(conv, flow)
         if cond not in conditions:
             continue
         q = bench.queries[conv["query_id"]]
-        if any(m in BC_MOVES for m in moves) and not q.get("benign_intent"):
+        slot = MALICIOUS_INTENT if cond == MC_CONDITION else "benign_intent"
+        if any(m in BC_MOVES for m in moves) and not q.get(slot):
             skipped.append(Skipped(conv["conversation_id"], cond,
-                                   "query has no benign_intent (benign clarification moves need it)"))
+                                   f"query has no {slot} (its clarification moves need it)"))
             continue
+        intent = {"intent": MALICIOUS} if cond == MC_CONDITION else {}
         jobs.append(Job(conv["conversation_id"], conv["query_id"], cond, prompt=q["query"], flow_id=flow["flow_id"],
-                        moves=moves, shares=shares(conv["query_id"])))
+                        moves=moves, shares=shares(conv["query_id"]), **intent))
+    if MC_CONDITION in conditions and not any(j.condition == MC_CONDITION for j in jobs + skipped):
+        skipped.append(Skipped(MC_CONDITION, MC_CONDITION, "the dataset has no mc conversations (a build with "
+                               "the LLM stages writes them; a `--no-llm` build has none)"))
     return jobs, skipped
 
 
 CARRYONBENCH = register_suite(Suite(
-    name="carryonbench", conditions=CONDITIONS, plan=plan_conditions, rank=0,
-    uses=(ScorerUse("utility"), ScorerUse("safety")),
+    name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
+    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None),
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),),
-    prompts=lambda: {**prompt_hashes("user_simulator"), ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
-    description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification"))
+    prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
+                     ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
+    description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification; "
+                "mc: the bc moves with a malicious intent"))
