@@ -29,7 +29,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "2853fa92b3ef9bf869a95c3b1d5f6eefc93a42bdf7a802293f71bc5ecde2b162",
-    "all": "544fcdacab4facf3f90aa44b7b1cb686a5c40d9f0edb76c584e58deb620e5d90",   # since condition mc: the sample has mc conversations
+    "all": "b315b692e6c58abfc5fcf65d055852efff3683e157a3131cc113df7aba093676",   # since condition mc: the sample has mc conversations
     "report": "35dd3c36051f3e8aa346ded132e9003ec69f9262e3ecc337623c9741e8f97d7d",
 }
 
