@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "2853fa92b3ef9bf869a95c3b1d5f6eefc93a42bdf7a802293f71bc5ecde2b162",
-    "all": "b315b692e6c58abfc5fcf65d055852efff3683e157a3131cc113df7aba093676",   # since condition mc: the sample has mc conversations
-    "report": "35dd3c36051f3e8aa346ded132e9003ec69f9262e3ecc337623c9741e8f97d7d",
+    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
+    "all": "b2a2bbd0861c901bc1c929ee49ea07c206899703f55cbfff0495adcdf5a44d06",   # since condition mc: the sample has mc conversations
+    "report": "22a19aaf29bca814a019ecec6035421ae0fc2b13788379028ddf9048233da12b",
 }
 
 

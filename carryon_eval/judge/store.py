@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
+from carryon_eval.run.folder import UTILITY_GROUPED_FILE
 from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
@@ -87,10 +88,23 @@ def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], 
     return records
 
 
-def load_utility(rundir: Path, judge: Optional[str] = None, scorer: str = "utility") -> list[UtilityJudgment]:
-    """Utility item records of one judge (by default the one ``select_judge`` picks): Ben-Util's, or those of the
-    scorer that measured utility in its place (run.json's ``judge.utility_scorer``, e.g. ``rubric_utility``)."""
-    return _load_judge(rundir, UTILITY_FILE if scorer == "utility" else judgment_file(scorer),
+def utility_judge_of(rundir: Path, judge: Optional[str]) -> str:
+    """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
+    ``utility_judge``), "per-item" for passes recorded before there was a choice."""
+    judged = judge_pass(rundir, judge)
+    return (judged.utility_judge if judged is not None else None) or "per-item"
+
+
+def load_utility(rundir: Path, judge: Optional[str] = None, mode: Optional[str] = None,
+                 scorer: str = "utility") -> list[UtilityJudgment]:
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
+    (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
+    judge's latest pass (``utility_judge_of``)."""
+    if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
+        return _load_judge(rundir, judgment_file(scorer), UtilityJudgment.from_dict, judge)
+    if mode is None:
+        mode = utility_judge_of(rundir, judge if judge is not None else select_judge(rundir))
+    return _load_judge(rundir, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
                        UtilityJudgment.from_dict, judge)
 
 
