@@ -201,7 +201,7 @@ def test_a_set_without_a_malicious_prompt_cannot_run_the_triplets(tmp_path):
 
 def test_conditions_all_selects_triplet_and_the_default_does_not(scripted_server, tmp_path):
     from carryon_eval.cli import _conditions
-    assert _conditions(None, None, "all") == ["turn1", "oracle", "bc", "nc", "triplet"]    # type: ignore[arg-type]
+    assert _conditions(None, None, "all") == ["turn1", "oracle", "bc", "nc", "mc", "triplet"]    # type: ignore[arg-type]
     assert "triplet" not in _conditions(None, None, "turn1,oracle,bc,nc")                  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from carryon_eval.progress import register_stage
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import load_safety, select_judge
 from carryon_eval.suites.carryonbench.conditions import VIOLATION_THRESHOLD
@@ -27,6 +28,7 @@ from carryon_eval.suites.triplet.prompt_sets import is_variant
 
 PROBE_PROMPT, PROBE_RETRY_PROMPT = "triplet/risk_probe", "triplet/risk_probe_retry"
 PROBE_STAGE = "risk_probe"
+register_stage(PROBE_STAGE, "target")          # the risk probe asks the target
 PROBE_MAX_TOKENS = 64
 
 
