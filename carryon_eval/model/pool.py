@@ -185,6 +185,7 @@ class RoleWatch(EndpointWrapper):
             self.quiet_since = time.monotonic()          # idle until now is not silence
         self.in_flight += 1
         call = asyncio.ensure_future(self.inner.chat(messages, stage=stage, **params))
+        call.add_done_callback(_retrieve)    # this call may be cancelled just as its own call fails
         try:
             while not call.done():
                 left = self.quiet_since + self.give_up_after - time.monotonic()
@@ -211,3 +212,9 @@ class RoleWatch(EndpointWrapper):
                 await asyncio.gather(call, return_exceptions=True)
         self._answered()
         return dataclasses.replace(result, text=redact(result.text)) if result.text else result
+
+
+def _retrieve(task: "asyncio.Future[Any]") -> None:
+    """Marks a finished task's exception as retrieved: whoever awaited it may have been cancelled first."""
+    if not task.cancelled():
+        task.exception()
