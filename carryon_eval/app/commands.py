@@ -31,7 +31,7 @@ from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.app.pipeline import judge_while_rolling_out
-from carryon_eval.model.pool import EndpointGone
+from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
@@ -170,7 +170,7 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    except EndpointGone:
+    except (EndpointGone, RoleFailed):     # a role stopped answering (the judge's failed calls are counted instead)
         _report_what_there_is(bench, run, out, judged_by)
         raise
     for suite in selected(meta.conditions):
