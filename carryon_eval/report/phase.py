@@ -31,7 +31,8 @@ def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *,
     """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
     rundir = Path(rundir)
     judge = select_judge(rundir, judge)
-    return ReportInputs(rundir, bench, RunFolder(rundir).transcripts(), judge, load_utility(rundir, judge),
+    scorer = RunFolder(rundir).read_meta().judge.utility_scorer
+    return ReportInputs(rundir, bench, RunFolder(rundir).transcripts(), judge, load_utility(rundir, judge, scorer=scorer),
                         load_safety(rundir, judge), n_resamples, seed)
 
 
