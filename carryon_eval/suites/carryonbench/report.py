@@ -87,12 +87,6 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
     )
 
 
-
-
-
-
-
-
 def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                   judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None,
                   ) -> tuple[Results, list[Transcript], list[M.Conversation]]:
@@ -213,10 +207,6 @@ def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript]
         return 0
     final = {t.conversation_id for t in transcripts if not has_empty_reply(t)} | set(run.failures())
     return sum(1 for j in jobs if j.conversation_id not in final)
-
-
-
-
 
 
 def _count_empty_replies(transcripts: Sequence[Any]) -> int:
