@@ -28,9 +28,9 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
-    "all": "b2a2bbd0861c901bc1c929ee49ea07c206899703f55cbfff0495adcdf5a44d06",   # since condition mc: the sample has mc conversations
-    "report": "22a19aaf29bca814a019ecec6035421ae0fc2b13788379028ddf9048233da12b",
+    "sample": "94c72badc16a0e2ba16ad8e54ce02b76e6b431b3c258b443cd14de41d6a1f794",
+    "all": "cfe4c2bb564141447ac694ce0fafaf6d3632facb8cd9cc875b1a46b755b62949",   # since condition mc: the sample has mc conversations
+    "report": "e99d7c6bd99fa8db632ebe6376e6051d6386a495cdcb678fe1f9659b6e852472",
 }
 
 
