@@ -161,3 +161,46 @@ def test_a_dead_target_or_user_simulator_ends_with_exit_4_and_incomplete_results
     assert any(n.startswith("INCOMPLETE:") for n in results["notes"]), results["notes"]
     assert "INCOMPLETE" in (out / "table.md").read_text()
     assert "INCOMPLETE:" in (out / "report.html").read_text()
+
+
+def test_a_hung_pool_member_is_failed_over_within_seconds_without_changing_results(tmp_path):
+    """A target pool of a member that accepts and never answers (as if SIGSTOPped) and a healthy one: the run ends
+    well inside the 120 s request timeout (hedging after HEDGE_AFTER s) with the healthy member's results."""
+    data = make_dataset(tmp_path / "data")
+    hang = lambda body: Fault.delay(3600, then="1")                          # noqa: E731 - never answers
+    with ScriptedServer(evaluator_handler, models=("tgt", "sim", "jdg")) as good, \
+            ScriptedServer(hang, models=("tgt",)) as hung:
+        started = time.monotonic()
+        assert invoke(*args(good, good, data, tmp_path / "alone", "--give-up-after", "600")).exit_code == 0
+        alone = time.monotonic() - started
+        started = time.monotonic()
+        result = invoke("--endpoint", hung.base_url, *args(good, good, data, tmp_path / "pool",
+                                                           "--give-up-after", "600"))
+        took = time.monotonic() - started
+        assert result.exit_code == 0, result.output
+        assert 1 <= hung.count() <= 2                    # asked, then taken out once another member answered
+    assert took < alone + 15, (took, alone)
+    assert numbers(tmp_path / "pool")["conditions"] == numbers(tmp_path / "alone")["conditions"]
+    for name in ("transcripts.jsonl", "utility_judgments.jsonl", "safety_judgments.jsonl"):
+        assert sorted((tmp_path / "pool" / name).read_text().splitlines()) == \
+            sorted((tmp_path / "alone" / name).read_text().splitlines()), name
+
+
+def test_a_slow_answer_is_taken_when_no_other_pool_member_answers(monkeypatch):
+    import carryon_eval.model.pool as pool_module
+    monkeypatch.setattr(pool_module, "HEDGE_AFTER", 0.3)
+    with ScriptedServer(lambda body: Fault.delay(1.5, then="late"), models=("m",)) as slow, \
+            ScriptedServer(lambda body: "never", models=("m",)) as gone:
+        gone.stop()                                                           # connection refused
+        pool = EndpointPool([Endpoint(EndpointConfig(base_url=s.base_url, model="m", timeout=30, max_retries=0))
+                             for s in (slow, gone)], rounds=1)
+
+        async def ask() -> str:
+            try:
+                return (await pool.chat([{"role": "user", "content": "q"}], stage="t", temperature=0.0,
+                                        max_tokens=8, seed=None, response_format=None, top_logprobs=None)).text
+            finally:
+                await pool.aclose()
+
+        assert asyncio.run(ask()) == "late"
+        assert slow.count() == 1

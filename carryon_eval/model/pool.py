@@ -16,6 +16,11 @@
   fails too.
 
 - A member whose request timed out is taken out at once (a hung server costs one timeout, not two).
+- Hedging: a request unanswered after ``hedge_after()`` seconds (HEDGE_AFTER, or 3x the slowest answer so far)
+  also goes to another live member; the first answer wins, the other call is cancelled and its member taken out
+  as hung. A hung member thus costs seconds, not a request timeout; the members share the response cache and
+  every request is the same wherever it goes, so results do not change. With no other member live, a slow
+  answer is waited for (up to the request timeout).
 
 Every member serves the same model (checked with ``check()``); run.json records the pool's base URLs.
 
@@ -46,6 +51,7 @@ STRIKES = 2            # transport failures in a row that take a member out
 COOL_DOWN = 30.0       # seconds a member stays out before it is tried again
 REJECTED = "rejected the request"     # carryon_eval.model.client's wording for a non-retryable HTTP error
 TIMED_OUT = "timed out after"         # carryon_eval.model.client's wording for a request that got no answer in time
+HEDGE_AFTER = 10.0     # seconds without an answer before a request also goes to another live member
 
 
 class _Member:
@@ -72,6 +78,7 @@ class EndpointPool:
         self.members = [_Member(ep) for ep in endpoints]
         self.strikes, self.cool_down = strikes, cool_down
         self.rounds = max(1, rounds)       # times every member is tried for one request before it fails
+        self.slowest = 0.0                 # seconds of the slowest answer so far (the hedging delay's floor)
 
     @property
     def config(self) -> EndpointConfig:
@@ -93,34 +100,76 @@ class EndpointPool:
             return min(waiting, key=lambda m: m.out_until) if waiting else None
         return min(candidates, key=lambda m: m.in_flight)
 
+    def hedge_after(self) -> float:
+        """Seconds an attempt may go unanswered before the same request also goes to another live member:
+        HEDGE_AFTER, or three times the slowest answer so far when that is longer (long replies are not asked
+        twice), never more than the request timeout."""
+        return min(max(HEDGE_AFTER, 3 * self.slowest), self.config.timeout)
+
+    def _live_untried(self, tried: set[int]) -> Optional[_Member]:
+        now = time.monotonic()
+        live = [m for i, m in enumerate(self.members) if i not in tried and m.live(now)]
+        return min(live, key=lambda m: m.in_flight) if live else None
+
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
+        """The request on one member; unanswered after ``hedge_after()`` seconds, also on another live member
+        (the first answer wins, the other is cancelled and its member taken out as hung); a slow answer is
+        still taken when no other member is live."""
         tried: set[int] = set()
         last_error = EndpointError(f"no endpoint of the pool for model '{self.config.model}' answered")
         round_ = 1
-        while True:
-            member = self._pick(tried)
-            if member is None and round_ < self.rounds:       # every member failed: again after a backoff
-                cfg = self.config
-                await asyncio.sleep(min(cfg.backoff_base * 2 ** (round_ - 1), defaults.BACKOFF_MAX))
-                round_ += 1
-                tried.clear()
-                member = self._pick(tried)
-            if member is None:
-                raise last_error
+        running: dict["asyncio.Future[ChatResult]", tuple[_Member, float]] = {}
+
+        def start(member: _Member) -> None:
             tried.add(self.members.index(member))
             member.in_flight += 1
-            try:
-                result = await member.endpoint.chat(messages, stage=stage, **params)
-            except EndpointError as exc:
-                if REJECTED in str(exc):
-                    raise
-                self._strike(member, exc)
-                last_error = exc
-                continue
-            finally:
+            running[asyncio.ensure_future(member.endpoint.chat(messages, stage=stage, **params))] = (
+                member, time.monotonic())
+
+        try:
+            while True:
+                if not running:
+                    member = self._pick(tried)
+                    if member is None and round_ < self.rounds:       # every member failed: again after a backoff
+                        cfg = self.config
+                        await asyncio.sleep(min(cfg.backoff_base * 2 ** (round_ - 1), defaults.BACKOFF_MAX))
+                        round_ += 1
+                        tried.clear()
+                        member = self._pick(tried)
+                    if member is None:
+                        raise last_error
+                    start(member)
+                can_hedge = self._live_untried(tried) is not None
+                done, _ = await asyncio.wait(running, timeout=self.hedge_after() if can_hedge else None,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:                       # no answer in time: the same request to another member too
+                    spare = self._live_untried(tried)
+                    if spare is not None:
+                        log.warning("pool: no answer from %s in %gs; asking %s too",
+                                    ", ".join(m.endpoint.config.base_url for m, _ in running.values()),
+                                    self.hedge_after(), spare.endpoint.config.base_url)
+                        start(spare)
+                    continue
+                for fut in done:
+                    member, began = running.pop(fut)
+                    member.in_flight -= 1
+                    exc = fut.exception()
+                    if exc is None:
+                        member.strikes = 0
+                        self.slowest = max(self.slowest, time.monotonic() - began)
+                        for other, _ in running.values():          # slower than a hedge: hung, out at once
+                            self._strike(other, EndpointError(f"{TIMED_OUT} {self.hedge_after():g}s (another "
+                                                              "member answered first)"))
+                        return fut.result()
+                    if not isinstance(exc, EndpointError) or REJECTED in str(exc):
+                        raise exc
+                    self._strike(member, exc)
+                    last_error = exc
+        finally:
+            for fut, (member, _) in running.items():
+                fut.cancel()
                 member.in_flight -= 1
-            member.strikes = 0
-            return result
+            await asyncio.gather(*running, return_exceptions=True)
 
     def _strike(self, member: _Member, exc: EndpointError) -> None:
         member.strikes += self.strikes if TIMED_OUT in str(exc) else 1      # a hung member: out at once
