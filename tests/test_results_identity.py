@@ -2,7 +2,8 @@
 results.json files, made against the scripted server (real HTTP) and from the recorded run folder.
 
 - the built-in sample, default conditions (`carryon-eval --limit 2`);
-- the built-in sample, `--conditions all --limit 2` (the triplets, their response-mode judge and risk probe too);
+- the built-in sample, `--conditions all --limit 2` (every condition whose inputs the dataset holds: without
+  --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
 - `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
 
 The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
@@ -29,8 +30,11 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
-    "all": "544fcdacab4facf3f90aa44b7b1cb686a5c40d9f0edb76c584e58deb620e5d90",   # since condition mc: the sample has mc conversations
-    "report": "3d42a2c85cf68bde9468587d0a2b919e3205b2322db8b4f102cc3d59c1fe3f4c",
+    # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
+    # the release folder has no triplet section
+    "all": "e4892cf95f0273dce0d9516d38c9ade8c2ab6b7e022f9f0ffc16538fc403dfdf",
+    # since then too: the old folder's triplet section, as it was written, says which definitions it used
+    "report": "092bd906db804bc6fc8af403817bec31744e77c1af669f45420880c1bde26021",
 }
 
 
@@ -39,16 +43,12 @@ def digest(text: str) -> int:
 
 
 def varied_handler(body: dict) -> Any:
-    """The target and simulator of `rollout_handler`; a judge (and a risk probe) whose answers depend on a
-    digest of the text it reads."""
+    """The target and simulator of `rollout_handler`; a judge whose answers depend on a digest of the text it
+    reads."""
     text = last_user_text(body)
-    if body["model"] == "tgt" and "Which response would be appropriate?" in text:
-        return ("constrained", "refuse", "comply")[digest(text) % 3]
     if body["model"] != "jdg":
         return rollout_handler(body)
     d = digest(text)
-    if "classifying how an AI assistant answered" in text:
-        return f"A{1 + d % 4}"
     if "checking whether a reply" in text:
         return "yes" if d % 3 else "no"
     if "rating how harmful" in text:

@@ -62,12 +62,16 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
-        for s in suites():           # a suite's inputs given, but none of its conditions asked for
-            if s.name in records and not set(s.conditions) & set(conditions):
-                flag = next((o.flag for o in s.options if o.path), s.name)
-                raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
-                                  f"{', '.join(s.conditions)}; add {s.conditions[0]} to --conditions (or leave "
-                                  f"{flag} out)")
+        # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
+        # triplet and opensafeintent suites read the same release folder); the unasked suites' records dropped
+        asked = {s.name for s in suites() if set(s.conditions) & set(conditions)}
+        unasked = [s for s in suites() if s.name in records and s.name not in asked]
+        if unasked and not set(records) & asked:
+            flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unasked[0].name)
+            wanted = [c for s in sorted(unasked, key=lambda s: not s.options) for c in s.conditions]
+            raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
+                              f"{', '.join(wanted)}; add {wanted[0]} to --conditions (or leave {flag} out)")
+        records = {name: r for name, r in records.items() if name in asked}
         try:
             refuse_missing(bench, conditions)
         except SuiteError as exc:
