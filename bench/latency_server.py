@@ -5,7 +5,8 @@
 Plain asyncio, HTTP/1.1 keep-alive, TCP_NODELAY on every connection (a response written in two pieces
 would otherwise wait ~40 ms for Nagle's algorithm), each response in one write. Every chat completion
 waits ``--latency`` seconds and answers: a harm score 1-5 to a harm-rating prompt, "yes" or "no" to any
-other judge prompt (both picked by a hash of the request: the same request, the same answer), otherwise a
+other judge prompt (both picked by a hash of the request: the same request, the same answer; a grouped Ben-Util
+prompt gets one JSON object with a yes/no per item id it lists), otherwise a
 short reply with a running number (so no two replies are identical). GET /v1/models lists the models tgt, sim, jdg.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import re
 import socket
 
 MODELS = ("tgt", "sim", "jdg")
@@ -27,7 +29,12 @@ def _response(status: str, body: bytes) -> bytes:
 def _completion(request: bytes, n: int) -> bytes:
     body = json.loads(request)
     model = body.get("model", "tgt")
-    if model == "jdg":           # varies with the request (so per query), the same for the same request
+    if model == "jdg" and b"specific pieces of information" in request:    # grouped Ben-Util: one verdict per id
+        prompt = body["messages"][-1]["content"]
+        ids = re.findall(r"^\[([^\]]+)\] ", prompt.split("Checklist:\n", 1)[-1], re.M)
+        text = json.dumps({i: "yes" if int(hashlib.sha256(request + i.encode()).hexdigest()[:8], 16) % 3 else "no"
+                           for i in ids})
+    elif model == "jdg":         # varies with the request (so per query), the same for the same request
         h = int(hashlib.sha256(request).hexdigest()[:8], 16)
         text = str(1 + h % 5) if b"rating how harmful" in request else ("yes" if h % 3 else "no")
     elif model == "sim":

@@ -299,6 +299,9 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
 @RUNDIR
 @judge_options
 @click_option(options.UTILITY_MODE.of_run(help="[default: the run's]"))
+@click_option(options.UTILITY_JUDGE.of_run(help="per-item | grouped [default: the run's]"))
+@click_option(options.UTILITY_GROUP_SIZE.of_run(help="[default: the run's]"))
+@click_option(options.CALIBRATE.of_run(help="[default: the run's]"))
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
 @click_option(options.JUDGE_FORMAT.of_run())
 @click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",

@@ -41,6 +41,9 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     results, scores = cmp.pop("_results"), cmp.pop("_scores")
     text = render_markdown(cmp)
     click.echo(text)
+    for note in cmp["notes"]:
+        if note.startswith("WARNING"):          # e.g. Ben-Util judged in different modes
+            click.echo(note, err=True)
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,22 @@ from tqdm import tqdm
 from carryon_eval.model.endpoint import UsageLedger
 
 
+#: Stages whose role their name does not say (a wing's scorers and probes), registered by the wing.
+STAGE_ROLES: dict[str, str] = {}
+
+
+def register_stage(stage: str, role: str) -> None:
+    """Count a stage's calls under ``role`` ("target", "user" or "judge") in the token lines and usage tables."""
+    STAGE_ROLES[stage] = role
+
+
 def role_of(stage: str) -> str:
+    """The role a call of ``stage`` was made for (its model's role), whichever wing made it."""
+    from carryon_eval.suite import suites     # the wings register their stages when found
+
+    suites()
+    if stage in STAGE_ROLES:
+        return STAGE_ROLES[stage]
     if stage == "user_simulator":
         return "user"
     if stage.startswith(("judge", "fidelity")):

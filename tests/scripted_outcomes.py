@@ -26,6 +26,7 @@ class Reply:
     completion_tokens: Optional[int] = None
     finish_reason: str = "stop"
     reasoning: Optional[str] = None             # sent as message.reasoning_content (its words join completion_tokens)
+    cached_tokens: Optional[int] = None         # usage.prompt_tokens_details.cached_tokens (a provider's prompt cache)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,9 @@ Options
 - ``cut_at_max_tokens=True`` (or a set of model ids): like a real server, a text reply longer than the
   request's ``max_tokens`` (counted in whitespace words) is cut to that many words and answered with
   ``finish_reason: "length"`` (a model that stops on length, e.g. a reasoning model cut before its answer).
+- ``cached_tokens=fn``: ``fn(body) -> int`` is reported as ``usage.prompt_tokens_details.cached_tokens`` (a
+  provider's prompt cache; at most the prompt tokens); ``Reply(cached_tokens=N)`` does that for one reply. A reply
+  with reasoning also reports ``usage.completion_tokens_details.reasoning_tokens`` (its words).
 - ``port=N``: listen on that port (e.g. to bring a stopped server back where a run expects it; default: a free one).
 - ``echo_authorization=True``: every reply ends with the request's Authorization header (a server that leaks the
   key it was sent, to test that no key is ever written).
@@ -218,13 +221,14 @@ class ScriptedServer:
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
                  supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
                  echo_authorization: bool = False, quirks: Sequence[str] = (),
-                 cut_at_max_tokens: Any = False) -> None:
+                 cut_at_max_tokens: Any = False, cached_tokens: Optional[Callable[[dict], int]] = None) -> None:
         unknown = set(quirks) - set(QUIRKS)
         if unknown:
             raise ValueError(f"unknown quirk(s) {sorted(unknown)}; known: {QUIRKS}")
         self.quirks = tuple(quirks)
         self.handler = handler
         self.cut_at_max_tokens = cut_at_max_tokens
+        self.cached_tokens = cached_tokens
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
         self.api_key = api_key
@@ -454,7 +458,8 @@ class ScriptedServer:
         if not cut or (cut is not True and body.get("model") not in cut) or not isinstance(limit, int) \
                 or reply.text is None or _words(reply.text) <= limit:
             return reply
-        return Reply(" ".join(reply.text.split()[:limit]), reply.logprobs, reply.prompt_tokens, limit, "length")
+        return Reply(" ".join(reply.text.split()[:limit]), reply.logprobs, reply.prompt_tokens, limit, "length",
+                     cached_tokens=reply.cached_tokens)
 
     def _completion(self, body: dict, reply: Reply) -> JSONResponse:
         reply = self._cut(body, reply)
@@ -473,6 +478,14 @@ class ScriptedServer:
             entries = [{"token": t, "logprob": float(lp), "bytes": list(t.encode("utf-8"))} for t, lp in tops]
             first = dict(entries[0])
             logprobs = {"content": [{**first, "top_logprobs": entries}], "refusal": None}
+        usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                 "total_tokens": prompt_tokens + completion_tokens}
+        cached = reply.cached_tokens if reply.cached_tokens is not None else \
+            (self.cached_tokens(body) if self.cached_tokens is not None else None)
+        if cached is not None:                 # as OpenAI reports a prompt-cache hit
+            usage["prompt_tokens_details"] = {"cached_tokens": min(int(cached), prompt_tokens)}
+        if reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": _words(reasoning)}
         return JSONResponse({
             "id": f"chatcmpl-scripted-{next(self._ids)}",
             "object": "chat.completion",
@@ -485,6 +498,5 @@ class ScriptedServer:
                 "logprobs": logprobs,
                 "finish_reason": reply.finish_reason,
             }],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "usage": usage,
         })

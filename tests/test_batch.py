@@ -22,9 +22,10 @@ def invoke(*args: Any) -> Any:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
-def batch_runner(requests: Path, results: Path, fail: Callable[[int], bool] = lambda i: False) -> int:
+def batch_runner(requests: Path, results: Path, fail: Callable[[int], bool] = lambda i: False,
+                 answer: Callable[[dict], Any] = evaluator_handler) -> int:
     """What OpenAI's Batch API (or `vllm run-batch`) does with an input file: one output line per request,
-    in the documented output format; `fail(i)` makes line i an error line."""
+    in the documented output format (``answer(body)`` its content); `fail(i)` makes line i an error line."""
     lines = []
     for i, line in enumerate(requests.read_text().splitlines()):
         req = json.loads(line)
@@ -36,7 +37,7 @@ def batch_runner(requests: Path, results: Path, fail: Callable[[int], bool] = la
         body = req["body"]
         completion = {"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 0, "model": body["model"],
                       "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                   "message": {"role": "assistant", "content": evaluator_handler(body)}}],
+                                   "message": {"role": "assistant", "content": answer(body)}}],
                       "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
         lines.append({"id": f"batch_req_{i}", "custom_id": req["custom_id"],
                       "response": {"status_code": 200, "request_id": f"req-{i}", "body": completion}, "error": None})

@@ -64,7 +64,8 @@ def test_happy_path_sends_params_and_returns_result(scripted_server):
     assert body["temperature"] == 0.7 and body["max_tokens"] == 50 and body["seed"] == 3
     assert "response_format" not in body and "logprobs" not in body
     assert usage.snapshot() == {f"test/{MODEL}": {"calls": 1, "cache_hits": 0, "prompt_tokens": 11,
-                                                  "completion_tokens": 4}}
+                                                  "completion_tokens": 4, "cached_prompt_tokens": 0,
+                                                  "reasoning_tokens": 0}}
     assert usage.total_tokens() == 15 and usage.total_tokens("test") == 15 and usage.total_tokens("other") == 0
 
 

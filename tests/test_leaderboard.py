@@ -182,7 +182,8 @@ def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -
     rows = jsonl_rows(build_leaderboard(runs))
     assert [r["model"] for r in rows] == ["m1", "m2"]
     assert set(rows[0]["metrics"]) == set(rows[1]["metrics"])
-    assert rows[0]["judges"]["utility"] == {"models": ["judge"], "prompt_refs": ["u@1"]}
+    assert rows[0]["judges"]["utility"] == {"models": ["judge"], "prompt_refs": ["u@1"],
+                                         "utility_judge": "per-item"}
     assert rows[0]["dataset"]["content_sha256"] == {"queries": "abc"}
     path = tmp_path / "leaderboard.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -388,3 +389,12 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
         assert errors == []                                   # no script error, no blocked (CSP) load
     finally:
         driver.quit()
+
+
+def test_runs_judged_in_different_ben_util_modes_are_grouped_apart_and_warned() -> None:
+    grouped = entry("m2", 40)
+    grouped.results.judges.utility["utility_judge"] = "grouped"      # same judge model and prompts otherwise
+    board = build_leaderboard([entry("m1", 50), grouped])
+    assert board.groups == ["A", "B"]
+    assert any("different modes (grouped, per-item" in w for w in board.warnings)
+    assert board.differences["bc.utility"] == []                    # never compared across modes

@@ -57,3 +57,14 @@ def test_the_judge_tail_after_the_rollout_prints_its_own_lines_in_a_pipe(scripte
     judge_lines = [m for m in map(LINE.match, out.splitlines()) if m and m.group(1) == "judge"]
     assert len(judge_lines) >= 2, out
     assert all(m.group(4) == "call" for m in judge_lines)
+
+
+def test_every_stage_is_counted_under_the_role_of_its_model():
+    """The wings' scorers and probes name their stages freely; their calls count under the model's role."""
+    from carryon_eval.progress import role_of
+
+    assert {s: role_of(s) for s in ("judge_utility", "fidelity", "user_simulator", "target", "osi_helpfulness",
+                                    "osi_harmfulness", "osi_assistance_level", "osi_intent_probe")} == {
+        "judge_utility": "judge", "fidelity": "judge", "user_simulator": "user", "target": "target",
+        "osi_helpfulness": "judge", "osi_harmfulness": "judge", "osi_assistance_level": "judge",
+        "osi_intent_probe": "target"}

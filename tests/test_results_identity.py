@@ -29,12 +29,12 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "0b4875225ccdb85231d1bd9b2ec55c7d7f4a09b8829c12ed6523d7b9b03f1c11",
+    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "e4892cf95f0273dce0d9516d38c9ade8c2ab6b7e022f9f0ffc16538fc403dfdf",
+    "all": "77fa2821277546be83212048bb459548d707c4addcd82faeb126e0e6d1adcf29",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "092bd906db804bc6fc8af403817bec31744e77c1af669f45420880c1bde26021",
+    "report": "30d411953d8508c423e9f11e48ccd6eb630bd5d80bf41517a2d5486e41973d9e",
 }
 
 

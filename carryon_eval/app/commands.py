@@ -24,7 +24,7 @@ from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigErro
                                      RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
                                      resolve_roles, suite_options)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
-                                     require_complete, require_scored, rollout_phase)
+                                     require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
 from carryon_eval.human.annotate import sample_cases, strata_counts, write_annotation
 from carryon_eval.model.cache import ResponseCache
@@ -34,7 +34,8 @@ from carryon_eval.app.pipeline import judge_while_rolling_out
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
-from carryon_eval.app.cost import run_cost_table
+from carryon_eval.app.cost import parse_prices, run_cost_table
+from carryon_eval.judge.phase import calibration_sample
 from carryon_eval.model.budget import CallBudget
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
@@ -53,8 +54,12 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
+    try:
+        parse_prices(cfg.prices)
+    except ValueError as exc:                # a bad --price, before anything starts
+        raise ConfigError(str(exc)) from None
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check, give_up_after=cfg.give_up_after) as session:
+                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -221,6 +226,11 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         run, meta, bench = open_run(opts.rundir, out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
+        ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
+                        utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
+                        calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
+        sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
+                  if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
         if opts.batch_export is not None and opts.batch_import:
             raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
                               "then import its results in a second command")
@@ -229,7 +239,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
-                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format),
+                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
+                **ben_util), calibration=sample,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
                                                  **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
@@ -239,9 +250,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge_format = opts.judge_format or meta.judge.judge_format
         model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
         cache_only: Optional[ChatEndpoint] = None
-        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format)
+        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util)
         if opts.batch_import:
-            asks = dict(settings=settings, config=meta.role("judge").config(     # the export's keys
+            asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
             expected = set(await pending_requests(run.path, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)

@@ -78,6 +78,9 @@ class EvaluateConfig:
     shared_turn1: bool = default("shared_turn1")
     fidelity: bool = default("fidelity")
     utility_mode: str = default("utility_mode")
+    utility_judge: str = default("utility_judge")      # "grouped": one Ben-Util call per reply (judge.grouped)
+    utility_group_size: int = default("utility_group_size")
+    calibrate: int = default("calibrate")              # grouped: replies also judged per item
     model_check: bool = default("model_check")      # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = default("judge_format")
     dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
@@ -102,6 +105,9 @@ class RunOptions:
     judge: RoleChoice = RoleChoice()
     concurrency: int = defaults.CONCURRENCY
     utility_mode: Optional[str] = None
+    utility_judge: Optional[str] = None
+    utility_group_size: Optional[int] = None
+    calibrate: Optional[int] = None
     judge_max_tokens: Optional[int] = None
     judge_temperature: Any = None                # None: the run's judge temperature
     model_check: bool = True
@@ -250,7 +256,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
                             else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
                                 caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
-            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format,
+            utility_judge=cfg.utility_judge, utility_group_size=cfg.utility_group_size, calibrate=cfg.calibrate),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),

@@ -21,7 +21,9 @@ The counts come from the plans the run executes, not from a second model of them
 Tokens are estimates at about four characters per token: prompts from the dataset's real text and the prompt
 files; replies and simulated user turns at their token caps (upper bounds); judge answers at the length of their
 form (a yes/no or 1-5 answer is a few tokens, not the cap). ``--price ROLE=IN/OUT`` (USD per 1M tokens) turns
-them into a cost; priced calls are the new ones only.
+them into a cost; priced calls are the new ones only. A third rate (``judge=0.15/0.60/0.075``) prices the prompt
+tokens a provider served from its prompt cache: the estimate cannot know them (it prices every prompt token at
+the prompt rate), but the usage a run records (run.json's ``usage``, the summary line) is priced with it.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval import defaults
+from carryon_eval.judge.phase import ScorerRecords, calibrate, calibration_sample, plan_tasks, with_utility_judge
 from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
@@ -44,7 +47,7 @@ from carryon_eval.suite import Job, ScoringPlan, selected
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
 PLACEHOLDER = "\x00reply:"      # a reply still to be generated (never a real reply's text)
-_PRICE = re.compile(r"^\s*(target|user|judge)\s*=\s*([0-9.]+)\s*/\s*([0-9.]+)\s*$")
+_PRICE = re.compile(r"^\s*(target|user|judge)\s*=\s*([0-9.]+)\s*/\s*([0-9.]+)\s*(?:/\s*([0-9.]+)\s*)?$")
 
 
 def tokens(text: str) -> int:
@@ -62,6 +65,14 @@ class Caps:
     shared_turn1: bool = True
     utility_mode: str = "text"
     judge_format: str = "json_schema"
+    utility_judge: str = "per-item"
+    utility_group_size: int = defaults.UTILITY_GROUP_SIZE
+    calibrate: int = 0
+
+    def judge_settings(self, utility_judge: Optional[str] = None) -> JudgeSettings:
+        return JudgeSettings(utility_mode=self.utility_mode, max_tokens=self.judge, judge_format=self.judge_format,
+                             utility_judge=utility_judge or self.utility_judge,
+                             utility_group_size=self.utility_group_size, calibrate=self.calibrate)
 
 
 @dataclass
@@ -88,6 +99,10 @@ class Estimate:
     judge_by_scorer: dict[str, int] = field(default_factory=dict)       # scorer -> calls still to make
     up_to: dict[tuple[str, str], int] = field(default_factory=dict)     # (role, probe) -> at most this many
     conversations: int = 0
+    #: Ben-Util in each mode, side by side: {"per-item": Row, "grouped": Row} of the calls still to make
+    utility_modes: dict[str, Row] = field(default_factory=dict)
+    utility_judge: str = "per-item"
+    group_size: int = defaults.UTILITY_GROUP_SIZE
 
     def row(self, role: str, condition: str) -> Row:
         return self.rows.setdefault((role, condition), Row())
@@ -110,6 +125,11 @@ class Estimate:
             up.setdefault(role, {})[probe] = n
         return {"conversations_to_run": self.conversations, "roles": roles, "judge_by_scorer": self.judge_by_scorer,
                 "judge_records_before_dedupe": sum(self.judge_before_dedupe.values()), "up_to": up,
+                "utility_judge": self.utility_judge,
+                "utility_modes": {**{m: r.to_json() for m, r in self.utility_modes.items()},
+                                  "group_size": self.group_size,
+                                  "note": "Ben-Util calls and tokens in each mode for the same plan (without "
+                                          "calibration); the run uses utility_judge"},
                 "note": "calls are the ones still to make; cached ones are already paid. The judge calls are "
                         "exact when no two target replies are identical (identical replies are judged once) and "
                         "every answer parses at the first attempt; up_to calls depend on the verdicts."}
@@ -117,24 +137,60 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Price:
-    """USD per 1M prompt (in) and completion (out) tokens."""
+    """USD per 1M prompt (in) and completion (out) tokens; ``cached``: per 1M prompt tokens the provider served
+    from its prompt cache (None: at the prompt rate)."""
     input: float
     output: float
+    cached: Optional[float] = None
 
     def cost(self, row: Row) -> float:
+        """An estimate's row: its prompt tokens are all priced at the prompt rate (the estimate cannot know
+        which prefixes a provider will have cached)."""
         return (row.prompt_tokens * self.input + row.completion_tokens * self.output) / 1e6
+
+    def spent(self, usage: dict[str, int]) -> float:
+        """USD of recorded usage (a usage.json row summed per role): cached prompt tokens at the cached rate."""
+        cached = int(usage.get("cached_prompt_tokens", 0))
+        rate = self.input if self.cached is None else self.cached
+        return ((int(usage.get("prompt_tokens", 0)) - cached) * self.input + cached * rate
+                + int(usage.get("completion_tokens", 0)) * self.output) / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "cached": self.cached}
 
 
 def parse_prices(values: Iterable[str]) -> dict[str, Price]:
-    """``ROLE=IN/OUT`` strings (``judge=0.15/0.60``) -> {role: Price}; ValueError names the bad one."""
+    """``ROLE=IN/OUT[/CACHED]`` strings (``judge=0.15/0.60/0.075``) -> {role: Price}; ValueError names the bad one."""
     prices = {}
     for value in values:
         m = _PRICE.match(value)
         if m is None:
-            raise ValueError(f"--price {value!r}: expected ROLE=IN/OUT with ROLE one of {', '.join(ROLES)} "
-                             "and USD per 1M tokens, e.g. judge=0.15/0.60")
-        prices[m.group(1)] = Price(float(m.group(2)), float(m.group(3)))
+            raise ValueError(f"--price {value!r}: expected ROLE=IN/OUT[/CACHED] with ROLE one of {', '.join(ROLES)} "
+                             "and USD per 1M tokens, e.g. judge=0.15/0.60 or judge=0.15/0.60/0.075")
+        prices[m.group(1)] = Price(float(m.group(2)), float(m.group(3)),
+                                   float(m.group(4)) if m.group(4) is not None else None)
     return prices
+
+
+USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
+                "reasoning_tokens")
+
+
+def usage_by_role(rows: dict[str, dict[str, int]], prices: Optional[dict[str, Price]] = None) -> dict[str, Any]:
+    """usage.json's rows ("stage/model") summed per role (target, user, judge), with ``usd`` where priced:
+    what run.json's ``usage`` and the summary line report."""
+    from carryon_eval.progress import role_of
+    out: dict[str, dict[str, Any]] = {}
+    for name, row in rows.items():
+        mine = out.setdefault(role_of(name.split("/", 1)[0]), {f: 0 for f in USAGE_FIELDS})
+        for f in USAGE_FIELDS:
+            mine[f] += int(row.get(f, 0))
+    for role, price in (prices or {}).items():
+        if role in out:
+            out[role]["usd"] = round(price.spent(out[role]), 6)
+            out[role]["price_per_1m"] = price.to_json()
+    order = {r: i for i, r in enumerate(ROLES)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
 
 
 # ---------------------------------------------------------------- rollout: the jobs as the rollout plays them
@@ -203,27 +259,66 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
-           run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None) -> None:
-    settings = JudgeSettings(utility_mode=caps.utility_mode, max_tokens=caps.judge, judge_format=caps.judge_format)
+           run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None,
+           sample: Optional[Sequence[tuple[str, int]]] = None) -> None:
+    settings = caps.judge_settings()
+    scoring = with_utility_judge(scoring, settings)
     scorers = reply_scorers(scoring.scorers, settings)
+    calibrate(scorers, sample if settings.utility_judge == "grouped" else None)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
             for s in scorers}
     plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
     everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
     condition = {t.conversation_id: t.condition for t in transcripts}
+    own, own_row = ("utility_grouped" if settings.utility_judge == "grouped" else "utility"), Row()
     for s in scorers:
-        shape = reply_shape(s)
-        answer = 1 if s.name == "utility" and caps.utility_mode == "logprobs" else shape.answer_tokens
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
-            cap = (reply_caps or {}).get(task.targets[0][0], caps.target)     # a job's own cap, else the run's
-            table.row("judge", cond).add(1, _judge_prompt_tokens(s, task.case, cap), answer)
+            prompt, answer = _judge_call(s, task.case, caps, reply_caps, task.targets[0][0])
+            table.row("judge", cond).add(1, prompt, answer)
+            if s.name == own:
+                own_row.add(1, prompt, answer)
             table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
         table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
         new = {t.case for t in plan.tasks[s.name]}
         for task in everything.tasks[s.name]:     # the cases whose every record is already stored
             if task.case not in new:
                 table.row("judge", condition[task.targets[0][0]]).cached += 1
+    table.utility_judge, table.group_size = caps.utility_judge, caps.utility_group_size
+    for mode, name in (("per-item", "utility"), ("grouped", "utility_grouped")):     # both modes, side by side
+        if name == own and own in plan.tasks:        # the run's own mode: the calls counted above (no second plan)
+            table.utility_modes[mode] = own_row
+            continue
+        mine = with_utility_judge(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
+                                               for c, uses in scoring_without_grouped(scoring).uses.items()}),
+                                  dataclasses.replace(caps.judge_settings(mode), calibrate=0))
+        if name not in mine.scorers:
+            continue
+        (scorer,) = reply_scorers([name], caps.judge_settings(mode))
+        done = {name: set(ScorerRecords(run, scorer, judge_model).kept) if run is not None and run.exists() else set()}
+        row = table.utility_modes[mode] = Row()
+        for task in plan_tasks(transcripts, bench, [scorer], done, mine).tasks[name]:
+            row.add(1, *_judge_call(scorer, task.case, caps, reply_caps, task.targets[0][0]))
+
+
+def scoring_without_grouped(scoring: ScoringPlan) -> ScoringPlan:
+    """The plan with the grouped Ben-Util scorer read back as the per-item one (the suites' own plan)."""
+    return ScoringPlan({c: tuple(dataclasses.replace(u, scorer="utility") if u.scorer == "utility_grouped" else u
+                                 for u in uses) for c, uses in scoring.uses.items()})
+
+
+def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[str, int]],
+                conversation_id: str) -> tuple[int, int]:
+    """(prompt, answer) tokens of one judge call: the prompt as rendered (a job's own reply cap standing in for a
+    reply still to come), the answer at the length of its form."""
+    cap = (reply_caps or {}).get(conversation_id, caps.target)
+    if scorer.name == "utility" and caps.utility_mode == "logprobs":
+        answer = 1
+    elif hasattr(scorer, "answer_tokens_of"):
+        answer = scorer.answer_tokens_of(case)
+    else:
+        answer = reply_shape(scorer).answer_tokens
+    return _judge_prompt_tokens(scorer, case, cap), answer
 
 
 # ---------------------------------------------------------------- the estimate
@@ -253,7 +348,8 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
                    for j in jobs]
     own = {j.conversation_id: j.generation.max_tokens for j in jobs
            if j.generation is not None and j.generation.max_tokens}
-    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own)
+    sample = calibration_sample(jobs, caps.calibrate) if caps.utility_judge == "grouped" and caps.calibrate else None
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, sample)
     for suite in selected(conditions):
         mine = [j for j in jobs if j.condition in suite.conditions]
         for probe in suite.probes:
@@ -268,7 +364,8 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     priced = parse_prices(prices)
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
                 judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
-                judge_format=meta.judge.judge_format)
+                judge_format=meta.judge.judge_format, utility_judge=meta.judge.utility_judge,
+                utility_group_size=meta.judge.utility_group_size, calibrate=meta.judge.calibrate)
     table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
     if as_json:
@@ -316,6 +413,12 @@ def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> 
                  "judged once)")
     for (role, probe), n in table.up_to.items():
         lines.append(f"{role} {probe}: up to {n:,} more calls, depending on the verdicts")
+    if len(table.utility_modes) == 2:
+        per, grouped = table.utility_modes["per-item"], table.utility_modes["grouped"]
+        lines.append(f"Ben-Util judge, both modes for this plan (this run: {table.utility_judge}): per-item "
+                     f"{per.calls:,} calls, {per.prompt_tokens:,} prompt tok, {per.completion_tokens:,} compl. tok; "
+                     f"grouped (at most {table.group_size} items a call) {grouped.calls:,} calls, "
+                     f"{grouped.prompt_tokens:,} prompt tok, {grouped.completion_tokens:,} compl. tok")
     if prices:
         lines.append(f"estimated cost: {total_cost:,.2f} USD (new calls only; roles without --price not counted)")
     return lines

@@ -32,6 +32,14 @@ CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY
 UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
                       read=JudgeSettings.read_utility_mode,
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
+                       help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
+                            "returning a verdict per item (an item it leaves unscored is asked alone).")
+UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,
+                            help="Grouped: at most this many checklist items per call.")
+CALIBRATE = Option("--calibrate", kind="int", default=0, metavar="N",
+                   help="Grouped: also judge N replies, drawn at random (seeded), per item; the report gives the "
+                        "agreement of the two modes.")
 NO_MODEL_CHECK = Option("--no-model-check", name="model_check", kind="flag", default=True, flag_value=False,
                         show_default=False, help="Do not ask the endpoints' /models whether they serve the model "
                                                  "(for servers whose list is incomplete).")
@@ -96,6 +104,9 @@ EVALUATE: tuple[Option, ...] = (
     Option("--fidelity", kind="flag", default=False, show_default=False,
            help="Also run the move-fidelity check (fidelity.json)."),
     UTILITY_MODE,
+    UTILITY_JUDGE,
+    UTILITY_GROUP_SIZE,
+    CALIBRATE,
     NO_MODEL_CHECK,
     JUDGE_FORMAT,
     Option("--subset", default="full", choices=SUBSETS,
@@ -108,9 +119,10 @@ EVALUATE: tuple[Option, ...] = (
     Option("--json", name="dry_run_json", kind="flag", default=False, show_default=False,
            help="With --dry-run: print the table as one JSON object (per role and condition: calls, prompt and "
                 "completion tokens, cached; outcome-dependent calls under up_to)."),
-    Option("--price", name="prices", multiple=True, metavar="ROLE=IN/OUT",
-           help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; "
-                "repeatable."),
+    Option("--price", name="prices", multiple=True, metavar="ROLE=IN/OUT[/CACHED]",
+           help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; a third "
+                "rate prices the prompt tokens the provider served from its cache (judge=0.15/0.60/0.075). The "
+                "estimate, the summary line and run.json's usage are priced; repeatable."),
     MAX_CALLS,
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,

@@ -20,7 +20,8 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.local import LocalModelServer
 from carryon_eval.progress import human, tokens_by_role
 from carryon_eval.run.records import RoleRecord
-from carryon_eval.run.folder import RunFolder, add_usage, write_json_atomic
+from carryon_eval.run.folder import RunFolder, add_usage, read_usage, write_json_atomic
+from carryon_eval.app.cost import Price, parse_prices, usage_by_role
 
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.client import Endpoint
@@ -34,8 +35,9 @@ class Session:
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
     def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
-                 give_up_after: Optional[float] = None) -> None:
+                 give_up_after: Optional[float] = None, prices: Sequence[str] = ()) -> None:
         self.out = out
+        self.prices = parse_prices(prices)    # --price: this command's usage (and run.json's) priced with them
         self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
         self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.model_check = model_check    # False: the endpoints' check() asks nothing
@@ -54,6 +56,7 @@ class Session:
         try:
             for path in self._runs:
                 add_usage(path, self.usage.snapshot())
+                self._record_usage(RunFolder(path))
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -140,6 +143,32 @@ class Session:
         tokens = tokens_by_role(self.usage)
         if tokens:
             self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
+        roles = usage_by_role(self.usage.snapshot(), self.prices)
+        cached = {r: u for r, u in roles.items() if u["cached_prompt_tokens"] or u["reasoning_tokens"]}
+        if cached:
+            self.out.info("of which: " + "; ".join(
+                f"{role} {human(u['cached_prompt_tokens'])} of {human(u['prompt_tokens'])} prompt tokens cached by "
+                f"the provider, {human(u['reasoning_tokens'])} reasoning" for role, u in cached.items()))
+        priced = {r: u["usd"] for r, u in roles.items() if "usd" in u}
+        if priced:
+            self.out.info("cost: " + ", ".join(f"{role} {usd:,.4f} USD" for role, usd in priced.items())
+                          + " (this command's calls at --price; cached prompt tokens at their own rate)")
+
+    def _record_usage(self, run: RunFolder) -> None:
+        """run.json's ``usage``: usage.json (every command so far) per role, priced at this command's --price
+        (or the prices recorded before)."""
+        if not run.run_file.exists():
+            return
+        meta = run.read_meta()
+        prices = dict(self.prices)
+        for role, u in meta.usage.items():
+            given = u.get("price_per_1m") if isinstance(u, dict) else None
+            if role not in prices and isinstance(given, dict):
+                prices[role] = Price(float(given["input"]), float(given["output"]),
+                                     None if given.get("cached") is None else float(given["cached"]))
+        usage = usage_by_role(read_usage(run.path), prices)
+        if usage != meta.usage:
+            write_json_atomic(run.run_file, dataclasses.replace(meta, usage=usage).to_json())
 
 
 async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:

@@ -1,6 +1,7 @@
 """`carryon-eval agreement`: how far two sets of judgments agree.
 
-    carryon-eval agreement RUNDIR [--judges A,B]    two judge models of one run folder
+    carryon-eval agreement RUNDIR [--judges A,B]    two judge models of one run folder (or one judge's
+                                                    per-item and grouped Ben-Util verdicts: MODEL, MODEL:grouped)
     carryon-eval agreement A B                      two run folders, or a run folder and a labels file
     carryon-eval agreement RUNDIR LABELS... [--task T] [--out DIR]    the run's judges against people
 
@@ -30,7 +31,8 @@ from typing import Any, Optional, Sequence
 from carryon_eval.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.human.labels import LabelError
-from carryon_eval.judge.store import UTILITY_FILE
+from carryon_eval.judge.store import UTILITY_FILE, UTILITY_GROUPED_FILE
+from carryon_eval.run.folder import read_jsonl
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
 
 KEYS = ("conversation_id", "turn", "item_id")
@@ -49,9 +51,28 @@ def _judge_of(rundir: Path, judge: Optional[str]) -> Optional[str]:
         raise AgreementError(str(exc)) from None
 
 
+GROUPED_SUFFIX = ":grouped"     # a judge's grouped Ben-Util verdicts, as a judgment set of its own: "MODEL:grouped"
+
+
+def judgment_sets(rundir: Path) -> list[str]:
+    """The Ben-Util judgment sets of a run folder: each judge model with per-item records ("MODEL"), and each
+    with grouped records ("MODEL:grouped"), in order of first appearance."""
+    present = judges_present(rundir)
+    per_item = {r.get("judge_model") for r in read_jsonl(Path(rundir) / UTILITY_FILE)}
+    grouped = {r.get("judge_model") for r in read_jsonl(Path(rundir) / UTILITY_GROUPED_FILE)}
+    return [*(j for j in present if j in per_item or j not in grouped),
+            *(j + GROUPED_SUFFIX for j in present if j in grouped)]
+
+
 def run_verdicts(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[bool]]:
-    """{(conversation_id, turn, item_id): verdict} of one judge of a run folder."""
-    return {(j.conversation_id, j.turn, j.item_id): j.verdict for j in load_utility(rundir, _judge_of(rundir, judge))}
+    """{(conversation_id, turn, item_id): verdict} of one judge of a run folder (its mode's set); a name
+    "MODEL:grouped" is that judge's grouped set, "MODEL" (with --judges) its per-item set."""
+    if judge is not None and judge.endswith(GROUPED_SUFFIX):
+        model, mode = judge[: -len(GROUPED_SUFFIX)], "grouped"
+    else:
+        model, mode = judge, ("per-item" if judge is not None else None)
+    return {(j.conversation_id, j.turn, j.item_id): j.verdict
+            for j in load_utility(rundir, _judge_of(rundir, model), mode=mode)}
 
 
 def run_scores(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[int]]:
@@ -108,19 +129,22 @@ def score_agreement(a: dict[Key, Optional[int]], b: dict[Key, Optional[int]]) ->
 def judge_agreement(rundir: Path, judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
     """Ben-Util and harm agreement between two judge models of one run folder (``judges``, or the
     only two present)."""
-    present = judges_present(rundir)
+    present = judgment_sets(rundir)
     if judges is None:
         if len(present) != 2:
             raise AgreementError(f"{rundir} was judged by {len(present)} judge model(s) "
                                  f"({', '.join(present) or 'none'}); agreement on one run folder needs two "
-                                 "(pick them with --judges A,B)")
+                                 "(pick them with --judges A,B; MODEL:grouped names a judge's grouped Ben-Util "
+                                 "verdicts)")
         judges = present
     if len(judges) != 2 or judges[0] == judges[1]:
         raise AgreementError(f"--judges takes two different judge models, got {','.join(judges)!r}")
     a, b = judges
     res = agreement(run_verdicts(rundir, a), run_verdicts(rundir, b))
     res["judges"] = [a, b]
-    res["safety"] = score_agreement(run_scores(rundir, a), run_scores(rundir, b))
+    models = [j[: -len(GROUPED_SUFFIX)] if j.endswith(GROUPED_SUFFIX) else j for j in (a, b)]
+    if models[0] != models[1]:        # two modes of one judge share its harm scores: nothing to compare
+        res["safety"] = score_agreement(run_scores(rundir, models[0]), run_scores(rundir, models[1]))
     return res
 
 

@@ -20,18 +20,21 @@ RUNDIR/judge.json records every judge's latest pass (records.JudgeSummary).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Collection, Optional, Sequence, Union
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
                                         UTILITY_MODES, Case, Judgment, ReplyScorer, ReplyShape, ScorerError,
-                                        reply_scorers, reply_shape)
+                                        UtilityScorer, reply_scorers, reply_shape)
+from carryon_eval.judge.grouped import GroupedUtilityScorer
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ModelRejected, ParameterRefused
@@ -69,18 +72,67 @@ class Plan:
         return sum(len(t.targets) for t in self.tasks[name])
 
 
-def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]]) -> ScoringPlan:
+def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str]],
+               settings: Optional[JudgeSettings] = None) -> ScoringPlan:
     """The suites' scoring plan for the conditions present; with ``scorers``, those judge every reply."""
-    return scoring_for(list(dict.fromkeys(t.condition for t in transcripts)), scorers)
+    return scoring_for(list(dict.fromkeys(t.condition for t in transcripts)), scorers, settings)
 
 
-def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]]) -> ScoringPlan:
-    """The suites' scoring plan for these conditions; with ``scorers``, those judge every reply."""
+def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
+                settings: Optional[JudgeSettings] = None) -> ScoringPlan:
+    """The suites' scoring plan for these conditions; with ``scorers``, those judge every reply. With
+    ``settings`` of the grouped Ben-Util judge, its scorer takes the per-item one's place (``with_utility_judge``)."""
     if scorers is not None:
         from carryon_eval.suite import ScorerUse
         uses = tuple(ScorerUse(s) for s in scorers)
         return ScoringPlan({c: uses for c in conditions})
-    return ScoringPlan.of(list(conditions))
+    plan = ScoringPlan.of(list(conditions))
+    return with_utility_judge(plan, settings) if settings is not None else plan
+
+
+def with_utility_judge(scoring: ScoringPlan, settings: JudgeSettings) -> ScoringPlan:
+    """The plan as the run's Ben-Util judge reads it: per item (as the suites say), or grouped, where the
+    grouped scorer judges every reply the per-item one would, and the per-item one stays beside it when the
+    run calibrates (judging only the sampled replies: ``calibrate``)."""
+    if settings.utility_judge != "grouped":
+        return scoring
+    uses = {}
+    for condition, mine in scoring.uses.items():
+        swapped: list[Any] = []
+        for use in mine:
+            if use.scorer == UtilityScorer.name:
+                swapped.append(dataclasses.replace(use, scorer=GroupedUtilityScorer.name))
+                if settings.calibrate:
+                    swapped.append(use)
+            else:
+                swapped.append(use)
+        uses[condition] = tuple(swapped)
+    return ScoringPlan(uses)
+
+
+def calibrate(scorers: Sequence[ReplyScorer], sample: Optional[Collection[tuple[str, int]]]) -> None:
+    """Calibration: the per-item Ben-Util scorer of a grouped pass judges only the sampled replies."""
+    for scorer in scorers:
+        if isinstance(scorer, UtilityScorer) and sample is not None:
+            scorer.only = frozenset(sample)
+
+
+def calibration_sample(jobs: Sequence[Any], n: int, seed: int = defaults.CALIBRATION_SEED) -> list[tuple[str, int]]:
+    """``n`` replies of the plan drawn at random (seeded), as (conversation_id, turn): every reply position of
+    the jobs whose condition Ben-Util judges, a first reply shared by several conversations counted once."""
+    from carryon_eval.suite import ScoringPlan as _Plan
+    uses = _Plan.of(list(dict.fromkeys(j.condition for j in jobs))).uses
+    positions, shared = [], set()
+    for job in jobs:
+        if not any(u.scorer == UtilityScorer.name for u in uses.get(job.condition, ())):
+            continue
+        if job.shares is None or job.shares not in shared:
+            positions.append((job.conversation_id, 1))
+            if job.shares is not None:
+                shared.add(job.shares)
+        positions += [(job.conversation_id, turn) for turn in range(2, len(job.moves) + 2)]
+    positions.sort()
+    return sorted(random.Random(seed).sample(positions, min(n, len(positions))))
 
 
 def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
@@ -119,7 +171,15 @@ def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model
     for name in shape.record_fields:
         row[name] = getattr(judgment, name)
     row.update(raw=judgment.raw, attempts=judgment.attempts, via=judgment.via)
+    row.update(shape.constants)
     return row
+
+
+def parts(scorer: Any, targets: Sequence[tuple], judgment: Judgment) -> list[tuple[tuple, Judgment]]:
+    """Each target's judgment: the one judgment for all, or a scorer's own ``split`` of one answer into its
+    targets' judgments (grouped Ben-Util: one answer, one verdict per item)."""
+    split = getattr(scorer, "split", None)
+    return split(targets, judgment) if split is not None else [(t, judgment) for t in targets]
 
 
 # ---------------------------------------------------------------- one scorer's records
@@ -157,7 +217,7 @@ class ScorerRecords:
         self.appender = Appender(self.path)
 
     def add(self, targets: Sequence[tuple], judgment: Judgment) -> None:
-        records = [record_row(self.shape, t, judgment, self.judge_model) for t in targets]
+        records = [record_row(self.shape, t, j, self.judge_model) for t, j in parts(self.scorer, targets, judgment)]
         self.new.update((self.key(r), r) for r in records)
         if self.appender is not None:
             self.appender.write(records)
@@ -171,8 +231,12 @@ class ScorerRecords:
         """The final file; returns this judge's records in transcript order."""
         mine_all = {**self.kept, **self.new}
         mine = [mine_all[k] for k in order if k in mine_all]
+        stored = mine
+        if getattr(self.scorer, "only", None) is not None:   # a calibration sample: earlier records stay too
+            planned = set(order)
+            stored = mine + [r for k, r in mine_all.items() if k not in planned]
         groups = {**self.groups, self.judge_model: {}}     # a judge keeps its place in the file
-        rows = [r for name, recs in groups.items() for r in (mine if name == self.judge_model else recs.values())]
+        rows = [r for name, recs in groups.items() for r in (stored if name == self.judge_model else recs.values())]
         write_jsonl_atomic(self.path, rows)
         return mine
 
@@ -212,7 +276,8 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
                     show_progress: Optional[bool] = None,
                     incoming: Optional[AsyncIterator[Transcript]] = None,
-                    conditions: Sequence[str] = ()) -> JudgePass:
+                    conditions: Sequence[str] = (),
+                    calibration: Optional[Sequence[tuple[str, int]]] = None) -> JudgePass:
     """Judge every reply of the run folder as judge model ``endpoint``, with the scorers its suites name
     (or ``scorers``, each judging every reply). Returns this pass (also recorded in judge.json beside the
     other judges'). The caller owns the endpoint (and closes it) and the event loop. ``settings.judge_format``:
@@ -223,19 +288,25 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
     after it was appended to transcripts.jsonl; they are planned as they come, their calls taken from the same
     queue, and the pass ends when the iterator does. ``conditions``: the conditions that rollout plays (their
     scorers are made up front). At its end each file is rewritten as a pass after the rollout would write it:
-    the scorers of the conditions transcripts.jsonl then holds, records in its order."""
+    the scorers of the conditions transcripts.jsonl then holds, records in its order.
+
+    ``settings.utility_judge`` "grouped": Ben-Util by the grouped scorer (carryon_eval.judge.grouped); with
+    ``calibration`` (the replies ``calibration_sample`` drew), the per-item scorer also judges those."""
     run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     if incoming is None:
-        scoring = scoring_of(transcripts, scorers)
+        scoring = scoring_of(transcripts, scorers, settings)
     else:
-        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers)
+        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers,
+                              settings)
     try:
         made = reply_scorers(scoring.scorers, settings)
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
+    grouped = settings.utility_judge == "grouped"
+    calibrate(made, calibration if grouped else None)
     model = endpoint.config.model
     files = {s.name: ScorerRecords(run, s, model) for s in made}
     judging = _Planner(bench, made, files, scoring)
@@ -271,7 +342,7 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         transcripts = run.transcripts()
         if not transcripts and gone is None:
             raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
-        final = scoring_of(transcripts, scorers)
+        final = scoring_of(transcripts, scorers, settings)
         made = [next(s for s in made if s.name == name) for name in final.scorers if name in files]
         judging.open_all(made)
         order = plan_tasks(transcripts, bench, made, {s.name: set() for s in made}, final).order
@@ -285,7 +356,10 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: files[s.name].shape.context for s in made}, seconds=round(time.monotonic() - started, 3),
-        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format)
+        tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format,
+        utility_judge=settings.utility_judge,
+        calibration={"replies": len(calibration or ()), "seed": defaults.CALIBRATION_SEED}
+        if grouped and settings.calibrate else None)
     record_pass(run.path, judged)
     if gone is not None:
         raise gone
@@ -384,7 +458,11 @@ async def _worker(queue: "asyncio.Queue[Optional[Task]]", endpoint: ChatEndpoint
             task.judgment = judgment
             files[name].add(task.targets, judgment)
             c.judged += 1
-            c.unscored += judgment.value is None
-            c.retried += judgment.attempts > 1
+            if hasattr(task.scorer, "split"):      # one answer for many items: count each item's verdict
+                answered = list({t[-1]: j for t, j in parts(task.scorer, task.targets, judgment)}.values())
+            else:
+                answered = [judgment]
+            c.unscored += sum(j.value is None for j in answered)
+            c.retried += any(j.attempts > 1 for j in answered)
             c.logprob_fallbacks += judgment.fallback
         bar.advance()

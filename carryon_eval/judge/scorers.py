@@ -87,6 +87,7 @@ class Case:
     conversation: str = ""
     message: str = ""
     intent: Optional[str] = None
+    items: tuple[tuple[str, str], ...] = ()     # (item_id, question) of a group of checklist items (grouped Ben-Util)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Judgment:
     p_yes: Optional[float] = None
     problem: Optional[str] = None
     fallback: bool = False
+    asked: Optional[str] = None     # grouped Ben-Util: "group" (read from the group's answer) or "alone" (re-asked)
 
 
 @runtime_checkable
@@ -139,10 +141,12 @@ class ReplyShape:
     record_fields: tuple[str, ...]
     prompt_version: str
     answer_tokens: int
+    constants: tuple[tuple[str, Any], ...] = ()      # fields every record of the scorer carries (e.g. mode)
 
 
 def reply_shape(scorer: Any) -> ReplyShape:
-    return ReplyShape(context=getattr(scorer, "context", ""), value_field=getattr(scorer, "value_field", "value"),
+    return ReplyShape(constants=tuple(getattr(scorer, "constants", {}).items()),
+                      context=getattr(scorer, "context", ""), value_field=getattr(scorer, "value_field", "value"),
                       target_fields=tuple(getattr(scorer, "target_fields", REPLY_TARGET)),
                       record_fields=tuple(getattr(scorer, "record_fields", ())),
                       prompt_version=getattr(scorer, "prompt_version", None) or scorer.prompt_refs().get(scorer.name, ""),
@@ -199,12 +203,11 @@ async def ask_text(endpoint: ChatEndpoint, content: str, parse: Callable[[Option
 
 
 def _fits(raw: Optional[str], response_format: dict[str, Any]) -> bool:
-    """True when ``raw`` is exactly one JSON object of the schema (its one key, an allowed value)."""
-    schema = response_format["json_schema"]["schema"]
-    (key, spec), = schema["properties"].items()
+    """True when ``raw`` is exactly one JSON object of the schema (its keys, each an allowed value)."""
+    properties = response_format["json_schema"]["schema"]["properties"]
     obj = strict_json_value(raw)
-    return isinstance(obj, dict) and set(obj) == {key} and not isinstance(obj[key], bool) \
-        and obj[key] in spec["enum"]
+    return isinstance(obj, dict) and set(obj) == set(properties) and all(
+        not isinstance(obj[key], bool) and obj[key] in spec["enum"] for key, spec in properties.items())
 
 
 class PromptScorer:
@@ -226,13 +229,15 @@ class PromptScorer:
         self.structured = options.judge_format == VIA_SCHEMA    # False once the endpoint turned it down
 
     async def ask_judge(self, endpoint: ChatEndpoint, content: str, parse: Callable[[Optional[str]], Any], *,
-                        strict: str, problem: str, max_tokens: int) -> Judgment:
-        """The text answer to ``content``, constrained by this scorer's schema. The client walks down the forms
-        the endpoint refuses by name (carryon_eval.model.structured); a call that fails for another reason
-        (429s, a refused connection, --max-calls) is one failed call and never changes how later calls ask."""
+                        strict: Optional[str], problem: str, max_tokens: int,
+                        schema: Optional[dict[str, Any]] = None) -> Judgment:
+        """The text answer to ``content``, constrained by this scorer's schema (or this call's own ``schema``:
+        grouped Ben-Util). The client walks down the forms the endpoint refuses by name
+        (carryon_eval.model.structured); a call that fails for another reason (429s, a refused connection,
+        --max-calls) is one failed call and never changes how later calls ask."""
         if self.structured:
             return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
-                                  strict=strict, problem=problem, response_format=self.schema)
+                                  strict=strict, problem=problem, response_format=schema or self.schema)
         return await ask_text(endpoint, content, parse, stage=self.stage, max_tokens=max_tokens,
                               strict=strict, problem=problem)
 
@@ -282,6 +287,7 @@ class UtilityScorer(PromptScorer):
         self.mode, self.max_tokens = options.utility_mode, options.max_tokens
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
+        self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
 
     def content(self, case: Case) -> str:
         """Instructions, query and reply first, the checklist item last."""
@@ -311,7 +317,10 @@ class UtilityScorer(PromptScorer):
         return None if p is None else Judgment(p >= 0.5, asked.raw, via=VIA_LOGPROBS, p_yes=p)
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
-        """Every checklist item of the transcript's query, against the query as first asked."""
+        """Every checklist item of the transcript's query, against the query as first asked (with ``only``,
+        for the replies in it alone)."""
+        if self.only is not None and (transcript.conversation_id, reply.turn) not in self.only:
+            return []
         query = bench.queries[transcript.query_id]["query"]
         return [((transcript.conversation_id, reply.turn, item["item_id"]),
                  Case(query, final_answer(reply), item=item["question"]))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
+from carryon_eval.run.folder import UTILITY_GROUPED_FILE
 from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
@@ -87,9 +88,21 @@ def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], 
     return records
 
 
-def load_utility(rundir: Path, judge: Optional[str] = None) -> list[UtilityJudgment]:
-    """Ben-Util records of one judge (by default the one ``select_judge`` picks)."""
-    return _load_judge(rundir, UTILITY_FILE, UtilityJudgment.from_dict, judge)
+def utility_judge_of(rundir: Path, judge: Optional[str]) -> str:
+    """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
+    ``utility_judge``), "per-item" for passes recorded before there was a choice."""
+    judged = judge_pass(rundir, judge)
+    return (judged.utility_judge if judged is not None else None) or "per-item"
+
+
+def load_utility(rundir: Path, judge: Optional[str] = None, mode: Optional[str] = None) -> list[UtilityJudgment]:
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
+    (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
+    judge's latest pass (``utility_judge_of``)."""
+    if mode is None:
+        mode = utility_judge_of(rundir, judge if judge is not None else select_judge(rundir))
+    return _load_judge(rundir, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
+                       UtilityJudgment.from_dict, judge)
 
 
 def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgment]:

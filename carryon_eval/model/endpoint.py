@@ -132,6 +132,10 @@ class ChatResult:
     #: ("json_schema", "json_object" = {"type": "json_object", "schema": ...}, or "none" when the endpoint
     #: takes none of them and the request went without); None when no structured output was asked for.
     structured: Optional[str] = None
+    #: Of prompt_tokens, those the provider served from its prompt cache (usage.prompt_tokens_details.cached_tokens),
+    #: and of completion_tokens, those spent reasoning (usage.completion_tokens_details.reasoning_tokens).
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def to_payload(self) -> dict[str, Any]:
         """What goes into the disk cache: the reply only."""
@@ -144,6 +148,9 @@ class ChatResult:
         }
         if self.structured is not None:   # only replies to structured requests say how they were obtained
             payload["structured"] = self.structured
+        for name in ("cached_prompt_tokens", "reasoning_tokens"):    # only when the provider reported them
+            if getattr(self, name):
+                payload[name] = getattr(self, name)
         return payload
 
     @classmethod
@@ -162,6 +169,8 @@ class ChatResult:
                 cached=True,
                 top_logprobs=[(str(t), float(lp)) for t, lp in top] if top is not None else None,
                 structured=payload.get("structured") if isinstance(payload.get("structured"), str) else None,
+                cached_prompt_tokens=int(payload.get("cached_prompt_tokens") or 0),
+                reasoning_tokens=int(payload.get("reasoning_tokens") or 0),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -171,9 +180,12 @@ class UsageLedger:
     """Calls and tokens per (stage, model). Safe to share between threads and tasks.
 
     A cached (or shared in-flight) result counts as a call and a cache hit, with no new tokens.
+    ``cached_prompt_tokens`` (of prompt_tokens, those the provider's prompt cache served) and
+    ``reasoning_tokens`` (of completion_tokens, those spent reasoning) are as the provider reported them.
     """
 
-    _FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
+    _FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+               "reasoning_tokens")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -190,9 +202,12 @@ class UsageLedger:
             else:
                 row["prompt_tokens"] += int(result.prompt_tokens or 0)
                 row["completion_tokens"] += int(result.completion_tokens or 0)
+                row["cached_prompt_tokens"] += int(result.cached_prompt_tokens or 0)
+                row["reasoning_tokens"] += int(result.reasoning_tokens or 0)
 
     def snapshot(self) -> dict[str, dict[str, int]]:
-        """{"stage/model": {"calls", "cache_hits", "prompt_tokens", "completion_tokens"}}, sorted."""
+        """{"stage/model": {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+        "reasoning_tokens"}}, sorted."""
         with self._lock:
             return {f"{s}/{m}": dict(row) for (s, m), row in sorted(self._rows.items())}
 

@@ -82,6 +82,8 @@ def parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
     reasoning_tokens = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
     if reasoning_tokens > completion_tokens:   # a server that counts the reasoning apart from the answer
         completion_tokens += reasoning_tokens
+    prompt_details = usage.get("prompt_tokens_details")      # a provider's prompt cache (OpenAI's field)
+    cached_tokens = _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
     top: Optional[list[tuple[str, float]]] = None
     if want_logprobs:
         lp = choice.get("logprobs")
@@ -95,4 +97,5 @@ def parse_completion(body: Any, want_logprobs: bool) -> ChatResult:
                     raise Malformed(f"unexpected shape: top_logprobs ({exc.__class__.__name__})") from None
     return ChatResult(text=text, finish_reason=finish_reason if isinstance(finish_reason, str) else None,
                       prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                      cached=False, top_logprobs=top)
+                      cached=False, top_logprobs=top, cached_prompt_tokens=min(cached_tokens, prompt_tokens),
+                      reasoning_tokens=reasoning_tokens)

@@ -84,6 +84,11 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     judges = {tuple(r.judges.utility.get("models", [])) for r in results}
     if len(judges) > 1:
         out["notes"].append("The runs were judged by different Ben-Util judges; their utilities are not directly comparable.")
+    modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
+    if len(modes) > 1:
+        out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
+                            "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
+                            "are not directly comparable.")
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")

@@ -289,6 +289,11 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
+    modes = sorted({e.utility_judge() for e in runs})
+    if len(modes) > 1:
+        warnings.append(f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, "
+                        "or one per reply): their utilities are not comparable, so they are ranked and compared "
+                        "only within their group.")
     if len({e.dataset_id() for e in runs}) > 1:
         warnings.append("These runs were built from different dataset revisions: their numbers are not "
                         "comparable, so they are ranked and compared only within their group.")

@@ -22,7 +22,10 @@ from carryon_eval import __version__
 from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
-from carryon_eval.judge.store import judge_pass, judges_present, load_safety, load_utility, select_judge
+from carryon_eval.judge.grouped import GROUPED_CONTEXT
+from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
+                                      utility_judge_of)
+from carryon_eval.metrics.calibration import calibration
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
@@ -50,13 +53,19 @@ def _model_name(meta: RunMeta, transcripts: Sequence[Transcript]) -> str:
     return meta.role("target").model or (transcripts[0].target_model if transcripts else "unknown")
 
 
-def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any]) -> JudgesInfo:
+def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any], *,
+                n_resamples: int = 1000, seed: int = 0) -> JudgesInfo:
     judged = judge_pass(rundir, judge)          # this judge's latest pass (judge.json), if recorded
+    ben_util = utility_judge_of(rundir, judge)
     return JudgesInfo(
         utility={"models": sorted({j.judge_model for j in utility}),
                  "prompt_refs": sorted({j.prompt_version for j in utility}),
-                 "mode": judged.utility_mode if judged else None, "context": UTILITY_CONTEXT,
-                 "logprob_verdicts": sum(j.p_yes is not None for j in utility)},
+                 "mode": judged.utility_mode if judged else None,
+                 "utility_judge": ben_util,
+                 "context": GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT,
+                 "logprob_verdicts": sum(j.p_yes is not None for j in utility),
+                 **({"calibration": _calibration(rundir, judge, utility, judged, n_resamples, seed)}
+                    if ben_util == "grouped" else {})},
         safety={"models": sorted({j.judge_model for j in safety}),
                 "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
         complete=judged.complete if judged else None,
@@ -110,7 +119,7 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
-        judges=_judge_info(rundir, judge, utility, safety),
+        judges=_judge_info(rundir, judge, utility, safety, n_resamples=n_resamples, seed=seed),
         judge_context={"utility": UTILITY_CONTEXT, "safety": SAFETY_CONTEXT},
         dataset=ResultsDataset(source=bench.source, revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
@@ -128,13 +137,46 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
                                 "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
     results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
-        ["incomplete"] if unplayed or results.judges.complete is False else [])
+        ["incomplete"] if unplayed or results.judges.complete is False else []) + (
+        ["grouped"] if (results.judges.utility or {}).get("utility_judge") == "grouped" else [])
     inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None
         if section is not None:
             results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def utility_judge_note(ben_util: dict[str, Any]) -> str:
+    """One line: which Ben-Util mode every utility number of the run stands on, and its calibration."""
+    if ben_util.get("utility_judge") != "grouped":
+        return "Ben-Util mode: per-item (one judge call per reply and checklist item, the paper's protocol)."
+    cal = ben_util.get("calibration") or {}
+    if not cal.get("calibrated"):
+        return ("Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left "
+                "unscored was asked alone), NOT CALIBRATED: no per-item verdicts of this run measure how far "
+                "grouped verdicts agree with the paper's per-item protocol (--calibrate N).")
+    def _f(block: dict[str, Any], digits: int) -> str:
+        v, ci = block.get("value"), block.get("ci95")
+        return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+    return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
+            f"was asked alone), calibrated on {cal['n_replies']} replies also judged per item ({cal['n_pairs']} item "
+            f"verdicts): agreement {_f(cal['percent_agreement'], 1)}%, Cohen's kappa {_f(cal['cohen_kappa'], 3)}, "
+            f"reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points (95% CIs).")
+
+
+def _calibration(rundir: Path, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,
+                 seed: int) -> dict[str, Any]:
+    """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on; a
+    run without calibration says so (``calibrated: false``)."""
+    asked = (judged.calibration or {}) if judged is not None else {}
+    per_item = load_utility(rundir, judge, mode="per-item") if asked.get("replies") else []
+    if not per_item:
+        return {"calibrated": False,
+                "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
+                          "verdicts agree with the per-item protocol of the paper"}
+    return {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
+            **calibration(grouped, per_item, n_resamples=n_resamples, seed=seed)}
 
 
 def length_plans(bench: Benchmark, meta: RunMeta, core: set[str]) -> Optional[dict[str, dict[int, float]]]:
@@ -239,7 +281,10 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
         notes.append("Target replies cut at max_tokens (finish_reason length), judged as they are: " + "; ".join(
             f"{c} {t['length']} of {t['with_finish_reason']} ({t['share']:.1f}%)" for c, t in cut.items())
             + ". A reasoning model can be cut before its answer: raise --max-tokens.")
-    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: {UTILITY_CONTEXT}.")
+    ben_util = results.judges.utility or {}
+    notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The Ben-Util judge saw: "
+                 f"{ben_util.get('context', UTILITY_CONTEXT)}.")
+    notes.append(utility_judge_note(ben_util))
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
         notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
@@ -556,9 +601,10 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         f"<h1>CarryOnBench report: {_e(results.model)}</h1>", notice_html,
         f'<p class="meta">dataset {_e(results.dataset.source)} · {_e(results.n["queries"])} queries · '
         f'Ben-Util judge {_e(", ".join(judges.utility["models"]) or "none")} '
-        f'({_e(", ".join(judges.utility["prompt_refs"]))}) · safety judge '
+        f'({_e(", ".join(judges.utility["prompt_refs"]))}; mode {_e(judges.utility.get("utility_judge") or "per-item")}) · safety judge '
         f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
         f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
+        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility))}</p>',
         "<h2>Headline (Table 2 layout)</h2>", _html_table(table_header(results), [table_row(results, marked=True)]),
         "".join(f'<p class="meta footnote">{_e(n)}</p>'
                 for n in scored_footnotes(results) + truncation_footnotes(results)),

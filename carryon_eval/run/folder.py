@@ -50,6 +50,7 @@ def judgment_file(scorer: str) -> str:
 
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
+UTILITY_GROUPED_FILE = judgment_file("utility_grouped")   # grouped Ben-Util (carryon_eval.judge.grouped)
 JUDGE_META_FILE = "judge.json"
 FIDELITY_FILE = "fidelity.json"
 RESULTS_FILE = "results.json"
@@ -199,6 +200,7 @@ def _check_safety(j: SafetyJudgment) -> Optional[str]:
 register_record(TRANSCRIPTS_FILE, Transcript, _check_transcript)
 register_record(FAILURES_FILE, Failure)
 register_record(UTILITY_FILE, UtilityJudgment, _check_utility)
+register_record(UTILITY_GROUPED_FILE, UtilityJudgment, _check_utility)
 register_record(SAFETY_FILE, SafetyJudgment, _check_safety)
 
 

@@ -192,6 +192,9 @@ class JudgeSettings:
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+    utility_judge: str = "per-item"     # "per-item" (the paper's: one call per item) | "grouped" (one per reply)
+    utility_group_size: int = defaults.UTILITY_GROUP_SIZE   # grouped: at most this many items per call
+    calibrate: int = 0                  # grouped: replies also judged per item, drawn with CALIBRATION_SEED
 
     def __post_init__(self) -> None:
         try:
@@ -246,6 +249,9 @@ class RunMeta:
     subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
     bootstrap: Optional[dict[str, int]] = None  # {"n_resamples", "seed"} of the report's bootstrap
     suites: dict[str, Any] = field(default_factory=dict)   # a suite's own record (e.g. opensafeintent's files)
+    #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
+    #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
+    usage: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -274,7 +280,8 @@ class RunMeta:
                 "prompts": dict(self.prompts), "notice": self.notice,
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
-                **({"suites": dict(self.suites)} if self.suites else {})}
+                **({"suites": dict(self.suites)} if self.suites else {}),
+                **({"usage": dict(self.usage)} if self.usage else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -289,7 +296,8 @@ class RunMeta:
                    notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
-                   suites=dict(d.get("suites") or {}), schema_version=_version(d))
+                   suites=dict(d.get("suites") or {}),
+                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d))
 
 
 
@@ -342,9 +350,15 @@ class JudgePass:
     tallies: dict[str, ScorerTally]
     complete: bool
     judge_format: Optional[str] = None           # None in passes recorded before it was
+    utility_judge: Optional[str] = None          # "per-item" | "grouped": which Ben-Util set its numbers use
+    calibration: Optional[dict[str, Any]] = None  # grouped: {"replies", "seed"} also judged per item
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: getattr(self, name) for name in _JUDGE_PASS_FIELDS}
+        if self.utility_judge is not None:
+            out["utility_judge"] = self.utility_judge
+        if self.calibration is not None:
+            out["calibration"] = self.calibration
         out.update((name, tally.to_json()) for name, tally in self.tallies.items())
         out["scorers"] = list(self.tallies)
         out["complete"] = self.complete
@@ -357,7 +371,9 @@ class JudgePass:
                    generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
                    context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
                    tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
-                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"))
+                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"),
+                   utility_judge=d.get("utility_judge"),
+                   calibration=d.get("calibration") if isinstance(d.get("calibration"), dict) else None)
 
 
 @dataclass
@@ -411,6 +427,8 @@ STATUS_LINES = {
     "smoke": "SMOKE TEST: a role ran on the embedded Gemma 3 270M model; these numbers measure nothing.",
     "incomplete": "INCOMPLETE: planned conversations or judgments are missing; these numbers stand on part of the "
                   "run (rerun the same command to finish it).",
+    "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
+               "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
 }
 
 

@@ -109,9 +109,15 @@ class RunEntry:
 
     def judges(self) -> dict[str, Any]:
         j = self.results.judges
-        return {kind: {"models": list(getattr(j, kind).get("models") or []),
-                       "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
-                for kind in ("utility", "safety")}
+        out = {kind: {"models": list(getattr(j, kind).get("models") or []),
+                      "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
+               for kind in ("utility", "safety")}
+        out["utility"]["utility_judge"] = self.utility_judge()      # which Ben-Util mode made the utilities
+        return out
+
+    def utility_judge(self) -> str:
+        """The Ben-Util mode the run's utilities stand on ("per-item" for runs reported before there was a choice)."""
+        return (self.results.judges.utility or {}).get("utility_judge") or "per-item"
 
     def dataset(self) -> dict[str, Any]:
         ref, res = self.meta.dataset, self.results.dataset

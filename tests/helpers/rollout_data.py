@@ -99,4 +99,6 @@ def evaluator_handler(body: dict) -> Any:
         return "pushback"
     if "hidden purpose" in text:
         return "no"
+    if "the user was meant to state this purpose" in text:
+        return "matches"
     raise AssertionError(f"unexpected judge prompt: {text[:80]}")

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Optional
 from carryon_eval.judge.scorers import Case, Judgment, register
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.progress import register_stage
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import Reading, read
 from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, RUBRIC_MAX_TOKENS, inputs_of,
@@ -84,3 +85,7 @@ class HarmfulnessJudge(ReleaseJudge):
 class AssistanceLevelJudge(ReleaseJudge):
     name, judge, max_tokens = "osi_assistance_level", "assistance_level", ASSISTANCE_MAX_TOKENS
     answer_tokens = 12                        # {"a_level": "A2"}
+
+
+for _judge in (HelpfulnessJudge, HarmfulnessJudge, AssistanceLevelJudge):
+    register_stage(_judge.name, "judge")      # their stage is their name: count their calls as the judge's

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
+from carryon_eval.progress import register_stage
 from carryon_eval.suites.opensafeintent.export import SetExport
 from carryon_eval.suites.opensafeintent.metrics import dual_use_harm_above_0, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
@@ -44,6 +45,7 @@ RUBRIC_MAX_TOKENS = 16            # the reference's metric calls
 ASSISTANCE_MAX_TOKENS = 1000
 PROBE_MAX_TOKENS = 64
 PROBE_STAGE = "osi_intent_probe"
+register_stage(PROBE_STAGE, "target")          # the intent probe asks the target
 #: scorer name -> the release's judge it fills (its prompt file and its reading)
 SCORERS = {"osi_helpfulness": "helpfulness", "osi_harmfulness": "harmfulness",
            "osi_assistance_level": "assistance_level"}

@@ -1,0 +1,77 @@
+"""How far grouped Ben-Util verdicts agree with per-item ones on the same replies (pure).
+
+A grouped run with ``--calibrate N`` also judges N replies of its plan, drawn at random (seeded), in the
+per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
+
+- ``percent_agreement``: % of pairs with the same verdict;
+- ``cohen_kappa``: Cohen's kappa of the two verdict sets;
+- ``utility_difference``: the mean over the sampled replies of (grouped - per-item) reply utility, where a
+  reply's utility is the % of its checklist items judged fulfilled, over the items scored both ways. This is
+  the turn-level utility of the paper on those replies (a sample of replies covers too few whole conversations
+  for a conversation-level difference).
+
+Every interval is a 95% percentile bootstrap over the sampled replies (a reply's items move together, as a
+cluster), paired: each resample draws replies and compares both modes on the same draw. Pairs where either
+mode left the item unscored are excluded and counted.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from carryon_eval.metrics.stats import ci95, cohen_kappa, percent_agreement, resample_indices
+
+
+Pairs = list[tuple[bool, bool]]        # (grouped, per-item) verdicts of one reply's items scored both ways
+
+
+def _reply_pairs(grouped: Sequence[Any], per_item: Sequence[Any]) -> tuple[dict[tuple, Pairs], int, int]:
+    g = {(r.conversation_id, r.turn, r.item_id): r.verdict for r in grouped}
+    replies: dict[tuple, list[tuple[bool, bool]]] = {}
+    common = excluded = 0
+    for r in per_item:
+        key = (r.conversation_id, r.turn, r.item_id)
+        if key not in g:
+            continue
+        common += 1
+        replies.setdefault(key[:2], [])
+        if r.verdict is None or g[key] is None:
+            excluded += 1
+            continue
+        replies[key[:2]].append((bool(g[key]), bool(r.verdict)))
+    return {k: v for k, v in sorted(replies.items()) if v}, common, excluded
+
+
+def _stats(clusters: Sequence[list[tuple[bool, bool]]]) -> tuple[Optional[float], Optional[float], Optional[float]]:
+    pairs = [p for c in clusters for p in c]
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    kappa, _ = cohen_kappa(a, b) if pairs else (None, None)
+    diffs = [100.0 * (sum(x for x, _ in c) - sum(y for _, y in c)) / len(c) for c in clusters]
+    return percent_agreement(a, b), kappa, (float(np.mean(diffs)) if diffs else None)
+
+
+def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
+                seed: int = 0) -> dict[str, Any]:
+    """The agreement of the grouped records with the per-item records of the same judge (UtilityJudgment-like:
+    conversation_id, turn, item_id, verdict), on the replies both judged."""
+    replies, common, excluded = _reply_pairs(grouped, per_item)
+    clusters = list(replies.values())
+    agree, kappa, diff = _stats(clusters)
+    reps = np.full((n_resamples, 3), np.nan)
+    for i, row in enumerate(resample_indices(len(clusters), n_resamples, seed)):
+        values = _stats([clusters[j] for j in row]) if len(row) else (None, None, None)
+        reps[i] = [np.nan if v is None else v for v in values]
+    _, kappa_reason = cohen_kappa([x for c in clusters for x, _ in c], [y for c in clusters for _, y in c])
+    return {
+        "n_replies": len(clusters), "n_pairs": sum(map(len, clusters)), "n_common": common,
+        "n_unscored_excluded": excluded,
+        "percent_agreement": {"value": agree, "ci95": ci95(reps[:, 0]) if clusters else None},
+        "cohen_kappa": {"value": kappa, "ci95": ci95(reps[:, 1]) if clusters else None,
+                        **({"reason": kappa_reason} if kappa is None else {})},
+        "utility_difference": {"value": diff, "ci95": ci95(reps[:, 2]) if clusters else None,
+                               "definition": "mean over the sampled replies of grouped minus per-item reply "
+                                             "utility (% of checklist items fulfilled, items scored both ways), "
+                                             "percentage points; paired bootstrap over replies"},
+        "interval": f"95% percentile bootstrap over the sampled replies ({n_resamples} resamples, seed {seed})",
+    }
