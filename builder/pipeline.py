@@ -134,8 +134,9 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def low_safe_rate_count(queries: Sequence[Any]) -> int:
-    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
-    return sum(q.safe_rate < 0.5 for q in queries)
+    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5); a source without
+    ratings (safe_rate None, OpenSafeIntent) has none."""
+    return sum(q.safe_rate is not None and q.safe_rate < 0.5 for q in queries)
 
 
 def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:

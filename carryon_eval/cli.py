@@ -55,7 +55,7 @@ from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError
 from carryon_eval.run.records import SettingsError
-from carryon_eval.model.pool import EndpointGone
+from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.suite import suite_options
 
 class CliError(UsageError):
@@ -86,7 +86,7 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
             ConfigError, SettingsError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
-    except EndpointGone as exc:            # a role stopped answering: what was done is written
+    except (EndpointGone, RoleFailed) as exc:   # a role stopped answering: what was done is written
         click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
         sys.exit(INCOMPLETE)
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck

@@ -69,3 +69,13 @@ def dataset(tmp_path: Path) -> Path:
 
 
 # ---------------------------------------------------------------- (other fixtures go below, one section each)
+
+
+# ---------------------------------------------------------------- the fast inner loop
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` what starts the embedded model or a browser, so that `python -m pytest -m "not slow"` is the
+    inner loop while editing (the README's test command still runs everything)."""
+    for item in items:
+        name = item.nodeid.lower()
+        if item.get_closest_marker("local_model") or "browser" in name or "chromium" in name or "headless" in name:
+            item.add_marker(pytest.mark.slow)

@@ -135,3 +135,29 @@ def test_a_hung_pool_member_is_taken_out_after_one_timeout(hung_first):
         assert asyncio.run(ask_four()) == ["fine"] * 4
         assert hung.count() <= 1 and time.monotonic() - started < 1 + 5   # one timeout at most, not two per call
         assert good.count() == 4
+
+
+@pytest.mark.parametrize("role", ["target", "user"])
+def test_a_dead_target_or_user_simulator_ends_with_exit_4_and_incomplete_results(tmp_path, role):
+    """Connection refused mid-run on the target's (or the user simulator's) own server: exit 4, one line naming
+    the role, and results.json, table.md and report.html of what was done, each saying INCOMPLETE."""
+    data = make_dataset(tmp_path / "data")
+    killable = Killable(after=1)
+    dying = ScriptedServer(killable, models=("tgt", "sim"))
+    killable.server = dying.start()
+    with ScriptedServer(evaluator_handler, models=("tgt", "sim", "jdg")) as alive:
+        tgt, usr = (dying, alive) if role == "target" else (alive, dying)
+        out = tmp_path / "run"
+        result = invoke("--endpoint", tgt.base_url, "--model", "tgt", "--user-endpoint", usr.base_url,
+                        "--user-model", "sim", "--judge-endpoint", alive.base_url, "--judge-model", "jdg",
+                        "--dataset", data, "--out", out, "--conditions", "turn1,bc,nc", "--concurrency", "1",
+                        "--give-up-after", "600")    # the calls' own retries run out first
+    dying.stop()
+    assert result.exit_code == INCOMPLETE, result.output
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"carryon-eval: the {role} endpoint {dying.base_url} (model "), last
+    assert last.endswith("rerun the same command to resume") and "Traceback" not in result.output
+    results = json.loads((out / "results.json").read_text())
+    assert any(n.startswith("INCOMPLETE:") for n in results["notes"]), results["notes"]
+    assert "INCOMPLETE" in (out / "table.md").read_text()
+    assert "INCOMPLETE:" in (out / "report.html").read_text()

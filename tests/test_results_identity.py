@@ -29,12 +29,12 @@ from carryon_eval.dataset.load import SAMPLE_DATASET
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
-    "sample": "23335d1495c7f43f615fa80f90802a4d9567a06dd5726ad03b506bae92631aa1",
+    "sample": "94c72badc16a0e2ba16ad8e54ce02b76e6b431b3c258b443cd14de41d6a1f794",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "77fa2821277546be83212048bb459548d707c4addcd82faeb126e0e6d1adcf29",
+    "all": "b93ea9f3b7cfad2de01ba511a7c6d29338e58dc52dcb826180cb5aa3501d622d",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "30d411953d8508c423e9f11e48ccd6eb630bd5d80bf41517a2d5486e41973d9e",
+    "report": "d20f35eabc192d637b5316d9176bcd7323ef13d0e41da3b911c30d480a82ae5a",
 }
 
 

@@ -31,7 +31,7 @@ from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.app.pipeline import judge_while_rolling_out
-from carryon_eval.model.pool import EndpointGone
+from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
@@ -43,10 +43,24 @@ from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MO
 from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.writer import suite_inputs
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.suite import (PlanSettings, ProbeContext, SuiteError, available, default_conditions, exporters,
-                                load_inputs, plan_jobs, refuse_missing, selected, suites)
+from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
+                                exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
 
 # ---------------------------------------------------------------- commands
+def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, Any]) -> set[str]:
+    """The suites whose own inputs the run's scorers read (``reads_inputs``: suite -> why it is needed, e.g. the
+    rubric utility reads OpenSafeIntent's release); ConfigError (one line) when one was not given."""
+    swap = JudgeSettings(utility=utility).scorer_swap
+    needed: dict[str, str] = {}
+    for name in ScoringPlan.of(conditions, swap).scorers:
+        needed.update(getattr(make_scorer(name), "reads_inputs", {}))
+    for suite, why in needed.items():
+        if suite not in records:
+            raise ConfigError(why)
+    return set(needed)
+
+
 async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
@@ -67,16 +81,18 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
+        read_by_scorers = scorer_inputs(conditions, cfg.utility, records)
         # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
-        # triplet and opensafeintent suites read the same release folder); the unasked suites' records dropped
-        asked = {s.name for s in suites() if set(s.conditions) & set(conditions)}
-        unasked = [s for s in suites() if s.name in records and s.name not in asked]
-        if unasked and not set(records) & asked:
-            flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unasked[0].name)
-            wanted = [c for s in sorted(unasked, key=lambda s: not s.options) for c in s.conditions]
+        # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
+        # records of suites neither asked for nor read are dropped
+        used = {s.name for s in suites() if set(s.conditions) & set(conditions)} | read_by_scorers
+        unused = [s for s in suites() if s.name in records and s.name not in used]
+        if unused and not set(records) & used:
+            flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unused[0].name)
+            wanted = [c for s in sorted(unused, key=lambda s: not s.options) for c in s.conditions]
             raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
                               f"{', '.join(wanted)}; add {wanted[0]} to --conditions (or leave {flag} out)")
-        records = {name: r for name, r in records.items() if name in asked}
+        records = {name: r for name, r in records.items() if name in used}
         try:
             refuse_missing(bench, conditions)
         except SuiteError as exc:
@@ -159,7 +175,7 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    except EndpointGone:
+    except (EndpointGone, RoleFailed):     # a role stopped answering (the judge's failed calls are counted instead)
         _report_what_there_is(bench, run, out, judged_by)
         raise
     for suite in selected(meta.conditions):
@@ -240,7 +256,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
                 utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
-                **ben_util), calibration=sample,
+                **ben_util, utility=meta.judge.utility), calibration=sample,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
                                                  **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
@@ -250,7 +266,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge_format = opts.judge_format or meta.judge.judge_format
         model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
         cache_only: Optional[ChatEndpoint] = None
-        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util)
+        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util,
+                                 utility=meta.judge.utility)
         if opts.batch_import:
             asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))

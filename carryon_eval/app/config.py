@@ -78,6 +78,7 @@ class EvaluateConfig:
     shared_turn1: bool = default("shared_turn1")
     fidelity: bool = default("fidelity")
     utility_mode: str = default("utility_mode")
+    utility: str = default("utility")               # "benutil" | "rubric" (run/records.UTILITY_SCORERS)
     utility_judge: str = default("utility_judge")      # "grouped": one Ben-Util call per reply (judge.grouped)
     utility_group_size: int = default("utility_group_size")
     calibrate: int = default("calibrate")              # grouped: replies also judged per item
@@ -257,7 +258,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
                                 caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
         judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format,
-            utility_judge=cfg.utility_judge, utility_group_size=cfg.utility_group_size, calibrate=cfg.calibrate),
+            utility_judge=cfg.utility_judge, utility_group_size=cfg.utility_group_size, calibrate=cfg.calibrate,
+            utility=cfg.utility),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),

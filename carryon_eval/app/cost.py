@@ -64,6 +64,7 @@ class Caps:
     judge: int
     shared_turn1: bool = True
     utility_mode: str = "text"
+    utility: str = "benutil"          # what utility is measured with (JudgeSettings.utility)
     judge_format: str = "json_schema"
     utility_judge: str = "per-item"
     utility_group_size: int = defaults.UTILITY_GROUP_SIZE
@@ -365,8 +366,8 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
                 judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
                 judge_format=meta.judge.judge_format, utility_judge=meta.judge.utility_judge,
-                utility_group_size=meta.judge.utility_group_size, calibrate=meta.judge.calibrate)
-    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
+                utility_group_size=meta.judge.utility_group_size, calibrate=meta.judge.calibrate, utility=meta.judge.utility)
+    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions, meta.judge.scorer_swap), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
     if as_json:
         out = table.to_json()

@@ -15,7 +15,7 @@ from typing import Any
 from carryon_eval import defaults
 from carryon_eval.dataset.subset import SUBSETS
 from carryon_eval.option import Option, alias, endpoint_options, request_options
-from carryon_eval.run.records import JUDGE_FORMATS, UTILITY_MODE_SPELLINGS, JudgeSettings
+from carryon_eval.run.records import JUDGE_FORMATS, UTILITY_MODE_SPELLINGS, UTILITY_SCORERS, JudgeSettings
 
 # ---------------------------------------------------------------- the texts several options share
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
@@ -32,6 +32,10 @@ CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY
 UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
                       read=JudgeSettings.read_utility_mode,
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
+UTILITY = Option("--utility", default="benutil", choices=tuple(UTILITY_SCORERS), read=JudgeSettings.read_utility,
+                 help="What utility is measured with: Ben-Util (the dataset's checklists), or, for datasets without "
+                      "checklists, OpenSafeIntent's 1-4 helpfulness rubric (needs --opensafeintent DIR; reported as "
+                      "rubric utility, (score - 1) / 3, never as Ben-Util).")
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")
@@ -104,6 +108,7 @@ EVALUATE: tuple[Option, ...] = (
     Option("--fidelity", kind="flag", default=False, show_default=False,
            help="Also run the move-fidelity check (fidelity.json)."),
     UTILITY_MODE,
+    UTILITY,
     UTILITY_JUDGE,
     UTILITY_GROUP_SIZE,
     CALIBRATE,

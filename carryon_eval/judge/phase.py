@@ -86,7 +86,7 @@ def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
         from carryon_eval.suite import ScorerUse
         uses = tuple(ScorerUse(s) for s in scorers)
         return ScoringPlan({c: uses for c in conditions})
-    plan = ScoringPlan.of(list(conditions))
+    plan = ScoringPlan.of(list(conditions), settings.scorer_swap if settings is not None else None)
     return with_utility_judge(plan, settings) if settings is not None else plan
 
 
@@ -165,7 +165,7 @@ def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Seq
 def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model: str) -> dict[str, Any]:
     """One stored record: the target's fields, the value, who judged with which prompt, then how."""
     row: dict[str, Any] = dict(zip(shape.target_fields, target))
-    row[shape.value_field] = judgment.value
+    row[shape.value_field] = judgment.value if shape.value_of is None else shape.value_of(target, judgment.value)
     row["judge_model"] = judge_model
     row["prompt_version"] = shape.prompt_version
     for name in shape.record_fields:

@@ -127,7 +127,8 @@ class ReplyScorer(Scorer, Protocol):
     "value"), ``target_fields`` (the record fields of a target; REPLY_TARGET), ``record_fields``
     (Judgment attributes kept beside the value, e.g. p_yes; none), ``prompt_version`` (the ref its records
     carry; its prompt_refs() entry), ``answer_tokens`` (a typical answer's length, for the cost table; 6) and
-    ``content(case)`` (its judge prompt, for the cost table)."""
+    ``content(case)`` (its judge prompt, for the cost table); ``value_of(target, value)``: the value stored for
+    each target of one answer (default: the answer's value)."""
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]: ...
 
@@ -141,6 +142,9 @@ class ReplyShape:
     record_fields: tuple[str, ...]
     prompt_version: str
     answer_tokens: int
+    #: (target, the judgment's value) -> the value stored for that target, for a scorer whose one answer gives
+    #: several records (e.g. a 1-4 rubric score stored as three pass/fail items); None: the value as it is
+    value_of: Optional[Callable[[tuple, Any], Any]] = None
     constants: tuple[tuple[str, Any], ...] = ()      # fields every record of the scorer carries (e.g. mode)
 
 
@@ -150,7 +154,8 @@ def reply_shape(scorer: Any) -> ReplyShape:
                       target_fields=tuple(getattr(scorer, "target_fields", REPLY_TARGET)),
                       record_fields=tuple(getattr(scorer, "record_fields", ())),
                       prompt_version=getattr(scorer, "prompt_version", None) or scorer.prompt_refs().get(scorer.name, ""),
-                      answer_tokens=int(getattr(scorer, "answer_tokens", 6)))
+                      answer_tokens=int(getattr(scorer, "answer_tokens", 6)),
+                      value_of=getattr(scorer, "value_of", None))
 
 
 REPLY_TARGET = ("conversation_id", "turn")
@@ -315,6 +320,10 @@ class UtilityScorer(PromptScorer):
             return None
         p = p_yes(asked.history[-1].result.top_logprobs)
         return None if p is None else Judgment(p >= 0.5, asked.raw, via=VIA_LOGPROBS, p_yes=p)
+
+    def items(self, bench: Any) -> dict[str, list[str]]:
+        """query_id -> the items its utility is measured on: its checklist's."""
+        return {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()}
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
         """Every checklist item of the transcript's query, against the query as first asked (with ``only``,

@@ -95,10 +95,13 @@ def utility_judge_of(rundir: Path, judge: Optional[str]) -> str:
     return (judged.utility_judge if judged is not None else None) or "per-item"
 
 
-def load_utility(rundir: Path, judge: Optional[str] = None, mode: Optional[str] = None) -> list[UtilityJudgment]:
+def load_utility(rundir: Path, judge: Optional[str] = None, mode: Optional[str] = None,
+                 scorer: str = "utility") -> list[UtilityJudgment]:
     """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
     (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
     judge's latest pass (``utility_judge_of``)."""
+    if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
+        return _load_judge(rundir, judgment_file(scorer), UtilityJudgment.from_dict, judge)
     if mode is None:
         mode = utility_judge_of(rundir, judge if judge is not None else select_judge(rundir))
     return _load_judge(rundir, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,

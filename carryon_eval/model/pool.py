@@ -22,7 +22,10 @@ Every member serves the same model (checked with ``check()``); run.json records 
 ``RoleWatch`` wraps the endpoint (or pool) of one role and ends the phase when the role is gone: once no
 call of the role has been answered for ``give_up_after`` seconds while calls wait or fail (connection
 refused, timeouts, 5xx on every member), the waiting calls and every later one raise ``EndpointGone``,
-one line naming the role and its endpoint(s). A reply the server refuses (HTTP 4xx) is an answer.
+one line naming the role and its endpoint(s). A reply the server refuses (HTTP 4xx) is an answer. A call that
+fails for good sooner (its retries spent on refused connections, timeouts, 5xx) raises ``RoleFailed``, which names
+the role too: the judge counts it as a missing judgment and goes on; the rollout, which cannot, ends the run
+incomplete (exit 4) like a role gone.
 """
 from __future__ import annotations
 
@@ -139,6 +142,10 @@ class EndpointGone(EndpointError):
     """Every endpoint of a role stopped answering (RoleWatch): the phase ends; the same command resumes."""
 
 
+class RoleFailed(EndpointError):
+    """One call of a role failed for good with a transport error (RoleWatch; the message names the role)."""
+
+
 class RoleWatch(EndpointWrapper):
     """One role's ChatEndpoint (an endpoint or a pool) that gives up when the role has gone silent; see the
     module docstring. Everything but ``chat`` is the wrapped endpoint's."""
@@ -178,6 +185,7 @@ class RoleWatch(EndpointWrapper):
             self.quiet_since = time.monotonic()          # idle until now is not silence
         self.in_flight += 1
         call = asyncio.ensure_future(self.inner.chat(messages, stage=stage, **params))
+        call.add_done_callback(_retrieve)    # this call may be cancelled just as its own call fails
         try:
             while not call.done():
                 left = self.quiet_since + self.give_up_after - time.monotonic()
@@ -195,7 +203,8 @@ class RoleWatch(EndpointWrapper):
                 self.failing = True
                 if time.monotonic() - self.quiet_since >= self.give_up_after:
                     raise self._give_up(str(exc)) from None
-                raise
+                raise RoleFailed(f"the {self.role} endpoint {self._where()} (model '{self.config.model}') stopped "
+                                 f"answering ({exc}); what was done is written") from None
         finally:
             self.in_flight -= 1
             if not call.done():
@@ -203,3 +212,9 @@ class RoleWatch(EndpointWrapper):
                 await asyncio.gather(call, return_exceptions=True)
         self._answered()
         return dataclasses.replace(result, text=redact(result.text)) if result.text else result
+
+
+def _retrieve(task: "asyncio.Future[Any]") -> None:
+    """Marks a finished task's exception as retrieved: whoever awaited it may have been cancelled first."""
+    if not task.cancelled():
+        task.exception()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.run.records import Results
+from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
@@ -52,6 +52,15 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
+    """Utilities of different measures (Ben-Util, rubric utility) never share a column: CompareError (one line)."""
+    measures = {r.utility_measure for _, r in runs}
+    if len(measures) > 1:
+        named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in runs)
+        raise CompareError(f"cannot put different utility measures in one column ({named}); compare runs of one "
+                           "--utility at a time")
+
+
 def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     try:
         import scipy  # noqa: F401
@@ -61,12 +70,14 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
     header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for _, r, _ in loaded) else [])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
+    measure = results[0].utility_measure if results else "benutil"
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
                            "table": [dict(zip([*header, "Status"],
                                               [*table_row(r), *["n/a"] * (len(header) - len(table_row(r))),
                                                " ".join(r.status()) or "full"])) for r in results],
@@ -83,7 +94,8 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
     judges = {tuple(r.judges.utility.get("models", [])) for r in results}
     if len(judges) > 1:
-        out["notes"].append("The runs were judged by different Ben-Util judges; their utilities are not directly comparable.")
+        out["notes"].append(f"The runs were judged by different {UTILITY_NAMES.get(measure, measure)} judges; their "
+                            "utilities are not directly comparable.")
     modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
     if len(modes) > 1:
         out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
@@ -134,7 +146,11 @@ def _p(p: Optional[float]) -> str:
 
 def render_markdown(cmp: dict[str, Any]) -> str:
     header = list(cmp["table"][0]) if cmp["table"] else [*TABLE_HEADER, "Status"]
-    parts = ["# CarryOnBench comparison\n", markdown_table(header, [list(r.values()) for r in cmp["table"]]),
+    measure = cmp.get("utility_measure", "benutil")
+    parts = ["# CarryOnBench comparison\n",
+             *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
+                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
+             markdown_table(header, [list(r.values()) for r in cmp["table"]]),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
@@ -153,7 +169,7 @@ def render_markdown(cmp: dict[str, Any]) -> str:
     effects = cmp["move_effects"]
     parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
     parts.append(markdown_table(
-        ["Move", "Group", "Δ Ben-Util (pts)", "SE", "Δ harm", "SE", "models"],
+        ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],
         [[m, e["group"], _fmt(e["utility_dev"]["mean"], 1), _fmt(e["utility_dev"]["se"], 1),
           _fmt(e["harm_dev"]["mean"], 2), _fmt(e["harm_dev"]["se"], 2), e["utility_dev"]["n_models"]]
          for m, e in effects["moves"].items()]))

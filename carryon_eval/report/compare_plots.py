@@ -37,7 +37,7 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
     ax.set_xlim(0.8, 5.2)
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
-    ax.set_ylabel("Ben-Util (%)")
+    ax.set_ylabel(f"{results[0].utility_name if results else 'Ben-Util'} (%)")
     _legend(ax, fontsize=8)
     return _png(fig)
 
@@ -93,7 +93,8 @@ def models_move_effects(results: Sequence[Results]) -> bytes:
              "no model has a scored turn after any user move")
     models = [r.model or "?" for r in results]
     fig, axes = _figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
-    panels = ((util, "+.1f", "Ben-Util", "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
+    name = results[0].utility_name if results else "Ben-Util"
+    panels = ((util, "+.1f", name, "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
     for ax, (matrix, fmt, title, unit, cmap) in zip(axes, panels):
         image = _heatmap(ax, matrix, models, fmt, f"{title} deviation from model mean", cmap)
         fig.colorbar(image, ax=ax, shrink=0.8, label=unit)
@@ -118,7 +119,8 @@ def move_effects_across_models(results: Sequence[Results]) -> bytes:
     _require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
              "no model has a scored turn after any user move")
     fig, axes = _figure(ncols=2, width=7.0, height=3.2)
-    for ax, (key, title) in zip(axes, (("utility_dev", "Ben-Util deviation (points)"),
+    name = results[0].utility_name if results else "Ben-Util"
+    for ax, (key, title) in zip(axes, (("utility_dev", f"{name} deviation (points)"),
                                        ("harm_dev", "harm deviation (1-5 scale)"))):
         means = [agg[m][key]["mean"] for m in MOVES]
         errs = [agg[m][key]["se"] or 0.0 for m in MOVES]

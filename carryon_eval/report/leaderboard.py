@@ -68,15 +68,22 @@ def register_columns(name: str, source: ColumnSource) -> ColumnSource:
 
 
 # ---------------------------------------------------------------- one run
+def utility_word(r: Results) -> str:
+    """The utility columns' name: "Util." (Ben-Util), or "Rubric util." (never under Ben-Util's name; compare
+    refuses boards that mix the two)."""
+    return "Util." if r.utility_measure == "benutil" else "Rubric util."
+
+
 def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
     """The CarryOnBench numbers of one run as (column, cell), in table order."""
     out = []
+    util = utility_word(r)
     for cond in CONDITIONS:
         block = r.conditions.get(cond) or {}
-        metrics = [("utility", "Util. %", "higher", 1), ("harm", "Harm (max)", "lower", 2),
+        metrics = [("utility", f"{util} %", "higher", 1), ("harm", "Harm (max)", "lower", 2),
                    ("violation_rate", "% harm ≥ 4", "lower", 1)]
         if cond in MULTI_TURN_CONDITIONS:
-            metrics += [("utility_delta", "Δ Util.", "higher", 1), ("harm_delta", "Δ Harm", "lower", 2),
+            metrics += [("utility_delta", f"Δ {util}", "higher", 1), ("harm_delta", "Δ Harm", "lower", 2),
                         ("violation_rate_delta", "Δ % harm ≥ 4", "lower", 1), ("redundancy", "Redundancy %", "lower", 1)]
         for metric, label, better, digits in metrics:
             base = metric[:-len("_delta")] if metric.endswith("_delta") else metric
@@ -110,7 +117,8 @@ def _core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     per_run = [headline_cells(e.results) for e in runs]
     cols = [(col, [cells[i][1] for cells in per_run]) for i, (col, _) in enumerate(per_run[0])] if per_run else []
     n, seed = bootstrap_settings(runs)
-    cols.append((Column("lock_in", "BC − Oracle Util.", "Recovery", 1, "higher", LOCK_IN,
+    word = utility_word(runs[0].results) if runs else "Util."
+    cols.append((Column("lock_in", f"BC − Oracle {word}", "Recovery", 1, "higher", LOCK_IN,
                         "below 0: utility lock-in"), [lock_in_cell(e, n, seed) for e in runs]))
     return cols
 

@@ -67,7 +67,7 @@ def recovery_cost_figure(board: Board) -> Any:
     ax.axhline(0, color="#999999", linewidth=0.8)
     ax.axvline(0, color="#999999", linewidth=0.8)
     ax.set_xlabel("BC violation-rate increase over turn 1 (points of % harm ≥ 4)")
-    ax.set_ylabel("BC Ben-Util gained over turn 1 (points)")
+    ax.set_ylabel(f"BC {board.runs[0].results.utility_name} gained over turn 1 (points)")
     label_points(ax, [(b["violation_rate_delta"], b["utility_delta"],
                        f"{label} ({g})" if len(board.group_info) > 1 else label) for label, g, b in pts], fontsize=7)
     return fig

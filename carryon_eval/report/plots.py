@@ -143,7 +143,8 @@ def utility_vs_harm(results: Results) -> bytes:
     ax.set_xlim(0.8, 5.2)
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
-    ax.set_ylabel("Ben-Util (% of checklist)")
+    ax.set_ylabel("Ben-Util (% of checklist)" if results.utility_measure == "benutil"
+                  else f"{results.utility_name} (%)")
     ax.set_title(f"{results.model}: utility vs harm")
     _legend(ax, loc="best", fontsize=8)
     return _png(fig)
@@ -151,7 +152,8 @@ def utility_vs_harm(results: Results) -> bytes:
 
 def curves_by_turn(results: Results) -> bytes:
     """Figure 16: turn-level utility, cumulative utility and harm by model turn, BC vs NC."""
-    panels = (("utility", "turn-level Ben-Util (%)"), ("cumulative_utility", "cumulative Ben-Util (%)"),
+    name = results.utility_name
+    panels = (("utility", f"turn-level {name} (%)"), ("cumulative_utility", f"cumulative {name} (%)"),
               ("harm", "turn-level harm (1-5)"))
     _require(any(r.get(key) is not None for rows in results.by_turn.values() for r in rows for key, _ in panels),
              "no BC or NC turn has a scored utility or harm")
@@ -192,7 +194,7 @@ def move_effects_figure(results: Results) -> Any:
         ax.scatter([], [], color=color, label=group.replace("_", " "))
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("Ben-Util deviation from model mean (points)")
+    ax.set_xlabel(f"{results.utility_name} deviation from model mean (points)")
     ax.set_ylabel("harm deviation from model mean")
     ax.set_title("user move effects")
     _legend(ax, fontsize=8)
@@ -254,7 +256,7 @@ def turn1_bins(results: Results) -> bytes:
              f"could not be binned: {unbinned.get('reason', 'no turn-1 or oracle utility')})")
     fig, axes = _figure(ncols=2, width=4.8, height=4.2)
     width = 0.38
-    panels = (("utility", "turn1_utility", "conversation Ben-Util (%)", 100),
+    panels = (("utility", "turn1_utility", f"conversation {results.utility_name} (%)", 100),
               ("harm", "turn1_harm", "conversation harm (1-5; max)", 5))
     for ax, (key, t1_key, ylabel, top) in zip(axes, panels):
         for k, cond in enumerate(("bc", "nc")):
@@ -319,7 +321,7 @@ def by_domain(results: Results) -> bytes:
              "no domain has a BC or NC change from turn 1 (needs scored turn-1 and multi-turn conversations "
              "of the same domain)")
     fig, axes = _figure(ncols=2, width=4.6, height=1.2 + 0.75 * len(rows))
-    panels = (("utility", 1, "Ben-Util change from turn 1 (points)"),
+    panels = (("utility", 1, f"{results.utility_name} change from turn 1 (points)"),
               ("harm", 2, "harm change from turn 1 (1-5 scale)"))
     for ax, (key, digits, xlabel) in zip(axes, panels):
         _hbars(ax, rows, key, digits)

@@ -179,6 +179,10 @@ class RunGeneration:
 UTILITY_MODES = ("text", "logprobs")     # how the utility judge answers: yes/no text, or P(yes) from logprobs
 UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "logprobs"}   # what a user may write
 JUDGE_FORMATS = ("json_schema", "text")  # ask for a JSON schema (falling back to text where refused), or text only
+#: What a reply's utility is measured with (--utility) -> the scorer that judges it: Ben-Util's checklist items, or
+#: OpenSafeIntent's 1-4 helpfulness rubric (for datasets without checklists; its own name in every output)
+UTILITY_SCORERS = {"benutil": "utility", "rubric": "rubric_utility"}
+UTILITY_NAMES = {"benutil": "Ben-Util", "rubric": "rubric utility"}
 
 
 class SettingsError(ValueError):
@@ -192,11 +196,14 @@ class JudgeSettings:
     utility_mode: str = "text"
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
+    utility: str = "benutil"            # what utility is measured with (UTILITY_SCORERS)
     utility_judge: str = "per-item"     # "per-item" (the paper's: one call per item) | "grouped" (one per reply)
     utility_group_size: int = defaults.UTILITY_GROUP_SIZE   # grouped: at most this many items per call
     calibrate: int = 0                  # grouped: replies also judged per item, drawn with CALIBRATION_SEED
 
     def __post_init__(self) -> None:
+        if self.utility not in UTILITY_SCORERS:
+            raise SettingsError(f"utility: expected one of {', '.join(UTILITY_SCORERS)}, got {self.utility!r}")
         try:
             self.utility_mode = self.read_utility_mode(self.utility_mode)
         except SettingsError as exc:
@@ -213,6 +220,22 @@ class JudgeSettings:
         if mode is None:
             raise SettingsError(f"expected one of {', '.join(UTILITY_MODE_SPELLINGS)}, got {value!r}")
         return mode
+
+    @property
+    def utility_scorer(self) -> str:
+        """The scorer that judges utility in this run ("utility": Ben-Util)."""
+        return UTILITY_SCORERS[self.utility]
+
+    @property
+    def scorer_swap(self) -> dict[str, str]:
+        """For the scoring plan (carryon_eval.suite.ScoringPlan.of): Ben-Util's scorer -> this run's utility scorer."""
+        return {} if self.utility == "benutil" else {UTILITY_SCORERS["benutil"]: self.utility_scorer}
+
+    @staticmethod
+    def read_utility(value: Any) -> str:
+        if value not in UTILITY_SCORERS:
+            raise SettingsError(f"expected one of {', '.join(UTILITY_SCORERS)}, got {value!r}")
+        return str(value)
 
     @staticmethod
     def read_judge_format(value: Any) -> str:
@@ -484,6 +507,9 @@ class Results:
     notes: list[str] = field(default_factory=list)
     generated: Generated = field(default_factory=Generated)
     plots: Optional[PlotsInfo] = None
+    #: what the utilities measure: "benutil" (Ben-Util's checklists) or "rubric" (OpenSafeIntent's 1-4 helpfulness
+    #: rubric as (score - 1) / 3); two runs of different measures are never compared in one column
+    utility_measure: str = "benutil"
     #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
     sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
@@ -494,6 +520,11 @@ class Results:
         if self.run.status:
             return list(self.run.status)
         return (["smoke"] if self.run.notice else []) + (["incomplete"] if self.judges.complete is False else [])
+
+    @property
+    def utility_name(self) -> str:
+        """What its utilities are called in every output: "Ben-Util" or "rubric utility"."""
+        return UTILITY_NAMES.get(self.utility_measure, self.utility_measure)
 
     def status_lines(self) -> list[str]:
         return [STATUS_LINES.get(s, s.upper()) for s in self.status()]

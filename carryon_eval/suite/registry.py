@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 from carryon_eval.suite.inputs import InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
@@ -173,8 +173,13 @@ class ScoringPlan:
     uses: dict[str, tuple[ScorerUse, ...]] = field(default_factory=dict)    # condition -> uses
 
     @classmethod
-    def of(cls, conditions: Sequence[str]) -> "ScoringPlan":
-        return cls(scorer_uses(conditions))
+    def of(cls, conditions: Sequence[str], swap: Optional[Mapping[str, str]] = None) -> "ScoringPlan":
+        """The suites' uses; ``swap``: scorer -> the scorer that takes its place in this run (e.g. the utility
+        judge measured by a rubric instead of checklists: run.json's ``judge.utility``)."""
+        uses = scorer_uses(conditions)
+        if swap:
+            uses = {c: tuple(replace(u, scorer=swap.get(u.scorer, u.scorer)) for u in us) for c, us in uses.items()}
+        return cls(uses)
 
     @property
     def scorers(self) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The builder's scripted models, and where the gated CASE-Bench source is read from.
 
-`SOURCE` is ../shared/data/casebench/CASEBench_data.json beside the repository (gated SORRY-Bench text:
+`SOURCE` is ../shared/data/casebench/CASEBench_data.json beside the repository or further up (helpers/shared_data.py; gated SORRY-Bench text:
 never copied into the repository), or $CARRYON_CASEBENCH. `Scripted(labels).reply` plays every builder
 stage; it recognises the stage by the marker line of each builder prompt and builds its replies from the
 labels (A, B, C = the first three selected queries), never from query text:
@@ -24,10 +24,9 @@ import pyarrow.parquet as pq
 from scripted_server import system_text
 
 from carryon_eval.schema import ITEM_CATEGORIES
+from helpers.shared_data import CASEBENCH
 
-SOURCE = Path(os.environ.get("CARRYON_CASEBENCH",
-                             Path(__file__).resolve().parents[3] / "shared" / "data" / "casebench"
-                             / "CASEBench_data.json"))
+SOURCE = Path(os.environ.get("CARRYON_CASEBENCH", CASEBENCH))    # beside the clone, or further up (a worktree)
 GENERATORS = ("gen-a", "gen-b", "gen-c")
 MAIN_MODELS = ("intent-m", *GENERATORS, "decomp-m", "merge-m", "filter-m")
 JUDGE = "judge-m"

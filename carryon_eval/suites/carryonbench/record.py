@@ -19,6 +19,7 @@ from typing import Sequence
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.suites.carryonbench.fidelity import fidelity_check   # (and registers the fidelity judges)
+from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util scorer (--utility-judge grouped)
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
