@@ -109,7 +109,7 @@ def test_llm_build_where_the_item_filter_drops_every_item_of_one_query(scripted_
     out = llm_build(scripted_server, three_queries, tmp_path, remove_all_of={"A"})
     rows = load_every_declared_config(out, tmp_path / "hf-cache")
     # A loses every item at the item filter, B is dropped by the harm filter (the script): C alone is left
-    assert rows["queries"] == 1 and rows["checklists"] == 23 and rows["conversations"] == 15
+    assert rows["queries"] == 1 and rows["checklists"] == 23 and rows["conversations"] == 15 + 5   # the plan's 15, and one mc per length (5)
     assert set(rows) == {"queries", "checklists", "flows", "conversations", "provenance", "triplets"}
     assert rows["triplets"] == 7          # C's prompt-set
     assert carryon_build("verify", out).returncode == 0

@@ -106,30 +106,33 @@ def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
 
 
 def test_triplet_condition_on_the_embedded_model(tmp_path):
-    """`--conditions triplet` on the built-in sample's triplets config, end to end on the embedded model;
-    results.json has the triplet section (numbers or nulls with reasons) and report.html shows it in Chromium."""
+    """`--conditions triplet --opensafeintent DIR` on the built-in sample's triplets config, end to end on the
+    embedded model; results.json has the triplet section (OpenSafeIntent's reference definitions) and report.html
+    shows it in Chromium. The judge prompts are the release's files (skipped, saying why, without the copy)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from browser import chromium, render_headless
+    from helpers.shared_data import OPENSAFEINTENT
 
+    if not (OPENSAFEINTENT / "dataset.json").is_file():
+        pytest.skip(f"the OpenSafeIntent release copy (the triplets' judge prompts) is not at {OPENSAFEINTENT}")
     before = llama_server_pids()
     run = tmp_path / "run"
-    proc = subprocess.run(CLI + ["--limit", "1", "--conditions", "triplet", "--out", str(run)], capture_output=True,
+    proc = subprocess.run(CLI + ["--limit", "1", "--conditions", "triplet", "--opensafeintent", str(OPENSAFEINTENT),
+                                 "--out", str(run)], capture_output=True,
                           text=True, timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert llama_server_pids() - before == set()
     transcripts = [json.loads(line) for line in (run / "transcripts.jsonl").read_text().splitlines()]
     assert len(transcripts) == 7 and {t["condition"] for t in transcripts} == {"triplet"}     # one prompt-set
     t = json.loads((run / "results.json").read_text())["triplet"]
-    assert t["n_sets"] == 1
-    for key in ("triplet_safety", "worst_case_utility", "icu", "paraphrase_stability"):
-        assert isinstance(t[key], (int, float)) or t["reasons"].get(key), key
-    assert set(t["failure_profile"]) >= {"all_safe", "ambiguous_only", "malicious_only", "both", "benign"}
-    assert set(t["response_modes"]) >= {"refuse", "A2", "A3", "A4"}
-    assert list(t["by_domain"]) == ["Assistance with Crimes or Torts"]
-    assert "## Triplet evaluation (1 prompt-sets" in (run / "table.md").read_text()
+    assert t["n_sets"] == 1 and t["definitions"].startswith("OpenSafeIntent's reference definitions")
+    for key in ("triplet_safety", "intent_calibrated_utility", "non_malicious_worst_case_utility"):
+        assert set(t[key]) == {"value", "n", "ci95"}, key
+    for key in ("paraphrase", "response_modes", "intent_probe", "failure_profile"):
+        assert key in t, key
+    assert "## Triplet evaluation (OpenSafeIntent's reference definitions)" in (run / "table.md").read_text()
     if chromium() is None:
         pytest.skip("chromium is not installed (CI installs it): the report was not rendered")
     dom, console = render_headless(run / "report.html", profile_dir=tmp_path / "chrome-profile")
-    assert '<section id="triplet">' in dom and "Failure profile" in dom and "ICU by domain" in dom
-    assert "Response modes of the ambiguous replies" in dom
+    assert '<section id="triplet">' in dom and "OpenSafeIntent's reference definitions" in dom
     assert not console, console

@@ -33,6 +33,7 @@ from carryon_eval.run.records import Generation
 from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
 from scripted_server import by_model, last_user_text, rubric_judges
 
+from helpers.judged_run import run_json
 from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
@@ -118,6 +119,7 @@ def ran(bench, release, tmp_path_factory):
                                   "judge": judges}), models=("target", "judge")) as srv:
         run = RunFolder(tmp_path_factory.mktemp("osi") / "run")
         run.path.mkdir(parents=True)
+        (run.path / "run.json").write_text(json.dumps(run_json({"conditions": ["opensafeintent"]})))
 
         async def go():
             target = Endpoint(EndpointConfig(srv.base_url, "target"))

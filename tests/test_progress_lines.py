@@ -64,7 +64,7 @@ def test_every_stage_is_counted_under_the_role_of_its_model():
     from carryon_eval.progress import role_of
 
     assert {s: role_of(s) for s in ("judge_utility", "fidelity", "user_simulator", "target", "osi_helpfulness",
-                                    "osi_harmfulness", "osi_assistance_level", "osi_intent_probe", "risk_probe")} == {
+                                    "osi_harmfulness", "osi_assistance_level", "osi_intent_probe")} == {
         "judge_utility": "judge", "fidelity": "judge", "user_simulator": "user", "target": "target",
         "osi_helpfulness": "judge", "osi_harmfulness": "judge", "osi_assistance_level": "judge",
-        "osi_intent_probe": "target", "risk_probe": "target"}
+        "osi_intent_probe": "target"}

@@ -2,7 +2,8 @@
 results.json files, made against the scripted server (real HTTP) and from the recorded run folder.
 
 - the built-in sample, default conditions (`carryon-eval --limit 2`);
-- the built-in sample, `--conditions all --limit 2` (the triplets, their response-mode judge and risk probe too);
+- the built-in sample, `--conditions all --limit 2` (every condition whose inputs the dataset holds: without
+  --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
 - `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
 
 The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
@@ -29,8 +30,11 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run_v0_1_0"
 
 HASHES = {
     "sample": "94c72badc16a0e2ba16ad8e54ce02b76e6b431b3c258b443cd14de41d6a1f794",
-    "all": "cfe4c2bb564141447ac694ce0fafaf6d3632facb8cd9cc875b1a46b755b62949",   # since condition mc: the sample has mc conversations
-    "report": "e99d7c6bd99fa8db632ebe6376e6051d6386a495cdcb678fe1f9659b6e852472",
+    # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
+    # the release folder has no triplet section
+    "all": "b93ea9f3b7cfad2de01ba511a7c6d29338e58dc52dcb826180cb5aa3501d622d",
+    # since then too: the old folder's triplet section, as it was written, says which definitions it used
+    "report": "d20f35eabc192d637b5316d9176bcd7323ef13d0e41da3b911c30d480a82ae5a",
 }
 
 
@@ -39,16 +43,12 @@ def digest(text: str) -> int:
 
 
 def varied_handler(body: dict) -> Any:
-    """The target and simulator of `rollout_handler`; a judge (and a risk probe) whose answers depend on a
-    digest of the text it reads."""
+    """The target and simulator of `rollout_handler`; a judge whose answers depend on a digest of the text it
+    reads."""
     text = last_user_text(body)
-    if body["model"] == "tgt" and "Which response would be appropriate?" in text:
-        return ("constrained", "refuse", "comply")[digest(text) % 3]
     if body["model"] != "jdg":
         return rollout_handler(body)
     d = digest(text)
-    if "classifying how an AI assistant answered" in text:
-        return f"A{1 + d % 4}"
     if "checking whether a reply" in text:
         return "yes" if d % 3 else "no"
     if "rating how harmful" in text:

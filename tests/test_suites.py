@@ -118,21 +118,13 @@ def test_a_registered_suite_runs_end_to_end(echo_suite, scripted_server, tmp_pat
 
 
 # ---------------------------------------------------------------- the cost table is the run's plan
-PROBE = "Which response would be appropriate?"
-MODE = "classifying how an AI assistant answered"
-
-
 def unique_handler(body: dict) -> Any:
-    """Every target reply different; every reply judged harm 5 (so every ambiguous triplet reply is probed)."""
+    """Every target reply different; every reply judged harm 5."""
     text = last_user_text(body)
     if body["model"] == "tgt":
-        if PROBE in text:
-            return "constrained"
         digest = hashlib.sha256(json.dumps([body["messages"], body.get("seed")]).encode()).hexdigest()[:16]
         return f"Answer #{len(body['messages'])} ({digest}) to: {text[:30]}"     # the seed: no two alike
     if body["model"] == "jdg":
-        if MODE in text:
-            return "A3"
         if "rating how harmful" in text:
             return "5"
     return evaluator_handler(body)
@@ -140,7 +132,7 @@ def unique_handler(body: dict) -> Any:
 
 def judge_kind(body: dict) -> str:
     text = last_user_text(body)
-    return "response_mode" if MODE in text else "safety" if "rating how harmful" in text else "utility"
+    return "safety" if "rating how harmful" in text else "utility"
 
 
 def predicted(stdout: str) -> dict[str, Any]:
@@ -149,40 +141,27 @@ def predicted(stdout: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("where", ["sample", "dataset"])
 def test_dry_run_predicts_the_calls_the_server_receives(where, scripted_server, tmp_path):
-    from helpers.rollout_data import write_jsonl
 
     srv = scripted_server(unique_handler, models=("tgt", "sim", "jdg"))
     args = [*remote(srv), "--conditions", "all", "--out", tmp_path / "run"]
     if where == "dataset":
-        data = make_dataset(tmp_path / "data")
-        triplets = [{"set_id": q, "variant": v, "paraphrase": k, "prompt": f"{v} {k} prompt about {q}",
-                     "domain": "Assistance with Crimes or Torts", "category": "fraud"}
-                    for q in ("q1", "q2") for v, k in (("benign", 0), ("ambiguous", 0), ("ambiguous", 1),
-                                                        ("malicious", 0))]
-        write_jsonl(data / "triplets.jsonl", triplets)
-        (data / "README.md").write_text((data / "README.md").read_text().replace(
-            "---\n\nA made-up", "- config_name: triplets\n  data_files:\n  - split: test\n    path: triplets.jsonl\n"
-                                 "---\n\nA made-up"))
-        args += ["--dataset", data]
+        args += ["--dataset", make_dataset(tmp_path / "data")]
     dry = invoke(*args, "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     assert srv.count() == 0 and not (tmp_path / "run").exists()
     plan = predicted(dry.stdout)
     calls = {role: part["all"]["calls"] for role, part in plan["roles"].items()}
-    assert calls["target"] > 0 and calls["user"] > 0 and calls["judge"] > 0 and plan["judge_by_scorer"]["response_mode"] > 0
-    probes = plan["up_to"]["target"]["risk_probe"]
-    assert probes > 0
+    assert calls["target"] > 0 and calls["user"] > 0 and calls["judge"] > 0
+    # `all` without --opensafeintent: not the triplets (their judges are the release's; tests/test_triplets.py)
+    assert "triplet" not in plan["roles"]["target"]
 
     real = invoke(*args)
     assert real.exit_code == 0, real.output
     sim = srv.count(lambda b: b["model"] == "sim")
-    tgt = srv.count(lambda b: b["model"] == "tgt" and PROBE not in last_user_text(b))
-    probed = srv.count(lambda b: b["model"] == "tgt" and PROBE in last_user_text(b))
+    tgt = srv.count(lambda b: b["model"] == "tgt")
     judged = {k: srv.count(lambda b, k=k: b["model"] == "jdg" and judge_kind(b) == k) for k in plan["judge_by_scorer"]}
     assert (tgt, sim) == (calls["target"], calls["user"])
     assert judged == plan["judge_by_scorer"] and sum(judged.values()) == calls["judge"]
-    assert 0 < probed <= probes                         # every ambiguous reply judged unsafe: all probed
-    assert probed == probes
 
     again = predicted(invoke(*args, "--dry-run", "--json").stdout)     # a finished run: nothing new
     assert {role: part["all"]["calls"] for role, part in again["roles"].items()} == {

@@ -82,12 +82,17 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
         read_by_scorers = scorer_inputs(conditions, cfg.utility, records)
-        for s in suites():           # a suite's inputs given, but none of its conditions asked for (nor its scorers)
-            if s.name in records and not set(s.conditions) & set(conditions) and s.name not in read_by_scorers:
-                flag = next((o.flag for o in s.options if o.path), s.name)
-                raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
-                                  f"{', '.join(s.conditions)}; add {s.conditions[0]} to --conditions (or leave "
-                                  f"{flag} out)")
+        # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
+        # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
+        # records of suites neither asked for nor read are dropped
+        used = {s.name for s in suites() if set(s.conditions) & set(conditions)} | read_by_scorers
+        unused = [s for s in suites() if s.name in records and s.name not in used]
+        if unused and not set(records) & used:
+            flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unused[0].name)
+            wanted = [c for s in sorted(unused, key=lambda s: not s.options) for c in s.conditions]
+            raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
+                              f"{', '.join(wanted)}; add {wanted[0]} to --conditions (or leave {flag} out)")
+        records = {name: r for name, r in records.items() if name in used}
         try:
             refuse_missing(bench, conditions)
         except SuiteError as exc:

@@ -83,8 +83,9 @@ EVALUATE: tuple[Option, ...] = (
                                       "resumes."),
     Option("--limit", kind="count", help="Only the first N queries, with all their conversations."),
     Option("--conditions", kind="conditions",
-           help="Comma-separated conditions to run [default: turn1,oracle,bc,nc]; 'triplet' is not in the "
-                "default set; 'all' runs every condition of every suite."),
+           help="Comma-separated conditions to run [default: turn1,oracle,bc,nc]; 'triplet' (needs "
+                "--opensafeintent DIR) is not in the default set; 'all' runs every condition of every suite "
+                "whose inputs are given."),
     CONCURRENCY,
     *request_options("target", what="the target model",
                      max_tokens_help=f" [default: {defaults.TARGET_MAX_TOKENS}; {LOCAL_MAX_TOKENS['target']} on the "

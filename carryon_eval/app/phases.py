@@ -16,7 +16,7 @@ from carryon_eval.run.folder import RunFolder
 from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites
 from carryon_eval.rollout.simulator import UserSimulator
 
-JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores", "response_mode": "response modes"}
+JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores"}
 
 
 # ---------------------------------------------------------------- phases

@@ -7,8 +7,8 @@ becomes one ``EvalLog`` written with inspect's own ``write_eval_log``, so ``insp
   prompt version in each message's metadata; query, condition, flow, moves and domain in the sample metadata;
 - the judges' scores of its replies (those of the judge results.json reports): ``ben_util``
   ``{"turn_1": U_1, ..., "conversation": U}`` with every item verdict in the score's metadata, ``harm``
-  ``{"turn_1": h_1, ..., "max": worst}``, and ``response_mode`` for triplet replies that have one; an
-  unscored judgment (or a number it leaves undetermined) is None, never 0;
+  ``{"turn_1": h_1, ..., "max": worst}`` (not for the triplet and OpenSafeIntent replies: their judges' records
+  are their suites' own, their numbers the sections' metrics); an unscored judgment (or a number it leaves undetermined) is None, never 0;
 - results.json's headline numbers as the log's metrics: one score per condition (``turn1``, ``oracle``,
   ``bc``, ``nc``; ``recovery``) and one per other suite's section (``triplet``, ...), each metric with its 95% CI and unscored bounds in its metadata;
   a number that is null in results.json is not a metric (inspect metrics are numbers) and its reason is in the
@@ -31,13 +31,12 @@ from carryon_eval import __version__
 from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
-from carryon_eval.judge.store import JudgeError, load_all, load_safety, load_utility, select_judge
+from carryon_eval.judge.store import JudgeError, load_safety, load_utility, select_judge
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.report.phase import RESULTS_FILE
-from carryon_eval.suites.triplet.response_modes import MODE_FILE, ResponseModeJudgment
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
-from carryon_eval.suites.triplet.prompt_sets import parse_triplet_id
+from carryon_eval.suites.opensafeintent.suite import parse_conversation_id
 from carryon_eval.inspect_bridge import require_inspect
 
 TASK_NAME = "carryonbench"
@@ -117,45 +116,32 @@ def harm_score(conv: M.Conversation, records: Sequence[SafetyJudgment]) -> Any:
                            "prompt_version": sorted({r.prompt_version for r in records})})
 
 
-def mode_score(records: Sequence[ResponseModeJudgment]) -> Any:
-    from inspect_ai.scorer import Score
-
-    return Score(value={_turn_key(r.turn): r.mode for r in records},
-                 metadata={"turns": [{"turn": r.turn, "mode": r.mode, "via": r.via, "raw": r.raw} for r in records],
-                           "judge_model": sorted({r.judge_model for r in records})})
-
-
-def sample_scores(conv: M.Conversation, utility: Sequence[UtilityJudgment], safety: Sequence[SafetyJudgment],
-                  modes: Sequence[ResponseModeJudgment]) -> dict[str, Any]:
+def sample_scores(conv: M.Conversation, utility: Sequence[UtilityJudgment],
+                  safety: Sequence[SafetyJudgment]) -> dict[str, Any]:
+    if parse_conversation_id(conv.conversation_id) is not None:      # a triplet / OpenSafeIntent reply
+        return {}
     scores: dict[str, Any] = {}
-    if utility or not _is_malicious(conv.conversation_id):
+    if utility or not conv.conversation_id.startswith("triplet:"):   # a triplet malicious reply of an earlier run
         scores["ben_util"] = utility_score(conv, utility)
     scores["harm"] = harm_score(conv, safety)
-    if modes:
-        scores["response_mode"] = mode_score(modes)
     return scores
 
 
-def _is_malicious(conversation_id: str) -> bool:
-    tid = parse_triplet_id(conversation_id)
-    return tid is not None and tid.variant == "malicious"
-
-
 def sample_metadata(t: Transcript, bench: Benchmark) -> dict[str, Any]:
-    tid = parse_triplet_id(t.conversation_id)
-    query_id = tid.set_id if tid else t.query_id
+    tid = parse_conversation_id(t.conversation_id)
+    query_id = tid[0] if tid else t.query_id
     q = bench.queries.get(query_id, {})
     meta = {"query_id": t.query_id, "query": q.get("query"), "condition": t.condition, "flow_id": t.flow_id,
             "moves": list(t.moves), "domain": q.get("domain"), "category": q.get("category"),
             "shared_turn1": t.shared_turn1, "target_model": t.target_model,
             "finish_reasons": t.meta.get("finish_reasons"), "user_model": t.meta.get("user_model")}
     if tid is not None:
-        meta.update(variant=tid.variant, paraphrase=tid.paraphrase)
+        meta.update(prompt_name=tid[1])
     return meta
 
 
 def build_sample(t: Transcript, conv: M.Conversation, bench: Benchmark, utility: Sequence[UtilityJudgment],
-                 safety: Sequence[SafetyJudgment], modes: Sequence[ResponseModeJudgment]) -> Any:
+                 safety: Sequence[SafetyJudgment]) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
 
@@ -163,7 +149,7 @@ def build_sample(t: Transcript, conv: M.Conversation, bench: Benchmark, utility:
     last = t.replies[-1].content if t.replies else ""
     return EvalSample(id=t.conversation_id, epoch=1, input=t.messages[0].content if t.messages else "",
                       target="", messages=messages, output=ModelOutput.from_content(t.target_model, last),
-                      scores=sample_scores(conv, utility, safety, modes), metadata=sample_metadata(t, bench))
+                      scores=sample_scores(conv, utility, safety), metadata=sample_metadata(t, bench))
 
 
 # ---------------------------------------------------------------- the log's metrics
@@ -248,13 +234,11 @@ def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
         utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
     except JudgeError as exc:
         raise ExportError(str(exc)) from None
-    modes = [m for m in load_all(rundir / MODE_FILE, ResponseModeJudgment.from_dict)
-             if judge is None or m.judge_model == judge]
     transcripts = run.transcripts()
     convs = M.assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
-    by_cid = _group(utility), _group(safety), _group(modes)
+    by_cid = _group(utility), _group(safety)
     samples = [build_sample(t, c, bench, *(g.get(t.conversation_id, []) for g in by_cid))
                for t, c in zip(transcripts, convs)]
     roles, models = role_usage(read_usage(rundir))

@@ -19,11 +19,9 @@ from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
 from carryon_eval.run.folder import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
-from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
-from carryon_eval.suites.triplet.risk_probe import PROBE_FILE
-from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, PROBE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
+from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
 
 SCORER_NAME = "carryon_judges"
 
@@ -110,7 +108,6 @@ def import_log(path: Path, out: Path) -> str:
     transcripts, failures = [], []
     records: dict[str, list[dict[str, Any]]] = {}
     failed = 0
-    probes = []
     for sample in order:
         data = sample.store.get(TRANSCRIPT_KEY)
         if data is None:
@@ -125,8 +122,6 @@ def import_log(path: Path, out: Path) -> str:
         for name, rows in (score.metadata or {}).get(RECORDS, {}).items():
             records.setdefault(name, []).extend(rows)
         failed += len((score.metadata or {}).get("failed") or [])
-        if (score.metadata or {}).get(PROBE):
-            probes.append(score.metadata[PROBE])
     judges = sorted({r["judge_model"] for rows in records.values() for r in rows})
     if len(judges) > 1:
         raise ExportError(f"{path}: judged by several models ({', '.join(judges)}); expected one grader")
@@ -142,8 +137,6 @@ def import_log(path: Path, out: Path) -> str:
             write_jsonl_atomic(tmp / FAILURES_FILE, failures)
         for name, rows in records.items():
             write_jsonl_atomic(tmp / judgment_file(name), rows)
-        if probes or TRIPLET_CONDITION in meta.conditions:
-            write_jsonl_atomic(tmp / PROBE_FILE, probes)
         if judge_model is not None:
             record_pass(tmp, _judge_pass(records, meta, judge_model, failed))
         (tmp / "cache").mkdir()

@@ -6,13 +6,12 @@
     carryon-eval import logs/....eval --out runs/gpt-4o-mini && carryon-eval report runs/gpt-4o-mini
 
 One sample per job of the registered suites' plans (carryon_eval.suite.plan_jobs: the same jobs, ids, opening
-messages and skips as `carryon-eval`, so every suite - the CarryOnBench conditions, the triplets, any suite
+messages and skips as `carryon-eval`, so every suite - the CarryOnBench conditions, any suite
 registered later - is a task too). The solver plays a job exactly as the rollout does (the rollout's own player:
 the project's user simulator and prompts on the model role ``user``, the same per-turn seeds, a shared first reply
 generated once per key and reused by its jobs); the evaluated model is inspect's model. The scorer runs the
 scorers the suites name for each transcript (carryon_eval.suite.ScoringPlan) on the model role ``grader``, each
-distinct case judged once per task as the judge phase does, plus the risk-recognition probe of unsafe ambiguous
-triplet replies, and keeps every record in the score's metadata, so that `carryon-eval import` writes the run
+distinct case judged once per task as the judge phase does, and keeps every record in the score's metadata, so that `carryon-eval import` writes the run
 folder the report computes the numbers from. Both roles reach their models through one adapter
 (carryon_eval.inspect_bridge.endpoint).
 
@@ -37,8 +36,6 @@ from carryon_eval.app.config import _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
-from carryon_eval.suites.carryonbench.conditions import VIOLATION_THRESHOLD
-from carryon_eval.suites.triplet.risk_probe import probe_reply
 from carryon_eval.rollout.play import Player
 from carryon_eval.schema import TRIPLET_CONDITION, Transcript
 from carryon_eval.judge.phase import record_row
@@ -46,7 +43,6 @@ from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,
                                 refuse_missing, resolve_conditions, suites)
-from carryon_eval.suites.triplet.prompt_sets import is_variant
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
 from carryon_eval.inspect_bridge.export import _message, harm_score, utility_score
 
@@ -55,7 +51,6 @@ FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could n
 RUN_KEY = "carryonbench_run"                   # task metadata: the run.json of the run (roles filled on import)
 RECORDS = "records"                            # score metadata: scorer name -> judgment records (to_dict)
 VALUE_FIELDS = "value_fields"                  # score metadata: scorer name -> the record field of its value
-PROBE = "risk_probe"                           # score metadata: the risk-recognition probe record, if asked
 USER_ROLE, GRADER_ROLE = "user", "grader"
 
 
@@ -253,17 +248,6 @@ class Judges:
             out[s.name].append(record_row(reply_shape(s), target, answer, self.grader.config.model))
         return out, failed
 
-    async def probe(self, tr: Transcript, safety: Sequence[Any]) -> Optional[dict[str, Any]]:
-        """The risk-recognition probe of an ambiguous triplet reply the safety judge scored unsafe (asked of
-        the evaluated model in a fresh context, as carryon_eval.risk_probe does after the judge phase)."""
-        if not is_variant(tr.conversation_id, "ambiguous") or not any(
-                s.score is not None and s.score >= VIOLATION_THRESHOLD for s in safety):
-            return None
-        assert self.grader is not None
-        record = await probe_reply(InspectEndpoint(get_model()), tr.conversation_id, tr.messages[0].content,
-                                   self.grader.config.model)
-        return record.to_dict()
-
 
 @scorer(metrics=[])
 def carryon_judges(judges: Judges) -> Any:
@@ -285,7 +269,7 @@ def carryon_judges(judges: Judges) -> Any:
         ben, harm = utility_score(conv, utility), harm_score(conv, safety)
         value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
         return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
-                     metadata={RECORDS: records, "failed": failed, PROBE: await judges.probe(tr, safety),
+                     metadata={RECORDS: records, "failed": failed,
                                TURNS: [r.turn for r in tr.replies],
                                VALUE_FIELDS: {s.name: reply_shape(s).value_field for s in judges.scorers}})
     return score

@@ -14,8 +14,7 @@ versions) or built from different datasets fall into separate comparability grou
 and correlated within their group only, and the page says so at the top.
 
 Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``: the CarryOnBench
-headline, carryon_eval.suites.carryonbench.leaderboard; the triplet metrics, OpenSafeIntent's), and any added
-with `register_columns`; the table, the
+headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`; the table, the
 page and leaderboard.jsonl carry their columns without further change.
 """
 from __future__ import annotations

@@ -51,10 +51,8 @@ def judgment_file(scorer: str) -> str:
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")   # grouped Ben-Util (carryon_eval.judge.grouped)
-MODE_FILE = judgment_file("response_mode")
 JUDGE_META_FILE = "judge.json"
 FIDELITY_FILE = "fidelity.json"
-PROBE_FILE = "risk_probe.jsonl"
 RESULTS_FILE = "results.json"
 TABLE_FILE = "table.md"
 HTML_FILE = "report.html"
@@ -338,10 +336,8 @@ class RunFolder:
 
     utility_file = property(lambda self: self.path / UTILITY_FILE)
     safety_file = property(lambda self: self.path / SAFETY_FILE)
-    mode_file = property(lambda self: self.path / MODE_FILE)
     judge_file = property(lambda self: self.path / JUDGE_META_FILE)
     fidelity_file = property(lambda self: self.path / FIDELITY_FILE)
-    probe_file = property(lambda self: self.path / PROBE_FILE)
     results_file = property(lambda self: self.path / RESULTS_FILE)
     table_file = property(lambda self: self.path / TABLE_FILE)
     html_file = property(lambda self: self.path / HTML_FILE)

@@ -41,10 +41,16 @@ def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
 
 def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The release into ``bench.extras``; run.json's record of it (None when no folder is given)."""
-    folder = options.get("opensafeintent")
-    if folder is None:
+    if options.get("opensafeintent") is None:
         return None
-    sets = options.get("opensafeintent_sets") or "release"
+    return load_as(bench, options, recorded, CONDITION, options.get("opensafeintent_sets") or "release")
+
+
+def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]], condition: str,
+            sets: str) -> dict[str, Any]:
+    """The release (``sets``: its dataset.json, or the dataset's triplets under its judges) into
+    ``bench.extras[condition]``; run.json's record of it (the triplet wing loads it as ``triplet``)."""
+    folder = options["opensafeintent"]
     release = load_release(folder, options.get("limit"))
     extra: dict[str, str] = {}
     if sets == "triplets":
@@ -55,7 +61,7 @@ def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]
     temperature = options.get("temperature")
     gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
                         max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
-    bench.extras[CONDITION] = Inputs(release, gen)
+    bench.extras[condition] = Inputs(release, gen)
     return {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
             "rows_in_release": release.total_rows, "prompts": release.n_prompts, "sha256": dict(release.hashes),
             "summary": f"{len(release.sets):,} prompt-sets, {release.n_prompts:,} prompts ({release.folder})",

@@ -26,8 +26,8 @@ def rows(sec: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return [(m, _f(sec[m]["value"]), str(sec[m]["n"]), _ci(sec[m]["ci95"])) for m in HEADLINE]
 
 
-def render_markdown(sec: dict[str, Any]) -> str:
-    lines = ["## OpenSafeIntent", "", f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; "
+def render_markdown(sec: dict[str, Any], title: str = "OpenSafeIntent") -> str:
+    lines = [f"## {title}", "", f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; "
              "the reference implementation's definitions (0-1 scale).", "",
              "| metric | value | n | 95% CI |", "|---|---|---|---|"]
     lines += [f"| {m} | {v} | {n} | {c} |" for m, v, n, c in rows(sec)]
@@ -45,9 +45,9 @@ def render_markdown(sec: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(sec: dict[str, Any]) -> str:
+def render_html(sec: dict[str, Any], title: str = "OpenSafeIntent", section_id: str = SECTION) -> str:
     e = html.escape
-    body = [MARK, '<section id="opensafeintent"><h2>OpenSafeIntent</h2>',
+    body = [MARK, f'<section id="{section_id}"><h2>{e(title)}</h2>',
             f"<p>{sec['n_sets']} prompt-sets; judge {e(str(sec.get('judge_model')))}; the reference "
             "implementation's definitions (0-1 scale).</p>",
             "<table><tr><th>metric</th><th>value</th><th>n</th><th>95% CI</th></tr>"]
@@ -74,11 +74,12 @@ def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]])
                       for m, s in zip(models, sections)]}
 
 
-def compare_markdown(part: Optional[dict[str, Any]]) -> str:
+def compare_markdown(part: Optional[dict[str, Any]],
+                     heading: str = "OpenSafeIntent (the reference implementation's definitions, 0-1)") -> str:
     if not part:
         return ""
     head = "| Model | " + " | ".join(HEADLINE) + " |"
-    lines = ["", "## OpenSafeIntent (the reference implementation's definitions, 0-1)", "", head,
+    lines = ["", f"## {heading}", "", head,
              "|" + "---|" * (len(HEADLINE) + 1)]
     lines += ["| " + " | ".join([r["model"], *(f"{_f(r[k])} (n {r[k + '_n']})" if r[k + "_n"] is not None
                                              else "n/a" for k in HEADLINE)]) + " |" for r in part["table"]]

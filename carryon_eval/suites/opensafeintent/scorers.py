@@ -57,7 +57,7 @@ class ReleaseJudge:
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
         if parse_conversation_id(transcript.conversation_id) is None:
             return []
-        release = inputs_of(bench).release
+        release = inputs_of(bench, transcript.condition).release      # opensafeintent's or the triplet wing's
         sent = transcript.messages[0].content
         return [((transcript.conversation_id, reply.turn),
                  Case(query=sent, reply=reply.content,

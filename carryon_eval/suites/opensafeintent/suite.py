@@ -10,7 +10,10 @@ reference's way, each seeing the prompt that was actually sent and the raw reply
 records (``osi_<judge>_judgments.jsonl``). The intent probe (a suite Probe: the target model itself, in a fresh
 context, on the dual-use originals whose harmfulness is above 0) writes ``opensafeintent_probe.jsonl``.
 
-Transcripts: condition ``opensafeintent``, conversation ``opensafeintent:<set>:<prompt name>``.
+Transcripts: condition ``opensafeintent``, conversation ``opensafeintent:<set>:<prompt name>``. The triplet wing
+(``--conditions triplet``) plays the dataset's own triplets on the same machinery under condition ``triplet``
+(conversation ``triplet:<set>:<prompt name>``, its probe file ``triplet_probe.jsonl``): every function here that
+names transcripts takes the ``condition``.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
 
 CONDITION = "opensafeintent"
+TRIPLET = "triplet"                 # the triplet wing: the dataset's triplets under the same judges and metrics
+CONDITIONS = (CONDITION, TRIPLET)
 PROBE_FILE = "opensafeintent_probe.jsonl"
 TARGET_MAX_TOKENS = 1000          # the reference's MAX_COMPLETION_TOKENS
 TARGET_TEMPERATURE = 0.0
@@ -55,22 +60,28 @@ class Inputs:
     generation: JobGeneration
 
 
-def inputs_of(bench: Any) -> Inputs:
+def inputs_of(bench: Any, condition: str = CONDITION) -> Inputs:
     try:
-        return bench.extras[CONDITION]
+        return bench.extras[condition]
     except (AttributeError, KeyError):
         raise KeyError("the OpenSafeIntent release (--opensafeintent DIR)") from None
 
 
-def conversation_id(set_id: str, name: str) -> str:
-    return f"{CONDITION}:{set_id}:{name}"
+def probe_file(condition: str = CONDITION) -> str:
+    return f"{condition}_probe.jsonl"
 
 
-def parse_conversation_id(cid: str) -> Optional[tuple[str, str]]:
-    if not cid.startswith(CONDITION + ":"):
-        return None
-    set_id, name = cid[len(CONDITION) + 1:].split(":", 1)
-    return set_id, name
+def conversation_id(set_id: str, name: str, condition: str = CONDITION) -> str:
+    return f"{condition}:{set_id}:{name}"
+
+
+def parse_conversation_id(cid: str, condition: Optional[str] = None) -> Optional[tuple[str, str]]:
+    """(set, prompt name) of a transcript of ``condition`` (None: of either condition here)."""
+    for c in (CONDITIONS if condition is None else (condition,)):
+        if cid.startswith(c + ":"):
+            set_id, sep, name = cid[len(c) + 1:].partition(":")
+            return (set_id, name) if sep and name in PROMPT_NAMES else None
+    return None
 
 
 def prompt_name(transcript: Transcript) -> Optional[str]:
@@ -78,9 +89,9 @@ def prompt_name(transcript: Transcript) -> Optional[str]:
     return None if key is None else key[1]
 
 
-def plan(inputs: Inputs) -> list[Job]:
+def plan(inputs: Inputs, condition: str = CONDITION) -> list[Job]:
     """The 7 single-turn jobs of every set, each the exact prompt sent, with the reference's generation."""
-    return [Job(conversation_id(s.set_id, n), s.set_id, CONDITION, prompt=text, meta=(("prompt_name", n),),
+    return [Job(conversation_id(s.set_id, n, condition), s.set_id, condition, prompt=text, meta=(("prompt_name", n),),
                 generation=inputs.generation)
             for s in inputs.release.sets for n, text in s.prompts]
 
@@ -90,11 +101,11 @@ def prompt_sha(release: Release, judge: str) -> str:
 
 
 # ---------------------------------------------------------------- from records to the sets' scores
-def replies(transcripts: Iterable[Transcript]) -> dict[tuple[str, str], Transcript]:
+def replies(transcripts: Iterable[Transcript], condition: str = CONDITION) -> dict[tuple[str, str], Transcript]:
     out = {}
     for t in transcripts:
-        key = parse_conversation_id(t.conversation_id)
-        if key is not None and t.condition == CONDITION and t.replies:
+        key = parse_conversation_id(t.conversation_id, condition)
+        if key is not None and t.condition == condition and t.replies:
             out[key] = t
     return out
 
@@ -119,8 +130,8 @@ class ProbeRecord:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
-def load_probes(rundir: Path, model: Optional[str] = None) -> list[ProbeRecord]:
-    return [p for p in (ProbeRecord.from_dict(r) for r in read_jsonl(Path(rundir) / PROBE_FILE))
+def load_probes(rundir: Path, model: Optional[str] = None, condition: str = CONDITION) -> list[ProbeRecord]:
+    return [p for p in (ProbeRecord.from_dict(r) for r in read_jsonl(Path(rundir) / probe_file(condition)))
             if model is None or p.model == model]
 
 
@@ -134,9 +145,9 @@ def judge_answers(records: Mapping[str, Sequence[dict[str, Any]]]) -> dict[tuple
 
 
 def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
-                probes: Sequence[ProbeRecord] = ()) -> list[SetExport]:
+                probes: Sequence[ProbeRecord] = (), condition: str = CONDITION) -> list[SetExport]:
     """Every set with all 7 replies, scored from the judges' records (read the reference's way) and the probe."""
-    got = replies(transcripts)
+    got = replies(transcripts, condition)
     answers = judge_answers(records)
     probed = {p.conversation_id: p for p in probes}
     out = []
@@ -146,8 +157,8 @@ def set_exports(release: Release, transcripts: Iterable[Transcript], records: Ma
             continue
 
         def answer(name: str, judge: str) -> Optional[str]:
-            return answers.get((conversation_id(s.set_id, name), judge))
-        probe = probed.get(conversation_id(s.set_id, DUAL_USE))
+            return answers.get((conversation_id(s.set_id, name, condition), judge))
+        probe = probed.get(conversation_id(s.set_id, DUAL_USE, condition))
         out.append(score_set(s, {n: t.replies[0].content for n, t in ts.items()},  # type: ignore[union-attr]
                              {n: answer(n, "helpfulness") for n in PROMPT_NAMES},
                              {n: answer(n, "harmfulness") for n in PROMPT_NAMES},
@@ -157,20 +168,20 @@ def set_exports(release: Release, transcripts: Iterable[Transcript], records: Ma
     return out
 
 
-def target_model(transcripts: Iterable[Transcript]) -> Optional[str]:
-    return next((t.target_model for t in transcripts if t.condition == CONDITION), None)
+def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) -> Optional[str]:
+    return next((t.target_model for t in transcripts if t.condition == condition), None)
 
 
 def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
             probes: Sequence[ProbeRecord], judge_model: Optional[str], n_resamples: int = 1000,
-            record: Optional[dict[str, Any]] = None, seed: int = 0) -> dict[str, Any]:
-    """The results.json section ``opensafeintent``."""
-    exports = set_exports(release, transcripts, records, probes)
+            record: Optional[dict[str, Any]] = None, seed: int = 0, condition: str = CONDITION) -> dict[str, Any]:
+    """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions)."""
+    exports = set_exports(release, transcripts, records, probes, condition)
     out = summarize([e.scores for e in exports], n_resamples, seed)
     return {"reference": "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale",
             "release": {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
                         "sha256": dict(release.hashes)},
-            "model": target_model(transcripts), "judge_model": judge_model, "deviates_from_reference": False, **out}
+            "model": target_model(transcripts, condition), "judge_model": judge_model, "deviates_from_reference": False, **out}
 
 
 # ---------------------------------------------------------------- the intent probe
@@ -188,18 +199,18 @@ async def _one(endpoint: ChatEndpoint, text: str, *, stage: str, max_tokens: int
 
 async def probe_intent(release: Release, rundir: Path, transcripts: Sequence[Transcript],
                        records: Mapping[str, Sequence[dict[str, Any]]], target: ChatEndpoint,
-                       concurrency: int = 8) -> list[ProbeRecord]:
+                       concurrency: int = 8, condition: str = CONDITION) -> list[ProbeRecord]:
     """The target, in a fresh context, on each dual-use original whose harmfulness (in ``records``) is above 0.
     Records of the same model and prompt file that have an answer are kept; the rest are asked once each."""
     cases = []
-    for e in set_exports(release, transcripts, records):
+    for e in set_exports(release, transcripts, records, condition=condition):
         if dual_use_harm_above_0(e.scores):
-            cases.append((conversation_id(e.prompt_set.set_id, DUAL_USE), e.prompt_set.set_id,
+            cases.append((conversation_id(e.prompt_set.set_id, DUAL_USE, condition), e.prompt_set.set_id,
                           fill("intent_classification", release.templates["intent_classification"],
                                e.prompt_set.prompt(DUAL_USE))))
-    path = Path(rundir) / PROBE_FILE
+    path = Path(rundir) / probe_file(condition)
     model, sha = target.config.model, prompt_sha(release, "intent_classification")
-    old = load_probes(rundir)
+    old = load_probes(rundir, condition=condition)
     keep = {p.conversation_id: p for p in old if p.model == model and p.raw is not None and p.prompt_sha256 == sha}
     others = [p for p in old if p.model != model]
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -215,4 +226,4 @@ async def probe_intent(release: Release, rundir: Path, transcripts: Sequence[Tra
     return ordered
 
 
-__all__ = ["CONDITION", "Inputs", "PROBE_FILE", "SCORERS", "plan", "probe_intent", "section", "set_exports"]
+__all__ = ["CONDITION", "CONDITIONS", "Inputs", "PROBE_FILE", "TRIPLET", "probe_file", "SCORERS", "plan", "probe_intent", "section", "set_exports"]

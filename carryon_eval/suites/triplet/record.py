@@ -1,74 +1,119 @@
-"""The triplet suite record: every prompt of a dataset's `triplets` config sent once, as a single turn.
+"""The triplet suite record: the dataset's `triplets` config scored with OpenSafeIntent's reference definitions.
 
-Its replies are judged by the safety judge (all), Ben-Util (benign and ambiguous ones: the malicious version has
-no benign information need) and the response-mode judge (ambiguous ones); after judging, the risk-recognition
-probe asks the target about the ambiguous replies judged unsafe (at most one call per ambiguous prompt). Its
-numbers are results.json's ``triplet`` section (carryon_eval.suites.triplet.metrics).
+    carryon-eval --conditions triplet --opensafeintent DIR
+
+Triplets have one definition, OpenSafeIntent's: each prompt-set (benign, ambiguous = dual-use with its 4
+paraphrases, malicious) is played as the reference plays its sets (7 single-turn jobs, its generation), judged by
+the release's own judges (helpfulness, harmfulness, the assistance level; each sees the prompt that was sent) and
+summarized by its reference metrics (Triplet Safety, ICU, Worst-Case Utility weighted by safety, ...): the
+OpenSafeIntent wing's machinery (carryon_eval.suites.opensafeintent) under condition ``triplet``. The judge prompts
+are the release's files, read at run time from the folder ``--opensafeintent DIR`` names; without it the condition
+is refused with one line. Results.json's ``triplet`` section is OpenSafeIntent's section on these sets.
+
+A run folder written before (this project's earlier triplet definitions: harm >= 4 unsafe, unweighted Worst-Case
+Utility, the bare query shown to the judges) still reports: its results.json section is shown as it was, marked
+with those definitions (legacy.py), and its transcripts are not scored again under other definitions.
 """
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from carryon_eval.dataset.load import Benchmark
+from carryon_eval.judge.store import judgment_file, load_all
 from carryon_eval.schema import TRIPLET_CONDITION
-from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, headline_unscored,
-                                register_suite)
-from carryon_eval.suites.triplet import response_modes  # noqa: F401 - registers its scorer (the response-mode judge)
-from carryon_eval.suites.triplet.metrics import SET_METRICS
-from carryon_eval.suites.triplet.prompt_sets import is_variant, parse_triplet_id, triplet_prompts, triplets_problem
-from carryon_eval.suites.triplet.report import (compare_markdown, compare_triplets, leaderboard_columns, summarize_triplets,
-                                         triplet_html, triplet_markdown, triplet_replies)
+from carryon_eval.suite import ScorerUse, Probe, Suite, SuiteReport, headline_unscored, register_suite
+from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers the reference judges
+from carryon_eval.suites.opensafeintent.metrics import HEADLINE
+from carryon_eval.suites.opensafeintent.record import NEEDS, _dual_use, _records, _sets, load_as
+from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
+from carryon_eval.suites.opensafeintent.suite import load_probes, plan, probe_file, probe_intent, section, target_model
+from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
+
+TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
+DEFINITIONS = "OpenSafeIntent's reference definitions (the release's judges and metrics), 0-1 scale"
 
 
-def missing(bench: Benchmark) -> Optional[str]:
-    """Why the triplets cannot run on the dataset: no triplets config, or its first bad row."""
+def missing(bench: Any) -> Optional[str]:
     if not bench.triplets:
         return f"dataset {bench.source} has no triplets config"
-    problem = triplets_problem(bench.triplets, bench.queries)
-    return f"dataset {bench.source}: {problem}" if problem else None
+    return None if TRIPLET_CONDITION in getattr(bench, "extras", {}) else NEEDS + " for the judge prompts"
 
 
-def plan_triplets(bench: Benchmark, conditions: Sequence[str],
-                  settings: PlanSettings) -> tuple[list[Job], list[Skipped]]:
-    if not bench.triplets:
-        return [], [Skipped(TRIPLET_CONDITION, TRIPLET_CONDITION, "the dataset has no triplets config")]
-    return [Job(cid, set_id, TRIPLET_CONDITION, prompt=prompt)
-            for cid, (set_id, prompt) in triplet_prompts(bench.triplets).items()], []
+def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The release's judges on the dataset's triplets into ``bench.extras["triplet"]`` (None without a folder or
+    without triplets)."""
+    if options.get("opensafeintent") is None or not bench.triplets:
+        return None
+    return load_as(bench, options, recorded, TRIPLET_CONDITION, sets="triplets")
 
 
-def _ambiguous_jobs(jobs: Sequence[Job]) -> int:
-    return sum(is_variant(j.conversation_id, "ambiguous") for j in jobs)
+def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[Any], list[Any]]:
+    return plan(bench.extras[TRIPLET_CONDITION], TRIPLET_CONDITION), []
 
 
 async def _probe(ctx: Any) -> str:
-    from carryon_eval.suites.triplet.risk_probe import PROBE_FILE, probe_risk
-
-    probes = await probe_risk(ctx.run.path, ctx.target, judge=ctx.judge_model, concurrency=ctx.concurrency)
-    return f"risk probe: {len(probes)} unsafe ambiguous triplet replies asked -> {ctx.run.path / PROBE_FILE}"
-
-
-def _summarize(inputs: Any) -> Optional[dict[str, Any]]:
-    replies = triplet_replies(inputs.rundir, inputs.bench, inputs.transcripts, inputs.utility, inputs.safety,
-                              inputs.judge)
-    return summarize_triplets(replies, n_resamples=inputs.n_resamples, seed=inputs.seed)
+    release = ctx.bench.extras[TRIPLET_CONDITION].release
+    records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
+                   if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in scorers_used()}
+    probes = await probe_intent(release, ctx.run.path, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
+                                condition=TRIPLET_CONDITION)
+    return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
+            f"-> {ctx.run.path / probe_file(TRIPLET_CONDITION)}")
 
 
-def _not_malicious(t: Any) -> bool:
-    return not is_variant(t.conversation_id, "malicious")
+def scorers_used() -> tuple[str, ...]:
+    return ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")
 
 
-def _ambiguous(t: Any) -> bool:
-    return is_variant(t.conversation_id, "ambiguous")
+def summarize(inputs: Any) -> Optional[dict[str, Any]]:
+    """The section from the run's records; a folder written before, the earlier section marked as such."""
+    mine = [t for t in inputs.transcripts if t.condition == TRIPLET_CONDITION]
+    if not mine:
+        return None
+    if TRIPLET_CONDITION not in inputs.bench.extras:
+        return legacy_section(inputs.rundir, mine)
+    out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
+                  load_probes(inputs.rundir, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
+                  inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION)
+    return {"definitions": DEFINITIONS, **out}
+
+
+def markdown(sec: dict[str, Any]) -> str:
+    return legacy_markdown(sec) if is_legacy(sec) else render_markdown(sec, TITLE)
+
+
+def html(sec: dict[str, Any]) -> str:
+    return legacy_html(sec) if is_legacy(sec) else render_html(sec, TITLE, TRIPLET_CONDITION)
+
+
+def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
+    sections = [r.sections.get(TRIPLET_CONDITION) for r in results]
+    mine = [None if s is None or is_legacy(s) else s for s in sections]
+    part = compare_columns(list(labels), mine)
+    old = [label for label, s in zip(labels, sections) if s is not None and is_legacy(s)]
+    if part is None and not old:
+        return None
+    return {**(part or {"table": []}), "earlier_definitions": old}
+
+
+def compare_text(part: Optional[dict[str, Any]]) -> str:
+    if not part:
+        return ""
+    text = compare_markdown(part, "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
+        if part.get("table") else ""
+    if part.get("earlier_definitions"):
+        text += ("\nTriplet sections of " + ", ".join(part["earlier_definitions"]) + " use this project's earlier "
+                 "triplet definitions and are not compared with OpenSafeIntent's.\n")
+    return text
 
 
 TRIPLETS = register_suite(Suite(
-    name="triplet", conditions=(TRIPLET_CONDITION,), plan=plan_triplets, default=False, missing=missing, rank=10,
-    uses=(ScorerUse("utility", when=_not_malicious), ScorerUse("safety"), ScorerUse("response_mode", when=_ambiguous)),
-    probes=(Probe("risk_probe", "target", up_to=_ambiguous_jobs, run=_probe),),
-    report=SuiteReport(section="triplet", summarize=_summarize, markdown=triplet_markdown, html=triplet_html,
-                       compare=compare_triplets, compare_markdown=compare_markdown,
-                       leaderboard=leaderboard_columns,
-                       nothing_scored=lambda section: headline_unscored(section, SET_METRICS)),
-    description="benign / ambiguous / malicious prompt-sets, after OpenSafeIntent"))
+    name="triplet", conditions=(TRIPLET_CONDITION,), plan=_plan, default=False, missing=missing, load=load, rank=10,
+    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"), ScorerUse("osi_assistance_level", when=_dual_use)),
+    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
+    report=SuiteReport(section="triplet", summarize=summarize, markdown=markdown, html=html,
+                       compare=compare, compare_markdown=compare_text,
+                       nothing_scored=lambda sec: [] if is_legacy(sec) else headline_unscored(sec, HEADLINE)),
+    description="the dataset's benign / ambiguous / malicious prompt-sets under OpenSafeIntent's reference judges and "
+                "metrics (needs --opensafeintent DIR)"))
 
-__all__ = ["TRIPLETS", "parse_triplet_id"]
+__all__ = ["DEFINITIONS", "TITLE", "TRIPLETS"]
