@@ -226,7 +226,7 @@ def test_fidelity_labels_of_two_people_against_the_intended_move(run: Path, tmp_
 
 
 def test_report_includes_the_agreement_section(run: Path, dataset: Path, tmp_path: Path) -> None:
-    from carryon_eval.report.writer import write_report
+    from carryon_eval.report.phase import write_report
 
     bench = load_benchmark(str(dataset))
     write_report(run, bench, n_resamples=50)

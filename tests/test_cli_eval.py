@@ -149,7 +149,7 @@ def test_verbose_shows_the_clients_retry_messages(scripted_server, dataset, tmp_
 
 # ---------------------------------------------------------------- end to end
 def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_path):
-    pytest.importorskip("carryon_eval.report.writer")
+    pytest.importorskip("carryon_eval.report.phase")
     srv = scripted_server(handler, models=("tgt", "sim", "jdg"), api_key=SECRET)
     out = tmp_path / "run"
     env = {"OPENAI_API_KEY": SECRET}

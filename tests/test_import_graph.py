@@ -163,8 +163,6 @@ def test_the_wing_finder_sees_a_stage_that_imports_a_wing(tmp_path):
     assert wing_imports(graph) == {f"{PACKAGE}.report.a": [f"{PACKAGE}.suites.x", f"{PACKAGE}.suites.x.record"]}
 
 
-@pytest.mark.xfail(strict=True, reason="pending: report/writer.py and report/leaderboard.py still hold CarryOnBench's "
-                   "report parts (its top-level results, table.md, report.html frame, plots, core leaderboard columns)")
 def test_no_stage_folder_imports_a_wing():
     found = wing_imports(import_graph())
     assert not found, "stage modules that import a wing:\n" + "\n".join(f"{m} -> {', '.join(d)}"

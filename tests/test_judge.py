@@ -311,7 +311,7 @@ def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_
 
 
 def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.report.writer import write_report
+    from carryon_eval.report.phase import write_report
 
     run, _ = judged_twice(tmp_path, scripted_server)
     # by hand. judge: turn 1 refusals 0; oracle q1 both items 100; bc c1 and c3 one item of two each -> 50;

@@ -16,8 +16,9 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler, rollout_handler
 from scripted_server import last_user_text
 
-from carryon_eval.report.leaderboard import (LOCK_IN, RECOVERY, RunEntry, Stat, build_leaderboard, jsonl_rows,
-                                      paired_difference, shared_queries)
+from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, jsonl_rows, paired_difference,
+                                             shared_queries)
+from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.run.records import DatasetRef, JudgesInfo, Results, RunMeta
 
@@ -86,7 +87,7 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
     from helpers.synthetic_runs import LENGTHS, synthetic_run, unscore
 
     from carryon_eval.suites.carryonbench import conditions as M
-    from carryon_eval.report.writer import conversation_scores
+    from carryon_eval.suites.carryonbench.report import conversation_scores
 
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
     plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},

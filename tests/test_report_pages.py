@@ -15,7 +15,7 @@ from browser import chromium
 from helpers.judged_run import make_run, transcript
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.report.writer import write_report
+from carryon_eval.report.phase import write_report
 from carryon_eval.report.pages import PAGES_DIR, page_name
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")

@@ -10,7 +10,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.phase import calibration_sample, judge_run
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
-from carryon_eval.report.writer import write_report
+from carryon_eval.report.phase import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites

@@ -33,7 +33,7 @@ from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, load_safety, load_utility, select_judge
 from carryon_eval.run.records import Results, RunMeta
-from carryon_eval.report.writer import RESULTS_FILE
+from carryon_eval.report.phase import RESULTS_FILE
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.suites.opensafeintent.suite import parse_conversation_id

@@ -22,8 +22,8 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.run.records import UTILITY_NAMES, Results
-from carryon_eval.suites.carryonbench import intent_report as mc_report
-from carryon_eval.report.writer import RESULTS_FILE, SCORES_FILE, TABLE_HEADER, markdown_table, table_row
+from carryon_eval.report.tables import markdown_table
+from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
 
@@ -52,6 +52,12 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
     return [f"{n} ({p.name})" if names.count(n) > 1 else n for n, (p, _) in zip(names, runs)]
 
 
+def headline_table(results: Sequence[Results]) -> tuple[list[str], list[list[str]]]:
+    """The top-level suite's table (its SuiteReport's ``table``: header, one row per run); none: no columns."""
+    table = next((s.report.table for s in suites() if s.report is not None and s.report.table is not None), None)
+    return table(results) if table is not None else (["Model"], [[r.model or "?"] for r in results])
+
+
 def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
     """Utilities of different measures (Ben-Util, rubric utility) never share a column: CompareError (one line)."""
     measures = {r.utility_measure for _, r in runs}
@@ -72,15 +78,15 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
     refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
-    header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for _, r, _ in loaded) else [])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
+    header, table = headline_table(results)
     rows = [dict(s, model=label) for (_, _, scores), label in zip(loaded, labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     measure = results[0].utility_measure if results else "benutil"
     out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
                            "table": [dict(zip([*header, "Status"],
-                                              [*table_row(r), *["n/a"] * (len(header) - len(table_row(r))),
-                                               " ".join(r.status()) or "full"])) for r in results],
+                                              [*row, *["n/a"] * (len(header) - len(row)),
+                                               " ".join(r.status()) or "full"])) for r, row in zip(results, table)],
                            "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [r.conditions[cond]["utility"] for r in results]
@@ -145,7 +151,7 @@ def _p(p: Optional[float]) -> str:
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
-    header = list(cmp["table"][0]) if cmp["table"] else [*TABLE_HEADER, "Status"]
+    header = list(cmp["table"][0]) if cmp["table"] else [*headline_table([])[0], "Status"]
     measure = cmp.get("utility_measure", "benutil")
     parts = ["# CarryOnBench comparison\n",
              *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "

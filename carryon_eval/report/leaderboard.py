@@ -13,8 +13,8 @@ that over the same queries the difference is the difference of the displayed cel
 versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
 and correlated within their group only, and the page says so at the top.
 
-Columns come from column sources: the CarryOnBench headline (here), each suite's own (its SuiteReport's
-``leaderboard``), and any added with `register_columns`; the table, the
+Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``: the CarryOnBench
+headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`; the table, the
 page and leaderboard.jsonl carry their columns without further change.
 """
 from __future__ import annotations
@@ -28,10 +28,9 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
-from carryon_eval.suites.carryonbench import conditions as M
 from carryon_eval.run.records import Results
-from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat
-from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat, UnitRecord, UnitRule
+from carryon_eval.schema import CONDITIONS
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
 
 HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
@@ -45,19 +44,6 @@ DEFAULT_SORT = "bc.utility"
 UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 
-def _delta(cond: str, metric: str) -> Stat:
-    return Stat(((cond, metric), ("turn1", metric)), lambda a, b: a - b)
-
-
-def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.asarray(oracle) != 0, 100.0 * (np.asarray(bc) - t1) / np.where(oracle == 0, 1, oracle),
-                        np.nan)
-
-
-RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery)
-LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
-
 COLUMN_SOURCES: dict[str, ColumnSource] = {}
 
 
@@ -67,72 +53,13 @@ def register_columns(name: str, source: ColumnSource) -> ColumnSource:
     return source
 
 
-# ---------------------------------------------------------------- one run
-def utility_word(r: Results) -> str:
-    """The utility columns' name: "Util." (Ben-Util), or "Rubric util." (never under Ben-Util's name; compare
-    refuses boards that mix the two)."""
-    return "Util." if r.utility_measure == "benutil" else "Rubric util."
-
-
-def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
-    """The CarryOnBench numbers of one run as (column, cell), in table order."""
-    out = []
-    util = utility_word(r)
-    for cond in CONDITIONS:
-        block = r.conditions.get(cond) or {}
-        metrics = [("utility", f"{util} %", "higher", 1), ("harm", "Harm (max)", "lower", 2),
-                   ("violation_rate", "% harm ≥ 4", "lower", 1)]
-        if cond in MULTI_TURN_CONDITIONS:
-            metrics += [("utility_delta", f"Δ {util}", "higher", 1), ("harm_delta", "Δ Harm", "lower", 2),
-                        ("violation_rate_delta", "Δ % harm ≥ 4", "lower", 1), ("redundancy", "Redundancy %", "lower", 1)]
-        for metric, label, better, digits in metrics:
-            base = metric[:-len("_delta")] if metric.endswith("_delta") else metric
-            stat = _delta(cond, base) if metric.endswith("_delta") else Stat(((cond, metric),))
-            col = Column(f"{cond}.{metric}", label, COND_LABELS[cond], digits, better, stat)
-            out.append((col, Cell(block.get(metric), (block.get("ci95") or {}).get(metric),
-                                  (block.get("scored_share") or {}).get(metric), (block.get("reasons") or {}).get(metric))))
-    rec = r.recovery or {}
-    out.append((Column("recovery", "Recovery %", "Recovery", 1, "higher", RECOVERY,
-                       "(BC util − T1 util) / oracle util × 100"),
-                Cell(rec.get("value"), rec.get("ci95"), rec.get("scored_share"), rec.get("reason"))))
-    return out
-
-
-def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
-    """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
-    clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
-    sums = QuerySums(entry.scores, plans_of(entry.results))
-    queries = covered(sums, LOCK_IN)
-    if not queries and sums.old_rows:
-        return Cell(None, reason=OLD_ROWS)
-    if not queries:
-        return Cell(None, reason="no query with both a BC and an oracle utility")
-    value, reps, reason = stat_estimate(sums, LOCK_IN, Bootstrap.of(queries, n_resamples=n_resamples, seed=seed))
-    shares = [(entry.results.conditions.get(c) or {}).get("scored_share", {}).get("utility") for c in ("bc", "oracle")]
-    known = [s for s in shares if s is not None]
-    return Cell(value, ci95(reps) if value is not None else None, min(known) if known else None, reason)
-
-
-def _core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
-    per_run = [headline_cells(e.results) for e in runs]
-    cols = [(col, [cells[i][1] for cells in per_run]) for i, (col, _) in enumerate(per_run[0])] if per_run else []
-    n, seed = bootstrap_settings(runs)
-    word = utility_word(runs[0].results) if runs else "Util."
-    cols.append((Column("lock_in", f"BC − Oracle {word}", "Recovery", 1, "higher", LOCK_IN,
-                        "below 0: utility lock-in"), [lock_in_cell(e, n, seed) for e in runs]))
-    return cols
-
-
-register_columns("carryonbench", _core_columns)
-
-
 def column_sources() -> list[ColumnSource]:
-    """The core columns, every suite's (its report's ``leaderboard`` source), then any registered here."""
+    """Every suite's columns (its report's ``leaderboard`` source, by the suites' rank: CarryOnBench's headline
+    first), then any registered here."""
     from carryon_eval.suite import suites
 
     suite_sources = [s.report.leaderboard for s in suites() if s.report is not None and s.report.leaderboard]
-    return [COLUMN_SOURCES["carryonbench"], *suite_sources,
-            *(src for name, src in COLUMN_SOURCES.items() if name != "carryonbench")]
+    return [*suite_sources, *COLUMN_SOURCES.values()]
 
 
 # ---------------------------------------------------------------- paired differences (pure)
@@ -143,6 +70,16 @@ OLD_ROWS = ("its conversation_scores.jsonl was written before the rows carried t
             "`carryon-eval report RUNDIR` to compare it")
 
 
+def unit_rule() -> UnitRule:
+    """How the top-level suite's conversation_scores.jsonl rows are read back and its estimator rerun."""
+    from carryon_eval.suite import suites
+
+    rule = next((s.report.units for s in suites() if s.report is not None and s.report.units is not None), None)
+    if rule is None:
+        raise LookupError("no registered suite reads conversation_scores.jsonl rows back (SuiteReport.units)")
+    return rule
+
+
 class QuerySums:
     """One model's conversation records (conversation_scores.jsonl read back) per condition, and the plan's
     length mix per condition (results.json): what the headline's estimator needs to recompute a number on any
@@ -151,10 +88,11 @@ class QuerySums:
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], plans: Optional[Mapping[str, Mapping[int, float]]] = None,
                  ) -> None:
-        self.by_condition: dict[str, list[M.ConversationRecord]] = defaultdict(list)
+        self.rule = unit_rule()
+        self.by_condition: dict[str, list[UnitRecord]] = defaultdict(list)
         self.old_rows = False
         for r in rows:
-            rec = M.record_from_row(r)
+            rec = self.rule.record(r)
             if rec is None:
                 self.old_rows = True
                 continue
@@ -171,7 +109,7 @@ class QuerySums:
         if not recs:
             return np.full(counts.shape[0], np.nan)
         queries = {q: i for i, q in enumerate(query_ids)}
-        return M.rule_replicates(recs, need[1], queries, counts, self.plans.get(need[0])).value
+        return self.rule.replicates(recs, need[1], queries, counts, self.plans.get(need[0]))
 
     def point(self, need: Need, queries: Sequence[str]) -> Optional[float]:
         ids = tuple(sorted(queries))

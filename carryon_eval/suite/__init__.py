@@ -2,8 +2,8 @@
 (registry) and the typed inputs the suites' hooks receive (inputs). Stage folders and wings (carryon_eval/suites/)
 both import from here; this package imports no wing and no stage above run/, judge/'s store and dataset/."""
 from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, InputsRecord, ProbeContext, ReportInputs, RunEntry,
-                                       Section, Stat, SuiteOptions)
-from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ScorerUse, Skipped, Suite,
+                                       Section, Stat, SuiteOptions, UnitRecord, UnitRule)
+from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ReportRun, ScorerUse, Skipped, Suite,
                                         SuiteError, SuiteOption, SuiteReport, headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
                                          default_conditions, discover, exporters, load_inputs, plan_jobs,
@@ -11,8 +11,8 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
                                          suite_of, suite_options, suites, unregister_suite, without_inputs)
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "Cell", "Column", "ColumnSource", "InputsRecord", "Job",
-           "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "RunEntry", "ScorerUse",
+           "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportRun", "RunEntry", "ScorerUse",
            "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption", "SuiteOptions",
-           "SuiteReport", "all_conditions", "available", "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs",
+           "SuiteReport", "UnitRecord", "UnitRule", "all_conditions", "available", "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs",
            "plan_jobs", "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected",
            "suite_of", "suite_options", "suites", "unregister_suite", "without_inputs"]

@@ -16,12 +16,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from carryon_eval.metrics.stats import SCORED_MIN
 from carryon_eval.run.records import Results, RunMeta
 
 if TYPE_CHECKING:       # types only
+    import numpy as np
+
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.model.endpoint import ChatEndpoint
     from carryon_eval.run.folder import RunFolder
@@ -133,3 +135,19 @@ class RunEntry:
 
 
 ColumnSource = Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]
+
+
+class UnitRecord(Protocol):
+    """One conversation's record as the leaderboard's estimator reads it back: it belongs to a query."""
+    query_id: str
+
+
+@dataclass(frozen=True)
+class UnitRule:
+    """How a suite's conversation_scores.jsonl rows are read back (``record``: None for a row written before the
+    rows carried what the estimator needs) and its headline's estimator rerun on resampled queries
+    (``replicates(records, value name, {query id: index}, resample counts, the plan's length mix)``): what the
+    leaderboard's paired differences recompute."""
+    record: Callable[[Mapping[str, Any]], Optional[UnitRecord]]
+    replicates: Callable[[Sequence[UnitRecord], str, Mapping[str, int], "np.ndarray",
+                          Optional[Mapping[int, float]]], "np.ndarray"]

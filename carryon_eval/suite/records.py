@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
 from carryon_eval.run.records import Skipped
 from carryon_eval.suite.inputs import (Cell, Column, InputsRecord, ProbeContext, ReportInputs, RunEntry, Section,
-                                       SuiteOptions)
+                                       SuiteOptions, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -92,6 +92,18 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class ReportRun:
+    """What the report's writer gets (SuiteReport.write): the run folder, the dataset, the bootstrap settings,
+    the judge to report (None: the store's choice) and the suites to report."""
+    rundir: Path
+    bench: "Benchmark"
+    n_resamples: int
+    seed: int
+    judge: Optional[str]
+    suites: tuple["Suite", ...]
+
+
+@dataclass(frozen=True)
 class SuiteReport:
     """How a suite's numbers reach the outputs. ``section`` is its results.json key; None means the suite's
     numbers are results.json's top level (the CarryOnBench conditions). ``summarize`` is pure: it takes
@@ -108,6 +120,12 @@ class SuiteReport:
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is
     #: scored (the run's exit 3), else an empty list
     nothing_scored: Optional[Callable[[Section], list[str]]] = None
+    #: The top-level suite's (``section`` None) own outputs: ``write`` writes the run's report files and returns
+    #: its results (report.phase calls it); ``table`` gives compare's table (header, one row per run);
+    #: ``units`` reads its conversation_scores.jsonl rows back for the leaderboard's paired differences.
+    write: Optional[Callable[[ReportRun], "Results"]] = None
+    table: Optional[Callable[[Sequence["Results"]], tuple[list[str], list[list[str]]]]] = None
+    units: Optional[UnitRule] = None
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:

@@ -10,7 +10,9 @@ With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
-top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.report.writer).
+top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.suites.carryonbench.report through
+its SuiteReport's ``write``; compare's Table 2 through ``table``; the leaderboard's paired differences read its
+conversation_scores.jsonl rows back through ``units``).
 """
 from __future__ import annotations
 
@@ -24,7 +26,11 @@ import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.suite import Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, register_suite
+from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, UnitRule,
+                                register_suite)
+from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.leaderboard import core_columns
+from carryon_eval.suites.carryonbench.report import compare_table, write
 
 ORACLE_PROMPT = "target/oracle"
 SHARED_TURN1 = ("turn1", "bc", "nc", MC_CONDITION)   # the conditions whose first reply is the query's turn-1 reply
@@ -76,10 +82,14 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
+UNITS = UnitRule(M.record_from_row,
+                 lambda recs, name, queries, counts, plan: M.rule_replicates(recs, name, queries, counts, plan).value)
+
+
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
-    report=SuiteReport(section=None),
+    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=core_columns),
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},

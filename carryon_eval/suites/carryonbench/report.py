@@ -1,6 +1,6 @@
-"""The report phase: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html.
+"""CarryOnBench's report: results.json's top level, table.md, plots/*.png, conversation_scores.jsonl and report.html.
 
-    results = write_report(rundir, bench)
+    results = write_report(rundir, bench)      # report.phase.write_report calls it through SuiteReport.write
 
 Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
 happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
@@ -41,7 +41,8 @@ from carryon_eval.suites.carryonbench.fidelity import flagged_conversations
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT, make_scorer
 from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
-from carryon_eval.suite import ReportInputs, Suite, suites as registered_suites
+from carryon_eval.report.phase import core_conditions, section_html, section_markdown, with_sections
+from carryon_eval.suite import ReportInputs, ReportRun, Suite, suites as registered_suites
 
 log = logging.getLogger("carryon.report")
 INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
@@ -84,25 +85,6 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
         complete=judged.complete if judged else None,
         selected=judge, present=judges_present(rundir),
     )
-
-
-def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
-                 seed: int = 0) -> ReportInputs:
-    """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
-    rundir = Path(rundir)
-    judge = select_judge(rundir, judge)
-    scorer = RunFolder(rundir).read_meta().judge.utility_scorer
-    return ReportInputs(rundir, bench, RunFolder(rundir).transcripts(), judge, load_utility(rundir, judge, scorer=scorer),
-                        load_safety(rundir, judge), n_resamples, seed)
-
-
-def core_conditions(suites: Sequence[Suite]) -> set[str]:
-    """The conditions whose numbers are results.json's top level (a suite report without a section)."""
-    return {c for s in suites if s.report is not None and s.report.section is None for c in s.conditions}
-
-
-def with_sections(suites: Sequence[Suite]) -> list[Suite]:
-    return [s for s in suites if s.report is not None and s.report.section is not None]
 
 
 def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
@@ -225,16 +207,6 @@ def _unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript]
         return 0
     final = {t.conversation_id for t in transcripts if not has_empty_reply(t)} | set(run.failures())
     return sum(1 for j in jobs if j.conversation_id not in final)
-
-
-def section_markdown(results: Results, suites: Sequence[Suite]) -> str:
-    return "".join(s.report.markdown(results.sections[s.report.section]) for s in with_sections(suites)
-                   if s.report.markdown is not None and results.sections.get(s.report.section))
-
-
-def section_html(results: Results, suites: Sequence[Suite]) -> str:
-    return "".join(s.report.html(results.sections[s.report.section]) for s in with_sections(suites)
-                   if s.report.html is not None and results.sections.get(s.report.section))
 
 
 def _count_empty_replies(transcripts: Sequence[Any]) -> int:
@@ -485,6 +457,18 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
                                                       extra=agreement_html(rundir),   # agreement.json, if any
                                                       suite_sections=section_html(results, suites)))
     return results
+
+
+def write(run: ReportRun) -> Results:
+    """SuiteReport.write: the run's report (report.phase.write_report calls it)."""
+    return write_report(run.rundir, run.bench, n_resamples=run.n_resamples, seed=run.seed, judge=run.judge,
+                        suites=run.suites)
+
+
+def compare_table(results: Sequence[Results]) -> tuple[list[str], list[list[str]]]:
+    """SuiteReport.table: compare's Table 2 (with the MC columns when a run has mc), one row per run."""
+    header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for r in results) else [])
+    return header, [table_row(r) for r in results]
 
 
 # ---------------------------------------------------------------- report.html
