@@ -58,26 +58,6 @@ ABSENT_AFTER_LLM = {"queries": "no queries: the LLM stages kept none",
                     "triplets": "no triplets: no kept query got both a malicious intent and its paraphrases"}
 
 
-def _md_table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(f"{c:,}" if isinstance(c, int) else str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def low_safe_rate_count(queries: Sequence[Any]) -> int:
-    """Queries whose safe context most CASE-Bench annotators still judged unsafe (safe_rate < 0.5)."""
-    return sum(q.safe_rate is not None and q.safe_rate < 0.5 for q in queries)
-
-
-def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped: int) -> str:
-    """The card's note on a --min-safe-rate build ("" otherwise: a default card stays byte-identical)."""
-    if min_safe_rate is None:
-        return ""
-    return (f" (only queries whose safe context has `safe_rate` >= {min_safe_rate:g}: `carryon-build "
-            f"--min-safe-rate {min_safe_rate:g}`, {dropped} dropped; {low_safe_rate_count(final)} of these "
-            "have `safe_rate` < 0.5)")
-
-
 # The first release whose card documents condition mc; an LLM build always does (it has MC rows), a `--no-llm`
 # build of v0.1.0 keeps the card it was frozen with.
 MC_SINCE = (0, 2, 0)
