@@ -245,6 +245,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                         else src.card.no_llm_summary + (MC_ABSENT if documents_mc(release) else "")),
         "mc_query_row": MC_QUERY_ROW if llm_stages is not None else "",    # the card's table has the columns there are
         "mc_condition_note": MC_CONDITION_NOTE if documents_mc(release) or llm_stages is not None else "",
+        # v0.1.0's card keeps the triplet wording it was frozen with; from v0.2.0 (with mc) the reference definitions
+        "reference_triplets": documents_mc(release),
         "changelog": changelog_table(manifest),
         "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
             f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),
