@@ -89,10 +89,11 @@ def expected_numbers(ds: Path) -> dict[str, Any]:
         checklist.setdefault(row["query_id"], []).append(row["question"])
     share = {q: 100 * sum(map(item_fulfilled, items)) / len(items) for q, items in checklist.items()}
     flows = {f["flow_id"]: f for f in read(ds, "flows")}
-    convs = {"bc": [], "nc": []}
+    convs: dict[str, list[tuple[str, int]]] = {"bc": [], "nc": [], "mc": []}
     for c in read(ds, "conversations"):
         flow = flows[c["flow_id"]]
-        convs[flow["condition"].lower()].append((c["query_id"], flow["n_turns"] // 2))
+        convs[c["condition"].lower()].append((c["query_id"], flow["n_turns"] // 2))
+    mc_rows = convs.pop("mc")           # condition mc is played only when asked (`--conditions mc`)
     out: dict[str, Any] = {"turn1": {"utility": 0.0, "harm": 1.0, "violation_rate": 0.0},
                            "oracle": {"utility": fmean(share.values()), "harm": 2.0, "violation_rate": 0.0}}
     for cond, rows in convs.items():
@@ -102,6 +103,7 @@ def expected_numbers(ds: Path) -> dict[str, Any]:
                      "redundancy": fmean(100 * (n - 2) / (n - 1) for _, n in rows)}
     out["recovery"] = 100 * (out["bc"]["utility"] - 0.0) / out["oracle"]["utility"]
     out["n_conversations"] = 2 * len(checklist) + len(convs["bc"]) + len(convs["nc"])
+    out["n_mc_rows"] = len(mc_rows)
     return out
 
 
@@ -170,6 +172,8 @@ def test_build_then_evaluate_ends_with_a_report_that_opens_in_chromium(scripted_
     transcripts = [json.loads(line) for line in (rundir / "transcripts.jsonl").read_text().splitlines()]
     ids = [t["conversation_id"] for t in transcripts]
     assert len(ids) == len(set(ids)) == expected["n_conversations"] == 2 * 2 + 2 * 15
+    # the LLM build planned condition mc too (one per query and length), which a default run does not play
+    assert expected["n_mc_rows"] == 2 * 5 and not any(i.endswith("-mc1") for i in ids)
     assert Counter(t["condition"] for t in transcripts) == {"turn1": 2, "oracle": 2, "bc": 20, "nc": 10}
 
     # the headline numbers, computed by hand from the dataset and the judge's fixed rules
