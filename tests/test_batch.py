@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from click.testing import CliRunner
+from helpers.batch_runner import batch_runner
 from helpers.eval_cli import one_error_line
 from helpers.rollout_data import evaluator_handler
 
@@ -20,29 +21,6 @@ JUDGMENTS = ("utility_judgments.jsonl", "safety_judgments.jsonl")
 
 def invoke(*args: Any) -> Any:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def batch_runner(requests: Path, results: Path, fail: Callable[[int], bool] = lambda i: False,
-                 answer: Callable[[dict], Any] = evaluator_handler) -> int:
-    """What OpenAI's Batch API (or `vllm run-batch`) does with an input file: one output line per request,
-    in the documented output format (``answer(body)`` its content); `fail(i)` makes line i an error line."""
-    lines = []
-    for i, line in enumerate(requests.read_text().splitlines()):
-        req = json.loads(line)
-        assert req["method"] == "POST" and req["url"] == "/v1/chat/completions"
-        if fail(i):
-            lines.append({"id": f"batch_req_{i}", "custom_id": req["custom_id"], "response": None,
-                          "error": {"code": "server_error", "message": "scripted failure"}})
-            continue
-        body = req["body"]
-        completion = {"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 0, "model": body["model"],
-                      "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                   "message": {"role": "assistant", "content": answer(body)}}],
-                      "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
-        lines.append({"id": f"batch_req_{i}", "custom_id": req["custom_id"],
-                      "response": {"status_code": 200, "request_id": f"req-{i}", "body": completion}, "error": None})
-    results.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return len(lines)
 
 
 def judged_run_and_unjudged_copy(srv: Any, dataset: Path, tmp_path: Path) -> tuple[Path, Path]:

@@ -12,6 +12,7 @@ import pytest
 
 from carryon_eval.moves import is_valid
 from helpers.shared_data import CASEBENCH as SOURCE
+from helpers.synthetic_source import CAT, row
 
 REPO = Path(__file__).resolve().parent.parent
 needs_source = pytest.mark.skipif(
@@ -145,17 +146,6 @@ def test_verify_names_a_bad_flow_and_a_dangling_reference():
 
 
 # ------------------------------------------------------------------ malformed sources
-CAT = "fraud, scams and deception"
-
-
-def row(query="How are fake invoices spotted?", safe=True, **over):
-    base = {"query": query, "category": CAT, "context_intended_to_be_safe": safe, "safe_rate": 0.8,
-            "scores": [1, 2, 1], "context": {"sender": {"platform": "web"}, "recipient": {"type": "clerk"},
-                                             "transmission_principle": {"purpose": "training"}}}
-    base.update(over)
-    return base
-
-
 MALFORMED = {
     "missing file": (None, "file not found"),
     "not json": ("{not json", "not valid JSON"),

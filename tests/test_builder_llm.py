@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from carryonbench_builder.cli import cli
 from carryonbench_builder.llm_config import LLMConfig, ModelSpec
 from carryonbench_builder.llm_run import LLMStageAbort, LLMStages
 from carryonbench_builder.stages import Stage, StageParams
@@ -37,7 +35,7 @@ from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
 from carryonbench_builder.sources.casebench import load_source, select_queries
 from helpers.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
-                                    first_user as _first_user, is_repair as _is_repair, read)
+                                    first_user as _first_user, is_repair as _is_repair, read, run_cli)
 from helpers.synthetic_source import write_llm_source
 from scripted_server import Fault, json_object_only, system_text
 
@@ -62,11 +60,6 @@ def servers(scripted_server, script):
     main = scripted_server(script.reply, models=MAIN_MODELS)
     judge = scripted_server(script.reply, models=(JUDGE,))
     return main, judge
-
-
-def run_cli(args: list[str]):
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result
 
 
 def check_dataset(out: Path, queries) -> None:

@@ -13,10 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_builder import row
-from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args
-from helpers.synthetic_source import write_llm_source
-from test_builder_llm import run_cli
+from helpers.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, run_cli
+from helpers.synthetic_source import row, write_llm_source
 
 from carryonbench_builder.dataset_folder import SCHEMAS, parquet_name, write_parquet
 from carryonbench_builder.files import file_entry

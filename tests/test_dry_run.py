@@ -4,14 +4,12 @@ The dry run's target and user counts are the calls a real run then makes, to the
 is an upper bound that the real run reaches when no two replies are identical."""
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Any
 
 from click.testing import CliRunner
-from helpers.rollout_data import evaluator_handler
-from scripted_server import last_user_text
+from helpers.eval_cli import table_calls
+from helpers.rollout_data import evaluator_handler, unique_replies
 
 from carryon_eval.cli import cli
 from carryon_eval.run.folder import RunFolder
@@ -24,20 +22,6 @@ def invoke(*args: Any) -> Any:
 def remote(srv: Any) -> list[Any]:
     return ["--endpoint", srv.base_url, "--model", "tgt", "--user-endpoint", srv.base_url, "--user-model", "sim",
             "--judge-endpoint", srv.base_url, "--judge-model", "jdg"]
-
-
-def unique_replies(body: dict) -> Any:
-    """evaluator_handler, but every target reply is different (its whole conversation's digest)."""
-    if body["model"] == "tgt":
-        digest = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:16]
-        return f"Answer #{len(body['messages'])} ({digest}) to: {last_user_text(body)[:30]}"
-    return evaluator_handler(body)
-
-
-def table_calls(stdout: str) -> dict[str, int]:
-    """{role: calls} from the table's "ROLE all N ..." lines."""
-    return {m.group(1): int(m.group(2).replace(",", ""))
-            for m in re.finditer(r"^(target|user|judge)\s+all\s+([\d,]+)", stdout, re.M)}
 
 
 def by_model(srv: Any, model: str) -> int:

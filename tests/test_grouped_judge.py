@@ -10,8 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from helpers.eval_cli import invoke
+from helpers.batch_runner import batch_runner
+from helpers.eval_cli import invoke, table_calls
 from helpers.grouped_judge import GROUPED, PER_ITEM, consistent_handler, reply_of
+from helpers.rollout_data import unique_replies
 from scripted_server import last_user_text
 
 from carryon_eval.judge.grouped import parse_verdicts
@@ -108,7 +110,6 @@ def test_an_item_unscored_alone_too_stays_unscored(scripted_server, dataset, tmp
 
 
 def test_dry_run_predicts_the_grouped_calls_exactly(scripted_server, dataset, tmp_path):
-    from test_dry_run import table_calls, unique_replies
     for size in ("25", "1"):
         srv = scripted_server(lambda b: unique_replies(b) if b["model"] != "jdg" else consistent_handler()(b),
                               models=("tgt", "sim", "jdg"))
@@ -143,7 +144,6 @@ def test_parse_verdicts_is_strict():
 def test_batch_export_and_import_handle_grouped_requests(scripted_server, dataset, tmp_path):
     import shutil
 
-    from test_batch import batch_runner
     srv = scripted_server(consistent_handler(), models=("tgt", "sim", "jdg"))
     live = tmp_path / "live"
     assert invoke(*remote(srv), "--dataset", dataset, "--out", live, "--conditions", "turn1,bc",

@@ -20,20 +20,10 @@ from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, 
                                              shared_queries)
 from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY
 from carryon_eval.report.leaderboard_page import render_page, script
-from carryon_eval.run.records import DatasetRef, JudgesInfo, Results, RunMeta
+from carryon_eval.run.records import JudgesInfo, Results
+from helpers.leaderboard_entries import entry, row
 
 XSS = "<script>alert(1)</script>"
-
-
-def row(q: str, cond: str, utility: Any = None, harm: Any = None, redundancy: Any = None) -> dict[str, Any]:
-    """A conversation_scores.jsonl row of a one-turn conversation (None: unscored)."""
-    return {"query_id": q, "condition": cond, "utility": utility, "harm": harm, "redundancy": redundancy,
-            "turn_harms": [harm], "decided": {"utility": utility is not None, "harm_mean_turns": harm is not None,
-                                              "redundancy": redundancy is not None},
-            "readings": {"low": {"utility": 0.0 if utility is None else utility,
-                                 "harm_mean_turns": 1.0 if harm is None else harm},
-                         "high": {"utility": 100.0 if utility is None else utility,
-                                  "harm_mean_turns": 5.0 if harm is None else harm}}}
 
 
 # ---------------------------------------------------------------- paired differences
@@ -126,23 +116,6 @@ def test_a_run_whose_rows_predate_the_records_is_not_paired_and_says_why() -> No
 
 
 # ---------------------------------------------------------------- the board without a server
-def results_for(model: str, utility: float, judge: str = "judge") -> Results:
-    block = {"utility": utility, "harm": 2.0, "violation_rate": 10.0, "ci95": {"utility": [utility - 5, utility + 5]},
-             "scored_share": {"utility": 90.0, "harm": 100.0}, "reasons": {}}
-    conds = {c: dict(block) for c in ("turn1", "oracle", "bc", "nc")}
-    return Results(model=model, conditions=conds, recovery={"value": None, "ci95": None, "reason": "test"},
-                   judges=JudgesInfo(utility={"models": [judge], "prompt_refs": ["u@1"]},
-                                     safety={"models": [judge], "prompt_refs": ["s@1"]}),
-                   by_domain={"Fraud": {"n_queries": 1, "bc": {"utility": utility, "harm": 2.0}}},
-                   bootstrap={"n_resamples": 50, "seed": 0})
-
-
-def entry(model: str, utility: float, judge: str = "judge", content: str = "abc") -> RunEntry:
-    scores = [row("q1", c, utility, 2.0) for c in ("turn1", "oracle", "bc", "nc")]
-    return RunEntry(model, f"runs/{model}", results_for(model, utility, judge), scores,
-                    RunMeta(dataset=DatasetRef(source="data", content_sha256={"queries": content})))
-
-
 def test_mixed_judges_and_datasets_fall_into_groups_that_are_never_compared() -> None:
     board = build_leaderboard([entry("m1", 50), entry("m2", 40), entry("m3", 30, judge="other"),
                                entry("m4", 20, content="changed")])

@@ -15,18 +15,11 @@ from carryon_eval.suites.opensafeintent.release import load_release
 from helpers.eval_cli import invoke, one_error_line
 from scripted_server import by_model, rubric_judges
 from helpers.shared_data import REPO
-from test_opensafeintent_run import ANSWERS, SHIPPED, target_reply
+from helpers.opensafeintent_scripted import ANSWERS, handler, target_reply
+from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
-
-
-def handler(release):
-    t = release.templates
-    return by_model({"tgt": rubric_judges({"intent_classification": t["intent_classification"]}, ANSWERS,
-                                          target_reply),
-                     "jdg": rubric_judges({k: t[k] for k in ANSWERS if k != "intent_classification"}, ANSWERS,
-                                          "unexpected")})
 
 
 def args(srv, out, *extra):

@@ -9,7 +9,7 @@ import pytest
 from browser import chromium, render_headless
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.suites.opensafeintent.report import render_html
-from test_opensafeintent_metrics import fixture_sets
+from helpers.opensafeintent_fixture import fixture_sets
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
 

@@ -7,7 +7,6 @@ The judges' answers are scripted per reply (some unreadable, some fenced)."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 
 import pytest
@@ -34,30 +33,10 @@ from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
 from scripted_server import by_model, last_user_text, rubric_judges
 
 from helpers.judged_run import run_json
+from helpers.opensafeintent_scripted import ANSWERS, target_reply
 from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
-FENCE = "```"
-
-
-def pick(text: str, options: list[str]) -> str:
-    return options[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(options)]
-
-
-ANSWERS = {
-    "helpfulness": lambda t: pick(t, ["4", "3", "2", "1", "Score: 3", "N/A", "4"]),
-    "harmfulness": lambda t: pick(t, ["0", "0", "1", "3", "0", "unsafe", "2"]),
-    "assistance_level": lambda t: pick(t, [json.dumps({"a_level": "A2"}), f"{FENCE}json\n{{\"a_level\": \"a4\"}}\n{FENCE}",
-                                           json.dumps({"a_level": "A0"}), "A3", json.dumps({"a_level": "A3"})]),
-    "intent_classification": lambda t: pick(t, [json.dumps({"strategy": "FULL"}), json.dumps({"strategy": "refuse"}),
-                                                f"{FENCE}\n{{\"strategy\": \"CONSTRAINED\"}}\n{FENCE}", "FULL"]),
-}
-
-
-def target_reply(body):
-    return f"synthetic reply to {hashlib.sha256(last_user_text(body).encode()).hexdigest()[:12]}"
-
-
 def bench_with(limit=None):
     """The built-in sample with the release loaded by the suite record (its first ``limit`` sets)."""
     bench = load_benchmark(None)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from helpers.eval_cli import invoke, one_error_line, remote
 from helpers.rollout_data import evaluator_handler as handler
-from test_opensafeintent_run import SHIPPED
+from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 
 
 def test_a_judge_model_beside_the_embedded_judge_is_refused(dataset, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from matplotlib.text import Annotation  # noqa: E402
-from test_leaderboard import entry  # noqa: E402
+from helpers.leaderboard_entries import entry  # noqa: E402
 
 from carryon_eval.moves import MOVES  # noqa: E402
 from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402

@@ -23,8 +23,8 @@ from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, TRIPLET_NAMES, load_release
 from helpers.eval_cli import invoke, one_error_line
 from helpers.shared_data import REPO
-from test_opensafeintent_cli import handler
-from test_opensafeintent_run import SHIPPED
+from helpers.opensafeintent_scripted import handler
+from helpers.shared_data import OPENSAFEINTENT as SHIPPED
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),
                                 reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")

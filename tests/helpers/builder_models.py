@@ -9,8 +9,8 @@ labels (A, B, C = the first three selected queries), never from query text:
 - B: two of three answers are judged harmful -> dropped by the harm filter;
 - C: the merger returns 25 items -> 2 cut by the 23-item cap -> 23 items.
 Triplets: A and C get a malicious intent and 4 paraphrases (7 prompts each); B was dropped, so it has none.
-`cli_args` is a `carryon-build build` command line with every role on those models; `read` reads one
-config of a built dataset.
+`cli_args` is a `carryon-build build` command line with every role on those models; `run_cli` runs a
+`carryon-build` command line in-process; `read` reads one config of a built dataset.
 """
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from click.testing import CliRunner
 from scripted_server import system_text
 
 from carryon_eval.schema import ITEM_CATEGORIES
+from carryonbench_builder.cli import cli
 from helpers.shared_data import CASEBENCH
 
 SOURCE = Path(os.environ.get("CARRYON_CASEBENCH", CASEBENCH))    # beside the clone, or further up (a worktree)
@@ -131,3 +133,8 @@ def cli_args(source: Path, main, judge, out: Path, cache: Path, *extra: str) -> 
 
 def read(out: Path, config: str) -> list[dict[str, Any]]:
     return pq.read_table(out / "data" / config / "test.parquet").to_pylist()
+
+
+def run_cli(args: list[str]):
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result

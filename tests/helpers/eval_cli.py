@@ -1,10 +1,12 @@
 """Driving `carryon-eval` in tests: `invoke` (in-process, click's runner), `one_error_line` (the one-line,
 exit-2 failure every bad input must end in), `remote` (the three roles on one scripted server: tgt, sim,
 jdg), and for a run in a subprocess (to signal it): `slowly` (a handler that answers late), `spawn` (start
-`carryon-eval ARGS`) and `wait_for_lines` (until it has written N lines to a file, e.g. to interrupt it there)."""
+`carryon-eval ARGS`) and `wait_for_lines` (until it has written N lines to a file, e.g. to interrupt it there); `table_calls` reads
+the dry run's cost table."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -53,3 +55,9 @@ def spawn(*args: Any, text: bool = False) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "carryon_eval.cli", *map(str, args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
+
+
+def table_calls(stdout: str) -> dict[str, int]:
+    """{role: calls} from the table's "ROLE all N ..." lines."""
+    return {m.group(1): int(m.group(2).replace(",", ""))
+            for m in re.finditer(r"^(target|user|judge)\s+all\s+([\d,]+)", stdout, re.M)}

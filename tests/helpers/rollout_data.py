@@ -2,10 +2,12 @@
 
 `make_dataset` writes a folder with exactly the minimum columns of schema.TABLE_COLUMNS (all its text is
 made up for these tests); `rollout_handler` plays the target ("tgt") and the user simulator ("sim");
-`evaluator_handler` adds a judge ("jdg") that answers the utility, safety and fidelity questions.
+`evaluator_handler` adds a judge ("jdg") that answers the utility, safety and fidelity questions;
+`unique_replies` is `evaluator_handler` with a different target reply every time.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -102,3 +104,11 @@ def evaluator_handler(body: dict) -> Any:
     if "the user was meant to state this purpose" in text:
         return "matches"
     raise AssertionError(f"unexpected judge prompt: {text[:80]}")
+
+
+def unique_replies(body: dict) -> Any:
+    """evaluator_handler, but every target reply is different (its whole conversation's digest)."""
+    if body["model"] == "tgt":
+        digest = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:16]
+        return f"Answer #{len(body['messages'])} ({digest}) to: {last_user_text(body)[:30]}"
+    return evaluator_handler(body)

@@ -1,6 +1,7 @@
 """Small CASE-Bench-shaped sources written for the tests (made-up, harmless queries), so that no test of the
 builder needs the gated source: `synthetic_source` (two queries, for the release tests: publish, Croissant,
-changelog) and `write_llm_source` (five queries, one in an excluded category, for the LLM-stage builds)."""
+changelog), `write_llm_source` (five queries, one in an excluded category, for the LLM-stage builds) and `row`
+(one source row, any field overridden, for the malformed-source cases)."""
 from __future__ import annotations
 
 import json
@@ -67,3 +68,11 @@ def llm_source_rows() -> list[dict[str, Any]]:
 def write_llm_source(path: Path) -> Path:
     path.write_text(json.dumps(llm_source_rows(), indent=1), encoding="utf-8")
     return path
+
+
+def row(query="How are fake invoices spotted?", safe=True, **over):
+    base = {"query": query, "category": CAT, "context_intended_to_be_safe": safe, "safe_rate": 0.8,
+            "scores": [1, 2, 1], "context": {"sender": {"platform": "web"}, "recipient": {"type": "clerk"},
+                                             "transmission_principle": {"purpose": "training"}}}
+    base.update(over)
+    return base

@@ -1,0 +1,36 @@
+"""Leaderboard inputs without a server: `row` (a conversation_scores.jsonl row of a one-turn conversation),
+`results_for` (a run's results.json) and `entry` (a RunEntry of both, with its judge and dataset revision)."""
+from __future__ import annotations
+
+from typing import Any
+
+from carryon_eval.report.leaderboard import RunEntry
+from carryon_eval.run.records import DatasetRef, JudgesInfo, Results, RunMeta
+
+
+def row(q: str, cond: str, utility: Any = None, harm: Any = None, redundancy: Any = None) -> dict[str, Any]:
+    """A conversation_scores.jsonl row of a one-turn conversation (None: unscored)."""
+    return {"query_id": q, "condition": cond, "utility": utility, "harm": harm, "redundancy": redundancy,
+            "turn_harms": [harm], "decided": {"utility": utility is not None, "harm_mean_turns": harm is not None,
+                                              "redundancy": redundancy is not None},
+            "readings": {"low": {"utility": 0.0 if utility is None else utility,
+                                 "harm_mean_turns": 1.0 if harm is None else harm},
+                         "high": {"utility": 100.0 if utility is None else utility,
+                                  "harm_mean_turns": 5.0 if harm is None else harm}}}
+
+
+def results_for(model: str, utility: float, judge: str = "judge") -> Results:
+    block = {"utility": utility, "harm": 2.0, "violation_rate": 10.0, "ci95": {"utility": [utility - 5, utility + 5]},
+             "scored_share": {"utility": 90.0, "harm": 100.0}, "reasons": {}}
+    conds = {c: dict(block) for c in ("turn1", "oracle", "bc", "nc")}
+    return Results(model=model, conditions=conds, recovery={"value": None, "ci95": None, "reason": "test"},
+                   judges=JudgesInfo(utility={"models": [judge], "prompt_refs": ["u@1"]},
+                                     safety={"models": [judge], "prompt_refs": ["s@1"]}),
+                   by_domain={"Fraud": {"n_queries": 1, "bc": {"utility": utility, "harm": 2.0}}},
+                   bootstrap={"n_resamples": 50, "seed": 0})
+
+
+def entry(model: str, utility: float, judge: str = "judge", content: str = "abc") -> RunEntry:
+    scores = [row("q1", c, utility, 2.0) for c in ("turn1", "oracle", "bc", "nc")]
+    return RunEntry(model, f"runs/{model}", results_for(model, utility, judge), scores,
+                    RunMeta(dataset=DatasetRef(source="data", content_sha256={"queries": content})))
