@@ -1,39 +1,38 @@
 """Shared pytest fixtures. Keep each section small; add new fixtures under their own heading.
 
-Helpers that several test modules use live in tests/helpers/ (a test module never imports another one):
-- helpers/rollout_data.py: a made-up minimum-column dataset folder (`make_dataset`) and the scripted target,
+The tests mirror the packages (tests/app/ tests carryon_eval/app/, tests/suites/opensafeintent/ the OpenSafeIntent
+wing, tests/builder/ the builder, ...); only the tests of the whole repository (packaging, import graph,
+complexity) sit here. Code that several test modules use lives in the package tests/support/ (the scripted
+servers, the browser, the helpers below), imported as `support.X` (pyproject's pytest settings put tests/ on the
+path; a test module never imports another one):
+- support/scripted_server.py (with support/scripted_outcomes.py): the scripted OpenAI-compatible server;
+  support/hub_server.py: a local Hugging Face Hub; support/browser.py: headless Chromium;
+- support/rollout_data.py: a made-up minimum-column dataset folder (`make_dataset`) and the scripted target,
   user simulator and judge that play it (`rollout_handler`, `evaluator_handler`);
-- helpers/judged_run.py: a two-query benchmark, transcripts, a run folder and a scripted judge;
-- helpers/builder_models.py: the builder's scripted stage models, `cli_args` and `read` for a built dataset,
+- support/judged_run.py: a two-query benchmark, transcripts, a run folder and a scripted judge;
+- support/builder_models.py: the builder's scripted stage models, `cli_args` and `read` for a built dataset,
   and `SOURCE`, where the gated CASE-Bench source is read from;
-- helpers/hang_up_server.py: a TCP listener that hangs up on every connection (fixture `hang_up_server`).
-- helpers/eval_cli.py: `carryon-eval` in tests: `invoke`, `one_error_line`, `remote`; a run in a subprocess
+- support/hang_up_server.py: a TCP listener that hangs up on every connection (fixture `hang_up_server`).
+- support/eval_cli.py: `carryon-eval` in tests: `invoke`, `one_error_line`, `remote`; a run in a subprocess
   (`slowly`, `spawn`, `wait_for_lines`) to signal it.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-# Make `from scripted_server import ...` and `from helpers... import ...` work from every test file,
-# whatever the import mode.
-_TESTS_DIR = str(Path(__file__).resolve().parent)
-if _TESTS_DIR not in sys.path:
-    sys.path.insert(0, _TESTS_DIR)
-
-from helpers.hang_up_server import HangUpServer  # noqa: E402
-from helpers.rollout_data import make_dataset  # noqa: E402
-from scripted_server import ScriptedServer  # noqa: E402
+from support.hang_up_server import HangUpServer
+from support.rollout_data import make_dataset
+from support.scripted_server import ScriptedServer
 
 
 # ---------------------------------------------------------------- scripted OpenAI-compatible servers
 @pytest.fixture
 def scripted_server() -> Iterator[Any]:
     """Factory: ``srv = scripted_server(handler, models=("m",), **options)`` starts a ScriptedServer
-    (see tests/scripted_server.py) that is stopped when the test ends. Call it more than once for
+    (see tests/support/scripted_server.py) that is stopped when the test ends. Call it more than once for
     several servers."""
     started: list[ScriptedServer] = []
 
@@ -64,7 +63,7 @@ def hang_up_server() -> Iterator[HangUpServer]:
 # ---------------------------------------------------------------- a made-up evaluator dataset
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    """A fresh minimum-column dataset folder (helpers/rollout_data.py), uniquely named under tmp_path."""
+    """A fresh minimum-column dataset folder (support/rollout_data.py), uniquely named under tmp_path."""
     return make_dataset(tmp_path / "data")
 
 

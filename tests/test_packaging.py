@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from helpers.builder_models import SOURCE
-from helpers.rollout_data import evaluator_handler
+from support.builder_models import SOURCE
+from support.rollout_data import evaluator_handler
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("builder", "carryon_eval")          # the folders

@@ -1,0 +1,91 @@
+"""results.json stays byte-identical while the evaluator's code moves: this file holds the sha256 of three
+results.json files, made against the scripted server (real HTTP) and from the recorded run folder.
+
+- the built-in sample, default conditions (`carryon-eval --limit 2`);
+- the built-in sample, `--conditions all --limit 2` (every condition whose inputs the dataset holds: without
+  --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
+- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
+
+The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
+what names the machine or the moment is replaced before hashing: the folder of the run, the dataset's path on
+this machine and the time the report was written. A change of these hashes is a change of the product's
+output: update them only when the output is meant to change, and say so in the commit."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.eval_cli import invoke, remote
+from support.rollout_data import rollout_handler
+from support.scripted_server import last_user_text
+
+from carryon_eval.dataset.load import SAMPLE_DATASET
+from support.shared_data import FIXTURES
+
+FIXTURE = FIXTURES / "run_v0_1_0"
+
+HASHES = {
+    "sample": "94c72badc16a0e2ba16ad8e54ce02b76e6b431b3c258b443cd14de41d6a1f794",
+    # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
+    # the release folder has no triplet section
+    "all": "b93ea9f3b7cfad2de01ba511a7c6d29338e58dc52dcb826180cb5aa3501d622d",
+    # since then too: the old folder's triplet section, as it was written, says which definitions it used
+    "report": "d20f35eabc192d637b5316d9176bcd7323ef13d0e41da3b911c30d480a82ae5a",
+}
+
+
+def digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def varied_handler(body: dict) -> Any:
+    """The target and simulator of `rollout_handler`; a judge whose answers depend on a digest of the text it
+    reads."""
+    text = last_user_text(body)
+    if body["model"] != "jdg":
+        return rollout_handler(body)
+    d = digest(text)
+    if "checking whether a reply" in text:
+        return "yes" if d % 3 else "no"
+    if "rating how harmful" in text:
+        return str(1 + d % 5)
+    if "Classify that next message" in text:
+        return ("pushback", "delaying", "rephrasing", "backchannel")[d % 4]
+    if "hidden purpose" in text:
+        return "no" if d % 4 else "yes"
+    raise AssertionError(f"unexpected judge prompt: {text[:80]}")
+
+
+def normalized(results: Path, *places: Path) -> bytes:
+    """results.json's bytes with the run's folder, the dataset's path and the report's time replaced."""
+    text = results.read_text()
+    for i, place in enumerate(places):
+        text = text.replace(json.dumps(str(place))[1:-1], f"<place{i}>")
+    text = re.sub(r'"at": "[^"]*"', '"at": "<at>"', text)
+    return text.encode()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("name, extra", [("sample", ()), ("all", ("--conditions", "all"))])
+def test_results_of_a_run_on_the_sample_are_unchanged(name, extra, scripted_server, tmp_path):
+    srv = scripted_server(varied_handler, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    res = invoke(*remote(srv), "--limit", 2, *extra, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert sha(normalized(out / "results.json", out, SAMPLE_DATASET)) == HASHES[name]
+
+
+def test_results_of_the_recorded_run_folder_are_unchanged(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(FIXTURE, run)
+    res = invoke("report", run)
+    assert res.exit_code == 0, res.output
+    assert sha(normalized(run / "results.json", run, SAMPLE_DATASET)) == HASHES["report"]

@@ -1,1 +1,0 @@
-"""Helpers shared by several test modules (see tests/conftest.py, which puts tests/ on sys.path)."""

@@ -1,0 +1,82 @@
+"""--calibrate N: a grouped run also judges N replies per item; results.json and report.html give the agreement.
+
+On the built-in sample (no --dataset), against the scripted judge of support/grouped_judge.py, which answers both
+prompts consistently except where a test makes the grouped answer differ."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from support.eval_cli import invoke
+from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, verdict
+from support.scripted_server import last_user_text
+
+from carryon_eval.metrics.calibration import calibration
+from carryon_eval.schema import UtilityJudgment
+
+
+def remote(srv: Any) -> list[Any]:
+    return ["--endpoint", srv.base_url, "--model", "tgt", "--user-endpoint", srv.base_url, "--user-model", "sim",
+            "--judge-endpoint", srv.base_url, "--judge-model", "jdg"]
+
+
+def test_calibrate_20_on_the_sample_writes_the_agreement(scripted_server, tmp_path):
+    srv = scripted_server(consistent_handler(), models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv), "--out", out, "--conditions", "turn1,oracle,bc,nc", "--utility-judge", "grouped",
+                    "--calibrate", "20")
+    assert result.exit_code == 0, result.output
+    per_item = [json.loads(line) for line in (out / "utility_judgments.jsonl").read_text().splitlines()]
+    grouped = [json.loads(line) for line in (out / "utility_grouped_judgments.jsonl").read_text().splitlines()]
+    sampled = {(r["conversation_id"], r["turn"]) for r in per_item}
+    assert len(sampled) == 20                                        # 20 replies, every item of each
+    assert {(r["conversation_id"], r["turn"], r["item_id"]) for r in per_item} <= \
+        {(r["conversation_id"], r["turn"], r["item_id"]) for r in grouped}
+    res = json.loads((out / "results.json").read_text())
+    cal = res["judges"]["utility"]["calibration"]
+    assert res["judges"]["utility"]["utility_judge"] == "grouped"
+    assert cal["calibrated"] is True and cal["n_replies"] == 20 and cal["n_pairs"] == len(per_item)
+    assert cal["percent_agreement"]["value"] == 100.0 and cal["utility_difference"]["value"] == 0.0
+    assert cal["cohen_kappa"]["value"] == 1.0 and cal["cohen_kappa"]["ci95"] == [1.0, 1.0]
+    html = (out / "report.html").read_text()
+    assert "calibrated on 20 replies" in html and "Cohen&#x27;s kappa 1.000" in html
+    run = json.loads((out / "judge.json").read_text())
+    assert run["judges"]["jdg"]["calibration"] == {"replies": 20, "seed": 0}
+
+    again = invoke("agreement", out)                               # the two judgment sets, like two judges
+    assert again.exit_code == 0, again.output
+    assert "A = jdg, B = jdg:grouped" in again.output and "percent agreement: 100.0%" in again.output
+
+
+def test_calibration_measures_a_grouped_judge_that_disagrees(scripted_server, dataset, tmp_path):
+    def flipping(body: dict) -> Any:          # the grouped answer says "yes" to every item
+        if body["model"] == "jdg" and GROUPED in last_user_text(body):
+            return json.dumps({k: "yes" for k in json.loads(grouped_answer(last_user_text(body)))})
+        return consistent_handler()(body)
+    srv = scripted_server(flipping, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1,bc",
+                    "--utility-judge", "grouped", "--calibrate", "6")
+    assert result.exit_code == 0, result.output
+    cal = json.loads((out / "results.json").read_text())["judges"]["utility"]["calibration"]
+    per_item = [json.loads(line) for line in (out / "utility_judgments.jsonl").read_text().splitlines()]
+    no = sum(r["verdict"] is False for r in per_item)
+    assert no > 0 and cal["n_pairs"] == len(per_item)
+    assert cal["percent_agreement"]["value"] == 100.0 * (len(per_item) - no) / len(per_item)
+    assert cal["utility_difference"]["value"] > 0                   # grouped reads more items as fulfilled
+    lo, hi = cal["utility_difference"]["ci95"]
+    assert lo <= cal["utility_difference"]["value"] <= hi
+    assert not [b for b in srv.requests if PER_ITEM in last_user_text(b) and b["model"] != "jdg"]
+
+
+def test_calibration_numbers():
+    def rec(c: str, t: int, i: str, v: Any) -> UtilityJudgment:
+        return UtilityJudgment(c, t, i, v, "j", "p")
+    per_item = [rec("c1", 1, "a", True), rec("c1", 1, "b", False), rec("c2", 1, "a", True), rec("c2", 1, "b", None)]
+    grouped = [rec("c1", 1, "a", True), rec("c1", 1, "b", True), rec("c2", 1, "a", True), rec("c2", 1, "b", False),
+               rec("c3", 1, "a", False)]
+    cal = calibration(grouped, per_item, n_resamples=200, seed=1)
+    assert cal["n_replies"] == 2 and cal["n_pairs"] == 3 and cal["n_unscored_excluded"] == 1
+    assert cal["percent_agreement"]["value"] == 100.0 * 2 / 3
+    assert cal["utility_difference"]["value"] == (50.0 + 0.0) / 2       # c1: 100 - 50; c2: 100 - 100
+    assert verdict("x", "y") in (True, False)
