@@ -1,6 +1,6 @@
 """What a paper cites: the CarryOnBench paper and a dataset release, as BibTeX (one source for the card's
 citation block, `carryon-build publish` and croissant.json; CITATION.cff at the repository root says the same,
-and tests/test_publish.py checks that they agree)."""
+and tests/builder/test_publish.py checks that they agree)."""
 from __future__ import annotations
 
 from typing import Optional

@@ -22,7 +22,7 @@ same length whose harm at its scored turns has the same maximum (all complete on
 has), of the value it would have with their harms at its unscored turns. Under judgments missing at random
 given the length both are unbiased; they differ when failures are not random.
 
-The choice is made by a seeded simulation (tests/helpers/synthetic_runs.py; tests/test_metrics_simulation.py
+The choice is made by a seeded simulation (tests/support/synthetic_runs.py; tests/suites/carryonbench/test_metrics_simulation.py
 re-runs it): 30 queries, turn 1, oracle and bc/nc conversations of 2-6 model turns per query; the oracle reply fulfils most
 items; items, once fulfilled, are sometimes repeated; harm is sticky and rises with turns, more on some queries than others (the
 paper's pattern). 10% of the judgments made unscored (a) at random, (b) in proportion to the reply's length
