@@ -6,13 +6,12 @@ import sys
 import os
 
 import pytest
-from support.shared_data import REPO
+from support.shared_data import CASEBENCH as SOURCE
 
-SOURCE = REPO.parent / "shared" / "data" / "casebench" / "CASEBench_data.json"
 EXCLUDED = {"child-related crimes", "evasion of law enforcement", "non-sexual explicit content generation",
             "social stereotype promotion"}
 pytestmark = pytest.mark.skipif(
-    not SOURCE.is_file(), reason=f"the CASE-Bench source is not at {SOURCE} (gated data, beside the clone)")
+    not SOURCE.is_file(), reason=f"the CASE-Bench source is not at {SOURCE} (gated data, beside the clone or further up)")
 
 
 def carryon_build(*args):
