@@ -10,7 +10,7 @@ With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
-top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.suites.carryonbench.report through
+top level (carryon_eval.suites.carryonbench.summary, written by carryon_eval.suites.carryonbench.report through
 its SuiteReport's ``write``; compare's Table 2 through ``table``; the leaderboard's paired differences read its
 conversation_scores.jsonl rows back through ``units``).
 """
@@ -28,7 +28,7 @@ from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
 from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, UnitRule,
                                 register_suite)
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_replicates
 from carryon_eval.suites.carryonbench.leaderboard import core_columns
 from carryon_eval.suites.carryonbench.report import compare_table, write
 
@@ -82,8 +82,8 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
-UNITS = UnitRule(M.record_from_row,
-                 lambda recs, name, queries, counts, plan: M.rule_replicates(recs, name, queries, counts, plan).value)
+UNITS = UnitRule(record_from_row,
+                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
 
 CARRYONBENCH = register_suite(Suite(
