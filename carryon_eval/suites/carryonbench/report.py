@@ -29,7 +29,7 @@ from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.grouped import GROUPED_CONTEXT
 from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
                                       utility_judge_of)
-from carryon_eval.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.calibration import calibration
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
