@@ -34,7 +34,8 @@ from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.intent import intent_section
-from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
+from carryon_eval.report.plots import PlotsUnavailable, data_uri, write_pngs
+from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, run_plots
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
