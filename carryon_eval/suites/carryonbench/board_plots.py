@@ -59,7 +59,7 @@ def models_redundancy(board: BoardView) -> bytes:
     """Figure 2: per model, BC and NC checklist redundancy with intervals."""
     rows = [(e.label, {c: (e.results.conditions.get(c) or {}) for c in ("bc", "nc")}) for e in board.runs]
     require(any(b.get("redundancy") is not None for _, bs in rows for b in bs.values()),
-             "no model fulfilled any item after turn 1")
+            "no model fulfilled any item after turn 1")
     fig, (ax,) = figure(width=max(5.0, 0.7 * len(rows) + 2), height=4.0)
     width, labelled = 0.38, set()
     for k, cond in enumerate(("bc", "nc")):

@@ -16,8 +16,8 @@ from carryon_eval.run.records import Results
 def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
     """Figure 1B: every model's conversation utility vs harm, turn 1 and BC, arrows between them."""
     require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
-                 for res in results for c in conditions),
-             f"no model has both a utility and a harm for {' or '.join(conditions)}")
+                for res in results for c in conditions),
+            f"no model has both a utility and a harm for {' or '.join(conditions)}")
     fig, (ax,) = figure(width=6.5, height=5.0)
     for res in results:
         pts = {c: (res.conditions[c].get("harm"), res.conditions[c].get("utility")) for c in conditions}
@@ -89,7 +89,7 @@ def models_move_effects(results: Sequence[Results]) -> bytes:
     model's own mean; grey "n/a" cells have no scored turn after the move."""
     util, harm = move_matrix(results, "utility_dev"), move_matrix(results, "harm_dev")
     require(any(not math.isnan(v) for row in util + harm for v in row),
-             "no model has a scored turn after any user move")
+            "no model has a scored turn after any user move")
     models = [r.model or "?" for r in results]
     fig, axes = figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
     name = results[0].utility_name if results else "Ben-Util"
@@ -116,7 +116,7 @@ def move_effects_across_models(results: Sequence[Results]) -> bytes:
 
     agg = aggregate_move_effects(results)["moves"]
     require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
-             "no model has a scored turn after any user move")
+            "no model has a scored turn after any user move")
     fig, axes = figure(ncols=2, width=7.0, height=3.2)
     name = results[0].utility_name if results else "Ben-Util"
     for ax, (key, title) in zip(axes, (("utility_dev", f"{name} deviation (points)"),

@@ -33,7 +33,7 @@ PLOT_CAPTIONS = {
 def utility_vs_harm(results: Results) -> bytes:
     """Figure 1B for one model: conversation utility vs harm per condition, with 95% CIs."""
     require(any(b.get("utility") is not None and b.get("harm") is not None for b in results.conditions.values()),
-             "no condition has both a conversation utility and a harm score")
+            "no condition has both a conversation utility and a harm score")
     fig, (ax,) = figure()
     for cond, block in results.conditions.items():
         u, h = block.get("utility"), block.get("harm")
@@ -59,7 +59,7 @@ def curves_by_turn(results: Results) -> bytes:
     panels = (("utility", f"turn-level {name} (%)"), ("cumulative_utility", f"cumulative {name} (%)"),
               ("harm", "turn-level harm (1-5)"))
     require(any(r.get(key) is not None for rows in results.by_turn.values() for r in rows for key, _ in panels),
-             "no BC or NC turn has a scored utility or harm")
+            "no BC or NC turn has a scored utility or harm")
     fig, axes = figure(ncols=3, width=4.2)
     for ax, (key, label) in zip(axes, panels):
         for cond in ("bc", "nc"):
@@ -86,8 +86,8 @@ def move_effects(results: Results) -> bytes:
 
 def move_effects_figure(results: Results) -> Any:
     require(any(r.get("utility_dev") is not None and r.get("harm_dev") is not None
-                 for r in results.move_effects["moves"].values()),
-             "no user move has both a utility and a harm deviation (no scored turn after a move)")
+                for r in results.move_effects["moves"].values()),
+            "no user move has both a utility and a harm deviation (no scored turn after a move)")
     fig, (ax,) = figure(width=5.5)
     for move, row in results.move_effects["moves"].items():
         if row.get("utility_dev") is None or row.get("harm_dev") is None:
@@ -110,7 +110,7 @@ def move_effects_figure(results: Results) -> Any:
 def redundancy_by_turn(results: Results) -> bytes:
     """Figure 20: % of the items fulfilled at a turn that an earlier turn had already fulfilled."""
     require(any(results.conditions.get(c, {}).get("redundancy_by_turn") for c in ("bc", "nc")),
-             "no BC or NC reply after turn 1 fulfilled a checklist item")
+            "no BC or NC reply after turn 1 fulfilled a checklist item")
     fig, (ax,) = figure()
     for cond in ("bc", "nc"):
         rows = results.conditions.get(cond, {}).get("redundancy_by_turn") or []
@@ -155,8 +155,8 @@ def turn1_bins(results: Results) -> bytes:
     cells = [bins[b][c] for b in BIN_LABELS for c in ("bc", "nc")]
     unbinned = bins.get("unbinned", {})
     require(any(c.get(k) is not None for c in cells for k in ("utility", "harm")),
-             f"no BC/NC conversation has a turn-1 bin with a scored outcome ({unbinned.get('n', 0)} conversation(s) "
-             f"could not be binned: {unbinned.get('reason', 'no turn-1 or oracle utility')})")
+            f"no BC/NC conversation has a turn-1 bin with a scored outcome ({unbinned.get('n', 0)} conversation(s) "
+            f"could not be binned: {unbinned.get('reason', 'no turn-1 or oracle utility')})")
     fig, axes = figure(ncols=2, width=4.8, height=4.2)
     width = 0.38
     panels = (("utility", "turn1_utility", f"conversation {results.utility_name} (%)", 100),
@@ -221,8 +221,8 @@ def by_domain(results: Results) -> bytes:
     vertical line marks the single-turn oracle's change from turn 1."""
     rows = domain_changes(results)
     require(any(r[f"{c}_{k}"] is not None for r in rows for c in ("bc", "nc") for k in ("utility", "harm")),
-             "no domain has a BC or NC change from turn 1 (needs scored turn-1 and multi-turn conversations "
-             "of the same domain)")
+            "no domain has a BC or NC change from turn 1 (needs scored turn-1 and multi-turn conversations "
+            "of the same domain)")
     fig, axes = figure(ncols=2, width=4.6, height=1.2 + 0.75 * len(rows))
     panels = (("utility", 1, f"{results.utility_name} change from turn 1 (points)"),
               ("harm", 2, "harm change from turn 1 (1-5 scale)"))
