@@ -181,8 +181,8 @@ def conditions_named(path: Path) -> list[str]:
     and the condition lists and moves it imports (schema's ``*CONDITION*`` names, anything of ``moves``)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(".")[0] in CONDITION_NAMES:
-            found.add(node.value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= {node.value} if node.value.split(".")[0] in CONDITION_NAMES else set()
         elif isinstance(node, ast.ImportFrom) and node.module in (f"{PACKAGE}.schema", f"{PACKAGE}.moves"):
             found |= {a.name for a in node.names if node.module.endswith("moves") or "CONDITION" in a.name}
     return sorted(found)

@@ -11,9 +11,10 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
                                          refuse_missing, register_suite, resolve_conditions, scorer_uses, selected,
                                          suite_of, suite_options, suites, unregister_suite, without_inputs)
 
-__all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs", "InputsRecord", "Job",
-           "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportRun", "RunEntry", "ScorerUse",
-           "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption", "SuiteOptions", "SuitePlots",
-           "SuiteReport", "UnitRecord", "UnitRule", "all_conditions", "available", "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs",
-           "plan_jobs", "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected",
-           "suite_of", "suite_options", "suites", "unregister_suite", "without_inputs"]
+__all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs",
+           "InputsRecord", "Job", "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportRun",
+           "RunEntry", "ScorerUse", "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption",
+           "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule", "all_conditions", "available",
+           "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs", "plan_jobs",
+           "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected", "suite_of",
+           "suite_options", "suites", "unregister_suite", "without_inputs"]
