@@ -33,7 +33,6 @@ as a score. One rule (UNSCORED_RULE) makes every number of results.json and conv
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from statistics import fmean
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -266,15 +265,7 @@ def mean_under_rule(convs: Sequence[Conversation], metric: str) -> Optional[floa
     return read_metric(convs, metric).value
 
 
-def metric_bounds(convs: Sequence[Conversation], metric: str) -> Optional[list[float]]:
-    """[lowest, highest] the number can take over the readings of its unscored judgments."""
-    return read_metric(convs, metric).bounds
-
-
-# ---------------------------------------------------------------- aggregation helpers
-Pairs = list[tuple[str, float]]      # (query_id, value): the unit of the query-cluster bootstrap
-
-
+# ---------------------------------------------------------------- estimates with their replicates
 @dataclass
 class Estimate:
     """A number over units with its bootstrap replicates (query clusters) and its bounds; ``clipped``: how
@@ -294,13 +285,6 @@ class Estimate:
                             difference_bounds(self.bounds, other.bounds))
         return Estimate(self.value - other.value, self.reps - other.reps, min(self.n, other.n), None,
                         difference_bounds(self.bounds, other.bounds))
-
-
-def estimate(pairs: Pairs, boot: Bootstrap, empty_reason: str) -> Estimate:
-    pairs = [(q, v) for q, v in pairs if v is not None]
-    if not pairs:
-        return Estimate(None, np.full(boot.idx.shape[0], np.nan), 0, empty_reason)
-    return Estimate(fmean(v for _, v in pairs), boot.means(pairs), len(pairs))
 
 
 def decided_count(convs: Sequence[Conversation], metric: str) -> int:
@@ -325,10 +309,6 @@ def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, e
     reps = rule_replicates(recs, metric, queries, E.query_counts(boot.idx, len(queries)), plan).value
     return Estimate(reading.value, reps, decided_count(convs, metric), None, reading.bounds, reading.covered,
                     reading.clipped)
-
-
-def per_conversation(convs: Iterable[Conversation], fn: Callable[[Conversation], Optional[float]]) -> Pairs:
-    return [(c.query_id, fn(c)) for c in convs]
 
 
 # ---------------------------------------------------------------- what a number stands on
