@@ -154,12 +154,16 @@ PROBES = [("fidelity", "fidelity_calls.jsonl"),
           pytest.param("triplet_probe", "triplet_probe.jsonl", marks=needs_release)]
 
 
+def slow_fidelity_judge(body: dict) -> Any:
+    """fidelity_judge, its fidelity answers late (so that a kill lands in the middle of the check)."""
+    return Fault.delay(0.3, then=fidelity_judge(body)) if is_fidelity(body) else fidelity_judge(body)
+
+
 @pytest.mark.parametrize("name, file", PROBES)
 def test_a_probe_killed_mid_way_asks_again_only_what_it_has_no_record_of(name, file, scripted_server, tmp_path):
     if name == "fidelity":
-        slow = (lambda body: Fault.delay(0.3, then=fidelity_judge(body)) if is_fidelity(body)
-                else fidelity_judge(body))
-        srv = scripted_server(by_model({"tgt": evaluator_handler, "sim": evaluator_handler, "jdg": slow}),
+        srv = scripted_server(by_model({"tgt": evaluator_handler, "sim": evaluator_handler,
+                                        "jdg": slow_fidelity_judge}),
                               models=("tgt", "sim", "jdg"))
         probe = is_fidelity
     else:
