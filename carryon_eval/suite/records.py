@@ -131,7 +131,7 @@ class SuiteReport:
     #: The top-level suite's part of `compare`: ``comparison`` gives its keys of compare.json's top level (its
     #: "notes" follow the runs' status lines); its ``compare_markdown`` renders them from the whole compare.json.
     comparison: Optional[Callable[[CompareInputs], Section]] = None
-    plots: Optional[SuitePlots] = None          # its figures of one run and of several
+    plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:
