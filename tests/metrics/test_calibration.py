@@ -11,7 +11,7 @@ from support.eval_cli import invoke
 from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, verdict
 from support.scripted_server import last_user_text
 
-from carryon_eval.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.calibration import calibration
 from carryon_eval.schema import UtilityJudgment
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.judge.store import judgment_file, load_all
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
@@ -101,7 +102,7 @@ async def _probe(ctx: Any) -> str:
     transcripts = ctx.run.transcripts()
     records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
                    if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in SCORERS}
-    probes = await probe_intent(release, ctx.run.path, transcripts, records, ctx.target, ctx.concurrency)
+    probes = await probe_intent(release, ctx.run, transcripts, records, ctx.target, ctx.concurrency)
     return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
             f"-> {ctx.run.path / PROBE_FILE}")
 
@@ -112,7 +113,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if not mine or CONDITION not in inputs.bench.extras:
         return None
     release = inputs.bench.extras[CONDITION].release
-    return section(release, mine, _records(inputs), load_probes(inputs.rundir, target_model(mine)), inputs.judge,
+    return section(release, mine, _records(inputs), load_probes(RunFolder(inputs.rundir), target_model(mine)), inputs.judge,
                    n_resamples=inputs.n_resamples, seed=inputs.seed)
 
 
@@ -123,7 +124,7 @@ def export(inputs: Any, dest: Path) -> dict[str, Path]:
     if not mine or model is None:
         raise ValueError(f"{inputs.rundir} has no {CONDITION} replies to export")
     release = inputs.bench.extras[CONDITION].release
-    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.rundir, model)))
+    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(RunFolder(inputs.rundir), model)))
 
 
 def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:

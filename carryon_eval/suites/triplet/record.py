@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from carryon_eval.judge.store import judgment_file, load_all
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import ScorerUse, Probe, Suite, SuiteReport, headline_unscored, register_suite
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers the reference judges
@@ -54,7 +55,7 @@ async def _probe(ctx: Any) -> str:
     release = ctx.bench.extras[TRIPLET_CONDITION].release
     records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
                    if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in scorers_used()}
-    probes = await probe_intent(release, ctx.run.path, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
+    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
                                 condition=TRIPLET_CONDITION)
     return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
             f"-> {ctx.run.path / probe_file(TRIPLET_CONDITION)}")
@@ -72,7 +73,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if TRIPLET_CONDITION not in inputs.bench.extras:
         return legacy_section(inputs.rundir, mine)
     out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
-                  load_probes(inputs.rundir, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
+                  load_probes(RunFolder(inputs.rundir), target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION)
     return {"definitions": DEFINITIONS, **out}
 
