@@ -27,10 +27,10 @@ from carryon_eval.judge.side_calls import SideCall, SideCalls, read_side_calls, 
 from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.progress import role_of
 from carryon_eval.run.folder import RunFolder, read_usage
-from helpers.eval_cli import invoke, remote, spawn, wait_for_lines
-from helpers.rollout_data import evaluator_handler
-from helpers.shared_data import OPENSAFEINTENT as SHIPPED
-from scripted_server import Fault, by_model, last_user_text, rubric_judges
+from support.eval_cli import invoke, remote, spawn, wait_for_lines
+from support.rollout_data import evaluator_handler
+from support.shared_data import OPENSAFEINTENT as SHIPPED
+from support.scripted_server import Fault, by_model, last_user_text, rubric_judges
 
 HAS_RELEASE = (SHIPPED / "dataset.json").is_file()
 needs_release = pytest.mark.skipif(not HAS_RELEASE, reason=f"the OpenSafeIntent release copy is not at {SHIPPED}")
