@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
 from carryon_eval.run.records import Skipped
-from carryon_eval.suite.inputs import (Cell, Column, CompareInputs, InputsRecord, ProbeContext, ReportInputs, RunEntry,
-                                       Section, SuiteOptions, SuitePlots, UnitRule)
+from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
+                                       SuiteOptions, SuitePlots, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -117,7 +117,7 @@ class SuiteReport:
     html: Optional[Callable[[Section], str]] = None
     compare: Optional[Callable[[Sequence[str], Sequence["Results"]], Optional[Section]]] = None  # (labels, runs) -> part
     compare_markdown: Optional[Callable[[Section], str]] = None
-    leaderboard: Optional[Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]] = None   # compare's columns
+    leaderboard: Optional[SuiteLeaderboard] = None     # its part of the leaderboard: columns, labels, page sections
     export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is
     #: scored (the run's exit 3), else an empty list
