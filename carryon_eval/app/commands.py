@@ -182,7 +182,7 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency, bench)))
     before_report()
-    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None,
+    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run) else None,
                         BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
@@ -190,7 +190,7 @@ def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: 
     """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
     if not run.transcripts():
         return
-    present = judges_present(run.path)
+    present = judges_present(run)
     report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
 
 
@@ -308,7 +308,7 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
     """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
     Label Studio's tasks and labeling config)."""
     run, _, bench = open_run(cfg.rundir, out)
-    cases = sample_cases(run.path, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
+    cases = sample_cases(run, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
     default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
                else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
     paths = write_annotation(cases, cfg.task, cfg.out or run.path / default, source=str(run.path), fmt=cfg.fmt)
@@ -330,7 +330,7 @@ async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[s
     if name not in meta.suites and not any(c in meta.conditions for c in suites_named(name)):
         raise ConfigError(f"{run.path} has no {name} condition (run.json conditions: {', '.join(meta.conditions)})")
     try:
-        written = formats[name](suite_inputs(run.path, bench, judge), dest)
+        written = formats[name](suite_inputs(run, bench, judge), dest)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for path in written.values():

@@ -360,7 +360,7 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         utility_judge=settings.utility_judge,
         calibration={"replies": len(calibration or ()), "seed": defaults.CALIBRATION_SEED}
         if grouped and settings.calibrate else None)
-    record_pass(run.path, judged)
+    record_pass(run, judged)
     if gone is not None:
         raise gone
     if not judged.complete:

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE
+from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import suites
 
@@ -34,8 +34,8 @@ class CompareError(Exception):
     """Run folders that cannot be compared; one line (the command line's error, exit 2)."""
 
 
-def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
-    results_path, scores_path = Path(rundir) / RESULTS_FILE, Path(rundir) / SCORES_FILE
+def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
+    results_path, scores_path, rundir = run.results_file, run.scores_file, run.path
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:
@@ -75,7 +75,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
     from carryon_eval.metrics.stats import mixed_model, spearman
 
-    loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    loaded = [(Path(d), *load_run(RunFolder(d))) for d in rundirs]
     refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]

@@ -15,6 +15,7 @@ names no move, or is not a clear label, is recorded as unparsed / unscored.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any, ClassVar, Optional, Sequence
 
@@ -25,8 +26,25 @@ from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
 from carryon_eval.progress import Progress
 from carryon_eval.rollout.simulator import format_conversation
-from carryon_eval.run.folder import FIDELITY_FILE, write_json_atomic
+from carryon_eval.run.folder import RunError, RunFile, RunFolder, write_json_atomic
 from carryon_eval.suite import ProbeContext
+
+FIDELITY = RunFile("fidelity.json", "the move-fidelity check of the user simulator (carryon-eval fidelity)")
+FIDELITY_FILE = FIDELITY.name
+
+
+def read_fidelity(run: RunFolder) -> Optional[dict[str, Any]]:
+    """fidelity.json's content, None when the run has none; a damaged one is one RunError line."""
+    path = run / FIDELITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path} is unreadable ({exc}); run `carryon-eval fidelity` again") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path} is not a JSON object; run `carryon-eval fidelity` again")
+    return data
 
 FIDELITY_STAGE = "fidelity"
 MAX_TOKENS = 16
@@ -199,10 +217,10 @@ async def fidelity_check(ctx: ProbeContext) -> str:
     n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
     with Progress(n, "fidelity", usage=ctx.target.usage, unit="turn") as bar:
         result = await check_fidelity(transcripts, queries, ctx.target, concurrency=ctx.concurrency, progress=bar)
-    write_json_atomic(ctx.run.path / FIDELITY_FILE, result)
+    write_json_atomic(ctx.run / FIDELITY_FILE, result)
     agree, leak = result["agreement"], result["intent_leak"]
     voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
                      f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
     return (f"fidelity: {result['n_turns']} user turns, move agreement "
             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
-            f"{voiced} -> {ctx.run.path / FIDELITY_FILE}")
+            f"{voiced} -> {ctx.run / FIDELITY_FILE}")
