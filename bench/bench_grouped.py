@@ -40,11 +40,16 @@ def write_dataset(root: Path, n_queries: int, items: int) -> Path:
 
 
 class Lines:
-    def __init__(self) -> None:
+    """The evaluator's output, kept (the dry run's JSON line) or echoed to stderr (progress of the timed phases)."""
+
+    def __init__(self, echo: bool = False) -> None:
         self.lines: list[str] = []
+        self.echo = echo
 
     def info(self, text: str) -> None:
         self.lines.append(text)
+        if self.echo:
+            print(text, file=sys.stderr, flush=True)
 
     def note(self, text: str) -> None:
         pass
@@ -80,7 +85,7 @@ async def timed_judge(rundir: Path, mode: str) -> float:
     from carryon_eval.app import commands as app
     from carryon_eval.app.config import RunOptions
     started = time.perf_counter()
-    await app.judge_folder(RunOptions(rundir, concurrency=64, utility_judge=mode), Lines())
+    await app.judge_folder(RunOptions(rundir, concurrency=64, utility_judge=mode), Lines(echo=True))
     return time.perf_counter() - started
 
 
@@ -93,11 +98,14 @@ def wall(data: Path, work: Path, latency: float) -> dict:
         time.sleep(1.0)
         url = f"http://127.0.0.1:{port}/v1"
         base = work / "rolled"
-        cfg = config(url, data, base, conditions=("turn1", "oracle", "bc", "nc"))
+        # the rollout, with a grouped judge beside it (the cheaper mode; not timed here): both timed judge phases
+        # below start from a copy of these transcripts with no judgments
+        cfg = config(url, data, base, conditions=("turn1", "oracle", "bc", "nc"), utility_judge="grouped")
         started = time.perf_counter()
-        asyncio.run(app.evaluate(cfg, Lines()))          # rollout (and a per-item judge beside it; not timed here)
+        asyncio.run(app.evaluate(cfg, Lines(echo=True)))
         rollout_s = time.perf_counter() - started
         out = {"latency_s": latency, "rollout_and_first_judge_s": round(rollout_s, 1)}
+        print(f"rollout and a first (grouped) judge: {rollout_s:.0f} s", file=sys.stderr, flush=True)
         for mode in ("per-item", "grouped"):
             copy = work / f"judge-{mode}"
             copy.mkdir()
@@ -106,7 +114,9 @@ def wall(data: Path, work: Path, latency: float) -> dict:
             seconds = asyncio.run(timed_judge(copy, mode))
             usage = json.loads((copy / "run.json").read_text()).get("usage", {}).get("judge", {})
             out[mode] = {"judge_phase_s": round(seconds, 1), "judge_calls": usage.get("calls"),
-                         "prompt_tokens_reported": usage.get("prompt_tokens")}
+                         "prompt_tokens_reported": usage.get("prompt_tokens"),
+                         "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+            print(f"judge phase {mode}: {seconds:.0f} s, {usage.get('calls')} calls", file=sys.stderr, flush=True)
         return out
     finally:
         server.terminate()
@@ -137,6 +147,7 @@ def main() -> None:
                                          "judge_by_scorer": table["judge_by_scorer"]}
         result["dry_run_utility_modes"] = table["utility_modes"]
         result["dry_run_seconds_both"] = round(time.perf_counter() - started, 1)
+        print(f"dry runs of both modes: {result['dry_run_seconds_both']:.0f} s", file=sys.stderr, flush=True)
         if args.wall:
             result["wall"] = wall(data, work, args.latency)
         result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -204,3 +204,49 @@ def test_a_slow_answer_is_taken_when_no_other_pool_member_answers(monkeypatch):
 
         assert asyncio.run(ask()) == "late"
         assert slow.count() == 1
+
+
+def test_a_role_waiting_behind_another_on_the_same_server_is_not_given_up():
+    """One busy server (the embedded model) answers the roles in turn: the target's call waits longer than the
+    give-up time while the judge's calls are answered, so the server is there and the target waits on; a role
+    alone on a silent server is given up as before."""
+    from carryon_eval.model.pool import EndpointGone, Heard, RoleWatch
+
+    def handler(body: dict) -> Any:
+        return Fault.delay(2.5, then="late") if body["model"] == "tgt" else "judged"
+
+    with ScriptedServer(handler, models=("tgt", "jdg")) as srv:
+        def watch(model: str, heard: Heard) -> RoleWatch:
+            return RoleWatch(Endpoint(EndpointConfig(base_url=srv.base_url, model=model, timeout=30, max_retries=0)),
+                             model, give_up_after=1.0, heard=heard)
+
+        async def ask(ep: RoleWatch, text: str) -> str:
+            return (await ep.chat([{"role": "user", "content": text}], stage="t", temperature=0.0, max_tokens=8,
+                                  seed=None, response_format=None, top_logprobs=None)).text
+
+        async def shared() -> list[str]:
+            heard = Heard()
+            tgt, jdg = watch("tgt", heard), watch("jdg", heard)
+            try:
+                async def judge_every_half_second() -> list[str]:
+                    out = []
+                    for i in range(6):
+                        out.append(await ask(jdg, f"j{i}"))
+                        await asyncio.sleep(0.5)
+                    return out
+                late, judged = await asyncio.gather(ask(tgt, "t"), judge_every_half_second())
+                return [late, *judged]
+            finally:
+                await tgt.aclose()
+                await jdg.aclose()
+
+        async def alone() -> None:
+            tgt = watch("tgt", Heard())
+            try:
+                await ask(tgt, "t2")
+            finally:
+                await tgt.aclose()
+
+        assert asyncio.run(shared()) == ["late"] + ["judged"] * 6
+        with pytest.raises(EndpointGone, match="the tgt endpoint .* has not answered for 1s"):
+            asyncio.run(alone())

@@ -14,7 +14,7 @@ from carryon_eval import defaults
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.cli_common import is_local
 from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
-from carryon_eval.model.pool import EndpointPool, RoleWatch
+from carryon_eval.model.pool import EndpointPool, Heard, RoleWatch
 from carryon_eval.model.redact import register_key_of
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.local import LocalModelServer
@@ -48,6 +48,7 @@ class Session:
         self._caches: dict[Path, ResponseCache] = {}
         self.by_role: dict[str, list[Endpoint]] = {}   # the endpoints opened for each role
         self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
+        self._heard: dict[tuple[str, ...], Heard] = {}   # per server (its base URLs): when it last answered
 
     async def __aenter__(self) -> "Session":
         return self
@@ -99,10 +100,13 @@ class Session:
                                          rounds=1 + config.max_retries), role)
 
     def watched(self, endpoint: ChatEndpoint, role: str) -> ChatEndpoint:
+        """The role's endpoint behind a RoleWatch; roles served by the same server(s) share one clock of its last
+        answer (a server busy answering the judge is not silent to the target)."""
         give_up = self.give_up_after
         if give_up is None:
             give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
-        return RoleWatch(endpoint, role, give_up)
+        urls = tuple(getattr(endpoint, "base_urls", None) or [endpoint.config.base_url])
+        return RoleWatch(endpoint, role, give_up, heard=self._heard.setdefault(urls, Heard()))
 
     def record_sent(self, run: RunFolder) -> None:
         """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent
@@ -134,8 +138,10 @@ class Session:
         check_url("--endpoint" if record is None else "endpoint", endpoint)
         if is_local(endpoint) if endpoint is not None else record.local:
             srv = self.local_server()
-            return record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
-                                 concurrency=concurrency, **request)
+            cfg = record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
+                                concurrency=concurrency, **request)
+            # one CPU-bound server answers every role in turn: a request may wait behind the others' long ones
+            return dataclasses.replace(cfg, timeout=max(cfg.timeout, defaults.LOCAL_TIMEOUT))
         return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
                              **request)
 

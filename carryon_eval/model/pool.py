@@ -25,7 +25,8 @@
 Every member serves the same model (checked with ``check()``); run.json records the pool's base URLs.
 
 ``RoleWatch`` wraps the endpoint (or pool) of one role and ends the phase when the role is gone: once no
-call of the role has been answered for ``give_up_after`` seconds while calls wait or fail (connection
+call of the role (nor of another role on the same server) has been answered for ``give_up_after`` seconds while
+calls wait or fail (connection
 refused, timeouts, 5xx on every member), the waiting calls and every later one raise ``EndpointGone``,
 one line naming the role and its endpoint(s). A reply the server refuses (HTTP 4xx) is an answer. A call that
 fails for good sooner (its retries spent on refused connections, timeouts, 5xx) raises ``RoleFailed``, which names
@@ -195,13 +196,22 @@ class RoleFailed(EndpointError):
     """One call of a role failed for good with a transport error (RoleWatch; the message names the role)."""
 
 
+@dataclasses.dataclass
+class Heard:
+    """When a server last answered any role (time.monotonic()); shared by the RoleWatches of the roles it serves."""
+    at: float = float("-inf")
+
+
 class RoleWatch(EndpointWrapper):
     """One role's ChatEndpoint (an endpoint or a pool) that gives up when the role has gone silent; see the
-    module docstring. Everything but ``chat`` is the wrapped endpoint's."""
+    module docstring. Everything but ``chat`` is the wrapped endpoint's. Roles served by the same server share
+    ``heard``: an answer to any of them shows the server is there (one busy local server answers in turn)."""
 
-    def __init__(self, endpoint: ChatEndpoint, role: str, give_up_after: float = defaults.GIVE_UP_AFTER) -> None:
+    def __init__(self, endpoint: ChatEndpoint, role: str, give_up_after: float = defaults.GIVE_UP_AFTER,
+                 heard: Optional[Heard] = None) -> None:
         super().__init__(endpoint)
         self.role, self.give_up_after = role, give_up_after
+        self.heard = heard if heard is not None else Heard()
         self.quiet_since = time.monotonic()     # the last answer, or when the role was asked after a quiet time
         self.in_flight = 0
         self.failing = False                    # a call failed since the last answer
@@ -226,6 +236,10 @@ class RoleWatch(EndpointWrapper):
 
     def _answered(self) -> None:
         self.quiet_since, self.failing = time.monotonic(), False
+        self.heard.at = self.quiet_since
+
+    def _silent_since(self) -> float:
+        return max(self.quiet_since, self.heard.at)
 
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> ChatResult:
         if self.gone is not None:
@@ -237,7 +251,7 @@ class RoleWatch(EndpointWrapper):
         call.add_done_callback(_retrieve)    # this call may be cancelled just as its own call fails
         try:
             while not call.done():
-                left = self.quiet_since + self.give_up_after - time.monotonic()
+                left = self._silent_since() + self.give_up_after - time.monotonic()
                 if left <= 0:
                     raise self._give_up("calls wait without an answer")
                 await asyncio.wait({call}, timeout=left)
@@ -250,7 +264,7 @@ class RoleWatch(EndpointWrapper):
                 raise
             except EndpointError as exc:
                 self.failing = True
-                if time.monotonic() - self.quiet_since >= self.give_up_after:
+                if time.monotonic() - self._silent_since() >= self.give_up_after:
                     raise self._give_up(str(exc)) from None
                 raise RoleFailed(f"the {self.role} endpoint {self._where()} (model '{self.config.model}') stopped "
                                  f"answering ({exc}); what was done is written") from None
