@@ -194,8 +194,7 @@ def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: 
     report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
 
 
-def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
-    run = RunFolder(rundir)
+def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
@@ -209,7 +208,7 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
                                      http_client=opts.http_client)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
@@ -239,7 +238,7 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
         ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
@@ -254,7 +253,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
             raise ConfigError("--live-rest goes with --batch-import (without it every judge call is live anyway)")
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
-            exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
+            exported = await export_requests(run, bench, model, opts.batch_export, settings=JudgeSettings(
                 utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
                 **ben_util, utility=meta.judge.utility), calibration=sample,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
@@ -271,11 +270,11 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_import:
             asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
-            expected = set(await pending_requests(run.path, bench, model, **asks))
+            expected = set(await pending_requests(run, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)
             imported = import_results(opts.batch_import, cache, expected)
             cache.close()
-            left = len(await pending_requests(run.path, bench, model, **asks))
+            left = len(await pending_requests(run, bench, model, **asks))
             out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed"
                      + (" (asked again now, live)" if opts.live_rest else ""))
             if left and not opts.live_rest:
@@ -298,7 +297,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
 async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
         session.print_usage()
@@ -307,7 +306,7 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
 async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
     """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
     Label Studio's tasks and labeling config)."""
-    run, _, bench = open_run(cfg.rundir, out)
+    run, _, bench = open_run(RunFolder(cfg.rundir), out)
     cases = sample_cases(run, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
     default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
                else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
@@ -318,11 +317,11 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
-async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None,
+async def export_folder(run: RunFolder, dest: Path, out: Output, judge: Optional[str] = None,
                         fmt: Optional[str] = None) -> None:
     """`carryon-eval export RUNDIR --format NAME --out DIR`: a suite's replies and judgments in its reference's
     layout, read from the run's shared judgment files."""
-    run, meta, bench = open_run(rundir, out)
+    run, meta, bench = open_run(run, out)
     formats = exporters()
     name = fmt or next(iter(formats))
     if name not in formats:
@@ -341,11 +340,11 @@ def suites_named(name: str) -> tuple[str, ...]:
     return next((x.conditions for x in suites() if x.name == name), ())
 
 
-async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
+async def report_folder(run: RunFolder, out: Output, judge: Optional[str] = None,
                         bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
-    run, meta, bench = open_run(rundir, out)
+    run, meta, bench = open_run(run, out)
     results = report_phase(bench, run, out, judge, bootstrap)
     require_scored(results, run)
     require_complete(results, run)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 from urllib.parse import quote
 
-from carryon_eval.run.folder import PAGES_DIR, RunFolder, write_text_atomic
+from carryon_eval.run.folder import HTML_FILE, PAGES_DIR, RunFolder, write_text_atomic
 
 INLINE_LIMIT = 2_000_000        # bytes of transcript HTML that still open at once inside report.html
 
@@ -73,7 +73,7 @@ def _index(entries: Mapping[str, QueryEntry], names: Mapping[str, str]) -> str:
 def _query_page(qid: str, entry: QueryEntry, *, css: str, title: str) -> str:
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(title)} · {_e(qid)}</title><style>{css}</style></head><body>"
-            f'<p class="meta"><a href="../report.html">← {_e(title)}</a></p>'
+            f'<p class="meta"><a href="../{HTML_FILE}">← {_e(title)}</a></p>'
             f"<h1>Query {_e(qid)}</h1>{_opened(entry.block)}</body></html>\n")
 
 

@@ -170,11 +170,11 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
+def read_usage(run: "RunFolder") -> dict[str, dict[str, int]]:
     """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
     absent: older run folders did not record it). A file that is there but unreadable is a RunError: its
     totals would otherwise be silently restarted from zero."""
-    path = Path(rundir) / USAGE_FILE
+    path = run.usage_file
     if not path.is_file():
         return {}
     try:
@@ -186,16 +186,16 @@ def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
                        "(its call and token totals restart from zero)") from None
 
 
-def add_usage(rundir: Path, snapshot: dict[str, dict[str, int]]) -> None:
+def add_usage(run: "RunFolder", snapshot: dict[str, dict[str, int]]) -> None:
     """Add one command's usage ledger (UsageLedger.snapshot) to RUNDIR/usage.json, atomically."""
-    if not snapshot or not Path(rundir).is_dir():
+    if not snapshot or not run.path.is_dir():
         return
-    total = read_usage(rundir)
+    total = read_usage(run)
     for key, row in snapshot.items():
         mine = total.setdefault(key, {})
         for field, n in row.items():
             mine[field] = mine.get(field, 0) + int(n)
-    write_json_atomic(Path(rundir) / USAGE_FILE, {"schema_version": 1, "usage": dict(sorted(total.items()))})
+    write_json_atomic(run.usage_file, {"schema_version": 1, "usage": dict(sorted(total.items()))})
 
 
 class RunFileError(RunError):
