@@ -137,10 +137,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         if cfg.dry_run:
             return None
         run.check(meta)                      # an unusable folder fails before anything starts
-        if local:
-            srv = session.local_server()
-            configs = {role: dataclasses.replace(c, base_url=srv.base_url, model=srv.model) if role in local else c
-                       for role, c in configs.items()}
+        configs = {role: session.on_local(c) if role in local else c for role, c in configs.items()}
         # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
         await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
                                                   for role, choice in roles.items() for url in choice.pool)],

@@ -130,6 +130,13 @@ class Session:
                 self.out.note(f"{role}: {self.by_role[role][0].config.model} refused {name}: {how} "
                               f"(recorded in {run.run_file})")
 
+    def on_local(self, cfg: EndpointConfig) -> EndpointConfig:
+        """``cfg`` pointed at the embedded model (started if need be). Its requests get the local timeout: one
+        CPU-bound server answers every role in turn, so a request may wait behind the other roles' long ones."""
+        srv = self.local_server()
+        return dataclasses.replace(cfg, base_url=srv.base_url, model=srv.model,
+                                   timeout=max(cfg.timeout, defaults.LOCAL_TIMEOUT))
+
     def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
                     api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
                     **request: Any) -> EndpointConfig:
@@ -137,11 +144,7 @@ class Session:
         (``request``: request options given again; None keeps the recorded ones)."""
         check_url("--endpoint" if record is None else "endpoint", endpoint)
         if is_local(endpoint) if endpoint is not None else record.local:
-            srv = self.local_server()
-            cfg = record.config(base_url=srv.base_url, model=srv.model, api_key_env=api_key_env,
-                                concurrency=concurrency, **request)
-            # one CPU-bound server answers every role in turn: a request may wait behind the others' long ones
-            return dataclasses.replace(cfg, timeout=max(cfg.timeout, defaults.LOCAL_TIMEOUT))
+            return self.on_local(record.config(api_key_env=api_key_env, concurrency=concurrency, **request))
         return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
                              **request)
 
