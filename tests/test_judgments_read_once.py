@@ -15,7 +15,8 @@ from typing import Any, Iterator
 from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
 
-from carryon_eval.run.folder import JUDGE_META_FILE, JUDGMENT_SUFFIX, RunFolder, judgment_file
+from carryon_eval.run.folder import JUDGE_META_FILE, JUDGMENT_SUFFIX, RunFolder, judgment_file, owner_of
+from carryon_eval.suite import suites
 
 _COUNTERS: list[Counter[str]] = []
 _HOOKED = False
@@ -61,6 +62,8 @@ def test_evaluate_report_and_compare_parse_each_judgment_file_once(scripted_serv
     assert {judgment_file("utility"), judgment_file("safety")} <= set(files), files
     # a fresh run: the judge phase writes the files (nothing to resume), the report reads each one once
     assert reads == Counter({**{f: 1 for f in files}, JUDGE_META_FILE: 1}), reads
+    undeclared = [p.name for p in out.iterdir() if owner_of(p.name) is None]
+    assert not undeclared, f"files of the run folder no stage or suite declares: {undeclared}"
 
     with judgment_reads() as reads:
         res = invoke("report", out)
@@ -91,3 +94,13 @@ def test_the_view_parses_a_file_again_only_once_it_changed(tmp_path):
         grown = view.rows(path.name)
     assert [r["conversation_id"] for r in grown] == ["c1", "c2"] and reads == Counter({path.name: 1})
     assert view.rows(judgment_file("nobody")) == [] and view.parses[path.name] == 2
+
+
+def test_a_wing_declares_its_own_run_files():
+    suites()
+    owners = {name: getattr(owner_of(name), "owner", None) for name in (
+        "fidelity.json", "opensafeintent_probe.jsonl", "triplet_probe.jsonl", "results.json", "osi_harmfulness_judgments.jsonl")}
+    assert owners == {"fidelity.json": "suite carryonbench", "opensafeintent_probe.jsonl": "suite opensafeintent",
+                      "triplet_probe.jsonl": "suite triplet", "results.json": "carryon-eval",
+                      "osi_harmfulness_judgments.jsonl": "carryon-eval"}
+    assert owner_of("notes.txt") is None
