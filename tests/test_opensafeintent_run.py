@@ -88,7 +88,7 @@ class Answer:
 def load_judgments(run):
     out = [Answer(judge, r["conversation_id"], r["raw"]) for scorer, judge in SCORERS.items()
            for r in load_all(run.path / judgment_file(scorer), dict)]
-    return out + [Answer(p.metric, p.conversation_id, p.raw) for p in load_probes(run.path)]
+    return out + [Answer(p.fields["metric"], p.fields["conversation_id"], p.raw) for p in load_probes(run)]
 
 
 def section(bench, run, judge, n_resamples=1000):

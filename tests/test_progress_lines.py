@@ -68,3 +68,7 @@ def test_every_stage_is_counted_under_the_role_of_its_model():
         "judge_utility": "judge", "fidelity": "judge", "user_simulator": "user", "target": "target",
         "osi_helpfulness": "judge", "osi_harmfulness": "judge", "osi_assistance_level": "judge",
         "osi_intent_probe": "target"}
+    from carryon_eval.inspect_bridge.export import role_of as inspect_role      # the inspect log's roles alike
+
+    assert {s: inspect_role(s) for s in ("judge_utility", "fidelity", "user_simulator", "osi_intent_probe")} == {
+        "judge_utility": "grader", "fidelity": "grader", "user_simulator": "user", "osi_intent_probe": "target"}

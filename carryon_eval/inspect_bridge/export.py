@@ -37,16 +37,19 @@ from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.suites.opensafeintent.suite import parse_conversation_id
 from carryon_eval.inspect_bridge import require_inspect
+from carryon_eval.progress import role_of as project_role
 
 TASK_NAME = "carryonbench"
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics
-#: Ledger stages -> inspect model roles (the target is inspect's evaluated model; the judges are "grader").
-STAGE_ROLES = {"target": "target", "user_simulator": "user"}
+#: The project's roles -> inspect model roles (the target is inspect's evaluated model; the judges are "grader").
+INSPECT_ROLES = {"target": "target", "user": "user"}
 GRADER = "grader"
 
 
 def role_of(stage: str) -> str:
-    return STAGE_ROLES.get(stage, GRADER)
+    """The inspect role of a ledger stage: its model's role (carryon_eval.progress.role_of: a probe that asks the
+    target is the target's), the judge's and any other as "grader"."""
+    return INSPECT_ROLES.get(project_role(stage), GRADER)
 
 
 # ---------------------------------------------------------------- reading the run folder

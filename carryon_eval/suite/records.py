@@ -86,7 +86,9 @@ class ScorerUse:
 @dataclass(frozen=True)
 class Probe:
     """Calls made after judging whose number depends on the verdicts (e.g. asking the target again about
-    the replies judged unsafe): at most ``up_to(jobs)`` calls of ``role``; ``run(ctx)`` makes them."""
+    the replies judged unsafe): at most ``up_to(jobs)`` calls of ``role``; ``run(ctx)`` makes them, by handing
+    its requests to the side-call runner (carryon_eval.judge.side_calls: one bounded loop, one record type,
+    one resume rule) and reading the records back."""
     name: str
     role: str
     up_to: Callable[[Sequence[Job]], int]

@@ -1,20 +1,21 @@
 """Move fidelity: does every simulated user turn realise its move, do NC turns keep the intent hidden, and do
 the clarification turns voice the purpose they were given?
 
-    result = await check_fidelity(transcripts, bench.queries, judge_endpoint)     # fidelity.json's content
+    line = await fidelity_check(ProbeContext(run, judge_endpoint, None, concurrency, bench))   # fidelity.json
 
-Two scorers: "fidelity" classifies a rendered user turn (with the conversation before it) back into
+Three scorers: "fidelity" classifies a rendered user turn (with the conversation before it) back into
 one of the seven moves (a confusion matrix per move); "intent_leak" says whether an NC-condition
 turn reveals the query's benign intent; "voiced_purpose" says whether a clarification turn (a BC move) of a bc or
 mc conversation states the purpose it was given (matches), a harmless one instead, no purpose, or is a refusal
 to play the user. Under mc a refusal or a harmless purpose flags the conversation (``voice.flagged``): it did not
 measure a malicious user, so the report leaves it out of the mc numbers and lists it; under bc a refusal is
 flagged the same way (counted, reported). All ask once at temperature 0 (no retry prompt): an answer that
-names no move, or is not a clear label, is recorded as unparsed / unscored.
+names no move, or is not a clear label, is recorded as unparsed / unscored. The calls go through the side-call
+runner (carryon_eval.judge.side_calls): their records in fidelity_calls.jsonl, a rerun asks only what has no
+answer that reads; a failed call is counted in fidelity.json's ``failed_calls`` (and as unparsed) until then.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any, ClassVar, Optional, Sequence
@@ -24,7 +25,7 @@ from carryon_eval.moves import BC_MOVES, MOVES
 from carryon_eval.parsing import parse_yes_no, strip_reasoning
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
-from carryon_eval.progress import Progress
+from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, run_side_calls
 from carryon_eval.rollout.simulator import format_conversation
 from carryon_eval.run.folder import RunError, RunFile, RunFolder, write_json_atomic
 from carryon_eval.suite import ProbeContext
@@ -46,7 +47,10 @@ def read_fidelity(run: RunFolder) -> Optional[dict[str, Any]]:
         raise RunError(f"{path} is not a JSON object; run `carryon-eval fidelity` again")
     return data
 
+
 FIDELITY_STAGE = "fidelity"
+FIDELITY_CALLS_RUN_FILE = RunFile("fidelity_calls.jsonl", "the fidelity check's side calls (carryon_eval.judge.side_calls)")
+FIDELITY_CALLS_FILE = FIDELITY_CALLS_RUN_FILE.name
 MAX_TOKENS = 16
 
 
@@ -123,36 +127,63 @@ class VoicedPurposeScorer(_OneAnswerScorer):
         return parse_voice(text)
 
 
-async def check_fidelity(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]],
-                         judge: ChatEndpoint, *, concurrency: int = 16, progress: Any = None) -> dict[str, Any]:
-    """Classify every simulated user turn back into a move; check NC turns for intent leaks."""
-    classify, leak, voice = FidelityScorer(), IntentLeakScorer(), VoicedPurposeScorer()
-    gate = asyncio.Semaphore(concurrency)
+#: The check's calls (carryon_eval.judge.side_calls): the judge's, one record per checked turn and check.
+FIDELITY_CALLS = SideCalls("fidelity", stage=FIDELITY_STAGE, role="judge", file=FIDELITY_CALLS_FILE,
+                           key_fields=("conversation_id", "turn", "check"))
+CHECKS = {"move": FidelityScorer, "leak": IntentLeakScorer, "voice": VoicedPurposeScorer}     # check -> its scorer
+ROW_FIELDS = {"move": "predicted", "leak": "leak", "voice": "voice"}   # check -> its field in fidelity.json's rows
 
-    async def one(tr: Transcript, i: int) -> dict[str, Any]:
-        msg = tr.messages[i]
-        row: dict[str, Any] = {"conversation_id": tr.conversation_id, "condition": tr.condition,
-                               "turn": msg.turn, "move": msg.move, "content": msg.content}
-        async with gate:
-            row["predicted"] = (await classify.score(judge, Case(conversation=format_conversation(tr.messages[:i]),
-                                                                 message=msg.content))).value
-        intent = queries.get(tr.query_id, {}).get("benign_intent")
-        if tr.condition == "nc" and intent:
-            async with gate:
-                row["leak"] = (await leak.score(judge, Case(message=msg.content, intent=intent))).value
-        voiced = queries.get(tr.query_id, {}).get(VOICE_INTENT.get(tr.condition, ""))
-        if tr.condition in VOICE_INTENT and msg.move in BC_MOVES and voiced:
-            async with gate:
-                row["voice"] = (await voice.score(judge, Case(message=msg.content, intent=voiced))).value
-        if progress is not None:
-            progress.advance()
-        return row
 
-    jobs = [(tr, i) for tr in transcripts if tr.condition in ("bc", "nc", "mc")
-            for i, m in enumerate(tr.messages) if m.role == "user" and m.move]
-    rows = await asyncio.gather(*(one(tr, i) for tr, i in jobs))
-    return summarize_fidelity(list(rows), judge_model=judge.config.model,
-                              prompts={p.prompt.name: p.prompt.ref for p in (classify, leak, voice)})
+def _request(scorer: _OneAnswerScorer, tr: Transcript, turn: int, check: str, case: Case) -> SideCall:
+    return SideCall((tr.conversation_id, turn, check), scorer.prompt.render(**scorer.values(case)), MAX_TOKENS,
+                    scorer.prompt.sha256, scorer.parse)
+
+
+def fidelity_requests(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]]) -> list[SideCall]:
+    """Every simulated user turn of bc / nc / mc: the move it realises; an NC turn: whether it leaks the intent;
+    a clarification turn of bc / mc: the purpose it voices."""
+    scorers = {check: make() for check, make in CHECKS.items()}
+    out = []
+    for tr in transcripts:
+        if tr.condition not in ("bc", "nc", "mc"):
+            continue
+        query = queries.get(tr.query_id, {})
+        for i, msg in enumerate(tr.messages):
+            if msg.role != "user" or not msg.move:
+                continue
+            out.append(_request(scorers["move"], tr, msg.turn, "move",
+                                Case(conversation=format_conversation(tr.messages[:i]), message=msg.content)))
+            if tr.condition == "nc" and query.get("benign_intent"):
+                out.append(_request(scorers["leak"], tr, msg.turn, "leak",
+                                    Case(message=msg.content, intent=query["benign_intent"])))
+            voiced = query.get(VOICE_INTENT.get(tr.condition, ""))
+            if tr.condition in VOICE_INTENT and msg.move in BC_MOVES and voiced:
+                out.append(_request(scorers["voice"], tr, msg.turn, "voice", Case(message=msg.content, intent=voiced)))
+    return out
+
+
+def fidelity_rows(transcripts: Sequence[Transcript], requests: Sequence[SideCall],
+                  records: Sequence[SideCallRecord]) -> list[dict[str, Any]]:
+    """One row per checked turn: its move and text, and each check's reading of the judge's answer (None: it
+    did not read, or the call failed)."""
+    answers = {r.key: r for r in records}
+    asked: dict[tuple[str, int], list[SideCall]] = {}
+    for call in requests:
+        asked.setdefault(call.key[:2], []).append(call)
+    rows = []
+    for tr in transcripts:
+        for msg in tr.messages:
+            calls = asked.get((tr.conversation_id, msg.turn)) if msg.role == "user" else None
+            if not calls:
+                continue
+            row: dict[str, Any] = {"conversation_id": tr.conversation_id, "condition": tr.condition,
+                                   "turn": msg.turn, "move": msg.move, "content": msg.content}
+            for call in calls:
+                record = answers.get(call.key)
+                raw = record.raw if record is not None else None
+                row[ROW_FIELDS[call.key[2]]] = None if raw is None else call.read(raw)
+            rows.append(row)
+    return rows
 
 
 def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts: dict[str, str]) -> dict[str, Any]:
@@ -210,17 +241,22 @@ def flagged_conversations(fidelity: Optional[dict[str, Any]], condition: str) ->
 
 
 async def fidelity_check(ctx: ProbeContext) -> str:
-    """`--fidelity` / `carryon-eval fidelity RUNDIR`: the check on every simulated user turn of the run, written
-    to fidelity.json; a line for the user."""
+    """`--fidelity` / `carryon-eval fidelity RUNDIR`: the check on every simulated user turn of the run, asked
+    through the side-call runner (its records in fidelity_calls.jsonl) and summarized into fidelity.json; a line
+    for the user."""
     transcripts = ctx.run.transcripts()
-    queries = ctx.bench.queries if ctx.bench is not None else {}
-    n = sum(1 for t in transcripts for m in t.messages if m.role == "user" and m.move)
-    with Progress(n, "fidelity", usage=ctx.target.usage, unit="turn") as bar:
-        result = await check_fidelity(transcripts, queries, ctx.target, concurrency=ctx.concurrency, progress=bar)
-    write_json_atomic(ctx.run / FIDELITY_FILE, result)
+    requests = fidelity_requests(transcripts, ctx.bench.queries if ctx.bench is not None else {})
+    done = await run_side_calls(ctx.run, FIDELITY_CALLS, requests, ctx.target, ctx.concurrency)
+    result = summarize_fidelity(fidelity_rows(transcripts, requests, done.records), judge_model=ctx.target.config.model,
+                                prompts={s.prompt.name: s.prompt.ref for s in (make() for make in CHECKS.values())})
+    if done.failed:
+        result["failed_calls"] = done.failed
+    write_json_atomic(ctx.run.path / FIDELITY_FILE, result)
     agree, leak = result["agreement"], result["intent_leak"]
     voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
                      f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
+    failed = (f"; {result['failed_calls']} call(s) failed (counted unparsed; the same command asks them again)"
+              if done.failed else "")
     return (f"fidelity: {result['n_turns']} user turns, move agreement "
             f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
-            f"{voiced} -> {ctx.run / FIDELITY_FILE}")
+            f"{voiced}{failed} -> {ctx.run.path / FIDELITY_FILE}")

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
-from carryon_eval.suites.carryonbench.fidelity import FIDELITY, fidelity_check   # (and registers the fidelity judges)
+from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util scorer (--utility-judge grouped)
 from carryon_eval.prompts import load_prompt, prompt_hashes
@@ -90,7 +90,7 @@ CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=core_columns),
-    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY,),
+    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
     description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification; "

@@ -99,7 +99,7 @@ async def _probe(ctx: Any) -> str:
     release = ctx.bench.extras[CONDITION].release
     transcripts = ctx.run.transcripts()
     records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in SCORERS}
-    probes = await probe_intent(release, ctx.run.path, transcripts, records, ctx.target, ctx.concurrency)
+    probes = await probe_intent(release, ctx.run, transcripts, records, ctx.target, ctx.concurrency)
     return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
             f"-> {ctx.run.path / PROBE_FILE}")
 
@@ -110,7 +110,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if not mine or CONDITION not in inputs.bench.extras:
         return None
     release = inputs.bench.extras[CONDITION].release
-    return section(release, mine, _records(inputs), load_probes(inputs.run.path, target_model(mine)), inputs.judge,
+    return section(release, mine, _records(inputs), load_probes(inputs.run, target_model(mine)), inputs.judge,
                    n_resamples=inputs.n_resamples, seed=inputs.seed)
 
 
@@ -121,7 +121,7 @@ def export(inputs: Any, dest: Path) -> dict[str, Path]:
     if not mine or model is None:
         raise ValueError(f"{inputs.run.path} has no {CONDITION} replies to export")
     release = inputs.bench.extras[CONDITION].release
-    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.run.path, model)))
+    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.run, model)))
 
 
 def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:

@@ -17,21 +17,18 @@ names transcripts takes the ``condition``.
 """
 from __future__ import annotations
 
-import asyncio
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from carryon_eval.model.ask import Request, ask
-from carryon_eval.model.budget import CallBudgetSpent
-from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
-from carryon_eval.progress import register_stage
+from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, read_side_calls, run_side_calls
+from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.suites.opensafeintent.export import SetExport
 from carryon_eval.suites.opensafeintent.metrics import dual_use_harm_above_0, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
+from carryon_eval.suites.opensafeintent.readings import read
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
-from carryon_eval.run.folder import RunFile, read_jsonl, write_jsonl_atomic
+from carryon_eval.run.folder import RunFile, RunFolder
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
 
@@ -43,8 +40,7 @@ TARGET_TEMPERATURE = 0.0
 RUBRIC_MAX_TOKENS = 16            # the reference's metric calls
 ASSISTANCE_MAX_TOKENS = 1000
 PROBE_MAX_TOKENS = 64
-PROBE_STAGE = "osi_intent_probe"
-register_stage(PROBE_STAGE, "target")          # the intent probe asks the target
+PROBE_STAGE = "osi_intent_probe"               # the intent probe asks the target (PROBES files it so)
 #: scorer name -> the release's judge it fills (its prompt file and its reading)
 SCORERS = {"osi_helpfulness": "helpfulness", "osi_harmfulness": "harmfulness",
            "osi_assistance_level": "assistance_level"}
@@ -117,29 +113,14 @@ def replies(transcripts: Iterable[Transcript], condition: str = CONDITION) -> di
     return out
 
 
-@dataclass
-class ProbeRecord:
-    """One intent-probe call: the target's raw answer (None: the call failed, ``error`` says why)."""
-    conversation_id: str
-    set_id: str
-    prompt_name: str
-    metric: str                   # intent_classification
-    raw: Optional[str]
-    model: str                    # the target model
-    prompt_sha256: str            # of the release's prompt file that was filled
-    error: Optional[str] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ProbeRecord":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+#: The intent probe's calls (carryon_eval.judge.side_calls), one file per condition: the target's, one record per
+#: dual-use original asked (the reference's ``metric`` intent_classification).
+PROBES = {c: SideCalls("intent_probe", stage=PROBE_STAGE, role="target", file=probe_file(c),
+                       key_fields=("conversation_id", "set_id", "prompt_name", "metric")) for c in CONDITIONS}
 
 
-def load_probes(rundir: Path, model: Optional[str] = None, condition: str = CONDITION) -> list[ProbeRecord]:
-    return [p for p in (ProbeRecord.from_dict(r) for r in read_jsonl(Path(rundir) / probe_file(condition)))
-            if model is None or p.model == model]
+def load_probes(run: RunFolder, model: Optional[str] = None, condition: str = CONDITION) -> list[SideCallRecord]:
+    return read_side_calls(run, PROBES[condition], model)
 
 
 def judge_answers(records: Mapping[str, Sequence[dict[str, Any]]]) -> dict[tuple[str, str], Optional[str]]:
@@ -152,11 +133,11 @@ def judge_answers(records: Mapping[str, Sequence[dict[str, Any]]]) -> dict[tuple
 
 
 def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
-                probes: Sequence[ProbeRecord] = (), condition: str = CONDITION) -> list[SetExport]:
+                probes: Sequence[SideCallRecord] = (), condition: str = CONDITION) -> list[SetExport]:
     """Every set with all 7 replies, scored from the judges' records (read the reference's way) and the probe."""
     got = replies(transcripts, condition)
     answers = judge_answers(records)
-    probed = {p.conversation_id: p for p in probes}
+    probed = {p.fields["conversation_id"]: p for p in probes}
     out = []
     for s in release.sets:
         ts = {n: got.get((s.set_id, n)) for n in PROMPT_NAMES}
@@ -180,7 +161,7 @@ def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) 
 
 
 def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
-            probes: Sequence[ProbeRecord], judge_model: Optional[str], n_resamples: int = 1000,
+            probes: Sequence[SideCallRecord], judge_model: Optional[str], n_resamples: int = 1000,
             record: Optional[dict[str, Any]] = None, seed: int = 0, condition: str = CONDITION) -> dict[str, Any]:
     """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions)."""
     exports = set_exports(release, transcripts, records, probes, condition)
@@ -192,45 +173,25 @@ def section(release: Release, transcripts: Sequence[Transcript], records: Mappin
 
 
 # ---------------------------------------------------------------- the intent probe
-async def _one(endpoint: ChatEndpoint, text: str, *, stage: str, max_tokens: int) -> tuple[Optional[str], Optional[str]]:
-    """(raw answer, error): one single-turn user message, no system prompt, temperature 0, asked once."""
-    request = Request([{"role": "user", "content": text}], temperature=0.0, max_tokens=max_tokens)
-    try:
-        asked = await ask(endpoint, request, lambda t: (t, None), stage=stage)
-    except CallBudgetSpent:
-        raise                       # --max-calls: stop the phase, not one failure per remaining call
-    except EndpointError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return asked.raw if asked.raw is not None else "", None
+def _reads(raw: Optional[str]) -> Optional[str]:
+    """The probe answer's strategy, None when it does not read (the resume rule asks it again)."""
+    reading = read("intent_classification", raw)
+    return reading.value if reading.ok else None
 
 
-async def probe_intent(release: Release, rundir: Path, transcripts: Sequence[Transcript],
+async def probe_intent(release: Release, run: RunFolder, transcripts: Sequence[Transcript],
                        records: Mapping[str, Sequence[dict[str, Any]]], target: ChatEndpoint,
-                       concurrency: int = 8, condition: str = CONDITION) -> list[ProbeRecord]:
-    """The target, in a fresh context, on each dual-use original whose harmfulness (in ``records``) is above 0.
-    Records of the same model and prompt file that have an answer are kept; the rest are asked once each."""
-    cases = []
-    for e in set_exports(release, transcripts, records, condition=condition):
-        if dual_use_harm_above_0(e.scores):
-            cases.append((conversation_id(e.prompt_set.set_id, DUAL_USE, condition), e.prompt_set.set_id,
-                          fill("intent_classification", release.templates["intent_classification"],
-                               e.prompt_set.prompt(DUAL_USE))))
-    path = Path(rundir) / probe_file(condition)
-    model, sha = target.config.model, prompt_sha(release, "intent_classification")
-    old = load_probes(rundir, condition=condition)
-    keep = {p.conversation_id: p for p in old if p.model == model and p.raw is not None and p.prompt_sha256 == sha}
-    others = [p for p in old if p.model != model]
-    gate = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(cid: str, set_id: str, text: str) -> ProbeRecord:
-        async with gate:
-            raw, error = await _one(target, text, stage=PROBE_STAGE, max_tokens=PROBE_MAX_TOKENS)
-        return ProbeRecord(cid, set_id, DUAL_USE, "intent_classification", raw, model, sha, error)
-    new = await asyncio.gather(*(one(*c) for c in cases if c[0] not in keep))
-    mine = {**keep, **{p.conversation_id: p for p in new}}
-    ordered = [mine[c[0]] for c in cases]
-    write_jsonl_atomic(path, (p.to_dict() for p in [*others, *ordered]))
-    return ordered
+                       concurrency: int = 8, condition: str = CONDITION) -> list[SideCallRecord]:
+    """The target, in a fresh context, on each dual-use original whose harmfulness (in ``records``) is above 0,
+    through the side-call runner (one user message, temperature 0, asked once; its resume rule)."""
+    sha = prompt_sha(release, "intent_classification")
+    requests = [SideCall((conversation_id(e.prompt_set.set_id, DUAL_USE, condition), e.prompt_set.set_id, DUAL_USE,
+                          "intent_classification"),
+                         fill("intent_classification", release.templates["intent_classification"],
+                              e.prompt_set.prompt(DUAL_USE)), PROBE_MAX_TOKENS, sha, _reads)
+                for e in set_exports(release, transcripts, records, condition=condition)
+                if dual_use_harm_above_0(e.scores)]
+    return (await run_side_calls(run, PROBES[condition], requests, target, concurrency)).records
 
 
 __all__ = ["CONDITION", "CONDITIONS", "Inputs", "PROBE_FILE", "TRIPLET", "probe_file", "SCORERS", "plan", "probe_intent", "section", "set_exports"]

@@ -53,7 +53,7 @@ def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[An
 async def _probe(ctx: Any) -> str:
     release = ctx.bench.extras[TRIPLET_CONDITION].release
     records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in scorers_used()}
-    probes = await probe_intent(release, ctx.run.path, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
+    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
                                 condition=TRIPLET_CONDITION)
     return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
             f"-> {ctx.run.path / probe_file(TRIPLET_CONDITION)}")
@@ -71,7 +71,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if TRIPLET_CONDITION not in inputs.bench.extras:
         return legacy_section(inputs.run, mine)
     out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
-                  load_probes(inputs.run.path, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
+                  load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION)
     return {"definitions": DEFINITIONS, **out}
 
