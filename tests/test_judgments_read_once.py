@@ -12,8 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+import json
+
+import pytest
 from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
+from helpers.shared_data import OPENSAFEINTENT as RELEASE
+from scripted_server import by_model, rubric_judges
 
 from carryon_eval.run.folder import JUDGE_META_FILE, JUDGMENT_SUFFIX, RunFolder, judgment_file, owner_of
 from carryon_eval.suite import suites
@@ -104,3 +109,29 @@ def test_a_wing_declares_its_own_run_files():
                       "triplet_probe.jsonl": "suite triplet", "results.json": "carryon-eval",
                       "osi_harmfulness_judgments.jsonl": "carryon-eval"}
     assert owner_of("notes.txt") is None
+
+
+@pytest.mark.skipif(not (RELEASE / "dataset.json").is_file(), reason=f"the OpenSafeIntent release is not at {RELEASE}")
+def test_a_suites_probe_and_section_read_the_judgments_through_the_same_view(scripted_server, tmp_path):
+    """OpenSafeIntent's three judgment files are read by its intent probe (after judging) and by its section (the
+    report): one parse each, the probe's, since nothing changed them in between."""
+    from carryon_eval.suites.opensafeintent.release import load_release
+
+    t = load_release(RELEASE).templates
+    answers = {"helpfulness": lambda text: "3", "harmfulness": lambda text: "1",
+               "assistance_level": lambda text: json.dumps({"a_level": "A2"}),
+               "intent_classification": lambda text: json.dumps({"strategy": "REFUSE"})}
+    srv = scripted_server(by_model({
+        "tgt": rubric_judges({"intent_classification": t["intent_classification"]}, answers, evaluator_handler),
+        "sim": evaluator_handler,
+        "jdg": rubric_judges({k: t[k] for k in ("helpfulness", "harmfulness", "assistance_level")}, answers,
+                             evaluator_handler)}), models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    with judgment_reads() as reads:
+        res = invoke(*remote(srv), "--conditions", "bc,opensafeintent", "--opensafeintent", RELEASE, "--limit", 2,
+                     "--out", out)
+    assert res.exit_code == 0, res.output
+    files = judgment_files(out)
+    assert {judgment_file(s) for s in ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")} <= set(files)
+    assert (out / "opensafeintent_probe.jsonl").is_file()
+    assert reads == Counter({**{f: 1 for f in files}, JUDGE_META_FILE: 1}), reads
