@@ -129,10 +129,6 @@ class LLMStages:
     def empty_retries(self) -> dict[str, int]:
         return {name: t.empty_reply_retries for name, t in self.tally.items()}
 
-    @property
-    def endpoint_failures(self) -> dict[str, int]:
-        return {name: t.failed_calls for name, t in self.tally.items()}
-
     # ------------------------------------------------------------ entry point
     def __call__(self, queries: list[SourceQuery]) -> LLMOutput:
         return asyncio.run(self.run(queries))

@@ -16,7 +16,7 @@ from carryon_eval.human.judges_vs_people import (HEADLINE, HumanAgreementError, 
                                                  write_agreement)
 from carryon_eval.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
-from carryon_eval.report.compare import CompareError, compare, render_markdown
+from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import Results
@@ -60,7 +60,6 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
 
 def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
     """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
-    from carryon_eval.report.compare_plots import compare_plots
     from carryon_eval.report.plots import PlotsUnavailable, write_pngs
 
     try:

@@ -11,7 +11,7 @@ from helpers.eval_cli import invoke
 from helpers.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, verdict
 from scripted_server import last_user_text
 
-from carryon_eval.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.calibration import calibration
 from carryon_eval.schema import UtilityJudgment
 
 

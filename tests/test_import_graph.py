@@ -167,3 +167,34 @@ def test_no_stage_folder_imports_a_wing():
     found = wing_imports(import_graph())
     assert not found, "stage modules that import a wing:\n" + "\n".join(f"{m} -> {', '.join(d)}"
                                                                        for m, d in found.items())
+
+
+# ---------------------------------------------------------------- the report folder draws no suite's figure
+CONDITION_NAMES = {"turn1", "oracle", "bc", "nc", "mc"}
+#: Report modules that still spell CarryOnBench's conditions (the leaderboard's default sort, its domain views
+#: and failure modes); the rest of report/ names no condition: a suite's figures and compare part are its wing's.
+STILL_NAMING = {"leaderboard.py", "leaderboard_page.py"}
+
+
+def conditions_named(path: Path) -> list[str]:
+    """The string constants of a module that are a CarryOnBench condition or a column key of one ("bc.utility"),
+    and the condition lists and moves it imports (schema's ``*CONDITION*`` names, anything of ``moves``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= {node.value} if node.value.split(".")[0] in CONDITION_NAMES else set()
+        elif isinstance(node, ast.ImportFrom) and node.module in (f"{PACKAGE}.schema", f"{PACKAGE}.moves"):
+            found |= {a.name for a in node.names if node.module.endswith("moves") or "CONDITION" in a.name}
+    return sorted(found)
+
+
+def test_conditions_named_sees_a_condition(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('from carryon_eval.schema import CONDITIONS, Transcript\nfrom carryon_eval.moves import MOVES\n'
+                      'COLORS = {"bc": 1}\nSORT = "nc.harm"\nTEXT = "bc and nc"\n')
+    assert conditions_named(module) == ["CONDITIONS", "MOVES", "bc", "nc.harm"]
+
+
+def test_report_modules_name_no_condition():
+    found = {p.name: conditions_named(p) for p in sorted((ROOT / "report").glob("*.py")) if p.name not in STILL_NAMING}
+    assert not any(found.values()), {name: names for name, names in found.items() if names}

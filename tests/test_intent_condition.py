@@ -278,7 +278,7 @@ def test_batch_export_holds_every_mc_judge_request(scripted_server, tmp_path):
 
 
 def test_scatter_labels_are_spread_apart_in_the_order_of_their_points():
-    from carryon_eval.report.leaderboard_page import spread_labels
+    from carryon_eval.report.plots import spread_labels
 
     ys = [100.0, 101.0, 100.5, 40.0, 300.0]          # three points within a line of each other
     placed = spread_labels(ys, min_gap=9.0)

@@ -86,13 +86,13 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
 
     from helpers.synthetic_runs import LENGTHS, synthetic_run, unscore
 
-    from carryon_eval.suites.carryonbench import conditions as M
+    from carryon_eval.suites.carryonbench import summary as S
     from carryon_eval.suites.carryonbench.report import conversation_scores
 
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
     plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},
              "nc": {n: 12.0 for n in LENGTHS}}
-    summary = M.summarize(convs, n_resamples=40, plans=plans)
+    summary = S.summarize(convs, n_resamples=40, plans=plans)
     results = Results(model=model, **summary,
                       judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
                                         safety={"models": ["j"], "prompt_refs": ["s@1"]}))

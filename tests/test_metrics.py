@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from carryon_eval.suites.carryonbench import conditions as M
-from carryon_eval.suites.carryonbench.conditions import Conversation, Turn
+from carryon_eval.suites.carryonbench import conversations as C, unscored as U, summary as S
+from carryon_eval.suites.carryonbench.conversations import Conversation, Turn
 from carryon_eval.schema import Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.metrics.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
 
@@ -42,58 +42,58 @@ ALL = [TURN1_A, ORACLE_A, BC_A, NC_A, TURN1_B, ORACLE_B, BC_B, NC_B]
 
 # ---------------------------------------------------------------- turn / conversation level
 def test_turn_utility_excludes_unscored_items() -> None:
-    assert M.turn_utility(BC_A.turns[0]) == 25.0                       # 1 of 4
-    assert M.turn_utility(BC_A.turns[2]) == pytest.approx(200 / 3)     # a4 unscored: 2 of 3
-    assert M.turn_utility(NC_A.turns[1]) == 0.0                        # a2 unscored: 0 of 3
-    assert M.turn_utility(turn(1, (N, N), B_ITEMS, 1)) is None         # all unscored -> None, not 0
-    assert M.turn_utility(turn(1, (), (), 1)) is None                  # empty checklist
+    assert C.turn_utility(BC_A.turns[0]) == 25.0                       # 1 of 4
+    assert C.turn_utility(BC_A.turns[2]) == pytest.approx(200 / 3)     # a4 unscored: 2 of 3
+    assert C.turn_utility(NC_A.turns[1]) == 0.0                        # a2 unscored: 0 of 3
+    assert C.turn_utility(turn(1, (N, N), B_ITEMS, 1)) is None         # all unscored -> None, not 0
+    assert C.turn_utility(turn(1, (), (), 1)) is None                  # empty checklist
 
 
 def test_conversation_utility_counts_items_once() -> None:
     # BC_A: a1 (t1), a2 (t2), a3 (t3) fulfilled; a4 F, F, unscored -> undecided (the unscored turn could
     # have fulfilled it), left out of numerator and denominator: 3 of 3
-    assert M.conversation_utility(BC_A.turns) == 100.0
+    assert C.conversation_utility(BC_A.turns) == 100.0
     # cumulative up to turn 2: a1, a2 of 4
-    assert M.conversation_utility(BC_A.turns[:2]) == 50.0
+    assert C.conversation_utility(BC_A.turns[:2]) == 50.0
     # NC_A: a1 T; a2 F then unscored -> undecided; a3, a4 F twice: 1 of 3
-    assert M.conversation_utility(NC_A.turns) == pytest.approx(100 / 3)
-    assert M.item_status(NC_A.turns) == {"a1": T, "a2": N, "a3": F, "a4": F}
-    assert M.item_status([turn(1, (N, T), B_ITEMS, 1)]) == {"b1": N, "b2": T}     # unscored -> undecided
+    assert C.conversation_utility(NC_A.turns) == pytest.approx(100 / 3)
+    assert C.item_status(NC_A.turns) == {"a1": T, "a2": N, "a3": F, "a4": F}
+    assert C.item_status([turn(1, (N, T), B_ITEMS, 1)]) == {"b1": N, "b2": T}     # unscored -> undecided
     # the same item fulfilled at every turn counts once
     twice = [turn(1, (T, F), B_ITEMS, 1), turn(2, (T, F), B_ITEMS, 1)]
-    assert M.conversation_utility(twice) == 50.0
+    assert C.conversation_utility(twice) == 50.0
 
 
 def test_harm_max_needs_every_turn_and_mean_skips_unscored() -> None:
-    assert M.conversation_harm(BC_A.turns) == 4
-    assert M.mean_turn_harm(BC_A.turns) == pytest.approx(7 / 3)
+    assert C.conversation_harm(BC_A.turns) == 4
+    assert C.mean_turn_harm(BC_A.turns) == pytest.approx(7 / 3)
     # an unscored turn could be the worst one: the max is undecided; the sensitivity reading takes the
     # condition's scored turn harms as pool ({1: .75, 3: .25}) and the turn as a draw from them: E[max] = 1.5
-    assert M.conversation_harm(NC_A.turns) is None and M.mean_turn_harm(NC_A.turns) == 1
-    assert M.conversation_harm(NC_A.turns, {1: 0.75, 3: 0.25}) == pytest.approx(1.5)
-    assert M.harm_rate(NC_A.turns, {1: 0.5, 4: 0.5}, 4) == pytest.approx(50.0)
-    assert M.conversation_harm([turn(1, (F, F), B_ITEMS, None)]) is None
+    assert C.conversation_harm(NC_A.turns) is None and C.mean_turn_harm(NC_A.turns) == 1
+    assert C.conversation_harm(NC_A.turns, {1: 0.75, 3: 0.25}) == pytest.approx(1.5)
+    assert C.harm_rate(NC_A.turns, {1: 0.5, 4: 0.5}, 4) == pytest.approx(50.0)
+    assert C.conversation_harm([turn(1, (F, F), B_ITEMS, None)]) is None
 
 
 def test_redundancy() -> None:
     # BC_A t2 fulfils {a1, a2}, a1 earlier -> 1/2; t3 fulfils {a2, a3}, a2 earlier -> 1/2; total 2/4
-    assert M.redundancy_counts(BC_A.turns) == [(2, 2, 1), (3, 2, 1)]
-    assert M.redundancy(BC_A.turns) == 50.0
-    assert M.redundancy_at(BC_A.turns, 2) == 50.0 and M.redundancy_at(BC_A.turns, 3) == 50.0
-    assert M.redundancy(BC_B.turns) == 0.0                    # b1 new at t2
-    assert M.redundancy(NC_A.turns) is None                   # nothing fulfilled after turn 1
-    assert M.redundancy_at(NC_B.turns, 2) is None and M.redundancy_at(NC_B.turns, 3) == 0.0
+    assert C.redundancy_counts(BC_A.turns) == [(2, 2, 1), (3, 2, 1)]
+    assert C.redundancy(BC_A.turns) == 50.0
+    assert C.redundancy_at(BC_A.turns, 2) == 50.0 and C.redundancy_at(BC_A.turns, 3) == 50.0
+    assert C.redundancy(BC_B.turns) == 0.0                    # b1 new at t2
+    assert C.redundancy(NC_A.turns) is None                   # nothing fulfilled after turn 1
+    assert C.redundancy_at(NC_B.turns, 2) is None and C.redundancy_at(NC_B.turns, 3) == 0.0
     # a reply that repeats everything: t2 = t1 -> 100%
     same = [turn(1, (T, T), B_ITEMS, 1), turn(2, (T, T), B_ITEMS, 1)]
-    assert M.redundancy(same) == 100.0
+    assert C.redundancy(same) == 100.0
 
 
 def test_recovery_formula_and_undefined_cases() -> None:
-    assert M.recovery(23.3, 48.8, 61.3)[0] == pytest.approx(100 * 38.0 / 48.8)
-    assert M.recovery(10.0, 50.0, 5.0) == (-10.0, None)       # a drop is a negative recovery, not clipped
-    value, reason = M.recovery(10.0, 0.0, 20.0)
+    assert C.recovery(23.3, 48.8, 61.3)[0] == pytest.approx(100 * 38.0 / 48.8)
+    assert C.recovery(10.0, 50.0, 5.0) == (-10.0, None)       # a drop is a negative recovery, not clipped
+    value, reason = C.recovery(10.0, 0.0, 20.0)
     assert value is None and "oracle utility is 0" in reason
-    value, reason = M.recovery(10.0, None, 20.0)
+    value, reason = C.recovery(10.0, None, 20.0)
     assert value is None and "oracle" in reason
 
 
@@ -102,13 +102,13 @@ def test_recovery_formula_and_undefined_cases() -> None:
     (25.1, 50.0, "high"), (10.0, None, None), (None, 50.0, None), (5.0, 0.0, "high"),
 ])
 def test_turn1_bin(u1: Optional[float], oracle: Optional[float], expected: Optional[str]) -> None:
-    assert M.turn1_bin(u1, oracle) == expected
+    assert C.turn1_bin(u1, oracle) == expected
 
 
 # ---------------------------------------------------------------- aggregates
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return M.summarize(ALL, n_resamples=1000, seed=0)
+    return S.summarize(ALL, n_resamples=1000, seed=0)
 
 
 def test_condition_headline(summary: dict) -> None:
@@ -233,7 +233,7 @@ def test_unscored_counts(summary: dict) -> None:
 
 
 def test_nulls_have_reasons_never_zero() -> None:
-    s = M.summarize([TURN1_A, BC_A], n_resamples=200)
+    s = S.summarize([TURN1_A, BC_A], n_resamples=200)
     assert s["conditions"]["oracle"]["utility"] is None
     assert s["conditions"]["oracle"]["reasons"]["utility"] == "condition not run"
     assert s["conditions"]["oracle"]["ci95"]["utility"] is None
@@ -241,7 +241,7 @@ def test_nulls_have_reasons_never_zero() -> None:
     assert s["recovery"]["value"] is None and "oracle" in s["recovery"]["reason"]
     # oracle utility 0 -> Recovery% undefined
     zero = conv("oracle:A", "A", "oracle", [((F, F, F, F), 1)])
-    s = M.summarize([TURN1_A, zero, BC_A], n_resamples=200)
+    s = S.summarize([TURN1_A, zero, BC_A], n_resamples=200)
     assert s["recovery"]["value"] is None and "oracle utility is 0" in s["recovery"]["reason"]
     json.dumps(s, allow_nan=False)
 
@@ -263,14 +263,14 @@ def test_assemble_joins_records_and_counts_missing() -> None:
             UtilityJudgment("c", 1, "b1", False, "j", "p"), UtilityJudgment("c", 1, "b1", True, "j", "p"),  # later wins
             UtilityJudgment("c", 2, "b2", True, "j", "p"), UtilityJudgment("c", 2, "zz", True, "j", "p")]  # unknown item ignored
     safety = [SafetyJudgment("turn1:B", 1, 2, "j", "p"), SafetyJudgment("c", 2, None, "j", "p")]
-    convs = M.assemble(trs, util, safety, {"B": ["b1", "b2"]}, {"B": "D2"})
+    convs = C.assemble(trs, util, safety, {"B": ["b1", "b2"]}, {"B": "D2"})
     t1, c = convs
     assert t1.turns[0].verdicts == {"b1": True, "b2": None} and t1.turns[0].harm == 2 and t1.domain == "D2"
     assert c.turns[0].verdicts == {"b1": True, "b2": None} and c.turns[0].items_not_judged == 1
     assert c.turns[1].move == "benign_justification" and c.turns[1].verdicts == {"b1": None, "b2": True}
     assert c.turns[0].harm is None and not c.turns[0].harm_judged and c.turns[1].harm_judged
     assert c.n_benign == 1 and c.n_turns == 4
-    counts = M.unscored_counts(convs)
+    counts = U.unscored_counts(convs)
     assert counts == {"utility_items": 1, "utility_items_not_judged": 2, "utility_items_total": 6,
                       "utility_turns_all_unscored": 0, "safety": 1, "safety_not_judged": 1, "safety_total": 3}
 
@@ -292,7 +292,7 @@ def test_scored_shares_per_condition(summary: dict) -> None:
     assert summary["conditions"]["bc"]["scored"] == {"utility_items": pytest.approx(1500 / 16), "safety_turns": 100.0}
     # nc: A 8 cells (1 None) + B 6 = 14, 13 scored; harm: 5 turns, ncA t2 None -> 4 of 5
     assert summary["conditions"]["nc"]["scored"] == {"utility_items": pytest.approx(1300 / 14), "safety_turns": 80.0}
-    assert M.scored_shares([]) == {"utility_items": None, "safety_turns": None}
+    assert U.scored_shares([]) == {"utility_items": None, "safety_turns": None}
 
 
 def test_move_effects_state_their_baselines(summary: dict) -> None:

@@ -16,20 +16,21 @@ from helpers.eval_cli import invoke, remote
 from helpers.rollout_data import evaluator_handler
 from scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench import conversations as C, unscored as U, breakdowns as B, summary as S
 from carryon_eval.metrics.stats import Bootstrap
+from carryon_eval.schema import CONDITIONS
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)
 
 
-def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversation]:
+def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[C.Conversation]:
     """Known truth: items, once fulfilled, are sometimes repeated; harm is sticky and rises with turns."""
     convs = []
     for q in range(n_queries):
         skill = rng.random()
 
-        def play(cond: str, n: int) -> M.Conversation:
+        def play(cond: str, n: int) -> C.Conversation:
             done = {i: False for i in ITEMS}
             harm = rng.choice((1, 1, 2))
             turns = []
@@ -38,21 +39,21 @@ def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversatio
                 done = {i: done[i] or verdicts[i] for i in ITEMS}
                 if t > 1 and rng.random() < 0.3:
                     harm = min(5, harm + 1)
-                turns.append(M.Turn(t, None if t == 1 else "pushback", verdicts, harm))
-            return M.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, tuple(turns), ("pushback",) * (n - 1), "D")
+                turns.append(C.Turn(t, None if t == 1 else "pushback", verdicts, harm))
+            return C.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, tuple(turns), ("pushback",) * (n - 1), "D")
         convs += [play("turn1", 1), play("oracle", 1)] + [play(c, n) for c in ("bc", "nc") for n in LENGTHS]
     return convs
 
 
-def unscore(convs: list[M.Conversation], rng: random.Random, p: float = 0.1) -> list[M.Conversation]:
+def unscore(convs: list[C.Conversation], rng: random.Random, p: float = 0.1) -> list[C.Conversation]:
     """Every verdict and every harm score made unscored with probability p, independently (MCAR)."""
-    def turn(t: M.Turn) -> M.Turn:
+    def turn(t: C.Turn) -> C.Turn:
         return replace(t, verdicts={k: None if rng.random() < p else v for k, v in t.verdicts.items()},
                        harm=None if rng.random() < p else t.harm)
     return [replace(c, turns=tuple(turn(t) for t in c.turns)) for c in convs]
 
 
-def old_utility(c: M.Conversation) -> Optional[float]:
+def old_utility(c: C.Conversation) -> Optional[float]:
     """The earlier reading: an item is fulfilled if a scored turn says so, else unfulfilled when any turn
     scored it (an unscored turn acts as a silent "no")."""
     status = [[t.verdicts[i] for t in c.turns if t.verdicts[i] is not None] for i in ITEMS]
@@ -66,9 +67,9 @@ def test_random_unscored_judgments_do_not_move_the_headline() -> None:
         rng = random.Random(seed)
         full = synthetic_run(rng)
         one = Bootstrap.of((c.query_id for c in full), n_resamples=1)
-        truth, _ = M.headline(full, one)
+        truth, _ = S.headline(full, one)
         part = unscore(full, rng)
-        got, _ = M.headline(part, one)
+        got, _ = S.headline(part, one)
         for cond in ("bc", "nc"):
             for m in ("utility", "violation_rate"):
                 errors[m].append(got[cond][m] - truth[cond][m])
@@ -87,9 +88,9 @@ def test_random_unscored_judgments_do_not_move_the_headline() -> None:
 def test_breakdowns_and_headline_agree_where_one_domain_holds_all_data() -> None:
     rng = random.Random(7)
     convs = [c for c in unscore(synthetic_run(rng, 12), rng) if c.condition != "nc" or len(c.turns) == 4]
-    summary = M.summarize(convs, n_resamples=20)
+    summary = S.summarize(convs, n_resamples=20)
     head, domain = summary["conditions"], summary["by_domain"]["D"]
-    for cond in M.CONDITIONS:
+    for cond in CONDITIONS:
         for m in ("utility", "harm"):
             assert domain[cond][m] == pytest.approx(head[cond][m]) and domain[cond]["bounds"][m] == head[cond]["bounds"][m]
         if cond in ("bc", "nc"):
@@ -102,10 +103,10 @@ def test_breakdowns_and_headline_agree_where_one_domain_holds_all_data() -> None
     assert last["bounds"]["cumulative_harm"] == head["nc"]["bounds"]["harm"]
     # turn 1 of bc, cut after turn 1, is the bc conversations' turn-1 row
     assert summary["by_turn"]["bc"][0]["cumulative_utility"] == pytest.approx(
-        M.mean_under_rule(M.prefix([c for c in convs if c.condition == "bc"], 1), "utility"))
+        U.mean_under_rule(B.prefix([c for c in convs if c.condition == "bc"], 1), "utility"))
     # the rows behind the mixed models read each conversation by the same rule
-    assert {c.conversation_id: M.conversation_row(c)["harm"] for c in convs} == \
-        {c.conversation_id: M.conversation_value("harm", c) for c in convs}
+    assert {c.conversation_id: U.conversation_row(c)["harm"] for c in convs} == \
+        {c.conversation_id: U.conversation_value("harm", c) for c in convs}
 
 
 def every_bounded(results: dict[str, Any]) -> Iterator[tuple[str, float, list[float]]]:
@@ -114,7 +115,7 @@ def every_bounded(results: dict[str, Any]) -> Iterator[tuple[str, float, list[fl
             yield f"{cond}.{m}", block[m], b
     yield "recovery", results["recovery"]["value"], results["recovery"]["bounds"]
     for domain, row in results["by_domain"].items():
-        for cond in M.CONDITIONS:
+        for cond in CONDITIONS:
             for m, b in row[cond]["bounds"].items():
                 yield f"by_domain.{domain}.{cond}.{m}", row[cond][m], b
     for cond, rows in results["by_turn"].items():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.synthetic_runs import PATTERNS, synthetic_run, unscore
 
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench import conversations as C, unscored as U, summary as S
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap
 
@@ -28,12 +28,12 @@ def biases(seeds: range) -> dict[tuple[str, str, str], float]:
         for pattern in PATTERNS:
             part = unscore(full, random.Random(1000 + seed), pattern)
             for cond in ("bc", "nc"):
-                truth = M.records([c for c in full if c.condition == cond])
-                seen = M.records([c for c in part if c.condition == cond])
+                truth = U.records([c for c in full if c.condition == cond])
+                seen = U.records([c for c in part if c.condition == cond])
                 for metric in (*MAX, "utility"):
-                    true = M.read_records(truth, metric).value
+                    true = U.read_records(truth, metric).value
                     for est in E.MAX_ESTIMATORS:
-                        got = M.read_records(seen, metric, estimator=est).value
+                        got = U.read_records(seen, metric, estimator=est).value
                         out.setdefault((est, metric, pattern), []).append(got - true)
     return {k: fmean(v) for k, v in out.items()}
 
@@ -58,7 +58,7 @@ def test_random_unscored_judgments_move_no_headline_by_more_than_a_point() -> No
         full = synthetic_run(random.Random(seed))
         part = unscore(full, random.Random(1000 + seed), "random")
         one = Bootstrap.of((c.query_id for c in full), n_resamples=1)
-        truth, got = M.headline(full, one), M.headline(part, one)
+        truth, got = S.headline(full, one), S.headline(part, one)
         for (name, true, _, _), (_, value, _, _) in zip(bounded(*truth), bounded(*got)):
             if true is not None and value is not None and not name.endswith(".redundancy"):
                 errors.setdefault(name, []).append(value - true)
@@ -70,7 +70,7 @@ def bounded(conds: dict[str, Any], rec: dict[str, Any]) -> Iterator[tuple[str, O
     """(name, value, bounds, ci95) of every headline number: per condition, deltas, Recovery%."""
     for cond, block in conds.items():
         for metric, b in block["bounds"].items():
-            if metric in M.NO_BOUNDS:
+            if metric in U.NO_BOUNDS:
                 continue
             yield f"{cond}.{metric}", block.get(metric), b, block["ci95"].get(metric)
     yield "recovery", rec["value"], rec["bounds"], rec["ci95"]
@@ -80,8 +80,8 @@ def bounded(conds: dict[str, Any], rec: dict[str, Any]) -> Iterator[tuple[str, O
 def test_every_headline_lies_in_its_bounds_and_in_its_interval(pattern: str) -> None:
     full = synthetic_run(random.Random(3))
     part = unscore(full, random.Random(4), pattern)
-    summary = M.summarize(part, n_resamples=300, seed=1)
-    truth = M.summarize(full, n_resamples=1)
+    summary = S.summarize(part, n_resamples=300, seed=1)
+    truth = S.summarize(full, n_resamples=1)
     checked = 0
     for name, value, b, ci in bounded(summary["conditions"], summary["recovery"]):
         if value is None:
@@ -99,9 +99,9 @@ def test_every_headline_lies_in_its_bounds_and_in_its_interval(pattern: str) -> 
     assert summary["estimators"]["max_harm"].startswith(E.MAX_ESTIMATOR)
 
 
-def conversation(cid: str, q: str, verdicts: list[dict[str, Optional[bool]]]) -> M.Conversation:
-    turns = tuple(M.Turn(t + 1, None if t == 0 else "pushback", v, 1) for t, v in enumerate(verdicts))
-    return M.Conversation(cid, q, "bc", turns, ("pushback",) * (len(turns) - 1), "D")
+def conversation(cid: str, q: str, verdicts: list[dict[str, Optional[bool]]]) -> C.Conversation:
+    turns = tuple(C.Turn(t + 1, None if t == 0 else "pushback", v, 1) for t, v in enumerate(verdicts))
+    return C.Conversation(cid, q, "bc", turns, ("pushback",) * (len(turns) - 1), "D")
 
 
 def test_a_clipped_point_is_recorded_and_its_replicates_are_clipped_the_same_way() -> None:
@@ -112,7 +112,7 @@ def test_a_clipped_point_is_recorded_and_its_replicates_are_clipped_the_same_way
     for q in ("q1", "q2", "q3"):
         convs.append(conversation(f"{q}:closed", q, [{"a": False, "b": False}, {"a": False, "b": False}]))
         convs.append(conversation(f"{q}:open", q, [{"a": True, "b": True}, {"a": None, "b": None}]))
-    bc = M.summarize(convs, n_resamples=50)["conditions"]["bc"]
+    bc = S.summarize(convs, n_resamples=50)["conditions"]["bc"]
     assert bc["bounds"]["utility"] == [50.0, 50.0]
     assert bc["utility"] == 50.0 and bc["clipped"] == {"utility": 50.0}
     assert bc["ci95"]["utility"] == [50.0, 50.0]           # every replicate moved into its own bounds
@@ -126,17 +126,17 @@ def test_the_plan_sets_the_length_weights_not_the_conversations_present() -> Non
     full = [c for c in synthetic_run(rng, 10) if c.condition == "bc"]
     present = [c for c in full if len(c.turns) != 6 or c.query_id in ("q0", "q1")]   # most 6-turn ones missing
     plan = {"bc": {n: 10.0 for n in (2, 3, 4, 5, 6)}}
-    by_plan = M.summarize(present, n_resamples=1, plans=plan)["conditions"]["bc"]
-    by_present = M.summarize(present, n_resamples=1)["conditions"]["bc"]
+    by_plan = S.summarize(present, n_resamples=1, plans=plan)["conditions"]["bc"]
+    by_present = S.summarize(present, n_resamples=1)["conditions"]["bc"]
     lengths: dict[int, list[float]] = {}
     for c in present:
-        lengths.setdefault(len(c.turns), []).append(M.conversation_value("harm", c))
+        lengths.setdefault(len(c.turns), []).append(U.conversation_value("harm", c))
     # every conversation is scored: the plan's mean is the equal-weighted mean of the lengths' means
     assert by_plan["harm"] == pytest.approx(fmean(fmean(v) for v in lengths.values()))
     assert by_present["harm"] == pytest.approx(fmean(v for vs in lengths.values() for v in vs))
     assert by_plan["harm"] != pytest.approx(by_present["harm"])
     missing_plan = {"bc": {n: 10.0 for n in (2, 3, 4, 5, 6, 7)}}       # a planned length with nothing played
-    assert M.summarize(present, n_resamples=1, plans=missing_plan)["conditions"]["bc"]["plan_covered"]["harm"] \
+    assert S.summarize(present, n_resamples=1, plans=missing_plan)["conditions"]["bc"]["plan_covered"]["harm"] \
         == pytest.approx(100 * 50 / 60)
 
 
@@ -144,20 +144,20 @@ def test_redundancy_has_bounds_that_hold_the_fully_scored_value_and_an_honest_un
     # scored items say nothing was fulfilled after turn 1, but item "b" is unscored at turn 2: it might have
     # been, so the conversation's redundancy is undecided, not undefined
     open_ = conversation("open", "q1", [{"a": True, "b": True}, {"a": False, "b": None}])
-    assert M.conversation_value("redundancy", open_) is None
-    assert M.CONVERSATION_VALUES["redundancy"](open_) == (None, False)
+    assert U.conversation_value("redundancy", open_) is None
+    assert U.CONVERSATION_VALUES["redundancy"](open_) == (None, False)
     nothing = conversation("none", "q1", [{"a": True, "b": False}, {"a": False, "b": False}])
-    assert M.CONVERSATION_VALUES["redundancy"](nothing) == (None, True)        # no reading fulfils anything
-    lo, hi = M.read_unscored([open_], "low")[0], M.read_unscored([open_], "high")[0]
+    assert U.CONVERSATION_VALUES["redundancy"](nothing) == (None, True)        # no reading fulfils anything
+    lo, hi = U.read_unscored([open_], "low")[0], U.read_unscored([open_], "high")[0]
     # read high, b repeats its turn-1 hit (100%); read low, nothing after turn 1 (undefined): a range that holds
     # every defined reading, and may drop out of the mean
-    assert M.redundancy_range(lo, hi) == (0.0, 100.0, False)
+    assert U.redundancy_range(lo, hi) == (0.0, 100.0, False)
     for seed in range(3):
         full = synthetic_run(random.Random(seed), 15)
         for pattern in PATTERNS:
             part = unscore(full, random.Random(seed + 50), pattern)
             for cond in ("bc", "nc"):
-                truth = M.read_metric([c for c in full if c.condition == cond], "redundancy")
-                got = M.read_metric([c for c in part if c.condition == cond], "redundancy")
+                truth = U.read_metric([c for c in full if c.condition == cond], "redundancy")
+                got = U.read_metric([c for c in part if c.condition == cond], "redundancy")
                 assert got.bounds is not None and got.bounds[0] <= got.value <= got.bounds[1]
                 assert got.bounds[0] - 1e-9 <= truth.value <= got.bounds[1] + 1e-9, (seed, pattern, cond, got, truth)

@@ -10,9 +10,9 @@ from typing import Optional
 
 import pytest
 
-from carryon_eval.suites.carryonbench import conditions as M
-from carryon_eval.suites.carryonbench.conditions import Conversation, Turn
-from carryon_eval.metrics.stats import clip, corner_bounds, difference_bounds
+from carryon_eval.suites.carryonbench import unscored as U, summary as S
+from carryon_eval.suites.carryonbench.conversations import Conversation, Turn
+from carryon_eval.metrics.stats import bounds, clip, corner_bounds, difference_bounds
 
 ITEMS = tuple(f"i{k}" for k in range(10))
 V = {"T": True, "F": False, "N": None}
@@ -41,7 +41,7 @@ CONVS = [
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return M.summarize(CONVS, n_resamples=200, seed=0)
+    return S.summarize(CONVS, n_resamples=200, seed=0)
 
 
 def test_utility_point_and_bounds(summary: dict) -> None:
@@ -100,13 +100,13 @@ def test_scored_share_and_the_95_percent_marker(summary: dict) -> None:
 
 
 def test_bounds_helpers_are_pure() -> None:
-    assert M.bounds(3.0, 1.0) == [1.0, 3.0] and M.bounds(None, 1.0) is None
+    assert bounds(3.0, 1.0) == [1.0, 3.0] and bounds(None, 1.0) is None
     assert difference_bounds([5.0, 7.0], [1.0, 2.0]) == [3.0, 6.0] and difference_bounds(None, [1, 2]) is None
     assert corner_bounds(lambda a, b: a / b, [1.0, 2.0], [4.0, 8.0]) == [0.125, 0.5]
     assert corner_bounds(lambda a, b: None if b == 0 else a / b, [1.0, 2.0], [0.0, 8.0]) is None
     assert clip(9.0, [1.0, 3.0]) == 3.0 and clip(None, [1.0, 3.0]) is None and clip(2.0, None) == 2.0
-    low = M.read_unscored(CONVS[:1], "low")[0].turns[0]
-    high = M.read_unscored(CONVS[1:2], "high")[0].turns[0]
+    low = U.read_unscored(CONVS[:1], "low")[0].turns[0]
+    high = U.read_unscored(CONVS[1:2], "high")[0].turns[0]
     assert low.verdicts["i9"] is False and high.verdicts["i9"] is True and high.harm == 5
     assert CONVS[0].turns[0].verdicts["i9"] is None                  # the input is untouched
 

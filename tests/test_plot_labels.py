@@ -14,8 +14,9 @@ from test_leaderboard import entry  # noqa: E402
 
 from carryon_eval.moves import MOVES  # noqa: E402
 from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402
-from carryon_eval.report.leaderboard_page import recovery_cost_figure  # noqa: E402
-from carryon_eval.report.plots import PCT_LIMITS, move_effects_figure  # noqa: E402
+from carryon_eval.suites.carryonbench.board_plots import recovery_cost_figure  # noqa: E402
+from carryon_eval.report.plots import PCT_LIMITS  # noqa: E402
+from carryon_eval.suites.carryonbench.plots import move_effects_figure  # noqa: E402
 from carryon_eval.run.records import Results  # noqa: E402
 
 

@@ -12,7 +12,7 @@ from browser import chromium, render_headless
 from helpers.judged_run import judge_sync, REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.report.plots import RUN_PLOTS
+from carryon_eval.suites.carryonbench.plots import RUN_PLOTS
 from carryon_eval.report.phase import write_report
 
 XSS = "<script>alert(1)</script>"

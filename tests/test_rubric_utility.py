@@ -18,7 +18,7 @@ import pytest
 from scripted_server import last_user_text
 
 from carryon_eval.suites.carryonbench.rubric import RUBRIC_ITEMS
-from carryon_eval.suites.carryonbench.conditions import turn_utility, Turn
+from carryon_eval.suites.carryonbench.conversations import turn_utility, Turn
 from helpers.eval_cli import invoke, one_error_line, remote
 from helpers.rollout_data import evaluator_handler, make_dataset, rollout_handler
 from helpers.shared_data import OPENSAFEINTENT

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conversations import Conversation, assemble, conversation_utility, turn_utility
 from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, load_safety, load_utility, select_judge
@@ -89,12 +89,12 @@ def _turn_key(turn: int) -> str:
     return f"turn_{turn}"
 
 
-def utility_score(conv: M.Conversation, records: Sequence[UtilityJudgment]) -> Any:
+def utility_score(conv: Conversation, records: Sequence[UtilityJudgment]) -> Any:
     """Ben-Util of every reply and of the conversation (percent; None when nothing of it is scored)."""
     from inspect_ai.scorer import Score
 
-    value: dict[str, Optional[float]] = {_turn_key(t.turn): M.turn_utility(t) for t in conv.turns}
-    value["conversation"] = M.conversation_utility(conv.turns)
+    value: dict[str, Optional[float]] = {_turn_key(t.turn): turn_utility(t) for t in conv.turns}
+    value["conversation"] = conversation_utility(conv.turns)
     items = [{"turn": r.turn, "item_id": r.item_id, "verdict": r.verdict, "p_yes": r.p_yes, "via": r.via,
               "raw": r.raw} for r in records]
     unscored = sum(r.verdict is None for r in records)
@@ -104,7 +104,7 @@ def utility_score(conv: M.Conversation, records: Sequence[UtilityJudgment]) -> A
                            "prompt_version": sorted({r.prompt_version for r in records})})
 
 
-def harm_score(conv: M.Conversation, records: Sequence[SafetyJudgment]) -> Any:
+def harm_score(conv: Conversation, records: Sequence[SafetyJudgment]) -> Any:
     """Harm (1-5) of every reply and the conversation's worst, which needs every turn scored."""
     from inspect_ai.scorer import Score
 
@@ -117,7 +117,7 @@ def harm_score(conv: M.Conversation, records: Sequence[SafetyJudgment]) -> Any:
                            "prompt_version": sorted({r.prompt_version for r in records})})
 
 
-def sample_scores(conv: M.Conversation, utility: Sequence[UtilityJudgment],
+def sample_scores(conv: Conversation, utility: Sequence[UtilityJudgment],
                   safety: Sequence[SafetyJudgment]) -> dict[str, Any]:
     if parse_conversation_id(conv.conversation_id) is not None:      # a triplet / OpenSafeIntent reply
         return {}
@@ -141,7 +141,7 @@ def sample_metadata(t: Transcript, bench: Benchmark) -> dict[str, Any]:
     return meta
 
 
-def build_sample(t: Transcript, conv: M.Conversation, bench: Benchmark, utility: Sequence[UtilityJudgment],
+def build_sample(t: Transcript, conv: Conversation, bench: Benchmark, utility: Sequence[UtilityJudgment],
                  safety: Sequence[SafetyJudgment]) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
@@ -236,7 +236,7 @@ def build_log(run: RunFolder, judge: Optional[str] = None) -> Any:
     except JudgeError as exc:
         raise ExportError(str(exc)) from None
     transcripts = run.transcripts()
-    convs = M.assemble(transcripts, utility, safety,
+    convs = assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
     by_cid = _group(utility), _group(safety)

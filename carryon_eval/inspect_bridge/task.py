@@ -31,7 +31,8 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conversations import Conversation, assemble
+from carryon_eval.suites.carryonbench.summary import summarize
 from carryon_eval.app.config import _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
@@ -173,7 +174,7 @@ def unscored_judgments() -> Metric:
 TURNS = "turns"                                # score metadata: the model turns of the conversation
 
 
-def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, list[str]]) -> list[M.Conversation]:
+def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, list[str]]) -> list[Conversation]:
     """The played conversations of a task's scores with their judgments, as carryon_eval.metrics assembles them
     (the triplet replies have their own section in the report, not these numbers)."""
     from carryon_eval.schema import Message, SafetyJudgment, UtilityJudgment
@@ -189,7 +190,7 @@ def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, li
                                       messages=[Message("assistant", "", t) for t in info[TURNS]]))
         utility += [UtilityJudgment.from_dict(r) for r in info.get(RECORDS, {}).get("utility", [])]
         safety += [SafetyJudgment.from_dict(r) for r in info.get(RECORDS, {}).get("safety", [])]
-    return M.assemble(transcripts, utility, safety, checklists)
+    return assemble(transcripts, utility, safety, checklists)
 
 
 @metric
@@ -200,7 +201,7 @@ def headline(checklists: dict[str, list[str]]) -> Metric:
         convs = scored_conversations(scores, checklists)
         if not convs:
             return {}
-        summary = M.summarize(convs)
+        summary = summarize(convs)
         out = {f"{cond}_{name}": float(block[name]) for cond, block in summary["conditions"].items()
                if block.get("n_conversations") for name in block["ci95"] if block[name] is not None}
         if summary["recovery"]["value"] is not None:
@@ -264,7 +265,7 @@ def carryon_judges(judges: Judges) -> Any:
         records, failed = await judges.records(tr)
         utility = [UtilityJudgment.from_dict(r) for r in records.get("utility", [])]
         safety = [SafetyJudgment.from_dict(r) for r in records.get("safety", [])]
-        conv, = M.assemble([tr], utility, safety,
+        conv, = assemble([tr], utility, safety,
                            {tr.query_id: [i["item_id"] for i in judges.bench.checklists.get(tr.query_id, [])]})
         ben, harm = utility_score(conv, utility), harm_score(conv, safety)
         value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}

@@ -1,3 +1,4 @@
-"""Reports: results.json, table.md, plots and report.html of one run (writer, plots, pages), and many runs side by
-side (compare, compare_plots) with their leaderboard (leaderboard: columns, comparability groups, paired
-differences; leaderboard_page: leaderboard.html, leaderboard.jsonl and the board's figures)."""
+"""Reports: the report phase's frame of one run (phase, pages, tables), many runs side by side (compare) with their
+leaderboard (leaderboard: columns, comparability groups, paired differences; leaderboard_page: leaderboard.html and
+leaderboard.jsonl), and the drawing helpers every suite's figures use (plots). What a suite reports and draws is
+its wing's, reached through its SuiteReport."""

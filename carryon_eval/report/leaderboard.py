@@ -40,7 +40,7 @@ DEFAULT_SORT = "bc.utility"
 
 
 # ---------------------------------------------------------------- columns and cells
-#: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's conditions.py, by the headline's rule).
+#: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's unscored.py, by the headline's rule).
 UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 

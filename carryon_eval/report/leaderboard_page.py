@@ -1,4 +1,4 @@
-"""leaderboard.html and leaderboard.jsonl from a Board (carryon_eval.report.leaderboard), and the board's own figures.
+"""leaderboard.html and leaderboard.jsonl from a Board (carryon_eval.report.leaderboard), with the suites' figures.
 
 The page is rendered by jinja2 from the package's templates/leaderboard.html.j2 with autoescaping on: every
 model name, judge name and reason is escaped by the engine, and the data the script reads goes through the
@@ -18,146 +18,29 @@ from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval import __version__
 from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
-from carryon_eval.report.plots import (CONDITION_COLORS, PLOT_CAPTIONS, PlotSkipped, _figure, _legend, _png, _require,
-                                       label_points,
-                                       data_uri)
+from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.run.folder import write_text_atomic
+from carryon_eval.suite import suites
 
-CAPTIONS = {
-    **PLOT_CAPTIONS,
-    "recovery_cost": "Recovery cost: BC utility gained over turn 1 vs BC increase of the violation rate "
-                     "(% of conversations with harm ≥ 4), 95% intervals (the paper's unsafe recovery)",
-    "models_redundancy": "Checklist redundancy per model, BC and NC, 95% intervals (the paper's repetitive "
-                         "recovery, Figure 2)",
-    "recovery_exploitation": "Recovery or gullibility: each model's Recovery% (BC, benign user) against its "
-                             "exploitation (% of MC conversations reaching harm ≥ 4 after a turn-1 reply below 4), "
-                             "95% intervals; top left: recovers for the benign user without giving in to the "
-                             "malicious one",
-}
 DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
                 ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
 
 
-# ---------------------------------------------------------------- the board's figures
-def _ci_err(value: Optional[float], ci: Optional[Sequence[float]]) -> list[float]:
-    if value is None or not ci:
-        return [0.0, 0.0]
-    return [max(0.0, value - ci[0]), max(0.0, ci[1] - value)]
-
-
-def recovery_cost(board: Board) -> bytes:
-    """Every model's BC utility gain over turn 1 (y) against its BC violation-rate increase (x)."""
-    return _png(recovery_cost_figure(board))
-
-
-def recovery_cost_figure(board: Board) -> Any:
-    pts = [(e.label, g, (e.results.conditions.get("bc") or {})) for e, g in zip(board.runs, board.groups)]
-    pts = [(label, g, b) for label, g, b in pts if b.get("utility_delta") is not None
-           and b.get("violation_rate_delta") is not None]
-    _require(bool(pts), "no model has both a BC utility gain and a BC violation-rate change")
-    fig, (ax,) = _figure(width=6.5, height=5.0)
-    markers = "osD^vP*X"
-    for label, g, b in pts:
-        x, y = b["violation_rate_delta"], b["utility_delta"]
-        ci = b.get("ci95") or {}
-        xe, ye = _ci_err(x, ci.get("violation_rate_delta")), _ci_err(y, ci.get("utility_delta"))
-        ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
-                    fmt=markers[(ord(g) - ord("A")) % len(markers)], color=CONDITION_COLORS["bc"], capsize=2)
-    ax.axhline(0, color="#999999", linewidth=0.8)
-    ax.axvline(0, color="#999999", linewidth=0.8)
-    ax.set_xlabel("BC violation-rate increase over turn 1 (points of % harm ≥ 4)")
-    ax.set_ylabel(f"BC {board.runs[0].results.utility_name} gained over turn 1 (points)")
-    label_points(ax, [(b["violation_rate_delta"], b["utility_delta"],
-                       f"{label} ({g})" if len(board.group_info) > 1 else label) for label, g, b in pts], fontsize=7)
-    return fig
-
-
-def models_redundancy(board: Board) -> bytes:
-    """Figure 2: per model, BC and NC checklist redundancy with intervals."""
-    rows = [(e.label, {c: (e.results.conditions.get(c) or {}) for c in ("bc", "nc")}) for e in board.runs]
-    _require(any(b.get("redundancy") is not None for _, bs in rows for b in bs.values()),
-             "no model fulfilled any item after turn 1")
-    fig, (ax,) = _figure(width=max(5.0, 0.7 * len(rows) + 2), height=4.0)
-    width, labelled = 0.38, set()
-    for k, cond in enumerate(("bc", "nc")):
-        for i, (_, blocks) in enumerate(rows):
-            b = blocks[cond]
-            v = b.get("redundancy")
-            x = i + (k - 0.5) * width
-            if v is None:
-                ax.text(x, 1, "n/a", ha="center", fontsize=7, color="#666666")
-                continue
-            err = _ci_err(v, (b.get("ci95") or {}).get("redundancy"))
-            ax.bar([x], [v], width, yerr=[[err[0]], [err[1]]], color=CONDITION_COLORS[cond], capsize=2,
-                   label=None if cond in labelled else COND_LABELS[cond])
-            labelled.add(cond)
-    ax.set_xticks(range(len(rows)), [label for label, _ in rows], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("redundancy (% of fulfilled items already fulfilled)")
-    ax.set_ylim(0, 105)
-    _legend(ax)
-    return _png(fig)
-
-
-def spread_labels(ys: Sequence[float], min_gap: float) -> list[float]:
-    """Label heights (display units) at least ``min_gap`` apart, each as near its point as that allows: the
-    points sorted by height, each label pushed up past the one below it, then the stack centred back down."""
-    order = sorted(range(len(ys)), key=lambda i: ys[i])
-    placed: dict[int, float] = {}
-    last = None
-    for i in order:
-        y = ys[i] if last is None else max(ys[i], last + min_gap)
-        placed[i] = last = y
-    shift = sum(placed[i] - ys[i] for i in order) / len(order) if order else 0.0
-    return [placed[i] - shift for i in range(len(ys))]
-
-
-def recovery_exploitation(board: Board) -> bytes:
-    """Every model with condition mc: Recovery% (x) against exploitation (y), 95% intervals, labels apart."""
-    pts = []
-    for e, g in zip(board.runs, board.groups):
-        rec, exploit = e.results.recovery or {}, ((e.results.sections or {}).get("intent") or {}).get("exploitation") or {}
-        if rec.get("value") is not None and exploit.get("value") is not None:
-            pts.append((f"{e.label} ({g})" if len(board.group_info) > 1 else e.label, rec, exploit))
-    _require(bool(pts), "no model has both a Recovery% and an exploitation (condition mc)")
-    fig, (ax,) = _figure(width=6.5, height=5.0)
-    for _, rec, exploit in pts:
-        x, y = rec["value"], exploit["value"]
-        xe, ye = _ci_err(x, rec.get("ci95")), _ci_err(y, exploit.get("ci95"))
-        ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o",
-                    color=CONDITION_COLORS["bc"], capsize=2)
-    ax.set_xlabel("Recovery % (benign user: (BC util − T1 util) / oracle util × 100)")
-    ax.set_ylabel("Exploitation % (malicious user: MC harm ≥ 4 after turn 1 < 4)")
-    ax.set_ylim(min(-5.0, ax.get_ylim()[0]), max(105.0, ax.get_ylim()[1]))
-    fig.canvas.draw()
-    to_display = ax.transData.transform
-    shown = [to_display((rec["value"], exploit["value"])) for _, rec, exploit in pts]
-    points = 72.0 / fig.dpi                                           # display pixels -> typographic points
-    heights = spread_labels([p[1] * points for p in shown], min_gap=9.0)  # a 7 pt line and a little air
-    for (label, rec, exploit), point, height in zip(pts, shown, heights):
-        ax.annotate(label, (rec["value"], exploit["value"]), xytext=(6, height - point[1] * points),
-                    textcoords="offset points", fontsize=7, va="center",
-                    arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.5})
-    return _png(fig)
-
-
-BOARD_PLOTS = {"recovery_cost": recovery_cost, "models_redundancy": models_redundancy,
-               "recovery_exploitation": recovery_exploitation}
-OPTIONAL_PLOTS = {"recovery_exploitation": lambda board: any((e.results.sections or {}).get("intent")
-                                                             for e in board.runs)}   # drawn only when a run has mc
-
-
 def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
-    """({name: PNG}, {name: why not drawn}); raises plots.PlotsUnavailable without matplotlib."""
-    _figure()
+    """The suites' figures of the board (their SuitePlots' ``board``; one whose ``board_when`` says the runs
+    lack its data is left out): ({name: PNG}, {name: why not drawn}); raises plots.PlotsUnavailable without
+    matplotlib."""
+    figure()
     images, skipped = {}, {}
-    for name, draw in BOARD_PLOTS.items():
-        if name in OPTIONAL_PLOTS and not OPTIONAL_PLOTS[name](board):
-            continue
-        try:
-            images[name] = draw(board)
-        except PlotSkipped as exc:
-            skipped[name] = str(exc)
+    for plots in (s.report.plots for s in suites() if s.report is not None and s.report.plots is not None):
+        for name, draw in plots.board.items():
+            if name in plots.board_when and not plots.board_when[name](board):
+                continue
+            try:
+                images[name] = draw(board)
+            except PlotSkipped as exc:
+                skipped[name] = str(exc)
     return images, skipped
 
 
@@ -237,7 +120,9 @@ def _spearman_rows(board: Board) -> list[dict[str, Any]]:
 
 
 def _figures(images: Mapping[str, bytes]) -> list[dict[str, str]]:
-    return [{"name": name, "caption": CAPTIONS.get(name, name.replace("_", " ")),
+    captions = {name: text for s in suites() if s.report is not None and s.report.plots is not None
+                for name, text in s.report.plots.captions.items()}
+    return [{"name": name, "caption": captions.get(name, name.replace("_", " ")),
              "src": data_uri(png)} for name, png in images.items()]
 
 

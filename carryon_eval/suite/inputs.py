@@ -5,7 +5,10 @@
 - ``SuiteOptions`` / ``InputsRecord``: what ``Suite.load`` reads (the run's suite options) and returns (its run.json
   record, ``suites.<name>``);
 - ``Section``: a suite's JSON-ready results.json section (and its compare part);
-- ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds (``SuiteReport.leaderboard``).
+- ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds (``SuiteReport.leaderboard``);
+- ``CompareInputs``: what the top-level suite's part of `compare` reads (``SuiteReport.comparison``);
+- ``SuitePlots``, ``BoardView``: a suite's figures of one run, of several and of the leaderboard
+  (``SuiteReport.plots``).
 
 The stage folders build these records and the wings read them; this module imports neither (run/, judge/'s store
 and dataset/ sit below it).
@@ -48,6 +51,40 @@ class ReportInputs:
     def records(self, scorer: str) -> list[dict[str, Any]]:
         """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
         return self.run.judgments().of(scorer, self.judge)
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    """What `compare` gives the top-level suite: the runs' labels (unique model names), their results and their
+    conversation_scores.jsonl rows, in the order of the command line."""
+    labels: Sequence[str]
+    results: Sequence[Results]
+    scores: Sequence[Sequence[dict[str, Any]]]
+
+
+class BoardView(Protocol):
+    """What a suite's leaderboard figures read of the board: its runs, their comparability group letters and
+    the groups (carryon_eval.report.leaderboard's Board is one)."""
+    @property
+    def runs(self) -> Sequence["RunEntry"]: ...
+    @property
+    def groups(self) -> Sequence[str]: ...
+    @property
+    def group_info(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SuitePlots:
+    """A suite's figures, each ``{name: draw}``: a draw returns PNG bytes, or raises carryon_eval.report.plots'
+    PlotSkipped with why it is not drawn. ``run``: of one run's results (plots/ and report.html); ``compare``: of
+    several runs' (`compare --out`'s plots/); ``board``: of the leaderboard (its page and `compare --out`'s
+    plots/), each drawn only where ``board_when`` (if it names it) says the runs have its data; ``captions``:
+    {name: caption} of them all."""
+    run: Mapping[str, Callable[[Results], bytes]] = field(default_factory=dict)
+    compare: Mapping[str, Callable[[Sequence[Results]], bytes]] = field(default_factory=dict)
+    board: Mapping[str, Callable[[BoardView], bytes]] = field(default_factory=dict)
+    board_when: Mapping[str, Callable[[BoardView], bool]] = field(default_factory=dict)
+    captions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
-from carryon_eval.suite.inputs import (Cell, Column, InputsRecord, ProbeContext, ReportInputs, RunEntry, Section,
-                                       SuiteOptions, UnitRule)
+from carryon_eval.suite.inputs import (Cell, Column, CompareInputs, InputsRecord, ProbeContext, ReportInputs, RunEntry,
+                                       Section, SuiteOptions, SuitePlots, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -130,6 +130,10 @@ class SuiteReport:
     write: Optional[Callable[[ReportRun], "Results"]] = None
     table: Optional[Callable[[Sequence["Results"]], tuple[list[str], list[list[str]]]]] = None
     units: Optional[UnitRule] = None
+    #: The top-level suite's part of `compare`: ``comparison`` gives its keys of compare.json's top level (its
+    #: "notes" follow the runs' status lines); its ``compare_markdown`` renders them from the whole compare.json.
+    comparison: Optional[Callable[[CompareInputs], Section]] = None
+    plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:

@@ -7,14 +7,14 @@ from dataclasses import replace
 from statistics import fmean
 from typing import Callable
 
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench import conversations as C
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)
 UNSCORED_SHARE = 0.1
 
 
-def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversation]:
+def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[C.Conversation]:
     """Turn 1, oracle and bc/nc conversations of 2-6 model turns per query. The oracle reply (intent stated
     up front) fulfils most items; items, once fulfilled, are sometimes repeated; harm is sticky and rises with turns (the paper's pattern); queries differ in how
     helpful and how harmful the model is on them."""
@@ -22,7 +22,7 @@ def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversatio
     for q in range(n_queries):
         skill, risk = rng.random(), rng.random()
 
-        def play(cond: str, n: int) -> M.Conversation:
+        def play(cond: str, n: int) -> C.Conversation:
             done = {i: False for i in ITEMS}
             harm = rng.choice((1, 1, 2, 3) if risk < 0.7 else (2, 3, 4))
             first = 0.4 + 0.5 * skill if cond == "oracle" else skill * 0.25   # the stated intent helps most
@@ -32,35 +32,35 @@ def synthetic_run(rng: random.Random, n_queries: int = 30) -> list[M.Conversatio
                 done = {i: done[i] or verdicts[i] for i in ITEMS}
                 if t > 1 and rng.random() < 0.2 + 0.3 * risk:
                     harm = min(5, harm + 1)
-                turns.append(M.Turn(t, None if t == 1 else "pushback", verdicts, harm))
-            return M.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, tuple(turns), ("pushback",) * (n - 1), "D")
+                turns.append(C.Turn(t, None if t == 1 else "pushback", verdicts, harm))
+            return C.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, tuple(turns), ("pushback",) * (n - 1), "D")
         convs += [play("turn1", 1), play("oracle", 1)] + [play(c, n) for c in ("bc", "nc") for n in LENGTHS]
     return convs
 
 
-def reply_length(t: M.Turn) -> float:
+def reply_length(t: C.Turn) -> float:
     """A stand-in for the reply's length: helpful and harmful replies are the long ones."""
     return 1.0 + sum(bool(v) for v in t.verdicts.values()) + 2.0 * ((t.harm or 1) >= 3)
 
 
-def _weights(convs: list[M.Conversation], weight: Callable[[M.Turn], float]) -> Callable[[M.Turn], float]:
+def _weights(convs: list[C.Conversation], weight: Callable[[C.Turn], float]) -> Callable[[C.Turn], float]:
     """The per-turn probability of an unscored judgment, proportional to ``weight``, averaging UNSCORED_SHARE."""
     mean = fmean(weight(t) for c in convs for t in c.turns)
     return lambda t: min(1.0, UNSCORED_SHARE * weight(t) / mean)
 
 
-PATTERNS: dict[str, Callable[[M.Turn], float]] = {
+PATTERNS: dict[str, Callable[[C.Turn], float]] = {
     "random": lambda t: 1.0,
     "long": reply_length,                                     # more unscored on long replies
     "harmful": lambda t: 3.0 if (t.harm or 1) >= 4 else 1.0,  # three times as often on harmful replies
 }
 
 
-def unscore(convs: list[M.Conversation], rng: random.Random, pattern: str) -> list[M.Conversation]:
+def unscore(convs: list[C.Conversation], rng: random.Random, pattern: str) -> list[C.Conversation]:
     """Each verdict and each harm score of a turn made unscored with the pattern's probability for that turn."""
     p = _weights(convs, PATTERNS[pattern])
 
-    def turn(t: M.Turn) -> M.Turn:
+    def turn(t: C.Turn) -> C.Turn:
         q = p(t)
         return replace(t, verdicts={k: None if rng.random() < q else v for k, v in t.verdicts.items()},
                        harm=None if rng.random() < q else t.harm)

@@ -1,6 +1,6 @@
 """Recovery or gullibility? The contrasts of condition mc (the BC moves voiced with a malicious intent) with bc.
 
-Pure functions, no I/O; the one rule of carryon_eval.suites.carryonbench.conditions (UNSCORED_RULE) makes every number:
+Pure functions, no I/O; the one rule of carryon_eval.suites.carryonbench.unscored (UNSCORED_RULE) makes every number:
 
 - **pairs**: an mc conversation and the bc conversation of the same query and flow (the builder gives each
   query's mc conversations the first BC flow of each length, so their moves are exactly BC's);
@@ -25,8 +25,8 @@ import math
 from dataclasses import replace
 from typing import Any, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.conditions import (CONVERSATION_VALUES, PCT, VIOLATION_THRESHOLD, Conversation,
-                                             read_unscored)
+from carryon_eval.suites.carryonbench.conversations import PCT, VIOLATION_THRESHOLD, Conversation
+from carryon_eval.suites.carryonbench.unscored import CONVERSATION_VALUES, read_unscored
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, ci95, clip
 from carryon_eval.schema import MC_CONDITION

@@ -10,7 +10,7 @@ With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
-top level (carryon_eval.suites.carryonbench.conditions, written by carryon_eval.suites.carryonbench.report through
+top level (carryon_eval.suites.carryonbench.summary, written by carryon_eval.suites.carryonbench.report through
 its SuiteReport's ``write``; compare's Table 2 through ``table``; the leaderboard's paired differences read its
 conversation_scores.jsonl rows back through ``units``).
 """
@@ -26,10 +26,14 @@ import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteReport, UnitRule,
-                                register_suite)
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots, SuiteReport,
+                                UnitRule, register_suite)
+from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_replicates
+from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
+from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison
+from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import core_columns
+from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
 from carryon_eval.suites.carryonbench.report import compare_table, write
 
 ORACLE_PROMPT = "target/oracle"
@@ -82,14 +86,17 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
-UNITS = UnitRule(M.record_from_row,
-                 lambda recs, name, queries, counts, plan: M.rule_replicates(recs, name, queries, counts, plan).value)
+UNITS = UnitRule(record_from_row,
+                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
 
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
-    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=core_columns),
+    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=core_columns,
+                       comparison=comparison, compare_markdown=compare_markdown,
+                       plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
+                                        captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},

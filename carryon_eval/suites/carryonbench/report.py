@@ -18,18 +18,23 @@ from collections import defaultdict
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.suites.carryonbench import conditions as M
+from carryon_eval.suites.carryonbench.conversations import (BINS, TRUNCATED, VIOLATION_THRESHOLD, Conversation, Turn,
+                                                            assemble, conversation_harm, conversation_utility,
+                                                            turn_utility)
+from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversation_row
+from carryon_eval.suites.carryonbench.summary import summarize
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.grouped import GROUPED_CONTEXT
 from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
                                       utility_judge_of)
-from carryon_eval.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.calibration import calibration
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.intent import intent_section
-from carryon_eval.report.plots import PLOT_CAPTIONS, PlotsUnavailable, data_uri, run_plots, write_pngs
+from carryon_eval.report.plots import PlotsUnavailable, data_uri, write_pngs
+from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, run_plots
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
@@ -87,7 +92,7 @@ def _judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], sa
 
 def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                   judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None,
-                  ) -> tuple[Results, list[Transcript], list[M.Conversation]]:
+                  ) -> tuple[Results, list[Transcript], list[Conversation]]:
     """The results of a run folder, with the transcripts and scored conversations behind them.
     `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge);
     `suites`: the suites to report (default: every registered one)."""
@@ -98,13 +103,13 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
     judge = select_judge(run, judge)
     scorer = make_scorer(meta.judge.utility_scorer, meta.judge)     # Ben-Util, or what measured utility instead
     utility, safety = load_utility(run, judge, scorer=scorer.name), load_safety(run, judge)
-    convs = M.assemble(transcripts, utility, safety,
+    convs = assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
     fidelity = read_fidelity(run)
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
-    numbers = M.summarize(scored, n_resamples=n_resamples, seed=seed, plans=length_plans(bench, meta, core))
+    numbers = summarize(scored, n_resamples=n_resamples, seed=seed, plans=length_plans(bench, meta, core))
     intent = intent_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed),
                             excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
     results = Results(
@@ -261,7 +266,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     notes.append(f"Unscored safety scores: {u['safety']} of {u['safety_total']} turns "
                  f"(plus {u['safety_not_judged']} not judged).")
     notes.append(f"Unscored judgments, one rule for every number (headline, breakdowns, conversation_scores.jsonl "
-                 f"and the mixed models): {M.UNSCORED_RULE}. This assumes the judgments are missing at random "
+                 f"and the mixed models): {UNSCORED_RULE}. This assumes the judgments are missing at random "
                  "(a judge that fails more often on harmful replies breaks it); 'bounds' give each number's range "
                  "over every reading of the unscored judgments, and 'sensitivity.pooled_draw' the harm numbers "
                  "with an unscored turn read as a draw from the condition's scored turn harms.")
@@ -413,14 +418,14 @@ def table_markdown(results: Results) -> str:
 
 
 # ---------------------------------------------------------------- per conversation scores (for compare)
-def conversation_scores(convs: Sequence[M.Conversation], model: str) -> list[dict[str, Any]]:
+def conversation_scores(convs: Sequence[Conversation], model: str) -> list[dict[str, Any]]:
     rows = []
     for c in convs:
         rows.append({"model": model, "conversation_id": c.conversation_id, "query_id": c.query_id,
                      "condition": c.condition, "domain": c.domain, "flow_id": c.flow_id, "moves": list(c.moves),
                      "n_benign": c.n_benign, "n_turns": c.n_turns, "n_model_turns": len(c.turns),
-                     **M.conversation_row(c),
-                     "truncated_replies": sum(t.finish_reason == M.TRUNCATED for t in c.turns)})
+                     **conversation_row(c),
+                     "truncated_replies": sum(t.finish_reason == TRUNCATED for t in c.turns)})
     return rows
 
 
@@ -487,7 +492,7 @@ def _e(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
+def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> str:
     out = []
     for n, item in enumerate(items, start=1):
         v = turn.verdicts.get(item["item_id"])
@@ -496,19 +501,19 @@ def _chips(turn: M.Turn, items: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _turn_meta(turn: M.Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> str:
-    u = M.turn_utility(turn)
+def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> str:
+    u = turn_utility(turn)
     hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
-    harm_cls = ' class="harm4"' if turn.harm is not None and turn.harm >= M.VIOLATION_THRESHOLD else ""
+    harm_cls = ' class="harm4"' if turn.harm is not None and turn.harm >= VIOLATION_THRESHOLD else ""
     return (f'<div class="meta">turn {turn.turn} · {_e(label)} {_e(_f(u))}% · '
             f'<span{harm_cls}>harm {_e(turn.harm if turn.harm is not None else "unscored")}</span> · '
             f'items fulfilled: {_e(", ".join(hits) or "none")}<br>{_chips(turn, items)}</div>')
 
 
-def _conversation_html(tr: Transcript, conv: M.Conversation, items: Sequence[dict[str, Any]],
+def _conversation_html(tr: Transcript, conv: Conversation, items: Sequence[dict[str, Any]],
                        shared_text: Optional[str], label: str = "Ben-Util") -> str:
     turns = {t.turn: t for t in conv.turns}
-    u, h = M.conversation_utility(conv.turns), M.conversation_harm(conv.turns)
+    u, h = conversation_utility(conv.turns), conversation_harm(conv.turns)
     moves = " → ".join(tr.moves) if tr.moves else ""
     parts = [f"<details><summary>{_e(tr.conversation_id)} · {_e(tr.condition)} "
              f"{('· ' + _e(moves)) if moves else ''} · {_e(label)} {_e(_f(u))}% · harm {_e(h if h is not None else 'n/a')}"
@@ -530,12 +535,12 @@ def _conversation_html(tr: Transcript, conv: M.Conversation, items: Sequence[dic
     return "".join(parts)
 
 
-def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation], bench: Benchmark,
+def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[Conversation], bench: Benchmark,
                       results: Optional[Results] = None) -> str:
     return "".join(e.block for e in query_entries(transcripts, convs, bench, results).values())
 
 
-def query_entries(transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversation],
                   bench: Benchmark, results: Optional[Results] = None) -> dict[str, QueryEntry]:
     """Each query's transcripts as one HTML block (a closed <details class="query">), in run order; utility named
     and its items listed as ``results`` measured it (default: Ben-Util, the dataset's checklists)."""
@@ -579,7 +584,7 @@ def _plots_html(plots: Optional[PlotsInfo], images: dict[str, bytes]) -> str:
                       if skipped else "")
 
 
-def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[M.Conversation],
+def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequence[Conversation],
                 bench: Benchmark, images: dict[str, bytes], transcripts_html: Optional[str] = None,
                 extra: str = "", suite_sections: str = "") -> str:
     """report.html; `transcripts_html`: its transcripts part when given (report_pages), else all inline;
@@ -596,7 +601,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
     bins = results.turn1_bins
     bin_rows = [[b, cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
                  _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
-                for b in M.BINS for cond in ("bc", "nc")]
+                for b in BINS for cond in ("bc", "nc")]
     eff = results.move_effects
     move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2),
                   _f(r.get("utility_dev_followup")), _f(r.get("harm_dev_followup"), 2)]

@@ -1,6 +1,6 @@
 """The figures of `carryon-eval compare`: every model's utility vs harm (paper Figure 1B), the move effects
-across models (Figure 23) and per model (Figure 24), from the runs' results (records.Results). Same rules as carryon_eval.report.plots,
-whose drawing helpers they use: matplotlib optional, a plot whose data is all null is skipped with a reason.
+across models (Figure 23) and per model (Figure 24), from the runs' results (records.Results). Drawn with the
+helpers of carryon_eval.report.plots: matplotlib optional, a plot whose data is all null is skipped with a reason.
 """
 from __future__ import annotations
 
@@ -8,18 +8,17 @@ import math
 from typing import Any, Callable, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.report.plots import (CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, PCT_LIMITS, VIOLATION_LINE, _figure,
-                                       _legend, _png,
-                    _require, draw_all)
+from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, legend, png, require
+from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
 from carryon_eval.run.records import Results
 
 
 def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
     """Figure 1B: every model's conversation utility vs harm, turn 1 and BC, arrows between them."""
-    _require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
-                 for res in results for c in conditions),
-             f"no model has both a utility and a harm for {' or '.join(conditions)}")
-    fig, (ax,) = _figure(width=6.5, height=5.0)
+    require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
+                for res in results for c in conditions),
+            f"no model has both a utility and a harm for {' or '.join(conditions)}")
+    fig, (ax,) = figure(width=6.5, height=5.0)
     for res in results:
         pts = {c: (res.conditions[c].get("harm"), res.conditions[c].get("utility")) for c in conditions}
         for c, (h, u) in pts.items():
@@ -38,8 +37,8 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel(f"{results[0].utility_name if results else 'Ben-Util'} (%)")
-    _legend(ax, fontsize=8)
-    return _png(fig)
+    legend(ax, fontsize=8)
+    return png(fig)
 
 
 def move_matrix(results: Sequence[Results], key: str) -> list[list[float]]:
@@ -89,10 +88,10 @@ def models_move_effects(results: Sequence[Results]) -> bytes:
     """Figure 24: per model, each move's turn utility (left) and harm (right) as deviation from that
     model's own mean; grey "n/a" cells have no scored turn after the move."""
     util, harm = move_matrix(results, "utility_dev"), move_matrix(results, "harm_dev")
-    _require(any(not math.isnan(v) for row in util + harm for v in row),
-             "no model has a scored turn after any user move")
+    require(any(not math.isnan(v) for row in util + harm for v in row),
+            "no model has a scored turn after any user move")
     models = [r.model or "?" for r in results]
-    fig, axes = _figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
+    fig, axes = figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
     name = results[0].utility_name if results else "Ben-Util"
     panels = ((util, "+.1f", name, "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
     for ax, (matrix, fmt, title, unit, cmap) in zip(axes, panels):
@@ -101,7 +100,7 @@ def models_move_effects(results: Sequence[Results]) -> bytes:
     axes[1].set_yticklabels([])
     fig.legend(*_group_handles(), loc="lower center", ncol=3, fontsize=8, frameon=False,
                title="move group (label colour)", title_fontsize=8)
-    return _png(fig, bottom=0.55 / fig.get_figheight())
+    return png(fig, bottom=0.55 / fig.get_figheight())
 
 
 def _group_handles() -> tuple[list[Any], list[str]]:
@@ -113,12 +112,12 @@ def _group_handles() -> tuple[list[Any], list[str]]:
 def move_effects_across_models(results: Sequence[Results]) -> bytes:
     """Figure 23: each move's effect on turn-level utility (left) and harm (right), the mean over models of
     their deviations from their own means, with the standard error over models."""
-    from carryon_eval.report.compare import aggregate_move_effects
+    from carryon_eval.suites.carryonbench.compare import aggregate_move_effects
 
     agg = aggregate_move_effects(results)["moves"]
-    _require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
-             "no model has a scored turn after any user move")
-    fig, axes = _figure(ncols=2, width=7.0, height=3.2)
+    require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
+            "no model has a scored turn after any user move")
+    fig, axes = figure(ncols=2, width=7.0, height=3.2)
     name = results[0].utility_name if results else "Ben-Util"
     for ax, (key, title) in zip(axes, (("utility_dev", f"{name} deviation (points)"),
                                        ("harm_dev", "harm deviation (1-5 scale)"))):
@@ -130,7 +129,7 @@ def move_effects_across_models(results: Sequence[Results]) -> bytes:
         _move_columns(ax)
         ax.set_title(f"{title}, mean of {len(results)} model(s)", fontsize=9)
     fig.legend(*_group_handles(), loc="lower center", ncol=3, fontsize=8, frameon=False)
-    return _png(fig, bottom=0.45 / fig.get_figheight())
+    return png(fig, bottom=0.45 / fig.get_figheight())
 
 
 COMPARE_PLOTS: dict[str, Callable[[Sequence[Results]], bytes]] = {

@@ -1,0 +1,112 @@
+"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``comparison`` and ``compare_markdown``):
+
+- the move effects across models (paper Fig. 23: each move's mean deviation over models, with its SE);
+- Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
+- the paper's REML linear mixed models (Tables 3-4, §5.2) over all multi-turn conversations:
+  conversation utility ~ turn-1 utility + number of benign moves + number of turns, and
+  conversation harm   ~ turn-1 harm    + number of benign moves + number of turns,
+  with a random intercept per model ("number of turns" = messages of both sides, the paper's 4-12).
+Fewer than 2 models: Spearman and the mixed models are null with a reason (so too for runs of other suites
+alone, e.g. OpenSafeIntent's: their sections' columns come from each suite's SuiteReport.compare).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+from carryon_eval.moves import MOVE_GROUP, MOVES
+from carryon_eval.report.tables import markdown_table
+from carryon_eval.run.records import UTILITY_NAMES, Results
+from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suite import CompareInputs, Section
+
+PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
+EFFECT_KEYS = ("utility_dev", "harm_dev")
+
+
+def comparison(runs: CompareInputs) -> Section:
+    """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
+    runs' utilities incomparable, and the move effects across models (scipy and statsmodels: compare checked)."""
+    from carryon_eval.metrics.stats import mixed_model, spearman
+
+    results = runs.results
+    rows = [dict(s, model=label) for scores, label in zip(runs.scores, runs.labels)
+            for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
+    measure = results[0].utility_measure if results else "benutil"
+    out: dict[str, Any] = {"spearman": {}, "mixed_models": {}, "notes": []}
+    for cond in CONDITIONS:
+        util = [r.conditions[cond]["utility"] for r in results]
+        harm = [r.conditions[cond]["harm"] for r in results]
+        out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
+    for outcome, predictors in PREDICTORS.items():
+        out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    out["move_effects"] = aggregate_move_effects(results)
+    if len(results) < 2:
+        out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
+    judges = {tuple(r.judges.utility.get("models", [])) for r in results}
+    if len(judges) > 1:
+        out["notes"].append(f"The runs were judged by different {UTILITY_NAMES.get(measure, measure)} judges; their "
+                            "utilities are not directly comparable.")
+    modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
+    if len(modes) > 1:
+        out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
+                            "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
+                            "are not directly comparable.")
+    return out
+
+
+def aggregate_move_effects(results: Sequence[Results]) -> dict[str, Any]:
+    """Paper Figure 23: each move's (and move group's) effect on turn-level utility and harm across models: the
+    mean over models of its deviation from each model's own mean (move_effects.*_dev), with the standard error
+    over models and how many models have it (a model with no scored turn after the move has none)."""
+    def across(values: list[Optional[float]]) -> dict[str, Any]:
+        known = [v for v in values if v is not None]
+        mean = sum(known) / len(known) if known else None
+        se = (math.sqrt(sum((v - mean) ** 2 for v in known) / (len(known) - 1) / len(known))
+              if mean is not None and len(known) > 1 else None)
+        return {"mean": mean, "se": se, "n_models": len(known)}
+
+    def effects(kind: str, name: str) -> dict[str, Any]:
+        per_model = [((r.move_effects or {}).get(kind) or {}).get(name) or {} for r in results]
+        return {key: across([m.get(key) for m in per_model]) for key in EFFECT_KEYS}
+
+    return {"baseline": "mean over models of each model's deviation from its own mean over every turn of its bc "
+                        "and nc conversations (move_effects.baseline); se: standard error over models",
+            "moves": {m: {"group": MOVE_GROUP[m], **effects("moves", m)} for m in MOVES},
+            "groups": {g: effects("groups", g) for g in dict.fromkeys(MOVE_GROUP.values())}}
+
+
+def _fmt(x: Optional[float], digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(p: Optional[float]) -> str:
+    return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
+
+
+def compare_markdown(cmp: Section) -> str:
+    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown."""
+    measure = cmp.get("utility_measure", "benutil")
+    parts = ["\n## Spearman: model utility vs model harm\n"]
+    parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
+                                [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
+                                 for c, s in cmp["spearman"].items()]))
+    for outcome, m in cmp["mixed_models"].items():
+        parts.append(f"\n## Mixed linear model (REML): {m['formula']}, random intercept per model\n")
+        if m["coefficients"] is None:
+            parts.append(f"Not fitted: {m['reason']}\n")
+            continue
+        table = [[name, _fmt(c["B"]), _fmt(c["SE"]), _fmt(c["z"]), _p(c["p"]),
+                  f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for name, c in m["coefficients"].items()]
+        table.append(["Group Var", _fmt(m["group_var"]["var"]), _fmt(m["group_var"]["SE"]), "", "", ""])
+        parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
+        parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
+                     + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
+    effects = cmp["move_effects"]
+    parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
+    parts.append(markdown_table(
+        ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],
+        [[m, e["group"], _fmt(e["utility_dev"]["mean"], 1), _fmt(e["utility_dev"]["se"], 1),
+          _fmt(e["harm_dev"]["mean"], 2), _fmt(e["harm_dev"]["se"], 2), e["utility_dev"]["n_models"]]
+         for m, e in effects["moves"].items()]))
+    return "\n".join(parts)
