@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from carryon_eval.metrics.stats import SCORED_MIN
@@ -40,8 +39,8 @@ InputsRecord = dict[str, Any]       # what ``Suite.load`` returns: run.json's ``
 
 @dataclass
 class ReportInputs:
-    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
-    rundir: Path
+    """What a suite's summarize function reads: the run folder, its transcripts and one judge's records."""
+    run: "RunFolder"
     bench: "Benchmark"
     transcripts: list["Transcript"]
     judge: Optional[str]
@@ -51,11 +50,8 @@ class ReportInputs:
     seed: int
 
     def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored."""
-        from carryon_eval.judge.store import judgment_file, load_all    # the judge package imports this seam
-
-        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
-                if self.judge is None or r.get("judge_model") == self.judge]
+        """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
+        return self.run.judgments().of(scorer, self.judge)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
+from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
 from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
                                        SuiteOptions, SuitePlots, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import Results
     from carryon_eval.schema import Transcript
 
@@ -97,7 +99,7 @@ class Probe:
 class ReportRun:
     """What the report's writer gets (SuiteReport.write): the run folder, the dataset, the bootstrap settings,
     the judge to report (None: the store's choice) and the suites to report."""
-    rundir: Path
+    run: "RunFolder"
     bench: "Benchmark"
     n_resamples: int
     seed: int
@@ -183,6 +185,9 @@ class Suite:
     options: tuple[SuiteOption, ...] = ()       # the command-line options its ``load`` reads
     description: str = ""
     rank: int = 100                             # its place in results.json, table.md, report.html: lower first
+    #: The files of a run folder it writes of its own (e.g. its probe's records): registered with the run
+    #: folder's file names (carryon_eval.run.folder.register_file) when the suite is.
+    files: tuple[RunFile, ...] = ()
 
     @property
     def scorers(self) -> tuple[str, ...]:
