@@ -53,7 +53,7 @@ from carryon_eval.judge.phase import JudgeError
 from carryon_eval.model.local import LocalModelError
 from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
-from carryon_eval.run.folder import RunError
+from carryon_eval.run.folder import RunError, RunFolder
 from carryon_eval.run.records import SettingsError
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.suite import suite_options
@@ -338,7 +338,7 @@ def fidelity_command(**opts: Any) -> None:
 def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples: Optional[int],
                    bootstrap_seed: Optional[int]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
-    run_command(app.report_folder(rundir, ClickOutput(), judge_name,
+    run_command(app.report_folder(RunFolder(rundir), ClickOutput(), judge_name,
                                   bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
                 resume_hint=False)
 
@@ -374,7 +374,7 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
 @verbose_option
 def export_command(rundir: Path, fmt: str, out: str, judge_name: Optional[str]) -> None:
     """Write a run folder in another tool's format: OpenSafeIntent's reference files, an inspect-ai eval log."""
-    run_command(export_run(fmt, rundir, out, ClickOutput(), judge_name), resume_hint=False)
+    run_command(export_run(fmt, RunFolder(rundir), out, ClickOutput(), judge_name), resume_hint=False)
 
 
 @cli.command("import")

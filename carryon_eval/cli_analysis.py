@@ -18,6 +18,7 @@ from carryon_eval.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import Results
 
 
@@ -118,7 +119,7 @@ def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str
     if not rundir.is_dir():
         raise AnalysisError(f"{rundir}: the first argument must be the run folder the labels are of")
     try:
-        res = human_agreement(rundir, label_files, task, judges)
+        res = human_agreement(RunFolder(rundir), label_files, task, judges)
     except (HumanAgreementError, JudgeError) as exc:
         raise AnalysisError(str(exc)) from None
     if out is not None:
@@ -170,7 +171,7 @@ def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Opt
     if b is None:
         if not a.is_dir():
             raise AnalysisError(f"{a}: one argument must be a run folder judged by two judge models")
-        res = judge_agreement(a, judges)
+        res = judge_agreement(RunFolder(a), judges)
         names = (res["judges"][0], res["judges"][1])
     elif judges is not None:
         raise AnalysisError("--judges compares two judges of one run folder; give one RUNDIR with it")

@@ -171,9 +171,6 @@ def test_no_stage_folder_imports_a_wing():
 
 # ---------------------------------------------------------------- the report folder draws no suite's figure
 CONDITION_NAMES = {"turn1", "oracle", "bc", "nc", "mc"}
-#: Report modules that still spell CarryOnBench's conditions (the leaderboard's default sort, its domain views
-#: and failure modes); the rest of report/ names no condition: a suite's figures and compare part are its wing's.
-STILL_NAMING = {"leaderboard.py", "leaderboard_page.py"}
 
 
 def conditions_named(path: Path) -> list[str]:
@@ -196,5 +193,6 @@ def test_conditions_named_sees_a_condition(tmp_path):
 
 
 def test_report_modules_name_no_condition():
-    found = {p.name: conditions_named(p) for p in sorted((ROOT / "report").glob("*.py")) if p.name not in STILL_NAMING}
+    """A suite's figures, compare part and leaderboard part (labels, first sort, page sections) are its wing's."""
+    found = {p.name: conditions_named(p) for p in sorted((ROOT / "report").glob("*.py"))}
     assert not any(found.values()), {name: names for name, names in found.items() if names}

@@ -179,7 +179,7 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency, bench)))
     before_report()
-    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run.path) else None,
+    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run) else None,
                         BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
@@ -187,12 +187,11 @@ def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: 
     """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
     if not run.transcripts():
         return
-    present = judges_present(run.path)
+    present = judges_present(run)
     report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
 
 
-def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
-    run = RunFolder(rundir)
+def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
     meta = run.read_meta()
     if meta.notice:
         out.info(meta.notice)
@@ -206,7 +205,7 @@ def open_run(rundir: Path, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
                                      http_client=opts.http_client)
         user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
@@ -236,7 +235,7 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
         ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
@@ -251,7 +250,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
             raise ConfigError("--live-rest goes with --batch-import (without it every judge call is live anyway)")
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
-            exported = await export_requests(run.path, bench, model, opts.batch_export, settings=JudgeSettings(
+            exported = await export_requests(run, bench, model, opts.batch_export, settings=JudgeSettings(
                 utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
                 **ben_util, utility=meta.judge.utility), calibration=sample,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
@@ -268,11 +267,11 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_import:
             asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
-            expected = set(await pending_requests(run.path, bench, model, **asks))
+            expected = set(await pending_requests(run, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)
             imported = import_results(opts.batch_import, cache, expected)
             cache.close()
-            left = len(await pending_requests(run.path, bench, model, **asks))
+            left = len(await pending_requests(run, bench, model, **asks))
             out.info(f"batch: {imported.stored} answer(s) stored in the cache, {imported.failed} failed"
                      + (" (asked again now, live)" if opts.live_rest else ""))
             if left and not opts.live_rest:
@@ -295,7 +294,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
 async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
-        run, meta, bench = open_run(opts.rundir, out)
+        run, meta, bench = open_run(RunFolder(opts.rundir), out)
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
         session.print_usage()
@@ -304,8 +303,8 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
 async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
     """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
     Label Studio's tasks and labeling config)."""
-    run, _, bench = open_run(cfg.rundir, out)
-    cases = sample_cases(run.path, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
+    run, _, bench = open_run(RunFolder(cfg.rundir), out)
+    cases = sample_cases(run, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
     default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
                else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
     paths = write_annotation(cases, cfg.task, cfg.out or run.path / default, source=str(run.path), fmt=cfg.fmt)
@@ -315,11 +314,11 @@ async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
         out.info(f"wrote {path}")
 
 
-async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[str] = None,
+async def export_folder(run: RunFolder, dest: Path, out: Output, judge: Optional[str] = None,
                         fmt: Optional[str] = None) -> None:
     """`carryon-eval export RUNDIR --format NAME --out DIR`: a suite's replies and judgments in its reference's
     layout, read from the run's shared judgment files."""
-    run, meta, bench = open_run(rundir, out)
+    run, meta, bench = open_run(run, out)
     formats = exporters()
     name = fmt or next(iter(formats))
     if name not in formats:
@@ -327,7 +326,7 @@ async def export_folder(rundir: Path, dest: Path, out: Output, judge: Optional[s
     if name not in meta.suites and not any(c in meta.conditions for c in suites_named(name)):
         raise ConfigError(f"{run.path} has no {name} condition (run.json conditions: {', '.join(meta.conditions)})")
     try:
-        written = formats[name](suite_inputs(run.path, bench, judge), dest)
+        written = formats[name](suite_inputs(run, bench, judge), dest)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for path in written.values():
@@ -338,11 +337,11 @@ def suites_named(name: str) -> tuple[str, ...]:
     return next((x.conditions for x in suites() if x.name == name), ())
 
 
-async def report_folder(rundir: Path, out: Output, judge: Optional[str] = None,
+async def report_folder(run: RunFolder, out: Output, judge: Optional[str] = None,
                         bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
-    run, meta, bench = open_run(rundir, out)
+    run, meta, bench = open_run(run, out)
     results = report_phase(bench, run, out, judge, bootstrap)
     require_scored(results, run)
     require_complete(results, run)

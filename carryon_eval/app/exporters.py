@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Optional
 
+from carryon_eval.run.folder import RunFolder
+
 
 class ExportError(Exception):
     """A run folder cannot be exported in the asked format (missing extra, unusable folder); one line."""
@@ -52,32 +54,32 @@ def formats() -> dict[str, Exporter]:
     return {**suite_formats, **EXPORTERS}
 
 
-def destination(exporter: Exporter, rundir: Path, out: str | Path) -> Path:
+def destination(exporter: Exporter, run: RunFolder, out: str | Path) -> Path:
     """Where a format writes: for a one-file format, --out naming a folder (an existing one, or any path ending
     in a slash) means a file inside it, named after the run folder; a folder format never writes over a file."""
     text = str(out)
     path = Path(out)
     if exporter.out == "file" and (path.is_dir() or text.endswith(("/", os.sep))):
-        return path / f"{Path(rundir).resolve().name}{exporter.suffix}"
+        return path / f"{run.path.resolve().name}{exporter.suffix}"
     if exporter.out == "folder" and path.exists() and not path.is_dir():
         raise ExportError(f"--out {out} is a file; format {exporter.name} writes a folder of files")
     return path
 
 
-async def export_run(fmt: str, rundir: Path, out: str | Path, output: Any, judge: Optional[str] = None) -> None:
-    """Write run folder ``rundir`` as format ``fmt`` into ``out`` (see ``destination``)."""
+async def export_run(fmt: str, run: RunFolder, out: str | Path, output: Any, judge: Optional[str] = None) -> None:
+    """Write run folder ``run`` as format ``fmt`` into ``out`` (see ``destination``)."""
     known = formats()
     try:
         exporter = known[fmt]
     except KeyError:
         raise ExportError(f"unknown export format {fmt!r}; known formats: {', '.join(sorted(known))}") from None
-    out = destination(exporter, Path(rundir), out)
+    out = destination(exporter, run, out)
     if exporter.out == "file":
         out.parent.mkdir(parents=True, exist_ok=True)
     if exporter.target == "carryon_eval.app.commands:export_folder":     # a suite's own layout
-        await exporter.load()(Path(rundir), Path(out), output, judge, fmt)
+        await exporter.load()(run, Path(out), output, judge, fmt)
     else:
-        await exporter.load()(Path(rundir), Path(out), output, judge)
+        await exporter.load()(run, Path(out), output, judge)
 
 
 register_exporter(Exporter("inspect", "an inspect-ai eval log (.eval) for `inspect view` (extra [inspect]); --out is "

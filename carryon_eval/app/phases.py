@@ -91,9 +91,9 @@ def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[
                  bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
     """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
     n_resamples, seed = bootstrap.resolve(run.read_meta())
-    results = write_report(run.path, bench, judge=judge, n_resamples=n_resamples, seed=seed)
-    out.info(f"results: {run.path / 'results.json'}")
-    out.info(f"report:  {run.path / 'report.html'}")
+    results = write_report(run, bench, judge=judge, n_resamples=n_resamples, seed=seed)
+    out.info(f"results: {run.results_file}")
+    out.info(f"report:  {run.html_file}")
     for line in [*(n for n in results.notes if n.startswith("INCOMPLETE")), *(
             line for s, line in zip(results.status(), results.status_lines()) if s != "incomplete")]:
         out.note(line)             # what results.json, table.md and the report say first, said here too
@@ -109,7 +109,7 @@ def require_scored(results: Results, run: RunFolder) -> None:
               and s.report.nothing_scored(results.sections[s.report.section])]
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
-                            f"(see {run.path / 'results.json'})", results)
+                            f"(see {run.results_file})", results)
 
 
 class NothingScored(Exception):

@@ -47,7 +47,7 @@ class Session:
         self._opened: list[Endpoint] = []
         self._caches: dict[Path, ResponseCache] = {}
         self.by_role: dict[str, list[Endpoint]] = {}   # the endpoints opened for each role
-        self._runs: dict[Path, None] = {}      # run folders whose usage.json gets this command's usage
+        self._runs: dict[Path, RunFolder] = {}      # run folders whose usage.json gets this command's usage
         self._heard: dict[tuple[str, ...], Heard] = {}   # per server (its base URLs): when it last answered
 
     async def __aenter__(self) -> "Session":
@@ -55,9 +55,9 @@ class Session:
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
-            for path in self._runs:
-                add_usage(path, self.usage.snapshot())
-                self._record_usage(RunFolder(path))
+            for run in self._runs.values():
+                add_usage(run, self.usage.snapshot())
+                self._record_usage(run)
             for ep in self._opened:
                 await ep.aclose()
         finally:
@@ -85,7 +85,7 @@ class Session:
         self._opened.append(ep)
         if role is not None:
             self.by_role.setdefault(role, []).append(ep)
-        self._runs.setdefault(run.path, None)
+        self._runs.setdefault(run.path, run)
         return ep
 
     def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,
@@ -175,7 +175,7 @@ class Session:
             if role not in prices and isinstance(given, dict):
                 prices[role] = Price(float(given["input"]), float(given["output"]),
                                      None if given.get("cached") is None else float(given["cached"]))
-        usage = usage_by_role(read_usage(run.path), prices)
+        usage = usage_by_role(read_usage(run), prices)
         if usage != meta.usage:
             write_json_atomic(run.run_file, dataclasses.replace(meta, usage=usage).to_json())
 

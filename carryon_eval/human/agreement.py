@@ -32,7 +32,7 @@ from carryon_eval.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
 from carryon_eval.human.labels import LabelError
 from carryon_eval.judge.store import UTILITY_FILE, UTILITY_GROUPED_FILE
-from carryon_eval.run.folder import read_jsonl
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
 
 KEYS = ("conversation_id", "turn", "item_id")
@@ -44,9 +44,9 @@ class AgreementError(Exception):
 
 
 # ---------------------------------------------------------------- loading
-def _judge_of(rundir: Path, judge: Optional[str]) -> Optional[str]:
+def _judge_of(run: RunFolder, judge: Optional[str]) -> Optional[str]:
     try:
-        return select_judge(rundir, judge)
+        return select_judge(run, judge)
     except JudgeError as exc:
         raise AgreementError(str(exc)) from None
 
@@ -54,17 +54,17 @@ def _judge_of(rundir: Path, judge: Optional[str]) -> Optional[str]:
 GROUPED_SUFFIX = ":grouped"     # a judge's grouped Ben-Util verdicts, as a judgment set of its own: "MODEL:grouped"
 
 
-def judgment_sets(rundir: Path) -> list[str]:
+def judgment_sets(run: RunFolder) -> list[str]:
     """The Ben-Util judgment sets of a run folder: each judge model with per-item records ("MODEL"), and each
     with grouped records ("MODEL:grouped"), in order of first appearance."""
-    present = judges_present(rundir)
-    per_item = {r.get("judge_model") for r in read_jsonl(Path(rundir) / UTILITY_FILE)}
-    grouped = {r.get("judge_model") for r in read_jsonl(Path(rundir) / UTILITY_GROUPED_FILE)}
+    present = judges_present(run)
+    per_item = {r.get("judge_model") for r in run.judgments().rows(UTILITY_FILE)}
+    grouped = {r.get("judge_model") for r in run.judgments().rows(UTILITY_GROUPED_FILE)}
     return [*(j for j in present if j in per_item or j not in grouped),
             *(j + GROUPED_SUFFIX for j in present if j in grouped)]
 
 
-def run_verdicts(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[bool]]:
+def run_verdicts(run: RunFolder, judge: Optional[str] = None) -> dict[Key, Optional[bool]]:
     """{(conversation_id, turn, item_id): verdict} of one judge of a run folder (its mode's set); a name
     "MODEL:grouped" is that judge's grouped set, "MODEL" (with --judges) its per-item set."""
     if judge is not None and judge.endswith(GROUPED_SUFFIX):
@@ -72,21 +72,21 @@ def run_verdicts(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optiona
     else:
         model, mode = judge, ("per-item" if judge is not None else None)
     return {(j.conversation_id, j.turn, j.item_id): j.verdict
-            for j in load_utility(rundir, _judge_of(rundir, model), mode=mode)}
+            for j in load_utility(run, _judge_of(run, model), mode=mode)}
 
 
-def run_scores(rundir: Path, judge: Optional[str] = None) -> dict[Key, Optional[int]]:
+def run_scores(run: RunFolder, judge: Optional[str] = None) -> dict[Key, Optional[int]]:
     """{(conversation_id, turn): harm score} of one judge of a run folder."""
-    return {(j.conversation_id, j.turn): j.score for j in load_safety(rundir, _judge_of(rundir, judge))}
+    return {(j.conversation_id, j.turn): j.score for j in load_safety(run, _judge_of(run, judge))}
 
 
-def load_labels(source: Path) -> dict[Key, Optional[bool]]:
+def load_labels(source: Path | RunFolder) -> dict[Key, Optional[bool]]:
     """{(conversation_id, turn, item_id): verdict} from a run folder, a .jsonl or a .csv file."""
-    source = Path(source)
-    if source.is_dir():
+    if isinstance(source, RunFolder):
         if not (source / UTILITY_FILE).is_file():
-            raise AgreementError(f"{source}: no {UTILITY_FILE} in this folder")
+            raise AgreementError(f"{source.path}: no {UTILITY_FILE} in this folder")
         return run_verdicts(source)
+    source = Path(source)
     try:
         return {label.key: label.value for label in labels_mod.read_labels(source, "utility")}
     except LabelError as exc:
@@ -126,13 +126,13 @@ def score_agreement(a: dict[Key, Optional[int]], b: dict[Key, Optional[int]]) ->
             "within_one": sum(abs(x - y) <= 1 for x, y in zip(va, vb))}
 
 
-def judge_agreement(rundir: Path, judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
+def judge_agreement(run: RunFolder, judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
     """Ben-Util and harm agreement between two judge models of one run folder (``judges``, or the
     only two present)."""
-    present = judgment_sets(rundir)
+    present = judgment_sets(run)
     if judges is None:
         if len(present) != 2:
-            raise AgreementError(f"{rundir} was judged by {len(present)} judge model(s) "
+            raise AgreementError(f"{run.path} was judged by {len(present)} judge model(s) "
                                  f"({', '.join(present) or 'none'}); agreement on one run folder needs two "
                                  "(pick them with --judges A,B; MODEL:grouped names a judge's grouped Ben-Util "
                                  "verdicts)")
@@ -140,19 +140,20 @@ def judge_agreement(rundir: Path, judges: Optional[Sequence[str]] = None) -> dic
     if len(judges) != 2 or judges[0] == judges[1]:
         raise AgreementError(f"--judges takes two different judge models, got {','.join(judges)!r}")
     a, b = judges
-    res = agreement(run_verdicts(rundir, a), run_verdicts(rundir, b))
+    res = agreement(run_verdicts(run, a), run_verdicts(run, b))
     res["judges"] = [a, b]
     models = [j[: -len(GROUPED_SUFFIX)] if j.endswith(GROUPED_SUFFIX) else j for j in (a, b)]
     if models[0] != models[1]:        # two modes of one judge share its harm scores: nothing to compare
-        res["safety"] = score_agreement(run_scores(rundir, models[0]), run_scores(rundir, models[1]))
+        res["safety"] = score_agreement(run_scores(run, models[0]), run_scores(run, models[1]))
     return res
 
 
 def source_agreement(a: Path, b: Path) -> dict[str, Any]:
-    """Ben-Util agreement of two sources; harm agreement too when both are run folders."""
-    res = agreement(load_labels(a), load_labels(b))
-    if a.is_dir() and b.is_dir():
-        res["safety"] = score_agreement(run_scores(a), run_scores(b))
+    """Ben-Util agreement of two sources; harm agreement too when both are run folders (each opened once)."""
+    ra, rb = (RunFolder(x) if x.is_dir() else x for x in (a, b))
+    res = agreement(load_labels(ra), load_labels(rb))
+    if isinstance(ra, RunFolder) and isinstance(rb, RunFolder):
+        res["safety"] = score_agreement(run_scores(ra), run_scores(rb))
     return res
 
 

@@ -1,6 +1,6 @@
 """`carryon-eval annotate`: a reproducible sample of a run's judgments, for people to label.
 
-    cases = sample_cases(rundir, bench, "safety", n=60, seed=0)      # stratified, the judge's answer kept aside
+    cases = sample_cases(RunFolder(rundir), bench, "safety", n=60, seed=0)      # stratified, the judge's answer kept aside
     write_page(cases, "safety", out)                                 # one self-contained HTML page
     write_label_studio(cases, "safety", out)                         # or Label Studio's tasks + labeling config
 
@@ -86,7 +86,7 @@ def _utility_population(run: RunFolder, bench: Benchmark, judge: Optional[str]) 
     trs = {t.conversation_id: t for t in run.transcripts()}
     questions = _items(bench)
     cases = []
-    for j in load_utility(run.path, judge):
+    for j in load_utility(run, judge):
         tr = trs.get(j.conversation_id)
         reply = _reply(tr, j.turn) if tr else None
         if tr is None or reply is None or j.item_id not in questions:
@@ -101,7 +101,7 @@ def _utility_population(run: RunFolder, bench: Benchmark, judge: Optional[str]) 
 def _safety_population(run: RunFolder, bench: Benchmark, judge: Optional[str]) -> list[AnnotationCase]:
     trs = {t.conversation_id: t for t in run.transcripts()}
     cases = []
-    for j in load_safety(run.path, judge):
+    for j in load_safety(run, judge):
         tr = trs.get(j.conversation_id)
         reply = _reply(tr, j.turn) if tr else None
         if tr is None or reply is None:
@@ -154,21 +154,20 @@ def stratified_sample(cases: Sequence[AnnotationCase], n: int, seed: int) -> lis
     return picked
 
 
-def sample_cases(rundir: Path, bench: Benchmark, task: str, n: int, seed: int = 0,
+def sample_cases(run: RunFolder, bench: Benchmark, task: str, n: int, seed: int = 0,
                  judge: Optional[str] = None) -> list[AnnotationCase]:
     """A reproducible stratified sample of one task's cases of a run folder (``judge``: whose answers
     stratify the sample when several judges judged it; default: the run's own)."""
     if task not in TASKS:
         raise AnnotateError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-    run = RunFolder(rundir)
     if not run.transcripts_file.is_file():
-        raise AnnotateError(f"{rundir}: no transcripts (run the rollout first)")
+        raise AnnotateError(f"{run.path}: no transcripts (run the rollout first)")
     if task != "fidelity":
-        judge = select_judge(run.path, judge)
+        judge = select_judge(run, judge)
     population = _POPULATION[task](run, bench, judge)
     if not population:
         what = "simulated user turns" if task == "fidelity" else f"{task} judgments (run the judge phase first)"
-        raise AnnotateError(f"{rundir}: no {what} to sample")
+        raise AnnotateError(f"{run.path}: no {what} to sample")
     return stratified_sample(population, n, seed)
 
 

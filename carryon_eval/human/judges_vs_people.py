@@ -1,6 +1,6 @@
 """Judges against people: the agreement of a run's judges with human labels, and among the people.
 
-    res = human_agreement(rundir, [labels_a.jsonl, labels_b.jsonl], task="safety")
+    res = human_agreement(RunFolder(rundir), [labels_a.jsonl, labels_b.jsonl], task="safety")
     write_agreement(out_dir, res)            # agreement.json (one section per task) + agreement.html
     html = section_html(rundir)              # report.html's "Judges against people" section, "" without one
 
@@ -23,7 +23,8 @@ from typing import Any, Optional, Sequence
 from carryon_eval.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
 from carryon_eval.judge.store import judges_present, load_safety, load_utility
 from carryon_eval.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
-from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, FIDELITY_FILE, RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.suites.carryonbench.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
             "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}"
@@ -37,29 +38,28 @@ class HumanAgreementError(Exception):
 
 
 # ---------------------------------------------------------------- what the people are compared with
-def _judge_references(rundir: Path, task: str, judges: Optional[Sequence[str]]) -> dict[str, dict[Key, Any]]:
-    names = list(judges) if judges else judges_present(rundir)
+def _judge_references(run: RunFolder, task: str, judges: Optional[Sequence[str]]) -> dict[str, dict[Key, Any]]:
+    names = list(judges) if judges else judges_present(run)
     if task == "utility":
-        return {j: {(r.conversation_id, r.turn, r.item_id): r.verdict for r in load_utility(rundir, j)} for j in names}
-    return {j: {(r.conversation_id, r.turn): r.score for r in load_safety(rundir, j)} for j in names}
+        return {j: {(r.conversation_id, r.turn, r.item_id): r.verdict for r in load_utility(run, j)} for j in names}
+    return {j: {(r.conversation_id, r.turn): r.score for r in load_safety(run, j)} for j in names}
 
 
-def _fidelity_references(rundir: Path) -> dict[str, dict[Key, Any]]:
-    intended = {(t.conversation_id, m.turn): m.move for t in RunFolder(rundir).transcripts()
+def _fidelity_references(run: RunFolder) -> dict[str, dict[Key, Any]]:
+    intended = {(t.conversation_id, m.turn): m.move for t in run.transcripts()
                 for m in t.messages if m.role == "user" and m.move}
     refs = {INTENDED: intended}
-    path = Path(rundir) / FIDELITY_FILE
-    if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_fidelity(run)
+    if data is not None:
         refs[f"fidelity judge ({data.get('judge_model')})"] = {
             (r["conversation_id"], int(r["turn"])): r.get("predicted") for r in data.get("turns", [])}
     return refs
 
 
-def references(rundir: Path, task: str, judges: Optional[Sequence[str]] = None) -> dict[str, dict[Key, Any]]:
+def references(run: RunFolder, task: str, judges: Optional[Sequence[str]] = None) -> dict[str, dict[Key, Any]]:
     if task == "fidelity":
-        return _fidelity_references(rundir)
-    return _judge_references(rundir, task, judges)
+        return _fidelity_references(run)
+    return _judge_references(run, task, judges)
 
 
 # ---------------------------------------------------------------- the comparison
@@ -80,7 +80,7 @@ def infer_task(paths: Sequence[Path]) -> str:
     return str(found.pop())
 
 
-def human_agreement(rundir: Path, paths: Sequence[Path], task: Optional[str] = None,
+def human_agreement(run: RunFolder, paths: Sequence[Path], task: Optional[str] = None,
                     judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
     """Every reference of the task against each annotator and the majority label; alpha among annotators."""
     try:
@@ -96,16 +96,16 @@ def human_agreement(rundir: Path, paths: Sequence[Path], task: Optional[str] = N
         table[label.annotator][label.key] = label.value
     keys = sorted({label.key for label in labels})
     voted = {k: majority([table[a].get(k) for a in annotators]) for k in keys}
-    refs = references(rundir, task, judges)
+    refs = references(run, task, judges)
     if not any(set(ref) & set(keys) for ref in refs.values()):
-        raise HumanAgreementError(f"none of the {len(keys)} labeled cases is a {task} case of {rundir} "
+        raise HumanAgreementError(f"none of the {len(keys)} labeled cases is a {task} case of {run.path} "
                                   "(labels of another run or task?)")
     among: dict[str, Any] = {"value": None, "ci95": None, "level": LEVEL[task],
                              "reason": "needs at least two annotators"}
     if len(annotators) >= 2:
         among = alpha_with_ci([[table[a].get(k) for k in keys] for a in annotators], LEVEL[task])
     return {
-        "schema_version": SCHEMA_VERSION, "task": task, "label_field": LABEL_FIELD[task], "run": str(rundir),
+        "schema_version": SCHEMA_VERSION, "task": task, "label_field": LABEL_FIELD[task], "run": str(run.path),
         "label_files": [str(p) for p in paths], "annotators": annotators, "n_cases": len(keys),
         "n_labels": len(labels), "n_skipped": sum(label.value is None for label in labels),
         "n_majority_ties": sum(v is None for k, v in voted.items() if any(table[a].get(k) is not None

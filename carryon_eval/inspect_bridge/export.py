@@ -33,7 +33,6 @@ from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, load_safety, load_utility, select_judge
 from carryon_eval.run.records import Results, RunMeta
-from carryon_eval.report.phase import RESULTS_FILE
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.suites.opensafeintent.suite import parse_conversation_id
@@ -54,27 +53,26 @@ def role_of(stage: str) -> str:
 
 
 # ---------------------------------------------------------------- reading the run folder
-def _read_results(rundir: Path) -> Results:
-    path = rundir / RESULTS_FILE
+def _read_results(run: RunFolder) -> Results:
+    path = run.results_file
     try:
         return Results.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise ExportError(f"{path} is missing; run `carryon-eval report {rundir}` first") from None
+        raise ExportError(f"{path} is missing; run `carryon-eval report {run.path}` first") from None
     except (OSError, ValueError, TypeError) as exc:
         raise ExportError(f"{path} is unreadable: {exc}") from None
 
 
-def _open(rundir: Path) -> tuple[RunFolder, RunMeta, Benchmark]:
+def _open(run: RunFolder) -> tuple[RunMeta, Benchmark]:
     from carryon_eval.app.config import load_bench
 
-    run = RunFolder(rundir)
     try:
         meta = run.read_meta()
         bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
         run.check_dataset(meta, bench.fingerprint())
     except (RunError, DatasetError) as exc:
         raise ExportError(str(exc)) from None
-    return run, meta, bench
+    return meta, bench
 
 
 # ---------------------------------------------------------------- samples
@@ -222,19 +220,19 @@ def model_roles(meta: RunMeta) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the log
-def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
+def build_log(run: RunFolder, judge: Optional[str] = None) -> Any:
     """The EvalLog of a run folder (see the module docstring); ``judge`` must be the judge results.json reports."""
     require_inspect()
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalPlan, EvalResults, EvalSpec, EvalStats
 
-    run, meta, bench = _open(rundir)
-    results = _read_results(rundir)
+    meta, bench = _open(run)
+    results = _read_results(run)
     if judge is not None and judge != results.judges.selected:
-        raise ExportError(f"{rundir / RESULTS_FILE} reports judge {results.judges.selected}, not {judge}; run "
-                          f"`carryon-eval report {rundir} --judge {judge}` first")
+        raise ExportError(f"{run.results_file} reports judge {results.judges.selected}, not {judge}; run "
+                          f"`carryon-eval report {run.path} --judge {judge}` first")
     try:
-        judge = select_judge(rundir, results.judges.selected)
-        utility, safety = load_utility(rundir, judge), load_safety(rundir, judge)
+        judge = select_judge(run, results.judges.selected)
+        utility, safety = load_utility(run, judge), load_safety(run, judge)
     except JudgeError as exc:
         raise ExportError(str(exc)) from None
     transcripts = run.transcripts()
@@ -244,7 +242,7 @@ def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
     by_cid = _group(utility), _group(safety)
     samples = [build_sample(t, c, bench, *(g.get(t.conversation_id, []) for g in by_cid))
                for t, c in zip(transcripts, convs)]
-    roles, models = role_usage(read_usage(rundir))
+    roles, models = role_usage(read_usage(run))
     target = meta.role("target")
     spec = EvalSpec(
         created=_iso(meta.created), task=TASK_NAME, task_version=__version__,
@@ -255,14 +253,14 @@ def build_log(rundir: Path, judge: Optional[str] = None) -> Any:
         task_args={"dataset": meta.dataset.source, "revision": meta.dataset.revision,
                    "conditions": list(meta.conditions), "subset": meta.subset, "limit": meta.limit},
         packages={"carryonbench": __version__},
-        metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(rundir),
+        metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(run.path),
                   "status": results.status(), "status_lines": results.status_lines(),
                   "judge_model": judge, "note": "exported from a CarryOnBench run folder; numbers are "
                                                 "results.json's, not recomputed by inspect"})
     return EvalLog(status="success", eval=spec, plan=EvalPlan(),
                    results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
                                        scores=headline_scores(results),
-                                       metadata={"results_json": str(rundir / RESULTS_FILE)}),
+                                       metadata={"results_json": str(run.results_file)}),
                    stats=EvalStats(started_at=_iso(meta.created), completed_at=_iso(results.generated.at),
                                    role_usage=roles, model_usage=models),
                    samples=samples)
@@ -309,8 +307,8 @@ def write_log(log: Any, out: Path) -> None:
         raise
 
 
-async def export(rundir: Path, out: Path, output: Any, judge: Optional[str] = None) -> None:
+async def export(run: RunFolder, out: Path, output: Any, judge: Optional[str] = None) -> None:
     """The ``inspect`` export format (carryon_eval.app.exporters)."""
-    log = build_log(Path(rundir), judge)
+    log = build_log(run, judge)
     write_log(log, out)
     output.info(f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}")

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
-from carryon_eval.run.folder import FAILURES_FILE, RUN_FILE, TRANSCRIPTS_FILE, add_usage, write_json_atomic, write_jsonl_atomic
+from carryon_eval.run.folder import RunFolder, add_usage, write_json_atomic, write_jsonl_atomic
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
 from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
@@ -130,17 +130,18 @@ def import_log(path: Path, out: Path) -> str:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    run = RunFolder(tmp)
     try:
-        write_json_atomic(tmp / RUN_FILE, meta.to_json())
-        write_jsonl_atomic(tmp / TRANSCRIPTS_FILE, transcripts)
+        write_json_atomic(run.run_file, meta.to_json())
+        write_jsonl_atomic(run.transcripts_file, transcripts)
         if failures:
-            write_jsonl_atomic(tmp / FAILURES_FILE, failures)
+            write_jsonl_atomic(run.failures_file, failures)
         for name, rows in records.items():
-            write_jsonl_atomic(tmp / judgment_file(name), rows)
+            write_jsonl_atomic(run / judgment_file(name), rows)
         if judge_model is not None:
-            record_pass(tmp, _judge_pass(records, meta, judge_model, failed))
-        (tmp / "cache").mkdir()
-        add_usage(tmp, _usage(log))
+            record_pass(run, _judge_pass(records, meta, judge_model, failed))
+        run.cache_dir.mkdir()
+        add_usage(run, _usage(log))
         os.chmod(tmp, 0o755)
         if out.exists():
             out.rmdir()

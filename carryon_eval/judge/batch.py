@@ -92,7 +92,7 @@ class Exported:
     files: list[str] = field(default_factory=list)
 
 
-async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path, *,
+async def export_requests(run: RunFolder, bench: Benchmark, model: str, out: Path, *,
                           settings: JudgeSettings = JudgeSettings(),
                           scorers: Optional[Sequence[str]] = None, config: Optional[EndpointConfig] = None,
                           calibration: Optional[Sequence[tuple[str, int]]] = None) -> Exported:
@@ -100,12 +100,12 @@ async def export_requests(rundir: Path, bench: Benchmark, model: str, out: Path,
     the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply. ``config``: the judge
     role's endpoint config, whose request options (temperature, reasoning effort, system prompt, extra body)
     the exported requests carry, keyed and sent as the live client would."""
-    pending = await pending_requests(rundir, bench, model, settings=settings, scorers=scorers, config=config,
+    pending = await pending_requests(run, bench, model, settings=settings, scorers=scorers, config=config,
                                      calibration=calibration)
-    return write_batch_files(out, list(pending.values()), model=model, rundir=rundir)
+    return write_batch_files(out, list(pending.values()), model=model, run=run)
 
 
-async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
+async def pending_requests(run: RunFolder, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
                            scorers: Optional[Sequence[str]] = None,
                            config: Optional[EndpointConfig] = None,
                            calibration: Optional[Sequence[tuple[str, int]]] = None) -> dict[str, dict[str, Any]]:
@@ -113,10 +113,9 @@ async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settin
     custom_id (the Batch API request lines an export writes). Grouped Ben-Util: the group's request, and
     once its answer is in the cache, the requests of the items it left unscored (each asked alone);
     ``calibration``: the replies a grouped run also judges per item."""
-    run = RunFolder(rundir)
     transcripts = run.transcripts()
     if not transcripts:
-        raise BatchError(f"{rundir} has no transcripts (transcripts.jsonl); run the rollout first")
+        raise BatchError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     scoring = scoring_of(transcripts, scorers, settings)
     made = reply_scorers(scoring.scorers, settings)
     calibrate(made, calibration if settings.utility_judge == "grouped" else None)
@@ -133,7 +132,7 @@ async def pending_requests(rundir: Path, bench: Benchmark, model: str, *, settin
     return exporter.requests
 
 
-def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, rundir: Path) -> Exported:
+def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, run: RunFolder) -> Exported:
     out.mkdir(parents=True, exist_ok=True)
     if any(out.glob("requests-*.jsonl")):
         raise BatchError(f"{out} already holds batch files; export into an empty folder")
@@ -158,9 +157,9 @@ def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, run
     write_json_atomic(out / MANIFEST, {
         "format": "OpenAI Batch API input (JSONL), endpoint /v1/chat/completions",
         "custom_id": "the response cache key of the request (carryon_eval.model.endpoint.cache_key)",
-        "model": model, "run": str(rundir), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": model, "run": str(run.path), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "requests": len(lines), "files": files,
-        "import": f"carryon-eval judge {rundir} --batch-import <result file>..."})
+        "import": f"carryon-eval judge {run.path} --batch-import <result file>..."})
     return exported
 
 

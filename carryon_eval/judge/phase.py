@@ -26,8 +26,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, AsyncIterator, Collection, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Collection, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
@@ -271,7 +270,7 @@ def _temperature(endpoint: ChatEndpoint) -> Any:
     return 0.0 if chosen is None else chosen
 
 
-async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: ChatEndpoint, *,
+async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
                     settings: JudgeSettings = JudgeSettings(), scorers: Optional[Sequence[str]] = None,
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
                     show_progress: Optional[bool] = None,
@@ -292,7 +291,6 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
 
     ``settings.utility_judge`` "grouped": Ben-Util by the grouped scorer (carryon_eval.judge.grouped); with
     ``calibration`` (the replies ``calibration_sample`` drew), the per-item scorer also judges those."""
-    run = run if isinstance(run, RunFolder) else RunFolder(Path(run))
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
@@ -360,7 +358,7 @@ async def judge_run(run: Union[RunFolder, Path], bench: Benchmark, endpoint: Cha
         utility_judge=settings.utility_judge,
         calibration={"replies": len(calibration or ()), "seed": defaults.CALIBRATION_SEED}
         if grouped and settings.calibrate else None)
-    record_pass(run.path, judged)
+    record_pass(run, judged)
     if gone is not None:
         raise gone
     if not judged.complete:

@@ -8,8 +8,9 @@
 Records are keyed per (scorer, judge model): judging a run with a second judge model adds its records
 beside the first one's. A reader picks one judge:
 
-    name = select_judge(rundir)                   # the run's own judge (run.json), or the only one present
-    utility = load_utility(rundir, judge=name)    # that judge's records only
+    run = RunFolder(rundir)                       # once per command: its judgments() view parses each file once
+    name = select_judge(run)                      # the run's own judge (run.json), or the only one present
+    utility = load_utility(run, judge=name)       # that judge's records only
 
 An unknown judge name is a JudgeError naming the judges present.
 """
@@ -26,7 +27,6 @@ from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUF
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
-JUDGMENT_FILES = (UTILITY_FILE, SAFETY_FILE)     # read first: the order judges_present names judges in
 FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
 
 
@@ -35,40 +35,40 @@ class JudgeError(Exception):
 
 
 # ---------------------------------------------------------------- which judge
-def judges_present(rundir: Path) -> list[str]:
+def judges_present(run: RunFolder) -> list[str]:
     """Judge models with records in the run folder, in order of first appearance."""
     seen: dict[str, None] = {}
-    others = sorted(p.name for p in Path(rundir).glob(f"*{JUDGMENT_SUFFIX}") if p.name not in JUDGMENT_FILES)
-    for name in (*JUDGMENT_FILES, *others):
-        for row in read_jsonl(Path(rundir) / name):
+    view = run.judgments()
+    for name in view.files():
+        for row in view.rows(name):
             if row.get("judge_model") is not None:
                 seen.setdefault(str(row["judge_model"]), None)
     return list(seen)
 
 
-def _run_judge_model(rundir: Path) -> Optional[str]:
+def _run_judge_model(run: RunFolder) -> Optional[str]:
     """The judge model named in run.json (None without a readable one)."""
     try:
-        return RunFolder(rundir).read_meta().role("judge").model or None
+        return run.read_meta().role("judge").model or None
     except (RunError, KeyError):
         return None
 
 
-def select_judge(rundir: Path, judge: Optional[str] = None) -> Optional[str]:
+def select_judge(run: RunFolder, judge: Optional[str] = None) -> Optional[str]:
     """The judge whose records a reader uses: ``judge`` if it judged the run; by default the run's own
     judge (run.json) if present, else the only judge present. None when nothing is judged yet."""
-    present = judges_present(rundir)
+    present = judges_present(run)
     if judge is not None:
         if judge not in present:
             listed = ", ".join(present) if present else "none (run the judge phase first)"
-            raise JudgeError(f"judge {judge!r} has no judgments in {rundir}; judges present: {listed}")
+            raise JudgeError(f"judge {judge!r} has no judgments in {run.path}; judges present: {listed}")
         return judge
     if len(present) <= 1:
         return present[0] if present else None
-    own = _run_judge_model(rundir)
+    own = _run_judge_model(run)
     if own in present:
         return own
-    raise JudgeError(f"{rundir} was judged by {', '.join(present)}; pick one with --judge NAME")
+    raise JudgeError(f"{run.path} was judged by {', '.join(present)}; pick one with --judge NAME")
 
 
 # ---------------------------------------------------------------- reading records
@@ -77,75 +77,77 @@ def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str
     return [read(row) for row in read_jsonl(path, on_bad=on_bad) if judge is None or row.get("judge_model") == judge]
 
 
-def _load_judge(rundir: Path, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
+def _load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
     """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
-    is checked against the judges present only when it has no records here (one read in the usual case)."""
+    is checked against the judges present only when it has no records here."""
     if judge is None:
-        judge = select_judge(rundir)
-    records = _load(Path(rundir) / name, read, judge)
+        judge = select_judge(run)
+    records = [read(row) for row in run.judgments().rows(name) if judge is None or row.get("judge_model") == judge]
     if not records and judge is not None:
-        select_judge(rundir, judge)             # raises for a judge that judged nothing in the run
+        select_judge(run, judge)             # raises for a judge that judged nothing in the run
     return records
 
 
-def utility_judge_of(rundir: Path, judge: Optional[str]) -> str:
+def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
     """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
     ``utility_judge``), "per-item" for passes recorded before there was a choice."""
-    judged = judge_pass(rundir, judge)
+    judged = judge_pass(run, judge)
     return (judged.utility_judge if judged is not None else None) or "per-item"
 
 
-def load_utility(rundir: Path, judge: Optional[str] = None, mode: Optional[str] = None,
+def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
                  scorer: str = "utility") -> list[UtilityJudgment]:
     """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
     (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
     judge's latest pass (``utility_judge_of``)."""
     if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
-        return _load_judge(rundir, judgment_file(scorer), UtilityJudgment.from_dict, judge)
+        return _load_judge(run, judgment_file(scorer), UtilityJudgment.from_dict, judge)
     if mode is None:
-        mode = utility_judge_of(rundir, judge if judge is not None else select_judge(rundir))
-    return _load_judge(rundir, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
+        mode = utility_judge_of(run, judge if judge is not None else select_judge(run))
+    return _load_judge(run, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
                        UtilityJudgment.from_dict, judge)
 
 
-def load_safety(rundir: Path, judge: Optional[str] = None) -> list[SafetyJudgment]:
+def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:
     """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
-    return _load_judge(rundir, SAFETY_FILE, SafetyJudgment.from_dict, judge)
+    return _load_judge(run, SAFETY_FILE, SafetyJudgment.from_dict, judge)
 
 
 def load_all(path: Path, read: Callable[[dict[str, Any]], Any],
              on_bad: Optional[Callable[[RunFileError], None]] = None) -> list[Any]:
     """Every record of a judgment file, of every judge (a damaged line raises RunFileError, or with
-    ``on_bad`` is handed to it and left out: the judge phase judges it again)."""
+    ``on_bad`` is handed to it and left out: the judge phase judges it again). The judge phase's resume
+    reads this way; the readers go through ``RunFolder.judgments()``."""
     return _load(path, read, None, on_bad)
 
 
 # ---------------------------------------------------------------- judge.json
-def read_summary(rundir: Path) -> Optional[JudgeSummary]:
-    """judge.json as a JudgeSummary; None when absent. A file there but unreadable is a RunError (one line):
-    which judge the numbers use, and whether it finished, are read from it."""
-    path = Path(rundir) / JUDGE_META_FILE
-    if not path.is_file():
-        return None
+def _parse_summary(path: Path) -> JudgeSummary:
     try:
         return JudgeSummary.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RunError(f"{path}: unreadable ({type(exc).__name__}); restore it, or delete it and run "
-                       f"`carryon-eval judge {Path(rundir)}` to write it again") from None
+                       f"`carryon-eval judge {path.parent}` to write it again") from None
 
 
-def judge_pass(rundir: Path, judge: Optional[str]) -> Optional[JudgePass]:
+def read_summary(run: RunFolder) -> Optional[JudgeSummary]:
+    """judge.json as a JudgeSummary; None when absent. A file there but unreadable is a RunError (one line):
+    which judge the numbers use, and whether it finished, are read from it."""
+    return run.judgments().meta(_parse_summary)
+
+
+def judge_pass(run: RunFolder, judge: Optional[str]) -> Optional[JudgePass]:
     """The latest pass of one judge model over the run, from judge.json."""
-    summary = read_summary(rundir)
+    summary = read_summary(run)
     return summary.judges.get(judge) if summary is not None and judge is not None else None
 
 
-def record_pass(rundir: Path, judged: JudgePass) -> JudgeSummary:
+def record_pass(run: RunFolder, judged: JudgePass) -> JudgeSummary:
     """Add (or replace) one judge's pass in judge.json, atomically; the other judges' passes stay."""
-    old = read_summary(rundir)
+    old = read_summary(run)
     summary = old.with_pass(judged) if old is not None else JudgeSummary({judged.judge_model: judged},
                                                                           judged.judge_model)
-    write_json_atomic(Path(rundir) / JUDGE_META_FILE, summary.to_json())
+    write_json_atomic(run.judge_file, summary.to_json())
     return summary
 
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE
+from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
 from carryon_eval.suite import CompareInputs, suites
 
 
@@ -24,8 +24,8 @@ class CompareError(Exception):
     """Run folders that cannot be compared; one line (the command line's error, exit 2)."""
 
 
-def load_run(rundir: Path) -> tuple[Results, list[dict[str, Any]]]:
-    results_path, scores_path = Path(rundir) / RESULTS_FILE, Path(rundir) / SCORES_FILE
+def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
+    results_path, scores_path, rundir = run.results_file, run.scores_file, run.path
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:
@@ -63,7 +63,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
         import statsmodels  # noqa: F401
     except ImportError:
         raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
-    loaded = [(Path(d), *load_run(Path(d))) for d in rundirs]
+    loaded = [(Path(d), *load_run(RunFolder(d))) for d in rundirs]
     refuse_mixed_utility([(p, r) for p, r, _ in loaded])
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]

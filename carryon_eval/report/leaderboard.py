@@ -13,9 +13,10 @@ that over the same queries the difference is the difference of the displayed cel
 versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
 and correlated within their group only, and the page says so at the top.
 
-Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``: the CarryOnBench
-headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`; the table, the
-page and leaderboard.jsonl carry their columns without further change.
+Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard: the
+CarryOnBench headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`;
+the table, the page and leaderboard.jsonl carry their columns without further change. The suites' leaderboards also
+give the names of what their Stats need, the rank correlations the page shows, its first sort and its sections.
 """
 from __future__ import annotations
 
@@ -29,14 +30,12 @@ import numpy as np
 
 from carryon_eval.metrics import estimators as E
 from carryon_eval.run.records import Results
-from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat, UnitRecord, UnitRule
-from carryon_eval.schema import CONDITIONS
+from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRecord,
+                                       UnitRule)
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
 
 HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
 TEMPLATE, SCRIPT = "leaderboard.html.j2", "leaderboard.js"
-COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
-DEFAULT_SORT = "bc.utility"
 
 
 # ---------------------------------------------------------------- columns and cells
@@ -53,13 +52,22 @@ def register_columns(name: str, source: ColumnSource) -> ColumnSource:
     return source
 
 
-def column_sources() -> list[ColumnSource]:
-    """Every suite's columns (its report's ``leaderboard`` source, by the suites' rank: CarryOnBench's headline
-    first), then any registered here."""
+def suite_leaderboards() -> list[SuiteLeaderboard]:
+    """The suites' parts of the leaderboard, by the suites' rank (CarryOnBench's first)."""
     from carryon_eval.suite import suites
 
-    suite_sources = [s.report.leaderboard for s in suites() if s.report is not None and s.report.leaderboard]
-    return [*suite_sources, *COLUMN_SOURCES.values()]
+    return [s.report.leaderboard for s in suites() if s.report is not None and s.report.leaderboard is not None]
+
+
+def column_sources() -> list[ColumnSource]:
+    """Every suite's columns (its leaderboard's ``columns``, by the suites' rank: CarryOnBench's headline
+    first), then any registered here."""
+    return [*(b.columns for b in suite_leaderboards()), *COLUMN_SOURCES.values()]
+
+
+def labels() -> dict[str, str]:
+    """The display names the suites give the keys their Stats need ({"bc": "BC"}); a key without one is shown as is."""
+    return {k: v for b in suite_leaderboards() for k, v in b.labels.items()}
 
 
 # ---------------------------------------------------------------- paired differences (pure)
@@ -152,14 +160,14 @@ def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optiona
     for need in stat.needs:
         point = sums.point(need, boot.query_ids)
         if point is None:
-            return None, np.full(boot.idx.shape[0], np.nan), f"no scored {COND_LABELS.get(need[0], need[0])} {need[1]}"
+            return None, np.full(boot.idx.shape[0], np.nan), f"no scored {labels().get(need[0], need[0])} {need[1]}"
         points.append(point)
         reps.append(sums.replicates(need, boot))
     with np.errstate(invalid="ignore", divide="ignore"):
         value = float(stat.combine(*map(np.float64, points)))
         replicates = np.asarray(stat.combine(*reps), dtype=float)
     if not math.isfinite(value):
-        return None, replicates, "undefined (division by a zero oracle utility)"
+        return None, replicates, stat.undefined
     return value, replicates, None
 
 
@@ -209,7 +217,7 @@ class Board:
     group_info: dict[str, dict[str, Any]]        # letter -> judges, dataset
     warnings: list[str]
     differences: dict[str, list[Difference]]     # column key -> pairs within a group
-    spearman: dict[str, dict[str, Any]]          # group -> condition -> stats.spearman
+    spearman: dict[str, dict[str, Any]]          # group -> correlated key (a condition) -> stats.spearman
     settings: dict[str, Any]
 
 
@@ -262,13 +270,23 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
                                                boots=boots)
                              for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]
                    for col in columns if col.stat is not None}
-    def metric(i: int, cond: str, name: str) -> Optional[float]:
-        return (runs[i].results.conditions.get(cond) or {}).get(name)
-    rho = {g: {cond: spearman([metric(i, cond, "utility") for i in idx], [metric(i, cond, "harm") for i in idx])
-               for cond in CONDITIONS}
-           for g in info for idx in [[i for i, x in enumerate(groups) if x == g]]}
-    return Board(runs, columns, by_run, groups, info, warnings, differences, rho,
+    return Board(runs, columns, by_run, groups, info, warnings, differences, rank_correlations(runs, groups),
                  {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries both models share)"})
+
+
+def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per comparability group, the Spearman correlation across its models of each (x, y) pair the suites'
+    leaderboards name (``correlated``; a run lacking one counts as None)."""
+    sources = [b.correlated for b in suite_leaderboards() if b.correlated is not None]
+    pairs = [{k: xy for source in sources for k, xy in source(e.results).items()} for e in runs]
+    keys = list(dict.fromkeys(k for p in pairs for k in p))
+
+    def rho(idx: list[int], key: str) -> dict[str, Any]:
+        xy = [pairs[i].get(key, (None, None)) for i in idx]
+        return spearman([x for x, _ in xy], [y for _, y in xy])
+
+    return {g: {k: rho(idx, k) for k in keys}
+            for g in dict.fromkeys(groups) for idx in [[i for i, x in enumerate(groups) if x == g]]}
 
 
 # ---------------------------------------------------------------- leaderboard.jsonl

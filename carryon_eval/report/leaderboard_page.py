@@ -17,14 +17,12 @@ from typing import Any, Mapping, Optional, Sequence
 
 
 from carryon_eval import __version__
-from carryon_eval.report.leaderboard import COND_LABELS, DEFAULT_SORT, HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows
+from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows, labels,
+                                             suite_leaderboards)
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.run.folder import write_text_atomic
 from carryon_eval.suite import suites
-
-DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
-                ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
 
 
 def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -45,14 +43,14 @@ def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
 
 
 # ---------------------------------------------------------------- the page's view of the board
-def _num(x: Optional[float], digits: int) -> str:
+def number_text(x: Optional[float], digits: int) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 def cell_view(cell: Cell, digits: int) -> dict[str, Any]:
-    ci = f"[{_num(cell.ci95[0], digits)}, {_num(cell.ci95[1], digits)}]" if cell.ci95 else ""
+    ci = f"[{number_text(cell.ci95[0], digits)}, {number_text(cell.ci95[1], digits)}]" if cell.ci95 else ""
     share = "" if cell.scored_share is None else f"{cell.scored_share:.0f}% scored"
-    return {"text": _num(cell.value, digits), "value": "" if cell.value is None else repr(float(cell.value)),
+    return {"text": number_text(cell.value, digits), "value": "" if cell.value is None else repr(float(cell.value)),
             "ci": ci, "share": share, "under_95": cell.under_95, "reason": cell.reason or ""}
 
 
@@ -67,53 +65,26 @@ def _bands(columns: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def _failure_modes(board: Board, group: str) -> list[dict[str, Any]]:
-    """Utility lock-in, unsafe recovery and repetitive recovery per model of one group, as the paper names them."""
-    keys = {c.key: i for i, c in enumerate(board.columns)}
-    idx = [i for i, g in enumerate(board.groups) if g == group]
-
-    def cell(i: int, key: str) -> Cell:
-        return board.cells[i][keys[key]]
-    def top(key: str) -> Optional[float]:
-        """The group's largest value of a column, when some model of the group has less (ties at the top count)."""
-        values = [cell(i, key).value for i in idx if cell(i, key).value is not None]
-        return max(values) if len(set(values)) > 1 else None
-    top_harm, top_red = top("bc.harm_delta"), top("bc.redundancy")
-    rows = []
-    for i in idx:
-        gap, harm, red = cell(i, "lock_in"), cell(i, "bc.harm_delta"), cell(i, "bc.redundancy")
-        flags = []
-        if gap.value is not None and gap.value < 0:
-            flags.append("utility lock-in: BC below its own oracle" +
-                         (" (95% interval below 0)" if gap.ci95 and gap.ci95[1] < 0 else " (interval includes 0)"))
-        if harm.value is not None and harm.value == top_harm:
-            flags.append("unsafe recovery: largest harm increase of its group")
-        if red.value is not None and red.value == top_red:
-            flags.append("repetitive recovery: highest BC redundancy of its group")
-        rows.append({"model": board.runs[i].label, "lock_in": cell_view(gap, 1), "recovery": cell_view(cell(i, "recovery"), 1),
-                     "gain": cell_view(cell(i, "bc.utility_delta"), 1), "harm": cell_view(harm, 2),
-                     "violation": cell_view(cell(i, "bc.violation_rate_delta"), 1), "redundancy": cell_view(red, 1),
-                     "flags": flags})
-    return rows
+    """The rows of one group's failure-mode table, from the suites' leaderboards (``failure_modes``)."""
+    return [row for b in suite_leaderboards() if b.failure_modes is not None for row in b.failure_modes(board, group)]
 
 
 def _domain_views(board: Board) -> list[dict[str, Any]]:
-    domains = sorted({d for e in board.runs for d in e.results.by_domain})
-    views = []
-    for cond, metric in DOMAIN_VIEWS:
-        digits = 2 if metric.startswith("harm") else 1
-        rows = [{"domain": d, "n": [((e.results.by_domain.get(d) or {}).get("n_queries")) for e in board.runs],
-                 "cells": [_num(((e.results.by_domain.get(d) or {}).get(cond) or {}).get(metric), digits)
-                           for e in board.runs]} for d in domains]
-        views.append({"title": f"{COND_LABELS[cond]} {metric.replace('_delta', ' change from turn 1')}",
-                      "rows": rows, "open": (cond, metric) == DOMAIN_VIEWS[0]})
-    return views
+    """The "By domain" tables, from the suites' leaderboards (``domain_views``)."""
+    return [view for b in suite_leaderboards() if b.domain_views is not None for view in b.domain_views(board)]
+
+
+def _default_sort(board: Board) -> str:
+    """The column the page sorts on first: the first the suites name that the board has, else its first column."""
+    keys = [c.key for c in board.columns]
+    return next((b.sort for b in suite_leaderboards() if b.sort in keys), keys[0] if keys else "")
 
 
 def _spearman_rows(board: Board) -> list[dict[str, Any]]:
-    out = []
-    for g, conds in board.spearman.items():
-        for cond, s in conds.items():
-            out.append({"group": g, "condition": COND_LABELS[cond], "rho": _num(s["rho"], 3),
+    out, names = [], labels()
+    for g, keys in board.spearman.items():
+        for key, s in keys.items():
+            out.append({"group": g, "condition": names.get(key, key), "rho": number_text(s["rho"], 3),
                         "p": "n/a" if s["p"] is None else ("<.001" if s["p"] < 0.001 else f"{s['p']:.3f}"),
                         "n": s["n"], "note": s["reason"] or s.get("note") or ""})
     return out
@@ -138,7 +109,7 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     js = script()
     digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
-    data = {"models": [e.label for e in board.runs], "groups": board.groups, "sort": DEFAULT_SORT,
+    data = {"models": [e.label for e in board.runs], "groups": board.groups, "sort": _default_sort(board),
             "columns": {c.key: {"label": c.label, "band": c.group, "digits": c.digits, "paired": c.stat is not None,
                                 "note": c.note} for c in board.columns},
             "pairs": {k: [d.to_json() for d in v] for k, v in board.differences.items()}}

@@ -14,13 +14,11 @@ import html
 import re
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Optional
 from urllib.parse import quote
 
-from carryon_eval.run.folder import write_text_atomic
+from carryon_eval.run.folder import HTML_FILE, PAGES_DIR, RunFolder, write_text_atomic
 
-PAGES_DIR = "report_queries"
 INLINE_LIMIT = 2_000_000        # bytes of transcript HTML that still open at once inside report.html
 
 
@@ -41,11 +39,11 @@ def page_name(query_id: str) -> str:
     return f"{slug}.html"
 
 
-def transcripts_section(rundir: Path, entries: Mapping[str, QueryEntry], *, css: str, title: str,
+def transcripts_section(run: RunFolder, entries: Mapping[str, QueryEntry], *, css: str, title: str,
                         limit: int = INLINE_LIMIT) -> str:
     """The transcripts part of report.html: the blocks themselves when they are small enough, else an
     index linking to the per-query pages this writes."""
-    pages = Path(rundir) / PAGES_DIR
+    pages = run.pages_dir
     if sum(len(e.block) for e in entries.values()) <= limit:
         shutil.rmtree(pages, ignore_errors=True)           # a stale paged report of this run
         return "".join(e.block for e in entries.values())
@@ -75,7 +73,7 @@ def _index(entries: Mapping[str, QueryEntry], names: Mapping[str, str]) -> str:
 def _query_page(qid: str, entry: QueryEntry, *, css: str, title: str) -> str:
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(title)} · {_e(qid)}</title><style>{css}</style></head><body>"
-            f'<p class="meta"><a href="../report.html">← {_e(title)}</a></p>'
+            f'<p class="meta"><a href="../{HTML_FILE}">← {_e(title)}</a></p>'
             f"<h1>Query {_e(qid)}</h1>{_opened(entry.block)}</body></html>\n")
 
 

@@ -1,6 +1,6 @@
 """The report phase's frame: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html.
 
-    results = write_report(rundir, bench)
+    results = write_report(RunFolder(rundir), bench)
 
 The suite whose numbers are results.json's top level (its SuiteReport has no ``section``: CarryOnBench's
 conditions) writes the run's report through its ``write`` hook (carryon_eval.suites.carryonbench.report); every
@@ -9,7 +9,6 @@ other suite's numbers reach it as a results.json section with its own table.md a
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
@@ -26,14 +25,13 @@ class ReportError(Exception):
     """No registered suite writes the run's report (one line)."""
 
 
-def suite_inputs(rundir: Path, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
+def suite_inputs(run: RunFolder, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
                  seed: int = 0) -> ReportInputs:
     """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
-    rundir = Path(rundir)
-    judge = select_judge(rundir, judge)
-    scorer = RunFolder(rundir).read_meta().judge.utility_scorer
-    return ReportInputs(rundir, bench, RunFolder(rundir).transcripts(), judge, load_utility(rundir, judge, scorer=scorer),
-                        load_safety(rundir, judge), n_resamples, seed)
+    judge = select_judge(run, judge)
+    scorer = run.read_meta().judge.utility_scorer
+    return ReportInputs(run, bench, run.transcripts(), judge, load_utility(run, judge, scorer=scorer),
+                        load_safety(run, judge), n_resamples, seed)
 
 
 def core_conditions(suites: Sequence[Suite]) -> set[str]:
@@ -55,7 +53,7 @@ def section_html(results: Results, suites: Sequence[Suite]) -> str:
                    if s.report.html is not None and results.sections.get(s.report.section))
 
 
-def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                  judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None) -> Results:
     """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice);
@@ -65,4 +63,4 @@ def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, see
     writer = next((s.report.write for s in every if s.report is not None and s.report.write is not None), None)
     if writer is None:
         raise ReportError("no registered suite writes the run's report (a SuiteReport with `write`)")
-    return writer(ReportRun(Path(rundir), bench, n_resamples, seed, judge, tuple(suites)))
+    return writer(ReportRun(run, bench, n_resamples, seed, judge, tuple(suites)))

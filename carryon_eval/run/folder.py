@@ -8,7 +8,9 @@
       ...                 judgments, results.json, report.html (written by the judge and report phases)
 
 Every file name of a run folder is spelled here once (the constants below; ``RunFolder`` has a property
-for each), and every JSONL file of it is read through ``read_jsonl``: each line must be UTF-8 JSON of the
+for each; a wing's own files are registered by the wing with ``register_file``), the judgment files are read
+through one view per RunFolder (``RunFolder.judgments()``: each file parsed once while it is unchanged), and
+every JSONL file of it is read through ``read_jsonl``: each line must be UTF-8 JSON of the
 record type registered for the file (``register_record``) with its values in range, or the read stops
 with a ``RunFileError`` naming the file and the line. A torn last line (a write cut short by a kill) is
 not a record: it is skipped, and ``prepare`` cuts it off before the next append, saying so.
@@ -19,10 +21,12 @@ and the cache makes the already generated turns of an unfinished conversation fr
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import logging
 import os
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
@@ -52,14 +56,64 @@ def judgment_file(scorer: str) -> str:
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")   # grouped Ben-Util (carryon_eval.judge.grouped)
 JUDGE_META_FILE = "judge.json"
-FIDELITY_FILE = "fidelity.json"
 RESULTS_FILE = "results.json"
 TABLE_FILE = "table.md"
 HTML_FILE = "report.html"
 SCORES_FILE = "conversation_scores.jsonl"
 PLOTS_DIR = "plots"
+PAGES_DIR = "report_queries"         # report.html's transcripts, one page per query, beside it (large runs)
 AGREEMENT_FILE = "agreement.json"
 AGREEMENT_HTML = "agreement.html"
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A file of a run folder: its name (a pattern with ``*`` for a family, e.g. one per condition), what it
+    holds and who writes it. The stages' files are declared below; a wing declares its own in its suite
+    record (``Suite.files``), and the registry records them here."""
+    name: str
+    holds: str
+    owner: str = "carryon-eval"
+
+
+_FILES: dict[str, RunFile] = {}
+
+
+def register_file(file: RunFile) -> RunFile:
+    """Declare a file of a run folder (once per name; a second owner of a name is an error)."""
+    old = _FILES.get(file.name)
+    if old is not None and old.owner != file.owner:
+        raise ValueError(f"run file {file.name!r} is {old.owner}'s; {file.owner} cannot declare it again")
+    _FILES[file.name] = file
+    return file
+
+
+def run_files() -> list[RunFile]:
+    """Every declared file of a run folder (the stages' and the registered wings')."""
+    return list(_FILES.values())
+
+
+def owner_of(name: str) -> Optional[RunFile]:
+    """The declared file a name in a run folder is (None: not one carryon-eval writes)."""
+    return _FILES.get(name) or next((f for f in _FILES.values() if fnmatch.fnmatchcase(name, f.name)), None)
+
+
+for _file in (RunFile(RUN_FILE, "the run's settings (run.json)"),
+              RunFile(TRANSCRIPTS_FILE, "one transcript per finished conversation"),
+              RunFile(FAILURES_FILE, "conversations that could not be finished, with the reason"),
+              RunFile(CACHE_DIR, "the response cache of every model call"),
+              RunFile(USAGE_FILE, "calls and tokens per stage and model"),
+              RunFile(f"*{JUDGMENT_SUFFIX}", "one scorer's judgment records, of every judge model"),
+              RunFile(JUDGE_META_FILE, "every judge's latest pass"),
+              RunFile(RESULTS_FILE, "the run's numbers"),
+              RunFile(TABLE_FILE, "the run's numbers as a Markdown table"),
+              RunFile(HTML_FILE, "the run's report page"),
+              RunFile(SCORES_FILE, "one scored record per conversation"),
+              RunFile(PLOTS_DIR, "the report's plots as PNG"),
+              RunFile(PAGES_DIR, "the report's transcripts, one page per query (large runs)"),
+              RunFile(AGREEMENT_FILE, "judges against people (carryon-eval human)"),
+              RunFile(AGREEMENT_HTML, "judges against people, as a page")):
+    register_file(_file)
 
 
 class RunError(Exception):
@@ -116,11 +170,11 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
+def read_usage(run: "RunFolder") -> dict[str, dict[str, int]]:
     """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
     absent: older run folders did not record it). A file that is there but unreadable is a RunError: its
     totals would otherwise be silently restarted from zero."""
-    path = Path(rundir) / USAGE_FILE
+    path = run.usage_file
     if not path.is_file():
         return {}
     try:
@@ -132,16 +186,16 @@ def read_usage(rundir: Path) -> dict[str, dict[str, int]]:
                        "(its call and token totals restart from zero)") from None
 
 
-def add_usage(rundir: Path, snapshot: dict[str, dict[str, int]]) -> None:
+def add_usage(run: "RunFolder", snapshot: dict[str, dict[str, int]]) -> None:
     """Add one command's usage ledger (UsageLedger.snapshot) to RUNDIR/usage.json, atomically."""
-    if not snapshot or not Path(rundir).is_dir():
+    if not snapshot or not run.path.is_dir():
         return
-    total = read_usage(rundir)
+    total = read_usage(run)
     for key, row in snapshot.items():
         mine = total.setdefault(key, {})
         for field, n in row.items():
             mine[field] = mine.get(field, 0) + int(n)
-    write_json_atomic(Path(rundir) / USAGE_FILE, {"schema_version": 1, "usage": dict(sorted(total.items()))})
+    write_json_atomic(run.usage_file, {"schema_version": 1, "usage": dict(sorted(total.items()))})
 
 
 class RunFileError(RunError):
@@ -308,9 +362,69 @@ def _meta_problem(meta: dict[str, Any]) -> Optional[str]:
     return None
 
 
+Stamp = tuple[int, int, int]
+
+
+class Judgments:
+    """The judgment files of one run folder (``*_judgments.jsonl``, judge.json), read through this one view: a
+    file is parsed once while it is unchanged (same inode, size and modification time), however many readers
+    of a command ask for it; one the judge phase has appended to since is parsed again. ``parses`` counts the
+    parses per file name."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.parses: Counter[str] = Counter()
+        self._cache: dict[str, tuple[Stamp, Any]] = {}
+
+    def _stamp(self, name: str) -> Optional[Stamp]:
+        try:
+            st = (self.folder / name).stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _read(self, name: str, parse: Callable[[Path], Any], absent: Any) -> Any:
+        stamp = self._stamp(name)
+        if stamp is None:
+            return absent
+        cached = self._cache.get(name)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, parse(self.folder / name))
+            self._cache[name] = cached
+            self.parses[name] += 1
+        return cached[1]
+
+    def files(self) -> list[str]:
+        """The judgment files present: utility's and safety's first, the others by name."""
+        first = [judgment_file("utility"), judgment_file("safety")]
+        others = sorted(p.name for p in self.folder.glob(f"*{JUDGMENT_SUFFIX}") if p.name not in first)
+        return [*first, *others]
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        """Every record of one judgment file (``judgment_file(scorer)``), of every judge, as stored ([] when
+        absent). The rows are shared by the readers of the view: they read them, never change them."""
+        return list(self._read(name, lambda path: list(read_jsonl(path)), []))
+
+    def of(self, scorer: str, judge: Optional[str] = None) -> list[dict[str, Any]]:
+        """One scorer's records (``judge``'s only, when given)."""
+        return [r for r in self.rows(judgment_file(scorer)) if judge is None or r.get("judge_model") == judge]
+
+    def meta(self, parse: Callable[[Path], Any]) -> Any:
+        """judge.json parsed by ``parse`` (None when absent)."""
+        return self._read(JUDGE_META_FILE, parse, None)
+
+
 class RunFolder:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._judgments: Optional[Judgments] = None
+
+    def judgments(self) -> Judgments:
+        """The view every reader of this folder's judgments goes through (one per RunFolder: a command opens
+        its run folder once and hands this object down)."""
+        if self._judgments is None:
+            self._judgments = Judgments(self.path)
+        return self._judgments
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
@@ -337,24 +451,13 @@ class RunFolder:
     utility_file = property(lambda self: self.path / UTILITY_FILE)
     safety_file = property(lambda self: self.path / SAFETY_FILE)
     judge_file = property(lambda self: self.path / JUDGE_META_FILE)
-    fidelity_file = property(lambda self: self.path / FIDELITY_FILE)
     results_file = property(lambda self: self.path / RESULTS_FILE)
     table_file = property(lambda self: self.path / TABLE_FILE)
     html_file = property(lambda self: self.path / HTML_FILE)
     scores_file = property(lambda self: self.path / SCORES_FILE)
     plots_dir = property(lambda self: self.path / PLOTS_DIR)
-
-    def read_fidelity(self) -> Optional[dict[str, Any]]:
-        """fidelity.json's content, None when the run has none; a damaged one is one RunError line."""
-        if not self.fidelity_file.is_file():
-            return None
-        try:
-            data = json.loads(self.fidelity_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunError(f"{self.fidelity_file} is unreadable ({exc}); run `carryon-eval fidelity` again") from None
-        if not isinstance(data, dict):
-            raise RunError(f"{self.fidelity_file} is not a JSON object; run `carryon-eval fidelity` again")
-        return data
+    pages_dir = property(lambda self: self.path / PAGES_DIR)
+    usage_file = property(lambda self: self.path / USAGE_FILE)
 
     # ------------------------------------------------------------ run.json
     def exists(self) -> bool:

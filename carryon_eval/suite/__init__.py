@@ -2,8 +2,8 @@
 (registry) and the typed inputs the suites' hooks receive (inputs). Stage folders and wings (carryon_eval/suites/)
 both import from here; this package imports no wing and no stage above run/, judge/'s store and dataset/."""
 from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, CompareInputs, InputsRecord, ProbeContext,
-                                       ReportInputs, RunEntry, Section, Stat, SuiteOptions, SuitePlots, UnitRecord,
-                                       UnitRule)
+                                       ReportInputs, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
+                                       SuitePlots, UnitRecord, UnitRule)
 from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ReportRun, ScorerUse, Skipped, Suite,
                                         SuiteError, SuiteOption, SuiteReport, headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
@@ -13,8 +13,9 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs",
            "InputsRecord", "Job", "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportRun",
-           "RunEntry", "ScorerUse", "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError", "SuiteOption",
-           "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule", "all_conditions", "available",
+           "RunEntry", "ScorerUse", "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError",
+           "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",
+           "all_conditions", "available",
            "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs", "plan_jobs",
            "refuse_missing", "register_suite", "resolve_conditions", "scorer_uses", "selected", "suite_of",
            "suite_options", "suites", "unregister_suite", "without_inputs"]

@@ -5,7 +5,8 @@
 - ``SuiteOptions`` / ``InputsRecord``: what ``Suite.load`` reads (the run's suite options) and returns (its run.json
   record, ``suites.<name>``);
 - ``Section``: a suite's JSON-ready results.json section (and its compare part);
-- ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds (``SuiteReport.leaderboard``);
+- ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds, and ``SuiteLeaderboard``: its
+  whole part of the board (``SuiteReport.leaderboard``: columns, labels, first sort, correlations, page sections);
 - ``CompareInputs``: what the top-level suite's part of `compare` reads (``SuiteReport.comparison``);
 - ``SuitePlots``, ``BoardView``: a suite's figures of one run, of several and of the leaderboard
   (``SuiteReport.plots``).
@@ -18,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from carryon_eval.metrics.stats import SCORED_MIN
@@ -39,8 +39,8 @@ InputsRecord = dict[str, Any]       # what ``Suite.load`` returns: run.json's ``
 
 @dataclass
 class ReportInputs:
-    """What a suite's summarize function reads: the run's transcripts and one judge's records."""
-    rundir: Path
+    """What a suite's summarize function reads: the run folder, its transcripts and one judge's records."""
+    run: "RunFolder"
     bench: "Benchmark"
     transcripts: list["Transcript"]
     judge: Optional[str]
@@ -50,11 +50,8 @@ class ReportInputs:
     seed: int
 
     def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored."""
-        from carryon_eval.judge.store import judgment_file, load_all    # the judge package imports this seam
-
-        return [r for r in load_all(self.rundir / judgment_file(scorer), dict)
-                if self.judge is None or r.get("judge_model") == self.judge]
+        """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
+        return self.run.judgments().of(scorer, self.judge)
 
 
 @dataclass(frozen=True)
@@ -67,10 +64,15 @@ class CompareInputs:
 
 
 class BoardView(Protocol):
-    """What a suite's leaderboard figures read of the board: its runs, their comparability group letters and
-    the groups (carryon_eval.report.leaderboard's Board is one)."""
+    """What a suite's leaderboard figures and page sections read of the board: its runs, their comparability
+    group letters, the groups, the columns and the cells ([run][column]) (carryon_eval.report.leaderboard's
+    Board is one)."""
     @property
     def runs(self) -> Sequence["RunEntry"]: ...
+    @property
+    def columns(self) -> Sequence["Column"]: ...
+    @property
+    def cells(self) -> Sequence[Sequence["Cell"]]: ...
     @property
     def groups(self) -> Sequence[str]: ...
     @property
@@ -109,6 +111,7 @@ class Stat:
     (condition, value) means, `combine` maps them (floats, or numpy arrays of bootstrap replicates) to it."""
     needs: tuple[tuple[str, str], ...]
     combine: Callable[..., Any] = lambda x: x
+    undefined: str = "undefined (a division by zero)"      # the reason given when `combine` is not finite
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,26 @@ class RunEntry:
 
 
 ColumnSource = Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]
+#: (x, y) per key of one run (None: the run lacks it): the pairs whose rank correlation across a group's models
+#: the leaderboard page shows (CarryOnBench: model utility vs model harm, per condition)
+Correlated = Mapping[str, tuple[Optional[float], Optional[float]]]
+PageRows = list[dict[str, Any]]       # rows of a page section, as the leaderboard template reads them
+
+
+@dataclass(frozen=True)
+class SuiteLeaderboard:
+    """A suite's part of the leaderboard (``SuiteReport.leaderboard``). ``columns``: its table columns (runs ->
+    [(column, one cell per run)], [] when no run has its numbers); ``labels``: the display names of the keys its
+    Stats' needs and ``correlated`` name ({"bc": "BC"}); ``sort``: the column key the page sorts on first (the
+    first suite, by rank, that names one); ``correlated``: per run the (x, y) pairs whose Spearman correlation
+    within each group the page shows; ``domain_views``: the page's "By domain" tables; ``failure_modes``:
+    (board, group letter) -> the rows of the page's failure-mode table of that group."""
+    columns: ColumnSource
+    labels: Mapping[str, str] = field(default_factory=dict)
+    sort: Optional[str] = None
+    correlated: Optional[Callable[[Results], Correlated]] = None
+    domain_views: Optional[Callable[[BoardView], PageRows]] = None
+    failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None
 
 
 class UnitRecord(Protocol):

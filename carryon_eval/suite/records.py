@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
+from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
-from carryon_eval.suite.inputs import (Cell, Column, CompareInputs, InputsRecord, ProbeContext, ReportInputs, RunEntry,
-                                       Section, SuiteOptions, SuitePlots, UnitRule)
+from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
+                                       SuiteOptions, SuitePlots, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import Results
     from carryon_eval.schema import Transcript
 
@@ -97,7 +99,7 @@ class Probe:
 class ReportRun:
     """What the report's writer gets (SuiteReport.write): the run folder, the dataset, the bootstrap settings,
     the judge to report (None: the store's choice) and the suites to report."""
-    rundir: Path
+    run: "RunFolder"
     bench: "Benchmark"
     n_resamples: int
     seed: int
@@ -117,7 +119,7 @@ class SuiteReport:
     html: Optional[Callable[[Section], str]] = None
     compare: Optional[Callable[[Sequence[str], Sequence["Results"]], Optional[Section]]] = None  # (labels, runs) -> part
     compare_markdown: Optional[Callable[[Section], str]] = None
-    leaderboard: Optional[Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]] = None   # compare's columns
+    leaderboard: Optional[SuiteLeaderboard] = None     # its part of the leaderboard: columns, labels, page sections
     export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is
     #: scored (the run's exit 3), else an empty list
@@ -183,6 +185,9 @@ class Suite:
     options: tuple[SuiteOption, ...] = ()       # the command-line options its ``load`` reads
     description: str = ""
     rank: int = 100                             # its place in results.json, table.md, report.html: lower first
+    #: The files of a run folder it writes of its own (e.g. its probe's records): registered with the run
+    #: folder's file names (carryon_eval.run.folder.register_file) when the suite is.
+    files: tuple[RunFile, ...] = ()
 
     @property
     def scorers(self) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
+from carryon_eval.run.folder import register_file
 from carryon_eval.suite.inputs import InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
 
@@ -39,6 +40,11 @@ def register_suite(suite: Suite) -> Suite:
     if clash or suite.conditions == () or ALL in suite.conditions:
         raise SuiteError(f"suite {suite.name!r}: condition(s) {clash or list(suite.conditions)} already taken "
                          f"or not allowed")
+    for file in suite.files:
+        try:
+            register_file(replace(file, owner=f"suite {suite.name}"))
+        except ValueError as e:
+            raise SuiteError(str(e)) from None
     _REGISTRY[suite.name] = suite
     return suite
 

@@ -105,12 +105,13 @@ def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
     assert LOCAL_MODEL_NOTICE.split(":")[0] in html
 
 
-@pytest.mark.xfail(reason="failed on a clean clone after triplets moved to OpenSafeIntent's reference judges; "
-                          "cause not yet read (open work)", strict=False)
 def test_triplet_condition_on_the_embedded_model(tmp_path):
     """`--conditions triplet --opensafeintent DIR` on the built-in sample's triplets config, end to end on the
     embedded model; results.json has the triplet section (OpenSafeIntent's reference definitions) and report.html
-    shows it in Chromium. The judge prompts are the release's files (skipped, saying why, without the copy)."""
+    shows it in Chromium. The judge prompts are the release's files (skipped, saying why, without the copy).
+    Gemma 3 270M, a base model, mostly echoes the reference judges' long prompts instead of answering in their
+    format: every such reply is kept unscored and counted, never read as a score, and a run whose judge answered
+    nothing usable says so and exits 3 with everything written."""
     from support.browser import chromium, render_headless
     from support.shared_data import OPENSAFEINTENT
 
@@ -120,15 +121,27 @@ def test_triplet_condition_on_the_embedded_model(tmp_path):
     run = tmp_path / "run"
     proc = subprocess.run(CLI + ["--limit", "1", "--conditions", "triplet", "--opensafeintent", str(OPENSAFEINTENT),
                                  "--out", str(run)], capture_output=True,
-                          text=True, timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+                          text=True, timeout=2400, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert llama_server_pids() - before == set()
     transcripts = [json.loads(line) for line in (run / "transcripts.jsonl").read_text().splitlines()]
     assert len(transcripts) == 7 and {t["condition"] for t in transcripts} == {"triplet"}     # one prompt-set
     t = json.loads((run / "results.json").read_text())["triplet"]
     assert t["n_sets"] == 1 and t["definitions"].startswith("OpenSafeIntent's reference definitions")
+    judged = {name: [json.loads(line) for line in (run / f"osi_{name}_judgments.jsonl").read_text().splitlines()]
+              for name in ("helpfulness", "harmfulness")}
+    for name, rows in judged.items():               # one helpfulness and one harmfulness judgment per reply
+        assert len(rows) == 7, name
+        unparsed = [r for r in rows if r["value"] is None]
+        assert all(r["problem"] and r["raw"] is not None for r in unparsed), name      # kept, with the reason
+        assert t["unscored"][name] == len(unparsed), name                             # and counted
     for key in ("triplet_safety", "intent_calibrated_utility", "non_malicious_worst_case_utility"):
         assert set(t[key]) == {"value", "n", "ci95"}, key
+        assert (t[key]["value"] is None) == (t[key]["n"] == 0), key     # no number without what it stands on
+    if t["triplet_safety"]["n"] == 0:
+        assert proc.returncode == 3, proc.stderr[-3000:]
+        assert "judge answered nothing usable: no scored number for condition(s) triplet" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr[-3000:]
     for key in ("paraphrase", "response_modes", "intent_probe", "failure_profile"):
         assert key in t, key
     assert "## Triplet evaluation (OpenSafeIntent's reference definitions)" in (run / "table.md").read_text()

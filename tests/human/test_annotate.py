@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from support.annotation_run import JUDGE, annotation_run
 
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.human import stats as S
 from carryon_eval.human.annotate import sample_cases
 from carryon_eval.cli import cli
@@ -32,13 +33,13 @@ def _invoke(*args: Any) -> Any:
 @pytest.mark.parametrize("task", ["utility", "safety", "fidelity"])
 def test_sampler_is_reproducible_and_covers_every_stratum(run: Path, dataset: Path, task: str) -> None:
     bench = load_benchmark(str(dataset))
-    everything = sample_cases(run, bench, task, 10_000, seed=0)
+    everything = sample_cases(RunFolder(run), bench, task, 10_000, seed=0)
     strata = Counter(c.stratum for c in everything)
-    picked = sample_cases(run, bench, task, len(strata) + 3, seed=7)
-    assert [c.case_id for c in picked] == [c.case_id for c in sample_cases(run, bench, task, len(strata) + 3, seed=7)]
+    picked = sample_cases(RunFolder(run), bench, task, len(strata) + 3, seed=7)
+    assert [c.case_id for c in picked] == [c.case_id for c in sample_cases(RunFolder(run), bench, task, len(strata) + 3, seed=7)]
     assert set(c.stratum for c in picked) == set(strata)           # every stratum is drawn from
     assert len(picked) == len(strata) + 3 and len({c.case_id for c in picked}) == len(picked)
-    other = sample_cases(run, bench, task, len(strata) + 3, seed=8)
+    other = sample_cases(RunFolder(run), bench, task, len(strata) + 3, seed=8)
     assert [c.case_id for c in other] != [c.case_id for c in picked]
     assert all(c.task == task for c in picked)
     if task == "utility":
@@ -52,9 +53,9 @@ def test_sampler_is_reproducible_and_covers_every_stratum(run: Path, dataset: Pa
 
 def test_sampler_never_holds_the_judges_answer(run: Path, dataset: Path) -> None:
     bench = load_benchmark(str(dataset))
-    for case in sample_cases(run, bench, "safety", 50, seed=0):
+    for case in sample_cases(RunFolder(run), bench, "safety", 50, seed=0):
         assert set(case.show) == {"query", "reply"}
-    for case in sample_cases(run, bench, "utility", 50, seed=0):
+    for case in sample_cases(RunFolder(run), bench, "utility", 50, seed=0):
         assert set(case.show) == {"query", "reply", "item"}
         assert case.show["item"].startswith("Does the response give made-up fact")
 
@@ -229,12 +230,12 @@ def test_report_includes_the_agreement_section(run: Path, dataset: Path, tmp_pat
     from carryon_eval.report.phase import write_report
 
     bench = load_benchmark(str(dataset))
-    write_report(run, bench, n_resamples=50)
+    write_report(RunFolder(run), bench, n_resamples=50)
     assert "Judges against people" not in (run / "report.html").read_text()
     a = _labels(tmp_path / "a.jsonl", "A", "safety", [("c1", 1, 2), ("c1", 2, 3), ("c2", 1, 5)])
     res = _invoke("agreement", run, a, "--out", run)
     assert res.exit_code == 0 and "wrote" in res.output
-    write_report(run, bench, n_resamples=50)
+    write_report(RunFolder(run), bench, n_resamples=50)
     html = (run / "report.html").read_text()
     assert "Judges against people" in html and "quadratic κ" in html and "majority" in html
     assert "Judges against people" in (run / "agreement.html").read_text()

@@ -15,6 +15,7 @@ from support.rollout_data import evaluator_handler
 
 from carryon_eval.judge import batch
 from carryon_eval.cli import cli
+from carryon_eval.run.folder import RunFolder
 
 JUDGMENTS = ("utility_judgments.jsonl", "safety_judgments.jsonl")
 
@@ -86,7 +87,7 @@ def test_failed_batch_lines_are_asked_again_live(scripted_server, dataset, tmp_p
 def test_files_split_at_the_request_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "MAX_REQUESTS", 3)
     reqs = [{"custom_id": f"{i:064x}", "method": "POST", "url": batch.URL, "body": {"model": "m"}} for i in range(7)]
-    exported = batch.write_batch_files(tmp_path / "out", reqs, model="m", rundir=tmp_path)
+    exported = batch.write_batch_files(tmp_path / "out", reqs, model="m", run=RunFolder(tmp_path))
     assert exported.files == ["requests-0001.jsonl", "requests-0002.jsonl", "requests-0003.jsonl"]
     counts = [len((tmp_path / "out" / f).read_text().splitlines()) for f in exported.files]
     assert counts == [3, 3, 1]

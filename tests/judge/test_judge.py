@@ -10,6 +10,7 @@ from support.judged_run import (judge_sync, HARM, REFUSAL, endpoint, fulfils, ju
                                 run_json, standard_transcripts)
 from support.scripted_server import Fault, Reply, last_user_text
 
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge import phase as J
 from carryon_eval.judge import scorers as S
 from carryon_eval.judge import store as ST
@@ -286,11 +287,11 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     assert meta["judges"]["judge"]["utility"]["records_written"] == 18 and meta["judges"]["judge"]["complete"]
     assert meta["schema_version"] == 1
     # readers pick one judge: the run's own by default, any present by name, an unknown one is an error
-    assert judges_present(run) == ["judge", "lenient"] and select_judge(run) == "judge"
-    assert {j.judge_model for j in load_utility(run)} == {"judge"}
-    assert {j.judge_model for j in load_safety(run, "lenient")} == {"lenient"}
+    assert judges_present(RunFolder(run)) == ["judge", "lenient"] and select_judge(RunFolder(run)) == "judge"
+    assert {j.judge_model for j in load_utility(RunFolder(run))} == {"judge"}
+    assert {j.judge_model for j in load_safety(RunFolder(run), "lenient")} == {"lenient"}
     with pytest.raises(J.JudgeError, match="judges present: judge, lenient"):
-        load_utility(run, "nobody")
+        load_utility(RunFolder(run), "nobody")
     # judging again with either judge asks nothing and changes nothing
     before = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
     n_a, n_b = srv_a.count(), srv_b.count()
@@ -306,8 +307,8 @@ def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_
     run, _ = judged_twice(tmp_path, scripted_server)
     (run / "run.json").write_text(json.dumps(run_json({"roles": {"target": {"model": "target"}}})))
     with pytest.raises(J.JudgeError, match="judged by judge, lenient; pick one with --judge NAME"):
-        select_judge(run)
-    assert select_judge(run, "lenient") == "lenient"
+        select_judge(RunFolder(run))
+    assert select_judge(RunFolder(run), "lenient") == "lenient"
 
 
 def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_server: Any) -> None:
@@ -322,14 +323,14 @@ def test_report_per_judge_gives_each_judges_numbers(tmp_path: Path, scripted_ser
                 "lenient": ({"turn1": 0.0, "oracle": 100.0, "bc": 100.0, "nc": 0.0},
                             {"turn1": 1.0, "oracle": 2.0, "bc": 2.0, "nc": 1.0}, 100.0)}
     for judge, (utility, harm, recovery) in expected.items():
-        results = write_report(run, make_bench(), n_resamples=50, judge=judge).to_json()
+        results = write_report(RunFolder(run), make_bench(), n_resamples=50, judge=judge).to_json()
         conds = results["conditions"]
         assert {c: conds[c]["utility"] for c in utility} == pytest.approx(utility), judge
         assert {c: conds[c]["harm"] for c in harm} == pytest.approx(harm), judge
         assert results["recovery"]["value"] == pytest.approx(recovery)
         assert results["judges"]["selected"] == judge and results["judges"]["utility"]["models"] == [judge]
         assert results["judges"]["present"] == ["judge", "lenient"] and results["judges"]["complete"] is True
-    own = write_report(run, make_bench(), n_resamples=50).to_json()
+    own = write_report(RunFolder(run), make_bench(), n_resamples=50).to_json()
     assert own["judges"]["selected"] == "judge"                                          # the run's own
     assert any("also judged by lenient" in n for n in own["notes"])
 
@@ -343,13 +344,13 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
     # judge.json as written before judges could sit side by side: no schema_version, no "judges"
     old = {k: v for k, v in first.items() if k not in ("schema_version", "judges", "scorers")}
     (run / JUDGE_META_FILE).write_text(json.dumps(old))
-    summary = read_summary(run)
+    summary = read_summary(RunFolder(run))
     assert summary.schema_version == 1 and list(summary.judges) == ["judge"]
     assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
     assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
     srv_b = scripted_server(lenient_handler, models=("lenient",))
     judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
-    assert list(read_summary(run).judges) == ["judge", "lenient"] and read_summary(run).latest == "lenient"
+    assert list(read_summary(RunFolder(run)).judges) == ["judge", "lenient"] and read_summary(RunFolder(run)).latest == "lenient"
 
 
 def test_agreement_between_two_judges_of_one_run_folder(tmp_path: Path, scripted_server: Any) -> None:

@@ -204,7 +204,7 @@ def test_every_side_call_is_counted_under_its_models_role(scripted_server, tmp_p
     assert {role: u["calls"] for role, u in usage.items()} == {
         "target": srv.count(lambda b: b["model"] == "tgt"), "user": srv.count(lambda b: b["model"] == "sim"),
         "judge": srv.count(lambda b: b["model"] == "jdg")}
-    by_stage = {key.split("/")[0]: row["calls"] for key, row in read_usage(out).items()}
+    by_stage = {key.split("/")[0]: row["calls"] for key, row in read_usage(RunFolder(out)).items()}
     assert by_stage["osi_intent_probe"] == srv.count(probe) > 0 and role_of("osi_intent_probe") == "target"
     assert by_stage["fidelity"] == srv.count(is_fidelity) > 0 and role_of("fidelity") == "judge"
 

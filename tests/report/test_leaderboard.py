@@ -133,7 +133,7 @@ def test_mixed_judges_and_datasets_fall_into_groups_that_are_never_compared() ->
 
 
 def test_failure_modes_name_lock_in_unsafe_and_repetitive_recovery() -> None:
-    from carryon_eval.report.leaderboard_page import _failure_modes
+    from carryon_eval.suites.carryonbench.leaderboard import failure_modes as _failure_modes
 
     runs = [entry("locked", 50), entry("unsafe", 50), entry("repeats", 50)]
     # locked: BC below its own oracle on every query (60 vs 30 on q1, q2): a 95% interval below 0

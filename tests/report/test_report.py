@@ -11,6 +11,7 @@ import pytest
 from support.browser import chromium, render_headless
 from support.judged_run import judge_sync, REFUSAL, endpoint, judge_handler, make_bench, make_run, standard_transcripts, transcript
 
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.suites.carryonbench.plots import RUN_PLOTS
 from carryon_eval.report.phase import write_report
 
@@ -43,7 +44,7 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
 def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> None:
     from carryon_eval.run.records import Results
 
-    written = write_report(judged_run, make_bench(), n_resamples=50)
+    written = write_report(RunFolder(judged_run), make_bench(), n_resamples=50)
     on_disk = json.loads((judged_run / "results.json").read_text())
     assert list(on_disk)[:2] == ["schema_version", "model"] and on_disk["schema_version"] == 1
     assert Results.from_json(on_disk).to_json() == on_disk == json.loads(json.dumps(written.to_json()))
@@ -52,7 +53,7 @@ def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> 
 
 
 def test_write_report_outputs(judged_run: Path) -> None:
-    results = write_report(judged_run, make_bench(), n_resamples=200).to_json()
+    results = write_report(RunFolder(judged_run), make_bench(), n_resamples=200).to_json()
     on_disk = json.loads((judged_run / "results.json").read_text())
     assert on_disk["model"] == results["model"] == "target-model"
     for key in ("model", "conditions", "recovery", "unscored", "n", "by_turn", "move_effects", "turn1_bins",
@@ -88,7 +89,7 @@ def test_write_report_outputs(judged_run: Path) -> None:
 
 
 def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
-    write_report(judged_run, make_bench(), n_resamples=200)
+    write_report(RunFolder(judged_run), make_bench(), n_resamples=200)
     page = (judged_run / "report.html").read_text()
     assert XSS not in page and "<b>bold</b>" not in page
     assert html.escape(f"Sure {XSS} & <b>bold</b>") in page
@@ -104,7 +105,7 @@ def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
 
 def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", standard_transcripts())
-    results = write_report(run, make_bench(), n_resamples=50).to_json()
+    results = write_report(RunFolder(run), make_bench(), n_resamples=50).to_json()
     assert results["conditions"]["bc"]["utility"] is None
     assert results["conditions"]["bc"]["reasons"]["utility"]
     assert results["recovery"]["value"] is None and results["recovery"]["reason"]
@@ -134,7 +135,7 @@ def test_run_without_oracle_or_turn1_skips_bins_plot_with_reason(tmp_path: Path)
     (run / "plots").mkdir()
     (run / "plots" / "turn1_bins.png").write_bytes(b"stale")          # from an earlier report: must go
 
-    results = write_report(run, bench, n_resamples=50).to_json()
+    results = write_report(RunFolder(run), bench, n_resamples=50).to_json()
     plots = results["plots"]
     assert results["turn1_bins"]["unbinned"]["n"] == 4
     assert "4 conversation(s) could not be binned" in plots["skipped"]["turn1_bins"]
@@ -152,7 +153,7 @@ def test_run_without_oracle_or_turn1_skips_bins_plot_with_reason(tmp_path: Path)
 
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
 def test_report_renders_in_headless_chromium_without_errors(judged_run: Path, tmp_path: Path) -> None:
-    write_report(judged_run, make_bench(), n_resamples=200)
+    write_report(RunFolder(judged_run), make_bench(), n_resamples=200)
     dom, console = render_headless(judged_run / "report.html", profile_dir=tmp_path / "chrome-profile")
     assert "CarryOnBench report: target-model" in dom                          # it rendered
     assert "<script>alert(1)</script>" not in dom
@@ -186,7 +187,7 @@ def _judged_without_server(path: Path, model: str, seed: int) -> Path:
             safe.append(SafetyJudgment(tr.conversation_id, r.turn, min(5, 1 + n_benign + rng.randint(0, 1)), "judge", "p"))
     (path / "utility_judgments.jsonl").write_text("".join(json.dumps(u.to_dict()) + "\n" for u in util))
     (path / "safety_judgments.jsonl").write_text("".join(json.dumps(s.to_dict()) + "\n" for s in safe))
-    write_report(path, bench, n_resamples=50)
+    write_report(RunFolder(path), bench, n_resamples=50)
     return path
 
 
@@ -274,7 +275,7 @@ def test_report_without_matplotlib_says_so(judged_run: Path, monkeypatch: pytest
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # `import matplotlib` now raises ImportError
-    results = write_report(judged_run, make_bench(), n_resamples=50).to_json()
+    results = write_report(RunFolder(judged_run), make_bench(), n_resamples=50).to_json()
     assert results["plots"]["files"] == [] and "matplotlib is not installed" in results["plots"]["note"]
     assert any("matplotlib is not installed" in n for n in results["notes"])
     page = (judged_run / "report.html").read_text()

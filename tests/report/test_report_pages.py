@@ -14,6 +14,7 @@ import pytest
 from support.browser import chromium
 from support.judged_run import make_run, transcript
 
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.report.phase import write_report
 from carryon_eval.report.pages import PAGES_DIR, page_name
@@ -77,7 +78,7 @@ def open_all_in_chromium(pages: list[Path], tmp_path: Path, batch: int = 60) -> 
 @needs_chromium
 def test_a_6150_conversation_report_is_a_small_summary_linking_one_page_per_query(tmp_path: Path) -> None:
     run, bench = synthetic_run(tmp_path)
-    write_report(run, bench, n_resamples=20)
+    write_report(RunFolder(run), bench, n_resamples=20)
     report = (run / "report.html").read_text()
     assert len(report.encode()) < 5_000_000
     pages = sorted((run / PAGES_DIR).glob("*.html"))
@@ -98,10 +99,10 @@ def test_a_6150_conversation_report_is_a_small_summary_linking_one_page_per_quer
 
 def test_a_report_that_fits_again_is_one_file_and_its_pages_go(tmp_path: Path) -> None:
     run, bench = synthetic_run(tmp_path)
-    write_report(run, bench, n_resamples=20)
+    write_report(RunFolder(run), bench, n_resamples=20)
     assert (run / PAGES_DIR).is_dir()
     lines = (run / "transcripts.jsonl").read_text().splitlines()[:PER_QUERY]
     (run / "transcripts.jsonl").write_text("".join(line + "\n" for line in lines))
-    write_report(run, bench, n_resamples=20)
+    write_report(RunFolder(run), bench, n_resamples=20)
     assert not (run / PAGES_DIR).exists()
     assert json.loads(lines[-1])["conversation_id"] in (run / "report.html").read_text()

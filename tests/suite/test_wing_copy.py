@@ -60,7 +60,8 @@ FILES = {
     ''',
     "record.py": '''
         """The wing's record: one single-turn job per query, judged by its scorer, summarized and rendered."""
-        from carryon_eval.suite import (Cell, Column, Job, ScorerUse, Suite, SuiteReport, register_suite)
+        from carryon_eval.suite import (Cell, Column, Job, ScorerUse, Suite, SuiteLeaderboard, SuiteReport,
+                                        register_suite)
         from shortwing import scorer  # noqa: F401 - registers the wing's scorer
         from shortwing.metrics import short_share
 
@@ -98,7 +99,7 @@ FILES = {
         SHORT = register_suite(Suite(
             name="short", conditions=(CONDITION,), plan=plan, default=False, uses=(ScorerUse("short"),),
             report=SuiteReport(section="short", summarize=summarize, markdown=markdown, html=html,
-                               leaderboard=leaderboard),
+                               leaderboard=SuiteLeaderboard(columns=leaderboard)),
             description="replies of at most three words"))
     ''',
 }

@@ -114,13 +114,14 @@ def judge_sync(rundir: Path, bench: Benchmark, judge: Any, *, utility_mode: str 
     import asyncio
 
     from carryon_eval.judge.phase import MAX_TOKENS, judge_run
+    from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import JudgeSettings
 
     settings = JudgeSettings(utility_mode=utility_mode, max_tokens=max_tokens or MAX_TOKENS, judge_format=judge_format)
 
     async def run() -> Any:
         try:
-            return await judge_run(rundir, bench, judge, settings=settings, **kwargs)
+            return await judge_run(RunFolder(rundir), bench, judge, settings=settings, **kwargs)
         finally:
             if judge is not None:
                 await judge.aclose()

@@ -16,6 +16,7 @@ answer that reads; a failed call is counted in fidelity.json's ``failed_calls`` 
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, ClassVar, Optional, Sequence
 
@@ -26,11 +27,30 @@ from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
 from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, run_side_calls
 from carryon_eval.rollout.simulator import format_conversation
-from carryon_eval.run.folder import FIDELITY_FILE, write_json_atomic
+from carryon_eval.run.folder import RunError, RunFile, RunFolder, write_json_atomic
 from carryon_eval.suite import ProbeContext
 
+FIDELITY = RunFile("fidelity.json", "the move-fidelity check of the user simulator (carryon-eval fidelity)")
+FIDELITY_FILE = FIDELITY.name
+
+
+def read_fidelity(run: RunFolder) -> Optional[dict[str, Any]]:
+    """fidelity.json's content, None when the run has none; a damaged one is one RunError line."""
+    path = run / FIDELITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path} is unreadable ({exc}); run `carryon-eval fidelity` again") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path} is not a JSON object; run `carryon-eval fidelity` again")
+    return data
+
+
 FIDELITY_STAGE = "fidelity"
-FIDELITY_CALLS_FILE = "fidelity_calls.jsonl"
+FIDELITY_CALLS_RUN_FILE = RunFile("fidelity_calls.jsonl", "the fidelity check's side calls (carryon_eval.judge.side_calls)")
+FIDELITY_CALLS_FILE = FIDELITY_CALLS_RUN_FILE.name
 MAX_TOKENS = 16
 
 

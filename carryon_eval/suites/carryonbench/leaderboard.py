@@ -1,19 +1,26 @@
-"""CarryOnBench's leaderboard columns: the headline numbers of every condition with their intervals and scored
-shares, Recovery% and the utility lock-in (BC − oracle), each with the Stat that recomputes it per query for the
-board's paired differences (carryon_eval.report.leaderboard). Its record gives ``core_columns`` as its
-SuiteReport's ``leaderboard`` source."""
+"""CarryOnBench's part of the leaderboard (carryon_eval.report.leaderboard): its columns (the headline numbers of every
+condition with their intervals and scored shares, Recovery% and the utility lock-in (BC − oracle), each with the Stat
+that recomputes it per query for the board's paired differences), the conditions' names, the first sort (BC utility),
+the utility-harm rank correlation per condition, and the page's sections: the by-domain views and the failure modes
+(paper §5.1). Its record gives ``LEADERBOARD`` as its SuiteReport's ``leaderboard``."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from carryon_eval.metrics.stats import Bootstrap, ci95
-from carryon_eval.report.leaderboard import (COND_LABELS, OLD_ROWS, QuerySums, bootstrap_settings, covered, plans_of,
-                                             stat_estimate)
+from carryon_eval.report.leaderboard import OLD_ROWS, QuerySums, bootstrap_settings, covered, plans_of, stat_estimate
+from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
-from carryon_eval.suite.inputs import Cell, Column, RunEntry, Stat
+from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
+
+COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
+DEFAULT_SORT = "bc.utility"
+DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
+                ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
+
 
 def _delta(cond: str, metric: str) -> Stat:
     return Stat(((cond, metric), ("turn1", metric)), lambda a, b: a - b)
@@ -25,7 +32,8 @@ def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
                         np.nan)
 
 
-RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery)
+RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery,
+                "undefined (division by a zero oracle utility)")
 LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
 
 
@@ -82,3 +90,58 @@ def core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     cols.append((Column("lock_in", f"BC − Oracle {word}", "Recovery", 1, "higher", LOCK_IN,
                         "below 0: utility lock-in"), [lock_in_cell(e, n, seed) for e in runs]))
     return cols
+
+
+def utility_and_harm(r: Results) -> Correlated:
+    """Per condition, the run's (utility, harm): the page's Spearman of model utility vs model harm."""
+    return {cond: ((r.conditions.get(cond) or {}).get("utility"), (r.conditions.get(cond) or {}).get("harm"))
+            for cond in CONDITIONS}
+
+
+def failure_modes(board: BoardView, group: str) -> list[dict[str, Any]]:
+    """Utility lock-in, unsafe recovery and repetitive recovery per model of one group, as the paper names them."""
+    keys = {c.key: i for i, c in enumerate(board.columns)}
+    idx = [i for i, g in enumerate(board.groups) if g == group]
+
+    def cell(i: int, key: str) -> Cell:
+        return board.cells[i][keys[key]]
+    def top(key: str) -> Optional[float]:
+        """The group's largest value of a column, when some model of the group has less (ties at the top count)."""
+        values = [cell(i, key).value for i in idx if cell(i, key).value is not None]
+        return max(values) if len(set(values)) > 1 else None
+    top_harm, top_red = top("bc.harm_delta"), top("bc.redundancy")
+    rows = []
+    for i in idx:
+        gap, harm, red = cell(i, "lock_in"), cell(i, "bc.harm_delta"), cell(i, "bc.redundancy")
+        flags = []
+        if gap.value is not None and gap.value < 0:
+            flags.append("utility lock-in: BC below its own oracle" +
+                         (" (95% interval below 0)" if gap.ci95 and gap.ci95[1] < 0 else " (interval includes 0)"))
+        if harm.value is not None and harm.value == top_harm:
+            flags.append("unsafe recovery: largest harm increase of its group")
+        if red.value is not None and red.value == top_red:
+            flags.append("repetitive recovery: highest BC redundancy of its group")
+        rows.append({"model": board.runs[i].label, "lock_in": cell_view(gap, 1),
+                     "recovery": cell_view(cell(i, "recovery"), 1),
+                     "gain": cell_view(cell(i, "bc.utility_delta"), 1), "harm": cell_view(harm, 2),
+                     "violation": cell_view(cell(i, "bc.violation_rate_delta"), 1), "redundancy": cell_view(red, 1),
+                     "flags": flags})
+    return rows
+
+
+def domain_views(board: BoardView) -> list[dict[str, Any]]:
+    """The page's "By domain" tables: one condition's number per domain and model, for each of DOMAIN_VIEWS."""
+    domains = sorted({d for e in board.runs for d in e.results.by_domain})
+    views = []
+    for cond, metric in DOMAIN_VIEWS:
+        digits = 2 if metric.startswith("harm") else 1
+        rows = [{"domain": d, "n": [((e.results.by_domain.get(d) or {}).get("n_queries")) for e in board.runs],
+                 "cells": [number_text(((e.results.by_domain.get(d) or {}).get(cond) or {}).get(metric), digits)
+                           for e in board.runs]} for d in domains]
+        views.append({"title": f"{COND_LABELS[cond]} {metric.replace('_delta', ' change from turn 1')}",
+                      "rows": rows, "open": (cond, metric) == DOMAIN_VIEWS[0]})
+    return views
+
+
+LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=DEFAULT_SORT, correlated=utility_and_harm,
+                               domain_views=domain_views, failure_modes=failure_modes)

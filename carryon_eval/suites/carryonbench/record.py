@@ -20,7 +20,7 @@ from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
-from carryon_eval.suites.carryonbench.fidelity import fidelity_check   # (and registers the fidelity judges)
+from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util scorer (--utility-judge grouped)
 from carryon_eval.prompts import load_prompt, prompt_hashes
@@ -32,7 +32,7 @@ from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_repl
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
 from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
-from carryon_eval.suites.carryonbench.leaderboard import core_columns
+from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
 from carryon_eval.suites.carryonbench.report import compare_table, write
 
@@ -93,11 +93,11 @@ UNITS = UnitRule(record_from_row,
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
-    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=core_columns,
+    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=LEADERBOARD,
                        comparison=comparison, compare_markdown=compare_markdown,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
-    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),),
+    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
     description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification; "

@@ -1,6 +1,6 @@
 """CarryOnBench's report: results.json's top level, table.md, plots/*.png, conversation_scores.jsonl and report.html.
 
-    results = write_report(rundir, bench)      # report.phase.write_report calls it through SuiteReport.write
+    results = write_report(RunFolder(rundir), bench)   # report.phase.write_report calls it through SuiteReport.write
 
 Reads run.json, transcripts.jsonl and one judge's records of the judgment files of RUNDIR (I/O
 happens here and in judgments.py only; the numbers come from metrics.py). report.html is one
@@ -15,7 +15,6 @@ import html
 import json
 import logging
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
@@ -40,9 +39,8 @@ from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import Generated, JudgesInfo, PlotsInfo, Results, ResultsDataset, ResultsRun, RunMeta
 from carryon_eval.report.pages import QueryEntry, transcripts_section
-from carryon_eval.run.folder import (HTML_FILE, PLOTS_DIR, RESULTS_FILE, SCORES_FILE, TABLE_FILE, RunFolder,
-                                     write_json_atomic, write_jsonl_atomic, write_text_atomic)
-from carryon_eval.suites.carryonbench.fidelity import flagged_conversations
+from carryon_eval.run.folder import (RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic)
+from carryon_eval.suites.carryonbench.fidelity import flagged_conversations, read_fidelity
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
 from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT, make_scorer
 from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
@@ -72,10 +70,10 @@ def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[dict[str, Any
     return {q: [{"item_id": i, "question": i} for i in ids] for q, ids in scorer.items(bench).items()}
 
 
-def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any], *,
+def _judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any], *,
                 n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None) -> JudgesInfo:
-    judged = judge_pass(rundir, judge)          # this judge's latest pass (judge.json), if recorded
-    ben_util = utility_judge_of(rundir, judge)
+    judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
+    ben_util = utility_judge_of(run, judge)
     return JudgesInfo(
         utility={"models": sorted({j.judge_model for j in utility}),
                  "prompt_refs": sorted({j.prompt_version for j in utility}),
@@ -83,34 +81,32 @@ def _judge_info(rundir: Path, judge: Optional[str], utility: Sequence[Any], safe
                  "utility_judge": ben_util,
                  "context": context or (GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT),
                  "logprob_verdicts": sum(j.p_yes is not None for j in utility),
-                 **({"calibration": _calibration(rundir, judge, utility, judged, n_resamples, seed)}
+                 **({"calibration": _calibration(run, judge, utility, judged, n_resamples, seed)}
                     if ben_util == "grouped" else {})},
         safety={"models": sorted({j.judge_model for j in safety}),
                 "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
         complete=judged.complete if judged else None,
-        selected=judge, present=judges_present(rundir),
+        selected=judge, present=judges_present(run),
     )
 
 
-def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                   judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None,
                   ) -> tuple[Results, list[Transcript], list[Conversation]]:
     """The results of a run folder, with the transcripts and scored conversations behind them.
     `judge`: whose judgments to use when several judge models judged the run (judgments.select_judge);
     `suites`: the suites to report (default: every registered one)."""
-    rundir = Path(rundir)
     suites = registered_suites() if suites is None else list(suites)
-    run = RunFolder(rundir)
     meta, every = run.read_meta(), run.transcripts()
     core = core_conditions(suites)
     transcripts = [t for t in every if t.condition in core]      # other suites: their own sections
-    judge = select_judge(rundir, judge)
+    judge = select_judge(run, judge)
     scorer = make_scorer(meta.judge.utility_scorer, meta.judge)     # Ben-Util, or what measured utility instead
-    utility, safety = load_utility(rundir, judge, scorer=scorer.name), load_safety(rundir, judge)
+    utility, safety = load_utility(run, judge, scorer=scorer.name), load_safety(run, judge)
     convs = assemble(transcripts, utility, safety,
                        {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()},
                        {q: row.get("domain") for q, row in bench.queries.items()})
-    fidelity = run.read_fidelity()
+    fidelity = read_fidelity(run)
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
     numbers = summarize(scored, n_resamples=n_resamples, seed=seed, plans=length_plans(bench, meta, core))
@@ -121,13 +117,13 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
         null_meaning=("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
-        judges=_judge_info(rundir, judge, utility, safety, n_resamples=n_resamples, seed=seed,
+        judges=_judge_info(run, judge, utility, safety, n_resamples=n_resamples, seed=seed,
                            context=None if scorer.name == "utility" else scorer.context),
         judge_context={"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
                        "safety": SAFETY_CONTEXT}, utility_measure=meta.judge.utility,
         dataset=ResultsDataset(source=bench.source, revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
-        run=ResultsRun(folder=str(rundir), notice=meta.notice, failed_conversations=len(run.failures()),
+        run=ResultsRun(folder=str(run.path), notice=meta.notice, failed_conversations=len(run.failures()),
                        empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
@@ -143,7 +139,7 @@ def build_results(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, se
     results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
         ["incomplete"] if unplayed or results.judges.complete is False else []) + (
         ["grouped"] if (results.judges.utility or {}).get("utility_judge") == "grouped" else [])
-    inputs = ReportInputs(rundir, bench, every, judge, utility, safety, n_resamples, seed)
+    inputs = ReportInputs(run, bench, every, judge, utility, safety, n_resamples, seed)
     for s in with_sections(suites):
         section = s.report.summarize(inputs) if s.report.summarize is not None else None
         if section is not None:
@@ -169,12 +165,12 @@ def utility_judge_note(ben_util: dict[str, Any]) -> str:
             f"reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points (95% CIs).")
 
 
-def _calibration(rundir: Path, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,
+def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,
                  seed: int) -> dict[str, Any]:
     """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on; a
     run without calibration says so (``calibrated: false``)."""
     asked = (judged.calibration or {}) if judged is not None else {}
-    per_item = load_utility(rundir, judge, mode="per-item") if asked.get("replies") else []
+    per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
     if not per_item:
         return {"calibrated": False,
                 "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
@@ -434,39 +430,38 @@ def conversation_scores(convs: Sequence[Conversation], model: str) -> list[dict[
 
 
 # ---------------------------------------------------------------- the phase
-def write_report(rundir: Path, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
+def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                  judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None) -> Results:
     """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice)."""
-    rundir = Path(rundir)
     suites = registered_suites() if suites is None else list(suites)
-    results, transcripts, convs = build_results(rundir, bench, n_resamples=n_resamples, seed=seed, judge=judge,
+    results, transcripts, convs = build_results(run, bench, n_resamples=n_resamples, seed=seed, judge=judge,
                                                 suites=suites)
     try:
         images, skipped = run_plots(results)
-        paths = write_pngs(images, rundir / PLOTS_DIR, stale=skipped)
-        results.plots = PlotsInfo(files=[str(p.relative_to(rundir)) for p in paths], skipped=skipped)
+        paths = write_pngs(images, run.plots_dir, stale=skipped)
+        results.plots = PlotsInfo(files=[str(p.relative_to(run.path)) for p in paths], skipped=skipped)
     except PlotsUnavailable as exc:
         images = {}
         results.plots = PlotsInfo(note=str(exc))
         results.notes.append(str(exc))
         log.warning("%s", exc)
-    write_json_atomic(rundir / RESULTS_FILE, results.to_json())
-    write_text_atomic(rundir / TABLE_FILE, table_markdown(results) + section_markdown(results, suites))
+    write_json_atomic(run.results_file, results.to_json())
+    write_text_atomic(run.table_file, table_markdown(results) + section_markdown(results, suites))
     left_out = set(((results.sections.get(INTENT_SECTION) or {}).get("excluded") or {}).get("conversations") or ())
-    write_jsonl_atomic(rundir / SCORES_FILE, conversation_scores([c for c in convs if c.conversation_id not in left_out],
+    write_jsonl_atomic(run.scores_file, conversation_scores([c for c in convs if c.conversation_id not in left_out],
                                                                  results.model))
-    section = transcripts_section(rundir, query_entries(transcripts, convs, bench, results), css=CSS,
+    section = transcripts_section(run, query_entries(transcripts, convs, bench, results), css=CSS,
                                   title=f"CarryOnBench report: {results.model}")
-    write_text_atomic(rundir / HTML_FILE, render_html(results, transcripts, convs, bench, images, section,
-                                                      extra=agreement_html(rundir),   # agreement.json, if any
+    write_text_atomic(run.html_file, render_html(results, transcripts, convs, bench, images, section,
+                                                      extra=agreement_html(run.path),   # agreement.json, if any
                                                       suite_sections=section_html(results, suites)))
     return results
 
 
 def write(run: ReportRun) -> Results:
     """SuiteReport.write: the run's report (report.phase.write_report calls it)."""
-    return write_report(run.rundir, run.bench, n_resamples=run.n_resamples, seed=run.seed, judge=run.judge,
+    return write_report(run.run, run.bench, n_resamples=run.n_resamples, seed=run.seed, judge=run.judge,
                         suites=run.suites)
 
 

@@ -18,15 +18,13 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.run.folder import RunFolder
 from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
 from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
                                                PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
-                                               TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent,
+                                               TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent, probe_run_file,
                                                prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.suite import (JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
@@ -100,8 +98,7 @@ def _records(inputs: Any) -> dict[str, list[dict[str, Any]]]:
 async def _probe(ctx: Any) -> str:
     release = ctx.bench.extras[CONDITION].release
     transcripts = ctx.run.transcripts()
-    records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
-                   if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in SCORERS}
+    records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in SCORERS}
     probes = await probe_intent(release, ctx.run, transcripts, records, ctx.target, ctx.concurrency)
     return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
             f"-> {ctx.run.path / PROBE_FILE}")
@@ -113,7 +110,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if not mine or CONDITION not in inputs.bench.extras:
         return None
     release = inputs.bench.extras[CONDITION].release
-    return section(release, mine, _records(inputs), load_probes(RunFolder(inputs.rundir), target_model(mine)), inputs.judge,
+    return section(release, mine, _records(inputs), load_probes(inputs.run, target_model(mine)), inputs.judge,
                    n_resamples=inputs.n_resamples, seed=inputs.seed)
 
 
@@ -122,9 +119,9 @@ def export(inputs: Any, dest: Path) -> dict[str, Path]:
     mine = [t for t in inputs.transcripts if t.condition == CONDITION]
     model = target_model(mine)
     if not mine or model is None:
-        raise ValueError(f"{inputs.rundir} has no {CONDITION} replies to export")
+        raise ValueError(f"{inputs.run.path} has no {CONDITION} replies to export")
     release = inputs.bench.extras[CONDITION].release
-    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(RunFolder(inputs.rundir), model)))
+    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.run, model)))
 
 
 def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
@@ -142,7 +139,7 @@ OPENSAFEINTENT = register_suite(Suite(
                               "and definitions).")),
     uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
           ScorerUse("osi_assistance_level", when=_dual_use)),
-    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
+    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),), files=(probe_run_file(CONDITION),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
                        compare=compare, compare_markdown=compare_markdown, export=export,
                        nothing_scored=lambda section: headline_unscored(section, HEADLINE)),

@@ -10,7 +10,6 @@ from typing import Any, Optional
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 
 SECTION = "opensafeintent"
-RESULTS_FILE, TABLE_FILE, HTML_FILE = "results.json", "table.md", "report.html"
 MARK = "<!-- opensafeintent -->"
 
 

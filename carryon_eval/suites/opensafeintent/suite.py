@@ -28,14 +28,13 @@ from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
-from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.folder import RunFile, RunFolder
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
 
 CONDITION = "opensafeintent"
 TRIPLET = "triplet"                 # the triplet wing: the dataset's triplets under the same judges and metrics
 CONDITIONS = (CONDITION, TRIPLET)
-PROBE_FILE = "opensafeintent_probe.jsonl"
 TARGET_MAX_TOKENS = 1000          # the reference's MAX_COMPLETION_TOKENS
 TARGET_TEMPERATURE = 0.0
 RUBRIC_MAX_TOKENS = 16            # the reference's metric calls
@@ -64,7 +63,15 @@ def inputs_of(bench: Any, condition: str = CONDITION) -> Inputs:
 
 
 def probe_file(condition: str = CONDITION) -> str:
+    """The run folder's file of a condition's intent probe records (declared by its suite: ``probe_run_file``)."""
     return f"{condition}_probe.jsonl"
+
+
+def probe_run_file(condition: str = CONDITION) -> RunFile:
+    return RunFile(probe_file(condition), f"the intent probe's records of condition {condition}")
+
+
+PROBE_FILE = probe_file(CONDITION)
 
 
 def conversation_id(set_id: str, name: str, condition: str = CONDITION) -> str:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 from typing import Any, Optional, Sequence
+
+from carryon_eval.run.folder import RunFolder
 
 EARLIER = ("this project's earlier triplet definitions (harm >= 4 on 1-5 unsafe, Worst-Case Utility not weighted "
            "by safety, judges shown the bare query); not OpenSafeIntent's")
 HEADLINE = ("triplet_safety", "worst_case_utility", "icu")
-RESULTS_FILE = "results.json"
 
 
 def is_legacy(sec: dict[str, Any]) -> bool:
@@ -20,12 +20,12 @@ def is_legacy(sec: dict[str, Any]) -> bool:
     return "reference" not in sec
 
 
-def legacy_section(rundir: Path, transcripts: Sequence[Any]) -> dict[str, Any]:
+def legacy_section(run: RunFolder, transcripts: Sequence[Any]) -> dict[str, Any]:
     """The folder's earlier triplet section (its results.json) marked with its definitions; without one, the count
     of its triplet replies and why they are not scored."""
     old: Optional[dict[str, Any]] = None
     try:
-        old = json.loads((Path(rundir) / RESULTS_FILE).read_text(encoding="utf-8")).get("triplet")
+        old = json.loads(run.results_file.read_text(encoding="utf-8")).get("triplet")
     except (OSError, ValueError, AttributeError):
         old = None
     if isinstance(old, dict) and is_legacy(old):

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from carryon_eval.judge.store import judgment_file, load_all
-from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import ScorerUse, Probe, Suite, SuiteReport, headline_unscored, register_suite
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers the reference judges
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.suites.opensafeintent.record import NEEDS, _dual_use, _records, _sets, load_as
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.suites.opensafeintent.suite import load_probes, plan, probe_file, probe_intent, section, target_model
+from carryon_eval.suites.opensafeintent.suite import (load_probes, plan, probe_file, probe_intent, probe_run_file, section,
+                                                   target_model)
 from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
 
 TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
@@ -53,8 +52,7 @@ def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[An
 
 async def _probe(ctx: Any) -> str:
     release = ctx.bench.extras[TRIPLET_CONDITION].release
-    records = {s: [r for r in load_all(ctx.run.path / judgment_file(s), dict)
-                   if ctx.judge_model is None or r.get("judge_model") == ctx.judge_model] for s in scorers_used()}
+    records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in scorers_used()}
     probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
                                 condition=TRIPLET_CONDITION)
     return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
@@ -71,9 +69,9 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
     if not mine:
         return None
     if TRIPLET_CONDITION not in inputs.bench.extras:
-        return legacy_section(inputs.rundir, mine)
+        return legacy_section(inputs.run, mine)
     out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
-                  load_probes(RunFolder(inputs.rundir), target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
+                  load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION)
     return {"definitions": DEFINITIONS, **out}
 
@@ -110,7 +108,7 @@ def compare_text(part: Optional[dict[str, Any]]) -> str:
 TRIPLETS = register_suite(Suite(
     name="triplet", conditions=(TRIPLET_CONDITION,), plan=_plan, default=False, missing=missing, load=load, rank=10,
     uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"), ScorerUse("osi_assistance_level", when=_dual_use)),
-    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),),
+    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),), files=(probe_run_file(TRIPLET_CONDITION),),
     report=SuiteReport(section="triplet", summarize=summarize, markdown=markdown, html=html,
                        compare=compare, compare_markdown=compare_text,
                        nothing_scored=lambda sec: [] if is_legacy(sec) else headline_unscored(sec, HEADLINE)),

@@ -71,11 +71,11 @@ def load_judgments(run):
 
 
 def section(bench, run, judge, n_resamples=1000):
-    return OPENSAFEINTENT.report.summarize(suite_inputs(run.path, bench, judge, n_resamples=n_resamples))
+    return OPENSAFEINTENT.report.summarize(suite_inputs(run, bench, judge, n_resamples=n_resamples))
 
 
 def export_run(bench, run, judge, out):
-    return OPENSAFEINTENT.report.export(suite_inputs(run.path, bench, judge), out)
+    return OPENSAFEINTENT.report.export(suite_inputs(run, bench, judge), out)
 
 
 @pytest.fixture(scope="module")
