@@ -15,10 +15,10 @@ from typing import Any, Iterator
 import json
 
 import pytest
-from helpers.eval_cli import invoke, remote
-from helpers.rollout_data import evaluator_handler
-from helpers.shared_data import OPENSAFEINTENT as RELEASE
-from scripted_server import by_model, rubric_judges
+from support.eval_cli import invoke, remote
+from support.rollout_data import evaluator_handler
+from support.shared_data import OPENSAFEINTENT as RELEASE
+from support.scripted_server import by_model, rubric_judges
 
 from carryon_eval.run.folder import JUDGE_META_FILE, JUDGMENT_SUFFIX, RunFolder, judgment_file, owner_of
 from carryon_eval.suite import suites
