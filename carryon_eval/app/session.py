@@ -14,7 +14,7 @@ from carryon_eval import defaults
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.cli_common import is_local
 from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
-from carryon_eval.model.pool import EndpointPool, Heard, RoleWatch
+from carryon_eval.model.pool import EndpointPool, Heard, RoleWatch, served_by
 from carryon_eval.model.redact import register_key_of
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.local import LocalModelServer
@@ -105,8 +105,7 @@ class Session:
         give_up = self.give_up_after
         if give_up is None:
             give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
-        urls = tuple(getattr(endpoint, "base_urls", None) or [endpoint.config.base_url])
-        return RoleWatch(endpoint, role, give_up, heard=self._heard.setdefault(urls, Heard()))
+        return RoleWatch(endpoint, role, give_up, heard=self._heard.setdefault(served_by(endpoint), Heard()))
 
     def record_sent(self, run: RunFolder) -> None:
         """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent

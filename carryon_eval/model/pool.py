@@ -196,6 +196,11 @@ class RoleFailed(EndpointError):
     """One call of a role failed for good with a transport error (RoleWatch; the message names the role)."""
 
 
+def served_by(endpoint: ChatEndpoint) -> tuple[str, ...]:
+    """The base URL(s) an endpoint (or each member of a pool) sends its calls to."""
+    return tuple(getattr(endpoint, "base_urls", None) or [endpoint.config.base_url])
+
+
 @dataclasses.dataclass
 class Heard:
     """When a server last answered any role (time.monotonic()); shared by the RoleWatches of the roles it serves."""
@@ -223,8 +228,7 @@ class RoleWatch(EndpointWrapper):
         return getattr(self.inner, name)
 
     def _where(self) -> str:
-        urls = getattr(self.inner, "base_urls", None) or [self.inner.config.base_url]
-        return ", ".join(urls)
+        return ", ".join(served_by(self.inner))
 
     def _give_up(self, why: str) -> EndpointGone:
         if self.gone is None:
