@@ -11,7 +11,7 @@ checklists hold about 18). Printed, side by side:
   --dry-run --json`` with ``--utility-judge per-item`` and ``grouped``; Ben-Util alone and all judges);
 - with ``--wall``: one rollout against bench/latency_server.py (fixed ``--latency``), then the judge phase of
   those same transcripts twice, on two fresh copies of the run folder (no response cache), per-item then
-  grouped, each timed (wall clock) with its calls counted by the server.
+  grouped, each timed (wall clock) with the judge calls its run.json records.
 """
 from __future__ import annotations
 
@@ -75,10 +75,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def judge_calls(server_log: list[int]) -> int:
-    return server_log[-1] if server_log else 0
 
 
 async def timed_judge(rundir: Path, mode: str) -> float:

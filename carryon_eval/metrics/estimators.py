@@ -117,11 +117,6 @@ class Strata:
     present: np.ndarray
 
 
-def _empty(lengths: Sequence[int], r: int) -> Strata:
-    z = np.zeros((r, len(lengths)))
-    return Strata(tuple(lengths), z.copy(), z.copy(), z.copy(), z.copy())
-
-
 def unit_strata(units: Sequence[Unit], queries: Mapping[str, int], counts: np.ndarray) -> Strata:
     """The strata of complete-case units under the draws ``counts``."""
     lengths = sorted({u.length for u in units})

@@ -88,11 +88,6 @@ def register_file(file: RunFile) -> RunFile:
     return file
 
 
-def run_files() -> list[RunFile]:
-    """Every declared file of a run folder (the stages' and the registered wings')."""
-    return list(_FILES.values())
-
-
 def owner_of(name: str) -> Optional[RunFile]:
     """The declared file a name in a run folder is (None: not one carryon-eval writes)."""
     return _FILES.get(name) or next((f for f in _FILES.values() if fnmatch.fnmatchcase(name, f.name)), None)
