@@ -18,6 +18,7 @@ from carryon_eval.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
+from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import Results
 
@@ -53,6 +54,7 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
         cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
     except LeaderboardError as exc:
         raise AnalysisError(str(exc)) from None
+    cmp["runs"] = [shared_path(run, out) for run in cmp["runs"]]          # relative to OUT, never the machine's
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -196,7 +196,7 @@ def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark
     if meta.notice:
         out.info(meta.notice)
     # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
-    bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
+    bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
     load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
     return run, meta, bench

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from carryon_eval.run.paths import local_path
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
@@ -80,7 +81,7 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
             out.update({key: status + value if key == "notes" else value
                         for key, value in s.report.comparison(runs).items()})
     out.setdefault("notes", status)
-    datasets = {json.dumps(r.dataset.source) for r in results}
+    datasets = {json.dumps(local_path(r.dataset.source, p)) for (p, _, _), r in zip(loaded, results)}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
     for s in suites():                # each suite's columns, under its section name (None: no run has them)
