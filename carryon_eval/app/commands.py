@@ -36,7 +36,7 @@ from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, e
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
 from carryon_eval.judge.phase import calibration_sample
-from carryon_eval.model.budget import CallBudget
+from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE
@@ -172,7 +172,8 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    except (EndpointGone, RoleFailed):     # a role stopped answering (the judge's failed calls are counted instead)
+    except (EndpointGone, RoleFailed, CallBudgetSpent):   # a role stopped answering (the judge's failed calls are
+        # counted instead), or the --max-calls budget is spent: a resumable stop
         _report_what_there_is(bench, run, out, judged_by)
         raise
     for suite in selected(meta.conditions):

@@ -4,6 +4,8 @@ The dry run's target and user counts are the calls a real run then makes, to the
 is an upper bound that the real run reaches when no two replies are identical."""
 from __future__ import annotations
 
+import json
+
 import re
 from typing import Any
 
@@ -84,6 +86,7 @@ def test_max_calls_stops_cleanly_and_a_rerun_resumes(scripted_server, dataset, t
     assert line == ("carryon-eval: --max-calls 7 reached; the run stopped cleanly; rerun the same command to "
                     "resume")
     assert srv.count() == 7
+    assert json.loads((out / "results.json").read_text())["run"]["status"] == ["incomplete"]   # what there is
     finished = len(RunFolder(out).transcripts())
 
     srv.reset()
