@@ -256,7 +256,10 @@ def evaluate_config(*, conditions_all: bool = False, **opts: Any) -> EvaluateCon
         value = opts.pop(name, None)
         if value is not None:
             opts["suite_options"] = {**opts.get("suite_options", {}), name: value}
-    return config_of(opts, conditions_all=conditions_all)
+    try:
+        return config_of(opts, conditions_all=conditions_all)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- subcommands on a run folder

@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.app import options
+from carryon_eval.option import refused_alone
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
                                      resolve_roles, suite_options)
@@ -242,6 +244,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
                         utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
                         calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
+        why = refused_alone(options.EVALUATE, ben_util, given={n for n in ben_util if getattr(opts, n) is not None})
+        if why:
+            raise ConfigError(why)
         sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
                   if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
         if opts.batch_export is not None and opts.batch_import:
