@@ -37,6 +37,7 @@ UTILITY = Option("--utility", default="benutil", choices=tuple(UTILITY_SCORERS),
                       "checklists, OpenSafeIntent's 1-4 helpfulness rubric (needs --opensafeintent DIR; reported as "
                       "rubric utility, (score - 1) / 3, never as Ben-Util).")
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
+                       beside=("utility", "benutil"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")
 UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,

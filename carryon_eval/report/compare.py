@@ -27,6 +27,13 @@ class CompareError(Exception):
 
 def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
     results_path, scores_path, rundir = run.results_file, run.scores_file, run.path
+    if not rundir.is_dir():
+        raise CompareError(f"{rundir}: no such run folder (compare takes run folders, each written by carryon-eval)")
+    if not run.run_file.is_file():          # not a run at all: `report` on it cannot help
+        what = ("a dataset folder (it has queries.jsonl), not a run folder" if (rundir / "queries.jsonl").is_file()
+                else f"not a run folder (it has no {run.run_file.name})")
+        raise CompareError(f"{rundir} is {what}; compare takes the run folders carryon-eval writes (--out), "
+                           "e.g. carryon-runs/MODEL__DATASET")
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:

@@ -147,8 +147,19 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
     return results, transcripts, convs
 
 
-def utility_judge_note(ben_util: dict[str, Any]) -> str:
-    """One line: which Ben-Util mode every utility number of the run stands on, and its calibration."""
+def _mode(results: Results) -> str:
+    """The header's "; mode M" of a Ben-Util run (a rubric run has no Ben-Util mode)."""
+    if results.utility_measure != "benutil":
+        return ""
+    return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
+
+
+def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> str:
+    """One line: which Ben-Util mode every utility number of the run stands on, and its calibration (a run
+    measuring another utility, ``measure``, has no Ben-Util mode: it says what it stands on instead)."""
+    if measure != "benutil":
+        return (f"Utility: {UTILITY_NAMES.get(measure, measure)}, one judge call per reply; no Ben-Util checklist "
+                "is judged, so Ben-Util's per-item and grouped modes do not apply.")
     if ben_util.get("utility_judge") != "grouped":
         return "Ben-Util mode: per-item (one judge call per reply and checklist item, the paper's protocol)."
     cal = ben_util.get("calibration") or {}
@@ -278,7 +289,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     ben_util = results.judges.utility or {}
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The {name} judge saw: "
                  f"{ben_util.get('context', UTILITY_CONTEXT)}.")
-    notes.append(utility_judge_note(ben_util))
+    notes.append(utility_judge_note(ben_util, results.utility_measure))
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
         notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
@@ -618,10 +629,10 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         f"<h1>CarryOnBench report: {_e(results.model)}</h1>", notice_html,
         f'<p class="meta">dataset {_e(results.dataset.source)} · {_e(results.n["queries"])} queries · '
         f'{_e(utility_label(results))} judge {_e(", ".join(judges.utility["models"]) or "none")} '
-        f'({_e(", ".join(judges.utility["prompt_refs"]))}; mode {_e(judges.utility.get("utility_judge") or "per-item")}) · safety judge '
+        f'({_e(", ".join(judges.utility["prompt_refs"]))}{_e(_mode(results))}) · safety judge '
         f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
         f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
-        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility))}</p>',
+        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility, results.utility_measure))}</p>',
         "<h2>Headline (Table 2 layout)</h2>", _html_table(table_header(results), [table_row(results, marked=True)]),
         "".join(f'<p class="meta footnote">{_e(n)}</p>'
                 for n in scored_footnotes(results) + truncation_footnotes(results)),
