@@ -51,3 +51,13 @@ def test_a_rubric_run_has_no_ben_util_mode_note():
     note = utility_judge_note({"utility_judge": "per-item"}, "rubric")
     assert "Ben-Util mode" not in note and note.startswith("Utility: rubric utility, one judge call per reply")
     assert utility_judge_note({"utility_judge": "per-item"}).startswith("Ben-Util mode: per-item")
+
+
+@pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(), reason="no OpenSafeIntent release copy")
+def test_triplet_sets_on_a_dataset_without_triplets_name_the_missing_config(dataset):
+    line = one_error_line(invoke("--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--dataset", dataset,
+                                 "--conditions", "opensafeintent", "--opensafeintent", SHIPPED,
+                                 "--opensafeintent-sets", "triplets", "--dry-run"))
+    assert line == (f"carryon-eval: error: --opensafeintent-sets triplets: dataset {dataset} has no triplets config "
+                    "(no benign / dual-use / malicious prompt-sets of its own); give --opensafeintent-sets release "
+                    "to play the release's dataset.json, or a dataset built with triplets")
