@@ -34,6 +34,7 @@ def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
 
 RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery,
                 "undefined (division by a zero oracle utility)")
+CLARIFICATION = Stat((("bc", "utility"), ("nc", "utility")), lambda bc, nc: bc - nc)
 LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
 
 
@@ -62,8 +63,16 @@ def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
                                   (block.get("scored_share") or {}).get(metric), (block.get("reasons") or {}).get(metric))))
     rec = r.recovery or {}
     out.append((Column("recovery", "Recovery %", "Recovery", 1, "higher", RECOVERY,
-                       "(BC util − T1 util) / oracle util × 100"),
+                       "(BC util − T1 util) / oracle util × 100; an item counts at any turn, so more turns and "
+                       "judge noise raise it too (see the clarification effect)"),
                 Cell(rec.get("value"), rec.get("ci95"), rec.get("scored_share"), rec.get("reason"))))
+    effect = r.clarification_effect or {}
+    out.append((Column("clarification_effect", "Clarification effect", "Recovery", 1, "higher", CLARIFICATION,
+                       "BC util − NC util, same queries and lengths: what clarifying adds beyond more turns "
+                       "(Recovery% also counts what turns alone and judge noise add)"),
+                Cell(effect.get("value"), effect.get("ci95"), effect.get("scored_share"),
+                     effect.get("reason") or (None if effect else "results.json written before the clarification "
+                                                                 "effect: rerun `carryon-eval report RUNDIR`"))))
     return out
 
 
