@@ -14,8 +14,9 @@ import datetime as _dt
 import html
 import json
 import logging
+import math
 from collections import defaultdict
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval import __version__
 from carryon_eval.suites.carryonbench.conversations import (BINS, TRUNCATED, VIOLATION_THRESHOLD, Conversation, Turn,
@@ -28,11 +29,13 @@ from carryon_eval.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.grouped import GROUPED_CONTEXT
 from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
                                       utility_judge_of)
-from carryon_eval.suites.carryonbench.calibration import calibration
+from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.intent import intent_section
+from carryon_eval.suites.carryonbench.rubric_metrics import NO_REDUNDANCY, SPACING_NOTE, helpful_section
+from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
 from carryon_eval.report.plots import PlotsUnavailable, data_uri, write_pngs
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, run_plots
 from carryon_eval.report.tables import html_table as _html_table
@@ -71,7 +74,8 @@ def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[dict[str, Any
 
 
 def _judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any], *,
-                n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None) -> JudgesInfo:
+                n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None,
+                sample: Optional[Callable[[Sequence[Any], Sequence[Any]], list[Conversation]]] = None) -> JudgesInfo:
     judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
     ben_util = utility_judge_of(run, judge)
     return JudgesInfo(
@@ -81,7 +85,7 @@ def _judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], sa
                  "utility_judge": ben_util,
                  "context": context or (GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT),
                  "logprob_verdicts": sum(j.p_yes is not None for j in utility),
-                 **({"calibration": _calibration(run, judge, utility, judged, n_resamples, seed)}
+                 **({"calibration": _calibration(run, judge, utility, judged, n_resamples, seed, sample)}
                     if ben_util == "grouped" else {})},
         safety={"models": sorted({j.judge_model for j in safety}),
                 "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT},
@@ -119,7 +123,9 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
                       "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                       "null means the cell has no scored data"),
         judges=_judge_info(run, judge, utility, safety, n_resamples=n_resamples, seed=seed,
-                           context=None if scorer.name == "utility" else scorer.context),
+                           context=None if scorer.name == "utility" else scorer.context,
+                           sample=lambda verdicts, sampled: calibration_conversations(
+                               transcripts, verdicts, sampled, safety, checklists, domains)),
         judge_context={"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
                        "safety": SAFETY_CONTEXT}, utility_measure=meta.judge.utility,
         dataset=ResultsDataset(source=bench.source, revision=bench.revision,
@@ -132,6 +138,10 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
         results.judges.complete = False          # replies without a judgment: these numbers are incomplete
     if intent is not None:
         results.sections[INTENT_SECTION] = intent
+    helpful = helpful_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed))
+    if helpful is not None:
+        results.sections[RUBRIC_SECTION] = helpful
+        drop_redundancy(results)
     missing = _unplayed(bench, meta, every, run)
     results.notes = _notes(results, meta, bench, utility, safety)
     if missing:
@@ -151,6 +161,43 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
     return results, transcripts, convs
 
 
+def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Sequence[Any], sampled: Sequence[Any],
+                              safety: Sequence[Any], checklists: dict[str, list[str]],
+                              domains: dict[str, Any]) -> list[Conversation]:
+    """The conversations a calibration sampled (every reply of theirs judged per item, ``sampled``: the sample
+    is whole conversations), assembled from ``verdicts`` (the grouped or the per-item ones)."""
+    per_reply: dict[str, set[int]] = defaultdict(set)
+    for v in sampled:
+        per_reply[v.conversation_id].add(v.turn)
+    sampled = [t for t in transcripts if per_reply.get(t.conversation_id, set()) >= {r.turn for r in t.replies}]
+    keep = {t.conversation_id for t in sampled}
+    return assemble(sampled, [v for v in verdicts if v.conversation_id in keep], safety, checklists, domains)
+
+
+def drop_redundancy(results: Results) -> None:
+    """A rubric run has no checklist items to repeat: its redundancy numbers are null with the reason."""
+    for block in results.conditions.values():
+        if "redundancy" not in block:
+            continue
+        block["redundancy"] = None
+        block["ci95"]["redundancy"], block["reasons"]["redundancy"] = None, NO_REDUNDANCY
+        if "bounds" in block:
+            block["bounds"]["redundancy"] = None
+        block["redundancy_pooled"], block["redundancy_by_turn"], block["redundancy_by_length"] = None, [], []
+        block["under_95"] = [m for m in block.get("under_95") or () if m != "redundancy"]
+
+
+def helpful_markdown(results: Results) -> str:
+    """The rubric run's spacing-free companion (results.json's ``rubric_helpful``), one line."""
+    helpful = results.sections.get(RUBRIC_SECTION)
+    if not helpful:
+        return ""
+    rates = ", ".join(f"{cond} {_f(b['value'])} {_ci(b['ci95'])}" for cond, b in helpful["conditions"].items())
+    return (f"\nHelpful rate (% of conversations whose best turn reaches level 3; spacing-free): {rates}; BC − T1 "
+            f"{_f(helpful['bc_minus_turn1']['value'])} {_ci(helpful['bc_minus_turn1']['ci95'])}, BC − NC "
+            f"{_f(helpful['bc_minus_nc']['value'])} {_ci(helpful['bc_minus_nc']['ci95'])}. {SPACING_NOTE}\n")
+
+
 def utility_judge_note(ben_util: dict[str, Any]) -> str:
     """One line: which Ben-Util mode every utility number of the run stands on, and its calibration."""
     if ben_util.get("utility_judge") != "grouped":
@@ -166,21 +213,41 @@ def utility_judge_note(ben_util: dict[str, Any]) -> str:
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
             f"was asked alone), calibrated on {cal['n_replies']} replies also judged per item ({cal['n_pairs']} item "
             f"verdicts): agreement {_f(cal['percent_agreement'], 1)}%, Cohen's kappa {_f(cal['cohen_kappa'], 3)}, "
-            f"reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points (95% CIs).")
+            f"reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points (95% CIs)."
+            + _calibration_headline_note(cal.get("headline"), _f))
+
+
+CALIBRATION_LABELS = {"turn1.utility": "T1 utility", "oracle.utility": "oracle utility", "bc.utility": "BC utility",
+                      "nc.utility": "NC utility", "bc.utility_delta": "BC Δ utility", "nc.utility_delta": "NC Δ utility",
+                      "recovery": "Recovery%", "clarification_effect": "clarification effect"}
+
+
+def _calibration_headline_note(headline: Optional[dict[str, Any]], fmt: Callable[[dict[str, Any], int], str]) -> str:
+    """What the grouped mode moves each headline utility number by, on the sampled whole conversations."""
+    if not headline:
+        return ""
+    parts = [f"{CALIBRATION_LABELS.get(k, k)} grouped - per-item {fmt(v, 1)}" for k, v in headline["numbers"].items()]
+    return (f" On the {headline['n_conversations']} sampled conversations (the headline's estimators, paired "
+            f"bootstrap over their {headline['n_queries']} queries): " + "; ".join(parts) + ".")
 
 
 def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,
-                 seed: int) -> dict[str, Any]:
-    """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on; a
-    run without calibration says so (``calibrated: false``)."""
+                 seed: int, sample: Optional[Callable[[Sequence[Any], Sequence[Any]], list[Conversation]]] = None) -> dict[str, Any]:
+    """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on, and
+    (``sample``: the sampled conversations assembled from some verdicts) the headline's utility numbers on the
+    sampled conversations in both modes; a run without calibration says so (``calibrated: false``)."""
     asked = (judged.calibration or {}) if judged is not None else {}
     per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
     if not per_item:
         return {"calibrated": False,
                 "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
                           "verdicts agree with the per-item protocol of the paper"}
-    return {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
-            **calibration(grouped, per_item, n_resamples=n_resamples, seed=seed)}
+    out = {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
+           **calibration(grouped, per_item, n_resamples=n_resamples, seed=seed)}
+    if sample is not None:
+        out["headline"] = headline_differences(sample(grouped, per_item), sample(per_item, per_item),
+                                               n_resamples=n_resamples, seed=seed)
+    return out
 
 
 def planned_jobs(bench: Benchmark, meta: RunMeta) -> Optional[list[Any]]:
@@ -261,6 +328,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
         notes.append(f"Utility here is {name}, not Ben-Util: {results.judge_context['utility']}; a turn's utility is "
                      "(score - 1) / 3 as a percentage, a conversation's its best turn's. It is never compared with "
                      "Ben-Util in one column.")
+        notes.append(SPACING_NOTE)
     if not utility:
         notes.append(f"No {name} judgments found: run the judge phase first; utilities are null.")
     if not safety:
@@ -444,6 +512,7 @@ def table_markdown(results: Results) -> str:
         if rec:
             out.append(f"\n{name}: {_f(rec['value'])} {_ci(rec['ci95'])}, bounds {_ci(rec.get('bounds'))}" +
                        (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
+    out.append(helpful_markdown(results))
     out.append(mc_report.intent_markdown(results))
     return "\n".join(out)
 
@@ -500,7 +569,19 @@ def write(run: ReportRun) -> Results:
 def compare_table(results: Sequence[Results]) -> tuple[list[str], list[list[str]]]:
     """SuiteReport.table: compare's Table 2 (with the MC columns when a run has mc), one row per run."""
     header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for r in results) else [])
-    return header, [table_row(r) for r in results]
+    if not any(r.sections.get(RUBRIC_SECTION) for r in results):
+        return header, [table_row(r) for r in results]
+    # rubric runs: ranked by the spacing-free companion (BC − T1 helpful rate), its numbers beside the row
+
+    def helpful(r: Results) -> list[Optional[float]]:
+        h = r.sections.get(RUBRIC_SECTION) or {}
+        return [((h.get("conditions") or {}).get("bc") or {}).get("value"),
+                (h.get("bc_minus_turn1") or {}).get("value"), (h.get("bc_minus_nc") or {}).get("value")]
+    ranked = sorted(results, key=lambda r: -(helpful(r)[1] if helpful(r)[1] is not None else -math.inf))
+    return header + HELPFUL_HEADER, [table_row(r) + [_f(x) for x in helpful(r)] for r in ranked]
+
+
+HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful (rank)", "BC − NC helpful"]
 
 
 # ---------------------------------------------------------------- report.html
@@ -670,6 +751,7 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         f"95% CI {_e(_ci(rec['ci95']))}, bounds {_e(_ci(rec.get('bounds')))}"
         f"{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
         _clarification_html(results),
+        f"<p>{_e(helpful_markdown(results).strip())}</p>" if results.sections.get(RUBRIC_SECTION) else "",
         "".join(f'<p class="meta meaning">{_e(line)}.</p>' for line in meaning_lines(results)),
         _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
                      "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored",

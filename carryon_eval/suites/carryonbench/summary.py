@@ -146,15 +146,21 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap,
             conditions[cond]["redundancy_by_turn"] = redundancy_by_turn(groups[cond])
             conditions[cond]["redundancy_by_length"] = redundancy_by_length(groups[cond])
     t1, oracle, bc = (ests[c]["utility"] for c in ("turn1", "oracle", "bc"))
-    value, reason = recovery(t1.value, oracle.value, bc.value)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.where(oracle.reps != 0, PCT * (bc.reps - t1.reps) / oracle.reps, np.nan)
+    value, reason, reps = recovery_estimate(t1, oracle, bc)
     rec = {"value": value, "ci95": ci95(reps) if value is not None else None, "reason": reason,
            "formula": "(BC utility - turn-1 utility) / oracle utility * 100",
            "bounds": corner_bounds(lambda a, o, b: recovery(a, o, b)[0], t1.bounds, oracle.bounds, bc.bounds),
            "meaning": RECOVERY_MEANING}
     mark_scored_shares(conditions, rec)
     return conditions, rec, clarification_effect(conditions, ests["bc"]["utility"], ests["nc"]["utility"])
+
+
+def recovery_estimate(t1: Estimate, oracle: Estimate, bc: Estimate) -> tuple[Optional[float], Optional[str], np.ndarray]:
+    """Recovery% from the three utilities: its value, why it is None, and its bootstrap replicates."""
+    value, reason = recovery(t1.value, oracle.value, bc.value)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = np.where(oracle.reps != 0, PCT * (bc.reps - t1.reps) / oracle.reps, np.nan)
+    return value, reason, reps
 
 
 def clarification_effect(conditions: Mapping[str, Any], bc: Estimate, nc: Estimate) -> dict[str, Any]:
