@@ -72,8 +72,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
-    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
+    async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -280,7 +279,6 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                                  "batch, or add --live-rest to ask them live")
             if not opts.live_rest:               # judged from the cache alone: nothing is asked live
                 cache_only = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), cache)
-        session.logprobs = mode == "logprobs"
         judge = cache_only or await _checked_judge(session, run, meta, opts)
         judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out)
         session.record_sent(run)
