@@ -202,7 +202,7 @@ class LocalModelServer:
 
     def crash(self) -> Optional[LocalServerCrashed]:
         """The error to raise if the server, once ready, exited on its own (a signal or an exit code); None while
-        it runs and after stop(). Cheap (one waitpid): ServerWatch asks it while its calls wait."""
+        it runs, or when stop() ended it. Cheap (one waitpid): ServerWatch asks it while its calls wait."""
         if self._crash is None and self._proc is not None and not self._stopping:
             code = self._proc.poll()
             if code is not None:
