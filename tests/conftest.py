@@ -74,13 +74,13 @@ def dataset(tmp_path: Path) -> Path:
 def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One real LocalModelServer (Gemma 3 270M) shared by every test that only needs the model to answer; tests
     about the server's own life start their own. Skips without the [local] extra."""
-    from support.embedded import HAVE_ENGINE, HAVE_GEMMA, NEEDS_LOCAL, test_cache
+    from support.embedded import HAVE_ENGINE, HAVE_GEMMA, NEEDS_LOCAL, model_cache_dir
 
     if not (HAVE_ENGINE and HAVE_GEMMA):
         pytest.skip(NEEDS_LOCAL)
     from carryon_eval.model.local import LocalModelServer
 
-    cache = test_cache(tmp_path_factory.getbasetemp())
+    cache = model_cache_dir(tmp_path_factory.getbasetemp())
     mp = pytest.MonkeyPatch()
     mp.setenv("CARRYON_CACHE_DIR", str(cache))
     try:

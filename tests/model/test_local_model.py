@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.embedded import ENGINE_MODULE, needs_local, test_cache
+from support.embedded import ENGINE_MODULE, needs_local, model_cache_dir
 
 from carryon_eval.model import local as lm
 from carryon_eval import moves as M
@@ -260,7 +260,7 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
 @pytest.fixture
 def model_cache(tmp_path_factory, monkeypatch):
     """One assembled model for the whole session, outside the user's real cache."""
-    cache = test_cache(tmp_path_factory.getbasetemp())
+    cache = model_cache_dir(tmp_path_factory.getbasetemp())
     monkeypatch.setenv("CARRYON_CACHE_DIR", str(cache))
     return cache
 

@@ -24,7 +24,7 @@ needs_local = pytest.mark.skipif(not (HAVE_ENGINE and HAVE_GEMMA), reason=NEEDS_
 ENGINE_MODULE = b"carryon_eval.model.engine"       # in the command line of every embedded server process
 
 
-def test_cache(base: Path) -> Path:
+def model_cache_dir(base: Path) -> Path:
     """The model cache of the tests: $CARRYON_TEST_CACHE (CI keeps it between runs), else under ``base``."""
     return Path(os.environ.get("CARRYON_TEST_CACHE") or base / "carryon-cache")
 
