@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
-                                     resolve_roles, suite_options)
+                                     resolve_roles, self_notice, suite_options)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -68,6 +68,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
+    for line in self_notice(roles, local):     # a role that fell back to the target model, said first
+        out.info(line)
     try:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts

@@ -21,7 +21,8 @@ from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
-from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.run.records import (STATUS_LINES, DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration,
+                                      RunMeta, self_status)
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
@@ -233,6 +234,14 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
                 raise ConfigError(f"--model is required with --endpoint {choice.endpoint}")
             raise ConfigError(f"--{name}-model (or --model) is required with --{name}-endpoint {choice.endpoint}")
     return roles, local
+
+
+def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
+    """The lines a run whose user simulator or judge is the target model itself says first (its status words
+    ``self-simulated`` / ``self-judged``, run.records.self_status)."""
+    words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
+    flags = {"self-simulated": "--user-model", "self-judged": "--judge-model"}
+    return [f"{STATUS_LINES[w]} Give {flags[w]} (and its endpoint) for a fixed one." for w in words]
 
 
 def _manifest_sha(bench: Benchmark) -> Optional[str]:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
+from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
 
 
@@ -80,6 +80,11 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
             out.update({key: status + value if key == "notes" else value
                         for key, value in s.report.comparison(runs).items()})
     out.setdefault("notes", status)
+    out["simulators"] = simulators([p for p, _, _ in loaded])
+    if len(set(out["simulators"])) > 1:
+        out["notes"].append("WARNING: the runs' users were simulated by different models ("
+                            + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, out["simulators"]))
+                            + "); their numbers are not comparable.")
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
@@ -89,6 +94,20 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     out["_results"] = results
     out["_scores"] = [scores for _, _, scores in loaded]
     return out
+
+
+def simulators(rundirs: Sequence[Path]) -> list[str]:
+    """The user simulator model of each run (run.json's user role; "unknown" without one, "embedded" on the
+    embedded model)."""
+    names = []
+    for d in rundirs:
+        run = RunFolder(d)
+        try:
+            user = run.read_meta().role("user") if run.exists() else None
+        except (RunError, ValueError, TypeError, KeyError):
+            user = None
+        names.append("unknown" if user is None or not user.model else "embedded" if user.local else user.model)
+    return names
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:

@@ -227,13 +227,14 @@ def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
 
 
 def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
-    """A group letter per run (same judges, prompt versions and dataset), the groups, and the page's warnings."""
+    """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
-    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status()], sort_keys=True) for e in runs]
+    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status(), e.simulator()], sort_keys=True)
+            for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
     info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
-                         "smoke": "smoke" in e.results.status(),
+                         "smoke": "smoke" in e.results.status(), "simulator": e.simulator(),
                          "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
             for k, e in zip(keys, runs)}
     warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()]
@@ -243,6 +244,10 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
+    simulators = sorted({str(e.simulator()["model"]) for e in runs})
+    if len({json.dumps(e.simulator(), sort_keys=True) for e in runs}) > 1:
+        warnings.append(f"These runs' users were simulated by different models ({', '.join(simulators)}): their "
+                        "numbers are not comparable, so they are ranked and compared only within their group.")
     modes = sorted({e.utility_judge() for e in runs})
     if len(modes) > 1:
         warnings.append(f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, "
@@ -299,7 +304,7 @@ def jsonl_rows(board: Board) -> list[dict[str, Any]]:
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": entry.folder,
             "comparability_group": group, "status": entry.results.status(), "dataset": entry.dataset(),
-            "judges": entry.judges(),
+            "judges": entry.judges(), "simulator": entry.simulator(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),

@@ -280,6 +280,13 @@ class RunMeta:
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
 
+    def self_status(self, judge: Optional[str] = None) -> list[str]:
+        """``self_status`` of this run's roles; ``judge``: the judge model whose judgments are reported (default:
+        the run's judge)."""
+        local = [name for name, r in self.roles.items() if r.local]
+        return self_status(self.role("target").model, self.role("user").model,
+                           judge or self.role("judge").model, local)
+
     def compatibility(self) -> dict[str, Any]:
         """The settings that shape the transcripts, by name: a rerun into the same folder must agree on
         all of them (endpoint URLs, API key variables and concurrency may change between reruns)."""
@@ -452,7 +459,21 @@ STATUS_LINES = {
                   "run (rerun the same command to finish it).",
     "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
                "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
+    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model defaults to "
+                      "--model); these numbers are not comparable with runs under a fixed simulator.",
+    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model defaults to "
+                   "--model); these numbers are not comparable with runs under a fixed judge.",
 }
+
+
+def self_status(target: Optional[str], user: Optional[str], judge: Optional[str],
+                local: Sequence[str] = ()) -> list[str]:
+    """"self-simulated" / "self-judged" when the user simulator / the judge is the target model itself, on an
+    endpoint (a role on the embedded model is the smoke test's, said by "smoke" instead)."""
+    if not target or "target" in local:
+        return []
+    return [word for word, role, model in (("self-simulated", "user", user), ("self-judged", "judge", judge))
+            if model == target and role not in local]
 
 
 @dataclass
