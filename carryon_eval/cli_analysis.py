@@ -35,6 +35,11 @@ class AnalysisError(UsageError):
               help="Write compare.json, table.md, plots/, leaderboard.html and leaderboard.jsonl here (otherwise only print).")
 def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
+    write_comparison(rundirs, out)
+
+
+def write_comparison(rundirs: Sequence[Path], out: Optional[Path]) -> None:
+    """compare's table and notes printed; with ``out``: compare.json, table.md, plots/ and the leaderboard there."""
     try:
         cmp = compare(rundirs)
     except CompareError as exc:

@@ -61,10 +61,12 @@ def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, An
     return set(needed)
 
 
-async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+async def evaluate(cfg: EvaluateConfig, out: Output,
+                   limits: Optional[dict[tuple[str, str], Any]] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
-    OpenSafeIntent-only run writes its own files)."""
+    OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
+    this event loop (a sweep's; app.session.Session)."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
@@ -75,7 +77,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
     async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
+                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
+                       limits=limits) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders

@@ -96,6 +96,7 @@ class EvaluateConfig:
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
     http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
+    sweep: Optional[dict[str, Any]] = None      # the sweep plan this run belongs to (run.json's sweep; app.sweep)
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
         subset=cfg.subset if cfg.subset != "full" else None,
-        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed}, sweep=cfg.sweep)
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,9 @@ class RunMeta:
     #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
     #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
     usage: dict[str, Any] = field(default_factory=dict)
+    #: the sweep plan the run was started from: {"plan": file name, "plan_sha256", "target": its name, "index":
+    #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
+    sweep: Optional[dict[str, Any]] = None
     schema_version: int = RUN_SCHEMA_VERSION
 
     def role(self, name: str) -> RoleRecord:
@@ -311,7 +314,8 @@ class RunMeta:
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
-                **({"usage": dict(self.usage)} if self.usage else {})}
+                **({"usage": dict(self.usage)} if self.usage else {}),
+                **({"sweep": dict(self.sweep)} if self.sweep else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -327,7 +331,8 @@ class RunMeta:
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}),
-                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d))
+                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
+                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d))
 
 
 
