@@ -63,7 +63,7 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
         sys.exit(130)
     runs = finished_runs(plan)
     if runs:
-        write_comparison(runs, plan.out)
+        write_comparison(runs, plan.out, plan.paper_rows)
     else:
         click.echo("sweep: no run has a report yet: no leaderboard", err=True)
     last, code = summary(outcomes)

@@ -57,7 +57,7 @@ def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
                            "--utility at a time")
 
 
-def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -91,9 +91,22 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
     for s in suites():                # each suite's columns, under its section name (None: no run has them)
         if s.report is not None and s.report.section is not None and s.report.compare is not None:
             out[s.report.section] = s.report.compare(labels, results)
+    if paper_rows:
+        out["reported"] = reported_table()
     out["_results"] = results
     out["_scores"] = [scores for _, _, scores in loaded]
     return out
+
+
+def reported_table() -> dict[str, Any]:
+    """The rows the suites' papers report (SuiteReport.reported) in compare's table, apart from the runs, with
+    what they stand on."""
+    from carryon_eval.report.leaderboard_page import reported_entries
+
+    entries = reported_entries()
+    header, rows = headline_table([e.results for e in entries])
+    notes = list(dict.fromkeys(n for e in entries for n in e.results.notes))
+    return {"table": [dict(zip(header, row)) for row in rows], "notes": notes}
 
 
 def simulators(rundirs: Sequence[Path]) -> list[str]:
@@ -124,6 +137,11 @@ def render_markdown(cmp: dict[str, Any]) -> str:
             parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
+    reported = cmp.get("reported")
+    if reported and reported["table"]:
+        parts += ["\n## Reported in the paper (not measured here; not ranked with the runs above)\n",
+                  markdown_table(list(reported["table"][0]), [list(r.values()) for r in reported["table"]]),
+                  "\n" + "\n".join(f"- {n}" for n in reported["notes"]) + "\n"]
     return "\n".join(parts)
 
 

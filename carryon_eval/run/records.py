@@ -466,6 +466,8 @@ STATUS_LINES = {
                "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
     "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model defaults to "
                       "--model); these numbers are not comparable with runs under a fixed simulator.",
+    "reported": "REPORTED: numbers as a paper reports them, not measured here (its own dataset build, simulator and "
+                "judges); no interval, never ranked or compared with a measured run.",
     "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model defaults to "
                    "--model); these numbers are not comparable with runs under a fixed judge.",
 }

@@ -154,8 +154,9 @@ def test_sweep_help_lists_the_keys():
 
 def test_read_plan_gives_each_target_its_folder_and_the_shared_settings(scripted_server, dataset, tmp_path):
     srv = scripted_server(Counting(), models=(*TARGETS, "sim", "jdg"))
-    plan = read_plan(write_plan(tmp_path / "plan.toml", srv, dataset, extra='utility-judge = "grouped"\n'),
-                     tmp_path / "o")
+    plan = read_plan(write_plan(tmp_path / "plan.toml", srv, dataset,
+                                extra='utility-judge = "grouped"\npaper-rows = true\n'), tmp_path / "o")
+    assert plan.paper_rows
     assert [t.config.out for t in plan.targets] == [tmp_path / "o" / f"{m}-run" for m in TARGETS]
     assert {t.config.judge.model for t in plan.targets} == {"jdg"}
     assert {t.config.utility_judge for t in plan.targets} == {"grouped"}
