@@ -160,3 +160,16 @@ def test_read_plan_gives_each_target_its_folder_and_the_shared_settings(scripted
     assert [t.config.out for t in plan.targets] == [tmp_path / "o" / f"{m}-run" for m in TARGETS]
     assert {t.config.judge.model for t in plan.targets} == {"jdg"}
     assert {t.config.utility_judge for t in plan.targets} == {"grouped"}
+
+
+def test_the_readme_plan_is_a_plan(monkeypatch, tmp_path):
+    """The README's plan of the paper's setup reads as a plan: every key known, each in its place."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    text = re.search(r"```toml\n(# paper\.toml.*?)```", readme, re.S).group(1)
+    for name in ("GEMINI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(name, "not-a-key")
+    (tmp_path / "paper.toml").write_text(text)
+    plan = read_plan(tmp_path / "paper.toml", tmp_path / "runs")
+    assert [t.name for t in plan.targets] == ["gpt-oss-120b", "llama-4-maverick", "gpt-5-mini"] and plan.paper_rows
+    assert {t.config.user.model for t in plan.targets} == {"gemini-3-flash"}
+    assert {t.config.judge.model for t in plan.targets} == {"gemini-2.5-flash"}
