@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support.eval_cli import invoke, one_error_line
 from support.rollout_data import unique_replies
-from support.scripted_server import last_user_text
+from support.scripted_server import Fault, last_user_text
 
 from carryon_eval.sweep import plan_hash, read_plan
 
@@ -114,6 +114,22 @@ def test_a_failing_target_does_not_stop_the_others(scripted_server, dataset, tmp
     assert last.startswith("sweep: failed: t3-run") and "t1-run" not in last
     assert (out / "t1-run" / "results.json").is_file() and (out / "t2-run" / "results.json").is_file()
     assert len((out / "leaderboard.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_target_that_stops_answering_exits_4_and_the_others_finish(scripted_server, dataset, tmp_path):
+    counting = Counting()
+
+    def handler(body: dict) -> Any:
+        return Fault.status(500) if body["model"] == "t3" else counting(body)
+
+    srv = scripted_server(handler, models=(*TARGETS, "sim", "jdg"))
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset, extra="give-up-after = 1\n")
+    res = invoke("sweep", plan, "--out", tmp_path / "sweep")
+    assert res.exit_code == 4, res.output
+    assert "sweep: t3-run FAILED (exit 4)" in res.stderr and "sweep: 2 of 3 runs finished: t1-run, t2-run" in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("sweep: failed: t3-run")
+    rows = [json.loads(line) for line in (tmp_path / "sweep" / "leaderboard.jsonl").read_text().splitlines()]
+    assert sorted(r["target_model"] for r in rows) == ["t1", "t2"]
 
 
 @pytest.mark.parametrize("edit, named", [
