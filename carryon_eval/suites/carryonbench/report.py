@@ -150,7 +150,9 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
                                 "A conversation not played is read like one whose judgments are all unscored: the "
                                 "numbers stand on the conversations played and their bounds span every value the "
                                 "others could take (marked in table.md).")
+    judged_by = [*(results.judges.utility.get("models") or []), *(results.judges.safety.get("models") or [])]
     results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
+        meta.self_status(judge or (judged_by[0] if len(set(judged_by)) == 1 else None))) + (
         ["incomplete"] if missing or results.judges.complete is False else []) + (
         ["grouped"] if (results.judges.utility or {}).get("utility_judge") == "grouped" else [])
     inputs = ReportInputs(run, bench, every, judge, utility, safety, n_resamples, seed)
