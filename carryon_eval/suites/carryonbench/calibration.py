@@ -1,14 +1,17 @@
 """How far grouped Ben-Util verdicts agree with per-item ones on the same replies (pure).
 
-A grouped run with ``--calibrate N`` also judges N replies of its plan, drawn at random (seeded), in the
-per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
+A grouped run with ``--calibrate N`` also judges whole conversations of its plan, drawn at random (seeded) until
+N replies, in the per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
 
 - ``percent_agreement``: % of pairs with the same verdict;
 - ``cohen_kappa``: Cohen's kappa of the two verdict sets;
 - ``utility_difference``: the mean over the sampled replies of (grouped - per-item) reply utility, where a
   reply's utility is the % of its checklist items judged fulfilled, over the items scored both ways. This is
-  the turn-level utility of the paper on those replies (a sample of replies covers too few whole conversations
-  for a conversation-level difference).
+  the turn-level utility of the paper on those replies;
+- ``headline_differences``: what people read: the grouped-minus-per-item difference of each headline utility
+  number (conversation utility per condition, its deltas from turn 1, Recovery%, the clarification effect) on
+  the sampled conversations, by the headline's estimators. Conversation utility counts an item reached at any
+  turn, so an item-level disagreement moves it by other amounts (even of the other sign) than reply utility.
 
 Every interval is a 95% percentile bootstrap over the sampled replies (a reply's items move together, as a
 cluster), paired: each resample draws replies and compares both modes on the same draw. Pairs where either

@@ -27,6 +27,9 @@ as a score. One rule (UNSCORED_RULE) makes every number of results.json and conv
   conversation's range [repeated read low / fulfilled read high, repeated read high / fulfilled read low],
   with the conversations that some readings leave undefined kept or dropped, whichever is more extreme
   (``estimators.ratio_mean_bounds``: valid, and conservative);
+- a planned conversation that was not played (a run that stopped; ``conversations.unplayed``) is read like one
+  whose every judgment is unscored: left out of complete cases, imputed within its length for max harm, and
+  spanning every value in the bounds, so the bounds of a run that stopped hold the values of the whole run;
 - ``scored_share`` says how much of the data each headline stands on, ``under_95`` names the headlines
   whose share is under 95%; anything that cannot be computed is None with a reason, never 0.
 """
