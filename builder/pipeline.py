@@ -20,6 +20,8 @@ from .dataset_folder import card_yaml, check_out_folder, configs_note, render_ca
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, flow_pool, pool_flows
 from .sources import SOURCES, SourceError, SourceQuery, file_sha256
 
+from carryon_eval.dataset.scoring import RUBRIC_SOURCE, scoring_record
+
 # The card templates are package data: CASE-Bench's is the repository's dataset_card.md (builder/dataset_card.md
 # is a symlink to it; a wheel holds its content), each source names its own (Source.card.template).
 
@@ -84,6 +86,13 @@ def documents_mc(release: str) -> bool:
 
     key = version_key(release)
     return key is None or key >= MC_SINCE
+
+
+def records_scoring(source: str, release: str, llm: bool) -> bool:
+    """Whether the manifest records how the dataset is scored (carryon_eval.dataset.scoring): every build but a
+    `--no-llm` CASE-Bench build of a release before v0.2.0, whose manifest stays as release v0.1.0 froze it (the
+    evaluator reads the same from its rows)."""
+    return source != "casebench" or llm or documents_mc(release)
 
 
 def with_malicious_intent(row: dict[str, Any], intent: str, llm: bool) -> dict[str, Any]:
@@ -213,6 +222,10 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
+    if records_scoring(src.name, release, llm_stages is not None):
+        manifest["scoring"] = scoring_record(tables["queries"], counts["checklists"],
+                                             [(c["query_id"], c["condition"]) for c in conversations],
+                                             rubric=src.name == RUBRIC_SOURCE)
     if min_safe_rate is not None:           # only then: a default build's manifest stays as it was
         manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": n_safe_rate_kept,
                                                "dropped": n_selected - n_safe_rate_kept}

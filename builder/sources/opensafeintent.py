@@ -127,8 +127,11 @@ CARD = CardText(
         "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` and `malicious_intent` are "
         "OpenSafeIntent's own descriptions of the dual-use prompt's plausible benign use and meaningful misuse "
         "risk, verbatim: the authors' third-person descriptions, not the user's voice. There is no "
-        "`checklists` or `provenance` config: Ben-Util cannot be scored on this build (the evaluator still "
-        "judges harmfulness); build with an endpoint to produce checklists."),
+        "`checklists` or `provenance` config: Ben-Util cannot be scored on this build. Its utility is measured "
+        "with OpenSafeIntent's own 1-4 helpfulness rubric instead (rubric utility, (score - 1) / 3; MANIFEST.json's "
+        "`scoring` records it, and `carryon-eval` picks it when no `--utility` is given; the rubric is read from "
+        "the release folder, `--opensafeintent DIR`), and harmfulness is judged as for any build; build with an "
+        "endpoint to produce checklists."),
     croissant={
         "license": "Apache-2.0, from OpenSafeIntent (Uppaal et al., 2026); see LICENSE.md",
         "annotation": (

@@ -276,6 +276,8 @@ class RunMeta:
     #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
     usage: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RUN_SCHEMA_VERSION
+    #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
+    utility_choice: dict[str, str] = field(default_factory=dict)
 
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
@@ -304,7 +306,8 @@ class RunMeta:
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
-                **({"usage": dict(self.usage)} if self.usage else {})}
+                **({"usage": dict(self.usage)} if self.usage else {}),
+                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -320,7 +323,8 @@ class RunMeta:
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}),
-                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d))
+                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d),
+                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {})
 
 
 
