@@ -167,7 +167,9 @@ def _check_writable(out: Path) -> None:
 @click.option("--no-llm", is_flag=True, help="Skip the LLM stages: empty benign_intent, no checklist rows.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
 @click.option("--limit", type=click.IntRange(min=1), help="Build only the first N selected queries.")
-@click.option("--release", default=None, help="Release name written into MANIFEST.json and the card.")
+@click.option("--release", default=None, help="Release name written into MANIFEST.json and the card [default: the "
+                                              "source's release line: open-v1.0.0 for OpenSafeIntent, "
+                                              "v<builder version> for CASE-Bench].")
 @endpoint_options(api_key_default=defaults.API_KEY_ENV,
                   endpoint_help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), "
                                 "or 'local' for the embedded model.",
@@ -234,7 +236,6 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
     from .pipeline import NoQueryKept, build as run_build
     from .sources import SourceError, detect, get_source
 
-    release = release or f"v{BUILDER_VERSION}"
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
                                                                                             role_models)
     role_endpoints = _with_role_flags(role_endpoints, per_role, "endpoint")
@@ -249,6 +250,7 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         fail(str(exc))
     if min_safe_rate is not None and not src.has_ratings:
         fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
+    release = release or src.default_release or f"v{BUILDER_VERSION}"
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
@@ -339,7 +341,7 @@ def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
 def verify(folder: Path, manifest: Optional[Path]) -> None:
     """Recompute hashes, counts, cross-references and flow rules, load every declared config with
     datasets.load_dataset (columns as in the card's field tables); name each mismatch."""
-    from .verify import verify_folder
+    from .verify import release_words, verify_folder
 
     problems, man = verify_folder(folder, manifest)
     for p in problems:
@@ -347,7 +349,9 @@ def verify(folder: Path, manifest: Optional[Path]) -> None:
     if problems:
         click.echo(f"verify: {len(problems)} mismatch(es) in {folder}", err=True)
         sys.exit(1)
-    click.echo(f"OK {folder} is release {man.get('release')} exactly: {len(man['files'])} files, "
+    against = f"; matches {manifest}" if manifest else ""
+    click.echo(f"OK {folder} is release {man.get('release')} exactly ({release_words(man)}{against}): "
+               f"{len(man['files'])} files, "
                f"counts {{{', '.join(f'{k}: {v}' for k, v in man['counts'].items() if isinstance(v, int))}}}")
 
 
@@ -358,7 +362,9 @@ TEXT_FREE_CONFIGS = ("flows", "conversations")
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--to", "dest", required=True, type=click.Path(path_type=Path), help="e.g. releases/v0.1.0")
-def freeze(folder: Path, dest: Path) -> None:
+@click.option("--manifest-only", is_flag=True, default=False,
+              help="Copy MANIFEST.json alone (a release whose source is public: releases/open-v1.0.0).")
+def freeze(folder: Path, dest: Path, manifest_only: bool) -> None:
     """Copy a verified build's MANIFEST.json and its text-free tables (flows, conversations) into DEST."""
     import shutil
 
@@ -372,6 +378,9 @@ def freeze(folder: Path, dest: Path) -> None:
         fail(f"--to {dest} is a file; expected a folder to copy the release files into")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / "MANIFEST.json", dest / "MANIFEST.json")
+    if manifest_only:
+        click.echo(f"froze release {man['release']} into {dest}: MANIFEST.json")
+        return
     for config in TEXT_FREE_CONFIGS:
         (dest / parquet_name(config)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / parquet_name(config), dest / parquet_name(config))

@@ -37,7 +37,7 @@ CONTEXT: dict[str, Any] = {
     "subField": "cr:subField", "transform": "cr:transform",
 }
 _DATA_TYPES = {"string": "sc:Text", "float64": "sc:Float", "int64": "sc:Integer"}
-_SEMVER = re.compile(r"^v?(\d+\.\d+\.\d+)$")
+_SEMVER = re.compile(r"^(?:[a-z][a-z0-9]*-)?v?(\d+\.\d+\.\d+)$")     # v0.1.0, open-v1.0.0 (a release line)
 
 def card_sections(markdown: str) -> dict[str, str]:
     """The card body's `## Title` sections (title -> text, stripped)."""

@@ -88,6 +88,17 @@ def documents_mc(release: str) -> bool:
     return key is None or key >= MC_SINCE
 
 
+def source_release_note(entry: dict[str, Any], upstream: Optional[dict[str, Any]]) -> str:
+    """The card's words on the public release the source file is (or is not) exactly."""
+    if not upstream:
+        return ""
+    if entry.get("release"):
+        return (f"exactly the file of {upstream['repository']} at commit `{upstream['commit']}` ({upstream['url']}); "
+                "MANIFEST.json's `source.release` pins that release's files")
+    return (f"not the file of the pinned release ({upstream['repository']} at commit `{upstream['commit']}`, "
+            f"whose `{next(iter(upstream['files']))}` has sha256 `{next(iter(upstream['files'].values()))}`)")
+
+
 def records_scoring(source: str, release: str, llm: bool) -> bool:
     """Whether the manifest records how the dataset is scored (carryon_eval.dataset.scoring): every build but a
     `--no-llm` CASE-Bench build of a release before v0.2.0, whose manifest stays as release v0.1.0 froze it (the
@@ -141,6 +152,7 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
           log: Callable[[str], None] = print, force: bool = False,
           min_safe_rate: Optional[float] = None, source_format: str = "casebench") -> dict[str, Any]:
+    # `release`: the CLI gives the source's default release (Source.default_release) when none is named
     """Run every stage and write the dataset folder; returns the manifest. `force`: rebuild into a folder
     that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first.
     `min_safe_rate`: keep only queries whose safe context at least this share of annotators judged safe
@@ -208,6 +220,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     source_entry = {"file": source.name, "sha256": file_sha256(source)}
     if src.name != "casebench":             # a CASE-Bench manifest stays as release v0.1.0 wrote it
         source_entry["format"] = src.name
+    if src.upstream and src.upstream["files"].get(source.name) == source_entry["sha256"]:
+        source_entry["release"] = src.upstream      # the file is exactly the pinned public release's
     manifest: dict[str, Any] = {
         "name": src.manifest_name,
         "release": release,
@@ -234,6 +248,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     card_values = {
         "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
+        "source_release": source_release_note(manifest["source"], src.upstream),
+        **({"upstream": src.upstream, "open_release": src.default_release} if src.upstream else {}),
         "n_source_queries": len(all_queries), "n_selected": n_selected,
         "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
         "n_queries": len(final), "n_low_safe_rate": low_safe_rate_count(final),
