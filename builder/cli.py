@@ -390,7 +390,8 @@ def freeze(folder: Path, dest: Path, manifest_only: bool) -> None:
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--repo-id", required=True, metavar="ORG/NAME", help="Dataset repository on the Hub.")
-@click.option("--tag", required=True, metavar="vX.Y.Z", help="The release's tag; must be the folder's release.")
+@click.option("--tag", required=True, metavar="vX.Y.Z",
+              help="The release's tag (vX.Y.Z, or a release line's: open-vX.Y.Z); must be the folder's release.")
 @click.option("--private", is_flag=True, help="Create (or switch) the repository private.")
 @click.option("--gated", type=click.Choice(["manual", "auto"]), default=None,
               help="Access requests approved by hand (SORRY-Bench's terms) or automatically [default: manual for a "
