@@ -170,6 +170,10 @@ def _check_writable(out: Path) -> None:
 @click.option("--release", default=None, help="Release name written into MANIFEST.json and the card [default: the "
                                               "source's release line: open-v1.0.0 for OpenSafeIntent, "
                                               "v<builder version> for CASE-Bench].")
+@click.option("--hub-repo", default=None, metavar="ORG/NAME",
+              help="The Hub dataset this release will be published to (`carryon-build publish --repo-id`), when "
+                   "known: MANIFEST.json records it, croissant.json's url, CITATION.cff and the card's citation name "
+                   "it, and publish refuses another repository.")
 @endpoint_options(api_key_default=defaults.API_KEY_ENV,
                   endpoint_help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), "
                                 "or 'local' for the embedded model.",
@@ -224,7 +228,8 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
           cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
           structured_output: str, min_items: int, max_items: int, min_safe_rate: Optional[float],
-          generator_temperature: Any, dry_run: bool, force: bool, **per_role: Any) -> None:
+          generator_temperature: Any, dry_run: bool, force: bool, hub_repo: Optional[str] = None,
+          **per_role: Any) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -251,12 +256,17 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
     if min_safe_rate is not None and not src.has_ratings:
         fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
     release = release or src.default_release or f"v{BUILDER_VERSION}"
+    if hub_repo is not None:
+        from .publish import REPO_ID
+
+        if not REPO_ID.match(hub_repo):
+            fail(f"--hub-repo {hub_repo!r}: expected ORG/NAME (a namespace and a dataset name)")
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force, min_safe_rate=min_safe_rate, source_format=src.name)
+                      force=force, min_safe_rate=min_safe_rate, source_format=src.name, hub_repo=hub_repo)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -306,7 +316,7 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
                       log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate,
-                      source_format=src.name)
+                      source_format=src.name, hub_repo=hub_repo)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
 

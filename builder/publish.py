@@ -110,6 +110,10 @@ def plan_publish(folder: Path, repo_id: str, tag: str, *, private: bool = False,
     if problems:
         raise PublishError(f"{folder} does not verify ({problems[0]}; {len(problems)} mismatch(es) in all): "
                            f"run carryon-build verify {folder}")
+    if manifest.get("hub_repo") and manifest["hub_repo"] != repo_id:
+        raise PublishError(f"--repo-id {repo_id}, but {folder} was built for {manifest['hub_repo']} (--hub-repo: its "
+                           f"croissant.json and citations name it); publish to {manifest['hub_repo']}, or rebuild with "
+                           f"--hub-repo {repo_id}")
     if manifest.get("release") != tag:
         raise PublishError(f"--tag {tag} but {folder} is release {manifest.get('release')}: rebuild with "
                            f"--release {tag}, or publish under --tag {manifest.get('release')}")

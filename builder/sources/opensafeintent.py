@@ -134,6 +134,7 @@ CARD = CardText(
         "endpoint to produce checklists."),
     croissant={
         "license": "Apache-2.0, from OpenSafeIntent (Uppaal et al., 2026); see LICENSE.md",
+        "license_url": "https://spdx.org/licenses/Apache-2.0.html",
         "annotation": (
             "OpenSafeIntent's authors wrote each prompt-set (benign, dual-use and malicious versions of one task, "
             "4 paraphrases of the dual-use one) and describe the dual-use prompt's plausible benign use and "

@@ -72,7 +72,8 @@ class CardText:
     license_file: str                          # the text written as LICENSE.md, a package resource
     header: dict[str, Any]                     # YAML header fields besides configs/dataset_info (license, gating)
     no_llm_summary: str                        # the card's LLM section of a --no-llm build
-    croissant: dict[str, str]                  # Croissant RAI texts: annotation, personal_sensitive, biases, license
+    croissant: dict[str, str]                  # Croissant texts: annotation, personal_sensitive, biases, license (and
+    #                                            license_url: an SPDX license's URL, croissant.json's license)
     absent_without_llm: dict[str, str]         # why a --no-llm build declares no such config
 
     def read_template(self) -> str:
