@@ -28,6 +28,9 @@ class BuildError(UsageError):
     prog = "carryon-build"
 
 
+INCOMPLETE = 4      # exit code: the embedded server crashed mid-build (the response cache keeps what was done)
+
+
 def fail(message: str) -> NoReturn:
     raise BuildError(message)
 
@@ -272,6 +275,7 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         return
 
     from carryon_eval.model.client import EndpointError
+    from carryon_eval.model.crash import CrashRecord, LocalServerCrashed
 
     from .dry_run import NO_ENDPOINT
     from .llm_config import LLMConfig
@@ -312,13 +316,21 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
             except LocalModelError as exc:
                 fail(str(exc).splitlines()[0])
             local_url = server.base_url
-        stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True))
+        stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True),
+                           local_server=server if plan.needs_local else None)
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
                       log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate,
                       source_format=src.name, hub_repo=hub_repo)
+        except LocalServerCrashed as exc:       # the embedded server died: exit 4, and whether a rerun can help
+            CrashRecord(cache).note(exc)
+            click.echo(f"carryon-build: {exc}{exc.hint('; rerun the same command to resume from the cache')}",
+                       err=True)
+            sys.exit(INCOMPLETE)
         except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
             fail(str(exc))
+        if plan.needs_local:
+            CrashRecord(cache).clear()
 
 
 def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],

@@ -22,8 +22,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
-                                     new_run_meta, refuse_empty_conditions, resolve_roles, suite_options,
-                                     utility_line)
+                                     new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
+                                     suite_options, utility_line)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -62,19 +62,23 @@ def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, An
     return set(needed)
 
 
-async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+async def evaluate(cfg: EvaluateConfig, out: Output,
+                   limits: Optional[dict[tuple[str, str], Any]] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
-    OpenSafeIntent-only run writes its own files)."""
+    OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
+    this event loop (a sweep's; app.session.Session)."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
+    for line in self_notice(roles, local):     # a role that fell back to the target model, said first
+        out.info(line)
     try:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
-    async with Session(out, logprobs=cfg.utility_mode == "logprobs" and "judge" in local,
-                       model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
+    async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
+                       limits=limits) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -294,7 +298,6 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                                  "batch, or add --live-rest to ask them live")
             if not opts.live_rest:               # judged from the cache alone: nothing is asked live
                 cache_only = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), cache)
-        session.logprobs = mode == "logprobs"
         judge = cache_only or await _checked_judge(session, run, meta, opts)
         judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out)
         session.record_sent(run)

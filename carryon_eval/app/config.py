@@ -21,7 +21,8 @@ from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
-from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.run.records import (STATUS_LINES, DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration,
+                                      RunMeta, self_status)
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
@@ -96,6 +97,7 @@ class EvaluateConfig:
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
     http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
+    sweep: Optional[dict[str, Any]] = None      # the sweep plan this run belongs to (run.json's sweep; app.sweep)
 
 
 @dataclass(frozen=True)
@@ -296,6 +298,14 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     return roles, local
 
 
+def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
+    """The lines a run whose user simulator or judge is the target model itself says first (its status words
+    ``self-simulated`` / ``self-judged``, run.records.self_status)."""
+    words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
+    flags = {"self-simulated": "--user-model", "self-judged": "--judge-model"}
+    return [f"{STATUS_LINES[w]} Give {flags[w]} (and its endpoint) for a fixed one." for w in words]
+
+
 def _manifest_sha(bench: Benchmark) -> Optional[str]:
     if bench.manifest is None:
         return None
@@ -325,7 +335,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
         subset=cfg.subset if cfg.subset != "full" else None,
-        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed}, sweep=cfg.sweep)
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,11 @@ class RunEntry:
         out["utility"]["utility_judge"] = self.utility_judge()      # which Ben-Util mode made the utilities
         return out
 
+    def simulator(self) -> dict[str, Any]:
+        """Who played the user (run.json's user role): its model, and whether it ran on the embedded model."""
+        user = self.meta.role("user")
+        return {"model": user.model or None, "local": user.local}
+
     def utility_judge(self) -> str:
         """The Ben-Util mode the run's utilities stand on ("per-item" for runs reported before there was a choice)."""
         return (self.results.judges.utility or {}).get("utility_judge") or "per-item"

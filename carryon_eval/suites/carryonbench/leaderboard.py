@@ -10,10 +10,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics.stats import Bootstrap, ci95
-from carryon_eval.report.leaderboard import OLD_ROWS, QuerySums, bootstrap_settings, covered, plans_of, stat_estimate
+from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, bootstrap_settings, covered, plans_of,
+                                            stat_estimate)
 from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
@@ -70,6 +72,8 @@ def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
 def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
+    if REPORTED in entry.results.status():          # a paper's row: no per-query scores, nothing to recompute
+        return Cell(None, reason=NOT_REPORTED)
     sums = QuerySums(entry.scores, plans_of(entry.results))
     queries = covered(sums, LOCK_IN)
     if not queries and sums.old_rows:

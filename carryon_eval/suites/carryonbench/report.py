@@ -136,7 +136,9 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
     if unplayed:
         results.notes.insert(0, f"INCOMPLETE: {unplayed} planned conversation(s) have no final transcript yet (the "
                                 "rollout stopped, or a reply stayed empty); rerun the same command to finish them.")
+    judged_by = [*(results.judges.utility.get("models") or []), *(results.judges.safety.get("models") or [])]
     results.run.status = (["smoke"] if any(r.local for r in meta.roles.values()) or meta.notice else []) + (
+        meta.self_status(judge or (judged_by[0] if len(set(judged_by)) == 1 else None))) + (
         ["incomplete"] if unplayed or results.judges.complete is False else []) + (
         ["grouped"] if (results.judges.utility or {}).get("utility_judge") == "grouped" else [])
     inputs = ReportInputs(run, bench, every, judge, utility, safety, n_resamples, seed)
