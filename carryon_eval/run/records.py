@@ -525,6 +525,8 @@ class Results:
     n: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)
     recovery: dict[str, Any] = field(default_factory=dict)
+    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
+    clarification_effect: dict[str, Any] = field(default_factory=dict)
     unscored: dict[str, Any] = field(default_factory=dict)
     by_turn: dict[str, Any] = field(default_factory=dict)
     move_effects: dict[str, Any] = field(default_factory=dict)
