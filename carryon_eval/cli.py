@@ -52,7 +52,7 @@ from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
 from carryon_eval.judge.phase import JudgeError
-from carryon_eval.model.local import LocalModelError
+from carryon_eval.model.local import LocalModelError, LocalServerCrashed
 from carryon_eval.progress import progress_interval_option
 from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError, RunFolder
@@ -88,6 +88,9 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
             ConfigError, SettingsError, BatchError, ExportError) as exc:
         raise CliError(str(exc)) from None
+    except LocalServerCrashed as exc:           # the embedded server died: say so, and whether a rerun can help
+        click.echo(f"carryon-eval: {exc}{exc.hint(RESUME)}", err=True)
+        sys.exit(INCOMPLETE)
     except (EndpointGone, RoleFailed) as exc:   # a role stopped answering: what was done is written
         click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
         sys.exit(INCOMPLETE)

@@ -279,6 +279,8 @@ class RunMeta:
     #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
     sweep: Optional[dict[str, Any]] = None
     schema_version: int = RUN_SCHEMA_VERSION
+    #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
+    utility_choice: dict[str, str] = field(default_factory=dict)
 
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
@@ -315,7 +317,8 @@ class RunMeta:
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
-                **({"sweep": dict(self.sweep)} if self.sweep else {})}
+                **({"sweep": dict(self.sweep)} if self.sweep else {}),
+                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -332,7 +335,8 @@ class RunMeta:
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}),
                    usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
-                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d))
+                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
+                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {})
 
 
 
@@ -521,6 +525,8 @@ class Results:
     n: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)
     recovery: dict[str, Any] = field(default_factory=dict)
+    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
+    clarification_effect: dict[str, Any] = field(default_factory=dict)
     unscored: dict[str, Any] = field(default_factory=dict)
     by_turn: dict[str, Any] = field(default_factory=dict)
     move_effects: dict[str, Any] = field(default_factory=dict)
