@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
-                                     RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
-                                     resolve_roles, self_notice, suite_options)
+                                     RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
+                                     new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
+                                     suite_options, utility_line)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -85,7 +86,17 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
-        read_by_scorers = scorer_inputs(conditions, cfg.utility, records)
+        say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
+        cfg, utility_choice = choose_utility(cfg, bench, conditions)
+        if utility_choice:
+            say(utility_line(utility_choice, bench))
+        try:
+            read_by_scorers = scorer_inputs(conditions, str(cfg.utility), records)
+        except ConfigError as exc:
+            if utility_choice:              # the user named no measure: say who chose it
+                raise ConfigError(f"{exc} (rubric utility is dataset {bench.source}'s measure: it has no "
+                                  "checklists for Ben-Util)") from None
+            raise
         # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
         # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
         # records of suites neither asked for nor read are dropped
@@ -105,9 +116,11 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         if cfg.conditions_all:          # `all`: a condition left out of the default set joins where the dataset has it
             conditions = [c for c in conditions if c in default_conditions() or any(j.condition == c for j in jobs)]
             skipped = [k for k in skipped if k.condition in conditions]
-        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
         refuse_empty_conditions(bench, conditions, jobs, skipped)
-        say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
+        conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
+        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        for line in left_out:
+            say(line)
         say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
         say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
@@ -126,6 +139,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
                                         **c.request())
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
+        meta.utility_choice = dict(utility_choice or {})
         for role, choice in roles.items():
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],

@@ -10,8 +10,10 @@ and scored share, sortable by any column; for the column sorted on it shows the 
 differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
 number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
 that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
-versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
-and correlated within their group only, and the page says so at the top.
+versions), whose users were simulated by different models, or built from different datasets fall into separate
+comparability groups: they are ranked, compared and correlated within their group only, and the page says so at
+the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is
+never ranked nor paired.
 
 Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard: the
 CarryOnBench headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`;

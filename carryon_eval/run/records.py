@@ -279,6 +279,8 @@ class RunMeta:
     #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
     sweep: Optional[dict[str, Any]] = None
     schema_version: int = RUN_SCHEMA_VERSION
+    #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
+    utility_choice: dict[str, str] = field(default_factory=dict)
 
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
@@ -315,7 +317,8 @@ class RunMeta:
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
-                **({"sweep": dict(self.sweep)} if self.sweep else {})}
+                **({"sweep": dict(self.sweep)} if self.sweep else {}),
+                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -332,7 +335,8 @@ class RunMeta:
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}),
                    usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
-                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d))
+                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
+                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {})
 
 
 
@@ -464,12 +468,13 @@ STATUS_LINES = {
                   "run (rerun the same command to finish it).",
     "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
                "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
-    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model defaults to "
-                      "--model); these numbers are not comparable with runs under a fixed simulator.",
+    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model is the target's, "
+                      "its default when not given); these numbers are not comparable with runs under another "
+                      "simulator.",
     "reported": "REPORTED: numbers as a paper reports them, not measured here (its own dataset build, simulator and "
                 "judges); no interval, never ranked or compared with a measured run.",
-    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model defaults to "
-                   "--model); these numbers are not comparable with runs under a fixed judge.",
+    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model is the target's, its "
+                   "default when not given); these numbers are not comparable with runs under another judge.",
 }
 
 
