@@ -25,6 +25,7 @@ from carryon_eval import defaults
 from carryon_eval.model.ask import EMPTY, Asked, Attempt, Request, ask, repair
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.client import Endpoint
+from carryon_eval.model.crash import LocalServerCrashed
 from carryon_eval.model.endpoint import ChatEndpoint, ChatResult, EndpointConfig, EndpointError, UsageLedger
 from carryon_eval.progress import Progress
 from carryon_eval.prompts import Prompt, load_prompt
@@ -63,6 +64,8 @@ class _FailureWatch:
         try:
             result = await self.inner.chat(messages, stage=stage, temperature=temperature, max_tokens=max_tokens,
                                            seed=seed, response_format=response_format, top_logprobs=top_logprobs)
+        except LocalServerCrashed:
+            raise                       # the embedded server died: the build ends now (builder/cli.py)
         except EndpointError as exc:
             self.in_a_row += 1
             if self.in_a_row >= MAX_CONSECUTIVE_FAILURES:
@@ -102,7 +105,8 @@ class _StageRun:
 class LLMStages:
     """The ``llm_stages`` callable of builder.pipeline.build: ``stages(queries) -> LLMOutput``."""
 
-    def __init__(self, config: LLMConfig, *, log: Callable[[str], None] = print) -> None:
+    def __init__(self, config: LLMConfig, *, log: Callable[[str], None] = print, local_server: Any = None) -> None:
+        """``local_server``: the embedded LocalModelServer, if a role runs on it (its crash ends every call)."""
         self.config = config
         self.log = log
         self.stages = stages_for(config)
@@ -112,10 +116,13 @@ class LLMStages:
         for spec in [*config.roles.values(), *config.generators]:
             key = spec.endpoint_key()
             if key not in self.endpoints:
-                self.endpoints[key] = _FailureWatch(Endpoint(EndpointConfig(
+                endpoint: ChatEndpoint = Endpoint(EndpointConfig(
                     base_url=spec.base_url, model=spec.model, api_key_env=config.api_key_env,
                     concurrency=spec.concurrency, timeout=spec.timeout, max_retries=config.max_retries,
-                    backoff_base=config.backoff_base, **spec.request()), cache=self.cache, usage=self.usage))
+                    backoff_base=config.backoff_base, **spec.request()), cache=self.cache, usage=self.usage)
+                if local_server is not None and spec.base_url == local_server.base_url:
+                    endpoint = local_server.watch(endpoint)
+                self.endpoints[key] = _FailureWatch(endpoint)
         self.prompts: dict[str, Prompt] = {stage.name: stage.template() for stage in self.stages}
         self.repair_prompt = load_prompt("repair", package="carryonbench_builder")
         self.tally: dict[str, StageTally] = {stage.name: StageTally() for stage in self.stages}
@@ -170,6 +177,8 @@ class LLMStages:
         try:
             asked = await ask(self.endpoints[spec.endpoint_key()], request, parse, stage=stage.name,
                               retry=policy)
+        except LocalServerCrashed:
+            raise
         except EndpointError as exc:
             tally.failed_calls += 1
             return Outcome(problem=f"the endpoint failed after retries ({self._public_error(exc, spec)})",

@@ -15,6 +15,8 @@ path; a test module never imports another one):
 - support/hang_up_server.py: a TCP listener that hangs up on every connection (fixture `hang_up_server`).
 - support/eval_cli.py: `carryon-eval` in tests: `invoke`, `one_error_line`, `remote`; a run in a subprocess
   (`slowly`, `spawn`, `wait_for_lines`) to signal it.
+- support/embedded.py: the embedded model in tests (`needs_local`, its server processes, a run whose server is
+  killed mid-call); the fixture `embedded_server` below is one real server for the whole session.
 """
 from __future__ import annotations
 
@@ -65,6 +67,27 @@ def hang_up_server() -> Iterator[HangUpServer]:
 def dataset(tmp_path: Path) -> Path:
     """A fresh minimum-column dataset folder (support/rollout_data.py), uniquely named under tmp_path."""
     return make_dataset(tmp_path / "data")
+
+
+# ---------------------------------------------------------------- the embedded model, one server per session
+@pytest.fixture(scope="session")
+def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real LocalModelServer (Gemma 3 270M) shared by every test that only needs the model to answer; tests
+    about the server's own life start their own. Skips without the [local] extra."""
+    from support.embedded import HAVE_ENGINE, HAVE_GEMMA, NEEDS_LOCAL, model_cache_dir
+
+    if not (HAVE_ENGINE and HAVE_GEMMA):
+        pytest.skip(NEEDS_LOCAL)
+    from carryon_eval.model.local import LocalModelServer
+
+    cache = model_cache_dir(tmp_path_factory.getbasetemp())
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CARRYON_CACHE_DIR", str(cache))
+    try:
+        with LocalModelServer() as server:
+            yield server
+    finally:
+        mp.undo()
 
 
 # ---------------------------------------------------------------- (other fixtures go below, one section each)

@@ -17,7 +17,8 @@ from carryon_eval.model.endpoint import EndpointConfig, UsageLedger
 from carryon_eval.model.pool import EndpointPool, Heard, RoleWatch, served_by
 from carryon_eval.model.redact import register_key_of
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.model.local import LocalModelServer
+from carryon_eval.model.local import LocalModelServer, LocalServerCrashed
+from carryon_eval.model.crash import CrashRecord
 from carryon_eval.progress import human, tokens_by_role
 from carryon_eval.run.records import RoleRecord
 from carryon_eval.run.folder import RunFolder, add_usage, read_usage
@@ -34,12 +35,15 @@ class Session:
     """What one command holds: the embedded model (started when a role first needs it), the endpoints
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
-    def __init__(self, out: Output, *, logprobs: bool = False, model_check: bool = True,
-                 give_up_after: Optional[float] = None, prices: Sequence[str] = ()) -> None:
+    def __init__(self, out: Output, *, model_check: bool = True,
+                 give_up_after: Optional[float] = None, prices: Sequence[str] = (),
+                 limits: Optional[dict[tuple[str, str], Any]] = None) -> None:
         self.out = out
+        #: (base URL, model) -> the limiter its endpoints share, across the sessions given the same dict (a
+        #: sweep's runs: a judge they share has at most its concurrency in flight in all); None: one per endpoint
+        self.limits = limits
         self.prices = parse_prices(prices)    # --price: this command's usage (and run.json's) priced with them
         self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
-        self.logprobs = logprobs          # the logprob utility mode needs llama.cpp's logits_all
         self.model_check = model_check    # False: the endpoints' check() asks nothing
         self.usage = UsageLedger()
         self._stack = contextlib.ExitStack()
@@ -53,7 +57,13 @@ class Session:
     async def __aenter__(self) -> "Session":
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._server is not None:      # the embedded server's last crash, per run folder: is this the same?
+            for run in self._runs.values():
+                if isinstance(exc, LocalServerCrashed):
+                    CrashRecord(run.path).note(exc)
+                elif exc is None:
+                    CrashRecord(run.path).clear()
         try:
             for run in self._runs.values():
                 add_usage(run, self.usage.snapshot())
@@ -70,7 +80,7 @@ class Session:
     def local_server(self) -> LocalModelServer:
         if self._server is None:
             self.out.note("starting the embedded model (Gemma 3 270M via llama.cpp) ...")
-            self._server = self._stack.enter_context(LocalModelServer(logits_all=self.logprobs))
+            self._server = self._stack.enter_context(LocalModelServer())
         return self._server
 
     def endpoint(self, config: EndpointConfig, run: RunFolder, role: Optional[str] = None) -> "Endpoint":
@@ -80,12 +90,16 @@ class Session:
         if cache is None:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         register_key_of(config.api_key_env)          # its value is masked in everything written
-        from carryon_eval.model.client import Endpoint   # the openai library, only for a command that calls
-        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
+        from carryon_eval.model.client import Endpoint, shared_limiter   # the openai library, only when calling
+        limiter = None if self.limits is None else self.limits.setdefault(
+            (config.base_url, config.model), shared_limiter(config.concurrency))
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check, limiter=limiter)
         self._opened.append(ep)
         if role is not None:
             self.by_role.setdefault(role, []).append(ep)
         self._runs.setdefault(run.path, run)
+        if self._server is not None and config.base_url == self._server.base_url:
+            return self._server.watch(ep)      # the embedded server's crash ends its calls at once
         return ep
 
     def role_endpoint(self, config: EndpointConfig, pool: Sequence[str], run: RunFolder,

@@ -4,18 +4,21 @@
         client = openai.OpenAI(base_url=server.base_url, api_key="local")
         client.chat.completions.create(model=server.model, messages=[...])
 
-The server runs as `python -m llama_cpp.server ...` in its own process group, writes its output to a
+The server is the engine (carryon_eval.model.engine: llama.cpp's own server from the prebuilt xllamacpp
+wheel) run as `python -m carryon_eval.model.engine ...` in its own process group; it writes its output to a
 log file (never the terminal), and is stopped - SIGTERM to the group, SIGKILL after a grace period -
 when the context exits for any reason, at interpreter exit, on SIGTERM and, on Linux, when the thread
-that started it dies (PR_SET_PDEATHSIG), so that no server outlives the run that started it.
+that started it dies (PR_SET_PDEATHSIG), so that no server outlives the run that started it. A server
+that exits on its own (a crash: a signal or an exit code) is seen: ``crash()`` names it, and the endpoints
+wrapped in ``ServerWatch`` end their calls at once with ``LocalServerCrashed`` (the signal and the log).
 
 Gemma 3 270M is a *base* model: it is here so that the whole pipeline can be run offline with no API
 key. Its outputs measure nothing (see LOCAL_MODEL_NOTICE).
 
-System messages: llama-cpp-python's built-in "gemma" chat format drops system messages, and this GGUF
-carries no chat template. By default the server is therefore given a small Gemma-style template
-(carryon_eval/model/local_files.py) that, like Gemma 3's own template, puts the system text at the start of the first
-user turn. Pass chat_format="gemma" to get the built-in format instead.
+System messages: this GGUF carries no chat template, and a plain Gemma format drops system messages.
+By default the server is therefore given a small Gemma-style Jinja template
+(carryon_eval/model/local_files.py) that, like Gemma 3's own template, puts the system text at the start of the
+first user turn. Pass chat_format="gemma" to get llama.cpp's built-in Gemma format instead.
 """
 from __future__ import annotations
 
@@ -34,12 +37,14 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
+from carryon_eval.model import engine
+from carryon_eval.model.crash import LocalServerCrashed, ServerWatch, exit_description
 from carryon_eval.model.local_files import (LOCAL_EXTRA_HINT, SYSTEM_FOLDING_FORMAT, LocalModelError, LocalModelUnavailable,
-                                _sha256, _system_folding_config, cache_dir, check_installed, ensure_model_file)
+                                _sha256, _system_folding_template, cache_dir, check_installed, ensure_model_file)
 
 __all__ = ["LOCAL_ENDPOINT", "LOCAL_EXTRA_HINT", "LOCAL_MAX_TOKENS", "LOCAL_MODEL_ALIAS", "LOCAL_MODEL_NOTICE",
-           "LocalModelError", "LocalModelServer", "LocalModelUnavailable", "cache_dir", "check_installed",
-           "ensure_model_file", "is_local", "_sha256", "_system_folding_config"]
+           "LocalModelError", "LocalModelServer", "LocalModelUnavailable", "LocalServerCrashed", "ServerWatch",
+           "cache_dir", "check_installed", "ensure_model_file", "is_local", "_sha256", "_system_folding_template"]
 
 LOCAL_ENDPOINT = "local"
 LOCAL_MODEL_ALIAS = "gemma-3-270m"
@@ -154,7 +159,7 @@ class LocalModelServer:
     """
 
     def __init__(self, *, n_ctx: int = DEFAULT_N_CTX, n_threads: Optional[int] = None,
-                 n_threads_batch: Optional[int] = None, n_batch: int = DEFAULT_N_BATCH, logits_all: bool = False,
+                 n_threads_batch: Optional[int] = None, n_batch: int = DEFAULT_N_BATCH,
                  chat_format: str = SYSTEM_FOLDING_FORMAT, port: Optional[int] = None,
                  log_path: Optional[os.PathLike | str] = None, model_dir: Optional[os.PathLike | str] = None,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT, stop_grace: float = DEFAULT_STOP_GRACE,
@@ -163,9 +168,6 @@ class LocalModelServer:
         self.n_threads = n_threads or DEFAULT_N_THREADS                      # generation
         self.n_threads_batch = n_threads_batch or _default_threads()         # prompt processing
         self.n_batch = n_batch
-        # logprobs (the utility judge's logprob mode) need logits_all=True; it makes every prompt token's
-        # 262k logits be copied out, which triples the time of a judge call, so it is off unless asked for.
-        self.logits_all = logits_all
         self.chat_format = chat_format
         self.requested_port = port
         self.requested_log_path = Path(log_path) if log_path is not None else None
@@ -180,6 +182,8 @@ class LocalModelServer:
         self.command: list[str] = []
         self._proc: Optional[subprocess.Popen] = None
         self._log_fh: Any = None
+        self._crash: Optional[LocalServerCrashed] = None
+        self._stopping = False
 
     # -- public
     @property
@@ -195,6 +199,19 @@ class LocalModelServer:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def crash(self) -> Optional[LocalServerCrashed]:
+        """The error to raise if the server, once ready, exited on its own (a signal or an exit code); None while
+        it runs, or when stop() ended it. Cheap (one waitpid): ServerWatch asks it while its calls wait."""
+        if self._crash is None and self._proc is not None and not self._stopping:
+            code = self._proc.poll()
+            if code is not None:
+                self._crash = LocalServerCrashed(exit_description(code), self.log_path)
+        return self._crash
+
+    def watch(self, endpoint: Any) -> ServerWatch:
+        """``endpoint`` (on this server), ending its calls with LocalServerCrashed once the server has crashed."""
+        return ServerWatch(endpoint, self.crash)
 
     def __enter__(self) -> "LocalModelServer":
         self.start()
@@ -231,6 +248,7 @@ class LocalModelServer:
         proc = self._proc
         if proc is None:
             return
+        self._stopping = True           # exiting now is no crash
         try:
             if proc.poll() is None:
                 self._signal_group(proc.pid, signal.SIGTERM)
@@ -260,20 +278,12 @@ class LocalModelServer:
     # -- internals
     def _command(self, port: int) -> list[str]:
         assert self.model_path is not None
-        cmd = [sys.executable, "-m", "llama_cpp.server",
-               "--model", str(self.model_path), "--model_alias", self.model,
-               "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
-               "--n_threads_batch", str(self.n_threads_batch), "--n_batch", str(self.n_batch),
-               "--logits_all", str(self.logits_all),
-               # non-streaming requests are served one at a time either way; never cut one short
-               "--interrupt_requests", "False"]
-        if self.chat_format == SYSTEM_FOLDING_FORMAT:
-            cmd += ["--chat_format", "hf-tokenizer-config",
-                    "--hf_tokenizer_config_path", str(_system_folding_config(self.model_path.parent))]
-        else:
-            cmd += ["--chat_format", self.chat_format]
-        return cmd + self.extra_args
+        folded = self.chat_format == SYSTEM_FOLDING_FORMAT
+        return engine.command(
+            model_path=self.model_path, alias=self.model, port=port, n_ctx=self.n_ctx, n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch, n_batch=self.n_batch,
+            chat_template_file=_system_folding_template(self.model_path.parent) if folded else None,
+            chat_template=None if folded else self.chat_format, extra_args=self.extra_args)
 
     def _new_log_path(self) -> Path:
         if self.requested_log_path is not None:
@@ -287,6 +297,7 @@ class LocalModelServer:
         return logs / f"llama-server-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
     def _launch(self, port: int) -> None:
+        self._crash, self._stopping = None, False
         self.port = port
         self.command = self._command(port)
         self.log_path = self._new_log_path()
@@ -297,10 +308,7 @@ class LocalModelServer:
         # The death signal is tied to the *thread* that forks; from another thread it would kill the
         # server when that thread ends, so it is only asked for from the main thread.
         parent = os.getpid() if on_main else 0
-        env = dict(os.environ)
-        env.pop("PORT", None)   # llama_cpp.server lets $PORT / $HOST override the command line
-        env.pop("HOST", None)
-        env.pop("CONFIG_FILE", None)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_")}  # llama.cpp reads these
         with _LIVE_LOCK:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, str(parent), *self.command[1:]],
@@ -318,7 +326,7 @@ class LocalModelServer:
             code = self._proc.poll()
             if code is not None:
                 raise LocalModelError(
-                    f"the local model server exited with code {code} before answering "
+                    f"the local model server exited ({exit_description(code)}) before answering "
                     f"(log: {self.log_path}); last lines:\n{self._log_tail()}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
@@ -370,9 +378,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(LOCAL_MODEL_NOTICE, file=sys.stderr)
             print(f"serving {server.model} at {server.base_url} (log: {server.log_path}); Ctrl-C stops it",
                   file=sys.stderr)
-            while server.running:
+            while server.crash() is None:
                 time.sleep(1)
-            print("the server stopped on its own; see its log", file=sys.stderr)
+            print(f"error: {server.crash()}", file=sys.stderr)
             return 1
     except KeyboardInterrupt:
         return 130

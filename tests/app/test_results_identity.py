@@ -29,14 +29,18 @@ from support.shared_data import FIXTURES
 
 FIXTURE = FIXTURES / "run_v0_1_0"
 
-# since no shared file names a machine path: run.folder is "." (the folder results.json is in), not its absolute path
+# since no shared file names a machine path: run.folder is "." (the folder results.json is in), all three;
+# since the clarification effect: the new top-level clarification_effect, recovery.meaning and
+# unscored.conversations_unplayed (all three); `all` also its intent section's exploitation as MC minus its BC twin
+# (exploitation_rate and exploitation_bc_rate added; exploitation's value, bounds, interval and formula moved, and the
+# violation sensitivity's formula names its sign)
 HASHES = {
-    "sample": "dc0a602620678d795d3ebf4cf7340ba084b73c6b4c1e87f3f891e11053d36b4d",
+    "sample": "c5043c7329de72abb61c185b9610abf17ecf4237c986a9d650d2f7e92e69329b",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "1499b76a003b9c19076db9f6ab59757cfb8179fab9140384ed6a23f071c469b1",
+    "all": "8c4efaab9c1c8e94c66e88fc34ae173109aa32fcffca054121343cc9ef845f30",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "9d05c129ea6599b7f62dfa0b62bc0511c22e7869e4046afd4b975fdc644f3b7f",
+    "report": "9ef998b4c0e7bc8fe6bf5d737edb082627338a297d2a1fb536b433ceb4bc614d",
 }
 
 

