@@ -39,7 +39,6 @@ UTILITY = Option("--utility", default=None, choices=tuple(UTILITY_SCORERS), read
                       "Ben-Util when it has checklists, else the one its build records, e.g. rubric for an "
                       "OpenSafeIntent build; the run says which].")
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
-                       beside=("utility", "benutil"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")
 UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,

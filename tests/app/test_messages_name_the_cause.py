@@ -1,5 +1,5 @@
 """Messages that name the real cause: a folder of the wrong kind given to compare, a judgment set a run does not
-have, an option of Ben-Util on a rubric run; the rubric run's notes speak of its own utility."""
+have, a triplet config a dataset lacks; the rubric run's notes speak of its own utility."""
 from __future__ import annotations
 
 import pytest
@@ -37,14 +37,6 @@ def test_agreement_with_a_judgment_set_the_run_lacks_names_it(run):
     assert line == (f"carryon-eval: error: --judges jdg,jdg:grouped: {run} has no jdg:grouped verdicts (judges "
                     "present: jdg; MODEL:grouped are a judge's grouped Ben-Util verdicts, there only after "
                     "`judge --utility-judge grouped`)")
-
-
-@pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(), reason="no OpenSafeIntent release copy")
-def test_the_grouped_ben_util_judge_on_a_rubric_run_is_refused():
-    line = one_error_line(invoke("--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--utility", "rubric",
-                                 "--opensafeintent", SHIPPED, "--utility-judge", "grouped", "--dry-run"))
-    assert line == ("carryon-eval: error: --utility-judge grouped only means something with --utility benutil "
-                    "(here --utility is rubric); add --utility benutil, or leave --utility-judge out")
 
 
 def test_a_rubric_run_has_no_ben_util_mode_note():
