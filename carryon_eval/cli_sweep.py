@@ -61,12 +61,17 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
     except KeyboardInterrupt:
         click.echo(INTERRUPTED, err=True)
         sys.exit(130)
-    runs = finished_runs(plan)
-    if runs:
-        write_comparison(runs, plan.out, plan.paper_rows)
-    else:
-        click.echo("sweep: no run has a report yet: no leaderboard", err=True)
+    runs, board = finished_runs(plan), 0
+    try:
+        if runs:
+            write_comparison(runs, plan.out, plan.paper_rows)
+        else:
+            click.echo("sweep: no run has a report yet: no leaderboard", err=True)
+    except UsageError as exc:              # e.g. compare's statistics not installed: the runs are done all the same
+        click.echo(f"carryon-eval: error: {exc.message}", err=True)
+        board = 2
     last, code = summary(outcomes)
+    code = max(code, board)
     for line in last:
         click.echo(line, err=bool(code))
     if code:

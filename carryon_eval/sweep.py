@@ -121,14 +121,16 @@ def _keywords(table: dict[str, Any], where: str, *, top: bool) -> dict[str, Any]
     out: dict[str, Any] = {}
     for key, value in table.items():
         kw = key.replace("-", "_")
-        if kw in SET_BY_SWEEP:
-            raise PlanError(f"{where}key '{key}' is set by the sweep, not in a plan: {SET_BY_SWEEP[kw]}")
+        every = options.BY_KEYWORD.get(kw)
+        if every is not None and every.name in SET_BY_SWEEP:
+            raise PlanError(f"{where}key '{key}' is set by the sweep, not in a plan: {SET_BY_SWEEP[every.name]}")
         option = known.get(kw)
-        if option is None and kw not in suites and not (top and kw in PLAN_ONLY):
+        if option is None and kw not in suites and kw not in PLAN_ONLY:
             raise PlanError(f"{where}unknown key '{key}'; `carryon-eval sweep --help` lists the keys")
-        if option is not None and top and target_only(option):
+        own = option is not None and target_only(option)      # suite and plan-only keys are shared
+        if top and own:
             raise PlanError(f"{where}key '{key}' is a target's own: set it in each [[target]] table")
-        if option is not None and not top and not target_only(option):
+        if not top and not own:
             raise PlanError(f"{where}key '{key}' is shared by every run of the plan: set it at the top of the plan, "
                             "before the [[target]] tables")
         out[kw] = value
@@ -213,16 +215,16 @@ class Prefixed:
 
 
 class Captured:
-    """app.Output that keeps the info lines (a dry run's table) and passes the notes on."""
+    """app.Output that keeps the info lines (a dry run's JSON table) and drops the notes (said already)."""
 
-    def __init__(self, out: Output) -> None:
-        self.out, self.lines = out, []
+    def __init__(self) -> None:
+        self.lines: list[str] = []
 
     def info(self, text: str) -> None:
         self.lines.append(text)
 
     def note(self, text: str) -> None:
-        self.out.note(text)
+        pass
 
 
 @dataclass(frozen=True)
@@ -269,12 +271,10 @@ async def dry_run(plan: Plan, out: Output) -> dict[str, dict[str, int]]:
     total = {role: dict.fromkeys(COUNTS, 0) for role in ROLES}
     usd: dict[str, float] = {}
     for target in plan.targets:
-        lines, table = Captured(out), Captured(out)
-        await commands.evaluate(dataclasses.replace(target.config, dry_run=True), lines)
-        await commands.evaluate(dataclasses.replace(target.config, dry_run=True, dry_run_json=True), table)
         out.info(f"== target {target.name} ({target.config.target.model or 'embedded model'}) ==")
-        for line in lines.lines:
-            out.info(line)
+        await commands.evaluate(dataclasses.replace(target.config, dry_run=True), out)
+        table = Captured()
+        await commands.evaluate(dataclasses.replace(target.config, dry_run=True, dry_run_json=True), table)
         data = json.loads(table.lines[-1])
         for role, rows in data["roles"].items():
             for count in COUNTS:

@@ -302,8 +302,9 @@ def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
     """The lines a run whose user simulator or judge is the target model itself says first (its status words
     ``self-simulated`` / ``self-judged``, run.records.self_status)."""
     words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
-    flags = {"self-simulated": "--user-model", "self-judged": "--judge-model"}
-    return [f"{STATUS_LINES[w]} Give {flags[w]} (and its endpoint) for a fixed one." for w in words]
+    fix = {"self-simulated": "--user-model (and --user-endpoint) of another model for a fixed simulator",
+           "self-judged": "--judge-model (and --judge-endpoint) of another model for a fixed judge"}
+    return [f"{STATUS_LINES[w]} Give {fix[w]}." for w in words]
 
 
 def _manifest_sha(bench: Benchmark) -> Optional[str]:

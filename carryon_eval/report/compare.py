@@ -3,7 +3,10 @@
 - the top-level suite's table for all runs (from each run's results.json; its SuiteReport's ``table``);
 - the top-level suite's own keys (its SuiteReport's ``comparison``, from the runs' results and conversation rows)
   and every other suite's section (``compare``), each rendered in markdown by its ``compare_markdown``;
-- the notes: each run's status, then the suites' notes, then whether the runs used different datasets.
+- the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
+  models (run.json's user role: compare.json "simulators") and whether they used different datasets;
+- with ``paper_rows``: the rows the suites' papers report (SuiteReport.reported), in a table of their own
+  (compare.json "reported"), never among the runs.
 With --out, plots/ holds the suites' figures of several runs (``SuiteReport.plots``); a plot whose data is all
 null is not drawn and compare.json "plots" says why.
 """

@@ -10,8 +10,10 @@ and scored share, sortable by any column; for the column sorted on it shows the 
 differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
 number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
 that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
-versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
-and correlated within their group only, and the page says so at the top.
+versions), whose users were simulated by different models, or built from different datasets fall into separate
+comparability groups: they are ranked, compared and correlated within their group only, and the page says so at
+the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is
+never ranked nor paired.
 
 Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard: the
 CarryOnBench headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`;
@@ -230,13 +232,16 @@ def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
 def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
     """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
+    # nor is an incomplete run: its numbers stand on part of its plan (bounds span the rest), so it is not ranked
     keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
-                        REPORTED in e.results.status()], sort_keys=True) for e in runs]
+                        REPORTED in e.results.status()]
+                       + (["incomplete"] if "incomplete" in e.results.status() else []), sort_keys=True) for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
     info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
                          "smoke": "smoke" in e.results.status(), "simulator": e.simulator(),
                          "reported": REPORTED in e.results.status(),
+                         "incomplete": "incomplete" in e.results.status(),
                          "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
             for k, e in zip(keys, runs)}
     warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()
@@ -246,6 +251,9 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if any(i["smoke"] for i in info.values()):
         warnings.append("Smoke-test runs sit in a group of their own and are not ranked: their numbers measure "
                         "nothing.")
+    if any(i["incomplete"] for i in info.values()):
+        warnings.append("Incomplete runs sit in a group of their own and are not ranked: their numbers stand on "
+                        "part of their plan (the bounds span the conversations and judgments still missing).")
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")

@@ -75,9 +75,11 @@ def _domain_views(board: Board) -> list[dict[str, Any]]:
 
 
 def _default_sort(board: Board) -> str:
-    """The column the page sorts on first: the first the suites name that the board has, else its first column."""
+    """The column the page sorts on first: the first the suites name that the board has (a suite may name several,
+    in order of preference), else its first column."""
     keys = [c.key for c in board.columns]
-    return next((b.sort for b in suite_leaderboards() if b.sort in keys), keys[0] if keys else "")
+    named = [k for b in suite_leaderboards() for k in ((b.sort,) if isinstance(b.sort, str) else (b.sort or ()))]
+    return next((k for k in named if k in keys), keys[0] if keys else "")
 
 
 def _spearman_rows(board: Board) -> list[dict[str, Any]]:

@@ -468,12 +468,13 @@ STATUS_LINES = {
                   "run (rerun the same command to finish it).",
     "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
                "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
-    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model defaults to "
-                      "--model); these numbers are not comparable with runs under a fixed simulator.",
+    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model is the target's, "
+                      "its default when not given); these numbers are not comparable with runs under another "
+                      "simulator.",
     "reported": "REPORTED: numbers as a paper reports them, not measured here (its own dataset build, simulator and "
                 "judges); no interval, never ranked or compared with a measured run.",
-    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model defaults to "
-                   "--model); these numbers are not comparable with runs under a fixed judge.",
+    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model is the target's, its "
+                   "default when not given); these numbers are not comparable with runs under another judge.",
 }
 
 
@@ -524,6 +525,8 @@ class Results:
     n: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)
     recovery: dict[str, Any] = field(default_factory=dict)
+    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
+    clarification_effect: dict[str, Any] = field(default_factory=dict)
     unscored: dict[str, Any] = field(default_factory=dict)
     by_turn: dict[str, Any] = field(default_factory=dict)
     move_effects: dict[str, Any] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
 from carryon_eval.metrics.stats import SCORED_MIN
 from carryon_eval.run.records import Results, RunMeta
@@ -196,7 +196,7 @@ class SuiteLeaderboard:
     (board, group letter) -> the rows of the page's failure-mode table of that group."""
     columns: ColumnSource
     labels: Mapping[str, str] = field(default_factory=dict)
-    sort: Optional[str] = None
+    sort: Optional[Union[str, tuple[str, ...]]] = None   # several: the first the board has
     correlated: Optional[Callable[[Results], Correlated]] = None
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
     failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
+import pytest
+from support.browser import chromium, render_headless
 from support.eval_cli import invoke, remote
-from support.rollout_data import unique_replies
+from support.rollout_data import make_dataset, unique_replies
+from support.scripted_server import ScriptedServer
 
 from carryon_eval.suites.carryonbench.paper_rows import table
 
@@ -27,13 +31,21 @@ def test_the_data_file_holds_table_2_as_reported():
             assert abs(r[cond]["harm"] - r["turn1"]["harm"] - r[cond]["harm_delta"]) <= 0.15, r["model"]
 
 
-def test_compare_with_paper_rows_shows_them_apart_and_unranked(scripted_server, dataset, tmp_path):
-    srv = scripted_server(unique_replies, models=("tgt", "sim", "jdg"))
-    run, out = tmp_path / "run", tmp_path / "cmp"
-    assert invoke(*remote(srv), "--dataset", dataset, "--out", run).exit_code == 0
+@pytest.fixture(scope="module")
+def paper_board(tmp_path_factory) -> tuple[Path, str]:
+    """`compare RUN --paper-rows --out DIR` of one measured run (the scripted server): DIR and compare's stdout."""
+    tmp = tmp_path_factory.mktemp("paper")
+    run, out = tmp / "run", tmp / "cmp"
+    with ScriptedServer(unique_replies, models=("tgt", "sim", "jdg")) as srv:
+        assert invoke(*remote(srv), "--dataset", make_dataset(tmp / "data"), "--out", run).exit_code == 0
     res = invoke("compare", run, "--paper-rows", "--out", out)
     assert res.exit_code == 0, res.output
-    assert "Reported in the paper" in res.stdout and "arXiv:2604.27093" in res.stdout
+    return out, res.stdout
+
+
+def test_compare_with_paper_rows_shows_them_apart_and_unranked(paper_board):
+    out, stdout = paper_board
+    assert "Reported in the paper" in stdout and "arXiv:2604.27093" in stdout
 
     rows = [json.loads(line) for line in (out / "leaderboard.jsonl").read_text().splitlines()]
     measured = [r for r in rows if r["status"] != ["reported"]]
@@ -54,3 +66,15 @@ def test_compare_with_paper_rows_shows_them_apart_and_unranked(scripted_server, 
     assert compared["models"] == [measured[0]["model"]]                 # compare's own table: the measured run
     data = json.loads(re.search(r'<script type="application/json" id="lb-data">(.*?)</script>', page, re.S).group(1))
     assert data["pairs"] and all(diffs == [] for diffs in data["pairs"].values())   # no pair with a paper row
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
+def test_the_paper_rows_are_shown_unranked_in_headless_chromium(paper_board, tmp_path):
+    out, _ = paper_board
+    dom, console = render_headless(out / "leaderboard.html", profile_dir=tmp_path / "chrome-profile")
+    assert not console, console
+    ranks = dict(re.findall(r'<tr class="model"[^>]*data-model="([^"]+)">\s*<td class="rank">([^<]*)</td>', dom))
+    paper = {m: r for m, r in ranks.items() if m.endswith("(paper)")}
+    assert len(paper) == 14 and set(paper.values()) == {"–"}           # shown beside, never ranked
+    assert [r for m, r in ranks.items() if m not in paper] == ["1"]     # the measured run keeps its rank
+    assert "GPT-OSS-120b (paper)" in dom and "REPORTED IN THE PAPER" in dom

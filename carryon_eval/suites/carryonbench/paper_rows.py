@@ -35,7 +35,7 @@ def _block(numbers: dict[str, float]) -> dict[str, Any]:
 
 def paper_results(row: dict[str, Any], doc: dict[str, Any]) -> Results:
     setup = doc["setup"]
-    notes = [doc["differs"], f"Source: {doc['citation']}", *([row["note"]] if row.get("note") else [])]
+    notes = [doc["differs"], f"Source: {doc['citation']}", *([f"{row['model']}: {row['note']}"] if row.get("note") else [])]
     return Results(
         model=row["model"], conditions={c: _block(row[c]) for c in setup["conditions"]},
         recovery={"value": row["recovery"], "ci95": None, "scored_share": None, "reason": None},
