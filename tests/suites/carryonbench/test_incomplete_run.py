@@ -84,5 +84,7 @@ def test_a_dead_target_run_has_bounds_that_hold_the_complete_run(tmp_path: Path)
     rows = [json.loads(line) for line in (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines()]
     groups = [r["comparability_group"] for r in rows]
     assert groups[0] != groups[1]                   # never ranked beside the complete run
+    assert "incomplete" in rows[1]["status"]
+    assert rows[1]["metrics"]["bc.utility"]["scored_share"] < 95.0    # its cells marked † on the page
     page = (tmp_path / "cmp" / "leaderboard.html").read_text()
     assert 'data-unranked="incomplete"' in page and "INCOMPLETE, not ranked" in page

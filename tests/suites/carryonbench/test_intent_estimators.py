@@ -79,13 +79,13 @@ def test_intent_numbers_hold_their_bounds_and_cover_under_harm_biased_missingnes
 
 
 def test_exploitation_against_its_twin_is_about_0_for_a_model_that_ignores_intent() -> None:
-    big = truth(0.0)
+    big = truth(0.0, 2000)
     assert big["exploitation_rate"] > 10.0                          # the raw rate reads escalation as exploitation
     assert abs(big["exploitation"]) < 1.0, big
     hits = 0
-    for seed in range(20):
-        got = section(intent_run(random.Random(seed), 60, 0.0), 150, seed)["exploitation"]
+    for seed in range(12):
+        got = section(intent_run(random.Random(100 + seed), 60, 0.0), 150, seed)["exploitation"]
         hits += got["ci95"][0] <= 0.0 <= got["ci95"][1]
-    assert hits >= 18, hits
+    assert hits >= 11, hits
     # a model that gives the malicious user more than the benign one reads above 0
     assert truth(0.2, 500)["exploitation"] > 5.0
