@@ -17,12 +17,22 @@ from typing import Any, Optional
 RELEASES_DIR = Path(__file__).parent / "releases"        # -> ../releases (a symlink; package data)
 NOTES_FILE = "RELEASE.json"
 _VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+# A release of another line is LINE-vX.Y.Z (e.g. open-v1.0.0, the OpenSafeIntent build's): its changelog lists its
+# own line's releases only, and the CASE-Bench line (vX.Y.Z) never lists it.
+_LINE_VERSION = re.compile(r"^(?:([a-z][a-z0-9]*)-)?v(\d+)\.(\d+)\.(\d+)$")
 _COUNTED = ("queries", "checklists", "flows", "conversations")
 
 
 def version_key(release: str) -> Optional[tuple[int, int, int]]:
     m = _VERSION.match(release)
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def release_line(release: str) -> tuple[str, Optional[tuple[int, int, int]]]:
+    """(line, version) of a release name: ("", (0, 1, 0)) for v0.1.0, ("open", (1, 0, 0)) for open-v1.0.0; a name
+    of no line is ("", None)."""
+    m = _LINE_VERSION.match(release)
+    return (m.group(1) or "", (int(m.group(2)), int(m.group(3)), int(m.group(4)))) if m else ("", None)
 
 
 def release_notes(release: str, releases_dir: Path = RELEASES_DIR) -> dict[str, str]:
@@ -34,14 +44,15 @@ def release_notes(release: str, releases_dir: Path = RELEASES_DIR) -> dict[str, 
     return {k: str(notes[k]) for k in ("date", "changes") if notes.get(k)}
 
 
-def frozen_manifests(releases_dir: Path = RELEASES_DIR) -> list[dict[str, Any]]:
-    """Every frozen release's manifest with a vX.Y.Z name, oldest first."""
+def frozen_manifests(releases_dir: Path = RELEASES_DIR, line: str = "") -> list[dict[str, Any]]:
+    """Every frozen release's manifest of one release line (the CASE-Bench line's vX.Y.Z by default), oldest first."""
     found = []
     for path in sorted(Path(releases_dir).glob("*/MANIFEST.json")):
         manifest = json.loads(path.read_text(encoding="utf-8"))
-        if version_key(str(manifest.get("release", ""))) is not None:
+        own_line, key = release_line(str(manifest.get("release", "")))
+        if key is not None and own_line == line:
             found.append(manifest)
-    return sorted(found, key=lambda m: version_key(m["release"]))
+    return sorted(found, key=lambda m: release_line(m["release"])[1])
 
 
 def what_changed(previous: Optional[dict[str, Any]], current: dict[str, Any]) -> str:
@@ -64,9 +75,9 @@ def what_changed(previous: Optional[dict[str, Any]], current: dict[str, Any]) ->
 
 def changelog_rows(current: dict[str, Any], releases_dir: Path = RELEASES_DIR) -> list[dict[str, str]]:
     """Rows for every frozen release before `current`, then `current` itself (its manifest as being built)."""
-    key = version_key(str(current.get("release", "")))
-    earlier = [m for m in frozen_manifests(releases_dir)
-               if m["release"] != current.get("release") and (key is None or version_key(m["release"]) < key)]
+    line, key = release_line(str(current.get("release", "")))
+    earlier = [m for m in frozen_manifests(releases_dir, line)
+               if m["release"] != current.get("release") and (key is None or release_line(m["release"])[1] < key)]
     rows, previous = [], None
     for manifest in earlier + [current]:
         notes = release_notes(manifest["release"], releases_dir)

@@ -3,7 +3,7 @@ citation block, `carryon-build publish` and croissant.json; CITATION.cff at the 
 and tests/builder/test_publish.py checks that they agree)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 DATASET_TITLE = "CarryOnBench"
 DATASET_AUTHOR = "CarryOnBench contributors"
@@ -48,3 +48,51 @@ def release_bibtex(release: str, *, repo_id: str = "ORG/carryonbench", commit: O
         lines[-1] += ","
         lines.append(f"  note         = {{{note}}}")
     return "\n".join(lines + ["}"])
+
+
+CITATION_FILE = "CITATION.cff"
+PAPER_DOI_NOTE = f"arXiv:{PAPER_ARXIV}"
+
+
+def paper_cff() -> dict[str, Any]:
+    """The paper as a CFF reference (the root CITATION.cff's and every build's ``preferred-citation``)."""
+    return {"type": "article", "title": PAPER_TITLE,
+            "authors": [{"family-names": family, "given-names": given} for family, given in PAPER_AUTHORS],
+            "journal": f"arXiv preprint arXiv:{PAPER_ARXIV}", "year": PAPER_YEAR,
+            "identifiers": [{"type": "other", "value": PAPER_DOI_NOTE,
+                             "description": "The arXiv identifier of the paper"}]}
+
+
+def cff_title(what: str) -> str:
+    """A CFF title that names the paper: cffconvert (2.0) writes BibTeX, APA, ... from the root fields only and
+    ignores ``preferred-citation``, so the root's own title carries the paper's."""
+    return f"{what}, the benchmark of \"{PAPER_TITLE}\" ({PAPER_AUTHORS[0][0]} et al., {PAPER_YEAR}, {PAPER_DOI_NOTE})"
+
+
+def dataset_cff(name: str, release: str, *, license_id: Optional[str], keywords: list[str],
+                date: Optional[str] = None, repo_id: Optional[str] = None,
+                source: Optional[dict[str, Any]] = None) -> str:
+    """A built folder's CITATION.cff (CFF 1.2.0, type dataset): this release, the paper as its preferred citation
+    and, for a source with a public release (``source``: repository, url, commit), that release as a reference."""
+    import yaml
+
+    doc: dict[str, Any] = {
+        "cff-version": "1.2.0",
+        "message": (f"If you use this dataset, please cite the paper (preferred-citation) and name the release "
+                    f"({release}) you evaluated on."),
+        "type": "dataset",
+        "title": cff_title(f"{DATASET_TITLE} dataset {name}, release {release}"),
+        "version": release,
+        **({"date-released": date} if date else {}),
+        "authors": [{"name": DATASET_AUTHOR}],
+        **({"license": license_id} if license_id else {}),
+        **({"url": release_url(repo_id, release)} if repo_id else {}),
+        "keywords": list(keywords),
+        "preferred-citation": paper_cff(),
+    }
+    if source:
+        doc["references"] = [{"type": "data", "title": source["repository"].split("/")[-1],
+                              "authors": [{"name": f"{source['repository'].split('/')[0]} et al."}],
+                              "repository-code": source["url"], "commit": source["commit"],
+                              **({"license": license_id} if license_id else {})}]
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)

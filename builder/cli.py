@@ -170,7 +170,13 @@ def _check_writable(out: Path) -> None:
 @click.option("--no-llm", is_flag=True, help="Skip the LLM stages: empty benign_intent, no checklist rows.")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, help="Seed of the flow pool and the plan.")
 @click.option("--limit", type=click.IntRange(min=1), help="Build only the first N selected queries.")
-@click.option("--release", default=None, help="Release name written into MANIFEST.json and the card.")
+@click.option("--release", default=None, help="Release name written into MANIFEST.json and the card [default: the "
+                                              "source's release line: open-v1.0.0 for OpenSafeIntent, "
+                                              "v<builder version> for CASE-Bench].")
+@click.option("--hub-repo", default=None, metavar="ORG/NAME",
+              help="The Hub dataset this release will be published to (`carryon-build publish --repo-id`), when "
+                   "known: MANIFEST.json records it, croissant.json's url, CITATION.cff and the card's citation name "
+                   "it, and publish refuses another repository.")
 @endpoint_options(api_key_default=defaults.API_KEY_ENV,
                   endpoint_help="Default OpenAI-compatible endpoint of every role (base URL, usually ending in /v1), "
                                 "or 'local' for the embedded model.",
@@ -225,7 +231,8 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
           generator_models: tuple[str, ...], harm_classifier_style: str, api_key_env: str,
           cache_dir: Optional[Path], max_tokens: Optional[int], concurrency: int, request_timeout: float,
           structured_output: str, min_items: int, max_items: int, min_safe_rate: Optional[float],
-          generator_temperature: Any, dry_run: bool, force: bool, **per_role: Any) -> None:
+          generator_temperature: Any, dry_run: bool, force: bool, hub_repo: Optional[str] = None,
+          **per_role: Any) -> None:
     """Build a dataset folder that `datasets.load_dataset(OUT, CONFIG, split="test")` reads offline.
 
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
@@ -237,7 +244,6 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
     from .pipeline import NoQueryKept, build as run_build
     from .sources import SourceError, detect, get_source
 
-    release = release or f"v{BUILDER_VERSION}"
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
                                                                                             role_models)
     role_endpoints = _with_role_flags(role_endpoints, per_role, "endpoint")
@@ -252,12 +258,18 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         fail(str(exc))
     if min_safe_rate is not None and not src.has_ratings:
         fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
+    release = release or src.default_release or f"v{BUILDER_VERSION}"
+    if hub_repo is not None:
+        from .publish import REPO_ID
+
+        if not REPO_ID.match(hub_repo):
+            fail(f"--hub-repo {hub_repo!r}: expected ORG/NAME (a namespace and a dataset name)")
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force, min_safe_rate=min_safe_rate, source_format=src.name)
+                      force=force, min_safe_rate=min_safe_rate, source_format=src.name, hub_repo=hub_repo)
         except (SourceError, FileExistsError) as exc:
             fail(str(exc))
         return
@@ -309,7 +321,7 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         try:
             run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
                       log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate,
-                      source_format=src.name)
+                      source_format=src.name, hub_repo=hub_repo)
         except LocalServerCrashed as exc:       # the embedded server died: exit 4, and whether a rerun can help
             CrashRecord(cache).note(exc)
             click.echo(f"carryon-build: {exc}{exc.hint('; rerun the same command to resume from the cache')}",
@@ -351,7 +363,7 @@ def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
 def verify(folder: Path, manifest: Optional[Path]) -> None:
     """Recompute hashes, counts, cross-references and flow rules, load every declared config with
     datasets.load_dataset (columns as in the card's field tables); name each mismatch."""
-    from .verify import verify_folder
+    from .verify import release_words, verify_folder
 
     problems, man = verify_folder(folder, manifest)
     for p in problems:
@@ -359,7 +371,9 @@ def verify(folder: Path, manifest: Optional[Path]) -> None:
     if problems:
         click.echo(f"verify: {len(problems)} mismatch(es) in {folder}", err=True)
         sys.exit(1)
-    click.echo(f"OK {folder} is release {man.get('release')} exactly: {len(man['files'])} files, "
+    against = f"; matches {manifest}" if manifest else ""
+    click.echo(f"OK {folder} is release {man.get('release')} exactly ({release_words(man)}{against}): "
+               f"{len(man['files'])} files, "
                f"counts {{{', '.join(f'{k}: {v}' for k, v in man['counts'].items() if isinstance(v, int))}}}")
 
 
@@ -370,7 +384,9 @@ TEXT_FREE_CONFIGS = ("flows", "conversations")
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--to", "dest", required=True, type=click.Path(path_type=Path), help="e.g. releases/v0.1.0")
-def freeze(folder: Path, dest: Path) -> None:
+@click.option("--manifest-only", is_flag=True, default=False,
+              help="Copy MANIFEST.json alone (a release whose source is public: releases/open-v1.0.0).")
+def freeze(folder: Path, dest: Path, manifest_only: bool) -> None:
     """Copy a verified build's MANIFEST.json and its text-free tables (flows, conversations) into DEST."""
     import shutil
 
@@ -384,6 +400,9 @@ def freeze(folder: Path, dest: Path) -> None:
         fail(f"--to {dest} is a file; expected a folder to copy the release files into")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / "MANIFEST.json", dest / "MANIFEST.json")
+    if manifest_only:
+        click.echo(f"froze release {man['release']} into {dest}: MANIFEST.json")
+        return
     for config in TEXT_FREE_CONFIGS:
         (dest / parquet_name(config)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / parquet_name(config), dest / parquet_name(config))
@@ -393,7 +412,8 @@ def freeze(folder: Path, dest: Path) -> None:
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--repo-id", required=True, metavar="ORG/NAME", help="Dataset repository on the Hub.")
-@click.option("--tag", required=True, metavar="vX.Y.Z", help="The release's tag; must be the folder's release.")
+@click.option("--tag", required=True, metavar="vX.Y.Z",
+              help="The release's tag (vX.Y.Z, or a release line's: open-vX.Y.Z); must be the folder's release.")
 @click.option("--private", is_flag=True, help="Create (or switch) the repository private.")
 @click.option("--gated", type=click.Choice(["manual", "auto"]), default=None,
               help="Access requests approved by hand (SORRY-Bench's terms) or automatically [default: manual for a "

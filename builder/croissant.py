@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from .changelog import release_notes
-from .citation import DATASET_AUTHOR, paper_bibtex
+from .citation import DATASET_AUTHOR, HUB_ENDPOINT, paper_bibtex
 from .files import file_entry
 
 CROISSANT_FILE = "croissant.json"
@@ -37,7 +37,7 @@ CONTEXT: dict[str, Any] = {
     "subField": "cr:subField", "transform": "cr:transform",
 }
 _DATA_TYPES = {"string": "sc:Text", "float64": "sc:Float", "int64": "sc:Integer"}
-_SEMVER = re.compile(r"^v?(\d+\.\d+\.\d+)$")
+_SEMVER = re.compile(r"^(?:[a-z][a-z0-9]*-)?v?(\d+\.\d+\.\d+)$")     # v0.1.0, open-v1.0.0 (a release line)
 
 def card_sections(markdown: str) -> dict[str, str]:
     """The card body's `## Title` sections (title -> text, stripped)."""
@@ -120,14 +120,15 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any], texts: dict[str
         "description": body.strip().split("\n## ", 1)[0].split("\n", 1)[-1].strip(),   # the card's lead
         "version": version.group(1) if version else str(manifest.get("builder_version")),
         **({"datePublished": published} if published else {}),
-        # the card's license; the Hub address is not known at build time (publish chooses the repository)
-        "license": f"{header.get('license')}: {header.get('license_name', header.get('license'))} ({texts['license']})",
+        **_license(header, texts),
+        # the Hub repository the publish step targets, when the build was told it (carryon-build build --hub-repo)
+        **({"url": f"{HUB_ENDPOINT}/datasets/{manifest['hub_repo']}"} if manifest.get("hub_repo") else {}),
         "creator": {"@type": "sc:Organization", "name": DATASET_AUTHOR},
         "citeAs": paper_bibtex(),
         "keywords": header.get("tags", []),
         "inLanguage": (header.get("language") or ["en"])[0],
         "isAccessibleForFree": True,
-        "conditionsOfAccess": header.get("extra_gated_prompt", ""),
+        **({"conditionsOfAccess": header["extra_gated_prompt"]} if header.get("extra_gated_prompt") else {}),
         "rai:dataCollection": sections.get("Construction", ""),
         "rai:dataAnnotationProtocol": texts["annotation"],
         "rai:dataBiases": texts["biases"],
@@ -139,6 +140,16 @@ def croissant(folder: Path, card: str, manifest: dict[str, Any], texts: dict[str
         "distribution": distribution,
         "recordSet": record_sets,
     }
+
+
+def _license(header: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
+    """The card's license: a custom one by its id, name and terms ("other: NAME (...)"); an SPDX one by its URL
+    (Croissant recommends a known license's URL), its attribution as ``creditText``."""
+    if header.get("license_name"):
+        return {"license": f"{header.get('license')}: {header['license_name']} ({texts['license']})"}
+    if texts.get("license_url"):
+        return {"license": texts["license_url"], "creditText": texts["license"]}
+    return {"license": f"{header.get('license')} ({texts['license']})"}
 
 
 def croissant_json(folder: Path, card: str, manifest: dict[str, Any], texts: dict[str, str]) -> str:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import jinja2
 import yaml
 
+from .citation import CITATION_FILE
 from .croissant import CROISSANT_FILE, croissant_json
 from .files import file_entry
 from .sources import Source
@@ -205,9 +206,11 @@ def _keep_user_files(old: Path, out: Path, others: list[str]) -> bool:
 
 
 def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], card: str,
-                         manifest: dict[str, Any], source: Source, force: bool = False) -> dict[str, Any]:
+                         manifest: dict[str, Any], source: Source, force: bool = False,
+                         citation: Optional[str] = None) -> dict[str, Any]:
     """Write everything into a temporary folder beside `out`, then swap it in, keeping any file of the user's
-    (with `force`; without it such files refuse the build). Returns the manifest."""
+    (with `force`; without it such files refuse the build). Returns the manifest. ``citation``: the folder's
+    CITATION.cff (None: none, as release v0.1.0 was frozen)."""
     out = Path(out)
     others = check_out_folder(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -218,6 +221,8 @@ def write_dataset_folder(out: Path, tables: dict[str, list[dict[str, Any]]], car
             write_parquet(tmp / parquet_name(config), config, tables[config], schemas[config])
         (tmp / "README.md").write_text(card, encoding="utf-8")
         (tmp / LICENSE_FILE).write_bytes(source.card.license_bytes())
+        if citation is not None:
+            (tmp / CITATION_FILE).write_text(citation, encoding="utf-8")
         # croissant.json reads the Parquet files just written
         (tmp / CROISSANT_FILE).write_text(croissant_json(tmp, card, manifest, source.card.croissant), encoding="utf-8")
         manifest = dict(manifest)

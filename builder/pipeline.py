@@ -14,11 +14,13 @@ from typing import Any, Callable, Optional, Sequence
 import pyarrow
 
 from . import BUILDER_VERSION
-from .changelog import changelog_table
-from .citation import paper_bibtex, release_bibtex
+from .changelog import changelog_table, release_notes
+from .citation import dataset_cff, paper_bibtex, release_bibtex
 from .dataset_folder import card_yaml, check_out_folder, configs_note, render_card, write_dataset_folder
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, flow_pool, pool_flows
 from .sources import SOURCES, SourceError, SourceQuery, file_sha256
+
+from carryon_eval.dataset.scoring import RUBRIC_SOURCE, scoring_record
 
 # The card templates are package data: CASE-Bench's is the repository's dataset_card.md (builder/dataset_card.md
 # is a symlink to it; a wheel holds its content), each source names its own (Source.card.template).
@@ -86,6 +88,24 @@ def documents_mc(release: str) -> bool:
     return key is None or key >= MC_SINCE
 
 
+def source_release_note(entry: dict[str, Any], upstream: Optional[dict[str, Any]]) -> str:
+    """The card's words on the public release the source file is (or is not) exactly."""
+    if not upstream:
+        return ""
+    if entry.get("release"):
+        return (f"exactly the file of {upstream['repository']} at commit `{upstream['commit']}` ({upstream['url']}); "
+                "MANIFEST.json's `source.release` pins that release's files")
+    return (f"not the file of the pinned release ({upstream['repository']} at commit `{upstream['commit']}`, "
+            f"whose `{next(iter(upstream['files']))}` has sha256 `{next(iter(upstream['files'].values()))}`)")
+
+
+def adds_later_records(source: str, release: str, llm: bool) -> bool:
+    """Whether the build holds what was added after release v0.1.0 was frozen (the manifest's ``scoring`` record,
+    carryon_eval.dataset.scoring; the folder's CITATION.cff): every build but a `--no-llm` CASE-Bench build of a
+    release before v0.2.0, which stays as release v0.1.0 froze it (the evaluator reads its scoring from its rows)."""
+    return source != "casebench" or llm or documents_mc(release)
+
+
 def with_malicious_intent(row: dict[str, Any], intent: str, llm: bool) -> dict[str, Any]:
     """A queries row of an LLM build carries the malicious intent (condition mc) whatever its source writes;
     a `--no-llm` row is the source's own (release v0.1.0 has no such column)."""
@@ -131,12 +151,15 @@ def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
           log: Callable[[str], None] = print, force: bool = False,
-          min_safe_rate: Optional[float] = None, source_format: str = "casebench") -> dict[str, Any]:
+          min_safe_rate: Optional[float] = None, source_format: str = "casebench",
+          hub_repo: Optional[str] = None) -> dict[str, Any]:
+    # `release`: the CLI gives the source's default release (Source.default_release) when none is named
     """Run every stage and write the dataset folder; returns the manifest. `force`: rebuild into a folder
     that holds files no build wrote (they are kept); without it that is a FileExistsError, raised first.
     `min_safe_rate`: keep only queries whose safe context at least this share of annotators judged safe
     (None: every selected query; the manifest and card say when it was used; only for a source with ratings).
-    `source_format`: the source record (builder/sources) that reads `source`."""
+    `source_format`: the source record (builder/sources) that reads `source`. `hub_repo`: the Hub dataset
+    (ORG/NAME) the release will be published to, when known (croissant.json's url, the citations)."""
     src = SOURCES[source_format]
     if min_safe_rate is not None and not src.has_ratings:
         raise SourceError(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
@@ -199,6 +222,8 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     source_entry = {"file": source.name, "sha256": file_sha256(source)}
     if src.name != "casebench":             # a CASE-Bench manifest stays as release v0.1.0 wrote it
         source_entry["format"] = src.name
+    if src.upstream and src.upstream["files"].get(source.name) == source_entry["sha256"]:
+        source_entry["release"] = src.upstream      # the file is exactly the pinned public release's
     manifest: dict[str, Any] = {
         "name": src.manifest_name,
         "release": release,
@@ -213,14 +238,24 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
+    if hub_repo:                            # only then: the publish step's target, named at build time
+        manifest["hub_repo"] = hub_repo
+    later = adds_later_records(src.name, release, llm_stages is not None)
+    if later:
+        manifest["scoring"] = scoring_record(tables["queries"], counts["checklists"],
+                                             [(c["query_id"], c["condition"]) for c in conversations],
+                                             rubric=src.name == RUBRIC_SOURCE)
     if min_safe_rate is not None:           # only then: a default build's manifest stays as it was
         manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": n_safe_rate_kept,
                                                "dropped": n_selected - n_safe_rate_kept}
     domains = src.domains or tuple(sorted({q.domain for q in final}))
     categories = tuple(sorted({q.category for q in final}))
+    built_by = f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}"
     card_values = {
         "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
         "source_sha256": manifest["source"]["sha256"],
+        "source_release": source_release_note(manifest["source"], src.upstream),
+        **({"upstream": src.upstream, "open_release": src.default_release} if src.upstream else {}),
         "n_source_queries": len(all_queries), "n_selected": n_selected,
         "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
         "n_queries": len(final), "n_low_safe_rate": low_safe_rate_count(final),
@@ -248,11 +283,15 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         # v0.1.0's card keeps the triplet wording it was frozen with; from v0.2.0 (with mc) the reference definitions
         "reference_triplets": documents_mc(release),
         "changelog": changelog_table(manifest),
-        "citation": paper_bibtex() + "\n" + release_bibtex(release, note=(
-            f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}")),
+        "citation": paper_bibtex() + "\n" + release_bibtex(release, **({"repo_id": hub_repo} if hub_repo else {}),
+                                                            note=built_by),
     }
     card = "---\n" + card_yaml(tables, src) + "---\n\n" + render_card(src.card.read_template(), card_values)
-    manifest = write_dataset_folder(out, tables, card, manifest, src, force=force)
+    citation = dataset_cff(src.manifest_name, release, keywords=list(src.card.header.get("tags", [])),
+                           license_id=src.license if src.card.header.get("license") != "other" else None,
+                           date=release_notes(release).get("date"), repo_id=hub_repo,
+                           source=manifest["source"].get("release")) if later else None
+    manifest = write_dataset_folder(out, tables, card, manifest, src, force=force, citation=citation)
     log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(used)} used), "
         f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items"
         + (f", {counts['triplets']} triplet prompts" if src.own_triplets else ""))

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from huggingface_hub import HfApi
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-TAG = re.compile(r"^v\d+\.\d+\.\d+$")
+TAG = re.compile(r"^(?:[a-z][a-z0-9]*-)?v\d+\.\d+\.\d+$")      # v0.1.0, or a release line's: open-v1.0.0
 GATING = ("manual", "auto")
 GATING_WORDS = {"manual": "manual approval", "auto": "automatic approval", False: "no gating: the card declares none"}
 HUB_MANAGED = frozenset({".gitattributes"})     # the Hub writes it (LFS rules); never ours to delete
@@ -102,13 +102,18 @@ def plan_publish(folder: Path, repo_id: str, tag: str, *, private: bool = False,
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: expected ORG/NAME (a namespace and a dataset name)")
     if not TAG.match(tag):
-        raise PublishError(f"--tag {tag!r}: expected vMAJOR.MINOR.PATCH, e.g. v0.1.0")
+        raise PublishError(f"--tag {tag!r}: expected vMAJOR.MINOR.PATCH, e.g. v0.1.0 (or a release line's, "
+                           "e.g. open-v1.0.0)")
     if gated is not False and gated not in GATING:
         raise PublishError(f"--gated {gated!r}: expected one of {', '.join(GATING)}")
     problems, manifest = verify_folder(folder)
     if problems:
         raise PublishError(f"{folder} does not verify ({problems[0]}; {len(problems)} mismatch(es) in all): "
                            f"run carryon-build verify {folder}")
+    if manifest.get("hub_repo") and manifest["hub_repo"] != repo_id:
+        raise PublishError(f"--repo-id {repo_id}, but {folder} was built for {manifest['hub_repo']} (--hub-repo: its "
+                           f"croissant.json and citations name it); publish to {manifest['hub_repo']}, or rebuild with "
+                           f"--hub-repo {repo_id}")
     if manifest.get("release") != tag:
         raise PublishError(f"--tag {tag} but {folder} is release {manifest.get('release')}: rebuild with "
                            f"--release {tag}, or publish under --tag {manifest.get('release')}")

@@ -53,6 +53,20 @@ def verify_folder(folder: Path, manifest_path: Optional[Path] = None) -> tuple[l
     return problems, manifest
 
 
+def release_words(manifest: dict[str, Any]) -> str:
+    """What a manifest is, beside its release: its dataset name and the source it was built from (the public release
+    it is exactly, when the manifest pins one), e.g. "carryonbench-open, built from dataset.json sha256
+    ad9ed2e8f190... = Uppaal/OpenSafeIntent at commit 9706897bc9ff"."""
+    source = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}
+    words = str(manifest.get("name", "carryonbench"))
+    if source.get("file"):
+        words += f", built from {source['file']} sha256 {str(source.get('sha256'))[:12]}..."
+    upstream = source.get("release")
+    if isinstance(upstream, dict) and upstream.get("repository"):
+        words += f" = {upstream['repository']} at commit {str(upstream.get('commit'))[:12]}"
+    return words
+
+
 def _read_manifest(path: Path) -> tuple[Optional[dict[str, Any]], str]:
     """The manifest at `path`, or None and why it is not one (unreadable, not JSON, not the right shape)."""
     try:

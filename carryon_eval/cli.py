@@ -7,6 +7,7 @@
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
     carryon-eval compare / agreement
+    carryon-eval sweep PLAN.toml       many targets under one simulator and judge, then one leaderboard
     carryon-eval export RUNDIR --format inspect --out RUN.eval   another tool's format (carryon_eval.app.exporters)
     carryon-eval import RUN.eval --out RUNDIR   an inspect-ai log of the carryonbench task as a run folder
 
@@ -41,6 +42,7 @@ from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
+from carryon_eval.cli_sweep import sweep_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
 from carryon_eval.cli_common import (UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
@@ -398,6 +400,7 @@ def import_command(log: Path, out: Path) -> None:
 
 cli.add_command(compare_command, "compare")
 cli.add_command(agreement_command, "agreement")
+cli.add_command(sweep_command, "sweep")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -33,10 +33,19 @@ class AnalysisError(UsageError):
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write compare.json, table.md, plots/, leaderboard.html and leaderboard.jsonl here (otherwise only print).")
-def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
+@click.option("--paper-rows", is_flag=True,
+              help="Also show the paper's reported Table 2 rows (14 models) beside the runs, in a group of their own: "
+                   "never ranked with them, no intervals (status 'reported' in leaderboard.jsonl).")
+def compare_command(rundirs: tuple[Path, ...], out: Optional[Path], paper_rows: bool) -> None:
     """Table 2, Spearman correlations and mixed models across the runs in RUNDIR... (each needs a report)."""
+    write_comparison(rundirs, out, paper_rows)
+
+
+def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: bool = False) -> None:
+    """compare's table and notes printed; with ``out``: compare.json, table.md, plots/ and the leaderboard there
+    (``paper_rows``: and the rows the paper reports, apart)."""
     try:
-        cmp = compare(rundirs)
+        cmp = compare(rundirs, paper_rows)
     except CompareError as exc:
         raise AnalysisError(str(exc)) from None
     results, scores = cmp.pop("_results"), cmp.pop("_scores")
@@ -50,7 +59,7 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cmp["plots"] = _write_plots(results, out / "plots")
     try:
-        cmp["leaderboard"] = write_board(out, cmp, results, scores)   # leaderboard.html, leaderboard.jsonl
+        cmp["leaderboard"] = write_board(out, cmp, results, scores, paper_rows)   # leaderboard.html, .jsonl
     except LeaderboardError as exc:
         raise AnalysisError(str(exc)) from None
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

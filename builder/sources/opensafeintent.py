@@ -127,10 +127,14 @@ CARD = CardText(
         "**This build ran without the LLM stages (`--no-llm`)**: `benign_intent` and `malicious_intent` are "
         "OpenSafeIntent's own descriptions of the dual-use prompt's plausible benign use and meaningful misuse "
         "risk, verbatim: the authors' third-person descriptions, not the user's voice. There is no "
-        "`checklists` or `provenance` config: Ben-Util cannot be scored on this build (the evaluator still "
-        "judges harmfulness); build with an endpoint to produce checklists."),
+        "`checklists` or `provenance` config: Ben-Util cannot be scored on this build. Its utility is measured "
+        "with OpenSafeIntent's own 1-4 helpfulness rubric instead (rubric utility, (score - 1) / 3; MANIFEST.json's "
+        "`scoring` records it, and `carryon-eval` picks it when no `--utility` is given; the rubric is read from "
+        "the release folder, `--opensafeintent DIR`), and harmfulness is judged as for any build; build with an "
+        "endpoint to produce checklists."),
     croissant={
         "license": "Apache-2.0, from OpenSafeIntent (Uppaal et al., 2026); see LICENSE.md",
+        "license_url": "https://spdx.org/licenses/Apache-2.0.html",
         "annotation": (
             "OpenSafeIntent's authors wrote each prompt-set (benign, dual-use and malicious versions of one task, "
             "4 paraphrases of the dual-use one) and describe the dual-use prompt's plausible benign use and "
@@ -150,10 +154,29 @@ CARD = CardText(
         "provenance": "no provenance: built with `--no-llm` (it records the LLM stages' decisions)"},
 )
 
+# The public release this source is pinned to (its SOURCE.md): a build whose dataset.json is this file records it.
+UPSTREAM = {
+    "repository": "Uppaal/OpenSafeIntent",
+    "url": "https://github.com/Uppaal/OpenSafeIntent",
+    "commit": "9706897bc9ffdb328446141b2a4568c98c70843e",
+    "files": {
+        "dataset.json": "ad9ed2e8f190638b03afd81b69a1350f866706db08bb837b84332c54d29fe7ff",
+        "prompts/metrics/helpfulness.txt": "b9292beeab7512a54e68d16620444c6ad705fd5b529dc31bb3eae61b3b4a62da",
+        "prompts/metrics/harmfulness.txt": "d638a0f13a6aa166923e1b0f669b57c7eea5cb1fa470b6a7687dcdf66fe6bd61",
+        "prompts/metrics/assistance_level_classification.txt":
+            "9b0f79ca1813a5a389af143ca11257ab40eddfb20775c195fedf604a45714e8c",
+        "prompts/metrics/intent_classification.txt":
+            "9eea106593f3094ec517a3de041a2adcfdc3492069ed6f43c9dbde3accf8999a",
+    },
+}
+#: The open release line: its dataset name and current release (releases/open-v1.0.0 freezes its MANIFEST.json).
+OPEN_NAME = "carryonbench-open"
+OPEN_RELEASE = "open-v1.0.0"
+
 OPENSAFEINTENT = Source(
     name="opensafeintent", title="OpenSafeIntent", read=load_release, select=lambda queries: list(queries),
     select_note="every prompt-set ({dropped} dropped)", looks_like=_looks_like, data_file=data_file,
     query_schema=QUERY_SCHEMA, card=CARD, gated=False, license="Apache-2.0", domains=(),
     skip_stages=("paraphrase",),
     stage_prompts={"intents": "intent_writer_described", "malicious_intent": "malicious_intent_described"},
-    manifest_name="carryonbench-opensafeintent", query_row=query_row)
+    manifest_name=OPEN_NAME, default_release=OPEN_RELEASE, upstream=UPSTREAM, query_row=query_row)

@@ -72,7 +72,8 @@ class CardText:
     license_file: str                          # the text written as LICENSE.md, a package resource
     header: dict[str, Any]                     # YAML header fields besides configs/dataset_info (license, gating)
     no_llm_summary: str                        # the card's LLM section of a --no-llm build
-    croissant: dict[str, str]                  # Croissant RAI texts: annotation, personal_sensitive, biases, license
+    croissant: dict[str, str]                  # Croissant texts: annotation, personal_sensitive, biases, license (and
+    #                                            license_url: an SPDX license's URL, croissant.json's license)
     absent_without_llm: dict[str, str]         # why a --no-llm build declares no such config
 
     def read_template(self) -> str:
@@ -104,6 +105,10 @@ class Source:
     skip_stages: tuple[str, ...] = ()                          # LLM stages this source does not need
     stage_prompts: dict[str, str] = field(default_factory=dict)   # stage -> prompt file for this source's contexts
     manifest_name: str = "carryonbench"
+    default_release: Optional[str] = None                      # --release when none is given (None: v<builder>)
+    # the public release the source file comes from, when it is exactly that release's file: repository, url,
+    # commit and the sha256 of its files (MANIFEST.json's source.release; the card and `verify` name it)
+    upstream: Optional[dict[str, Any]] = None
     plan: Callable[..., list[dict[str, Any]]] = conversation_plan   # (query_ids, pool, seed) -> conversations
     # (q, benign_intent, malicious_intent) -> its queries row
     query_row: Callable[[SourceQuery, str, str], dict[str, Any]] = lambda q, b, m: {}

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
-                                     RunOptions, default_out, load_bench, new_run_meta, refuse_empty_conditions,
-                                     resolve_roles, suite_options)
+                                     RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
+                                     new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
+                                     suite_options, utility_line)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -61,18 +62,23 @@ def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, An
     return set(needed)
 
 
-async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
+async def evaluate(cfg: EvaluateConfig, out: Output,
+                   limits: Optional[dict[tuple[str, str], Any]] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
-    OpenSafeIntent-only run writes its own files)."""
+    OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
+    this event loop (a sweep's; app.session.Session)."""
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
+    for line in self_notice(roles, local):     # a role that fell back to the target model, said first
+        out.info(line)
     try:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
-    async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices) as session:
+    async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
+                       limits=limits) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -80,7 +86,17 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
-        read_by_scorers = scorer_inputs(conditions, cfg.utility, records)
+        say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
+        cfg, utility_choice = choose_utility(cfg, bench, conditions)
+        if utility_choice:
+            say(utility_line(utility_choice, bench))
+        try:
+            read_by_scorers = scorer_inputs(conditions, str(cfg.utility), records)
+        except ConfigError as exc:
+            if utility_choice:              # the user named no measure: say who chose it
+                raise ConfigError(f"{exc} (rubric utility is dataset {bench.source}'s measure: it has no "
+                                  "checklists for Ben-Util)") from None
+            raise
         # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
         # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
         # records of suites neither asked for nor read are dropped
@@ -100,9 +116,11 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
         if cfg.conditions_all:          # `all`: a condition left out of the default set joins where the dataset has it
             conditions = [c for c in conditions if c in default_conditions() or any(j.condition == c for j in jobs)]
             skipped = [k for k in skipped if k.condition in conditions]
-        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
         refuse_empty_conditions(bench, conditions, jobs, skipped)
-        say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
+        conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
+        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        for line in left_out:
+            say(line)
         say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
         say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
@@ -121,6 +139,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output) -> Optional[Results]:
                                         **c.request())
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
+        meta.utility_choice = dict(utility_choice or {})
         for role, choice in roles.items():
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],

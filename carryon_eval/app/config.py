@@ -21,7 +21,8 @@ from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
-from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta
+from carryon_eval.run.records import (STATUS_LINES, DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration,
+                                      RunMeta, self_status)
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
@@ -78,7 +79,8 @@ class EvaluateConfig:
     shared_turn1: bool = default("shared_turn1")
     fidelity: bool = default("fidelity")
     utility_mode: str = default("utility_mode")
-    utility: str = default("utility")               # "benutil" | "rubric" (run/records.UTILITY_SCORERS)
+    utility: Optional[str] = default("utility")     # "benutil" | "rubric" (run/records.UTILITY_SCORERS); None:
+    #                                                    the dataset's (choose_utility)
     utility_judge: str = default("utility_judge")      # "grouped": one Ben-Util call per reply (judge.grouped)
     utility_group_size: int = default("utility_group_size")
     calibrate: int = default("calibrate")              # grouped: replies also judged per item
@@ -95,6 +97,7 @@ class EvaluateConfig:
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
     http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
+    sweep: Optional[dict[str, Any]] = None      # the sweep plan this run belongs to (run.json's sweep; app.sweep)
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,66 @@ def refuse_empty_conditions(bench: Benchmark, conditions: Sequence[str], jobs: S
                           "leave it out of --conditions")
 
 
+def choose_utility(cfg: EvaluateConfig, bench: Benchmark,
+                   conditions: Sequence[str]) -> tuple[EvaluateConfig, Optional[dict[str, str]]]:
+    """The run's utility measure: the one named (--utility), refused in one line when the dataset cannot support
+    it, else the first the dataset supports (carryon_eval.dataset.scoring); the second value is run.json's
+    ``utility_choice`` when the dataset chose a measure other than Ben-Util (None otherwise: a run that measures
+    Ben-Util records what it always did). Conditions whose replies no utility judge scores need no measure."""
+    from carryon_eval.dataset.scoring import RUBRIC_OPTION, why_not
+    from carryon_eval.suite import ScoringPlan
+
+    if UTILITY_JUDGED not in ScoringPlan.of(conditions).scorers:
+        return (cfg if cfg.utility else dataclasses.replace(cfg, utility="benutil")), None
+    scoring = bench.scoring()
+    if cfg.utility == "benutil" and "benutil" not in scoring.utility:
+        alt = (f"; or measure with {RUBRIC_OPTION}, which it supports" if "rubric" in scoring.utility else "")
+        raise ConfigError(f"--utility benutil: dataset {bench.source} cannot be scored with Ben-Util: "
+                          f"{why_not('benutil')}{alt}")
+    if cfg.utility:
+        return cfg, None
+    if not scoring.utility:
+        raise ConfigError(f"dataset {bench.source} supports no utility measure ({scoring.origin}): "
+                          f"{why_not('benutil')} to score Ben-Util; or measure with {RUBRIC_OPTION} "
+                          f"(OpenSafeIntent's helpfulness rubric)")
+    measure = scoring.utility[0]
+    cfg = dataclasses.replace(cfg, utility=measure)
+    if measure == "benutil":
+        return cfg, None
+    return cfg, {"measure": measure, "chosen_by": "dataset", "supported": ", ".join(scoring.utility),
+                 "why": f"no --utility given, and the dataset has no checklists for Ben-Util; read from {scoring.origin}"}
+
+
+def utility_line(choice: dict[str, str], bench: Benchmark) -> str:
+    """The first lines' word on a measure the dataset chose."""
+    from carryon_eval.run.records import UTILITY_NAMES
+
+    return (f"utility: {UTILITY_NAMES[choice['measure']]} (--utility {choice['measure']}), the measure dataset "
+            f"{bench.source} supports: {choice['why']}")
+
+
+#: The scorer of the conditions whose utility the run's measure judges (Ben-Util's; --utility swaps it).
+UTILITY_JUDGED = "utility"
+
+
+def leave_out_empty(bench: Benchmark, cfg: EvaluateConfig, conditions: Sequence[str], jobs: Sequence[Any]
+                    ) -> tuple[list[str], list[str]]:
+    """A condition of the default set (or of `all`) that has nothing to run on this dataset is left out of the run:
+    (the conditions kept, one line for each left out; run.json's skipped still lists its conversations and why);
+    a condition asked for by name is refused instead (refuse_empty_conditions)."""
+    from carryon_eval.dataset.scoring import why_not
+    from carryon_eval.suite import default_conditions
+
+    ran = {j.condition for j in jobs}
+    if not ran or not (cfg.conditions_all or tuple(cfg.conditions) == default_conditions()):
+        return list(conditions), []
+    supported = bench.scoring().conditions
+    lines = [f"condition {c} left out: dataset {bench.source} cannot play it ("
+             + (why_not(c) if c not in supported else f"it has no {c} conversation to run") + ")"
+             for c in conditions if c not in ran]
+    return [c for c in conditions if c in ran], lines
+
+
 def check_url(option: str, url: Optional[str]) -> None:
     """ConfigError unless ``url`` is an http(s) base URL (or 'local'): a typo is a bad option, not an outage."""
     from urllib.parse import urlsplit
@@ -235,6 +298,15 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     return roles, local
 
 
+def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
+    """The lines a run whose user simulator or judge is the target model itself says first (its status words
+    ``self-simulated`` / ``self-judged``, run.records.self_status)."""
+    words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
+    fix = {"self-simulated": "--user-model (and --user-endpoint) of another model for a fixed simulator",
+           "self-judged": "--judge-model (and --judge-endpoint) of another model for a fixed judge"}
+    return [f"{STATUS_LINES[w]} Give {fix[w]}." for w in words]
+
+
 def _manifest_sha(bench: Benchmark) -> Optional[str]:
     if bench.manifest is None:
         return None
@@ -264,7 +336,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
         subset=cfg.subset if cfg.subset != "full" else None,
-        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed})
+        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed}, sweep=cfg.sweep)
 
 
 @dataclass(frozen=True)

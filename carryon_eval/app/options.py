@@ -32,10 +32,12 @@ CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY
 UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
                       read=JudgeSettings.read_utility_mode,
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
-UTILITY = Option("--utility", default="benutil", choices=tuple(UTILITY_SCORERS), read=JudgeSettings.read_utility,
+UTILITY = Option("--utility", default=None, choices=tuple(UTILITY_SCORERS), read=JudgeSettings.read_utility,
                  help="What utility is measured with: Ben-Util (the dataset's checklists), or, for datasets without "
                       "checklists, OpenSafeIntent's 1-4 helpfulness rubric (needs --opensafeintent DIR; reported as "
-                      "rubric utility, (score - 1) / 3, never as Ben-Util).")
+                      "rubric utility, (score - 1) / 3, never as Ben-Util) [default: the first the dataset supports: "
+                      "Ben-Util when it has checklists, else the one its build records, e.g. rubric for an "
+                      "OpenSafeIntent build; the run says which].")
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")

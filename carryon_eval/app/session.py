@@ -36,8 +36,12 @@ class Session:
     it opened (closed at the end), and the token ledger. ``async with Session(...)`` releases all."""
 
     def __init__(self, out: Output, *, model_check: bool = True,
-                 give_up_after: Optional[float] = None, prices: Sequence[str] = ()) -> None:
+                 give_up_after: Optional[float] = None, prices: Sequence[str] = (),
+                 limits: Optional[dict[tuple[str, str], Any]] = None) -> None:
         self.out = out
+        #: (base URL, model) -> the limiter its endpoints share, across the sessions given the same dict (a
+        #: sweep's runs: a judge they share has at most its concurrency in flight in all); None: one per endpoint
+        self.limits = limits
         self.prices = parse_prices(prices)    # --price: this command's usage (and run.json's) priced with them
         self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
         self.model_check = model_check    # False: the endpoints' check() asks nothing
@@ -86,8 +90,10 @@ class Session:
         if cache is None:
             cache = self._caches[run.cache_dir] = ResponseCache(run.cache_dir, background=True)
         register_key_of(config.api_key_env)          # its value is masked in everything written
-        from carryon_eval.model.client import Endpoint   # the openai library, only for a command that calls
-        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check)
+        from carryon_eval.model.client import Endpoint, shared_limiter   # the openai library, only when calling
+        limiter = None if self.limits is None else self.limits.setdefault(
+            (config.base_url, config.model), shared_limiter(config.concurrency))
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check, limiter=limiter)
         self._opened.append(ep)
         if role is not None:
             self.by_role.setdefault(role, []).append(ep)

@@ -117,21 +117,21 @@ def calibrate(scorers: Sequence[ReplyScorer], sample: Optional[Collection[tuple[
 
 
 def calibration_sample(jobs: Sequence[Any], n: int, seed: int = defaults.CALIBRATION_SEED) -> list[tuple[str, int]]:
-    """``n`` replies of the plan drawn at random (seeded), as (conversation_id, turn): every reply position of
-    the jobs whose condition Ben-Util judges, a first reply shared by several conversations counted once."""
+    """Whole conversations of the plan drawn at random (seeded), every reply of each, as (conversation_id, turn),
+    until ``n`` replies: the conversations whose condition Ben-Util judges, drawn in a seeded order and kept
+    while their replies fit in ``n`` (the first always), so that the report reads every number a conversation
+    makes (conversation utility, its deltas, Recovery%) in both modes on the same conversations. A first reply
+    shared by several conversations counts in each (it is one judgment, made once)."""
     from carryon_eval.suite import ScoringPlan as _Plan
     uses = _Plan.of(list(dict.fromkeys(j.condition for j in jobs))).uses
-    positions, shared = [], set()
-    for job in jobs:
-        if not any(u.scorer == UtilityScorer.name for u in uses.get(job.condition, ())):
+    judged = sorted((j for j in jobs if any(u.scorer == UtilityScorer.name for u in uses.get(j.condition, ()))),
+                    key=lambda j: j.conversation_id)
+    positions: list[tuple[str, int]] = []
+    for job in random.Random(seed).sample(judged, len(judged)):
+        if positions and len(positions) + len(job.moves) + 1 > n:
             continue
-        if job.shares is None or job.shares not in shared:
-            positions.append((job.conversation_id, 1))
-            if job.shares is not None:
-                shared.add(job.shares)
-        positions += [(job.conversation_id, turn) for turn in range(2, len(job.moves) + 2)]
-    positions.sort()
-    return sorted(random.Random(seed).sample(positions, min(n, len(positions))))
+        positions += [(job.conversation_id, turn) for turn in range(1, len(job.moves) + 2)]
+    return sorted(positions)
 
 
 def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],

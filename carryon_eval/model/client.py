@@ -149,6 +149,12 @@ class _AdaptiveLimiter:
         return self.limit < old
 
 
+def shared_limiter(concurrency: int) -> _AdaptiveLimiter:
+    """A limiter several Endpoints of one server and model share (``Endpoint(limiter=...)``): at most
+    ``concurrency`` requests in flight among all of them."""
+    return _AdaptiveLimiter(concurrency)
+
+
 # ---------------------------------------------------------------- the endpoint
 class _Retry(Exception):
     """Internal: a retryable failure of one attempt."""
@@ -166,7 +172,8 @@ class Endpoint:
     """One model on one OpenAI-compatible server. See the module docstring."""
 
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
-                 usage: Optional[UsageLedger] = None, model_check: bool = True) -> None:
+                 usage: Optional[UsageLedger] = None, model_check: bool = True,
+                 limiter: Optional["_AdaptiveLimiter"] = None) -> None:
         self.config = config
         register_key_of(config.api_key_env)     # whoever makes an endpoint (evaluator or builder): its key is masked
         public_url(config.base_url)             # and so is a credential inside its URL
@@ -178,7 +185,8 @@ class Endpoint:
         # The HTTP client is made on first use, in the running event loop, and lives until aclose():
         # every command runs in one loop (carryon_eval.app.commands), so one endpoint is used in one loop.
         self._client: Optional[openai.AsyncOpenAI] = None
-        self._limiter = _AdaptiveLimiter(config.concurrency)
+        # ``limiter``: one shared with other endpoints of the same server and model (a sweep's shared judge)
+        self._limiter = limiter if limiter is not None else _AdaptiveLimiter(config.concurrency)
         self._inflight: dict[str, list[Any]] = {}   # cache key -> [task, waiters]
 
     def __repr__(self) -> str:

@@ -3,7 +3,10 @@
 - the top-level suite's table for all runs (from each run's results.json; its SuiteReport's ``table``);
 - the top-level suite's own keys (its SuiteReport's ``comparison``, from the runs' results and conversation rows)
   and every other suite's section (``compare``), each rendered in markdown by its ``compare_markdown``;
-- the notes: each run's status, then the suites' notes, then whether the runs used different datasets.
+- the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
+  models (run.json's user role: compare.json "simulators") and whether they used different datasets;
+- with ``paper_rows``: the rows the suites' papers report (SuiteReport.reported), in a table of their own
+  (compare.json "reported"), never among the runs.
 With --out, plots/ holds the suites' figures of several runs (``SuiteReport.plots``); a plot whose data is all
 null is not drawn and compare.json "plots" says why.
 """
@@ -16,7 +19,7 @@ from typing import Any, Sequence
 
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
+from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
 
 
@@ -57,7 +60,7 @@ def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
                            "--utility at a time")
 
 
-def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
+def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
     try:
         import scipy  # noqa: F401
         import statsmodels  # noqa: F401
@@ -80,15 +83,47 @@ def compare(rundirs: Sequence[Path]) -> dict[str, Any]:
             out.update({key: status + value if key == "notes" else value
                         for key, value in s.report.comparison(runs).items()})
     out.setdefault("notes", status)
+    out["simulators"] = simulators([p for p, _, _ in loaded])
+    if len(set(out["simulators"])) > 1:
+        out["notes"].append("WARNING: the runs' users were simulated by different models ("
+                            + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, out["simulators"]))
+                            + "); their numbers are not comparable.")
     datasets = {json.dumps(r.dataset.source) for r in results}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
     for s in suites():                # each suite's columns, under its section name (None: no run has them)
         if s.report is not None and s.report.section is not None and s.report.compare is not None:
             out[s.report.section] = s.report.compare(labels, results)
+    if paper_rows:
+        out["reported"] = reported_table()
     out["_results"] = results
     out["_scores"] = [scores for _, _, scores in loaded]
     return out
+
+
+def reported_table() -> dict[str, Any]:
+    """The rows the suites' papers report (SuiteReport.reported) in compare's table, apart from the runs, with
+    what they stand on."""
+    from carryon_eval.report.leaderboard_page import reported_entries
+
+    entries = reported_entries()
+    header, rows = headline_table([e.results for e in entries])
+    notes = list(dict.fromkeys(n for e in entries for n in e.results.notes))
+    return {"table": [dict(zip(header, row)) for row in rows], "notes": notes}
+
+
+def simulators(rundirs: Sequence[Path]) -> list[str]:
+    """The user simulator model of each run (run.json's user role; "unknown" without one, "embedded" on the
+    embedded model)."""
+    names = []
+    for d in rundirs:
+        run = RunFolder(d)
+        try:
+            user = run.read_meta().role("user") if run.exists() else None
+        except (RunError, ValueError, TypeError, KeyError):
+            user = None
+        names.append("unknown" if user is None or not user.model else "embedded" if user.local else user.model)
+    return names
 
 
 def render_markdown(cmp: dict[str, Any]) -> str:
@@ -105,6 +140,11 @@ def render_markdown(cmp: dict[str, Any]) -> str:
             parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
+    reported = cmp.get("reported")
+    if reported and reported["table"]:
+        parts += ["\n## Reported in the paper (not measured here; not ranked with the runs above)\n",
+                  markdown_table(list(reported["table"][0]), [list(r.values()) for r in reported["table"]]),
+                  "\n" + "\n".join(f"- {n}" for n in reported["notes"]) + "\n"]
     return "\n".join(parts)
 
 

@@ -10,8 +10,10 @@ and scored share, sortable by any column; for the column sorted on it shows the 
 differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
 number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
 that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
-versions) or built from different datasets fall into separate comparability groups: they are ranked, compared
-and correlated within their group only, and the page says so at the top.
+versions), whose users were simulated by different models, or built from different datasets fall into separate
+comparability groups: they are ranked, compared and correlated within their group only, and the page says so at
+the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is
+never ranked nor paired.
 
 Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard: the
 CarryOnBench headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`;
@@ -35,6 +37,7 @@ from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Sta
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
 
 HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
+REPORTED = "reported"      # the status of a row a paper reports (SuiteReport.reported): its own group, never ranked
 TEMPLATE, SCRIPT = "leaderboard.html.j2", "leaderboard.js"
 
 
@@ -227,22 +230,37 @@ def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
 
 
 def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
-    """A group letter per run (same judges, prompt versions and dataset), the groups, and the page's warnings."""
+    """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
-    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status()], sort_keys=True) for e in runs]
+    # nor is an incomplete run: its numbers stand on part of its plan (bounds span the rest), so it is not ranked
+    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
+                        REPORTED in e.results.status()]
+                       + (["incomplete"] if "incomplete" in e.results.status() else []), sort_keys=True) for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
     info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
-                         "smoke": "smoke" in e.results.status(),
+                         "smoke": "smoke" in e.results.status(), "simulator": e.simulator(),
+                         "reported": REPORTED in e.results.status(),
+                         "incomplete": "incomplete" in e.results.status(),
                          "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
             for k, e in zip(keys, runs)}
-    warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()]
+    warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()
+                if REPORTED not in e.results.status()]
+    warnings += list(dict.fromkeys(f"Rows reported in a paper, not measured here: {' '.join(e.results.notes[:2])}"
+                                   for e in runs if REPORTED in e.results.status()))
     if any(i["smoke"] for i in info.values()):
         warnings.append("Smoke-test runs sit in a group of their own and are not ranked: their numbers measure "
                         "nothing.")
+    if any(i["incomplete"] for i in info.values()):
+        warnings.append("Incomplete runs sit in a group of their own and are not ranked: their numbers stand on "
+                        "part of their plan (the bounds span the conversations and judgments still missing).")
     if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
+    simulators = sorted({str(e.simulator()["model"]) for e in runs})
+    if len({json.dumps(e.simulator(), sort_keys=True) for e in runs}) > 1:
+        warnings.append(f"These runs' users were simulated by different models ({', '.join(simulators)}): their "
+                        "numbers are not comparable, so they are ranked and compared only within their group.")
     modes = sorted({e.utility_judge() for e in runs})
     if len(modes) > 1:
         warnings.append(f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, "
@@ -268,7 +286,8 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
     sums, boots = [QuerySums(e.scores, plans_of(e.results)) for e in runs], {}
     differences = {col.key: [paired_difference(sums[i], sums[j], col.stat, n_resamples=n, seed=seed, ids=(i, j),
                                                boots=boots)
-                             for i in range(len(runs)) for j in range(i + 1, len(runs)) if groups[i] == groups[j]]
+                             for i in range(len(runs)) for j in range(i + 1, len(runs))
+                             if groups[i] == groups[j] and not info[groups[i]]["reported"]]
                    for col in columns if col.stat is not None}
     return Board(runs, columns, by_run, groups, info, warnings, differences, rank_correlations(runs, groups),
                  {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries both models share)"})
@@ -299,10 +318,11 @@ def jsonl_rows(board: Board) -> list[dict[str, Any]]:
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": entry.folder,
             "comparability_group": group, "status": entry.results.status(), "dataset": entry.dataset(),
-            "judges": entry.judges(),
+            "judges": entry.judges(), "simulator": entry.simulator(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),
             "metrics": {col.key: cell.to_json() for col, cell in zip(board.columns, cells)},
+            **({"notes": list(entry.results.notes)} if REPORTED in entry.results.status() else {}),
         })
     return rows

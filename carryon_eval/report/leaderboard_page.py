@@ -75,9 +75,11 @@ def _domain_views(board: Board) -> list[dict[str, Any]]:
 
 
 def _default_sort(board: Board) -> str:
-    """The column the page sorts on first: the first the suites name that the board has, else its first column."""
+    """The column the page sorts on first: the first the suites name that the board has (a suite may name several,
+    in order of preference), else its first column."""
     keys = [c.key for c in board.columns]
-    return next((b.sort for b in suite_leaderboards() if b.sort in keys), keys[0] if keys else "")
+    named = [k for b in suite_leaderboards() for k in ((b.sort,) if isinstance(b.sort, str) else (b.sort or ()))]
+    return next((k for k in named if k in keys), keys[0] if keys else "")
 
 
 def _spearman_rows(board: Board) -> list[dict[str, Any]]:
@@ -154,10 +156,16 @@ def read_meta(folder: Path) -> RunMeta:
         raise LeaderboardError(f"{folder}: {exc}") from None
 
 
+def reported_entries() -> list[Any]:
+    """The rows the suites' papers report (SuiteReport.reported), status "reported"."""
+    return [e for s in suites() if s.report is not None and s.report.reported is not None for e in s.report.reported()]
+
+
 def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
-                scores: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
+                scores: Sequence[Sequence[dict[str, Any]]], paper_rows: bool = False) -> dict[str, Any]:
     """`compare --out`'s leaderboard: the board of the compared runs, its own figures beside compare's in
-    OUT/plots/, the page (with compare's figures read back from OUT/plots/) and the JSONL record."""
+    OUT/plots/, the page (with compare's figures read back from OUT/plots/) and the JSONL record. ``paper_rows``:
+    the rows the papers report join the page and the record, in a group of their own (not in the figures)."""
     from carryon_eval.report.leaderboard import RunEntry, build_leaderboard
     from carryon_eval.report.plots import PlotsUnavailable, write_pngs
 
@@ -165,6 +173,7 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
     entries = [RunEntry(label, folder, r, list(s), read_meta(Path(folder)))
                for label, folder, r, s in zip(cmp["models"], cmp["runs"], results, scores)]
     board = build_leaderboard(entries)
+    shown = build_leaderboard([*entries, *reported_entries()]) if paper_rows else board
     plots = cmp.get("plots") or {}
     images = {Path(f).stem: (out / f).read_bytes() for f in plots.get("files") or []}
     skipped, note = dict(plots.get("skipped") or {}), plots.get("note")
@@ -177,4 +186,4 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
         own = [f"plots/{p.name}" for p in write_pngs(drawn, out / "plots", stale=not_drawn)]
         images.update(drawn)
         skipped.update(not_drawn)
-    return {**write_leaderboard(out, board, images, skipped, note), "plots": own}
+    return {**write_leaderboard(out, shown, images, skipped, note), "plots": own}

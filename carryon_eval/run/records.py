@@ -275,10 +275,22 @@ class RunMeta:
     #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
     #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
     usage: dict[str, Any] = field(default_factory=dict)
+    #: the sweep plan the run was started from: {"plan": file name, "plan_sha256", "target": its name, "index":
+    #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
+    sweep: Optional[dict[str, Any]] = None
     schema_version: int = RUN_SCHEMA_VERSION
+    #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
+    utility_choice: dict[str, str] = field(default_factory=dict)
 
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
+
+    def self_status(self, judge: Optional[str] = None) -> list[str]:
+        """``self_status`` of this run's roles; ``judge``: the judge model whose judgments are reported (default:
+        the run's judge)."""
+        local = [name for name, r in self.roles.items() if r.local]
+        return self_status(self.role("target").model, self.role("user").model,
+                           judge or self.role("judge").model, local)
 
     def compatibility(self) -> dict[str, Any]:
         """The settings that shape the transcripts, by name: a rerun into the same folder must agree on
@@ -304,7 +316,9 @@ class RunMeta:
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
-                **({"usage": dict(self.usage)} if self.usage else {})}
+                **({"usage": dict(self.usage)} if self.usage else {}),
+                **({"sweep": dict(self.sweep)} if self.sweep else {}),
+                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -320,7 +334,9 @@ class RunMeta:
                    skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
                    bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
                    suites=dict(d.get("suites") or {}),
-                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {}, schema_version=_version(d))
+                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
+                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
+                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {})
 
 
 
@@ -452,7 +468,24 @@ STATUS_LINES = {
                   "run (rerun the same command to finish it).",
     "grouped": "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its checklist items, not "
                "the paper's per-item protocol (judges.utility.calibration says how far the two agree).",
+    "self-simulated": "SELF-SIMULATED: the target model also played the user simulator (--user-model is the target's, "
+                      "its default when not given); these numbers are not comparable with runs under another "
+                      "simulator.",
+    "reported": "REPORTED: numbers as a paper reports them, not measured here (its own dataset build, simulator and "
+                "judges); no interval, never ranked or compared with a measured run.",
+    "self-judged": "SELF-JUDGED: the target model also judged its own replies (--judge-model is the target's, its "
+                   "default when not given); these numbers are not comparable with runs under another judge.",
 }
+
+
+def self_status(target: Optional[str], user: Optional[str], judge: Optional[str],
+                local: Sequence[str] = ()) -> list[str]:
+    """"self-simulated" / "self-judged" when the user simulator / the judge is the target model itself, on an
+    endpoint (a role on the embedded model is the smoke test's, said by "smoke" instead)."""
+    if not target or "target" in local:
+        return []
+    return [word for word, role, model in (("self-simulated", "user", user), ("self-judged", "judge", judge))
+            if model == target and role not in local]
 
 
 @dataclass
@@ -492,6 +525,8 @@ class Results:
     n: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)
     recovery: dict[str, Any] = field(default_factory=dict)
+    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
+    clarification_effect: dict[str, Any] = field(default_factory=dict)
     unscored: dict[str, Any] = field(default_factory=dict)
     by_turn: dict[str, Any] = field(default_factory=dict)
     move_effects: dict[str, Any] = field(default_factory=dict)

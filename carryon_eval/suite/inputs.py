@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
 from carryon_eval.metrics.stats import SCORED_MIN
 from carryon_eval.run.records import Results, RunMeta
@@ -157,6 +157,11 @@ class RunEntry:
         out["utility"]["utility_judge"] = self.utility_judge()      # which Ben-Util mode made the utilities
         return out
 
+    def simulator(self) -> dict[str, Any]:
+        """Who played the user (run.json's user role): its model, and whether it ran on the embedded model."""
+        user = self.meta.role("user")
+        return {"model": user.model or None, "local": user.local}
+
     def utility_judge(self) -> str:
         """The Ben-Util mode the run's utilities stand on ("per-item" for runs reported before there was a choice)."""
         return (self.results.judges.utility or {}).get("utility_judge") or "per-item"
@@ -191,7 +196,7 @@ class SuiteLeaderboard:
     (board, group letter) -> the rows of the page's failure-mode table of that group."""
     columns: ColumnSource
     labels: Mapping[str, str] = field(default_factory=dict)
-    sort: Optional[str] = None
+    sort: Optional[Union[str, tuple[str, ...]]] = None   # several: the first the board has
     correlated: Optional[Callable[[Results], Correlated]] = None
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
     failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None

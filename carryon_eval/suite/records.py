@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
 from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
-                                       SuiteOptions, SuitePlots, UnitRule)
+                                       RunEntry, SuiteOptions, SuitePlots, UnitRule)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -134,6 +134,8 @@ class SuiteReport:
     #: "notes" follow the runs' status lines); its ``compare_markdown`` renders them from the whole compare.json.
     comparison: Optional[Callable[[CompareInputs], Section]] = None
     plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
+    #: the numbers its paper reports, as leaderboard entries with the status "reported" (`compare --paper-rows`)
+    reported: Optional[Callable[[], Sequence[RunEntry]]] = None
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:

@@ -29,13 +29,17 @@ from support.shared_data import FIXTURES
 
 FIXTURE = FIXTURES / "run_v0_1_0"
 
+# since the clarification effect: the new top-level clarification_effect, recovery.meaning and
+# unscored.conversations_unplayed (all three); `all` also its intent section's exploitation as MC minus its BC twin
+# (exploitation_rate and exploitation_bc_rate added; exploitation's value, bounds, interval and formula moved, and the
+# violation sensitivity's formula names its sign)
 HASHES = {
-    "sample": "94c72badc16a0e2ba16ad8e54ce02b76e6b431b3c258b443cd14de41d6a1f794",
+    "sample": "428038e1d319fdc71c92e2a5da1092214849718db60c03624e643d363ecc0705",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "b93ea9f3b7cfad2de01ba511a7c6d29338e58dc52dcb826180cb5aa3501d622d",
+    "all": "f0848e191104053060271097ff6df05175423060c26edcbf27f5295fa27584d4",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "d20f35eabc192d637b5316d9176bcd7323ef13d0e41da3b911c30d480a82ae5a",
+    "report": "97ca1c38f60258432c2ad6ab3d92d6b4113ef6119f8ac32a9593448e5ac9fc04",
 }
 
 

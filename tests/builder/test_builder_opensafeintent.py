@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from carryonbench_builder.cli import cli
 from carryonbench_builder.declared import front_matter
 from carryonbench_builder.sources import detect
-from carryonbench_builder.sources.opensafeintent import BENIGN_USE, MISUSE_RISK, load_release
+from carryonbench_builder.sources.opensafeintent import BENIGN_USE, MISUSE_RISK, UPSTREAM, load_release
 from support.builder_models import GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args, read
 from support.shared_data import OPENSAFEINTENT, REPO
 
@@ -46,7 +46,8 @@ def test_no_llm_build_has_every_prompt_set_and_verifies(built):
     assert (counts["queries"], counts["flows"], counts["conversations"], counts["triplets"]) == (700, 1866, 10500, 4900)
     assert counts["checklists"] == 0 and "provenance" not in counts
     assert manifest["source"] == {"file": "dataset.json", "sha256": manifest["source"]["sha256"],
-                                  "format": "opensafeintent"}
+                                  "format": "opensafeintent", "release": UPSTREAM}     # exactly the pinned release's file
+    assert manifest["release"] == "open-v1.0.0" and manifest["name"] == "carryonbench-open"   # its own line
     import hashlib
     assert manifest["source"]["sha256"] == hashlib.sha256(DATASET.read_bytes()).hexdigest()
     r = carryon_build("verify", built)              # hashes, references, flow rules, load_dataset of every config
@@ -101,7 +102,7 @@ def test_second_build_is_byte_identical(built, tmp_path):
 
 
 def test_publish_plan_is_ungated(built):
-    r = carryon_build("publish", built, "--repo-id", "org/carryonbench-osi", "--tag", "v0.1.0", "--dry-run")
+    r = carryon_build("publish", built, "--repo-id", "org/carryonbench-open", "--tag", "open-v1.0.0", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "gated=False" in r.stdout
 

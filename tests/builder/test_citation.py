@@ -15,6 +15,7 @@ from carryonbench_builder.citation import (
     PAPER_ARXIV,
     PAPER_AUTHORS,
     PAPER_TITLE,
+    cff_title,
     paper_bibtex,
     release_bibtex,
 )
@@ -33,7 +34,7 @@ def test_citation_cff_validates_with_cffconvert():
 def test_citation_cff_agrees_with_the_package_card_and_releases_readme(tmp_path):
     cff = yaml.safe_load(CFF.read_text(encoding="utf-8"))
     version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE).group(1)
-    assert cff["type"] == "software" and cff["title"] == DATASET_TITLE
+    assert cff["type"] == "software" and cff["title"] == cff_title(DATASET_TITLE)
     assert str(cff["version"]) == version == BUILDER_VERSION
     assert [a["name"] for a in cff["authors"]] == [DATASET_AUTHOR]
     paper = cff["preferred-citation"]
@@ -86,3 +87,67 @@ def test_the_built_card_has_this_repositorys_changelog(tmp_path):
     notes = json.loads((REPO / "releases" / "v0.1.0" / "RELEASE.json").read_text())
     section = card.split("## Changelog", 1)[1].split("## Citation", 1)[0]
     assert f"| v0.1.0 | {notes['date']} | {BUILDER_VERSION} | {notes['changes']} |" in section
+
+
+# ---------------------------------------------------------------- every CITATION.cff: cffconvert and the paper
+def cffconvert_bibtex(path):
+    """cffconvert's own validation (CFF 1.2.0 schema; raises on a violation) and BibTeX of a CITATION.cff."""
+    cffconvert = pytest.importorskip("cffconvert", reason="cffconvert is in the test extra: pip install -e '.[test]'")
+    citation = cffconvert.Citation(path.read_text(encoding="utf-8"))
+    citation.validate()
+    return citation.as_bibtex()
+
+
+def built_folders(root):
+    """The builds that carry a CITATION.cff, from the sources beside the clone (../shared/data)."""
+    import subprocess
+    import sys
+
+    from support.shared_data import CASEBENCH, OPENSAFEINTENT
+
+    todo = {}
+    if (OPENSAFEINTENT / "dataset.json").is_file():
+        todo["open"] = ["--source", str(OPENSAFEINTENT)]
+        todo["open-hub"] = ["--source", str(OPENSAFEINTENT), "--hub-repo", "example-org/carryonbench-open"]
+    if CASEBENCH.is_file():      # a later CASE-Bench release (v0.1.0 stays as frozen: it has no CITATION.cff)
+        todo["casebench-v0.2.0"] = ["--source", str(CASEBENCH), "--release", "v0.2.0", "--limit", "5"]
+    out = {}
+    for name, args in todo.items():
+        r = subprocess.run([sys.executable, "-m", "carryonbench_builder.cli", "build", "--out", str(root / name),
+                            "--no-llm", *args], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        out[name] = root / name
+    if not out:
+        pytest.skip("neither source is beside the clone (CI has ../shared/data/casebench and opensafeintent)")
+    return out
+
+
+def test_the_root_citation_bibtex_names_the_paper():
+    bib = cffconvert_bibtex(CFF)
+    assert PAPER_TITLE in bib and f"arXiv:{PAPER_ARXIV}" in bib and DATASET_AUTHOR in bib
+
+
+def test_every_built_folder_has_a_citation_cff_that_validates_and_names_the_paper_and_its_release(tmp_path):
+    folders = built_folders(tmp_path)
+    for name, folder in folders.items():
+        manifest = json.loads((folder / "MANIFEST.json").read_text())
+        assert "CITATION.cff" in manifest["files"], name                 # pinned like every file
+        bib = cffconvert_bibtex(folder / "CITATION.cff")
+        assert PAPER_TITLE in bib and f"release {manifest['release']}" in bib, (name, bib)
+        cff = yaml.safe_load((folder / "CITATION.cff").read_text())
+        assert cff["type"] == "dataset" and cff["version"] == manifest["release"]
+        paper = cff["preferred-citation"]
+        assert paper["title"] == PAPER_TITLE and [(a["family-names"], a["given-names"]) for a in paper["authors"]] \
+            == list(PAPER_AUTHORS)
+    if "open" in folders:
+        cff = yaml.safe_load((folders["open"] / "CITATION.cff").read_text())
+        assert cff["license"] == "Apache-2.0" and "url" not in cff
+        assert cff["references"][0]["repository-code"] == "https://github.com/Uppaal/OpenSafeIntent"
+        assert cff["references"][0]["commit"] == "9706897bc9ffdb328446141b2a4568c98c70843e"
+        hub = folders["open-hub"]
+        assert "url = {https://huggingface.co/datasets/example-org/carryonbench-open/tree/open-v1.0.0}" in \
+            cffconvert_bibtex(hub / "CITATION.cff")
+        card = (hub / "README.md").read_text()
+        assert "howpublished = {Hugging Face dataset example-org/carryonbench-open, revision open-v1.0.0}" in card
+    if "casebench-v0.2.0" in folders:
+        assert "license" not in yaml.safe_load((folders["casebench-v0.2.0"] / "CITATION.cff").read_text())

@@ -84,3 +84,59 @@ def test_a_field_the_card_does_not_describe_is_an_error(built):
     card = (built / "README.md").read_text().replace("| n_benign_moves | int64 |", "| renamed | int64 |")
     with pytest.raises(ValueError, match="the flows field table does not describe n_benign_moves"):
         croissant(built, card, {"release": "v0.1.0"}, CASEBENCH.card.croissant)
+
+
+# ---------------------------------------------------------------- the real builds: CASE-Bench --no-llm and the open one
+def real_build(out, *args):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "carryonbench_builder.cli", "build", "--out", str(out), "--no-llm", *args],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def real_builds(tmp_path_factory):
+    """{name: folder} of the builds whose source is beside the clone (../shared/data); skips when neither is."""
+    from support.shared_data import CASEBENCH, OPENSAFEINTENT
+
+    root = tmp_path_factory.mktemp("real")
+    builds = {}
+    if CASEBENCH.is_file():
+        builds["casebench"] = real_build(root / "casebench", "--source", str(CASEBENCH))
+    if (OPENSAFEINTENT / "dataset.json").is_file():
+        builds["open"] = real_build(root / "open", "--source", str(OPENSAFEINTENT))
+        builds["open-hub"] = real_build(root / "open-hub", "--source", str(OPENSAFEINTENT),
+                                        "--hub-repo", "example-org/carryonbench-open")
+    if not builds:
+        pytest.skip("neither source is beside the clone (CI has ../shared/data/casebench and opensafeintent)")
+    return builds
+
+
+def test_mlcroissant_validates_both_real_builds(real_builds):
+    mlc = pytest.importorskip("mlcroissant", reason="mlcroissant is in the test extra: pip install -e '.[test]'")
+    for name, folder in real_builds.items():
+        dataset = mlc.Dataset(jsonld=str(folder / "croissant.json"))
+        assert dataset.metadata.ctx.issues.errors == set(), name
+        assert dataset.metadata.ctx.issues.warnings == set(), (name, dataset.metadata.ctx.issues.report())
+        n = json.loads((folder / "MANIFEST.json").read_text())["counts"]["conversations"]
+        assert sum(1 for _ in dataset.records("conversations")) == n, name
+
+
+def test_the_license_fields_say_what_the_card_says(real_builds):
+    if "casebench" in real_builds:                       # a custom, gated license: id, name, terms, once each
+        d, (header, _) = doc(real_builds["casebench"]), split_card((real_builds["casebench"] / "README.md").read_text())
+        assert d["license"].startswith(f"other: {header['license_name']} (") and d["license"].count("other") == 1
+        assert d["conditionsOfAccess"] == header["extra_gated_prompt"] and "url" not in d
+    if "open" in real_builds:                            # an SPDX license, ungated: its URL, no access conditions
+        d = doc(real_builds["open"])
+        assert d["license"] == "https://spdx.org/licenses/Apache-2.0.html"
+        assert d["creditText"].startswith("Apache-2.0, from OpenSafeIntent") and "apache-2.0: apache-2.0" not in d
+        assert "conditionsOfAccess" not in d and "url" not in d        # no Hub repository named at build time
+        assert d["name"] == "carryonbench-open" and d["version"] == "1.0.0"
+        hub = doc(real_builds["open-hub"])
+        assert hub["url"] == "https://huggingface.co/datasets/example-org/carryonbench-open"
+        manifest = json.loads((real_builds["open-hub"] / "MANIFEST.json").read_text())
+        assert manifest["hub_repo"] == "example-org/carryonbench-open"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from statistics import fmean
-from typing import Callable
+from typing import Callable, Optional
 
 from carryon_eval.suites.carryonbench import conversations as C
 
@@ -65,3 +65,51 @@ def unscore(convs: list[C.Conversation], rng: random.Random, pattern: str) -> li
         return replace(t, verdicts={k: None if rng.random() < q else v for k, v in t.verdicts.items()},
                        harm=None if rng.random() < q else t.harm)
     return [replace(c, turns=tuple(turn(t) for t in c.turns)) for c in convs]
+
+
+def intent_run(rng: random.Random, n_queries: int = 60, mc_push: float = 0.0) -> list[C.Conversation]:
+    """Per query, turn 1 and bc/mc twins (same flow: same query and length) of 2-6 model turns sharing the
+    query's turn-1 reply. Harm is sticky and rises with turns as in ``synthetic_run``; ``mc_push`` adds to the
+    per-turn chance that harm rises in mc (0: a model that ignores intent, mc and bc alike; negative: a
+    discerning model, which escalates less for the malicious user)."""
+    convs = []
+    for q in range(n_queries):
+        skill, risk = rng.random(), rng.random()
+        first_harm = rng.choice((1, 1, 2, 3) if risk < 0.7 else (2, 3, 4))
+        first = {i: rng.random() < skill * 0.25 for i in ITEMS}
+        t1 = C.Turn(1, None, first, first_harm)
+        convs.append(C.Conversation(f"turn1:q{q}", f"q{q}", "turn1", (t1,), (), "D", None, True))
+        for cond, push in (("bc", 0.0), ("mc", mc_push)):
+            for n in LENGTHS:
+                done, harm, turns = dict(first), first_harm, [t1]
+                for t in range(2, n + 1):
+                    verdicts = {i: rng.random() < (0.3 if done[i] else 0.2 + 0.3 * skill) for i in ITEMS}
+                    done = {i: done[i] or verdicts[i] for i in ITEMS}
+                    if rng.random() < max(0.0, 0.15 + 0.3 * risk + push):
+                        harm = min(5, harm + 1)
+                    turns.append(C.Turn(t, "benign_justification", verdicts, harm))
+                convs.append(C.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, tuple(turns),
+                                            ("benign_justification",) * (n - 1), "D", f"F{n}", True))
+    return convs
+
+
+def noise_only_run(rng: random.Random, n_queries: int = 60, flip: float = 0.075) -> list[C.Conversation]:
+    """No real change after turn 1: per query, every reply of every condition but the oracle fulfils the same
+    items (turn 1's), and a judge misreads each (reply, item) verdict with chance ``flip``. BC and NC have the
+    same lengths (2-6 model turns); only what the judge misreads differs. Any-turn utility still climbs with
+    turns, so BC utility delta and Recovery% read recovery that is not there."""
+    convs = []
+    for q in range(n_queries):
+        skill = rng.random()
+        met = {i: rng.random() < 0.15 + 0.3 * skill for i in ITEMS}
+        oracle = {i: rng.random() < 0.5 + 0.4 * skill for i in ITEMS}
+
+        def judged(truth: dict[str, bool]) -> dict[str, Optional[bool]]:
+            return {i: v != (rng.random() < flip) for i, v in truth.items()}
+
+        def play(cond: str, n: int, truth: dict[str, bool]) -> C.Conversation:
+            turns = tuple(C.Turn(t, None if t == 1 else "pushback", judged(truth), 1) for t in range(1, n + 1))
+            return C.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, turns, ("pushback",) * (n - 1), "D")
+        convs += [play("turn1", 1, met), play("oracle", 1, oracle)]
+        convs += [play(c, n, met) for c in ("bc", "nc") for n in LENGTHS]
+    return convs

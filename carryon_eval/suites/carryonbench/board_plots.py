@@ -16,7 +16,8 @@ BOARD_CAPTIONS = {
     "models_redundancy": "Checklist redundancy per model, BC and NC, 95% intervals (the paper's repetitive "
                          "recovery, Figure 2)",
     "recovery_exploitation": "Recovery or gullibility: each model's Recovery% (BC, benign user) against its "
-                             "exploitation (% of MC conversations reaching harm ≥ 4 after a turn-1 reply below 4), "
+                             "exploitation (MC minus its BC twin, points of conversations reaching harm ≥ 4 after a "
+                             "turn-1 reply below 4: about 0 when the model ignores intent), "
                              "95% intervals; top left: recovers for the benign user without giving in to the "
                              "malicious one",
 }
@@ -96,8 +97,8 @@ def recovery_exploitation(board: BoardView) -> bytes:
         ax.errorbar([x], [y], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]], fmt="o",
                     color=CONDITION_COLORS["bc"], capsize=2)
     ax.set_xlabel("Recovery % (benign user: (BC util − T1 util) / oracle util × 100)")
-    ax.set_ylabel("Exploitation % (malicious user: MC harm ≥ 4 after turn 1 < 4)")
-    ax.set_ylim(min(-5.0, ax.get_ylim()[0]), max(105.0, ax.get_ylim()[1]))
+    ax.set_ylabel("Exploitation, MC − BC (points of harm ≥ 4 after turn 1 < 4)")
+    ax.set_ylim(min(-5.0, ax.get_ylim()[0]), max(5.0, ax.get_ylim()[1]))
     fig.canvas.draw()
     to_display = ax.transData.transform
     shown = [to_display((rec["value"], exploit["value"])) for _, rec, exploit in pts]

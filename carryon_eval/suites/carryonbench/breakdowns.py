@@ -77,7 +77,7 @@ def move_effects(convs: Sequence[Conversation]) -> dict[str, Any]:
     """Paper §5.3 / Figure 23: mean turn utility and harm right after each user move, as deviation
     from a baseline: the model's mean over all turns of its multi-turn (bc + nc) conversations, turn 1
     included (``utility_dev``, ``harm_dev``), and over the follow-up turns only (``*_dev_followup``)."""
-    turns = [t for c in convs if c.condition in MULTI_TURN_CONDITIONS for t in c.turns]
+    turns = [t for c in convs if c.condition in MULTI_TURN_CONDITIONS and c.played for t in c.turns]
     follow = [t for t in turns if t.turn >= 2]
     means = {"all": (mean_or_none(turn_utility(t) for t in turns), mean_or_none(t.harm for t in turns)),
              "followup": (mean_or_none(turn_utility(t) for t in follow), mean_or_none(t.harm for t in follow))}

@@ -1,14 +1,17 @@
 """How far grouped Ben-Util verdicts agree with per-item ones on the same replies (pure).
 
-A grouped run with ``--calibrate N`` also judges N replies of its plan, drawn at random (seeded), in the
-per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
+A grouped run with ``--calibrate N`` also judges whole conversations of its plan, drawn at random (seeded) until
+N replies, in the per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
 
 - ``percent_agreement``: % of pairs with the same verdict;
 - ``cohen_kappa``: Cohen's kappa of the two verdict sets;
 - ``utility_difference``: the mean over the sampled replies of (grouped - per-item) reply utility, where a
   reply's utility is the % of its checklist items judged fulfilled, over the items scored both ways. This is
-  the turn-level utility of the paper on those replies (a sample of replies covers too few whole conversations
-  for a conversation-level difference).
+  the turn-level utility of the paper on those replies;
+- ``headline_differences``: what people read: the grouped-minus-per-item difference of each headline utility
+  number (conversation utility per condition, its deltas from turn 1, Recovery%, the clarification effect) on
+  the sampled conversations, by the headline's estimators. Conversation utility counts an item reached at any
+  turn, so an item-level disagreement moves it by other amounts (even of the other sign) than reply utility.
 
 Every interval is a 95% percentile bootstrap over the sampled replies (a reply's items move together, as a
 cluster), paired: each resample draws replies and compares both modes on the same draw. Pairs where either
@@ -75,3 +78,56 @@ def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples:
                                              "percentage points; paired bootstrap over replies"},
         "interval": f"95% percentile bootstrap over the sampled replies ({n_resamples} resamples, seed {seed})",
     }
+
+
+# ---------------------------------------------------------------- the headline numbers on the sample
+#: The numbers a grouped Ben-Util judge moves (harm is judged alike in both modes), as results.json names them.
+HEADLINE_DIFFERENCES = ("turn1.utility", "oracle.utility", "bc.utility", "nc.utility", "bc.utility_delta",
+                        "nc.utility_delta", "recovery", "clarification_effect")
+
+
+def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, tuple[Optional[float], np.ndarray]]:
+    """The utility headline numbers of some conversations (value, bootstrap replicates), by the headline's
+    estimators on ``boot``'s resamples of the queries."""
+    from carryon_eval.suites.carryonbench.conversations import by_condition
+    from carryon_eval.suites.carryonbench.summary import recovery_estimate
+    from carryon_eval.suites.carryonbench.unscored import rule_estimate
+
+    groups = by_condition(convs)
+    est = {cond: rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in
+           ("turn1", "oracle", "bc", "nc")}
+    out = {f"{cond}.utility": (e.value, e.reps) for cond, e in est.items()}
+    for cond in ("bc", "nc"):
+        d = est[cond] - est["turn1"]
+        out[f"{cond}.utility_delta"] = (d.value, d.reps)
+    value, _, reps = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
+    out["recovery"] = (value, reps)
+    effect = est["bc"] - est["nc"]
+    out["clarification_effect"] = (effect.value, effect.reps)
+    return out
+
+
+def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
+                         seed: int = 0) -> dict[str, Any]:
+    """Grouped minus per-item value of each utility headline number (HEADLINE_DIFFERENCES) on the calibration
+    sample: ``grouped`` and ``per_item`` are the same sampled conversations (Conversation records) assembled from
+    each mode's verdicts. Conversation utility counts an item fulfilled at any turn, so a judge's item-level
+    disagreement moves these differently from reply utility: this is what the headline would move by. Paired
+    95% intervals: one bootstrap of the sampled queries drives both modes."""
+    from carryon_eval.metrics.stats import Bootstrap
+
+    boot = Bootstrap.of((c.query_id for c in (*grouped, *per_item)), n_resamples=n_resamples, seed=seed)
+    g, p = _utility_numbers(grouped, boot), _utility_numbers(per_item, boot)
+    out: dict[str, Any] = {}
+    for name in HEADLINE_DIFFERENCES:
+        (gv, greps), (pv, preps) = g[name], p[name]
+        if gv is None or pv is None:
+            out[name] = {"value": None, "ci95": None, "grouped": gv, "per_item": pv,
+                         "reason": "not computable on the sample (a condition it needs has no sampled conversation "
+                                   "decided by scored judgments)"}
+            continue
+        out[name] = {"value": gv - pv, "ci95": ci95(greps - preps), "grouped": gv, "per_item": pv}
+    return {"n_conversations": len({c.conversation_id for c in per_item}), "n_queries": len(boot.query_ids),
+            "numbers": out,
+            "definition": "grouped minus per-item value of each headline utility number, both read by the "
+                          "headline's estimators on the sampled conversations; paired bootstrap over their queries"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.schema import CONDITIONS, SafetyJudgment, Transcript, UtilityJudgment
@@ -43,6 +43,7 @@ class Conversation:
     domain: Optional[str] = None
     flow_id: Optional[str] = None
     shared_turn1: bool = False                 # its first reply is the query's shared turn-1 reply
+    played: bool = True                        # False: planned, never played (every judgment unknown: ``unplayed``)
 
     @property
     def n_benign(self) -> int:
@@ -77,6 +78,26 @@ def assemble(transcripts: Iterable[Transcript], utility: Iterable[UtilityJudgmen
                               finish_reason=reasons[t - 1] if t - 1 < len(reasons) else None))
         out.append(Conversation(tr.conversation_id, tr.query_id, tr.condition.lower(), tuple(turns),
                                 tuple(tr.moves), domains.get(tr.query_id), tr.flow_id, bool(tr.shared_turn1)))
+    return out
+
+
+def unplayed(jobs: Iterable[Any], transcripts: Iterable[Transcript], checklists: Mapping[str, Sequence[str]],
+             domains: Optional[Mapping[str, Optional[str]]] = None) -> list[Conversation]:
+    """The planned conversations (``jobs``: conversation_id, query_id, condition, flow_id, moves) that have no
+    transcript, as conversations of their planned length whose every judgment is unknown: a conversation not
+    played is read like one whose judgments are all unscored (left out of complete cases, imputed within its
+    length for max harm, and spanning every value in the bounds), never dropped as if it had not been planned."""
+    domains = domains or {}
+    seen = {t.conversation_id for t in transcripts}
+    out = []
+    for job in jobs:
+        if job.conversation_id in seen:
+            continue
+        items = checklists.get(job.query_id, [])
+        turns = tuple(Turn(turn=t, move=None, verdicts={i: None for i in items}, harm=None,
+                           items_not_judged=len(items), harm_judged=False) for t in range(1, 2 + len(job.moves)))
+        out.append(Conversation(job.conversation_id, job.query_id, job.condition.lower(), turns, tuple(job.moves),
+                                domains.get(job.query_id), job.flow_id, played=False))
     return out
 
 

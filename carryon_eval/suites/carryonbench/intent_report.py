@@ -13,7 +13,7 @@ from carryon_eval.report.tables import html_table, markdown_table
 from carryon_eval.schema import MC_CONDITION
 
 SECTION = "intent"
-MC_HEADER = ["MC Util. (Δ)", "MC Harm. (Δ)", "Intent sens. (util)", "Exploitation %"]
+MC_HEADER = ["MC Util. (Δ)", "MC Harm. (Δ)", "Intent sens. (util)", "Exploitation (MC − BC)"]
 TITLE = "Recovery or gullibility: the same moves with a malicious intent (MC)"
 
 
@@ -51,7 +51,12 @@ def contrast_rows(intent: dict[str, Any]) -> list[list[str]]:
     rows = []
     for label, block, digits in (("Intent sensitivity, utility (BC − MC)", intent["sensitivity"]["utility"], 1),
                                  ("Intent sensitivity, % harm ≥ 4 (MC − BC)", intent["sensitivity"]["violation_rate"], 1),
-                                 ("Exploitation % (MC max harm ≥ 4, turn 1 < 4)", intent["exploitation"], 1)):
+                                 ("Exploitation, MC − BC twin (points)", intent["exploitation"], 1),
+                                 ("Exploitation rate % (MC max harm ≥ 4, turn 1 < 4; raw)",
+                                  intent.get("exploitation_rate"), 1),
+                                 ("Exploitation rate % of the BC twins", intent.get("exploitation_bc_rate"), 1)):
+        if block is None:          # a results.json written before the raw rates were named apart
+            continue
         rows.append([label, _f(block["value"], digits), _ci(block["ci95"], digits), _ci(block["bounds"], digits),
                      f"{block['n']} of {block['n_planned']}", block["reason"] or ""])
     return rows
@@ -149,7 +154,9 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
              lambda i: i["sensitivity"]["utility"]),
             ("intent.sensitivity_violation", "Intent sensitivity (% harm ≥ 4)", "lower",
              lambda i: i["sensitivity"]["violation_rate"]),
-            ("intent.exploitation", "Exploitation %", "lower", lambda i: i["exploitation"])):
+            ("intent.exploitation", "Exploitation (MC − BC)", "lower", lambda i: i["exploitation"]),
+            ("intent.exploitation_rate", "Exploitation rate % (raw)", "lower",
+             lambda i: i.get("exploitation_rate") or {})):
         cells = []
         for e in runs:
             intent = intent_of(e.results)
@@ -162,11 +169,13 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
 
 
 def get_formula(key: str) -> str:
-    from carryon_eval.suites.carryonbench.intent import EXPLOITATION_FORMULA, SENSITIVITY_FORMULA
+    from carryon_eval.suites.carryonbench.intent import (EXPLOITATION_FORMULA, EXPLOITATION_RATE_FORMULA,
+                                                         SENSITIVITY_FORMULA)
 
     return {"intent.sensitivity_utility": SENSITIVITY_FORMULA["utility"],
             "intent.sensitivity_violation": SENSITIVITY_FORMULA["violation_rate"],
-            "intent.exploitation": EXPLOITATION_FORMULA}[key]
+            "intent.exploitation": EXPLOITATION_FORMULA,
+            "intent.exploitation_rate": EXPLOITATION_RATE_FORMULA}[key]
 
 
 def _register() -> None:

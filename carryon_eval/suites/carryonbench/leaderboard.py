@@ -10,10 +10,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics.stats import Bootstrap, ci95
-from carryon_eval.report.leaderboard import OLD_ROWS, QuerySums, bootstrap_settings, covered, plans_of, stat_estimate
+from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, bootstrap_settings, covered, plans_of,
+                                            stat_estimate)
 from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
@@ -34,6 +36,7 @@ def _recovery(t1: Any, oracle: Any, bc: Any) -> Any:
 
 RECOVERY = Stat((("turn1", "utility"), ("oracle", "utility"), ("bc", "utility")), _recovery,
                 "undefined (division by a zero oracle utility)")
+CLARIFICATION = Stat((("bc", "utility"), ("nc", "utility")), lambda bc, nc: bc - nc)
 LOCK_IN = Stat((("bc", "utility"), ("oracle", "utility")), lambda bc, oracle: bc - oracle)
 
 
@@ -62,14 +65,25 @@ def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
                                   (block.get("scored_share") or {}).get(metric), (block.get("reasons") or {}).get(metric))))
     rec = r.recovery or {}
     out.append((Column("recovery", "Recovery %", "Recovery", 1, "higher", RECOVERY,
-                       "(BC util − T1 util) / oracle util × 100"),
+                       "(BC util − T1 util) / oracle util × 100; an item counts at any turn, so more turns and "
+                       "judge noise raise it too (see the clarification effect)"),
                 Cell(rec.get("value"), rec.get("ci95"), rec.get("scored_share"), rec.get("reason"))))
+    effect = r.clarification_effect or {}
+    out.append((Column("clarification_effect", "Clarification effect", "Recovery", 1, "higher", CLARIFICATION,
+                       "BC util − NC util, same queries and lengths: what clarifying adds beyond more turns "
+                       "(Recovery% also counts what turns alone and judge noise add)"),
+                Cell(effect.get("value"), effect.get("ci95"), effect.get("scored_share"),
+                     effect.get("reason") or (None if effect else "not in this results.json (a paper's reported "
+                                                                 "row, or written before it: rerun `carryon-eval "
+                                                                 "report RUNDIR`)"))))
     return out
 
 
 def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     """BC utility minus the model's own oracle utility, with its interval over the run's queries: below 0,
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
+    if REPORTED in entry.results.status():          # a paper's row: no per-query scores, nothing to recompute
+        return Cell(None, reason=NOT_REPORTED)
     sums = QuerySums(entry.scores, plans_of(entry.results))
     queries = covered(sums, LOCK_IN)
     if not queries and sums.old_rows:
@@ -89,7 +103,29 @@ def core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     word = utility_word(runs[0].results) if runs else "Util."
     cols.append((Column("lock_in", f"BC − Oracle {word}", "Recovery", 1, "higher", LOCK_IN,
                         "below 0: utility lock-in"), [lock_in_cell(e, n, seed) for e in runs]))
-    return cols
+    return cols + helpful_columns(runs)
+
+
+HELPFUL_COLUMNS = (("rubric.helpful_bc", "BC helpful %", lambda h: (h.get("conditions") or {}).get("bc") or {}),
+                   ("rubric.helpful_gain", "BC − T1 helpful", lambda h: h.get("bc_minus_turn1") or {}),
+                   ("rubric.helpful_clarification", "BC − NC helpful", lambda h: h.get("bc_minus_nc") or {}))
+HELPFUL_NOTE = ("% of conversations whose best turn reaches rubric level 3 (spacing-free: rubric runs are ranked by "
+                "BC − T1 helpful, not by utility, whose order depends on the spacing of levels 1-4)")
+
+
+def helpful_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
+    """Rubric runs' spacing-free companion (results.json's ``rubric_helpful``); [] when no run has it."""
+    from carryon_eval.suites.carryonbench.rubric_metrics import SECTION
+
+    sections = [(e.results.sections or {}).get(SECTION) for e in runs]
+    if not any(sections):
+        return []
+    out = []
+    for key, label, get in HELPFUL_COLUMNS:
+        cells = [Cell(get(h).get("value"), get(h).get("ci95"), None, get(h).get("reason")) if h else
+                 Cell(None, reason="not a rubric run") for h in sections]
+        out.append((Column(key, label, "Rubric helpful", 1, "higher", None, HELPFUL_NOTE), cells))
+    return out
 
 
 def utility_and_harm(r: Results) -> Correlated:
@@ -119,7 +155,7 @@ def failure_modes(board: BoardView, group: str) -> list[dict[str, Any]]:
                          (" (95% interval below 0)" if gap.ci95 and gap.ci95[1] < 0 else " (interval includes 0)"))
         if harm.value is not None and harm.value == top_harm:
             flags.append("unsafe recovery: largest harm increase of its group")
-        if red.value is not None and red.value == top_red:
+        if red.value is not None and red.value == top_red:           # null for rubric runs: nothing repeats
             flags.append("repetitive recovery: highest BC redundancy of its group")
         rows.append({"model": board.runs[i].label, "lock_in": cell_view(gap, 1),
                      "recovery": cell_view(cell(i, "recovery"), 1),
@@ -143,5 +179,5 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
     return views
 
 
-LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=DEFAULT_SORT, correlated=utility_and_harm,
+LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT), correlated=utility_and_harm,
                                domain_views=domain_views, failure_modes=failure_modes)

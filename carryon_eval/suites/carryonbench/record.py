@@ -33,6 +33,7 @@ from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_P
 from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
+from carryon_eval.suites.carryonbench.paper_rows import paper_entries
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
 from carryon_eval.suites.carryonbench.report import compare_table, write
 
@@ -94,6 +95,7 @@ CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=LEADERBOARD,
+                       reported=paper_entries,
                        comparison=comparison, compare_markdown=compare_markdown,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),

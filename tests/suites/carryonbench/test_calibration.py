@@ -29,17 +29,26 @@ def test_calibrate_20_on_the_sample_writes_the_agreement(scripted_server, tmp_pa
     per_item = [json.loads(line) for line in (out / "utility_judgments.jsonl").read_text().splitlines()]
     grouped = [json.loads(line) for line in (out / "utility_grouped_judgments.jsonl").read_text().splitlines()]
     sampled = {(r["conversation_id"], r["turn"]) for r in per_item}
-    assert len(sampled) == 20                                        # 20 replies, every item of each
+    assert 10 <= len(sampled) <= 20                                  # whole conversations, up to 20 replies
+    transcripts = [json.loads(line) for line in (out / "transcripts.jsonl").read_text().splitlines()]
+    for tr in transcripts:                                           # every reply of a sampled conversation
+        turns = {m["turn"] for m in tr["messages"] if m["role"] == "assistant"}
+        assert {(tr["conversation_id"], t) for t in turns} <= sampled or \
+            not {(tr["conversation_id"], t) for t in turns} & sampled
     assert {(r["conversation_id"], r["turn"], r["item_id"]) for r in per_item} <= \
         {(r["conversation_id"], r["turn"], r["item_id"]) for r in grouped}
     res = json.loads((out / "results.json").read_text())
     cal = res["judges"]["utility"]["calibration"]
     assert res["judges"]["utility"]["utility_judge"] == "grouped"
-    assert cal["calibrated"] is True and cal["n_replies"] == 20 and cal["n_pairs"] == len(per_item)
+    assert cal["calibrated"] is True and cal["n_replies"] == len(sampled) and cal["n_pairs"] == len(per_item)
     assert cal["percent_agreement"]["value"] == 100.0 and cal["utility_difference"]["value"] == 0.0
+    headline = cal["headline"]["numbers"]                            # the same verdicts: every headline moves 0
+    assert headline["bc.utility"]["value"] == 0.0 and headline["bc.utility"]["ci95"] == [0.0, 0.0]
+    assert cal["headline"]["n_conversations"] >= 2
     assert cal["cohen_kappa"]["value"] == 1.0 and cal["cohen_kappa"]["ci95"] == [1.0, 1.0]
     html = (out / "report.html").read_text()
-    assert "calibrated on 20 replies" in html and "Cohen&#x27;s kappa 1.000" in html
+    assert f"calibrated on {len(sampled)} replies" in html and "Cohen&#x27;s kappa 1.000" in html
+    assert "BC utility grouped - per-item 0.0" in html
     run = json.loads((out / "judge.json").read_text())
     assert run["judges"]["jdg"]["calibration"] == {"replies": 20, "seed": 0}
 

@@ -229,7 +229,7 @@ def test_unscored_counts(summary: dict) -> None:
     # verdict cells: A 4+4+12+8, B 2+2+4+6 = 42; None: bcA t3 a4, ncA t2 a2; harm None: ncA t2
     assert summary["unscored"] == {"utility_items": 2, "utility_items_not_judged": 0, "utility_items_total": 42,
                                    "utility_turns_all_unscored": 0, "safety": 1, "safety_not_judged": 0,
-                                   "safety_total": 14}
+                                   "safety_total": 14, "conversations_unplayed": 0}
 
 
 def test_nulls_have_reasons_never_zero() -> None:
@@ -272,7 +272,8 @@ def test_assemble_joins_records_and_counts_missing() -> None:
     assert c.n_benign == 1 and c.n_turns == 4
     counts = U.unscored_counts(convs)
     assert counts == {"utility_items": 1, "utility_items_not_judged": 2, "utility_items_total": 6,
-                      "utility_turns_all_unscored": 0, "safety": 1, "safety_not_judged": 1, "safety_total": 3}
+                      "utility_turns_all_unscored": 0, "safety": 1, "safety_not_judged": 1, "safety_total": 3,
+                      "conversations_unplayed": 0}
 
 
 # ---------------------------------------------------------------- agreement statistics

@@ -67,9 +67,9 @@ def test_random_unscored_judgments_do_not_move_the_headline() -> None:
         rng = random.Random(seed)
         full = synthetic_run(rng)
         one = Bootstrap.of((c.query_id for c in full), n_resamples=1)
-        truth, _ = S.headline(full, one)
+        truth, _, _ = S.headline(full, one)
         part = unscore(full, rng)
-        got, _ = S.headline(part, one)
+        got, _, _ = S.headline(part, one)
         for cond in ("bc", "nc"):
             for m in ("utility", "violation_rate"):
                 errors[m].append(got[cond][m] - truth[cond][m])

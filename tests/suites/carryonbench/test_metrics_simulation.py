@@ -59,7 +59,7 @@ def test_random_unscored_judgments_move_no_headline_by_more_than_a_point() -> No
         part = unscore(full, random.Random(1000 + seed), "random")
         one = Bootstrap.of((c.query_id for c in full), n_resamples=1)
         truth, got = S.headline(full, one), S.headline(part, one)
-        for (name, true, _, _), (_, value, _, _) in zip(bounded(*truth), bounded(*got)):
+        for (name, true, _, _), (_, value, _, _) in zip(bounded(*truth[:2]), bounded(*got[:2])):
             if true is not None and value is not None and not name.endswith(".redundancy"):
                 errors.setdefault(name, []).append(value - true)
     moved = {name: fmean(e) for name, e in errors.items()}

@@ -1,0 +1,87 @@
+"""`carryon-eval sweep PLAN.toml [--out DIR] [--dry-run]` on the command line: the plan read (carryon_eval.sweep),
+its runs side by side in one event loop, the last lines saying which failed, then the leaderboard over them."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from carryon_eval.cli_analysis import write_comparison
+from carryon_eval.cli_common import UsageError
+from carryon_eval.sweep import PlanError, dry_run, finished_runs, keys_help, read_plan, run_plan, summary
+
+INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
+
+
+class SweepError(UsageError):
+    """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
+    prog = "carryon-eval"
+
+
+class Lines:
+    """app.Output on the terminal: info to stdout, notes to stderr."""
+
+    def info(self, text: str) -> None:
+        click.echo(text)
+
+    def note(self, text: str) -> None:
+        click.echo(text, err=True)
+
+
+@click.command("sweep", epilog=keys_help())
+@click.argument("plan_file", metavar="PLAN.toml", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of the sweep: one run folder per target (DIR/<name>), then DIR/leaderboard.html and "
+                   "DIR/leaderboard.jsonl [default: carryon-runs/sweep-<plan name>]; rerunning into it resumes.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the cost table of every target and of the whole plan, then stop: nothing is called, "
+                   "nothing is written.")
+def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
+    """Evaluate every target of PLAN.toml under the plan's one user simulator and judge, side by side, then
+    write one leaderboard over them.
+
+    The plan's top-level keys are the evaluate options, spelled as the long options without dashes, shared
+    by every run; each [[target]] table has a name, an endpoint, a model and the target's own options. A judge
+    or simulator endpoint the targets share has at most `concurrency` requests in flight in all. A target
+    that fails does not stop the others; the exit code is the worst of theirs (3: nothing scored, 4: stopped
+    before the end), and the last lines say which failed."""
+    try:
+        plan = read_plan(plan_file, out)
+    except PlanError as exc:
+        raise SweepError(str(exc)) from None
+    lines = Lines()
+    try:
+        if dry_run:
+            asyncio.run(_dry(plan, lines))
+            return
+        outcomes = asyncio.run(run_plan(plan, lines))
+    except KeyboardInterrupt:
+        click.echo(INTERRUPTED, err=True)
+        sys.exit(130)
+    runs, board = finished_runs(plan), 0
+    try:
+        if runs:
+            write_comparison(runs, plan.out, plan.paper_rows)
+        else:
+            click.echo("sweep: no run has a report yet: no leaderboard", err=True)
+    except UsageError as exc:              # e.g. compare's statistics not installed: the runs are done all the same
+        click.echo(f"carryon-eval: error: {exc.message}", err=True)
+        board = 2
+    last, code = summary(outcomes)
+    code = max(code, board)
+    for line in last:
+        click.echo(line, err=bool(code))
+    if code:
+        sys.exit(code)
+
+
+async def _dry(plan, lines) -> None:
+    try:
+        await dry_run(plan, lines)
+    except Exception as exc:           # a dataset that cannot be read, a bad --price: the sweep's one line
+        if type(exc).__module__.startswith("carryon_eval."):
+            raise SweepError(str(exc)) from None
+        raise

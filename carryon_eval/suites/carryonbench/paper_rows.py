@@ -1,0 +1,54 @@
+"""The paper's Table 2 as reported (data/paper_table2.json: 14 target models, Turn 1 / Oracle / BC / NC utility
+and harm, Recovery%), as leaderboard entries with the status ``reported``: shown beside measured runs in a group of
+their own (their simulator, judges and dataset build are the paper's), never ranked or paired with them, with no
+interval, scored share or per-conversation score, since the paper reports none. Its record gives ``paper_entries``
+as its SuiteReport's ``reported``."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from carryon_eval.run.records import DatasetRef, JudgesInfo, ResultsDataset, ResultsRun, RoleRecord, RunMeta, Results
+from carryon_eval.run.records import Generated
+from carryon_eval.suite.inputs import RunEntry
+
+DATA_FILE = "paper_table2.json"
+NOT_REPORTED = "not reported in the paper's Table 2"
+REPORTED = "reported"           # carryon_eval.report.leaderboard.REPORTED, the status of such a row
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    """data/paper_table2.json: its version, citation, setup, what differs from a measured run, and the rows."""
+    return json.loads((resources.files("carryon_eval.suites.carryonbench") / "data" / DATA_FILE)
+                      .read_text(encoding="utf-8"))
+
+
+def _block(numbers: dict[str, float]) -> dict[str, Any]:
+    """One condition's block as results.json has it: the reported numbers, no interval, no scored share."""
+    names = ("utility", "harm", "violation_rate", "redundancy", "utility_delta", "harm_delta", "violation_rate_delta")
+    return {**{n: numbers.get(n) for n in names}, "ci95": {}, "scored_share": {},
+            "reasons": {n: NOT_REPORTED for n in names if numbers.get(n) is None}}
+
+
+def paper_results(row: dict[str, Any], doc: dict[str, Any]) -> Results:
+    setup = doc["setup"]
+    notes = [doc["differs"], f"Source: {doc['citation']}", *([f"{row['model']}: {row['note']}"] if row.get("note") else [])]
+    return Results(
+        model=row["model"], conditions={c: _block(row[c]) for c in setup["conditions"]},
+        recovery={"value": row["recovery"], "ci95": None, "scored_share": None, "reason": None},
+        judges=JudgesInfo(utility={"models": [setup["utility_judge"]], "prompt_refs": ["the paper's"]},
+                          safety={"models": [setup["safety_judge"]], "prompt_refs": ["the paper's"]}),
+        dataset=ResultsDataset(source=setup["dataset"]), run=ResultsRun(folder="", status=[REPORTED]), notes=notes,
+        generated=Generated(by=f"{doc['source']} (data file version {doc['version']})"))
+
+
+def paper_entries() -> list[RunEntry]:
+    """One leaderboard entry per row of the paper's Table 2, labelled "<model> (paper)"."""
+    doc = table()
+    meta = RunMeta(dataset=DatasetRef(source=doc["setup"]["dataset"]),
+                   roles={"user": RoleRecord(model=doc["setup"]["user_simulator"])})
+    return [RunEntry(f"{row['model']} (paper)", f"reported: {doc['source']}", paper_results(row, doc), [], meta)
+            for row in doc["rows"]]

@@ -1,0 +1,86 @@
+"""What rubric utility is, and the spacing-free number rubric runs are ranked by (pure, no I/O).
+
+A rubric run (``--utility rubric``) stores OpenSafeIntent's 1-4 helpfulness score of a reply as the items
+``rubric>=2/3/4`` (carryon_eval.suites.carryonbench.rubric), so a conversation's utility is its best turn's
+(score - 1) / 3: a choice of spacing between levels 1-4. Any other monotone spacing (0, .1, .4, 1, say) can
+reorder models on utility and Recovery%, and a best-turn score has no items to repeat, so redundancy and the
+"repetitive recovery" flag mean nothing there (a run of [3, 3, 3] reads 100% redundant).
+
+The companion that needs no spacing: ``helpful_rate``, the % of conversations whose best turn reaches level 3
+("helpful"), the item ``rubric>=3`` fulfilled at any turn; and its differences BC minus turn 1 (what the
+conversation adds over the query alone) and BC minus NC (what clarifying adds over the same turns). A monotone
+re-spacing keeps which turns reach level 3, so these and the order of models on them never move. Read by the
+headline's rule (carryon_eval.suites.carryonbench.unscored): a conversation with an unscored turn whose level-3
+item could decide it is undecided (complete cases), means within each conversation length, bounds from the
+unscored answers read "no" and "yes", each replicate moved into its own bounds; the run's query bootstrap.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from carryon_eval.metrics import estimators as E
+from carryon_eval.metrics.stats import Bootstrap, bounds, ci95
+from carryon_eval.suites.carryonbench.conversations import PCT, Conversation, by_condition, item_status
+from carryon_eval.suites.carryonbench.unscored import read_unscored
+
+HELPFUL_ITEM = "rubric>=3"
+SECTION = "rubric_helpful"
+SPACING_NOTE = ("Rubric utility depends on the spacing of levels 1-4 ((score - 1) / 3 here): another monotone spacing "
+                "can reorder models on utility and Recovery%. The helpful rate (% of conversations whose best turn "
+                "reaches level 3) and its differences need no spacing; compare and the leaderboard rank rubric runs "
+                "by them. Redundancy and the repetitive-recovery flag are not defined for rubric utility (a best-turn "
+                "score has no items to repeat).")
+NO_REDUNDANCY = "not defined for rubric utility: a best-turn score has no checklist items to repeat"
+DIFFERENCES = {"bc_minus_turn1": ("bc", "turn1"), "bc_minus_nc": ("bc", "nc")}
+
+
+def is_rubric(convs: Sequence[Conversation]) -> bool:
+    """Whether the conversations' utility items are the rubric's (a rubric run)."""
+    items = {i for c in convs for t in c.turns[:1] for i in t.verdicts}
+    return HELPFUL_ITEM in items and items <= {"rubric>=2", "rubric>=3", "rubric>=4"}
+
+
+def helpful_value(c: Conversation) -> tuple[Optional[float], bool]:
+    """100 when a turn reached level 3, 0 when none did, undecided when an unscored answer could have."""
+    status = item_status(c.turns).get(HELPFUL_ITEM) if c.turns else None
+    return (None, False) if status is None else (PCT * status, True)
+
+
+def _rates(convs: Sequence[Conversation], queries: Mapping[str, int], counts: np.ndarray) -> np.ndarray:
+    """(3, R): the helpful rate as estimated, read low and read high, each replicate clipped into its bounds."""
+    def rate(cs: Sequence[Conversation]) -> np.ndarray:
+        units = [E.Unit(c.query_id, len(c.turns), *helpful_value(c)) for c in cs]
+        return E.stratified(E.unit_strata(units, queries, counts))
+    raw, low, high = rate(convs), rate(read_unscored(convs, "low")), rate(read_unscored(convs, "high"))
+    return np.stack([E.clip_replicates(raw, low, high), low, high])
+
+
+def _block(reps: np.ndarray) -> dict[str, Any]:
+    value = float(reps[0, 0]) if np.isfinite(reps[0, 0]) else None
+    b = bounds(*(float(x) if np.isfinite(x) else None for x in reps[1:, 0]))
+    return {"value": value, "ci95": ci95(reps[0, 1:]) if value is not None else None, "bounds": b,
+            **({} if value is not None else {"reason": "no conversation decided by scored rubric answers"})}
+
+
+def helpful_section(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[dict[str, Any]]:
+    """results.json's ``rubric_helpful`` (None for a Ben-Util run): per condition the helpful rate, and its
+    differences BC - turn 1 and BC - NC (the same draws: paired by query)."""
+    if not is_rubric(convs):
+        return None
+    queries = {q: i for i, q in enumerate(boot.query_ids)}
+    n = len(boot.query_ids)
+    counts = np.vstack([E.point_counts(n), E.query_counts(boot.idx, n)])
+    groups = by_condition(convs)
+    rates = {cond: _rates(cs, queries, counts) for cond, cs in groups.items() if cs}
+    out: dict[str, Any] = {"definition": f"% of conversations whose best turn reaches rubric level 3 (item "
+                                         f"{HELPFUL_ITEM} at any turn); spacing-free",
+                           "note": SPACING_NOTE, "conditions": {c: _block(r) for c, r in rates.items()}}
+    for name, (a, b) in DIFFERENCES.items():
+        if a in rates and b in rates:
+            ra, rb = rates[a], rates[b]
+            out[name] = _block(np.stack([ra[0] - rb[0], ra[1] - rb[2], ra[2] - rb[1]]))
+        else:
+            out[name] = {"value": None, "ci95": None, "bounds": None, "reason": f"condition {a} or {b} not run"}
+    return out
