@@ -73,8 +73,6 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
-    for line in self_notice(roles, local):     # a role that fell back to the target model, said first
-        out.info(line)
     try:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts
@@ -121,6 +119,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         refuse_empty_conditions(bench, conditions, jobs, skipped)
         conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
         cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        user_turns = any(j.moves for j in jobs)
+        for line in self_notice(roles, local, user_turns):    # a role that fell back to the target model
+            out.info(line)
         for line in left_out:
             say(line)
         say(f"run folder: {run.path}")
@@ -142,6 +143,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
         meta.utility_choice = dict(utility_choice or {})
+        meta.no_user_turns = not user_turns
         for role, choice in roles.items():
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],

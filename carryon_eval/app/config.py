@@ -303,10 +303,12 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     return roles, local
 
 
-def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
+def self_notice(roles: dict[str, RoleChoice], local: set[str], user_turns: bool = True) -> list[str]:
     """The lines a run whose user simulator or judge is the target model itself says first (its status words
-    ``self-simulated`` / ``self-judged``, run.records.self_status)."""
-    words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
+    ``self-simulated`` / ``self-judged``, run.records.self_status); ``user_turns``: False when no planned
+    conversation has a simulated user turn (the user role then renders nothing)."""
+    words = self_status(roles["target"].model, roles["user"].model if user_turns else None, roles["judge"].model,
+                        sorted(local))
     fix = {"self-simulated": "--user-model (and --user-endpoint) of another model for a fixed simulator",
            "self-judged": "--judge-model (and --judge-endpoint) of another model for a fixed judge"}
     return [f"{STATUS_LINES[w]} Give {fix[w]}." for w in words]
