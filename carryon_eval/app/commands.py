@@ -84,7 +84,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset, given))
         earlier = run.read_meta().suites if run.exists() else None
-        records = load_inputs(bench, suite_options(cfg), earlier)      # the suites' own inputs, checked
+        records = load_inputs(bench, suite_options(cfg), earlier, base=run.path)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
         cfg, utility_choice = choose_utility(cfg, bench, conditions)
@@ -221,7 +221,7 @@ def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark
     # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
     bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
-    load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
+    load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True, base=run.path)   # the suites' own inputs, checked
     return run, meta, bench
 
 

@@ -24,6 +24,7 @@ from carryon_eval.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
 from carryon_eval.judge.store import judges_present, load_safety, load_utility
 from carryon_eval.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
+from carryon_eval.run.paths import shared_local
 from carryon_eval.suites.carryonbench.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
@@ -125,7 +126,9 @@ def write_agreement(out_dir: Path, res: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / AGREEMENT_FILE
     data = read_agreement(out_dir) or {"schema_version": SCHEMA_VERSION, "tasks": {}}
-    data["tasks"][res["task"]] = res
+    # the run folder and the label files relative to agreement.json's folder, never the machine's paths
+    data["tasks"][res["task"]] = {**res, "run": shared_local(res["run"], out_dir),
+                                  "label_files": [shared_local(p, out_dir) for p in res["label_files"]]}
     write_json_atomic(path, data)
     write_text_atomic(out_dir / AGREEMENT_HTML, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                       f"<title>Judges against people</title><style>{PAGE_CSS}</style></head><body>"

@@ -34,6 +34,7 @@ from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, load_safety, load_utility, select_judge
 from carryon_eval.run.records import Results, RunMeta
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
+from carryon_eval.run.paths import shared_local, shared_path
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
 from carryon_eval.suites.opensafeintent.suite import parse_conversation_id
 from carryon_eval.inspect_bridge import require_inspect
@@ -220,8 +221,9 @@ def model_roles(meta: RunMeta) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the log
-def build_log(run: RunFolder, judge: Optional[str] = None) -> Any:
-    """The EvalLog of a run folder (see the module docstring); ``judge`` must be the judge results.json reports."""
+def build_log(run: RunFolder, judge: Optional[str] = None, base: Optional[Path] = None) -> Any:
+    """The EvalLog of a run folder (see the module docstring); ``judge`` must be the judge results.json reports;
+    ``base``: the folder the log is written in (the paths it names are relative to it)."""
     require_inspect()
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalPlan, EvalResults, EvalSpec, EvalStats
 
@@ -244,23 +246,26 @@ def build_log(run: RunFolder, judge: Optional[str] = None) -> Any:
                for t, c in zip(transcripts, convs)]
     roles, models = role_usage(read_usage(run))
     target = meta.role("target")
+    # the paths it names relative to the log's folder ``base`` (carryon_eval.run.paths), never the machine's
+    here = Path.cwd() if base is None else base
+    dataset = shared_path(bench.source, here)
     spec = EvalSpec(
         created=_iso(meta.created), task=TASK_NAME, task_version=__version__,
-        dataset=EvalDataset(name=bench.source, location=bench.source, samples=len(samples),
+        dataset=EvalDataset(name=dataset, location=dataset, samples=len(samples),
                             sample_ids=[s.id for s in samples]),
         model=target.model or results.model, model_base_url=target.base_url or None,
         model_roles=model_roles(meta), config=EvalConfig(),
-        task_args={"dataset": meta.dataset.source, "revision": meta.dataset.revision,
+        task_args={"dataset": dataset, "revision": meta.dataset.revision,
                    "conditions": list(meta.conditions), "subset": meta.subset, "limit": meta.limit},
         packages={"carryonbench": __version__},
-        metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": str(run.path),
+        metadata={"exported_from": "carryon-eval", "carryonbench_version": __version__, "run_folder": shared_local(run.path, here),
                   "status": results.status(), "status_lines": results.status_lines(),
                   "judge_model": judge, "note": "exported from a CarryOnBench run folder; numbers are "
                                                 "results.json's, not recomputed by inspect"})
     return EvalLog(status="success", eval=spec, plan=EvalPlan(),
                    results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
                                        scores=headline_scores(results),
-                                       metadata={"results_json": str(run.results_file)}),
+                                       metadata={"results_json": shared_local(run.results_file, here)}),
                    stats=EvalStats(started_at=_iso(meta.created), completed_at=_iso(results.generated.at),
                                    role_usage=roles, model_usage=models),
                    samples=samples)
@@ -309,6 +314,6 @@ def write_log(log: Any, out: Path) -> None:
 
 async def export(run: RunFolder, out: Path, output: Any, judge: Optional[str] = None) -> None:
     """The ``inspect`` export format (carryon_eval.app.exporters)."""
-    log = build_log(run, judge)
+    log = build_log(run, judge, Path(out).parent)
     write_log(log, out)
     output.info(f"export: {len(log.samples or [])} samples, {len(log.results.scores)} metric groups -> {out}")

@@ -41,6 +41,7 @@ from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger,
 from carryon_eval.model.wire import parse_completion, request_body
 from carryon_eval.judge.phase import ScorerRecords, calibrate, plan_tasks, scoring_of
 from carryon_eval.run.folder import RunFolder, write_json_atomic
+from carryon_eval.run.paths import shared_local
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.judge.scorers import reply_scorers
 
@@ -154,12 +155,13 @@ def write_batch_files(out: Path, lines: list[dict[str, Any]], *, model: str, run
         tmp.replace(out / name)
         files.append({"file": name, "requests": len(chunk), "bytes": sum(map(len, chunk))})
         exported.files.append(name)
+    where = shared_local(run.path, out)          # relative to the manifest's folder, never the machine's path
     write_json_atomic(out / MANIFEST, {
         "format": "OpenAI Batch API input (JSONL), endpoint /v1/chat/completions",
         "custom_id": "the response cache key of the request (carryon_eval.model.endpoint.cache_key)",
-        "model": model, "run": str(run.path), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": model, "run": where, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "requests": len(lines), "files": files,
-        "import": f"carryon-eval judge {run.path} --batch-import <result file>..."})
+        "import": f"carryon-eval judge {where} --batch-import <result file>... (run from this folder)"})
     return exported
 
 

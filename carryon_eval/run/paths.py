@@ -1,5 +1,6 @@
-"""The one way a path is written into a file people share (run.json, results.json, report.html, compare.json,
-leaderboard.jsonl): relative to the folder that file describes, never the machine's absolute path, so that a
+"""The one way a path is written into a file people share (run.json and its suites' records such as the
+OpenSafeIntent release folder, results.json, report.html, compare.json, leaderboard.jsonl, agreement.json, the
+batch export's manifest, the inspect log): relative to the folder that file describes, never the machine's absolute path, so that a
 run folder or a leaderboard can be sent, moved or published without leaking a home directory. A Hub id and the
 built-in sample (``builtin:sample``) are not paths and are written as they are.
 
@@ -22,6 +23,12 @@ def shared_path(path: Optional[str | os.PathLike], base: str | os.PathLike) -> O
         return text
     rel = Path(os.path.relpath(Path(text).expanduser().resolve(), Path(base).resolve())).as_posix()
     return rel if rel.startswith(".") else f"./{rel}"      # "./x", never "x": a path never reads as a Hub id
+
+
+def shared_local(path: Optional[str | os.PathLike], base: str | os.PathLike) -> Optional[str]:
+    """A path of this machine (absolute, or relative to the working directory, as a user typed it) as a shared
+    file in the folder ``base`` records it: relative to ``base``."""
+    return None if path is None else shared_path(os.path.abspath(path), base)
 
 
 def local_path(recorded: Optional[str], base: str | os.PathLike) -> Optional[str]:

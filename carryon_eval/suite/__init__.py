@@ -2,7 +2,7 @@
 (registry) and the typed inputs the suites' hooks receive (inputs). Stage folders and wings (carryon_eval/suites/)
 both import from here; this package imports no wing and no stage above run/, judge/'s store and dataset/."""
 from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, CompareInputs, InputsRecord, ProbeContext,
-                                       ReportInputs, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
+                                       ReportInputs, RUN_FOLDER, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
                                        SuitePlots, UnitRecord, UnitRule)
 from carryon_eval.suite.records import (Job, JobGeneration, PlanSettings, Probe, ReportRun, ScorerUse, Skipped, Suite,
                                         SuiteError, SuiteOption, SuiteReport, headline_unscored)
@@ -13,7 +13,7 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs",
            "InputsRecord", "Job", "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportRun",
-           "RunEntry", "ScorerUse", "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError",
+           "RUN_FOLDER", "RunEntry", "ScorerUse", "ScoringPlan", "Section", "Skipped", "Stat", "Suite", "SuiteError",
            "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",
            "all_conditions", "available",
            "default_conditions", "discover", "exporters", "headline_unscored", "load_inputs", "plan_jobs",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:       # types only
 
 Section = dict[str, Any]            # a JSON-ready results.json section
 SuiteOptions = dict[str, Any]       # the run's suite options: the CLI's, or a reopened folder's recorded ones
+RUN_FOLDER = "run_folder"            # SuiteOptions' key of the run folder the record is written in (registry.load_inputs)
 InputsRecord = dict[str, Any]       # what ``Suite.load`` returns: run.json's ``suites.<name>`` (JSON-ready)
 
 

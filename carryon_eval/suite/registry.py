@@ -9,6 +9,7 @@ order (results.json's sections, table.md, report.html) is their ``rank``, then t
 from __future__ import annotations
 
 import importlib
+import os
 import importlib.util
 import pkgutil
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 from carryon_eval.run.folder import register_file
-from carryon_eval.suite.inputs import InputsRecord, ReportInputs, SuiteOptions
+from carryon_eval.run.paths import local_path
+from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
 
 if TYPE_CHECKING:       # types only: this module sits below every layer
@@ -126,10 +128,13 @@ def refuse_missing(bench: "Benchmark", conditions: Sequence[str]) -> None:
 
 
 def load_inputs(bench: "Benchmark", options: SuiteOptions, recorded: Optional[dict[str, InputsRecord]] = None, *,
-                reopen: bool = False) -> dict[str, InputsRecord]:
+                reopen: bool = False, base: Optional[str | os.PathLike] = None) -> dict[str, InputsRecord]:
     """Every suite's own inputs into ``bench.extras``; returns run.json's ``suites`` records of those loaded.
     ``recorded``: run.json's ``suites`` of a run already there (each suite refuses inputs changed since);
-    ``reopen``: a folder reopened by a subcommand, each suite loading what its record names."""
+    ``reopen``: a folder reopened by a subcommand, each suite loading what its record names; ``base``: the run
+    folder whose run.json holds the records (given to each ``load`` as ``options["run_folder"]``: a path its
+    record names is written relative to it, carryon_eval.run.paths; a path read back from a record is resolved
+    against it)."""
     out: dict[str, InputsRecord] = {}
     for s in suites():
         if s.load is None:
@@ -138,6 +143,11 @@ def load_inputs(bench: "Benchmark", options: SuiteOptions, recorded: Optional[di
         if reopen and earlier is None:
             continue
         mine = {**options, **((earlier or {}).get("options") or {})} if reopen else dict(options)
+        if base is not None:
+            if reopen:          # a path the record names is relative to the run folder (an older one: absolute)
+                mine.update({o.key: local_path(mine[o.key], base) for o in s.options
+                             if o.path and isinstance(mine.get(o.key), str)})
+            mine[RUN_FOLDER] = Path(base)
         record = s.load(bench, mine, earlier)
         if record is not None:
             out[s.name] = record

@@ -28,7 +28,8 @@ from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CON
                                                TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent, probe_run_file,
                                                prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
-from carryon_eval.suite import (JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
+from carryon_eval.run.paths import shared_local
+from carryon_eval.suite import (RUN_FOLDER, JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
                                 register_suite)
 
 SETS = ("release", "triplets")
@@ -66,9 +67,11 @@ def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, An
     gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
                         max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
     bench.extras[condition] = Inputs(release, gen)
-    return {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
+    base = options.get(RUN_FOLDER)     # run.json's folder: the release's path relative to it, never the machine's
+    where = str(folder) if base is None else shared_local(folder, base)
+    return {"folder": where, "layout": release.layout, "sets": len(release.sets),
             "rows_in_release": release.total_rows, "prompts": release.n_prompts, "sha256": dict(release.hashes),
-            "summary": f"{len(release.sets):,} prompt-sets, {release.n_prompts:,} prompts ({release.folder})",
+            "summary": f"{len(release.sets):,} prompt-sets, {release.n_prompts:,} prompts ({where})",
             "generation": {"turns": 1, "system_prompt": None, "temperature": gen.temperature,
                            "max_tokens": gen.max_tokens},
             "judges": {"osi_helpfulness": {"max_tokens": RUBRIC_MAX_TOKENS, "temperature": 0.0},
@@ -76,7 +79,7 @@ def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, An
                        "osi_assistance_level": {"max_tokens": ASSISTANCE_MAX_TOKENS, "temperature": 0.0},
                        "intent_probe": {"model": "target", "max_tokens": PROBE_MAX_TOKENS, "temperature": 0.0}},
             "reading": "reference (first integer / JSON object, no re-ask; unreadable answers are failures)",
-            "options": {"opensafeintent": str(folder), "opensafeintent_sets": sets,
+            "options": {"opensafeintent": where, "opensafeintent_sets": sets,
                         "temperature": gen.temperature, "max_tokens": gen.max_tokens}}
 
 
@@ -116,7 +119,7 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
         return None
     release = inputs.bench.extras[CONDITION].release
     return section(release, mine, _records(inputs), load_probes(inputs.run, target_model(mine)), inputs.judge,
-                   n_resamples=inputs.n_resamples, seed=inputs.seed)
+                   n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
 
 
 def export(inputs: Any, dest: Path) -> dict[str, Path]:

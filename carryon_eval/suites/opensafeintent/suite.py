@@ -18,6 +18,7 @@ names transcripts takes the ``condition``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, read_side_calls, run_side_calls
@@ -29,6 +30,7 @@ from carryon_eval.suites.opensafeintent.readings import read
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
 from carryon_eval.run.folder import RunFile, RunFolder
+from carryon_eval.run.paths import shared_local
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
 
@@ -162,12 +164,15 @@ def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) 
 
 def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
             probes: Sequence[SideCallRecord], judge_model: Optional[str], n_resamples: int = 1000,
-            record: Optional[dict[str, Any]] = None, seed: int = 0, condition: str = CONDITION) -> dict[str, Any]:
-    """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions)."""
+            record: Optional[dict[str, Any]] = None, seed: int = 0, condition: str = CONDITION,
+            base: Optional[Path] = None) -> dict[str, Any]:
+    """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions);
+    ``base``: the folder of results.json, the release's path is written relative to it (carryon_eval.run.paths)."""
     exports = set_exports(release, transcripts, records, probes, condition)
     out = summarize([e.scores for e in exports], n_resamples, seed)
     return {"reference": "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale",
-            "release": {"folder": str(release.folder), "layout": release.layout, "sets": len(release.sets),
+            "release": {"folder": str(release.folder) if base is None else shared_local(release.folder, base),
+                        "layout": release.layout, "sets": len(release.sets),
                         "sha256": dict(release.hashes)},
             "model": target_model(transcripts, condition), "judge_model": judge_model, "deviates_from_reference": False, **out}
 

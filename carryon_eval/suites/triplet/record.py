@@ -72,7 +72,8 @@ def summarize(inputs: Any) -> Optional[dict[str, Any]]:
         return legacy_section(inputs.run, mine)
     out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
                   load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
-                  inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION)
+                  inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION,
+                  base=inputs.run.path)
     return {"definitions": DEFINITIONS, **out}
 
 
