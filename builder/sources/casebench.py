@@ -104,6 +104,8 @@ def _check_row(path: Path, i: int, row: Any) -> None:
 def load_source(path: str | Path) -> list[SourceQuery]:
     """Read and validate the whole file; return every query (all 45 categories), sorted by (category id, query_id)."""
     path = Path(path)
+    if path.is_dir():
+        raise SourceError(_folder_problem(path))
     if not path.is_file():
         raise SourceError(f"{path}: file not found")
     try:
@@ -154,6 +156,19 @@ def load_source(path: str | Path) -> list[SourceQuery]:
 def select_queries(queries: list[SourceQuery]) -> list[SourceQuery]:
     """Drop the 4 categories CarryOnBench excludes (paper, Appendix A.1)."""
     return [q for q in queries if q.category not in EXCLUDED_CATEGORIES]
+
+
+def _folder_problem(path: Path) -> str:
+    """Why a folder is not CASE-Bench's source (a JSON file), and what to give instead."""
+    if (path / "dataset.json").is_file():
+        return (f"{path}: an OpenSafeIntent release folder (it holds dataset.json), not CASE-Bench's JSON file; "
+                "read it with --source-format opensafeintent (or auto)")
+    found = [p for p in sorted(path.glob("*.json")) if _looks_like(p)]
+    if found:
+        return f"{path}: a folder, not CASE-Bench's JSON file; give --source {found[0]}"
+    return (f"{path}: a folder holding neither CASE-Bench's JSON file (a list of rows with "
+            "'context_intended_to_be_safe') nor OpenSafeIntent's dataset.json; give --source the CASE-Bench file "
+            "or an OpenSafeIntent release folder")
 
 
 def _looks_like(path: Path) -> bool:

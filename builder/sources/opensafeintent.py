@@ -41,10 +41,12 @@ def data_file(path: Path) -> Path:
 
 
 def _looks_like(path: Path) -> bool:
-    """A release folder, a file named dataset.json, or a JSON list whose first row has the release's fields."""
+    """A release folder (holding dataset.json), a file named dataset.json, or a JSON list whose first row has
+    the release's fields. A folder without dataset.json is not one (a CASE-Bench data folder is not read as a
+    release: CASE-Bench's reader names what the folder lacks)."""
     file = data_file(path)
     if not file.is_file():
-        return Path(path).is_dir()
+        return False
     if file.name == DATASET_FILE:
         return True
     head = file.open("rb").read(8192).decode("utf-8", "replace")

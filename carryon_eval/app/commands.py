@@ -127,7 +127,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         say(f"run folder: {run.path}")
         subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
         say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-        for note in bench.notes:
+        for note in bench.notes_for(cfg.utility):
             say(f"dataset note: {note}")
         for name, record in records.items():          # what each suite's own inputs hold, in its words
             if record.get("summary"):

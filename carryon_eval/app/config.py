@@ -210,6 +210,7 @@ def choose_utility(cfg: EvaluateConfig, bench: Benchmark,
         raise ConfigError(f"--utility benutil: dataset {bench.source} cannot be scored with Ben-Util: "
                           f"{why_not('benutil')}{alt}")
     if cfg.utility:
+        _refuse_grouped(cfg, f"--utility {cfg.utility}")
         return cfg, None
     if not scoring.utility:
         raise ConfigError(f"dataset {bench.source} supports no utility measure ({scoring.origin}): "
@@ -219,8 +220,18 @@ def choose_utility(cfg: EvaluateConfig, bench: Benchmark,
     cfg = dataclasses.replace(cfg, utility=measure)
     if measure == "benutil":
         return cfg, None
+    _refuse_grouped(cfg, f"the measure dataset {bench.source} supports: it has no checklists for Ben-Util")
     return cfg, {"measure": measure, "chosen_by": "dataset", "supported": ", ".join(scoring.utility),
                  "why": f"no --utility given, and the dataset has no checklists for Ben-Util; read from {scoring.origin}"}
+
+
+def _refuse_grouped(cfg: EvaluateConfig, why: str) -> None:
+    """--utility-judge grouped groups Ben-Util's checklist items per call: refused (one line) on a run that
+    measures another utility (``why``: who chose that measure), never run as a Ben-Util judge with nothing to judge."""
+    if cfg.utility_judge == "grouped" and cfg.utility != "benutil":
+        raise ConfigError(f"--utility-judge grouped: it groups Ben-Util's checklist items, and this run measures "
+                          f"{cfg.utility} utility ({why}), which has no checklist items; leave --utility-judge out"
+                          + ("" if why.startswith("--utility") else ", or give a dataset with checklists"))
 
 
 def utility_line(choice: dict[str, str], bench: Benchmark) -> str:

@@ -67,6 +67,15 @@ class Benchmark:
             out["mc"] = _rows_sha256(mc + intents)
         return out
 
+    def notes_for(self, measure: Optional[str]) -> list[str]:
+        """The dataset's notes for a run that measures utility with ``measure``: queries without checklist items
+        concern Ben-Util only (rubric utility needs no checklist), then the notes of every run."""
+        empty = [q for q, items in self.checklists.items() if not items]
+        if not empty or measure not in (None, "benutil"):
+            return list(self.notes)
+        return [f"{len(empty)} of {len(self.queries)} queries have no checklist items: their utility "
+                "cannot be computed and is reported as unscored", *self.notes]
+
     def scoring(self) -> "Scoring":
         """The utility measures and conditions this dataset supports: its build's record, else read from its rows
         (carryon_eval.dataset.scoring says how)."""
@@ -277,6 +286,9 @@ def resolve_source(source: Optional[str | os.PathLike], revision: Optional[str])
         return ResolvedSource(SAMPLE_DATASET, SAMPLE, "sample")
     path = Path(text).expanduser()
     if path.exists():
+        problem = _source_problem(path, text)
+        if problem:
+            raise DatasetError(problem)
         if not path.is_dir():
             raise DatasetError(f"dataset {text}: is a file, not a dataset folder")
         if revision is not None:
@@ -286,6 +298,36 @@ def resolve_source(source: Optional[str | os.PathLike], revision: Optional[str])
     if not _HUB_ID.fullmatch(text) or text.startswith("."):
         raise DatasetError(f"dataset {text}: no such folder")
     return _fetch_hub(text, revision)
+
+
+def _looks_casebench(path: Path) -> bool:
+    """A JSON file whose first row has CASE-Bench's fields (its head only)."""
+    try:
+        head = path.open("rb").read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.lstrip().startswith("[") and '"context_intended_to_be_safe"' in head
+
+
+def _source_problem(path: Path, text: str) -> Optional[str]:
+    """Why ``path`` is one of the builder's sources (CASE-Bench's JSON, an OpenSafeIntent release), not a built
+    dataset, and what to do with it; None for anything else (a folder with configs of its own is a dataset)."""
+    build = "build a dataset from it first: carryon-build --source {} --out DIR"
+    if path.is_file():
+        if path.suffix == ".json" and _looks_casebench(path):
+            return f"dataset {text}: CASE-Bench's source file, not a built dataset folder; {build.format(text)}"
+        return None
+    if any(path.glob("queries*")) or any(path.glob("data/queries*")):
+        return None
+    if (path / "dataset.json").is_file() and (path / "prompts").is_dir():
+        return (f"dataset {text}: an OpenSafeIntent release folder (dataset.json, prompts/), not a built dataset "
+                f"(no queries or conversations); evaluate the release with --conditions opensafeintent "
+                f"--opensafeintent {text}, or {build.format(text)} --no-llm")
+    found = next((p for p in sorted(path.glob("*.json")) if _looks_casebench(p)), None)
+    if found is not None:
+        return (f"dataset {text}: a folder with CASE-Bench's source file {found.name}, not a built dataset (no "
+                f"queries or conversations); {build.format(path / found.name)}")
+    return None
 
 
 def _fetch_hub(repo_id: str, revision: Optional[str]) -> ResolvedSource:
@@ -378,10 +420,6 @@ def _read_tables(source: str, label: str) -> Benchmark:
     triplets = _rows(source, "triplets", revision)
     bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
                       flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
-    empty = [q for q, items in checklists.items() if not items]
-    if empty:
-        bench.notes.append(f"{len(empty)} of {len(queries)} queries have no checklist items: "
-                           "their utility cannot be computed and is reported as unscored")
     if not any(r.get("benign_intent") for r in queries.values()):
         bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
                            "cannot be run on this dataset")

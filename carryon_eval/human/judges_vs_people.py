@@ -74,11 +74,20 @@ def compare(reference: dict[Key, Any], labels: dict[Key, Any], task: str) -> dic
 
 
 def infer_task(paths: Sequence[Path]) -> str:
-    found = {task_of(raw_rows(p)) for p in paths} - {None}
-    if len(found) != 1:
-        raise HumanAgreementError(f"cannot tell which task the labels are for ({', '.join(sorted(found)) or 'none'}); "
-                                  f"give --task {'|'.join(TASKS)}")
-    return str(found.pop())
+    """The task the files label (their `task` column, else their label column); one line naming the file
+    that says none, or the files that say different ones."""
+    tasks = {p: task_of(raw_rows(p)) for p in paths}
+    blank = next((p for p, t in tasks.items() if t is None), None)
+    if blank is not None:
+        columns = ", ".join(f"{LABEL_FIELD[t]!r} ({t})" for t in TASKS)
+        raise HumanAgreementError(f"{blank}: no row has a 'task' or a label column ({columns}); name the label "
+                                  f"column so, or give --task {'|'.join(TASKS)}")
+    found = sorted(set(tasks.values()))          # type: ignore[type-var]
+    if len(found) > 1:
+        raise HumanAgreementError("the label files are of different tasks ("
+                                  + "; ".join(f"{p}: {t}" for p, t in tasks.items())
+                                  + f"); give the files of one task, or --task {'|'.join(TASKS)}")
+    return str(found[0])
 
 
 def human_agreement(run: RunFolder, paths: Sequence[Path], task: Optional[str] = None,
@@ -90,7 +99,9 @@ def human_agreement(run: RunFolder, paths: Sequence[Path], task: Optional[str] =
     except LabelError as exc:
         raise HumanAgreementError(str(exc)) from None
     if not labels:
-        raise HumanAgreementError(f"no {task} labels in {', '.join(map(str, paths))}")
+        other = sorted({t for t in (task_of(raw_rows(p)) for p in paths) if t not in (None, task)})
+        hint = f" (their rows label {', '.join(other)}: give --task {other[0]})" if other else ""
+        raise HumanAgreementError(f"no {task} labels in {', '.join(map(str, paths))}{hint}")
     annotators = sorted({label.annotator for label in labels})
     table: dict[str, dict[Key, Any]] = {a: {} for a in annotators}
     for label in labels:

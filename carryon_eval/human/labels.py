@@ -100,16 +100,16 @@ def _key(row: dict[str, Any], task: str, where: str) -> Key:
 def _text(path: Path) -> str:
     """The file's text; a file that is not UTF-8 is a LabelError naming the first bad byte."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return path.read_bytes().decode("utf-8-sig")        # a spreadsheet's byte-order mark is not a column's name
     except UnicodeDecodeError as exc:
         raise LabelError(f"{path}: not UTF-8 text (byte {exc.start}); save the labels as UTF-8") from None
 
 
-def _table_rows(path: Path) -> list[dict[str, Any]]:
+def _table_rows(path: Path, text: str) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".csv":
-        return list(csv.DictReader(io.StringIO(_text(path), newline="")))
+        return list(csv.DictReader(io.StringIO(text, newline="")))
     rows = []
-    for n, line in enumerate(_text(path).splitlines(), start=1):
+    for n, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 row = json.loads(line)
@@ -172,13 +172,18 @@ def raw_rows(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise LabelError(f"{path}: not found")
-    if is_label_studio(path):
+    text = _text(path)
+    if is_label_studio(path) and text.lstrip().startswith("["):
         try:
-            export = json.loads(_text(path))
-        except ValueError:
-            raise LabelError(f"{path}: not JSON (a Label Studio export is a JSON list of tasks)") from None
+            export = json.loads(text)
+        except ValueError as exc:
+            raise LabelError(f"{path}: not valid JSON ({exc}); a .json labels file is a JSON list (a Label Studio "
+                             "export, or label rows)") from None
+        if isinstance(export, list) and export and all(isinstance(t, dict) and "conversation_id" in t
+                                                      and "annotations" not in t for t in export):
+            return export               # the annotation page's rows as one JSON list, not Label Studio tasks
         return label_studio_rows(export, path)
-    return _table_rows(path)
+    return _table_rows(path, text)      # a .json file of one object per line is JSON Lines, read as such
 
 
 def task_of(rows: list[dict[str, Any]]) -> Optional[str]:

@@ -48,3 +48,31 @@ def test_a_source_row_without_scores_is_one_line(tmp_path):
     assert line == (f"carryon-build: error: {source}: row 1: field 'scores': expected a non-empty list of 1 (safe) "
                     "/ 2 (unsafe) ratings (the annotators' votes safe_rate stands on), got []")
     assert not (tmp_path / "ds").exists()
+
+
+def test_a_casebench_data_folder_is_not_read_as_an_opensafeintent_release(tmp_path):
+    """--source on the folder that holds CASE-Bench's file (not the file) names the file to give."""
+    folder = tmp_path / "casebench"
+    folder.mkdir()
+    synthetic_source(folder / "CASEBench_data.json")
+    (folder / "SOURCE.md").write_text("where it came from")
+    line = build("--source", folder, "--out", tmp_path / "ds")
+    assert line == (f"carryon-build: error: {folder}: a folder, not CASE-Bench's JSON file; give --source "
+                    f"{folder / 'CASEBench_data.json'}")
+    assert not (tmp_path / "ds").exists()
+
+
+def test_source_format_casebench_on_a_release_folder_names_the_format(tmp_path):
+    release = tmp_path / "release"
+    (release / "prompts" / "metrics").mkdir(parents=True)
+    (release / "dataset.json").write_text("[]")
+    line = build("--source-format", "casebench", "--source", release, "--out", tmp_path / "ds")
+    assert line == (f"carryon-build: error: {release}: an OpenSafeIntent release folder (it holds dataset.json), not "
+                    "CASE-Bench's JSON file; read it with --source-format opensafeintent (or auto)")
+
+
+def test_a_folder_of_neither_source_says_what_each_needs(tmp_path):
+    line = build("--source", tmp_path, "--out", tmp_path / "ds")
+    assert line == (f"carryon-build: error: {tmp_path}: a folder holding neither CASE-Bench's JSON file (a list of "
+                    "rows with 'context_intended_to_be_safe') nor OpenSafeIntent's dataset.json; give --source the "
+                    "CASE-Bench file or an OpenSafeIntent release folder")

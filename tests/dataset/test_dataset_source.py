@@ -56,4 +56,5 @@ def test_run_json_records_what_the_source_was(scripted_server, dataset, tmp_path
     result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", 1, "--conditions", "turn1")
     assert result.exit_code == 0, result.output
     recorded = json.loads((out / "run.json").read_text())["dataset"]
-    assert (recorded["source"], recorded["kind"], recorded["commit"]) == (str(dataset.resolve()), "folder", None)
+    # the folder relative to the run folder (carryon_eval.run.paths), never the machine's path
+    assert (recorded["source"], recorded["kind"], recorded["commit"]) == (f"../{dataset.name}", "folder", None)

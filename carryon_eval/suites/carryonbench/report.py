@@ -387,7 +387,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     if results.recovery["value"] is None:
         notes.append(f"Recovery% is null: {results.recovery['reason']}.")
     notes.extend(mc_report.notes(results))
-    notes.extend(bench.notes)
+    notes.extend(bench.notes_for(results.utility_measure))
     return notes
 
 
