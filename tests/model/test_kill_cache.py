@@ -3,9 +3,12 @@ were in flight at the kill: every answered call reached the cache before the pro
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
+import pytest
 from support.eval_cli import invoke, remote, slowly, spawn
+from support.scripted_server import Fault
 from support.rollout_data import evaluator_handler as handler
 
 
@@ -33,6 +36,51 @@ def test_a_sigkill_after_a_burst_costs_at_most_the_calls_in_flight(scripted_serv
 
     srv.reset()
     resumed = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--concurrency", 4)
+    assert resumed.exit_code == 0, resumed.output
+    paid_twice = answered + srv.count() - needed
+    assert paid_twice <= in_flight, (answered, srv.count(), needed, in_flight)
+
+
+@pytest.mark.parametrize("share", [0.25, 0.6, 0.97])
+def test_a_sigkill_0_1_s_after_an_answered_burst_pays_again_at_most_the_calls_held(scripted_server, dataset,
+                                                                                  tmp_path, share):
+    """--concurrency 8, 20 ms per answer: the server answers the first calls (a burst), holds every later one, and
+    the run is killed 0.1 s after the last answer of the burst. Every answered call is in the cache by then: the
+    resume pays again at most the calls held (in flight at the kill), wherever the kill falls (rollout, judge)."""
+    gate = {"open": True, "answer": 0}
+    lock = threading.Lock()
+
+    def gated(body):
+        with lock:
+            gate["answer"] -= 1
+            held = not gate["open"] and gate["answer"] < 0
+        return Fault.delay(60) if held else Fault.delay(0.02, then=handler(body))
+
+    srv = scripted_server(gated, models=("tgt", "sim", "jdg"))
+    args = [*remote(srv), "--dataset", dataset, "--concurrency", 8]
+    assert invoke(*args, "--out", tmp_path / "clean").exit_code == 0
+    needed = srv.count()
+    srv.reset()
+    gate.update(open=False, answer=max(1, int(needed * share)))
+
+    proc = spawn(*args, "--out", tmp_path / "run")
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+                gate["answer"] < 0 and sum(s == 200 for s in srv.statuses) == int(needed * share)):
+            time.sleep(0.005)
+        time.sleep(0.1)                           # 0.1 s after the server answered the burst
+        statuses = srv.statuses
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+    answered = sum(s == 200 for s in statuses)
+    in_flight = sum(s is None for s in statuses)
+    assert answered == int(needed * share) and in_flight > 0, (answered, in_flight)
+
+    gate["open"] = True
+    srv.reset()
+    resumed = invoke(*args, "--out", tmp_path / "run")
     assert resumed.exit_code == 0, resumed.output
     paid_twice = answered + srv.count() - needed
     assert paid_twice <= in_flight, (answered, srv.count(), needed, in_flight)
