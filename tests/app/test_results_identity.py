@@ -33,13 +33,15 @@ FIXTURE = FIXTURES / "run_v0_1_0"
 # unscored.conversations_unplayed (all three); `all` also its intent section's exploitation as MC minus its BC twin
 # (exploitation_rate and exploitation_bc_rate added; exploitation's value, bounds, interval and formula moved, and the
 # violation sensitivity's formula names its sign)
+# since the intervals are BCa at levels expanded for n queries: bootstrap.interval names the method (all three); the
+# intervals themselves do not move on these 2-query runs (too few queries for an acceleration or an expansion)
 HASHES = {
-    "sample": "428038e1d319fdc71c92e2a5da1092214849718db60c03624e643d363ecc0705",
+    "sample": "858428ec8e072fd6fa4ec7db71e99196ea9c1271173b0b7c7299c0c4da65e26d",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "f0848e191104053060271097ff6df05175423060c26edcbf27f5295fa27584d4",
+    "all": "501949579ffde266957ed7832bb07b5c9e5743fdac7f658685b85895d039a08f",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "97ca1c38f60258432c2ad6ab3d92d6b4113ef6119f8ac32a9593448e5ac9fc04",
+    "report": "dfd080a87586cde2795d2c2913cc3e56860b99efcf4c62c8efdc30967d806ad9",
 }
 
 
