@@ -1,5 +1,12 @@
-"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers (length-stratified means: estimators.py),
-Cohen's kappa, Spearman and mixed linear models.
+"""Small statistics helpers: query-cluster bootstrap, its intervals, bounds of derived numbers (length-stratified
+means: estimators.py), Cohen's kappa, Spearman and mixed linear models.
+
+Intervals (``interval95``): CarryOnBench's headline and intent numbers report BCa at levels expanded for n queries
+(INTERVAL), its acceleration from the leave-one-query-out jackknife of the same estimator (the same clipping into
+bounds); chosen over the percentile interval and plain BCa by the seeded coverage simulation of
+tests/support/coverage.py (full table: bench/bench_coverage.py, bench/README.md). The percentile interval
+(``ci95``) stays where no jackknife is computed (OpenSafeIntent's reference numbers, calibration, human agreement,
+cross-model differences).
 
 numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
 functions that need them, so metrics and reports work without them.
