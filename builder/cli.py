@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 import click
 
 from carryon_eval import defaults
-from carryon_eval.cli_common import (REQUEST_OPTIONS, UsageError, concurrency_option, endpoint_options,
+from carryon_eval.cli_common import (REQUEST_OPTIONS, OneLineGroup, UsageError, concurrency_option, endpoint_options,
                                      request_options, temperature_option_value, timeout_option, verbose_option)
 from carryon_eval.progress import progress_interval_option
 
@@ -29,6 +29,10 @@ class BuildError(UsageError):
 
 
 INCOMPLETE = 4      # exit code: the embedded server crashed mid-build (the response cache keeps what was done)
+
+
+class BuildGroup(OneLineGroup):
+    error = BuildError
 
 
 def fail(message: str) -> NoReturn:
@@ -65,7 +69,7 @@ def _version() -> str:
     return BUILDER_VERSION
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=BuildGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @verbose_option
 @click.version_option(_version(), prog_name="carryon-build")
 def cli() -> None:

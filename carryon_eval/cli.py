@@ -15,8 +15,8 @@ Without --endpoint (or with `--endpoint local`) every role whose endpoint is not
 embedded Gemma 3 270M (a smoke test, not a measurement). Bad input (dataset, endpoint, run folder)
 ends with one line `carryon-eval: error: ...` on stderr and exit code 2, before any generation. A run
 whose judge answered nothing usable for some condition writes everything, then exits 3 with one line; a run
-that stopped with judgments missing (a judge call failed, or a role's endpoints stopped answering for
---give-up-after seconds) writes what it has, marked incomplete, and exits 4 with one line.
+that stopped with judgments missing (a judge call failed, --max-calls was spent, or a role's endpoints stopped
+answering for --give-up-after seconds) writes what it has, marked incomplete, and exits 4 with one line.
 
 This module only parses options into the config records of carryon_eval.app.config, runs the command's one
 async function in one event loop, and prints.
@@ -45,10 +45,11 @@ from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
 from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
 from carryon_eval.human.annotate import AnnotateError
-from carryon_eval.cli_common import (UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
+from carryon_eval.cli_common import (OneLineGroup, UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
+from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
 from carryon_eval.judge.phase import JudgeError
@@ -65,6 +66,19 @@ class CliError(UsageError):
     prog = "carryon-eval"
 
 
+class CliGroup(OneLineGroup):
+    error = CliError
+
+
+EXIT_CODES = """\b
+Exit codes:
+  0  done: every planned conversation and judgment is there
+  2  bad input (dataset, option, endpoint, run folder): one line on stderr, nothing half-written
+  3  written, but the judge answered nothing usable for some condition
+  4  incomplete: stopped before the end (--max-calls spent, an endpoint gone or silent for --give-up-after,
+     judgments missing); what was done is written, marked incomplete; rerun the same command to resume"""
+
+
 class ClickOutput:
     """app.Output on the terminal: info to stdout, notes to stderr."""
 
@@ -77,7 +91,7 @@ class ClickOutput:
 
 INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
 RESUME = "; rerun the same command to resume"
-INCOMPLETE = 4          # exit code: stopped before the end (an endpoint gone, judgments missing); everything written
+INCOMPLETE = 4          # exit code: stopped before the end (budget spent, an endpoint gone, judgments missing); everything written
 
 
 def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) -> None:
@@ -91,7 +105,7 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) 
     except LocalServerCrashed as exc:           # the embedded server died: say so, and whether a rerun can help
         click.echo(f"carryon-eval: {exc}{exc.hint(RESUME)}", err=True)
         sys.exit(INCOMPLETE)
-    except (EndpointGone, RoleFailed) as exc:   # a role stopped answering: what was done is written
+    except (EndpointGone, RoleFailed, CallBudgetSpent) as exc:  # a resumable stop: what was done is written
         click.echo(f"carryon-eval: {exc}{RESUME}", err=True)
         sys.exit(INCOMPLETE)
     except EndpointRejected as exc:        # a bad key, request or model: the options must change, not the luck
@@ -180,7 +194,8 @@ def evaluate_options(fn: Any) -> Any:
     return fn
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CliGroup, invoke_without_command=True, epilog=EXIT_CODES,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @evaluate_options
 @verbose_option
 @progress_interval_option
@@ -246,7 +261,10 @@ def evaluate_config(*, conditions_all: bool = False, **opts: Any) -> EvaluateCon
         value = opts.pop(name, None)
         if value is not None:
             opts["suite_options"] = {**opts.get("suite_options", {}), name: value}
-    return config_of(opts, conditions_all=conditions_all)
+    try:
+        return config_of(opts, conditions_all=conditions_all)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- subcommands on a run folder

@@ -18,6 +18,7 @@ from carryon_eval.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
+from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import Results
 
@@ -62,6 +63,7 @@ def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: b
         cmp["leaderboard"] = write_board(out, cmp, results, scores, paper_rows)   # leaderboard.html, .jsonl
     except LeaderboardError as exc:
         raise AnalysisError(str(exc)) from None
+    cmp["runs"] = [shared_path(run, out) for run in cmp["runs"]]          # relative to OUT, never the machine's
     (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "table.md").write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")

@@ -1,7 +1,8 @@
 """What `carryon-eval` and `carryon-build` share on the command line.
 
 - ``UsageError``: bad input ends with one line ``<prog>: error: <message>`` on stderr and exit code 2
-  (no traceback, nothing half-written); each CLI subclasses it with its program name.
+  (no traceback, nothing half-written); each CLI subclasses it with its program name, and its command group is
+  a ``OneLineGroup``, so that click's own usage errors end the same way.
 - ``is_local(endpoint)``: no endpoint, or the word ``local``, means the embedded model (defined with the
   embedded model in carryon_eval.model.local).
 - ``endpoint_options(prefix=...)``: the options of one role where both CLIs name them alike
@@ -26,7 +27,7 @@ from carryon_eval import defaults, option
 from carryon_eval.model.local import LOCAL_ENDPOINT, is_local
 from carryon_eval.option import REQUEST_OPTIONS
 
-__all__ = ["LOCAL_ENDPOINT", "REQUEST_OPTIONS", "UsageError", "alias_option", "click_option", "click_options",
+__all__ = ["LOCAL_ENDPOINT", "OneLineGroup", "REQUEST_OPTIONS", "UsageError", "alias_option", "click_option", "click_options",
            "concurrency_option", "configure_logging", "endpoint_options", "is_local", "merge_aliases", "request_options",
            "timeout_option", "verbose_option"]
 
@@ -47,6 +48,33 @@ class UsageError(click.ClickException):
         text = str(self.message).strip()
         first = text.splitlines()[0] if text else "failed"
         click.echo(f"{self.prog}: error: {first}", err=True)
+
+
+class OneLineGroup(click.Group):
+    """The command group of a CLI whose usage errors (an unknown option or command, a bad value, a missing
+    argument), in the group or any of its subcommands, end like every bad input: one line
+    ``<prog>: error: <what> (see '<command> --help')`` and exit 2, never click's usage block. ``error``: the
+    CLI's UsageError subclass (its program name)."""
+
+    error: type[UsageError] = UsageError
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise self._one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise self._one_line(exc) from None
+
+    def _one_line(self, exc: click.UsageError) -> UsageError:
+        sub = exc.ctx.command_path.split(" ")[1:] if exc.ctx is not None else []   # the program by its own name
+        where = " ".join([self.error.prog, *sub])
+        text = " ".join(exc.format_message().split())       # click's message, on one line
+        return self.error(f"{text} (see '{where} --help')")
 
 
 # ---------------------------------------------------------------- options

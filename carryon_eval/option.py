@@ -10,7 +10,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 #: How a value is read. text: a string; count: a whole number >= 1; int: a whole number; seconds: a number >= 1;
 #: path: a file or folder; flag: given or not; temperature: a number in 0-2 or 'default'; json: a JSON object;
@@ -36,6 +36,9 @@ class Option:
     hidden: bool = False
     alias_of: Optional[str] = None              # an old spelling of option ``alias_of`` (hidden)
     flag_value: Any = None
+    #: (name, value): the option means something only beside that option set to that value (``--calibrate``
+    #: beside ``--utility-judge grouped``); given without it, it is refused (``refused_alone``), never ignored
+    beside: Optional[tuple[str, Any]] = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -61,6 +64,25 @@ class Option:
         if self.kind != "flag" or self.flag_value is None:
             return value
         return self.flag_value if value else self.default
+
+
+def refused_alone(table: Sequence[Option], values: Mapping[str, Any],
+                  given: Optional[Collection[str]] = None) -> Optional[str]:
+    """Why an option of ``table`` that was given means nothing here: the option it means something beside
+    (``Option.beside``) is not set to what it needs in ``values`` (names to values, defaults included); None when
+    every given option means something. ``given``: the names given (default: those whose value is not the
+    option's default, which means the same as not giving it)."""
+    by_name = {o.name: o for o in table}
+    if given is None:
+        given = {o.name for o in table if values.get(o.name) not in (None, o.default)}
+    for o in table:
+        if o.beside is None or o.name not in given or values.get(o.beside[0]) == o.beside[1]:
+            continue
+        name, wanted = o.beside
+        other = by_name[name]
+        return (f"{o.flag} {values.get(o.name)} only means something with {other.flag} {wanted} (here "
+                f"{other.flag} is {values.get(name)}); add {other.flag} {wanted}, or leave {o.flag} out")
+    return None
 
 
 # ---------------------------------------------------------------- reading a value (the Python API's check)

@@ -87,6 +87,9 @@ def _check_row(path: Path, i: int, row: Any) -> None:
         raise SourceError(f"{where}: field 'safe_rate' is missing; expected a number in [0, 1]")
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
         raise SourceError(f"{where}: field 'safe_rate': expected a number in [0, 1], got {rate!r}")
+    if not row["scores"]:              # safe_rate stands on these votes: none is no measurement
+        raise SourceError(f"{where}: field 'scores': expected a non-empty list of 1 (safe) / 2 (unsafe) "
+                          "ratings (the annotators' votes safe_rate stands on), got []")
     if not all(s in (1, 2) and not isinstance(s, bool) for s in row["scores"]):
         raise SourceError(f"{where}: field 'scores': expected a list of 1 (safe) / 2 (unsafe) ratings")
     for part in CONTEXT_PARTS:

@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.app import options
+from carryon_eval.option import refused_alone
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
                                      new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
@@ -37,7 +39,7 @@ from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, e
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
 from carryon_eval.judge.phase import calibration_sample
-from carryon_eval.model.budget import CallBudget
+from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE
@@ -71,8 +73,6 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     roles, local = resolve_roles(cfg)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
-    for line in self_notice(roles, local):     # a role that fell back to the target model, said first
-        out.info(line)
     try:
         parse_prices(cfg.prices)
     except ValueError as exc:                # a bad --price, before anything starts
@@ -119,6 +119,9 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         refuse_empty_conditions(bench, conditions, jobs, skipped)
         conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
         cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        user_turns = any(j.moves for j in jobs)
+        for line in self_notice(roles, local, user_turns):    # a role that fell back to the target model
+            out.info(line)
         for line in left_out:
             say(line)
         say(f"run folder: {run.path}")
@@ -140,6 +143,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
                    for role, c in roles.items()}
         meta = new_run_meta(cfg, bench, configs, local, skipped)
         meta.utility_choice = dict(utility_choice or {})
+        meta.no_user_turns = not user_turns
         for role, choice in roles.items():
             if choice.pool:
                 meta.roles[role] = dataclasses.replace(meta.roles[role],
@@ -190,7 +194,8 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    except (EndpointGone, RoleFailed):     # a role stopped answering (the judge's failed calls are counted instead)
+    except (EndpointGone, RoleFailed, CallBudgetSpent):   # a role stopped answering (the judge's failed calls are
+        # counted instead), or the --max-calls budget is spent: a resumable stop
         _report_what_there_is(bench, run, out, judged_by)
         raise
     for suite in selected(meta.conditions):
@@ -214,7 +219,7 @@ def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark
     if meta.notice:
         out.info(meta.notice)
     # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
-    bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
+    bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
     run.check_dataset(meta, bench.fingerprint())
     load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True)   # the suites' own inputs, checked
     return run, meta, bench
@@ -259,6 +264,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
                         utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
                         calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
+        why = refused_alone(options.EVALUATE, ben_util, given={n for n in ben_util if getattr(opts, n) is not None})
+        if why:
+            raise ConfigError(why)
         sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
                   if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
         if opts.batch_export is not None and opts.batch_import:

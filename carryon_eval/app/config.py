@@ -17,6 +17,7 @@ from carryon_eval import __version__, defaults
 from carryon_eval.app import options
 from carryon_eval.app.options import default
 from carryon_eval.cli_common import is_local
+from carryon_eval.option import refused_alone
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
@@ -126,7 +127,11 @@ class RunOptions:
 
 def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> EvaluateConfig:
     """The EvaluateConfig of `carryon-eval`'s option values by name (app.options.EVALUATE's; None or absent: not
-    given, the record's default). ``suite_options``: the suites' own options; ``conditions_all``: --conditions all."""
+    given, the record's default). ``suite_options``: the suites' own options; ``conditions_all``: --conditions all.
+    An option set where it means nothing is refused (carryon_eval.option.refused_alone)."""
+    why = refused_alone(options.EVALUATE, {**{o.name: o.default for o in options.EVALUATE}, **values})
+    if why:
+        raise ConfigError(why)
     values = {name: value for name, value in values.items() if value is not None}
     roles = {}
     for role in ROLES:
@@ -298,10 +303,12 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     return roles, local
 
 
-def self_notice(roles: dict[str, RoleChoice], local: set[str]) -> list[str]:
+def self_notice(roles: dict[str, RoleChoice], local: set[str], user_turns: bool = True) -> list[str]:
     """The lines a run whose user simulator or judge is the target model itself says first (its status words
-    ``self-simulated`` / ``self-judged``, run.records.self_status)."""
-    words = self_status(roles["target"].model, roles["user"].model, roles["judge"].model, sorted(local))
+    ``self-simulated`` / ``self-judged``, run.records.self_status); ``user_turns``: False when no planned
+    conversation has a simulated user turn (the user role then renders nothing)."""
+    words = self_status(roles["target"].model, roles["user"].model if user_turns else None, roles["judge"].model,
+                        sorted(local))
     fix = {"self-simulated": "--user-model (and --user-endpoint) of another model for a fixed simulator",
            "self-judged": "--judge-model (and --judge-endpoint) of another model for a fixed judge"}
     return [f"{STATUS_LINES[w]} Give {fix[w]}." for w in words]

@@ -162,12 +162,17 @@ class Price:
 
 def parse_prices(values: Iterable[str]) -> dict[str, Price]:
     """``ROLE=IN/OUT[/CACHED]`` strings (``judge=0.15/0.60/0.075``) -> {role: Price}; ValueError names the bad one."""
-    prices = {}
+    prices: dict[str, Price] = {}
+    spelled: dict[str, str] = {}
     for value in values:
         m = _PRICE.match(value)
         if m is None:
             raise ValueError(f"--price {value!r}: expected ROLE=IN/OUT[/CACHED] with ROLE one of {', '.join(ROLES)} "
                              "and USD per 1M tokens, e.g. judge=0.15/0.60 or judge=0.15/0.60/0.075")
+        if m.group(1) in spelled:       # never "the later wins": which one did the user mean?
+            raise ValueError(f"--price {value!r}: the {m.group(1)} role is priced twice (also --price "
+                             f"{spelled[m.group(1)]!r}); give one --price per role")
+        spelled[m.group(1)] = value
         prices[m.group(1)] = Price(float(m.group(2)), float(m.group(3)),
                                    float(m.group(4)) if m.group(4) is not None else None)
     return prices

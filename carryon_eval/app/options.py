@@ -39,11 +39,22 @@ UTILITY = Option("--utility", default=None, choices=tuple(UTILITY_SCORERS), read
                       "Ben-Util when it has checklists, else the one its build records, e.g. rubric for an "
                       "OpenSafeIntent build; the run says which].")
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
+                       beside=("utility", "benutil"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")
 UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,
+                            beside=("utility_judge", "grouped"),
                             help="Grouped: at most this many checklist items per call.")
-CALIBRATE = Option("--calibrate", kind="int", default=0, metavar="N",
+
+
+def _replies(value: int) -> int:
+    if value < 0:
+        raise ValueError(f"expected a number of replies >= 0 (0: no calibration), got {value}")
+    return value
+
+
+CALIBRATE = Option("--calibrate", kind="int", default=0, metavar="N", read=_replies,
+                   beside=("utility_judge", "grouped"),
                    help="Grouped: also judge N replies, drawn at random (seeded), per item; the report gives the "
                         "agreement of the two modes.")
 NO_MODEL_CHECK = Option("--no-model-check", name="model_check", kind="flag", default=True, flag_value=False,

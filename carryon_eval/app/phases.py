@@ -12,7 +12,7 @@ from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import write_report
 from carryon_eval.rollout.play import rollout
-from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.folder import RunFolder, read_usage
 from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites
 from carryon_eval.rollout.simulator import UserSimulator
 
@@ -91,6 +91,7 @@ def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[
                  bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
     """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
     n_resamples, seed = bootstrap.resolve(run.read_meta())
+    read_usage(run)       # every file of the run is read by its report: a damaged usage.json is said, never kept
     results = write_report(run, bench, judge=judge, n_resamples=n_resamples, seed=seed)
     out.info(f"results: {run.results_file}")
     out.info(f"report:  {run.html_file}")

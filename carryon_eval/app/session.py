@@ -21,7 +21,7 @@ from carryon_eval.model.local import LocalModelServer, LocalServerCrashed
 from carryon_eval.model.crash import CrashRecord
 from carryon_eval.progress import human, tokens_by_role
 from carryon_eval.run.records import RoleRecord
-from carryon_eval.run.folder import RunFolder, add_usage, read_usage, write_json_atomic
+from carryon_eval.run.folder import RunFolder, add_usage, read_usage
 from carryon_eval.app.cost import Price, parse_prices, usage_by_role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,7 +137,7 @@ class Session:
                 meta.roles[role] = dataclasses.replace(record, sent={**record.sent, **sent})
                 changed = True
         if changed:
-            write_json_atomic(run.run_file, meta.to_json())
+            run.write_meta(meta)
         for role, sent in learned.items():
             for name, how in sent.items():
                 self.out.note(f"{role}: {self.by_role[role][0].config.model} refused {name}: {how} "
@@ -190,7 +190,7 @@ class Session:
                                      None if given.get("cached") is None else float(given["cached"]))
         usage = usage_by_role(read_usage(run), prices)
         if usage != meta.usage:
-            write_json_atomic(run.run_file, dataclasses.replace(meta, usage=usage).to_json())
+            run.write_meta(dataclasses.replace(meta, usage=usage))
 
 
 async def check_configs(configs: Sequence[EndpointConfig], model_check: bool = True) -> None:

@@ -32,7 +32,6 @@ RUBRIC_OPTION = "--utility rubric --opensafeintent DIR"
 #: What a measure or condition needs, as the one line of a refusal says it (``why_not``).
 NEEDS = {
     "benutil": f"it has no checklists (Ben-Util scores each reply against its query's checklist items): {LLM_BUILD}",
-    "rubric": "its queries are not OpenSafeIntent prompt-sets (the rubric is their reference helpfulness judge)",
     "turn1": "it has no queries",
     "oracle": f"no query has a benign intent (the oracle prompt states it): {LLM_BUILD}",
     "bc": f"no BC conversation has a query with a benign intent (the user simulator voices it): {LLM_BUILD}",

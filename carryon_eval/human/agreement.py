@@ -139,6 +139,11 @@ def judge_agreement(run: RunFolder, judges: Optional[Sequence[str]] = None) -> d
         judges = present
     if len(judges) != 2 or judges[0] == judges[1]:
         raise AgreementError(f"--judges takes two different judge models, got {','.join(judges)!r}")
+    absent = [j for j in judges if j not in present]
+    if absent:                          # named, but never judged this run: say so, not "0 shared keys"
+        raise AgreementError(f"--judges {','.join(judges)}: {run.path} has no {absent[0]} verdicts (judges present: "
+                             f"{', '.join(present) or 'none'}; MODEL:grouped are a judge's grouped Ben-Util "
+                             "verdicts, there only after `judge --utility-judge grouped`)")
     a, b = judges
     res = agreement(run_verdicts(run, a), run_verdicts(run, b))
     res["judges"] = [a, b]

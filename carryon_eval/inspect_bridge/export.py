@@ -68,7 +68,7 @@ def _open(run: RunFolder) -> tuple[RunMeta, Benchmark]:
 
     try:
         meta = run.read_meta()
-        bench = load_bench(meta.dataset.source, meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
+        bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
         run.check_dataset(meta, bench.fingerprint())
     except (RunError, DatasetError) as exc:
         raise ExportError(str(exc)) from None

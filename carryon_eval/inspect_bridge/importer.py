@@ -18,7 +18,7 @@ from typing import Any, Optional
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
-from carryon_eval.run.folder import RunFolder, add_usage, write_json_atomic, write_jsonl_atomic
+from carryon_eval.run.folder import RunFolder, add_usage, write_jsonl_atomic
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
 from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
@@ -132,7 +132,7 @@ def import_log(path: Path, out: Path) -> str:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     run = RunFolder(tmp)
     try:
-        write_json_atomic(run.run_file, meta.to_json())
+        run.write_meta(meta)
         write_jsonl_atomic(run.transcripts_file, transcripts)
         if failures:
             write_jsonl_atomic(run.failures_file, failures)

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from carryon_eval.run.paths import local_path
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
@@ -29,6 +30,13 @@ class CompareError(Exception):
 
 def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
     results_path, scores_path, rundir = run.results_file, run.scores_file, run.path
+    if not rundir.is_dir():
+        raise CompareError(f"{rundir}: no such run folder (compare takes run folders, each written by carryon-eval)")
+    if not run.run_file.is_file():          # not a run at all: `report` on it cannot help
+        what = ("a dataset folder (it has queries.jsonl), not a run folder" if (rundir / "queries.jsonl").is_file()
+                else f"not a run folder (it has no {run.run_file.name})")
+        raise CompareError(f"{rundir} is {what}; compare takes the run folders carryon-eval writes (--out), "
+                           "e.g. carryon-runs/MODEL__DATASET")
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
     try:
@@ -88,7 +96,7 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
         out["notes"].append("WARNING: the runs' users were simulated by different models ("
                             + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, out["simulators"]))
                             + "); their numbers are not comparable.")
-    datasets = {json.dumps(r.dataset.source) for r in results}
+    datasets = {json.dumps(local_path(r.dataset.source, p)) for (p, _, _), r in zip(loaded, results)}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
     for s in suites():                # each suite's columns, under its section name (None: no run has them)

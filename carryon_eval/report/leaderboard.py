@@ -26,11 +26,13 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
+from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.records import Results
 from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRecord,
                                        UnitRule)
@@ -309,15 +311,17 @@ def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[s
 
 
 # ---------------------------------------------------------------- leaderboard.jsonl
-def jsonl_rows(board: Board) -> list[dict[str, Any]]:
+def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
     """One row per model: what pins its numbers (dataset, judges, prompts) and every column's cell; every row
-    has every column (null where a run lacks it), so a dataset of these rows has one schema."""
+    has every column (null where a run lacks it), so a dataset of these rows has one schema. Paths are relative
+    to ``out``, the leaderboard's folder (carryon_eval.run.paths)."""
     rows = []
     for entry, group, cells in zip(board.runs, board.groups, board.cells):
-        meta = entry.meta
+        meta, dataset = entry.meta, entry.dataset()
+        dataset["source"] = shared_path(local_path(dataset["source"], entry.folder), out)
         rows.append({
-            "model": entry.label, "target_model": entry.results.model, "run": entry.folder,
-            "comparability_group": group, "status": entry.results.status(), "dataset": entry.dataset(),
+            "model": entry.label, "target_model": entry.results.model, "run": shared_path(entry.folder, out),
+            "comparability_group": group, "status": entry.results.status(), "dataset": dataset,
             "judges": entry.judges(), "simulator": entry.simulator(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,

@@ -133,7 +133,7 @@ def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skip
                       plots_note: Optional[str] = None) -> dict[str, Any]:
     """Write OUT/leaderboard.html and OUT/leaderboard.jsonl (each to a temp file, then renamed)."""
     out = Path(out)
-    write_text_atomic(out / JSONL_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jsonl_rows(board)))
+    write_text_atomic(out / JSONL_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jsonl_rows(board, out)))
     write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note))
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 

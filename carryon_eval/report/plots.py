@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -49,13 +50,16 @@ def figure(ncols: int = 1, width: float = 5.0, height: float = 4.0) -> tuple[Any
 PCT_LIMITS = (-4.0, 104.0)
 #: Where a point's label may go, in points from the point, nearest first (ha, va follow the side).
 _LABEL_OFFSETS = [(4, 4), (4, -4), (-4, 4), (-4, -4), (4, 12), (4, -12), (-4, 12), (-4, -12), (10, 0), (-10, 0),
-                  (4, 20), (4, -20), (-4, 20), (-4, -20), (4, 28), (4, -28), (-4, 28), (-4, -28)]
+                  (4, 20), (4, -20), (-4, 20), (-4, -20), (4, 28), (4, -28), (-4, 28), (-4, -28),
+                  *((sx * dx, sy * dy) for dy in (36, 44, 52, 60, 68) for dx in (4, 24) for sx in (1, -1)
+                    for sy in (1, -1))]
 
 
 def label_points(ax: Any, points: Sequence[tuple[float, float, str]], fontsize: float = 8) -> list[Any]:
     """Annotate each (x, y, text) next to its point where its text overlaps no label placed before it (measured
     on the rendered text extents), trying the offsets of _LABEL_OFFSETS in turn; the annotations."""
     fig = ax.figure
+    fit_axis_labels(fig)
     fig.tight_layout()
     renderer = fig.canvas.get_renderer()
     placed: list[Any] = []
@@ -68,11 +72,33 @@ def label_points(ax: Any, points: Sequence[tuple[float, float, str]], fontsize: 
             note = ax.annotate(text, (x, y), fontsize=fontsize, xytext=(dx, dy), textcoords="offset points",
                                ha="left" if dx >= 0 else "right", va="bottom" if dy >= 0 else "top")
             box = note.get_window_extent(renderer).expanded(1.05, 1.1)
-            if not any(box.overlaps(b) for b in boxes):
+            if not any(box.overlaps(b) for b in boxes) and _inside(note.get_window_extent(renderer), fig.bbox):
                 break
+        note.set_in_layout(False)       # placed for this layout: the saving layout must not move the axes under it
         boxes.append(note.get_window_extent(renderer))
         placed.append(note)
     return placed
+
+
+def _inside(box: Any, frame: Any) -> bool:
+    return box.x0 >= frame.x0 and box.y0 >= frame.y0 and box.x1 <= frame.x1 and box.y1 <= frame.y1
+
+
+def fit_axis_labels(fig: Any) -> None:
+    """Wrap every axis label whose rendered text is longer than its axis is long (a y label taller than the figure
+    is cut off), at word boundaries, onto as many lines as it takes."""
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        span = ax.get_window_extent(renderer)
+        for label, room in ((ax.xaxis.label, span.width), (ax.yaxis.label, span.height)):
+            text = " ".join(label.get_text().split())
+            width = 60
+            while text and width > 10:
+                label.set_text(textwrap.fill(text, width))
+                box = label.get_window_extent(renderer)
+                if max(box.width, box.height) <= room:
+                    break
+                width -= 6
 
 
 def spread_labels(ys: Sequence[float], min_gap: float) -> list[float]:
@@ -91,6 +117,7 @@ def spread_labels(ys: Sequence[float], min_gap: float) -> list[float]:
 def png(fig: Any, bottom: float = 0.0) -> bytes:
     """PNG bytes; bottom: share of the figure height kept free for a figure-level legend."""
     buf = io.BytesIO()
+    fit_axis_labels(fig)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(buf, format="png")
     return buf.getvalue()

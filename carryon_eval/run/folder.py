@@ -21,6 +21,7 @@ and the cache makes the already generated turns of an unfinished conversation fr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import json
 import logging
@@ -34,6 +35,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional
 import jsonlines
 
 from carryon_eval.model.redact import redact
+from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
 from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
 
@@ -484,7 +486,14 @@ class RunFolder:
         if self.path.exists() and not self.path.is_dir():
             raise RunError(f"{self.path} exists and is not a folder")
         if self.exists():
-            old, new = self.read_meta().compatibility(), meta.compatibility()
+            recorded = self.read_meta()
+            old, new = recorded.compatibility(), meta.compatibility()
+            for settings in (old, new):
+                source = local_path(settings["dataset.source"], self.path)
+                # a folder whose rows are pinned by their hashes (check_dataset) is the same dataset wherever it
+                # was moved or copied: its path is not a setting
+                pinned = recorded.dataset.content_sha256 and source is not None and os.path.isabs(source)
+                settings["dataset.source"] = "a local folder" if pinned else source
             for name, value in old.items():
                 if value != new[name]:
                     raise RunError(
@@ -500,7 +509,7 @@ class RunFolder:
         run started on: transcripts of the old and the new rows must never be mixed."""
         changed = meta.dataset.changed_configs(fingerprint)
         if changed:
-            raise RunError(f"{self.path} was started on other rows of dataset {meta.dataset.source}: its "
+            raise RunError(f"{self.path} was started on other rows of dataset {self.dataset_source(meta)}: its "
                            f"{', '.join(changed)} changed since; restore that dataset to resume, or use another "
                            "--out folder for the new one")
 
@@ -513,11 +522,27 @@ class RunFolder:
             meta = self.read_meta()
         else:
             try:
-                write_json_atomic(self.run_file, meta.to_json())
+                meta = self.write_meta(meta)
             except OSError as exc:
                 raise RunError(f"cannot write {self.run_file}: {exc.strerror or exc}") from None
         self.prepare()
         return meta
+
+    def write_meta(self, meta: RunMeta) -> RunMeta:
+        """Write run.json; its dataset's path relative to this folder (carryon_eval.run.paths), never the
+        machine's. Returns what was written."""
+        meta = dataclasses.replace(meta, dataset=dataclasses.replace(
+            meta.dataset, source=shared_path(meta.dataset.source, self.path)))
+        write_json_atomic(self.run_file, meta.to_json())
+        return meta
+
+    def dataset_source(self, meta: RunMeta) -> Optional[str]:
+        """The dataset run.json names, as this machine reads it (a folder's path resolved against this folder)."""
+        return local_path(meta.dataset.source, self.path)
+
+    def shared_path(self, path: Optional[str]) -> Optional[str]:
+        """``path`` as a file of this run folder records it (relative to the folder)."""
+        return shared_path(path, self.path)
 
     def prepare(self) -> None:
         try:

@@ -281,6 +281,9 @@ class RunMeta:
     schema_version: int = RUN_SCHEMA_VERSION
     #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
     utility_choice: dict[str, str] = field(default_factory=dict)
+    #: True when no planned conversation has a simulated user turn (single-turn suites only): the user role
+    #: renders nothing, so it cannot make the run self-simulated
+    no_user_turns: bool = False
 
     def role(self, name: str) -> RoleRecord:
         return self.roles.get(name) or RoleRecord()
@@ -289,7 +292,7 @@ class RunMeta:
         """``self_status`` of this run's roles; ``judge``: the judge model whose judgments are reported (default:
         the run's judge)."""
         local = [name for name, r in self.roles.items() if r.local]
-        return self_status(self.role("target").model, self.role("user").model,
+        return self_status(self.role("target").model, None if self.no_user_turns else self.role("user").model,
                            judge or self.role("judge").model, local)
 
     def compatibility(self) -> dict[str, Any]:
@@ -318,7 +321,8 @@ class RunMeta:
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
                 **({"sweep": dict(self.sweep)} if self.sweep else {}),
-                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {})}
+                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {}),
+                **({"no_user_turns": True} if self.no_user_turns else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunMeta":
@@ -336,7 +340,8 @@ class RunMeta:
                    suites=dict(d.get("suites") or {}),
                    usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
                    sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
-                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {})
+                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {},
+                   no_user_turns=d.get("no_user_turns") is True)
 
 
 

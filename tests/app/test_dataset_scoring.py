@@ -100,6 +100,10 @@ def test_a_build_without_the_record_is_read_from_its_rows_the_same_way(open_buil
 def test_the_open_build_with_no_utility_runs_rubric_utility_and_says_so(open_build, tmp_path):
     with ScriptedServer(handler, models=("tgt", "sim", "jdg")) as srv:
         result = evaluate(srv, open_build, tmp_path / "run", "--opensafeintent", OPENSAFEINTENT)
+        calls = srv.count()
+        again = evaluate(srv, open_build, tmp_path / "run", "--opensafeintent", OPENSAFEINTENT)   # resumes
+        assert again.exit_code == 0, again.output
+        assert srv.count() == calls                 # the same measure again: nothing to pay twice
     assert result.exit_code == 0, result.output
     first = result.stdout.splitlines()[:3]
     assert any(line.startswith("utility: rubric utility (--utility rubric)") and "no checklists" in line

@@ -4,6 +4,8 @@ The dry run's target and user counts are the calls a real run then makes, to the
 is an upper bound that the real run reaches when no two replies are identical."""
 from __future__ import annotations
 
+import json
+
 import re
 from typing import Any
 
@@ -79,10 +81,12 @@ def test_max_calls_stops_cleanly_and_a_rerun_resumes(scripted_server, dataset, t
     srv = scripted_server(unique_replies, models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
     stopped = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--max-calls", 7)
-    assert stopped.exit_code == 2
+    assert stopped.exit_code == 4                                # incomplete, resumable: not bad input
     line = stopped.stderr.strip().splitlines()[-1]
-    assert line.startswith("carryon-eval: error: --max-calls 7 reached") and "rerun" in line
+    assert line == ("carryon-eval: --max-calls 7 reached; the run stopped cleanly; rerun the same command to "
+                    "resume")
     assert srv.count() == 7
+    assert json.loads((out / "results.json").read_text())["run"]["status"] == ["incomplete"]   # what there is
     finished = len(RunFolder(out).transcripts())
 
     srv.reset()
@@ -99,11 +103,11 @@ def test_max_calls_on_the_rollout_and_judge_subcommands(scripted_server, dataset
     srv = scripted_server(unique_replies, models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
     assert invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1", "--max-calls", 1,
-                  ).exit_code == 2
+                  ).exit_code == 4
     srv.reset()
     stopped = invoke("rollout", out, "--max-calls", 1)
-    assert stopped.exit_code == 2 and "--max-calls 1 reached" in stopped.stderr and srv.count() == 1
+    assert stopped.exit_code == 4 and "--max-calls 1 reached" in stopped.stderr and srv.count() == 1
     assert invoke("rollout", out).exit_code == 0
     srv.reset()
     judged = invoke("judge", out, "--max-calls", 2)
-    assert judged.exit_code == 2 and "--max-calls 2 reached" in judged.stderr and srv.count() == 2
+    assert judged.exit_code == 4 and "--max-calls 2 reached" in judged.stderr and srv.count() == 2

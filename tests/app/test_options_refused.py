@@ -29,10 +29,11 @@ def test_an_unset_key_variable_is_refused(scripted_server, dataset, tmp_path, mo
 
 def test_a_temperature_out_of_range_is_refused(scripted_server, dataset, tmp_path):
     srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
-    result = invoke(*remote(srv), "--judge-temperature", "50", "--dataset", dataset, "--out", tmp_path / "run")
-    assert result.exit_code == 2 and srv.count() == 0                   # click's usage error, as for every option
-    assert result.stderr.strip().splitlines()[-1] == ("Error: Invalid value for '--judge-temperature': expected a "
-                                                      "number in 0-2 or 'default' (the provider's), got '50'")
+    line = one_error_line(invoke(*remote(srv), "--judge-temperature", "50", "--dataset", dataset,
+                                 "--out", tmp_path / "run"))
+    assert srv.count() == 0                                             # click's usage error, as for every option
+    assert line == ("carryon-eval: error: Invalid value for '--judge-temperature': expected a number in 0-2 or "
+                    "'default' (the provider's), got '50' (see 'carryon-eval --help')")
 
 
 @pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(), reason="no OpenSafeIntent release copy")

@@ -35,3 +35,16 @@ def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path, where):
     line = build("--source", source, "--out", out)
     expected = f"{blocker} is a file, not a folder" if where == "under a file" else "cannot write in /proc"
     assert f"--out {out}: " in line and expected in line, line
+
+
+def test_a_source_row_without_scores_is_one_line(tmp_path):
+    """safe_rate stands on the annotators' votes: a row with none is refused, never taken as measured."""
+    import json
+    source = synthetic_source(tmp_path / "src.json")
+    rows = json.loads(source.read_text())
+    rows[1]["scores"] = []
+    source.write_text(json.dumps(rows))
+    line = build("--source", source, "--out", tmp_path / "ds")
+    assert line == (f"carryon-build: error: {source}: row 1: field 'scores': expected a non-empty list of 1 (safe) "
+                    "/ 2 (unsafe) ratings (the annotators' votes safe_rate stands on), got []")
+    assert not (tmp_path / "ds").exists()

@@ -153,7 +153,7 @@ def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -
     import pyarrow.json as paj
 
     runs = [entry("m1", 50), entry("m2", 40)]
-    rows = jsonl_rows(build_leaderboard(runs))
+    rows = jsonl_rows(build_leaderboard(runs), tmp_path)
     assert [r["model"] for r in rows] == ["m1", "m2"]
     assert set(rows[0]["metrics"]) == set(rows[1]["metrics"])
     assert rows[0]["judges"]["utility"] == {"models": ["judge"], "prompt_refs": ["u@1"],
@@ -165,7 +165,7 @@ def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -
     assert table.num_rows == 2 and "metrics" in table.column_names
 
 
-def test_a_registered_column_source_reaches_the_table_the_page_and_the_jsonl() -> None:
+def test_a_registered_column_source_reaches_the_table_the_page_and_the_jsonl(tmp_path: Path) -> None:
     """The seam another suite (OpenSafeIntent) plugs its columns into."""
     from carryon_eval.report.leaderboard import COLUMN_SOURCES, Cell, Column, register_columns
 
@@ -178,7 +178,7 @@ def test_a_registered_column_source_reaches_the_table_the_page_and_the_jsonl() -
     finally:
         COLUMN_SOURCES.pop("extra")
     assert board.columns[-1].key == "extra.score" and "extra.score" not in board.differences   # no per-query numbers
-    assert jsonl_rows(board)[1]["metrics"]["extra.score"] == {"value": 10.0, "ci95": [0.0, 20.0], "scored_share": 100.0}
+    assert jsonl_rows(board, tmp_path)[1]["metrics"]["extra.score"] == {"value": 10.0, "ci95": [0.0, 20.0], "scored_share": 100.0}
     page = render_page(board, {}, {})
     assert 'data-key="extra.score"' in page and ">Extra suite</th>" in page
 

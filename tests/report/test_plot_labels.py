@@ -48,3 +48,47 @@ def test_recovery_cost_labels_do_not_overlap():
 
 def test_a_percent_axis_leaves_room_for_a_point_at_100():
     assert PCT_LIMITS[0] < 0 and PCT_LIMITS[1] > 100
+
+
+# ---------------------------------------------------------------- the leaderboard's figures, six crowded models
+SIX = ["gpt-4o-mini-2024-07-18", "llama-3.1-8b-instruct", "qwen2.5-7b-instruct", "gemma-2-9b-it",
+       "mistral-7b-instruct-v0.3", "phi-3.5-mini-instruct"]
+
+
+def crowded_board():
+    runs = [entry(m, 50 + 0.1 * i) for i, m in enumerate(SIX)]
+    for i, e in enumerate(runs):                         # every point all but on one spot
+        e.results.conditions["bc"].update(utility=60 + 0.2 * i, harm=2.0 + 0.01 * i, utility_delta=10 + 0.1 * i,
+                                          violation_rate_delta=5 + 0.05 * i, redundancy=40.0 + i, ci95={})
+        e.results.conditions["nc"].update(redundancy=30.0 + i)
+        e.results.conditions["turn1"].update(utility=50 + 0.2 * i, harm=1.9 + 0.01 * i)
+    return build_leaderboard(runs)
+
+
+def drawn(fig):
+    """Every label's and axis label's rendered box, as the PNG is saved (png() lays the figure out)."""
+    from carryon_eval.report.plots import png
+    png(fig)
+    renderer = fig.canvas.get_renderer()
+    notes = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, Annotation) and c.get_text()]
+    axis_labels = [t for ax in fig.axes for t in (ax.xaxis.label, ax.yaxis.label) if t.get_text()]
+    return ([(n.get_text(), n.get_window_extent(renderer)) for n in notes],
+            [(t.get_text(), t.get_window_extent(renderer)) for t in axis_labels])
+
+
+def outside(box, fig):
+    frame = fig.bbox
+    return box.x0 < frame.x0 or box.y0 < frame.y0 or box.x1 > frame.x1 or box.y1 > frame.y1
+
+
+@pytest.mark.parametrize("name", ["utility_vs_harm", "recovery_cost", "redundancy"])
+def test_the_leaderboards_figures_with_six_crowded_models_keep_every_label_apart_and_inside(name):
+    from carryon_eval.suites.carryonbench.board_plots import redundancy_figure
+    from carryon_eval.suites.carryonbench.compare_plots import utility_vs_harm_figure
+    board = crowded_board()
+    fig = {"utility_vs_harm": lambda: utility_vs_harm_figure([e.results for e in board.runs]),
+           "recovery_cost": lambda: recovery_cost_figure(board), "redundancy": lambda: redundancy_figure(board)}[name]()
+    notes, axis_labels = drawn(fig)
+    assert len(notes) == (0 if name == "redundancy" else 6)
+    assert [(a, b) for (a, ba), (b, bb) in itertools.combinations(notes, 2) if ba.overlaps(bb)] == []
+    assert [t for t, box in notes + axis_labels if outside(box, fig)] == []

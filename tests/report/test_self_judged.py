@@ -53,7 +53,8 @@ def test_a_self_judged_run_says_so_everywhere_and_is_grouped_apart(scripted_serv
     assert cmp.exit_code == 0, cmp.output
     assert "self-judged" in cmp.stdout and "users were simulated by different models" in cmp.stderr
     rows = {r["run"]: r for r in map(json.loads, (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines())}
-    by_run = {name: rows[str(folder)] for name, folder in (("own", own), ("fixed", fixed), ("half", half))}
+    # leaderboard.jsonl names each run relative to the leaderboard's folder
+    by_run = {name: rows[f"../{folder.name}"] for name, folder in (("own", own), ("fixed", fixed), ("half", half))}
     assert len({r["comparability_group"] for r in by_run.values()}) == 3      # simulator apart as judges are
     assert by_run["own"]["simulator"] == {"model": "tgt", "local": False}
     assert by_run["fixed"]["simulator"] == {"model": "sim", "local": False}

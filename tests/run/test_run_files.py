@@ -27,8 +27,11 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ScriptedS
 
 
 def copy_of(run: Path, tmp_path: Path) -> Path:
+    """A copy of the run folder, with its dataset beside it where run.json says (relative to the run)."""
     out = tmp_path / "run"
     shutil.copytree(run, out)
+    dataset = json.loads((run / "run.json").read_text())["dataset"]["source"]
+    shutil.copytree(run / dataset, out / dataset)
     return out
 
 

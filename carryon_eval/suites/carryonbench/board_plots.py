@@ -58,6 +58,11 @@ def recovery_cost_figure(board: BoardView) -> Any:
 
 def models_redundancy(board: BoardView) -> bytes:
     """Figure 2: per model, BC and NC checklist redundancy with intervals."""
+    return png(redundancy_figure(board))
+
+
+def redundancy_figure(board: BoardView) -> Any:
+    """The figure of models_redundancy (to measure its labels)."""
     rows = [(e.label, {c: (e.results.conditions.get(c) or {}) for c in ("bc", "nc")}) for e in board.runs]
     require(any(b.get("redundancy") is not None for _, bs in rows for b in bs.values()),
             "no model fulfilled any item after turn 1")
@@ -79,7 +84,7 @@ def models_redundancy(board: BoardView) -> bytes:
     ax.set_ylabel("redundancy (% of fulfilled items already fulfilled)")
     ax.set_ylim(0, 105)
     legend(ax)
-    return png(fig)
+    return fig
 
 
 def recovery_exploitation(board: BoardView) -> bytes:

@@ -8,17 +8,23 @@ import math
 from typing import Any, Callable, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, legend, png, require
+from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, label_points, legend, png, require
 from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
 from carryon_eval.run.records import Results
 
 
 def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
     """Figure 1B: every model's conversation utility vs harm, turn 1 and BC, arrows between them."""
+    return png(utility_vs_harm_figure(results, conditions))
+
+
+def utility_vs_harm_figure(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> Any:
+    """The figure of models_utility_vs_harm (to measure its labels)."""
     require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
                 for res in results for c in conditions),
             f"no model has both a utility and a harm for {' or '.join(conditions)}")
     fig, (ax,) = figure(width=6.5, height=5.0)
+    labels = []
     for res in results:
         pts = {c: (res.conditions[c].get("harm"), res.conditions[c].get("utility")) for c in conditions}
         for c, (h, u) in pts.items():
@@ -29,7 +35,7 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
             ax.annotate("", xy=(h1, u1), xytext=(h0, u0), arrowprops={"arrowstyle": "->", "color": "#999999"})
         h, u = pts[conditions[-1]]
         if h is not None and u is not None:
-            ax.annotate(res.model or "?", (h, u), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            labels.append((h, u, res.model or "?"))
     for c in conditions:
         ax.scatter([], [], color=CONDITION_COLORS.get(c), label=CONDITION_LABELS.get(c, c))
     ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
@@ -38,7 +44,8 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel(f"{results[0].utility_name if results else 'Ben-Util'} (%)")
     legend(ax, fontsize=8)
-    return png(fig)
+    label_points(ax, labels, fontsize=7)            # placed by their rendered extents: never over each other
+    return fig
 
 
 def move_matrix(results: Sequence[Results], key: str) -> list[list[float]]:

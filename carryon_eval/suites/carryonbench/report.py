@@ -128,9 +128,9 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
                                transcripts, verdicts, sampled, safety, checklists, domains)),
         judge_context={"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
                        "safety": SAFETY_CONTEXT}, utility_measure=meta.judge.utility,
-        dataset=ResultsDataset(source=bench.source, revision=bench.revision,
+        dataset=ResultsDataset(source=run.shared_path(bench.source), revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
-        run=ResultsRun(folder=str(run.path), notice=meta.notice, failed_conversations=len(run.failures()),
+        run=ResultsRun(folder=run.shared_path(str(run.path)), notice=meta.notice, failed_conversations=len(run.failures()),
                        empty_replies=_count_empty_replies(transcripts), subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
                             at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
@@ -161,6 +161,13 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
         if section is not None:
             results.sections[s.report.section] = section
     return results, transcripts, convs
+
+
+def _mode(results: Results) -> str:
+    """The header's "; mode M" of a Ben-Util run (a rubric run has no Ben-Util mode)."""
+    if results.utility_measure != "benutil":
+        return ""
+    return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
 
 
 def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Sequence[Any], sampled: Sequence[Any],
@@ -200,8 +207,12 @@ def helpful_markdown(results: Results) -> str:
             f"{_f(helpful['bc_minus_nc']['value'])} {_ci(helpful['bc_minus_nc']['ci95'])}. {SPACING_NOTE}\n")
 
 
-def utility_judge_note(ben_util: dict[str, Any]) -> str:
-    """One line: which Ben-Util mode every utility number of the run stands on, and its calibration."""
+def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> str:
+    """One line: which Ben-Util mode every utility number of the run stands on, and its calibration (a run
+    measuring another utility, ``measure``, has no Ben-Util mode: it says what it stands on instead)."""
+    if measure != "benutil":
+        return (f"Utility: {UTILITY_NAMES.get(measure, measure)}, one judge call per reply; no Ben-Util checklist "
+                "is judged, so Ben-Util's per-item and grouped modes do not apply.")
     if ben_util.get("utility_judge") != "grouped":
         return "Ben-Util mode: per-item (one judge call per reply and checklist item, the paper's protocol)."
     cal = ben_util.get("calibration") or {}
@@ -353,7 +364,7 @@ def _notes(results: Results, meta: RunMeta, bench: Benchmark, utility: Sequence[
     ben_util = results.judges.utility or {}
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The {name} judge saw: "
                  f"{ben_util.get('context', UTILITY_CONTEXT)}.")
-    notes.append(utility_judge_note(ben_util))
+    notes.append(utility_judge_note(ben_util, results.utility_measure))
     notes.append(HARM_NOTE)
     if results.judges.complete is False:
         notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
@@ -742,10 +753,10 @@ def render_html(results: Results, transcripts: Sequence[Transcript], convs: Sequ
         f"<h1>CarryOnBench report: {_e(results.model)}</h1>", notice_html,
         f'<p class="meta">dataset {_e(results.dataset.source)} · {_e(results.n["queries"])} queries · '
         f'{_e(utility_label(results))} judge {_e(", ".join(judges.utility["models"]) or "none")} '
-        f'({_e(", ".join(judges.utility["prompt_refs"]))}; mode {_e(judges.utility.get("utility_judge") or "per-item")}) · safety judge '
+        f'({_e(", ".join(judges.utility["prompt_refs"]))}{_e(_mode(results))}) · safety judge '
         f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
         f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
-        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility))}</p>',
+        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility, results.utility_measure))}</p>',
         "<h2>Headline (Table 2 layout)</h2>", _html_table(table_header(results), [table_row(results, marked=True)]),
         "".join(f'<p class="meta footnote">{_e(n)}</p>'
                 for n in scored_footnotes(results) + truncation_footnotes(results) + unplayed_footnotes(results)),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.opensafeintent.export import write_reference
+from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
@@ -53,6 +54,10 @@ def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, An
     release = load_release(folder, options.get("limit"))
     extra: dict[str, str] = {}
     if sets == "triplets":
+        if not bench.triplets:          # the real cause, not "nothing to run"
+            raise ReleaseError(f"--opensafeintent-sets triplets: dataset {bench.source} has no triplets config "
+                               "(no benign / dual-use / malicious prompt-sets of its own); give --opensafeintent-sets "
+                               "release to play the release's dataset.json, or a dataset built with triplets")
         extra = {"triplets": triplets_sha256(bench.triplets)}
         release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
     if recorded is not None:

@@ -165,7 +165,11 @@ def load_release(folder: str | Path, limit: Optional[int] = None) -> Release:
         p = folder / PROMPT_DIR / name
         if not p.is_file():
             raise ReleaseError(f"{p}: no such file (the {judge} judge's prompt of the release)")
-        text = p.read_text(encoding="utf-8")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReleaseError(f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); the "
+                               f"{judge} judge's prompt must be the release's file as published") from None
         why = template_problem(judge, text)
         if why:
             raise ReleaseError(f"{p}: the {judge} prompt has not its placeholders: {why}")
