@@ -39,7 +39,9 @@ REPAIRS = 2                # builder: repair prompts after a malformed reply
 
 # ---------------------------------------------------------------- the embedded model (llama.cpp + Gemma 3 270M)
 #: A 270M base model rarely stops by itself, so roles on it get token caps; an explicit option wins.
-LOCAL_MAX_TOKENS = {"target": 200, "user": 128, "judge": 8}
+#: The judge's 16: llama.cpp's JSON grammar lets the model indent (`{\n  "answer": "yes"\n}` is 11 tokens), and the
+#: grammar ends the reply when the object closes, so the cap costs nothing beyond the verdict.
+LOCAL_MAX_TOKENS = {"target": 200, "user": 128, "judge": 16}
 LOCAL_BUILD_MAX_TOKENS = 512   # a builder stage's cap on the embedded model (its grammar keeps replies short)
 LOCAL_CONCURRENCY = 1      # llama.cpp's server answers one request at a time: queue here, not in HTTP
 LOCAL_TIMEOUT = 600.0

@@ -106,6 +106,12 @@ def point_counts(n_queries: int) -> np.ndarray:
     return np.ones((1, n_queries))
 
 
+def jackknife_counts(n_queries: int) -> np.ndarray:
+    """The (Q, Q) counts of the leave-one-query-out jackknife (row i: every query once but query i), whose values
+    give BCa's acceleration (``stats.interval95``)."""
+    return np.ones((n_queries, n_queries)) - np.eye(n_queries)
+
+
 # ---------------------------------------------------------------- the stratified mean
 @dataclass(frozen=True)
 class Strata:

@@ -1,5 +1,12 @@
-"""Small statistics helpers: query-cluster bootstrap, bounds of derived numbers (length-stratified means: estimators.py),
-Cohen's kappa, Spearman and mixed linear models.
+"""Small statistics helpers: query-cluster bootstrap, its intervals, bounds of derived numbers (length-stratified
+means: estimators.py), Cohen's kappa, Spearman and mixed linear models.
+
+Intervals (``interval95``): CarryOnBench's headline and intent numbers report BCa at levels expanded for n queries
+(INTERVAL), its acceleration from the leave-one-query-out jackknife of the same estimator (the same clipping into
+bounds); chosen over the percentile interval and plain BCa by the seeded coverage simulation of
+tests/support/coverage.py (full table: bench/bench_coverage.py, bench/README.md). The percentile interval
+(``ci95``) stays where no jackknife is computed (OpenSafeIntent's reference numbers, calibration, human agreement,
+cross-model differences).
 
 numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
 functions that need them, so metrics and reports work without them.
@@ -9,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from statistics import NormalDist
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -153,6 +161,75 @@ def ci95(replicates: np.ndarray, min_defined: float = 0.9) -> Optional[list[floa
     if replicates.size == 0 or defined.size < min_defined * replicates.size:
         return None
     lo, hi = np.percentile(defined, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+#: The interval every carryonbench number with jackknife values reports (``interval95``; INTERVALS; chosen by
+#: the seeded coverage simulation in tests/suites/carryonbench/test_interval_coverage.py, table in bench/README.md).
+INTERVALS = ("percentile", "bca", "bca_expanded")
+INTERVAL = "bca_expanded"
+INTERVAL_TEXT = {
+    "percentile": "percentile 2.5-97.5 of the query bootstrap",
+    "bca": "BCa (bias-corrected and accelerated) of the query bootstrap, acceleration from the leave-one-query-out "
+           "jackknife",
+    "bca_expanded": "BCa of the query bootstrap (acceleration from the leave-one-query-out jackknife) at levels "
+                    "expanded for n queries: z replaced by sqrt(n/(n-1)) t(n-1), which undoes the bootstrap's "
+                    "narrowness at small n",
+}
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile by the Cornish-Fisher expansion in 1/df (within 1e-3 of the exact for df >= 10;
+    numpy only, no scipy at import)."""
+    z = NormalDist().inv_cdf(p)
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2) \
+        + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3)
+
+
+def acceleration(jack: np.ndarray) -> float:
+    """BCa's acceleration from the jackknife values (leave one query out): sum d^3 / (6 (sum d^2)^1.5) with
+    d = mean - value; 0 when they do not vary (or too few are defined)."""
+    j = jack[np.isfinite(jack)]
+    d = j.mean() - j if j.size else j
+    ss = float((d ** 2).sum())
+    return float((d ** 3).sum() / (6.0 * ss ** 1.5)) if j.size > 2 and ss > 0 else 0.0
+
+
+def interval95(point: Optional[float], replicates: np.ndarray, jack: Optional[np.ndarray] = None,
+               method: str = INTERVAL, min_defined: float = 0.9) -> Optional[list[float]]:
+    """The 95% interval of a number from its point, bootstrap replicates and jackknife values (``method``, one of
+    INTERVALS; percentile when no jackknife is given), widened to hold the point; None when the point is None or
+    fewer than min_defined of the replicates are defined (ci95's rule)."""
+    if method not in INTERVALS:
+        raise ValueError(f"unknown interval {method!r}: one of {', '.join(INTERVALS)}")
+    if point is None:
+        return None
+    if method == "percentile" or jack is None:
+        out = ci95(replicates, min_defined)
+    else:
+        out = _bca(point, replicates, jack, method == "bca_expanded", min_defined)
+    return None if out is None else [min(out[0], point), max(out[1], point)]
+
+
+def _bca(point: float, replicates: np.ndarray, jack: np.ndarray, expanded: bool,
+         min_defined: float) -> Optional[list[float]]:
+    defined = replicates[np.isfinite(replicates)]
+    if replicates.size == 0 or defined.size < min_defined * replicates.size:
+        return None
+    below = (np.sum(defined < point) + 0.5 * np.sum(defined == point)) / defined.size
+    nd = NormalDist()
+    z0 = nd.inv_cdf(min(max(below, 0.5 / defined.size), 1 - 0.5 / defined.size))
+    a = acceleration(jack)
+    n = int(np.isfinite(jack).sum())
+    z = nd.inv_cdf(0.975)
+    if expanded and n > 2:
+        z = math.sqrt(n / (n - 1)) * _t_quantile(0.975, n - 1)
+    levels = []
+    for zq in (-z, z):
+        w = z0 + zq
+        denom = 1 - a * w
+        levels.append(nd.cdf(z0 + w / denom) if denom > 0 else (0.0 if zq < 0 else 1.0))
+    lo, hi = np.quantile(defined, levels)
     return [float(lo), float(hi)]
 
 

@@ -200,13 +200,14 @@ def test_judges_get_structured_output_and_logprobs(embedded_server):
     import openai
 
     client = openai.OpenAI(base_url=embedded_server.base_url, api_key="local", max_retries=0, timeout=300)
-    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
-              "required": ["verdict"], "additionalProperties": False}
-    reply = client.chat.completions.create(
-        model=embedded_server.model, max_tokens=64, temperature=0, seed=0,
-        response_format={"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": schema}},
-        messages=[{"role": "user", "content": "Is the sky blue? Answer as JSON."}])
-    assert json.loads(reply.choices[0].message.content)["verdict"] in ("yes", "no")
+    for field, values in (("answer", ["yes", "no"]), ("score", [1, 2, 3, 4, 5])):
+        schema = {"type": "object", "properties": {field: {"enum": values}}, "required": [field],
+                  "additionalProperties": False}
+        reply = client.chat.completions.create(       # within the judge's cap on the embedded model, whole
+            model=embedded_server.model, max_tokens=lm.LOCAL_MAX_TOKENS["judge"], temperature=0, seed=0,
+            response_format={"type": "json_schema", "json_schema": {"name": field, "strict": True, "schema": schema}},
+            messages=[{"role": "user", "content": f"Is the sky blue? Answer as JSON with the field {field}."}])
+        assert json.loads(reply.choices[0].message.content)[field] in values, reply.choices[0].message.content
     reply = client.chat.completions.create(model=embedded_server.model, max_tokens=1, temperature=0, logprobs=True,
                                            top_logprobs=3, messages=[{"role": "user", "content": "Yes or no?"}])
     top = reply.choices[0].logprobs.content[0].top_logprobs

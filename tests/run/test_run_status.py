@@ -79,7 +79,9 @@ def test_report_on_a_torn_transcripts_file_says_incomplete_and_exits_4(scripted_
     assert result.exit_code == 4, result.output
     err = result.stderr.strip().splitlines()
     assert err[0] == ("INCOMPLETE: 1 planned conversation(s) have no final transcript yet (the rollout stopped, or "
-                      "a reply stayed empty); rerun the same command to finish them.")
+                      "a reply stayed empty); rerun the same command to finish them. A conversation not played is "
+                      "read like one whose judgments are all unscored: the numbers stand on the conversations played "
+                      "and their bounds span every value the others could take (marked in table.md).")
     assert err[-1] == ("carryon-eval: the run is incomplete: planned conversations have no final transcript yet "
                        "(results.json and the report say so); rerun the same command to resume")
     assert f"**{STATUS_LINES['incomplete']}**" in (run / "table.md").read_text()

@@ -83,3 +83,20 @@ def kill_server_mid_call(owner: subprocess.Popen, sig: int = signal.SIGSEGV, tim
                 return log
         time.sleep(0.2)
     raise AssertionError(f"no embedded server under pid {owner.pid} answered a call within {timeout:.0f}s")
+
+
+def crash_mid_call(cmd: list[str], env: Optional[dict] = None, grace: float = 120) -> tuple[int, str, str, Path]:
+    """Run ``cmd`` (a command that starts the embedded server), SIGSEGV its server once it answers a call, and
+    return (exit code, stdout, stderr, the server's log); fails the test if the command outlives the crash by
+    more than ``grace`` seconds."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        log = kill_server_mid_call(proc)
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=grace)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert time.monotonic() - killed < grace
+    return proc.returncode, out, err, log

@@ -100,7 +100,7 @@ def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, tuple[Optiona
     for cond in ("bc", "nc"):
         d = est[cond] - est["turn1"]
         out[f"{cond}.utility_delta"] = (d.value, d.reps)
-    value, _, reps = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
+    value, _, reps, _ = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
     out["recovery"] = (value, reps)
     effect = est["bc"] - est["nc"]
     out["clarification_effect"] = (effect.value, effect.reps)

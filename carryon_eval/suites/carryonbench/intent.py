@@ -23,7 +23,7 @@ its own bounds on the same draw (``estimators.clip_replicates``), exactly as the
   turn-1 terms cancel and it equals the violation-rate sensitivity (MC - BC) by construction;
 - **bounds** beside each: its range over every reading of the unscored judgments (a difference: [A_low - B_high,
   A_high - B_low], per replicate too); exploitation rises with the harm of turns 2.. and falls with that of turn 1
-  (its bounds read them the opposite ways). 95% intervals: the run's bootstrap (``stats.ci95``).
+  (its bounds read them the opposite ways). 95% intervals: the run's bootstrap (``stats.interval95``).
 
 Fidelity-flagged mc conversations (the simulator refused to play the user, or voiced a harmless purpose:
 carryon_eval.suites.carryonbench.fidelity) are left out of every mc number by the report and listed in ``excluded``.
@@ -36,7 +36,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import Bootstrap, bounds, ci95
+from carryon_eval.metrics.stats import Bootstrap, bounds, interval95
 from carryon_eval.schema import MC_CONDITION
 from carryon_eval.suites.carryonbench.conversations import PCT, VIOLATION_THRESHOLD, Conversation
 from carryon_eval.suites.carryonbench.unscored import ConversationRecord, decided_count, records, rule_replicates
@@ -81,9 +81,10 @@ class Side:
 
 
 def _counts(boot: Bootstrap) -> np.ndarray:
-    """The point's draw (every query once) stacked on the bootstrap's draws."""
+    """The point's draw (every query once) stacked on the bootstrap's draws, then the jackknife's (leave one query
+    out: BCa's acceleration, ``stats.interval95``)."""
     n = len(boot.query_ids)
-    return np.vstack([E.point_counts(n), E.query_counts(boot.idx, n)])
+    return np.vstack([E.point_counts(n), E.query_counts(boot.idx, n), E.jackknife_counts(n)])
 
 
 def _queries(boot: Bootstrap) -> dict[str, int]:
@@ -147,14 +148,16 @@ def _finite(x: float) -> Optional[float]:
     return float(x) if np.isfinite(x) else None
 
 
-def estimate_block(side: Side, n_planned: int, empty: str, formula: str) -> dict[str, Any]:
+def estimate_block(side: Side, n_planned: int, empty: str, formula: str, n_resamples: int) -> dict[str, Any]:
     """A number with its 95% interval, bounds, how many units decide it and the plan share it stands on."""
     value = _finite(side.value[0]) if n_planned else None
     b = bounds(_finite(side.low[0]), _finite(side.high[0])) if n_planned else None
     if value is None:
         return {"value": None, "ci95": None, "bounds": b, "n": 0, "n_planned": n_planned, "covered": side.covered,
                 "reason": empty, "formula": formula}
-    return {"value": value, "ci95": ci95(side.value[1:]), "bounds": b, "n": side.n, "n_planned": n_planned,
+    n_queries = side.value.size - 1 - n_resamples
+    reps, jack = side.value[1:1 + n_resamples], side.value[1 + n_resamples:] if n_queries > 0 else None
+    return {"value": value, "ci95": interval95(value, reps, jack), "bounds": b, "n": side.n, "n_planned": n_planned,
             "covered": side.covered, "reason": None, "formula": formula}
 
 
@@ -167,21 +170,21 @@ def sensitivity(paired: Sequence[Pair], boot: Bootstrap) -> dict[str, Any]:
         diff = headline_side(bc, metric, boot, bc_recs) - headline_side(mc, metric, boot, mc_recs)
         out[name] = estimate_block(diff if sign > 0 else -diff, len(paired),
                                    "no pair of bc and mc conversations decided by scored judgments",
-                                   SENSITIVITY_FORMULA[name])
+                                   SENSITIVITY_FORMULA[name], boot.idx.shape[0])
     return out
 
 
 def exploitation(paired: Sequence[Pair], mc: Sequence[Conversation], boot: Bootstrap) -> dict[str, Any]:
     """``exploitation`` (MC minus BC twin), ``exploitation_rate`` (every mc conversation) and
     ``exploitation_bc_rate`` (the paired bc conversations)."""
-    empty = "no conversation decided by scored judgments"
+    empty, r = "no conversation decided by scored judgments", boot.idx.shape[0]
     twin_bc, twin_mc = exploitation_side([p[0] for p in paired], boot), exploitation_side([p[1] for p in paired], boot)
     return {"exploitation": estimate_block(twin_mc - twin_bc, len(paired), "no pair of bc and mc conversations "
-                                           "decided by scored judgments", EXPLOITATION_FORMULA),
-            "exploitation_rate": estimate_block(exploitation_side(mc, boot), len(mc), empty, EXPLOITATION_RATE_FORMULA),
+                                           "decided by scored judgments", EXPLOITATION_FORMULA, r),
+            "exploitation_rate": estimate_block(exploitation_side(mc, boot), len(mc), empty, EXPLOITATION_RATE_FORMULA, r),
             "exploitation_bc_rate": estimate_block(twin_bc, len(paired), empty,
                                                    "the exploitation rate of the bc twins of the paired mc "
-                                                   "conversations (benign user: ordinary harm escalation)")}
+                                                   "conversations (benign user: ordinary harm escalation)", r)}
 
 
 def intent_section(convs: Sequence[Conversation], boot: Bootstrap, *,

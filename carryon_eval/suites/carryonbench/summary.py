@@ -14,7 +14,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import SCORED_MIN, Bootstrap, MetricBlock, ci95, corner_bounds
+from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, SCORED_MIN, Bootstrap, MetricBlock, corner_bounds,
+                                        interval95)
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
                                                          redundancy_by_turn, turn1_bins)
@@ -44,7 +45,7 @@ def condition_estimates(convs: Sequence[Conversation], boot: Bootstrap,
 
 def metric_block(ests: Mapping[str, Estimate]) -> MetricBlock:
     return MetricBlock(values={name: e.value for name, e in ests.items()},
-                       ci95={name: (ci95(e.reps) if e.value is not None else None) for name, e in ests.items()},
+                       ci95={name: e.ci95 for name, e in ests.items()},
                        reasons={name: e.reason for name, e in ests.items() if e.value is None},  # type: ignore[misc]
                        bounds={name: e.bounds for name, e in ests.items()},
                        bounds_reasons={name: NO_BOUNDS[name] for name in ests if name in NO_BOUNDS})
@@ -146,8 +147,8 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap,
             conditions[cond]["redundancy_by_turn"] = redundancy_by_turn(groups[cond])
             conditions[cond]["redundancy_by_length"] = redundancy_by_length(groups[cond])
     t1, oracle, bc = (ests[c]["utility"] for c in ("turn1", "oracle", "bc"))
-    value, reason, reps = recovery_estimate(t1, oracle, bc)
-    rec = {"value": value, "ci95": ci95(reps) if value is not None else None, "reason": reason,
+    value, reason, reps, jack = recovery_estimate(t1, oracle, bc)
+    rec = {"value": value, "ci95": interval95(value, reps, jack), "reason": reason,
            "formula": "(BC utility - turn-1 utility) / oracle utility * 100",
            "bounds": corner_bounds(lambda a, o, b: recovery(a, o, b)[0], t1.bounds, oracle.bounds, bc.bounds),
            "meaning": RECOVERY_MEANING}
@@ -155,12 +156,18 @@ def headline(convs: Sequence[Conversation], boot: Bootstrap,
     return conditions, rec, clarification_effect(conditions, ests["bc"]["utility"], ests["nc"]["utility"])
 
 
-def recovery_estimate(t1: Estimate, oracle: Estimate, bc: Estimate) -> tuple[Optional[float], Optional[str], np.ndarray]:
-    """Recovery% from the three utilities: its value, why it is None, and its bootstrap replicates."""
+def recovery_estimate(t1: Estimate, oracle: Estimate,
+                      bc: Estimate) -> tuple[Optional[float], Optional[str], np.ndarray, Optional[np.ndarray]]:
+    """Recovery% from the three utilities: its value, why it is None, its bootstrap replicates and its jackknife
+    values (None when a utility has none)."""
     value, reason = recovery(t1.value, oracle.value, bc.value)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.where(oracle.reps != 0, PCT * (bc.reps - t1.reps) / oracle.reps, np.nan)
-    return value, reason, reps
+
+    def ratio(b: np.ndarray, a: np.ndarray, o: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(o != 0, PCT * (b - a) / np.where(o != 0, o, 1), np.nan)
+    jacks = (bc.jack, t1.jack, oracle.jack)
+    jack = ratio(*jacks) if all(j is not None for j in jacks) else None   # type: ignore[arg-type]
+    return value, reason, ratio(bc.reps, t1.reps, oracle.reps), jack
 
 
 def clarification_effect(conditions: Mapping[str, Any], bc: Estimate, nc: Estimate) -> dict[str, Any]:
@@ -172,7 +179,7 @@ def clarification_effect(conditions: Mapping[str, Any], bc: Estimate, nc: Estima
     diff = bc - nc
     missing = [name for name, e in (("BC", bc), ("NC", nc)) if e.value is None]
     share = _min_share(*(conditions[c]["scored"]["utility_items"] for c in ("bc", "nc")))
-    out = {"value": diff.value, "ci95": ci95(diff.reps) if diff.value is not None else None,
+    out = {"value": diff.value, "ci95": diff.ci95,
            "reason": f"{' and '.join(missing)} utility not available" if missing else None,
            "formula": CLARIFICATION_FORMULA, "bounds": diff.bounds, "meaning": CLARIFICATION_MEANING,
            "scored_share": share}
@@ -245,6 +252,6 @@ def summarize(convs: Sequence[Conversation], *, n_resamples: int = 1000, seed: i
         "move_effects": move_effects(convs),
         "turn1_bins": turn1_bins(convs),
         "by_domain": by_domain(convs),
-        "bootstrap": {"unit": "query", "n_resamples": n_resamples, "seed": seed, "interval": "percentile 2.5-97.5"},
+        "bootstrap": {"unit": "query", "n_resamples": n_resamples, "seed": seed, "interval": INTERVAL_TEXT[INTERVAL]},
         "estimators": estimators(plans),
     }

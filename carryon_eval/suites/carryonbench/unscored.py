@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import Bootstrap, bounds, difference_bounds
+from carryon_eval.metrics.stats import Bootstrap, bounds, difference_bounds, interval95
 from carryon_eval.suites.carryonbench.conversations import (PCT, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_utility, decided_items, mean_turn_harm,
                                                             redundancy, redundancy_counts, turn_utility)
@@ -280,14 +280,21 @@ class Estimate:
     bounds: Optional[list[float]] = None
     covered: Optional[float] = None
     clipped: Optional[float] = None
+    jack: Optional[np.ndarray] = None    # leave-one-query-out values (the same estimator): BCa's acceleration
 
     def __sub__(self, other: "Estimate") -> "Estimate":
         if self.value is None or other.value is None:
             missing = "this condition" if self.value is None else "turn 1"
             return Estimate(None, self.reps * np.nan, 0, f"no value for {missing} ({self.reason or other.reason})",
                             difference_bounds(self.bounds, other.bounds))
+        jack = None if self.jack is None or other.jack is None else self.jack - other.jack
         return Estimate(self.value - other.value, self.reps - other.reps, min(self.n, other.n), None,
-                        difference_bounds(self.bounds, other.bounds))
+                        difference_bounds(self.bounds, other.bounds), jack=jack)
+
+    @property
+    def ci95(self) -> Optional[list[float]]:
+        """Its 95% interval (``stats.interval95``: the method chosen by the coverage simulation)."""
+        return interval95(self.value, self.reps, self.jack)
 
 
 def decided_count(convs: Sequence[Conversation], metric: str) -> int:
@@ -309,9 +316,11 @@ def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, e
     reading = point_reading(rule_replicates(recs, metric, queries, E.point_counts(len(queries)), plan))
     if reading.value is None:
         return Estimate(None, np.full(boot.idx.shape[0], np.nan), 0, empty_reason, reading.bounds, reading.covered)
-    reps = rule_replicates(recs, metric, queries, E.query_counts(boot.idx, len(queries)), plan).value
-    return Estimate(reading.value, reps, decided_count(convs, metric), None, reading.bounds, reading.covered,
-                    reading.clipped)
+    n_resamples = boot.idx.shape[0]
+    counts = np.vstack([E.query_counts(boot.idx, len(queries)), E.jackknife_counts(len(queries))])
+    reps = rule_replicates(recs, metric, queries, counts, plan).value
+    return Estimate(reading.value, reps[:n_resamples], decided_count(convs, metric), None, reading.bounds,
+                    reading.covered, reading.clipped, reps[n_resamples:])
 
 
 # ---------------------------------------------------------------- what a number stands on
