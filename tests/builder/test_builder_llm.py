@@ -615,8 +615,8 @@ def test_local_model_build_runs_to_the_end(source, scripted_server, tmp_path):
     if _check_local_build_or_one_line(res, tmp_path / "mixed"):
         stages = {r["stage"] for r in read(tmp_path / "mixed", "provenance")}
         assert {"intents", "oracle_answers", "harm_filter"} <= stages
-    else:   # Gemma served the stages from the harm filter on: the build got that far
-        assert re.search(r"error: (harm_filter|decompose|merge|item_filter): 0 of 2 queries kept", res.stderr.decode())
+    else:   # Gemma served the stages from the harm filter on: the build got that far (a stage before may drop one)
+        assert re.search(r"error: (harm_filter|decompose|merge|item_filter): 0 of [12] quer(y|ies) kept", res.stderr.decode())
     print(f"local builds: all-local {middle - started:.0f}s, mixed {time.monotonic() - middle:.0f}s")
 
 
