@@ -250,7 +250,7 @@ def outcome_of(name: str, exc: Optional[BaseException]) -> Outcome:
 
 async def run_plan(plan: Plan, out: Output) -> list[Outcome]:
     """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model)."""
-    limits: dict[tuple[str, str], Any] = {}
+    limits: dict[tuple[str, ...], Any] = {}
 
     async def one(target: Target) -> Outcome:
         try:

@@ -65,7 +65,7 @@ def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, An
 
 
 async def evaluate(cfg: EvaluateConfig, out: Output,
-                   limits: Optional[dict[tuple[str, str], Any]] = None) -> Optional[Results]:
+                   limits: Optional[dict[tuple[str, ...], Any]] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
     OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in

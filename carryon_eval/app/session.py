@@ -37,10 +37,12 @@ class Session:
 
     def __init__(self, out: Output, *, model_check: bool = True,
                  give_up_after: Optional[float] = None, prices: Sequence[str] = (),
-                 limits: Optional[dict[tuple[str, str], Any]] = None) -> None:
+                 limits: Optional[dict[tuple[str, ...], Any]] = None) -> None:
         self.out = out
         #: (base URL, model) -> the limiter its endpoints share, across the sessions given the same dict (a
-        #: sweep's runs: a judge they share has at most its concurrency in flight in all); None: one per endpoint
+        #: sweep's runs: a judge they share has at most its concurrency in flight in all); None: one per endpoint.
+        #: The same dict holds, under ("heard", URL, ...), each server's clock of its last answer: a run whose
+        #: calls wait for the shared limiter while the server answers another run's is not waiting on silence.
         self.limits = limits
         self.prices = parse_prices(prices)    # --price: this command's usage (and run.json's) priced with them
         self.give_up_after = give_up_after    # None: GIVE_UP_AFTER, or 1.5 timeouts of a slow (local) endpoint
@@ -119,7 +121,10 @@ class Session:
         give_up = self.give_up_after
         if give_up is None:
             give_up = max(defaults.GIVE_UP_AFTER, 1.5 * endpoint.config.timeout)
-        return RoleWatch(endpoint, role, give_up, heard=self._heard.setdefault(served_by(endpoint), Heard()))
+        servers = served_by(endpoint)
+        heard = (self._heard if self.limits is None else self.limits).setdefault(
+            servers if self.limits is None else ("heard", *servers), Heard())
+        return RoleWatch(endpoint, role, give_up, heard=heard)
 
     def record_sent(self, run: RunFolder) -> None:
         """run.json's ``roles.ROLE.sent``: the parameters each role's endpoints refused and what was sent
