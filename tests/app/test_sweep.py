@@ -123,7 +123,7 @@ def test_a_target_that_stops_answering_exits_4_and_the_others_finish(scripted_se
         return Fault.status(500) if body["model"] == "t3" else counting(body)
 
     srv = scripted_server(handler, models=(*TARGETS, "sim", "jdg"))
-    plan = write_plan(tmp_path / "plan.toml", srv, dataset, extra="give-up-after = 1\n")
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset, extra="give-up-after = 5\n")
     res = invoke("sweep", plan, "--out", tmp_path / "sweep")
     assert res.exit_code == 4, res.output
     assert "sweep: t3-run FAILED (exit 4)" in res.stderr and "sweep: 2 of 3 runs finished: t1-run, t2-run" in res.stderr
