@@ -34,26 +34,16 @@ def write_dataset(root: Path, n_queries: int) -> Path:
     return write_tables(root, made_up_tables(n_queries, plan, items=3))
 
 
-class Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, text: str) -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        pass
-
-
 def evaluate(url: str, data: Path, out: Path, subset: str) -> tuple[dict[str, int], dict]:
     from carryon_eval.app import commands as app
+    from carryon_eval.sweep import Captured       # keeps the info lines (the dry run's JSON table)
     from carryon_eval.app.config import EvaluateConfig, RoleChoice
 
     role = RoleChoice(url, "tgt", "BENCH_NO_KEY")
     cfg = EvaluateConfig(target=role, user=RoleChoice(url, "sim"), judge=RoleChoice(url, "jdg"),
                          dataset=str(data), out=out, concurrency=32, max_tokens=64, judge_max_tokens=8,
                          subset=subset)
-    lines = Lines()
+    lines = Captured()
     asyncio.run(app.evaluate(cfg, lines))
     calls = {}
     for line in lines.lines:
