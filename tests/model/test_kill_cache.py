@@ -12,6 +12,21 @@ from support.scripted_server import Fault
 from support.rollout_data import evaluator_handler as handler
 
 
+def kill_after_burst(proc, srv, burst_answered, wait: float = 0.1) -> list:
+    """SIGKILL ``proc`` ``wait`` seconds after ``burst_answered()`` holds (polled for up to 120 s); returns the
+    server's statuses as they were at the kill."""
+    try:
+        deadline = time.monotonic() + 120
+        while not burst_answered() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(wait)
+        statuses = srv.statuses
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+    return statuses
+
+
 def test_a_sigkill_after_a_burst_costs_at_most_the_calls_in_flight(scripted_server, dataset, tmp_path):
     srv = scripted_server(slowly(handler, 0.05), models=("tgt", "sim", "jdg"))
     clean = invoke(*remote(srv), "--dataset", dataset, "--out", tmp_path / "clean", "--concurrency", 4)
@@ -21,15 +36,7 @@ def test_a_sigkill_after_a_burst_costs_at_most_the_calls_in_flight(scripted_serv
 
     out = tmp_path / "run"
     proc = spawn(*remote(srv), "--dataset", dataset, "--out", out, "--concurrency", 4)
-    try:
-        deadline = time.monotonic() + 120
-        while sum(s == 200 for s in srv.statuses) < needed // 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)                           # 0.1 s after the server answered the burst
-        statuses = srv.statuses
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=10)
+    statuses = kill_after_burst(proc, srv, lambda: sum(s == 200 for s in srv.statuses) >= needed // 3)
     answered = sum(s == 200 for s in statuses)
     in_flight = sum(s is None for s in srv.statuses[: len(statuses)]) + (len(srv.statuses) - len(statuses))
     assert 0 < answered < needed
@@ -64,16 +71,8 @@ def test_a_sigkill_0_1_s_after_an_answered_burst_pays_again_at_most_the_calls_he
     gate.update(open=False, answer=max(1, int(needed * share)))
 
     proc = spawn(*args, "--out", tmp_path / "run")
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (
-                gate["answer"] < 0 and sum(s == 200 for s in srv.statuses) == int(needed * share)):
-            time.sleep(0.005)
-        time.sleep(0.1)                           # 0.1 s after the server answered the burst
-        statuses = srv.statuses
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=10)
+    statuses = kill_after_burst(proc, srv, lambda: gate["answer"] < 0
+                                and sum(s == 200 for s in srv.statuses) == int(needed * share))
     answered = sum(s == 200 for s in statuses)
     in_flight = sum(s is None for s in statuses)
     assert answered == int(needed * share) and in_flight > 0, (answered, in_flight)
