@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import (InputsRecord, Job, PlanSettings, Probe, ProbeContext, ReportInputs, ScorerUse, Section,
                                 Skipped, Suite, SuiteOptions, SuiteReport, headline_unscored, register_suite)
-from carryon_eval.suites.opensafeintent import (HEADLINE, Inputs, compare_columns, compare_markdown, inputs_of,
-                                                inputs_or_none, load_probes, plan, probe_file, probe_intent,
-                                                probe_run_file, render_html, render_markdown, section, target_model)
+from carryon_eval.suites.opensafeintent.public import (HEADLINE, Inputs, compare_columns, compare_markdown, inputs_of,
+                                                       inputs_or_none, load_probes, plan, probe_file, probe_intent,
+                                                       probe_run_file, render_html, render_markdown, section,
+                                                       target_model)
 # the suite record registers OpenSafeIntent's suite and its reference judges, which the triplets are judged by
 from carryon_eval.suites.opensafeintent.record import NEEDS, count_sets, is_dual_use, judge_records, load_as
 from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
