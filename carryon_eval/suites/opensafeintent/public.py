@@ -14,8 +14,9 @@ is its own and may change without notice.
   ``render_html``, ``compare_columns``, ``compare_markdown``.
 
 The suite record and the hooks it shares with the triplet wing (``load_as``, ``is_dual_use``, ``count_sets``,
-``judge_records``, ``NEEDS``) are in ``carryon_eval.suites.opensafeintent.record``: importing that module
-registers the suite, importing this one does not (nor does importing the package: its ``__init__`` is light).
+``judge_records``, ``run_intent_probe``, ``NEEDS``) are in ``carryon_eval.suites.opensafeintent.record``:
+importing that module registers the suite, importing this one does not (nor does importing the package: its
+``__init__`` is light).
 """
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, ScoredSet, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill

@@ -23,16 +23,16 @@ from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
-                                               PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
-                                               TARGET_TEMPERATURE, Inputs, inputs_of, inputs_or_none, keep_inputs,
-                                               load_probes, plan, probe_intent, probe_run_file, prompt_name, section,
-                                               set_exports, target_model)
+from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE,
+                                                      PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
+                                                      TARGET_TEMPERATURE, Inputs, inputs_of, inputs_or_none,
+                                                      keep_inputs, load_probes, plan, probe_file, probe_intent,
+                                                      probe_run_file, prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
 from carryon_eval.suite import (RUN_FOLDER, InputsRecord, Job, JobGeneration, PlanSettings, Probe, ProbeContext,
-                                ReportInputs, ScorerUse, Section, Skipped, Suite, SuiteOption, SuiteOptions, SuiteReport,
-                                headline_unscored, register_suite)
+                                ReportInputs, ScorerUse, Section, Skipped, Suite, SuiteOption, SuiteOptions,
+                                SuiteReport, headline_unscored, register_suite)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -114,13 +114,19 @@ def judge_records(inputs: ReportInputs) -> dict[str, list[dict[str, Any]]]:
     return {scorer: inputs.records(scorer) for scorer in SCORERS}
 
 
-async def _probe(ctx: ProbeContext) -> str:
-    release = inputs_of(ctx.bench).release
-    transcripts = ctx.run.transcripts()
+async def run_intent_probe(ctx: ProbeContext, condition: str = CONDITION) -> str:
+    """The intent probe of ``condition``'s replies (this wing's, or the triplet wing's ``triplet``): the target asked
+    about each dual-use original the judge's records put above harm 0; returns the line for the user."""
+    release = inputs_of(ctx.bench, condition).release
     records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in SCORERS}
-    probes = await probe_intent(release, ctx.run, transcripts, records, ctx.target, ctx.concurrency)
-    return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
-            f"-> {ctx.run.path / PROBE_FILE}")
+    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
+                                condition=condition)
+    return (f"{condition} intent probe: {len(probes)} dual-use replies with harm above 0 asked "
+            f"-> {ctx.run.path / probe_file(condition)}")
+
+
+async def _probe(ctx: ProbeContext) -> str:
+    return await run_intent_probe(ctx)
 
 
 def summarize(inputs: ReportInputs) -> Optional[Section]:
@@ -129,8 +135,8 @@ def summarize(inputs: ReportInputs) -> Optional[Section]:
     loaded = inputs_or_none(inputs.bench)
     if not mine or loaded is None:
         return None
-    return section(loaded.release, mine, judge_records(inputs), load_probes(inputs.run, target_model(mine)), inputs.judge,
-                   n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
+    return section(loaded.release, mine, judge_records(inputs), load_probes(inputs.run, target_model(mine)),
+                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
 
 
 def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:

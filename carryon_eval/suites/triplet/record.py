@@ -22,11 +22,11 @@ from carryon_eval.schema import TRIPLET_CONDITION
 from carryon_eval.suite import (InputsRecord, Job, PlanSettings, Probe, ProbeContext, ReportInputs, ScorerUse, Section,
                                 Skipped, Suite, SuiteOptions, SuiteReport, headline_unscored, register_suite)
 from carryon_eval.suites.opensafeintent.public import (HEADLINE, Inputs, compare_columns, compare_markdown, inputs_of,
-                                                       inputs_or_none, load_probes, plan, probe_file, probe_intent,
-                                                       probe_run_file, render_html, render_markdown, section,
-                                                       target_model)
+                                                       inputs_or_none, load_probes, plan, probe_run_file, render_html,
+                                                       render_markdown, section, target_model)
 # the suite record registers OpenSafeIntent's suite and its reference judges, which the triplets are judged by
-from carryon_eval.suites.opensafeintent.record import NEEDS, count_sets, is_dual_use, judge_records, load_as
+from carryon_eval.suites.opensafeintent.record import (NEEDS, count_sets, is_dual_use, judge_records, load_as,
+                                                       run_intent_probe)
 from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
 
 if TYPE_CHECKING:       # types only
@@ -62,16 +62,7 @@ def _plan(bench: "Benchmark", conditions: Sequence[str], settings: PlanSettings)
 
 
 async def _probe(ctx: ProbeContext) -> str:
-    release = inputs_of(ctx.bench, TRIPLET_CONDITION).release
-    records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in scorers_used()}
-    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
-                                condition=TRIPLET_CONDITION)
-    return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
-            f"-> {ctx.run.path / probe_file(TRIPLET_CONDITION)}")
-
-
-def scorers_used() -> tuple[str, ...]:
-    return ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")
+    return await run_intent_probe(ctx, TRIPLET_CONDITION)
 
 
 def summarize(inputs: ReportInputs) -> Optional[Section]:
@@ -120,7 +111,8 @@ def compare_text(part: Optional[Section]) -> str:
 
 TRIPLETS = register_suite(Suite(
     name="triplet", conditions=(TRIPLET_CONDITION,), plan=_plan, default=False, missing=missing, load=load, rank=10,
-    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"), ScorerUse("osi_assistance_level", when=is_dual_use)),
+    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
+          ScorerUse("osi_assistance_level", when=is_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=count_sets, run=_probe),), files=(probe_run_file(TRIPLET_CONDITION),),
     report=SuiteReport(section="triplet", summarize=summarize, markdown=markdown, html=html,
                        compare=compare, compare_markdown=compare_text,

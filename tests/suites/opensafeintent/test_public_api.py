@@ -83,7 +83,8 @@ def test_the_accessor_reads_back_what_it_keeps_and_says_what_is_missing():
 def hooks(suite) -> dict[str, object]:
     report = suite.report
     found = {"plan": suite.plan, "missing": suite.missing, "load": suite.load,
-             **{f"probe {p.name} up_to": p.up_to for p in suite.probes}, **{f"probe {p.name}": p.run for p in suite.probes},
+             **{f"probe {p.name} up_to": p.up_to for p in suite.probes},
+             **{f"probe {p.name}": p.run for p in suite.probes},
              **{f"use {u.scorer}": u.when for u in suite.uses if u.when is not None}}
     for name in ("summarize", "markdown", "html", "compare", "compare_markdown", "export"):
         if getattr(report, name) is not None:
