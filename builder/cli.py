@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 import click
 
@@ -21,6 +21,8 @@ ROLES = tuple(dict.fromkeys(_STAGE_ROLES))      # each role once (several stages
 
 if TYPE_CHECKING:
     from .llm_config import LLMConfig
+    from .roles import RolePlan
+    from .sources import Source
 
 
 class BuildError(UsageError):
@@ -242,11 +244,7 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
     Runs the LLM stages (benign intents, checklists) with the models given below, or skips them with
     --no-llm. Each distinct endpoint is checked before anything is spent (exit 2 if one fails).
     """
-    import contextlib
-
     from . import BUILDER_VERSION
-    from .pipeline import NoQueryKept, build as run_build
-    from .sources import SourceError, detect, get_source
 
     role_endpoints, role_models = _per_role(ctx, "role_endpoints", role_endpoints), _per_role(ctx, "role_models",
                                                                                             role_models)
@@ -255,46 +253,26 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
     request = {role: {name: per_role.get(f"{role}_{name}") for name in REQUEST_OPTIONS} for role in ROLES}
     llm_options = (endpoint or model or role_endpoints or role_models or generators or generator_models)
     _check_build_options(source, out, min_items=min_items, max_items=max_items, dry_run=dry_run, force=force)
-    try:
-        src = (get_source(source_format) if source_format != "auto" else
-               detect(source) if source is not None else get_source("casebench"))
-    except SourceError as exc:
-        fail(str(exc))
-    if min_safe_rate is not None and not src.has_ratings:
-        fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
+    src = _chosen_source(source_format, source, min_safe_rate)
     release = release or src.default_release or f"v{BUILDER_VERSION}"
-    if hub_repo is not None:
-        from .publish import REPO_ID
-
-        if not REPO_ID.match(hub_repo):
-            fail(f"--hub-repo {hub_repo!r}: expected ORG/NAME (a namespace and a dataset name)")
+    _check_hub_repo(hub_repo)
+    build_kw: dict[str, Any] = dict(seed=seed, limit=limit, release=release, log=_log, force=force,
+                                    min_safe_rate=min_safe_rate, source_format=src.name, hub_repo=hub_repo)
     if no_llm:
         if llm_options or dry_run:
             fail("--no-llm runs no LLM stage: drop the endpoint/model options (and --dry-run)")
-        try:
-            run_build(source, out, seed=seed, limit=limit, release=release, log=lambda m: click.echo(m, err=True),
-                      force=force, min_safe_rate=min_safe_rate, source_format=src.name, hub_repo=hub_repo)
-        except (SourceError, FileExistsError) as exc:
-            fail(str(exc))
+        _build_without_llm(source, out, build_kw)
         return
-
-    from carryon_eval.model.client import EndpointError
-    from carryon_eval.model.crash import CrashRecord, LocalServerCrashed
 
     from .dry_run import NO_ENDPOINT
     from .llm_config import LLMConfig
-    from .llm_run import LLMStageAbort, LLMStages
-    from .roles import RoleError, plan_roles
 
     if not llm_options:
         fail("the LLM stages need an endpoint: pass --endpoint URL --model NAME (or --endpoint local), or --no-llm")
     if dry_run and endpoint is None:
         endpoint = NO_ENDPOINT         # a dry run calls nothing: show where the endpoint would be
-    try:
-        plan = plan_roles(endpoint=endpoint, model=model, role_endpoints=role_endpoints, role_models=role_models,
-                          generators=generators, generator_models=generator_models)
-    except RoleError as exc:
-        fail(str(exc))
+    plan = _role_plan(endpoint=endpoint, model=model, role_endpoints=role_endpoints, role_models=role_models,
+                      generators=generators, generator_models=generator_models)
     cache = cache_dir if cache_dir is not None or out is None else out.parent / f"{out.name}.cache"
 
     def config(local_base_url: Optional[str] = None) -> LLMConfig:
@@ -309,6 +287,67 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
         click.echo(dry_run_text(config(), source, limit, ctx.meta.get("carryon_recipe"), src.name))
         return
     assert source is not None and out is not None
+    _build_with_llm(source, out, plan, config, cache, build_kw)
+
+
+def _log(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _chosen_source(source_format: str, source: Optional[Path], min_safe_rate: Optional[float]) -> "Source":
+    """The source record --source-format names (auto: the one whose files SOURCE holds); one line when it
+    cannot be, or when --min-safe-rate asks ratings it has not."""
+    from .sources import SourceError, detect, get_source
+
+    try:
+        src = (get_source(source_format) if source_format != "auto" else
+               detect(source) if source is not None else get_source("casebench"))
+    except SourceError as exc:
+        fail(str(exc))
+    if min_safe_rate is not None and not src.has_ratings:
+        fail(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
+    return src
+
+
+def _check_hub_repo(hub_repo: Optional[str]) -> None:
+    if hub_repo is not None:
+        from .publish import REPO_ID
+
+        if not REPO_ID.match(hub_repo):
+            fail(f"--hub-repo {hub_repo!r}: expected ORG/NAME (a namespace and a dataset name)")
+
+
+def _role_plan(**given: Any) -> "RolePlan":
+    """Which endpoint and model each role and generator uses; one line when the assignments do not add up."""
+    from .roles import RoleError, plan_roles
+
+    try:
+        return plan_roles(**given)
+    except RoleError as exc:
+        fail(str(exc))
+
+
+def _build_without_llm(source: Optional[Path], out: Optional[Path], build_kw: dict[str, Any]) -> None:
+    from .pipeline import build as run_build
+    from .sources import SourceError
+
+    try:
+        run_build(source, out, **build_kw)
+    except (SourceError, FileExistsError) as exc:
+        fail(str(exc))
+
+
+def _build_with_llm(source: Path, out: Path, plan: "RolePlan", config: Callable[[Optional[str]], "LLMConfig"],
+                    cache: Optional[Path], build_kw: dict[str, Any]) -> None:
+    """The build with its LLM stages, on the embedded model when a role needs it (exit 4 when it crashed)."""
+    import contextlib
+
+    from carryon_eval.model.client import EndpointError
+    from carryon_eval.model.crash import CrashRecord, LocalServerCrashed
+
+    from .llm_run import LLMStageAbort, LLMStages
+    from .pipeline import NoQueryKept, build as run_build
+    from .sources import SourceError
 
     with contextlib.ExitStack() as stack:
         local_url = None
@@ -320,12 +359,9 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
             except LocalModelError as exc:
                 fail(str(exc).splitlines()[0])
             local_url = server.base_url
-        stages = LLMStages(config(local_url), log=lambda m: click.echo(m, err=True),
-                           local_server=server if plan.needs_local else None)
+        stages = LLMStages(config(local_url), log=_log, local_server=server if plan.needs_local else None)
         try:
-            run_build(source, out, seed=seed, limit=limit, release=release, llm_stages=stages,
-                      log=lambda m: click.echo(m, err=True), force=force, min_safe_rate=min_safe_rate,
-                      source_format=src.name, hub_repo=hub_repo)
+            run_build(source, out, llm_stages=stages, **build_kw)
         except LocalServerCrashed as exc:       # the embedded server died: exit 4, and whether a rerun can help
             CrashRecord(cache).note(exc)
             click.echo(f"carryon-build: {exc}{exc.hint('; rerun the same command to resume from the cache')}",

@@ -18,7 +18,7 @@ from .changelog import changelog_table, release_notes
 from .citation import dataset_cff, paper_bibtex, release_bibtex
 from .dataset_folder import card_yaml, check_out_folder, configs_note, render_card, write_dataset_folder
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, flow_pool, pool_flows
-from .sources import SOURCES, SourceError, SourceQuery, file_sha256
+from .sources import SOURCES, Source, SourceError, SourceQuery, file_sha256
 
 from carryon_eval.dataset.scoring import RUBRIC_SOURCE, scoring_record
 
@@ -148,6 +148,40 @@ def safe_rate_note(final: Sequence[Any], min_safe_rate: Optional[float], dropped
             "have `safe_rate` < 0.5)")
 
 
+@dataclass(frozen=True)
+class _Selected:
+    """The select stage's result: the source's queries, how many it selected, how many passed --min-safe-rate,
+    and the queries built (after --limit)."""
+    all_queries: list[SourceQuery]
+    n_selected: int
+    n_safe_rate_kept: int
+    queries: list[SourceQuery]
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """What the stages made: the LLM output, the final queries, the flow pool, the conversation plan and the
+    dataset's tables."""
+    llm: LLMOutput
+    final: list[SourceQuery]
+    flows: list[Any]
+    conversations: list[dict[str, Any]]
+    tables: dict[str, list[dict[str, Any]]]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {name: len(rows) for name, rows in self.tables.items()}
+
+    @property
+    def model_turns(self) -> int:
+        flow_by_id = {f.flow_id: f for f in self.flows}
+        return sum(flow_by_id[c["flow_id"]].n_turns // 2 for c in self.conversations)
+
+    @property
+    def used(self) -> set[str]:
+        return {c["flow_id"] for c in self.conversations}
+
+
 def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f"v{BUILDER_VERSION}",
           limit: Optional[int] = None, llm_stages: Optional[LLMStages] = None,
           log: Callable[[str], None] = print, force: bool = False,
@@ -165,6 +199,31 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         raise SourceError(f"--min-safe-rate: the {src.name} source has no annotator ratings (safe_rate)")
     check_out_folder(out, force)
     source = src.data_file(Path(source))
+    selected = _select_queries(src, source, min_safe_rate, limit, log)
+    planned = _plan_tables(src, selected.queries, llm_stages, seed)
+    with_llm = llm_stages is not None
+    later = adds_later_records(src.name, release, with_llm)
+    manifest = _manifest(src, source, selected, planned, release=release, seed=seed, limit=limit,
+                         with_llm=with_llm, hub_repo=hub_repo, later=later, min_safe_rate=min_safe_rate)
+    card_values = _card_values(src, selected, planned, manifest, release=release, seed=seed, limit=limit,
+                               with_llm=with_llm, hub_repo=hub_repo, min_safe_rate=min_safe_rate)
+    card = "---\n" + card_yaml(planned.tables, src) + "---\n\n" + render_card(src.card.read_template(), card_values)
+    citation = dataset_cff(src.manifest_name, release, keywords=list(src.card.header.get("tags", [])),
+                           license_id=src.license if src.card.header.get("license") != "other" else None,
+                           date=release_notes(release).get("date"), repo_id=hub_repo,
+                           source=manifest["source"].get("release")) if later else None
+    manifest = write_dataset_folder(out, planned.tables, card, manifest, src, force=force, citation=citation)
+    counts = planned.counts
+    log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(planned.used)} used), "
+        f"{counts['conversations']} conversations, {planned.model_turns} model turns, "
+        f"{counts['checklists']} checklist items"
+        + (f", {counts['triplets']} triplet prompts" if src.own_triplets else ""))
+    return manifest
+
+
+def _select_queries(src: Source, source: Path, min_safe_rate: Optional[float], limit: Optional[int],
+                    log: Callable[[str], None]) -> _Selected:
+    """ingest -> select -> [--min-safe-rate] -> [--limit], each step logged."""
     all_queries = src.read(source)
     selected = src.select(all_queries)
     log(f"ingest: {len(all_queries)} queries in {source.name}; select: {len(selected)} "
@@ -181,13 +240,21 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     if limit is not None:
         selected = selected[:limit]
         log(f"limit: building the first {len(selected)} queries")
+    return _Selected(all_queries, n_selected, n_safe_rate_kept, selected)
 
-    if llm_stages is None:
-        llm = LLMOutput(intents={q.query_id: q.given_intents[0] for q in selected}, checklist_rows=[],
-                        provenance_rows=[], kept_query_ids=[q.query_id for q in selected],
-                        malicious_intents={q.query_id: q.given_intents[1] for q in selected})
-    else:
-        llm = llm_stages(selected)
+
+def _llm_output(selected: list[SourceQuery], llm_stages: Optional[LLMStages]) -> LLMOutput:
+    """The LLM stages' output, or without them the source's own intents (every selected query kept)."""
+    if llm_stages is not None:
+        return llm_stages(selected)
+    return LLMOutput(intents={q.query_id: q.given_intents[0] for q in selected}, checklist_rows=[],
+                     provenance_rows=[], kept_query_ids=[q.query_id for q in selected],
+                     malicious_intents={q.query_id: q.given_intents[1] for q in selected})
+
+
+def _plan_tables(src: Source, selected: list[SourceQuery], llm_stages: Optional[LLMStages], seed: int) -> _Planned:
+    """[intents -> checklists] -> pool -> plan: the dataset's tables (NoQueryKept when the LLM stages kept none)."""
+    llm = _llm_output(selected, llm_stages)
     kept = set(llm.kept_query_ids)
     final = [q for q in selected if q.query_id in kept]
     if llm_stages is not None and selected and not final:   # a folder without queries cannot be evaluated
@@ -198,7 +265,6 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
     conversations = src.plan([q.query_id for q in final], pool, seed)
     if llm_stages is not None:          # condition mc: LLM builds only (its intents are generated text)
         conversations = mc_conversations(conversations, llm.malicious_intents, [q.query_id for q in final])
-    flow_by_id = {f.flow_id: f for f in flows}
     tables: dict[str, list[dict[str, Any]]] = {
         "queries": [with_malicious_intent(src.query_row(q, llm.intents.get(q.query_id, ""),
                                                         llm.malicious_intents.get(q.query_id, "")),
@@ -214,58 +280,56 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
         tables["triplets"] = src.triplet_rows(final)
     elif llm_stages is not None:
         tables["triplets"] = [r for r in llm.triplet_rows if r["set_id"] in kept]
+    return _Planned(llm, final, flows, conversations, tables)
 
-    per_length = Counter((c["n_turns"], c["condition"]) for c in conversations)
-    counts = {name: len(rows) for name, rows in tables.items()}
-    model_turns = sum(flow_by_id[c["flow_id"]].n_turns // 2 for c in conversations)
-    used = {c["flow_id"] for c in conversations}
-    source_entry = {"file": source.name, "sha256": file_sha256(source)}
+
+def _source_entry(src: Source, source: Path) -> dict[str, Any]:
+    """The manifest's ``source``: the file, its sha256, its format and the pinned public release it is."""
+    source_entry: dict[str, Any] = {"file": source.name, "sha256": file_sha256(source)}
     if src.name != "casebench":             # a CASE-Bench manifest stays as release v0.1.0 wrote it
         source_entry["format"] = src.name
     if src.upstream and src.upstream["files"].get(source.name) == source_entry["sha256"]:
         source_entry["release"] = src.upstream      # the file is exactly the pinned public release's
+    return source_entry
+
+
+def _manifest(src: Source, source: Path, selected: _Selected, planned: _Planned, *, release: str, seed: int,
+              limit: Optional[int], with_llm: bool, hub_repo: Optional[str], later: bool,
+              min_safe_rate: Optional[float]) -> dict[str, Any]:
+    """MANIFEST.json's record of the build (before the writer adds the files' hashes)."""
+    conversations, final = planned.conversations, planned.final
+    per_length = Counter((c["n_turns"], c["condition"]) for c in conversations)
+    counts = planned.counts
     manifest: dict[str, Any] = {
         "name": src.manifest_name,
         "release": release,
         "builder_version": BUILDER_VERSION,
         "seed": seed,
-        "source": source_entry,
-        "llm_stages": llm.manifest if llm_stages is not None else None,
+        "source": _source_entry(src, source),
+        "llm_stages": planned.llm.manifest if with_llm else None,
         "encoding": {"pyarrow": pyarrow.__version__},
-        "counts": {**counts, "model_turns": model_turns, "flows_used": len(used),
-                   "source_queries": len(all_queries), "selected_queries": n_selected,
+        "counts": {**counts, "model_turns": planned.model_turns, "flows_used": len(planned.used),
+                   "source_queries": len(selected.all_queries), "selected_queries": selected.n_selected,
                    "limit": limit,
                    "conversations_by_turns": {f"{n}_{c}": v for (n, c), v in sorted(per_length.items())},
                    "domains": dict(sorted(Counter(q.domain for q in final).items()))},
     }
     if hub_repo:                            # only then: the publish step's target, named at build time
         manifest["hub_repo"] = hub_repo
-    later = adds_later_records(src.name, release, llm_stages is not None)
     if later:
-        manifest["scoring"] = scoring_record(tables["queries"], counts["checklists"],
+        manifest["scoring"] = scoring_record(planned.tables["queries"], counts["checklists"],
                                              [(c["query_id"], c["condition"]) for c in conversations],
                                              rubric=src.name == RUBRIC_SOURCE)
     if min_safe_rate is not None:           # only then: a default build's manifest stays as it was
-        manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": n_safe_rate_kept,
-                                               "dropped": n_selected - n_safe_rate_kept}
-    domains = src.domains or tuple(sorted({q.domain for q in final}))
+        manifest["counts"]["min_safe_rate"] = {"threshold": min_safe_rate, "kept": selected.n_safe_rate_kept,
+                                               "dropped": selected.n_selected - selected.n_safe_rate_kept}
+    return manifest
+
+
+def _card_tables(final: Sequence[SourceQuery], domains: Sequence[str]) -> dict[str, str]:
+    """The card's pool, domain and category tables."""
     categories = tuple(sorted({q.category for q in final}))
-    built_by = f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}"
-    card_values = {
-        "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
-        "source_sha256": manifest["source"]["sha256"],
-        "source_release": source_release_note(manifest["source"], src.upstream),
-        **({"upstream": src.upstream, "open_release": src.default_release} if src.upstream else {}),
-        "n_source_queries": len(all_queries), "n_selected": n_selected,
-        "limit_note": "" if limit is None else f" (this build is limited to the first {len(selected)} of them: `--limit {limit}`)",
-        "n_queries": len(final), "n_low_safe_rate": low_safe_rate_count(final),
-        "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - n_safe_rate_kept),
-        "n_flows": len(flows), "n_flows_used": len(used), "n_conversations": len(conversations),
-        "n_model_turns": model_turns, "n_checklist_items": counts["checklists"],
-        "n_triplet_prompts": counts.get("triplets", 0),
-        "configs_note": configs_note(tables, ABSENT_AFTER_LLM if llm_stages is not None
-                                     else src.card.absent_without_llm),
-        "pool_size": POOL_SIZE,
+    return {
         "pool_table": _md_table(["follow-up moves", "turns", "BC flows", "NC flows", "valid sequences"],
                                 [[k, 2 * (k + 1), POOL_QUOTA[(k, "BC")], POOL_QUOTA[(k, "NC")], n]
                                  for k, n in zip(range(1, 6), (5, 34, 213, 1361, 8654))]),
@@ -273,26 +337,43 @@ def build(source: Path, out: Path, *, seed: int = DEFAULT_SEED, release: str = f
                                   [[d, sum(q.domain == d for q in final)] for d in domains]),
         "category_table": _md_table(["category", "queries"],
                                     [[c, sum(q.category == c for q in final)] for c in categories]),
+    }
+
+
+def _card_values(src: Source, selected: _Selected, planned: _Planned, manifest: dict[str, Any], *, release: str,
+                 seed: int, limit: Optional[int], with_llm: bool, hub_repo: Optional[str],
+                 min_safe_rate: Optional[float]) -> dict[str, Any]:
+    """The values the card template is rendered with."""
+    final, llm, counts = planned.final, planned.llm, planned.counts
+    domains = src.domains or tuple(sorted({q.domain for q in final}))
+    built_by = f"Built by carryon-build {BUILDER_VERSION}, seed {seed}, source sha256 {manifest['source']['sha256']}"
+    n_selected = selected.n_selected
+    return {
+        "release": release, "builder_version": BUILDER_VERSION, "seed": str(seed),
+        "source_sha256": manifest["source"]["sha256"],
+        "source_release": source_release_note(manifest["source"], src.upstream),
+        **({"upstream": src.upstream, "open_release": src.default_release} if src.upstream else {}),
+        "n_source_queries": len(selected.all_queries), "n_selected": n_selected,
+        "limit_note": "" if limit is None else
+        f" (this build is limited to the first {len(selected.queries)} of them: `--limit {limit}`)",
+        "n_queries": len(final), "n_low_safe_rate": low_safe_rate_count(final),
+        "safe_rate_note": safe_rate_note(final, min_safe_rate, n_selected - selected.n_safe_rate_kept),
+        "n_flows": len(planned.flows), "n_flows_used": len(planned.used), "n_conversations": len(planned.conversations),
+        "n_model_turns": planned.model_turns, "n_checklist_items": counts["checklists"],
+        "n_triplet_prompts": counts.get("triplets", 0),
+        "configs_note": configs_note(planned.tables, ABSENT_AFTER_LLM if with_llm else src.card.absent_without_llm),
+        "pool_size": POOL_SIZE,
+        **_card_tables(final, domains),
         # the paper's wording where no filter ran (byte-identical to earlier --no-llm cards); the rule applied otherwise
-        "harm_filter_rule": llm.card.get("harm_filter_rule") if llm_stages is not None else (
+        "harm_filter_rule": llm.card.get("harm_filter_rule") if with_llm else (
             "keeps a query only with at least 3 harmless answers"),
-        "llm_summary": (str(llm.card.get("llm_summary")) + MC_SUMMARY if llm_stages is not None
+        "llm_summary": (str(llm.card.get("llm_summary")) + MC_SUMMARY if with_llm
                         else src.card.no_llm_summary + (MC_ABSENT if documents_mc(release) else "")),
-        "mc_query_row": MC_QUERY_ROW if llm_stages is not None else "",    # the card's table has the columns there are
-        "mc_condition_note": MC_CONDITION_NOTE if documents_mc(release) or llm_stages is not None else "",
+        "mc_query_row": MC_QUERY_ROW if with_llm else "",    # the card's table has the columns there are
+        "mc_condition_note": MC_CONDITION_NOTE if documents_mc(release) or with_llm else "",
         # v0.1.0's card keeps the triplet wording it was frozen with; from v0.2.0 (with mc) the reference definitions
         "reference_triplets": documents_mc(release),
         "changelog": changelog_table(manifest),
         "citation": paper_bibtex() + "\n" + release_bibtex(release, **({"repo_id": hub_repo} if hub_repo else {}),
                                                             note=built_by),
     }
-    card = "---\n" + card_yaml(tables, src) + "---\n\n" + render_card(src.card.read_template(), card_values)
-    citation = dataset_cff(src.manifest_name, release, keywords=list(src.card.header.get("tags", [])),
-                           license_id=src.license if src.card.header.get("license") != "other" else None,
-                           date=release_notes(release).get("date"), repo_id=hub_repo,
-                           source=manifest["source"].get("release")) if later else None
-    manifest = write_dataset_folder(out, tables, card, manifest, src, force=force, citation=citation)
-    log(f"wrote {out}: {counts['queries']} queries, {counts['flows']} flows ({len(used)} used), "
-        f"{counts['conversations']} conversations, {model_turns} model turns, {counts['checklists']} checklist items"
-        + (f", {counts['triplets']} triplet prompts" if src.own_triplets else ""))
-    return manifest

@@ -364,21 +364,50 @@ def _read_tables(source: str, label: str) -> Benchmark:
     tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
     if not tables["queries"] or not tables["conversations"]:
         raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
+    _check_text_fields(source, tables)
+    queries = _index_queries(source, tables["queries"])
+    checklists = _index_checklists(source, tables["checklists"], queries)
+    flows = _index_flows(source, tables["flows"])
+    _check_conversations(source, tables["conversations"], queries, flows)
 
+    manifest = _read_manifest(source)
+    triplets = _rows(source, "triplets", revision)
+    bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
+                      flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
+    if not any(r.get("benign_intent") for r in queries.values()):
+        bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
+                           "cannot be run on this dataset")
+    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", label,
+                                              len(queries), len(tables["conversations"]))
+    return bench
+
+
+def _check_text_fields(source: str, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """DatasetError naming the first row whose required text field is missing or blank."""
     for config, fields in TEXT_FIELDS.items():
         for i, row in enumerate(tables[config]):
             for name in fields:
                 if not isinstance(row.get(name), str) or not row[name].strip():
                     raise DatasetError(f"dataset {source}: {config} row {i}: field {name!r} must be a non-empty "
                                        f"text, got {json.dumps(row.get(name), default=str)[:60]}")
+
+
+def _index_queries(source: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """query_id -> its row; a duplicate id is refused."""
     queries: dict[str, dict[str, Any]] = {}
-    for i, row in enumerate(tables["queries"]):
+    for i, row in enumerate(rows):
         if row["query_id"] in queries:
             raise DatasetError(f"dataset {source}: queries row {i}: duplicate query_id {row['query_id']!r}")
         queries[row["query_id"]] = row
+    return queries
+
+
+def _index_checklists(source: str, rows: list[dict[str, Any]],
+                      queries: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """query_id -> its checklist items (every query, [] without any); an unknown query or a duplicate item refused."""
     checklists: dict[str, list[dict[str, Any]]] = {q: [] for q in queries}
     seen_items: set[tuple[str, str]] = set()
-    for i, row in enumerate(tables["checklists"]):
+    for i, row in enumerate(rows):
         if row["query_id"] not in queries:
             raise DatasetError(f"dataset {source}: checklists row {i}: unknown query_id {row['query_id']!r}")
         key = (row["query_id"], row["item_id"])
@@ -386,8 +415,13 @@ def _read_tables(source: str, label: str) -> Benchmark:
             raise DatasetError(f"dataset {source}: checklists row {i}: duplicate item_id {row['item_id']!r}")
         seen_items.add(key)
         checklists[row["query_id"]].append(row)
+    return checklists
+
+
+def _index_flows(source: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """flow_id -> its row; an invalid flow, a duplicate id or a wrong ``n_turns`` refused."""
     flows: dict[str, dict[str, Any]] = {}
-    for i, row in enumerate(tables["flows"]):
+    for i, row in enumerate(rows):
         # the condition is checked case-insensitively: "bc"/"nc" in a researcher's own dataset is fine
         moves = _flow_moves(source, i, row)
         problems = flow_problems(moves, condition_given=str(row["condition"]).upper())
@@ -402,8 +436,15 @@ def _read_tables(source: str, label: str) -> Benchmark:
                                f" but flow {row['flow_id']} has {len(moves)} move(s), so {2 * (1 + len(moves))} "
                                "messages (n_turns = 2 x (1 + moves))")
         flows[row["flow_id"]] = row
+    return flows
+
+
+def _check_conversations(source: str, rows: list[dict[str, Any]], queries: dict[str, dict[str, Any]],
+                         flows: dict[str, dict[str, Any]]) -> None:
+    """DatasetError naming the first conversation that is a duplicate, names an unknown query or flow, or whose
+    condition disagrees with its flow's."""
     seen_conversations: set[str] = set()
-    for i, row in enumerate(tables["conversations"]):
+    for i, row in enumerate(rows):
         if row["conversation_id"] in seen_conversations:
             raise DatasetError(f"dataset {source}: conversations row {i}: duplicate conversation_id "
                                f"{row['conversation_id']!r}")
@@ -415,14 +456,3 @@ def _read_tables(source: str, label: str) -> Benchmark:
         problem = _conversation_condition_problem(row, flows[row["flow_id"]], queries[row["query_id"]])
         if problem:
             raise DatasetError(f"dataset {source}: conversations row {i}: {problem}")
-
-    manifest = _read_manifest(source)
-    triplets = _rows(source, "triplets", revision)
-    bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
-                      flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
-    if not any(r.get("benign_intent") for r in queries.values()):
-        bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
-                           "cannot be run on this dataset")
-    logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", label,
-                                              len(queries), len(tables["conversations"]))
-    return bench

@@ -320,11 +320,21 @@ class Endpoint:
             self.usage.add(stage, self.config.model, result)
 
     async def _fetch(self, key: str, messages: list[dict], params: dict, stage: str) -> ChatResult:
-        cfg = self.config
-        limiter = self._limiter
         rf = params["response_format"]
         probe: Optional[FormProbe] = self.structured_forms.probe(rf) if rf is not None else None
-        attempts = cfg.max_retries + 1
+        result = await self._call_until_answered(messages, params, probe, stage)
+        if probe is not None:
+            result = dataclasses.replace(result, structured=probe.form)
+            self._learned(probe)
+        if self.cache is not None and result.text:
+            self.cache.put(key, result.to_payload())
+        return result
+
+    async def _call_until_answered(self, messages: list[dict], params: dict, probe: Optional[FormProbe],
+                                   stage: str) -> ChatResult:
+        """One request sent until it is answered: a retryable failure is retried (max_retries, with backoff),
+        a form or parameter the endpoint refuses is sent again without it for free, any other refusal raises."""
+        limiter = self._limiter
         attempt = 0
         while True:
             attempt += 1
@@ -338,49 +348,56 @@ class Endpoint:
                 result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
             except _Retry as exc:
                 limiter.release()
-                if probe is not None and exc.status is not None and probe.refused(exc.status, exc.reason):
+                if await self._after_failure(exc, probe, generation, attempt, stage):
                     attempt -= 1   # the server does not know this form: the next form is free
-                    continue
-                if probe is not None:
-                    probe.server_failed(exc.status)
-                if exc.rate_limited and limiter.on_rate_limit(generation):
-                    log.info("%s rate limited: at most %d request(s) in flight for now",
-                             self._where(), limiter.allowed())
-                if attempt >= attempts:
-                    raise EndpointError(f"{self._where()} failed after {attempts} attempt(s): "
-                                        f"{self._scrub(exc.reason)}") from None
-                delay = self._backoff(attempt, exc.retry_after)
-                log.info("stage %s: %s: %s; retry %d/%d in %.2fs", stage, self._where(),
-                         self._scrub(exc.reason), attempt, cfg.max_retries, delay)
-                await asyncio.sleep(delay)
                 continue
             except openai.APIStatusError as exc:
                 limiter.release()
-                if self._learn_refusal(exc, kwargs):
-                    attempt -= 1   # sent again the way the endpoint takes it: free
-                    continue
-                if probe is not None and self._about_form(exc, kwargs) and probe.refused(
-                        exc.status_code, f"{_status_message(exc)} {json.dumps(exc.body, default=str)}"):
-                    attempt -= 1   # the next form is free
-                    continue
-                line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
-                                               kwargs, self._scrub)
-                kind = (ParameterRefused if self.refusals.fatal else
-                        ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
-                raise kind(line) from None
+                self._after_rejection(exc, kwargs, probe)
+                attempt -= 1       # sent again the way the endpoint takes it (or the next form): free
+                continue
             except BaseException:
                 limiter.release()
                 raise
             limiter.release()
             limiter.on_success()
-            break
+            return result
 
+    async def _after_failure(self, exc: _Retry, probe: Optional[FormProbe], generation: int, attempt: int,
+                             stage: str) -> bool:
+        """A retryable failure: True when it refused the structured-output form (the next form is sent, free);
+        else the limiter learns of a rate limit and the retry waits its backoff, or EndpointError when the
+        attempts are spent."""
+        if probe is not None and exc.status is not None and probe.refused(exc.status, exc.reason):
+            return True
         if probe is not None:
-            result = dataclasses.replace(result, structured=probe.form)
-            self._learned(probe)
-        if self.cache is not None and result.text:
-            self.cache.put(key, result.to_payload())
-        return result
+            probe.server_failed(exc.status)
+        limiter = self._limiter
+        if exc.rate_limited and limiter.on_rate_limit(generation):
+            log.info("%s rate limited: at most %d request(s) in flight for now", self._where(), limiter.allowed())
+        attempts = self.config.max_retries + 1
+        if attempt >= attempts:
+            raise EndpointError(f"{self._where()} failed after {attempts} attempt(s): "
+                                f"{self._scrub(exc.reason)}") from None
+        delay = self._backoff(attempt, exc.retry_after)
+        log.info("stage %s: %s: %s; retry %d/%d in %.2fs", stage, self._where(),
+                 self._scrub(exc.reason), attempt, self.config.max_retries, delay)
+        await asyncio.sleep(delay)
+        return False
+
+    def _after_rejection(self, exc: openai.APIStatusError, kwargs: dict[str, Any], probe: Optional[FormProbe]) -> None:
+        """A 4xx the endpoint answered: returns when the request can be sent again for free (a parameter it can go
+        without, now learned, or a structured-output form it does not know); else raises its one-line error."""
+        if self._learn_refusal(exc, kwargs):
+            return
+        if probe is not None and self._about_form(exc, kwargs) and probe.refused(
+                exc.status_code, f"{_status_message(exc)} {json.dumps(exc.body, default=str)}"):
+            return
+        line = self.refusals.rejection(self._where(), exc.status_code, exc.body, _status_message(exc),
+                                       kwargs, self._scrub)
+        kind = (ParameterRefused if self.refusals.fatal else
+                ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
+        raise kind(line) from None
 
     def _request(self, messages: list[dict], params: dict, probe: Optional[FormProbe]) -> dict[str, Any]:
         """The keyword arguments of one HTTP call (the structured-output form the probe is at)."""

@@ -22,9 +22,7 @@ from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suites.opensafeintent.prompts import fill
-from carryon_eval.suites.opensafeintent.readings import read_score
-from carryon_eval.suites.opensafeintent.suite import RUBRIC_MAX_TOKENS, inputs_of
+from carryon_eval.suites.opensafeintent.public import RUBRIC_MAX_TOKENS, fill, inputs_of, read_score
 
 JUDGE = "helpfulness"                  # the release's judge (its prompt file and reading)
 THRESHOLDS = {"rubric>=2": 2, "rubric>=3": 3, "rubric>=4": 4}

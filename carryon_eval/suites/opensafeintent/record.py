@@ -16,21 +16,28 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE, PROBE_FILE,
-                                               PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
-                                               TARGET_TEMPERATURE, Inputs, load_probes, plan, probe_intent, probe_run_file,
-                                               prompt_name, section, set_exports, target_model)
+from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE,
+                                                      PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
+                                                      TARGET_TEMPERATURE, Inputs, inputs_of, inputs_or_none,
+                                                      keep_inputs, load_probes, plan, probe_file, probe_intent,
+                                                      probe_run_file, prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
-from carryon_eval.suite import (RUN_FOLDER, JobGeneration, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, headline_unscored,
-                                register_suite)
+from carryon_eval.suite import (RUN_FOLDER, InputsRecord, Job, JobGeneration, PlanSettings, Probe, ProbeContext,
+                                ReportInputs, ScorerUse, Section, Skipped, Suite, SuiteOption, SuiteOptions,
+                                SuiteReport, headline_unscored, register_suite)
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.run.records import Results
+    from carryon_eval.schema import Transcript
 
 SETS = ("release", "triplets")
 NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
@@ -40,15 +47,15 @@ def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def load(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord]) -> Optional[InputsRecord]:
     """The release into ``bench.extras``; run.json's record of it (None when no folder is given)."""
     if options.get("opensafeintent") is None:
         return None
     return load_as(bench, options, recorded, CONDITION, options.get("opensafeintent_sets") or "release")
 
 
-def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]], condition: str,
-            sets: str) -> dict[str, Any]:
+def load_as(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord], condition: str,
+            sets: str) -> InputsRecord:
     """The release (``sets``: its dataset.json, or the dataset's triplets under its judges) into
     ``bench.extras[condition]``; run.json's record of it (the triplet wing loads it as ``triplet``)."""
     folder = options["opensafeintent"]
@@ -66,7 +73,7 @@ def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, An
     temperature = options.get("temperature")
     gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
                         max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
-    bench.extras[condition] = Inputs(release, gen)
+    keep_inputs(bench, Inputs(release, gen), condition)
     base = options.get(RUN_FOLDER)     # run.json's folder: the release's path relative to it, never the machine's
     where = str(folder) if base is None else shared_local(folder, base)
     return {"folder": where, "layout": release.layout, "sets": len(release.sets),
@@ -83,56 +90,67 @@ def load_as(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, An
                         "temperature": gen.temperature, "max_tokens": gen.max_tokens}}
 
 
-def missing(bench: Any) -> Optional[str]:
-    return None if CONDITION in getattr(bench, "extras", {}) else NEEDS
+def missing(bench: "Benchmark") -> Optional[str]:
+    return None if inputs_or_none(bench) is not None else NEEDS
 
 
-def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[Any], list[Any]]:
-    return plan(bench.extras[CONDITION]), []
+def _plan(bench: "Benchmark", conditions: Sequence[str], settings: PlanSettings) -> tuple[list[Job], list[Skipped]]:
+    return plan(inputs_of(bench)), []
 
 
-def _dual_use(t: Any) -> bool:
-    return prompt_name(t) == DUAL_USE
+def is_dual_use(transcript: "Transcript") -> bool:
+    """Whether a transcript is a set's dual-use original (the reply the assistance-level judge and the intent probe
+    read): the ``when`` of the ``osi_assistance_level`` ScorerUse, for this wing and the triplet wing."""
+    return prompt_name(transcript) == DUAL_USE
 
 
-def _sets(jobs: Sequence[Any]) -> int:
+def count_sets(jobs: Sequence[Job]) -> int:
+    """The number of prompt-sets among ``jobs`` (one dual-use original each): the intent probe's ``up_to``."""
     return sum(1 for j in jobs if dict(j.meta).get("prompt_name") == DUAL_USE)
 
 
-def _records(inputs: Any) -> dict[str, list[dict[str, Any]]]:
+def judge_records(inputs: ReportInputs) -> dict[str, list[dict[str, Any]]]:
+    """{scorer: the selected judge's stored records} of the three reference judges (SCORERS)."""
     return {scorer: inputs.records(scorer) for scorer in SCORERS}
 
 
-async def _probe(ctx: Any) -> str:
-    release = ctx.bench.extras[CONDITION].release
-    transcripts = ctx.run.transcripts()
+async def run_intent_probe(ctx: ProbeContext, condition: str = CONDITION) -> str:
+    """The intent probe of ``condition``'s replies (this wing's, or the triplet wing's ``triplet``): the target asked
+    about each dual-use original the judge's records put above harm 0; returns the line for the user."""
+    release = inputs_of(ctx.bench, condition).release
     records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in SCORERS}
-    probes = await probe_intent(release, ctx.run, transcripts, records, ctx.target, ctx.concurrency)
-    return (f"opensafeintent intent probe: {len(probes)} dual-use replies with harm above 0 asked "
-            f"-> {ctx.run.path / PROBE_FILE}")
+    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
+                                condition=condition)
+    return (f"{condition} intent probe: {len(probes)} dual-use replies with harm above 0 asked "
+            f"-> {ctx.run.path / probe_file(condition)}")
 
 
-def summarize(inputs: Any) -> Optional[dict[str, Any]]:
+async def _probe(ctx: ProbeContext) -> str:
+    return await run_intent_probe(ctx)
+
+
+def summarize(inputs: ReportInputs) -> Optional[Section]:
     """The section from the run's records; None when the run has no OpenSafeIntent replies."""
     mine = [t for t in inputs.transcripts if t.condition == CONDITION]
-    if not mine or CONDITION not in inputs.bench.extras:
+    loaded = inputs_or_none(inputs.bench)
+    if not mine or loaded is None:
         return None
-    release = inputs.bench.extras[CONDITION].release
-    return section(release, mine, _records(inputs), load_probes(inputs.run, target_model(mine)), inputs.judge,
-                   n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
+    return section(loaded.release, mine, judge_records(inputs), load_probes(inputs.run, target_model(mine)),
+                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
 
 
-def export(inputs: Any, dest: Path) -> dict[str, Path]:
+def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
     """The reference's files (<target model>_scored.json, assistance_level/, intent_classification/)."""
     mine = [t for t in inputs.transcripts if t.condition == CONDITION]
     model = target_model(mine)
     if not mine or model is None:
         raise ValueError(f"{inputs.run.path} has no {CONDITION} replies to export")
-    release = inputs.bench.extras[CONDITION].release
-    return write_reference(dest, model, set_exports(release, mine, _records(inputs), load_probes(inputs.run, model)))
+    release = inputs_of(inputs.bench).release
+    return write_reference(dest, model, set_exports(release, mine, judge_records(inputs),
+                                                    load_probes(inputs.run, model)))
 
 
-def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
+def compare(labels: Sequence[str], results: Sequence["Results"]) -> Optional[Section]:
     return compare_columns(list(labels), [r.sections.get(CONDITION) for r in results])
 
 
@@ -146,8 +164,8 @@ OPENSAFEINTENT = register_suite(Suite(
                               "dataset's own triplets config (CarryOnBench's triplets under OpenSafeIntent's judges "
                               "and definitions).")),
     uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
-          ScorerUse("osi_assistance_level", when=_dual_use)),
-    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),), files=(probe_run_file(CONDITION),),
+          ScorerUse("osi_assistance_level", when=is_dual_use)),
+    probes=(Probe("intent_probe", "target", up_to=count_sets, run=_probe),), files=(probe_run_file(CONDITION),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
                        compare=compare, compare_markdown=compare_markdown, export=export,
                        nothing_scored=lambda section: headline_unscored(section, HEADLINE)),

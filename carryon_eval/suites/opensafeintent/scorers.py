@@ -12,7 +12,7 @@ the records (value, raw answer, problem); the section reads the raw answers agai
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from carryon_eval.judge.scorers import Case, Judgment, register
 from carryon_eval.model.ask import Request, ask
@@ -24,6 +24,9 @@ from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, RUB
                                                parse_conversation_id)
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
 
 
 def _as_value(reading: Reading) -> tuple[Any, Optional[str]]:
@@ -54,7 +57,7 @@ class ReleaseJudge:
     def content(self, case: Case) -> str:
         return case.message
 
-    def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
+    def cases(self, transcript: Transcript, reply: Message, bench: "Benchmark") -> list[tuple[tuple, Case]]:
         if parse_conversation_id(transcript.conversation_id) is None:
             return []
         release = inputs_of(bench, transcript.condition).release      # opensafeintent's or the triplet wing's

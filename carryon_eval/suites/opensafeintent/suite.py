@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 
 from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, read_side_calls, run_side_calls
 from carryon_eval.model.endpoint import ChatEndpoint
@@ -33,6 +33,9 @@ from carryon_eval.run.folder import RunFile, RunFolder
 from carryon_eval.run.paths import shared_local
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
 
 CONDITION = "opensafeintent"
 TRIPLET = "triplet"                 # the triplet wing: the dataset's triplets under the same judges and metrics
@@ -57,11 +60,25 @@ class Inputs:
     generation: JobGeneration
 
 
-def inputs_of(bench: Any, condition: str = CONDITION) -> Inputs:
-    try:
-        return bench.extras[condition]
-    except (AttributeError, KeyError):
-        raise KeyError("the OpenSafeIntent release (--opensafeintent DIR)") from None
+# ---------------------------------------------------------------- the wing's one door to ``bench.extras``
+def inputs_or_none(bench: Optional["Benchmark"], condition: str = CONDITION) -> Optional[Inputs]:
+    """The ``Inputs`` loaded for ``condition`` (``opensafeintent``, or the triplet wing's ``triplet``), None when its
+    suite's ``load`` put none there (no release folder given, or a folder reopened without one)."""
+    found = getattr(bench, "extras", {}).get(condition)
+    return found if isinstance(found, Inputs) else None
+
+
+def inputs_of(bench: Optional["Benchmark"], condition: str = CONDITION) -> Inputs:
+    """The ``Inputs`` loaded for ``condition``; KeyError naming what is missing when there are none."""
+    found = inputs_or_none(bench, condition)
+    if found is None:
+        raise KeyError("the OpenSafeIntent release (--opensafeintent DIR)")
+    return found
+
+
+def keep_inputs(bench: "Benchmark", inputs: Inputs, condition: str = CONDITION) -> None:
+    """Record ``inputs`` as the ones of ``condition`` (its suite's ``load``): the one write of the wings' extras."""
+    bench.extras[condition] = inputs
 
 
 def probe_file(condition: str = CONDITION) -> str:
@@ -199,4 +216,5 @@ async def probe_intent(release: Release, run: RunFolder, transcripts: Sequence[T
     return (await run_side_calls(run, PROBES[condition], requests, target, concurrency)).records
 
 
-__all__ = ["CONDITION", "CONDITIONS", "Inputs", "PROBE_FILE", "TRIPLET", "probe_file", "SCORERS", "plan", "probe_intent", "section", "set_exports"]
+__all__ = ["CONDITION", "CONDITIONS", "Inputs", "PROBE_FILE", "TRIPLET", "probe_file", "SCORERS", "inputs_of",
+           "inputs_or_none", "keep_inputs", "plan", "probe_intent", "section", "set_exports"]

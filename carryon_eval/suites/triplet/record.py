@@ -16,29 +16,40 @@ with those definitions (legacy.py), and its transcripts are not scored again und
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from carryon_eval.schema import TRIPLET_CONDITION
-from carryon_eval.suite import ScorerUse, Probe, Suite, SuiteReport, headline_unscored, register_suite
-from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers the reference judges
-from carryon_eval.suites.opensafeintent.metrics import HEADLINE
-from carryon_eval.suites.opensafeintent.record import NEEDS, _dual_use, _records, _sets, load_as
-from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
-from carryon_eval.suites.opensafeintent.suite import (load_probes, plan, probe_file, probe_intent, probe_run_file, section,
-                                                   target_model)
+from carryon_eval.suite import (InputsRecord, Job, PlanSettings, Probe, ProbeContext, ReportInputs, ScorerUse, Section,
+                                Skipped, Suite, SuiteOptions, SuiteReport, headline_unscored, register_suite)
+from carryon_eval.suites.opensafeintent.public import (HEADLINE, Inputs, compare_columns, compare_markdown, inputs_of,
+                                                       inputs_or_none, load_probes, plan, probe_run_file, render_html,
+                                                       render_markdown, section, target_model)
+# the suite record registers OpenSafeIntent's suite and its reference judges, which the triplets are judged by
+from carryon_eval.suites.opensafeintent.record import (NEEDS, count_sets, is_dual_use, judge_records, load_as,
+                                                       run_intent_probe)
 from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
+    from carryon_eval.run.records import Results
 
 TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
 DEFINITIONS = "OpenSafeIntent's reference definitions (the release's judges and metrics), 0-1 scale"
 
 
-def missing(bench: Any) -> Optional[str]:
+def triplet_inputs(bench: Optional["Benchmark"]) -> Optional[Inputs]:
+    """The wing's one read of ``bench.extras``: the release's judges on the dataset's triplets, as its ``load`` put
+    them (OpenSafeIntent's accessor under condition ``triplet``), None when not loaded."""
+    return inputs_or_none(bench, TRIPLET_CONDITION)
+
+
+def missing(bench: "Benchmark") -> Optional[str]:
     if not bench.triplets:
         return f"dataset {bench.source} has no triplets config"
-    return None if TRIPLET_CONDITION in getattr(bench, "extras", {}) else NEEDS + " for the judge prompts"
+    return None if triplet_inputs(bench) is not None else NEEDS + " for the judge prompts"
 
 
-def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def load(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord]) -> Optional[InputsRecord]:
     """The release's judges on the dataset's triplets into ``bench.extras["triplet"]`` (None without a folder or
     without triplets)."""
     if options.get("opensafeintent") is None or not bench.triplets:
@@ -46,46 +57,38 @@ def load(bench: Any, options: dict[str, Any], recorded: Optional[dict[str, Any]]
     return load_as(bench, options, recorded, TRIPLET_CONDITION, sets="triplets")
 
 
-def _plan(bench: Any, conditions: Sequence[str], settings: Any) -> tuple[list[Any], list[Any]]:
-    return plan(bench.extras[TRIPLET_CONDITION], TRIPLET_CONDITION), []
+def _plan(bench: "Benchmark", conditions: Sequence[str], settings: PlanSettings) -> tuple[list[Job], list[Skipped]]:
+    return plan(inputs_of(bench, TRIPLET_CONDITION), TRIPLET_CONDITION), []
 
 
-async def _probe(ctx: Any) -> str:
-    release = ctx.bench.extras[TRIPLET_CONDITION].release
-    records = {s: ctx.run.judgments().of(s, ctx.judge_model) for s in scorers_used()}
-    probes = await probe_intent(release, ctx.run, ctx.run.transcripts(), records, ctx.target, ctx.concurrency,
-                                condition=TRIPLET_CONDITION)
-    return (f"triplet intent probe: {len(probes)} dual-use replies with harm above 0 asked "
-            f"-> {ctx.run.path / probe_file(TRIPLET_CONDITION)}")
+async def _probe(ctx: ProbeContext) -> str:
+    return await run_intent_probe(ctx, TRIPLET_CONDITION)
 
 
-def scorers_used() -> tuple[str, ...]:
-    return ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")
-
-
-def summarize(inputs: Any) -> Optional[dict[str, Any]]:
+def summarize(inputs: ReportInputs) -> Optional[Section]:
     """The section from the run's records; a folder written before, the earlier section marked as such."""
     mine = [t for t in inputs.transcripts if t.condition == TRIPLET_CONDITION]
     if not mine:
         return None
-    if TRIPLET_CONDITION not in inputs.bench.extras:
+    loaded = triplet_inputs(inputs.bench)
+    if loaded is None:
         return legacy_section(inputs.run, mine)
-    out = section(inputs.bench.extras[TRIPLET_CONDITION].release, mine, _records(inputs),
+    out = section(loaded.release, mine, judge_records(inputs),
                   load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION,
                   base=inputs.run.path)
     return {"definitions": DEFINITIONS, **out}
 
 
-def markdown(sec: dict[str, Any]) -> str:
+def markdown(sec: Section) -> str:
     return legacy_markdown(sec) if is_legacy(sec) else render_markdown(sec, TITLE)
 
 
-def html(sec: dict[str, Any]) -> str:
+def html(sec: Section) -> str:
     return legacy_html(sec) if is_legacy(sec) else render_html(sec, TITLE, TRIPLET_CONDITION)
 
 
-def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str, Any]]:
+def compare(labels: Sequence[str], results: Sequence["Results"]) -> Optional[Section]:
     sections = [r.sections.get(TRIPLET_CONDITION) for r in results]
     mine = [None if s is None or is_legacy(s) else s for s in sections]
     part = compare_columns(list(labels), mine)
@@ -95,7 +98,7 @@ def compare(labels: Sequence[str], results: Sequence[Any]) -> Optional[dict[str,
     return {**(part or {"table": []}), "earlier_definitions": old}
 
 
-def compare_text(part: Optional[dict[str, Any]]) -> str:
+def compare_text(part: Optional[Section]) -> str:
     if not part:
         return ""
     text = compare_markdown(part, "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
@@ -108,8 +111,9 @@ def compare_text(part: Optional[dict[str, Any]]) -> str:
 
 TRIPLETS = register_suite(Suite(
     name="triplet", conditions=(TRIPLET_CONDITION,), plan=_plan, default=False, missing=missing, load=load, rank=10,
-    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"), ScorerUse("osi_assistance_level", when=_dual_use)),
-    probes=(Probe("intent_probe", "target", up_to=_sets, run=_probe),), files=(probe_run_file(TRIPLET_CONDITION),),
+    uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
+          ScorerUse("osi_assistance_level", when=is_dual_use)),
+    probes=(Probe("intent_probe", "target", up_to=count_sets, run=_probe),), files=(probe_run_file(TRIPLET_CONDITION),),
     report=SuiteReport(section="triplet", summarize=summarize, markdown=markdown, html=html,
                        compare=compare, compare_markdown=compare_text,
                        nothing_scored=lambda sec: [] if is_legacy(sec) else headline_unscored(sec, HEADLINE)),

@@ -23,7 +23,8 @@ from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.record import OPENSAFEINTENT
 from carryon_eval.suites.opensafeintent.release import load_release
 from carryon_eval.suites.opensafeintent.report import render_markdown
-from carryon_eval.suites.opensafeintent.suite import PROBE_FILE, SCORERS, load_probes, parse_conversation_id, replies
+from carryon_eval.suites.opensafeintent.suite import (PROBE_FILE, SCORERS, inputs_of, load_probes,
+                                                     parse_conversation_id, replies)
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.rollout.play import rollout
 from carryon_eval.rollout.simulator import UserSimulator
@@ -85,7 +86,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def release(bench):
-    return bench.extras["opensafeintent"].release
+    return inputs_of(bench).release
 
 
 @pytest.fixture(scope="module")
