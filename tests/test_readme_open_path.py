@@ -14,7 +14,7 @@ from carryonbench_builder.sources.opensafeintent import OPEN_RELEASE, UPSTREAM
 from support.shared_data import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
-SETUP = '```bash\npip install -e ".[local]"\ncarryon-eval --limit 2\n```'
+SETUP = '```bash\npip install -e ".[local]"\ncarryon-eval --limit 1\n```'
 
 
 def section(title: str) -> str:
