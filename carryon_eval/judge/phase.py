@@ -294,25 +294,51 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
-    if incoming is None:
-        scoring = scoring_of(transcripts, scorers, settings)
-    else:
-        scoring = scoring_for(list(dict.fromkeys([*(t.condition for t in transcripts), *conditions])), scorers,
-                              settings)
-    try:
-        made = reply_scorers(scoring.scorers, settings)
-    except ScorerError as exc:
-        raise JudgeError(str(exc)) from None
-    grouped = settings.utility_judge == "grouped"
-    calibrate(made, calibration if grouped else None)
+    present = [*(t.condition for t in transcripts), *(conditions if incoming is not None else ())]
+    scoring = scoring_for(list(dict.fromkeys(present)), scorers, settings)
+    made = _made(scoring, settings, calibration)
     model = endpoint.config.model
     files = {s.name: ScorerRecords(run, s, model) for s in made}
     judging = _Planner(bench, made, files, scoring)
     judging.add(transcripts)
+    started = time.monotonic()
+    gone = await _judge_cases(judging, endpoint, files, max(1, concurrency), show_progress, incoming)
+    order = judging.order
+    if incoming is not None:          # the files a pass after the rollout writes: what transcripts.jsonl holds
+        made, order = _final_order(run, bench, made, judging, scorers, settings, gone)
+    tallies = {}
+    for s in made:
+        mine = files[s.name].finish(order[s.name])
+        tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
+                                                       mine=mine, value_field=files[s.name].shape.value_field)
+    judged = _pass_record(endpoint, settings, made, files, tallies, round(time.monotonic() - started, 3), calibration)
+    record_pass(run, judged)
+    if gone is not None:
+        raise gone
+    if not judged.complete:
+        log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
+                  ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
+    return judged
+
+
+def _made(scoring: ScoringPlan, settings: JudgeSettings,
+          calibration: Optional[Sequence[tuple[str, int]]]) -> list[ReplyScorer]:
+    """The scorers of the scoring plan, made from the run's judge settings (the calibration sample given)."""
+    try:
+        made = reply_scorers(scoring.scorers, settings)
+    except ScorerError as exc:
+        raise JudgeError(str(exc)) from None
+    calibrate(made, calibration if settings.utility_judge == "grouped" else None)
+    return made
+
+
+async def _judge_cases(judging: "_Planner", endpoint: ChatEndpoint, files: dict[str, "ScorerRecords"],
+                       n_workers: int, show_progress: Optional[bool],
+                       incoming: Optional[AsyncIterator[Transcript]]) -> Optional[EndpointGone]:
+    """Run the planned cases (and those of the transcripts still coming) on ``n_workers`` workers; returns the
+    EndpointGone that ended the pass early, if one did (what there is is written all the same)."""
     if incoming is None:
         judging.open_all()
-    started = time.monotonic()
-    n_workers = max(1, concurrency)
     bar = Progress(judging.planned(), "judge", usage=endpoint.usage, unit="call",
                    disable=None if show_progress is None else not show_progress)
     if incoming is None:
@@ -334,37 +360,37 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
         bar.close()
         for f in files.values():
             f.close()
+    return gone
 
-    order = judging.order
-    if incoming is not None:          # the files a pass after the rollout writes: what transcripts.jsonl holds
-        transcripts = run.transcripts()
-        if not transcripts and gone is None:
-            raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
-        final = scoring_of(transcripts, scorers, settings)
-        made = [next(s for s in made if s.name == name) for name in final.scorers if name in files]
-        judging.open_all(made)
-        order = plan_tasks(transcripts, bench, made, {s.name: set() for s in made}, final).order
-    tallies = {}
-    for s in made:
-        mine = files[s.name].finish(order[s.name])
-        tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
-                                                       mine=mine, value_field=files[s.name].shape.value_field)
-    judged = JudgePass(
-        judge_model=model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
+
+def _final_order(run: RunFolder, bench: Benchmark, made: Sequence[ReplyScorer], judging: "_Planner",
+                 scorers: Optional[Sequence[str]], settings: JudgeSettings,
+                 gone: Optional[EndpointGone]) -> tuple[list[ReplyScorer], dict[str, list[tuple]]]:
+    """After a rollout beside the pass: the scorers of the conditions transcripts.jsonl now holds, and every
+    record key in its order (the files a pass after the rollout would write)."""
+    transcripts = run.transcripts()
+    if not transcripts and gone is None:
+        raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
+    final = scoring_of(transcripts, scorers, settings)
+    kept = [next(s for s in made if s.name == name) for name in final.scorers if name in judging.files]
+    judging.open_all(kept)
+    return kept, plan_tasks(transcripts, bench, kept, {s.name: set() for s in kept}, final).order
+
+
+def _pass_record(endpoint: ChatEndpoint, settings: JudgeSettings, made: Sequence[ReplyScorer],
+                 files: dict[str, "ScorerRecords"], tallies: dict[str, ScorerTally], seconds: float,
+                 calibration: Optional[Sequence[tuple[str, int]]]) -> JudgePass:
+    """judge.json's record of this pass: who judged, how, with which prompts, and each scorer's tally."""
+    grouped = settings.utility_judge == "grouped"
+    return JudgePass(
+        judge_model=endpoint.config.model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
-        context={s.name: files[s.name].shape.context for s in made}, seconds=round(time.monotonic() - started, 3),
+        context={s.name: files[s.name].shape.context for s in made}, seconds=seconds,
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format,
         utility_judge=settings.utility_judge,
         calibration={"replies": len(calibration or ()), "seed": defaults.CALIBRATION_SEED}
         if grouped and settings.calibrate else None)
-    record_pass(run, judged)
-    if gone is not None:
-        raise gone
-    if not judged.complete:
-        log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
-                  ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
-    return judged
 
 
 class _Planner:
