@@ -90,92 +90,132 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         cfg, utility_choice = choose_utility(cfg, bench, conditions)
         if utility_choice:
             say(utility_line(utility_choice, bench))
-        try:
-            read_by_scorers = scorer_inputs(conditions, str(cfg.utility), records)
-        except ConfigError as exc:
-            if utility_choice:              # the user named no measure: say who chose it
-                raise ConfigError(f"{exc} (rubric utility is dataset {bench.source}'s measure: it has no "
-                                  "checklists for Ben-Util)") from None
-            raise
-        # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
-        # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
-        # records of suites neither asked for nor read are dropped
-        used = {s.name for s in suites() if set(s.conditions) & set(conditions)} | read_by_scorers
-        unused = [s for s in suites() if s.name in records and s.name not in used]
-        if unused and not set(records) & used:
-            flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unused[0].name)
-            wanted = [c for s in sorted(unused, key=lambda s: not s.options) for c in s.conditions]
-            raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
-                              f"{', '.join(wanted)}; add {wanted[0]} to --conditions (or leave {flag} out)")
-        records = {name: r for name, r in records.items() if name in used}
-        try:
-            refuse_missing(bench, conditions)
-        except SuiteError as exc:
-            raise ConfigError(str(exc)) from None
-        jobs, skipped = plan_jobs(bench, conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
-        if cfg.conditions_all:          # `all`: a condition left out of the default set joins where the dataset has it
-            conditions = [c for c in conditions if c in default_conditions() or any(j.condition == c for j in jobs)]
-            skipped = [k for k in skipped if k.condition in conditions]
-        refuse_empty_conditions(bench, conditions, jobs, skipped)
-        conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
-        cfg = dataclasses.replace(cfg, conditions=tuple(conditions))
+        records = _records_used(cfg, bench, conditions, records, utility_choice)
+        cfg, jobs, skipped, left_out = _planned(cfg, bench, conditions)
         user_turns = any(j.moves for j in jobs)
         for line in self_notice(roles, local, user_turns):    # a role that fell back to the target model
             out.info(line)
-        for line in left_out:
-            say(line)
-        say(f"run folder: {run.path}")
-        subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
-        say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-        for note in bench.notes_for(cfg.utility):
-            say(f"dataset note: {note}")
-        for name, record in records.items():          # what each suite's own inputs hold, in its words
-            if record.get("summary"):
-                say(f"{name}: {record['summary']}")
-
-        # Local roles get the embedded model's address once it runs; run.json records them as "local".
-        configs = {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
-                                        model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
-                                        api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
-                                        http_client=cfg.http_client,
-                                        temperature=cfg.judge_temperature if role == "judge" else None,
-                                        **c.request())
-                   for role, c in roles.items()}
-        meta = new_run_meta(cfg, bench, configs, local, skipped)
-        meta.utility_choice = dict(utility_choice or {})
-        meta.no_user_turns = not user_turns
-        for role, choice in roles.items():
-            if choice.pool:
-                meta.roles[role] = dataclasses.replace(meta.roles[role],
-                                                       pool=(configs[role].base_url, *choice.pool))
-        meta.suites.update(records)
-        try:                                 # what this run still has to do; reads, never writes
-            table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
-                                   as_json=cfg.dry_run_json)
-        except ValueError as exc:            # a bad --price
-            raise ConfigError(str(exc)) from None
-        for line in [json.dumps(table)] if cfg.dry_run_json else table:
-            out.info(line)
+        _say_plan(say, cfg, bench, run, jobs, records, left_out)
+        configs = _endpoint_configs(cfg, roles, local)
+        meta = _new_meta(cfg, bench, configs, roles, local, skipped, utility_choice, user_turns, records)
+        _print_cost_table(out, cfg, bench, jobs, meta, run)
         if cfg.dry_run:
             return None
         run.check(meta)                      # an unusable folder fails before anything starts
-        configs = {role: session.on_local(c) if role in local else c for role, c in configs.items()}
-        # Every role, before anything is generated or written (no cache yet: nothing lands in RUNDIR).
-        await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
-                                                  for role, choice in roles.items() for url in choice.pool)],
-                            cfg.model_check)
-        meta = run.start(meta)
-        eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
-                                        for role, c in configs.items()}
-        budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
-        if budget is not None:
-            eps = {role: budget.wrap(ep) for role, ep in eps.items()}
-
+        eps, meta = await _started_endpoints(cfg, session, run, meta, configs, roles, local)
         results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run))
         session.print_usage()
     require_scored(results, run)
     require_complete(results, run)
     return results
+
+
+def _records_used(cfg: EvaluateConfig, bench: Benchmark, conditions: Sequence[str], records: dict[str, Any],
+                  utility_choice: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The suites' input records this run uses: those of the suites its conditions ask for and those its scorers
+    read; a suite's inputs given but used by none is refused (one line naming its flag)."""
+    try:
+        read_by_scorers = scorer_inputs(conditions, str(cfg.utility), records)
+    except ConfigError as exc:
+        if utility_choice:              # the user named no measure: say who chose it
+            raise ConfigError(f"{exc} (rubric utility is dataset {bench.source}'s measure: it has no "
+                              "checklists for Ben-Util)") from None
+        raise
+    # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
+    # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
+    # records of suites neither asked for nor read are dropped
+    used = {s.name for s in suites() if set(s.conditions) & set(conditions)} | read_by_scorers
+    unused = [s for s in suites() if s.name in records and s.name not in used]
+    if unused and not set(records) & used:
+        flag = next((o.flag for s in suites() if s.name in records for o in s.options if o.path), unused[0].name)
+        wanted = [c for s in sorted(unused, key=lambda s: not s.options) for c in s.conditions]
+        raise ConfigError(f"{flag} was given, but --conditions ({','.join(conditions)}) has none of "
+                          f"{', '.join(wanted)}; add {wanted[0]} to --conditions (or leave {flag} out)")
+    return {name: r for name, r in records.items() if name in used}
+
+
+def _planned(cfg: EvaluateConfig, bench: Benchmark,
+             conditions: list[str]) -> tuple[EvaluateConfig, list[Any], list[Any], list[str]]:
+    """The run's jobs and skipped conversations, with ``cfg.conditions`` set to the conditions that run, and the
+    lines saying which were left out as empty."""
+    try:
+        refuse_missing(bench, conditions)
+    except SuiteError as exc:
+        raise ConfigError(str(exc)) from None
+    jobs, skipped = plan_jobs(bench, conditions, PlanSettings(shared_turn1=cfg.shared_turn1))
+    if cfg.conditions_all:          # `all`: a condition left out of the default set joins where the dataset has it
+        conditions = [c for c in conditions if c in default_conditions() or any(j.condition == c for j in jobs)]
+        skipped = [k for k in skipped if k.condition in conditions]
+    refuse_empty_conditions(bench, conditions, jobs, skipped)
+    conditions, left_out = leave_out_empty(bench, cfg, conditions, jobs)
+    return dataclasses.replace(cfg, conditions=tuple(conditions)), jobs, skipped, left_out
+
+
+def _say_plan(say: Callable[[str], None], cfg: EvaluateConfig, bench: Benchmark, run: RunFolder,
+              jobs: Sequence[Any], records: dict[str, Any], left_out: Sequence[str]) -> None:
+    for line in left_out:
+        say(line)
+    say(f"run folder: {run.path}")
+    subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
+    say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
+    for note in bench.notes_for(cfg.utility):
+        say(f"dataset note: {note}")
+    for name, record in records.items():          # what each suite's own inputs hold, in its words
+        if record.get("summary"):
+            say(f"{name}: {record['summary']}")
+
+
+def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, Any], local: set[str]) -> dict[str, EndpointConfig]:
+    """Each role's endpoint; local roles get the embedded model's address once it runs (run.json: "local")."""
+    return {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
+                                 model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
+                                 api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
+                                 http_client=cfg.http_client,
+                                 temperature=cfg.judge_temperature if role == "judge" else None,
+                                 **c.request())
+            for role, c in roles.items()}
+
+
+def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], roles: dict[str, Any],
+              local: set[str], skipped: Sequence[Any], utility_choice: Optional[dict[str, Any]], user_turns: bool,
+              records: dict[str, Any]) -> RunMeta:
+    meta = new_run_meta(cfg, bench, configs, local, skipped)
+    meta.utility_choice = dict(utility_choice or {})
+    meta.no_user_turns = not user_turns
+    for role, choice in roles.items():
+        if choice.pool:
+            meta.roles[role] = dataclasses.replace(meta.roles[role], pool=(configs[role].base_url, *choice.pool))
+    meta.suites.update(records)
+    return meta
+
+
+def _print_cost_table(out: Output, cfg: EvaluateConfig, bench: Benchmark, jobs: Sequence[Any], meta: RunMeta,
+                      run: RunFolder) -> None:
+    try:                                 # what this run still has to do; reads, never writes
+        table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
+                               as_json=cfg.dry_run_json)
+    except ValueError as exc:            # a bad --price
+        raise ConfigError(str(exc)) from None
+    for line in [json.dumps(table)] if cfg.dry_run_json else table:
+        out.info(line)
+
+
+async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFolder, meta: RunMeta,
+                             configs: dict[str, EndpointConfig], roles: dict[str, Any],
+                             local: set[str]) -> tuple[dict[str, ChatEndpoint], RunMeta]:
+    """Every role checked before anything is generated or written (no cache yet: nothing lands in RUNDIR), then
+    the run started and each role's endpoint (pooled, budgeted) made."""
+    configs = {role: session.on_local(c) if role in local else c for role, c in configs.items()}
+    await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
+                                              for role, choice in roles.items() for url in choice.pool)],
+                        cfg.model_check)
+    meta = run.start(meta)
+    eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
+                                    for role, c in configs.items()}
+    budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
+    if budget is not None:
+        eps = {role: budget.wrap(ep) for role, ep in eps.items()}
+    return eps, meta
 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
