@@ -101,6 +101,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = item.nodeid.lower()
         if item.get_closest_marker("local_model") or "browser" in name or "chromium" in name or "headless" in name:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("local_model"):
-            # One xdist worker runs them all (--dist loadgroup): one shared server, no second model on the cores.
-            item.add_marker(pytest.mark.xdist_group("embedded_model"))
