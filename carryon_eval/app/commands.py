@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.app import options
 from carryon_eval.option import refused_alone
 from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
-                                     RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
+                                     RoleChoice, RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
                                      new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
                                      suite_options, utility_line)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
@@ -165,7 +165,7 @@ def _say_plan(say: Callable[[str], None], cfg: EvaluateConfig, bench: Benchmark,
             say(f"{name}: {record['summary']}")
 
 
-def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, Any], local: set[str]) -> dict[str, EndpointConfig]:
+def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, RoleChoice], local: set[str]) -> dict[str, EndpointConfig]:
     """Each role's endpoint; local roles get the embedded model's address once it runs (run.json: "local")."""
     return {role: EndpointConfig(base_url=LOCAL_ENDPOINT if role in local else str(c.endpoint),
                                  model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
@@ -176,7 +176,7 @@ def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, Any], local: set[str
             for role, c in roles.items()}
 
 
-def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], roles: dict[str, Any],
+def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], roles: dict[str, RoleChoice],
               local: set[str], skipped: Sequence[Any], utility_choice: Optional[dict[str, Any]], user_turns: bool,
               records: dict[str, Any]) -> RunMeta:
     meta = new_run_meta(cfg, bench, configs, local, skipped)
@@ -201,7 +201,7 @@ def _print_cost_table(out: Output, cfg: EvaluateConfig, bench: Benchmark, jobs: 
 
 
 async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFolder, meta: RunMeta,
-                             configs: dict[str, EndpointConfig], roles: dict[str, Any],
+                             configs: dict[str, EndpointConfig], roles: dict[str, RoleChoice],
                              local: set[str]) -> tuple[dict[str, ChatEndpoint], RunMeta]:
     """Every role checked before anything is generated or written (no cache yet: nothing lands in RUNDIR), then
     the run started and each role's endpoint (pooled, budgeted) made."""
