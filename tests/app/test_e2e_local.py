@@ -103,7 +103,7 @@ def test_triplet_condition_on_the_embedded_model(tmp_path):
     before = llama_server_pids()
     run = tmp_path / "run"
     proc = subprocess.run(CLI + ["--limit", "1", "--conditions", "triplet", "--opensafeintent", str(OPENSAFEINTENT),
-                                 "--out", str(run)], capture_output=True,
+                                 "--max-tokens", "64", "--out", str(run)], capture_output=True,
                           text=True, timeout=2400, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert llama_server_pids() - before == set()
     transcripts = [json.loads(line) for line in (run / "transcripts.jsonl").read_text().splitlines()]

@@ -29,13 +29,22 @@ def model_cache_dir(base: Path) -> Path:
     return Path(os.environ.get("CARRYON_TEST_CACHE") or base / "carryon-cache")
 
 
+def _started_here(proc: Path) -> bool:
+    """Whether a process was started from this pytest worker: under pytest-xdist each worker has its own
+    PYTEST_XDIST_WORKER, which every process it starts inherits, so one worker never counts another's servers."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return True
+    return f"PYTEST_XDIST_WORKER={worker}".encode() in (proc / "environ").read_bytes().split(b"\0")
+
+
 def engine_pids() -> set[int]:
-    """Every running embedded server process (by its command line)."""
+    """Every running embedded server process (by its command line) started from this test process."""
     pids = set()
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if ENGINE_MODULE in (proc / "cmdline").read_bytes().split(b"\0"):
+                if ENGINE_MODULE in (proc / "cmdline").read_bytes().split(b"\0") and _started_here(proc):
                     pids.add(int(proc.name))
             except OSError:
                 pass
