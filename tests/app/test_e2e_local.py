@@ -40,7 +40,7 @@ def numbers_or_reasons(results: dict[str, Any]) -> Iterator[str]:
 
 def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
     before = llama_server_pids()
-    cmd = CLI + ["--limit", "1", "--out", str(tmp_path / "run")]
+    cmd = CLI + ["--limit", "1", "--max-tokens", "64", "--out", str(tmp_path / "run")]   # the target's cap: for time
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 
     # 1. Ctrl-C in the middle of the rollout

@@ -34,7 +34,7 @@ from carryonbench_builder.replies import normalize_category, parse_flag, parse_i
 from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
 from carryonbench_builder.sources.casebench import load_source, select_queries
-from support.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args,
+from support.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read, run_cli)
 from support.embedded import crash_mid_call, needs_local
 from support.synthetic_source import write_llm_source
@@ -739,48 +739,6 @@ def test_no_llm_build_has_no_triplets_and_says_why(source, tmp_path):
     assert all(r["condition"] != "MC" for r in read(tmp_path / "ds", "conversations"))
     assert "malicious_intent" not in read(tmp_path / "ds", "queries")[0]
     assert run_cli(["verify", str(tmp_path / "ds")]).exit_code == 0
-
-
-@pytest.mark.local_model
-@pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30: Gemma 3 270M answers true/yes to nearly every harm_filter and item_filter verdict "
-    "(10 of 12 probes, whatever the field order or a yes/no enum), so an honest build keeps no query and now "
-    "stops with one line (exit 2) instead of the 2 queries asked for"))
-@needs_local
-def test_the_embedded_model_builds_2_queries_that_carryon_eval_runs(tmp_path):
-    """`carryon-build build --endpoint local --limit 2 --min-items 1` on the shipped source gives 2
-    queries with their intents, checklists of at least one item and conversations; `verify` accepts the folder
-    and `carryon-eval --dataset` runs on it end to end. Quality is whatever a 270M base model gives."""
-    if not SOURCE.is_file():
-        pytest.skip(f"the CASE-Bench source is not at {SOURCE} (set CARRYON_CASEBENCH)")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    builder = [sys.executable, "-c", "from carryonbench_builder.cli import main; main()"]
-    out = tmp_path / "ds"
-    res = subprocess.run([*builder, "build", "--source", str(SOURCE), "--out", str(out), "--endpoint", "local",
-                          "--limit", "2", "--min-items", "1"], capture_output=True, text=True, timeout=1500, env=env)
-    assert res.returncode == 0, res.stderr[-3000:]
-    queries = read(out, "queries")
-    assert len(queries) == 2 and all(len(q["benign_intent"].split()) >= 5 for q in queries)
-    checklists = read(out, "checklists")
-    conversations = read(out, "conversations")
-    for q in queries:
-        assert [r for r in checklists if r["query_id"] == q["query_id"]], q["query_id"]
-        assert [r for r in conversations if r["query_id"] == q["query_id"]], q["query_id"]
-    manifest = json.loads((out / "MANIFEST.json").read_text())
-    forms = {name: e["params"]["structured_output"] for name, e in manifest["llm_stages"]["stages"].items()}
-    assert set(map(tuple, forms.values())) == {("json_object",)}, forms   # every stage through llama.cpp's grammar
-    assert manifest["llm_stages"]["checklist_items"]["min"] == 1
-    assert "--min-items 1" in (out / "README.md").read_text()
-    verified = subprocess.run([*builder, "verify", str(out)], capture_output=True, text=True, timeout=300, env=env)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-
-    run = tmp_path / "run"
-    evaluated = subprocess.run([sys.executable, "-c", "from carryon_eval.cli import main; main()", "--dataset",
-                                str(out), "--limit", "1", "--out", str(run)], capture_output=True, text=True,
-                               timeout=1500, env=env)
-    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    results = json.loads((run / "results.json").read_text())
-    assert results["unscored"]["utility_items_total"] > 0
 
 
 def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers, queries, tmp_path):
