@@ -43,8 +43,8 @@ from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
-from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
-from carryon_eval.human.annotate import AnnotateError
+from carryon_eval.suites.carryonbench.human.annotate import TASKS as ANNOTATION_TASKS
+from carryon_eval.suites.carryonbench.human.annotate import AnnotateError
 from carryon_eval.cli_common import (OneLineGroup, UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
                                      request_options, verbose_option)
 from carryon_eval.judge.batch import BatchError
@@ -383,8 +383,10 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
                      judge_name: Optional[str]) -> None:
     """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
-    run_command(app.annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
-                                    ClickOutput()), resume_hint=False)
+    from carryon_eval.suites.carryonbench.human.command import annotate_folder     # the wing, when it runs
+
+    run_command(annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name), ClickOutput()),
+                resume_hint=False)
 
 
 @cli.command("export")

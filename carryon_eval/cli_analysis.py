@@ -1,6 +1,7 @@
 """`carryon-eval compare` and `carryon-eval agreement` on the command line: the commands that read finished run
-folders. Their numbers are computed in carryon_eval.report.compare and carryon_eval.human.agreement; here are the
-options, the lines printed, and their errors as the CLI's one line (exit 2)."""
+folders. Their numbers are computed in carryon_eval.report.compare and CarryOnBench's human validation
+(carryon_eval.suites.carryonbench.human.agreement); here are the options, the lines printed, and their errors as the
+CLI's one line (exit 2)."""
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ from typing import Any, Optional, Sequence
 import click
 
 from carryon_eval.cli_common import UsageError
-from carryon_eval.human.agreement import (AgreementError, is_human_labels, judge_agreement,
-                                          source_agreement)
-from carryon_eval.human.judges_vs_people import (HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of,
-                                                 write_agreement)
-from carryon_eval.human.labels import TASKS
+from carryon_eval.suites.carryonbench.human.agreement import (AgreementError, is_human_labels, judge_agreement,
+                                                             source_agreement)
+from carryon_eval.suites.carryonbench.human.judges_vs_people import (HEADLINE, HumanAgreementError, fmt,
+                                                                    human_agreement, rows_of, write_agreement)
+from carryon_eval.suites.carryonbench.human.labels import TASKS
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
