@@ -10,7 +10,10 @@ package, to that module too. A package's ``__init__`` is the module named like t
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -439,3 +442,33 @@ def test_no_stage_module_looks_a_suite_up_by_what_it_has():
     found = stage_lookups()
     assert not found, "stage modules that take the first suite having a hook (iterate the suites instead):\n" + \
         "\n".join(f"{rel}:{line}" for rel, lines in found.items() for line in lines)
+
+
+# ---------------------------------------------------------------- importing a command imports no wing
+ENTRY_MODULES = (f"{PACKAGE}.cli", f"{PACKAGE}.api", f"{PACKAGE}.sweep", f"{PACKAGE}.app.commands")
+
+
+def test_importing_the_commands_imports_no_wing():
+    """The CLI, the Python API and the application layer find the wings when a command line is read or a suite
+    is first asked for (carryon_eval.suite.suites()), never on import: the suites' options, `export --format`,
+    `annotate --task`, `agreement --task` and `sweep --help`'s plan keys are made late."""
+    code = (f"import json, sys\nimport {', '.join(ENTRY_MODULES)}\nfrom {PACKAGE}.suite import registry\n"
+            f"print(json.dumps([sorted(m for m in sys.modules if m.startswith('{WINGS}')), registry._loaded]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT.parent)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wings, discovered = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert wings == [] and discovered is False, f"importing {ENTRY_MODULES} imported {wings}"
+
+
+def test_the_late_options_are_there_when_the_command_line_is_read():
+    from click.testing import CliRunner
+
+    from carryon_eval.cli import cli
+
+    runner = CliRunner()
+    assert "--opensafeintent DIR" in runner.invoke(cli, ["--help"]).output
+    assert "[utility|safety|fidelity]" in runner.invoke(cli, ["annotate", "--help"]).output
+    assert "[utility|safety|fidelity]" in runner.invoke(cli, ["agreement", "--help"]).output
+    assert "--format [opensafeintent|inspect" in runner.invoke(cli, ["export", "--help"]).output
+    assert "opensafeintent-sets" in runner.invoke(cli, ["sweep", "--help"]).output
