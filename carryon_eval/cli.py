@@ -43,8 +43,9 @@ from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
-from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
-                                     request_options, verbose_option)
+from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option,
+                                     concurrency_option, endpoint_options, merge_aliases, request_options,
+                                     verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.budget import CallBudgetSpent
