@@ -28,7 +28,7 @@ import errno
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Coroutine, Optional, Sequence
+from typing import Any, Callable, Coroutine, Optional, Sequence
 
 import click
 
@@ -43,10 +43,9 @@ from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
-from carryon_eval.human.annotate import TASKS as ANNOTATION_TASKS
-from carryon_eval.human.annotate import AnnotateError
-from carryon_eval.cli_common import (OneLineGroup, UsageError, click_option, concurrency_option, endpoint_options, merge_aliases,
-                                     request_options, verbose_option)
+from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option,
+                                     concurrency_option, endpoint_options, merge_aliases, request_options,
+                                     verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.budget import CallBudgetSpent
@@ -59,14 +58,13 @@ from carryon_eval.prompts import PromptError
 from carryon_eval.run.folder import RunError, RunFolder
 from carryon_eval.run.records import SettingsError
 from carryon_eval.model.pool import EndpointGone, RoleFailed
-from carryon_eval.suite import suite_options
 
 class CliError(UsageError):
     """One line on stderr, `carryon-eval: error: ...`, then exit 2."""
     prog = "carryon-eval"
 
 
-class CliGroup(OneLineGroup):
+class CliGroup(LateParams, OneLineGroup):
     error = CliError
 
 
@@ -94,13 +92,14 @@ RESUME = "; rerun the same command to resume"
 INCOMPLETE = 4          # exit code: stopped before the end (budget spent, an endpoint gone, judgments missing); everything written
 
 
-def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True) -> None:
-    """Run one application command in one event loop; the package's errors become one line and exit 2,
-    Ctrl-C (and SIGTERM, alike) a short note and exit 130 (143)."""
+def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True,
+                errors: tuple[type[Exception], ...] = ()) -> None:
+    """Run one application command in one event loop; the package's errors (and the command's own ``errors``)
+    become one line and exit 2, Ctrl-C (and SIGTERM, alike) a short note and exit 130 (143)."""
     try:
         asyncio.run(_terminable(command))
-    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, AnnotateError,
-            ConfigError, SettingsError, BatchError, ExportError) as exc:
+    except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, ConfigError, SettingsError,
+            BatchError, ExportError, *errors) as exc:
         raise CliError(str(exc)) from None
     except LocalServerCrashed as exc:           # the embedded server died: say so, and whether a rerun can help
         click.echo(f"carryon-eval: {exc}{exc.hint(RESUME)}", err=True)
@@ -164,13 +163,28 @@ async def _terminable(command: Coroutine[Any, Any, Any]) -> None:
 
 
 # ---------------------------------------------------------------- option parsing
-def suite_options_of_suites(fn: Any) -> Any:
-    """The registered suites' own options (carryon_eval.suite.SuiteOption), as click options."""
-    for o in reversed(suite_options()):
+def suite_option_keys() -> tuple[str, ...]:
+    """The options the suites' own inputs take (Suite.load reads them from EvaluateConfig.suite_options)."""
+    from carryon_eval.suite import suite_options     # the wings are found when the command line is read
+
+    return tuple(o.key for o in suite_options())
+
+
+def with_suite_options(params: list[click.Parameter]) -> list[click.Parameter]:
+    """`carryon-eval`'s parameters with the registered suites' own options (carryon_eval.suite.SuiteOption) in
+    their place of the option table (before the option that follows SUITE_OPTIONS there), made when the command
+    line is first read (CliGroup's late parameters), so that importing the CLI imports no wing."""
+    from carryon_eval.suite import suite_options
+
+    made = []
+    for o in suite_options():
         kind: Any = click.Choice(o.choices) if o.choices else click.Path(path_type=Path) if o.path else str
-        fn = click.option(o.flag, o.key, type=kind, metavar=o.metavar, default=o.default,
-                          show_default=o.default is not None, help=o.help)(fn)
-    return fn
+        made.append(click.Option([o.flag, o.key], type=kind, metavar=o.metavar, default=o.default,
+                                 show_default=o.default is not None, help=o.help))
+    table = options.EVALUATE
+    after = table[table.index(options.SUITE_OPTIONS) + 1].name
+    at = next(i for i, p in enumerate(params) if p.name == after)
+    return [*params[:at], *made, *params[at:]]
 
 
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
@@ -187,14 +201,12 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
 def evaluate_options(fn: Any) -> Any:
     """`carryon-eval`'s options, from the one table (carryon_eval.app.options.EVALUATE), the suites' own in their place."""
     for o in reversed(options.EVALUATE):
-        if o is options.SUITE_OPTIONS:
-            fn = suite_options_of_suites(fn)
-        else:
+        if o is not options.SUITE_OPTIONS:      # the suites' own: CliGroup's late parameters (with_suite_options)
             fn = click_option(o, callback=_conditions if o.kind == "conditions" else None)(fn)
     return fn
 
 
-@click.group(cls=CliGroup, invoke_without_command=True, epilog=EXIT_CODES,
+@click.group(cls=CliGroup, late=with_suite_options, invoke_without_command=True, epilog=EXIT_CODES,
              context_settings={"help_option_names": ["-h", "--help"]})
 @evaluate_options
 @verbose_option
@@ -209,10 +221,6 @@ def cli(ctx: click.Context, **opts: Any) -> None:
         return
     run_command(app.evaluate(evaluate_config(**opts, conditions_all=bool(ctx.meta.get("conditions_all"))),
                              ClickOutput()))
-
-
-#: The options the suites' own inputs take (Suite.load reads them from EvaluateConfig.suite_options).
-SUITE_OPTIONS = tuple(o.key for o in suite_options())
 
 
 def refuse_global_options(ctx: click.Context, opts: dict[str, Any]) -> None:
@@ -257,7 +265,7 @@ def _flag(ctx: click.Context, name: str) -> str:
 def evaluate_config(*, conditions_all: bool = False, **opts: Any) -> EvaluateConfig:
     """The config record of `carryon-eval`'s parsed options (click's names; the suites' own options by their keys)."""
     opts = merge_aliases(opts, CliError)
-    for name in SUITE_OPTIONS:                   # the suites' own options go together
+    for name in suite_option_keys():             # the suites' own options go together
         value = opts.pop(name, None)
         if value is not None:
             opts["suite_options"] = {**opts.get("suite_options", {}), name: value}
@@ -366,10 +374,29 @@ def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples:
                 resume_hint=False)
 
 
-@cli.command("annotate")
+def after_rundir(make: Callable[[], click.Parameter]) -> Callable[[list[click.Parameter]], list[click.Parameter]]:
+    """A command's late parameters (LateCommand): the one ``make`` makes, right after RUNDIR."""
+    return lambda params: [params[0], make(), *params[1:]]
+
+
+def annotation_task_option() -> click.Option:
+    """`annotate --task`: CarryOnBench's human-validation tasks (its wing's, read when the command line is)."""
+    from carryon_eval.suites.carryonbench.human.labels import TASKS
+
+    return click.Option(["--task"], type=click.Choice(TASKS), required=True,
+                        help="utility: Ben-Util verdicts (y/n); safety: harm scores (1-5); fidelity: user moves (1-7).")
+
+
+def export_format_option() -> click.Option:
+    """`export --format`: the registered formats and the suites' reference layouts (read when the command line
+    is, so that importing the CLI finds no suite)."""
+    known = export_formats()
+    return click.Option(["--format", "fmt"], type=click.Choice(list(known)), required=True,
+                        help=" ".join(f"{e.name}: {e.description}." for e in known.values()))
+
+
+@cli.command("annotate", cls=LateCommand, late=after_rundir(annotation_task_option))
 @RUNDIR
-@click.option("--task", type=click.Choice(ANNOTATION_TASKS), required=True,
-              help="utility: Ben-Util verdicts (y/n); safety: harm scores (1-5); fidelity: user moves (1-7).")
 @click.option("--sample", "sample", type=click.IntRange(min=1), default=100, show_default=True,
               help="Cases to sample, stratified by condition and by the judge's answer.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
@@ -383,14 +410,15 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
                      judge_name: Optional[str]) -> None:
     """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
-    run_command(app.annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name),
-                                    ClickOutput()), resume_hint=False)
+    from carryon_eval.suites.carryonbench.human.annotate import AnnotateError      # the wing, when it runs
+    from carryon_eval.suites.carryonbench.human.command import annotate_folder
+
+    run_command(annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name), ClickOutput()),
+                resume_hint=False, errors=(AnnotateError,))
 
 
-@cli.command("export")
+@cli.command("export", cls=LateCommand, late=after_rundir(export_format_option))
 @RUNDIR
-@click.option("--format", "fmt", type=click.Choice(list(export_formats())), required=True,
-              help=" ".join(f"{e.name}: {e.description}." for e in export_formats().values()))
 @click.option("--out", type=click.Path(), required=True,
               help="File or folder to write (see --format); a file format given a folder writes RUNDIR's name inside.")
 @click.option("--judge", "judge_name", metavar="NAME", help="Judge model whose answers to export [default: the run's].")

@@ -1,6 +1,8 @@
 """`carryon-eval compare` and `carryon-eval agreement` on the command line: the commands that read finished run
-folders. Their numbers are computed in carryon_eval.report.compare and carryon_eval.human.agreement; here are the
-options, the lines printed, and their errors as the CLI's one line (exit 2)."""
+folders. Their numbers are computed in carryon_eval.report.compare and CarryOnBench's human validation
+(carryon_eval.suites.carryonbench.human.agreement); here are the options, the lines printed, and their errors as the
+CLI's one line (exit 2). The agreement command imports CarryOnBench's wing when it runs (or its help is shown), so
+that importing the CLI imports no wing."""
 from __future__ import annotations
 
 import json
@@ -9,12 +11,7 @@ from typing import Any, Optional, Sequence
 
 import click
 
-from carryon_eval.cli_common import UsageError
-from carryon_eval.human.agreement import (AgreementError, is_human_labels, judge_agreement,
-                                          source_agreement)
-from carryon_eval.human.judges_vs_people import (HEADLINE, HumanAgreementError, fmt, human_agreement, rows_of,
-                                                 write_agreement)
-from carryon_eval.human.labels import TASKS
+from carryon_eval.cli_common import LateCommand, UsageError
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
@@ -115,6 +112,8 @@ def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str
 
 
 def _print_human(res: dict[str, Any]) -> None:
+    from carryon_eval.suites.carryonbench.human.judges_vs_people import HEADLINE, fmt, rows_of
+
     alpha = res["among_annotators"]["krippendorff_alpha"]
     click.echo(f"{res['task']}: {res['n_labels']} labels ({res['n_skipped']} skipped) of {res['n_cases']} cases "
                f"by {len(res['annotators'])} annotator(s): {', '.join(res['annotators'])}")
@@ -127,6 +126,9 @@ def _print_human(res: dict[str, Any]) -> None:
 
 def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str], judges: Optional[list[str]],
                    out: Optional[Path], as_json: bool) -> None:
+    from carryon_eval.suites.carryonbench.human.judges_vs_people import (HumanAgreementError, human_agreement,
+                                                                        write_agreement)
+
     if not rundir.is_dir():
         raise AnalysisError(f"{rundir}: the first argument must be the run folder the labels are of")
     try:
@@ -143,13 +145,21 @@ def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str
         _print_human(res)
 
 
-@click.command("agreement")
+def _with_task_option(params: list[click.Parameter]) -> list[click.Parameter]:
+    """`agreement --task` (after --judges): the human-validation tasks of CarryOnBench's wing, read when the command
+    line is (LateCommand)."""
+    from carryon_eval.suites.carryonbench.human.labels import TASKS
+
+    task = click.Option(["--task"], type=click.Choice(TASKS),
+                        help="With human labels: which judgments they label [default: what the labels say].")
+    return [*params[:2], task, *params[2:]]
+
+
+@click.command("agreement", cls=LateCommand, late=_with_task_option)
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--judges", callback=_judge_names, metavar="A,B",
               help="Two judge models of the run folder A to compare [default: the two present]; with human "
                    "labels, the judges to compare with them [default: all].")
-@click.option("--task", type=click.Choice(TASKS),
-              help="With human labels: which judgments they label [default: what the labels say].")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="With human labels: write agreement.json into this folder (the run folder: `report` shows it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
@@ -164,6 +174,8 @@ def agreement_command(sources: tuple[Path, ...], judges: Optional[list[str]], ta
     carryon-eval agreement A B
     carryon-eval agreement RUNDIR LABELS... [--task utility|safety|fidelity] [--out DIR]
     """
+    from carryon_eval.suites.carryonbench.human.agreement import AgreementError
+
     try:
         _agreement(sources, judges, task, out, as_json)
     except AgreementError as exc:
@@ -172,6 +184,8 @@ def agreement_command(sources: tuple[Path, ...], judges: Optional[list[str]], ta
 
 def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Optional[str], out: Optional[Path],
                as_json: bool) -> None:
+    from carryon_eval.suites.carryonbench.human.agreement import is_human_labels, judge_agreement, source_agreement
+
     a, rest = sources[0], sources[1:]
     if rest and (task or out or len(rest) > 1 or any(is_human_labels(p) for p in rest)):
         _human_command(a, rest, task, judges, out, as_json)

@@ -50,6 +50,33 @@ class UsageError(click.ClickException):
         click.echo(f"{self.prog}: error: {first}", err=True)
 
 
+class LateParams:
+    """A click command (or group) some of whose parameters are made when click first asks for its parameters
+    (parsing a command line, its --help), not when the module that declares it is imported: ``late(params)``
+    returns the full list. The options the registered suites bring are made so, so that importing the CLI imports
+    no wing (carryon_eval.suite finds the wings when they are first asked for)."""
+
+    def __init__(self, *args: Any, late: Optional[Callable[[list[click.Parameter]], list[click.Parameter]]] = None,
+                 **kwargs: Any) -> None:
+        self._late = late
+        super().__init__(*args, **kwargs)
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if self._late is not None:
+            self._params = self._late(self._params)
+            self._late = None           # made once (a late function that fails is asked again next time)
+        return self._params
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._params = value
+
+
+class LateCommand(LateParams, click.Command):
+    """A command with late parameters (LateParams)."""
+
+
 class OneLineGroup(click.Group):
     """The command group of a CLI whose usage errors (an unknown option or command, a bad value, a missing
     argument), in the group or any of its subcommands, end like every bad input: one line

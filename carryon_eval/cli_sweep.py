@@ -31,7 +31,16 @@ class Lines:
         click.echo(text, err=True)
 
 
-@click.command("sweep", epilog=keys_help())
+class SweepCommand(click.Command):
+    """`sweep --help` ends with the plan's keys, the suites' own options among them: made when the help is
+    shown, so that importing the CLI finds no suite."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = keys_help()
+        super().format_epilog(ctx, formatter)
+
+
+@click.command("sweep", cls=SweepCommand)
 @click.argument("plan_file", metavar="PLAN.toml", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Folder of the sweep: one run folder per target (DIR/<name>), then DIR/leaderboard.html and "

@@ -22,14 +22,13 @@ from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.app import options
 from carryon_eval.option import refused_alone
-from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, Output,
+from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RoleChoice, RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
                                      new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
                                      suite_options, utility_line)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
-from carryon_eval.human.annotate import sample_cases, strata_counts, write_annotation
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark
@@ -363,20 +362,6 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
         session.print_usage()
-
-
-async def annotate_folder(cfg: AnnotateConfig, out: Output) -> None:
-    """`carryon-eval annotate RUNDIR`: a stratified sample of one task's cases as an annotation page (or
-    Label Studio's tasks and labeling config)."""
-    run, _, bench = open_run(RunFolder(cfg.rundir), out)
-    cases = sample_cases(run, bench, cfg.task, cfg.sample, cfg.seed, cfg.judge)
-    default = (f"annotate-{cfg.task}-seed{cfg.seed}.html" if cfg.fmt == "html"
-               else f"label-studio-{cfg.task}-seed{cfg.seed}.json")
-    paths = write_annotation(cases, cfg.task, cfg.out or run.path / default, source=str(run.path), fmt=cfg.fmt)
-    strata = ", ".join(f"{k} {n}" for k, n in strata_counts(cases).items())
-    out.info(f"annotate: {len(cases)} {cfg.task} cases (by condition/answer: {strata})")
-    for path in paths:
-        out.info(f"wrote {path}")
 
 
 async def export_folder(run: RunFolder, dest: Path, out: Output, judge: Optional[str] = None,

@@ -25,7 +25,7 @@ from carryon_eval.suites.carryonbench.conversations import (BINS, TRUNCATED, VIO
 from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversation_row
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, summarize
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.human.judges_vs_people import section_html as agreement_html
+from carryon_eval.suites.carryonbench.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.grouped import GROUPED_CONTEXT
 from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
                                       utility_judge_of)

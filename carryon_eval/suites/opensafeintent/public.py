@@ -1,6 +1,6 @@
 """OpenSafeIntent's public API: what another wing may use of it (the triplet wing plays the dataset's triplets on
-this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric). Everything else in the wing
-is its own and may change without notice.
+this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric; the inspect-ai export leaves
+its replies out). Everything else in the wing is its own and may change without notice.
 
 - the release: ``load_release``, ``Release``, ``PromptSet``, ``PROMPT_NAMES``, ``ReleaseError``;
 - the judges' prompts and readings, the reference's way: ``fill`` (a template filled), ``read_score`` (a 1-4 /
@@ -9,7 +9,8 @@ is its own and may change without notice.
 - the loaded inputs of a run (``bench.extras``, written and read only here): ``Inputs``, ``inputs_of`` (KeyError
   when not loaded), ``inputs_or_none``;
 - a run's jobs, probe and section, for a ``condition``: ``plan``, ``probe_intent``, ``probe_file``,
-  ``probe_run_file``, ``load_probes``, ``section``, ``target_model``;
+  ``probe_run_file``, ``load_probes``, ``section``, ``target_model``; ``parse_conversation_id`` (the set and prompt
+  name of one of its transcripts, None for any other's);
 - the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``render_markdown``,
   ``render_html``, ``compare_columns``, ``compare_markdown``.
 
@@ -24,10 +25,10 @@ from carryon_eval.suites.opensafeintent.readings import read_score
 from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet, Release, ReleaseError, load_release
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
 from carryon_eval.suites.opensafeintent.suite import (RUBRIC_MAX_TOKENS, Inputs, inputs_of, inputs_or_none, load_probes,
-                                                      plan, probe_file, probe_intent, probe_run_file, section,
-                                                      target_model)
+                                                      parse_conversation_id, plan, probe_file, probe_intent,
+                                                      probe_run_file, section, target_model)
 
 __all__ = ["HEADLINE", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
            "ScoredSet", "compare_columns", "compare_markdown", "fill", "inputs_of", "inputs_or_none", "load_probes",
-           "load_release", "plan", "probe_file", "probe_intent", "probe_run_file", "read_score", "render_html",
-           "render_markdown", "section", "summarize", "target_model"]
+           "load_release", "parse_conversation_id", "plan", "probe_file", "probe_intent", "probe_run_file",
+           "read_score", "render_html", "render_markdown", "section", "summarize", "target_model"]

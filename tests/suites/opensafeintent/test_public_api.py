@@ -43,6 +43,14 @@ def test_other_wings_import_only_its_public_api():
     assert {p for p, _, _ in seen} >= {"suites/triplet/record.py", "suites/carryonbench/rubric.py"}
 
 
+def test_modules_outside_the_wings_import_only_its_public_api():
+    """The inspect-ai export (and any module outside suites/) reads OpenSafeIntent through ``public`` too."""
+    outside = [p for p in PACKAGE.rglob("*.py") if WINGS not in p.parents]
+    found = {(p.relative_to(PACKAGE).as_posix(), m) for p in outside for m, _ in imports_from(p, OSI)}
+    assert ("inspect_bridge/export.py", f"{OSI}.public") in found
+    assert not {(p, m) for p, m in found if m != f"{OSI}.public"}, found
+
+
 def test_the_public_api_is_documented_and_exported():
     assert public.__doc__ and all(f"``{name}``" in public.__doc__ for name in public.__all__)
     assert all(hasattr(public, name) and not name.startswith("_") for name in public.__all__)

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import load_safety, load_utility, select_judge
-from carryon_eval.human.labels import LABEL_FIELD, TASKS
+from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS
 from carryon_eval.moves import MOVES
 from carryon_eval.prompts import load_prompt
 from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
@@ -183,7 +183,7 @@ def page_data(cases: Sequence[AnnotationCase], task: str, source: str) -> dict[s
 
 def render_page(cases: Sequence[AnnotationCase], task: str, source: str) -> str:
     """The self-contained page: the template with the data inlined (no server, no external URL)."""
-    template = resources.files("carryon_eval.human").joinpath("templates", TEMPLATE).read_text(encoding="utf-8")
+    template = resources.files(__package__).joinpath("templates", TEMPLATE).read_text(encoding="utf-8")
     data = json.dumps(page_data(cases, task, source), ensure_ascii=False)
     # Inside <script>, "</" could end the element and "<!--" open a comment: escape "<" in the JSON.
     return template.replace(_DATA_MARK, data.replace("<", "\\u003c"))

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from support.annotation_run import JUDGE, annotation_run
 
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.human import stats as S
-from carryon_eval.human.annotate import sample_cases
+from carryon_eval.suites.carryonbench.human import stats as S
+from carryon_eval.suites.carryonbench.human.annotate import sample_cases
 from carryon_eval.cli import cli
 from carryon_eval.dataset.load import load_benchmark
 from carryon_eval.moves import MOVES

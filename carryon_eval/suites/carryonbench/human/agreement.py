@@ -19,8 +19,8 @@ on both sides; a pair where either side is unscored is excluded and counted.
 
 Human labels from the annotation page (`carryon-eval annotate`: JSONL rows naming their annotator) or
 from Label Studio (its JSON export), one file or several, are compared with the run's judges per task
-(carryon_eval.human.judges_vs_people: Ben-Util, harm scores, user moves; each annotator and the majority label;
-Krippendorff's alpha among the people; bootstrap intervals); `--out DIR` writes DIR/agreement.json,
+(judges_vs_people: Ben-Util, harm scores, user moves; each annotator and the majority label; Krippendorff's alpha
+among the people; bootstrap intervals); `--out DIR` writes DIR/agreement.json,
 which `carryon-eval report` shows in report.html when DIR is the run folder.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from carryon_eval.human import labels as labels_mod
+from carryon_eval.suites.carryonbench.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
-from carryon_eval.human.labels import LabelError
+from carryon_eval.suites.carryonbench.human.labels import LabelError
 from carryon_eval.judge.store import UTILITY_FILE, UTILITY_GROUPED_FILE
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
