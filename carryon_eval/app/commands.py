@@ -38,7 +38,6 @@ from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
-from carryon_eval.judge.phase import calibration_sample
 from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
@@ -307,8 +306,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         why = refused_alone(options.EVALUATE, ben_util, given={n for n in ben_util if getattr(opts, n) is not None})
         if why:
             raise ConfigError(why)
-        sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
-                  if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
+        jobs = run_jobs(bench, meta)
         if opts.batch_export is not None and opts.batch_import:
             raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
                               "then import its results in a second command")
@@ -318,7 +316,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run, bench, model, opts.batch_export, settings=JudgeSettings(
                 utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
-                **ben_util, utility=meta.judge.utility), calibration=sample,
+                **ben_util, utility=meta.judge.utility), jobs=jobs,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
                                                  **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
@@ -331,7 +329,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util,
                                  utility=meta.judge.utility)
         if opts.batch_import:
-            asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
+            asks = dict(settings=settings, jobs=jobs, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
             expected = set(await pending_requests(run, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)

@@ -35,8 +35,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval import defaults
-from carryon_eval.judge.phase import ScorerRecords, calibrate, calibration_sample, plan_tasks, with_utility_judge
-from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
 from carryon_eval.run.folder import RunFolder
@@ -266,11 +266,11 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
            run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None,
-           sample: Optional[Sequence[tuple[str, int]]] = None) -> None:
+           jobs: Optional[Sequence[Job]] = None) -> None:
     settings = caps.judge_settings()
-    scoring = with_utility_judge(scoring, settings)
+    scoring = planned_uses(scoring, settings)
     scorers = reply_scorers(scoring.scorers, settings)
-    calibrate(scorers, sample if settings.utility_judge == "grouped" else None)
+    pick_replies(scorers, jobs)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
             for s in scorers}
     plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
@@ -295,7 +295,7 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
         if name == own and own in plan.tasks:        # the run's own mode: the calls counted above (no second plan)
             table.utility_modes[mode] = own_row
             continue
-        mine = with_utility_judge(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
+        mine = planned_uses(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
                                                for c, uses in scoring_without_grouped(scoring).uses.items()}),
                                   dataclasses.replace(caps.judge_settings(mode), calibrate=0))
         if name not in mine.scorers:
@@ -354,8 +354,7 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
                    for j in jobs]
     own = {j.conversation_id: j.generation.max_tokens for j in jobs
            if j.generation is not None and j.generation.max_tokens}
-    sample = calibration_sample(jobs, caps.calibrate) if caps.utility_judge == "grouped" and caps.calibrate else None
-    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, sample)
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, jobs)
     for suite in selected(conditions):
         mine = [j for j in jobs if j.condition in suite.conditions]
         for probe in suite.probes:

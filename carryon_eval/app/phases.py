@@ -7,7 +7,7 @@ from typing import Any, AsyncIterator, Callable, Optional, Sequence
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import calibration_sample, judge_run
+from carryon_eval.judge.phase import judge_run
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import write_report
@@ -57,16 +57,11 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
                       conditions: Sequence[str] = ()) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
     transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline).
-    A grouped Ben-Util judge with ``settings.calibrate`` also judges that many replies of the plan per item."""
-    sample = None
-    if settings.utility_judge == "grouped":
-        if settings.calibrate:
-            sample = calibration_sample(run_jobs(bench, run.read_meta()), settings.calibrate)
-        else:
-            out.note("judge: grouped Ben-Util without calibration: nothing measures how its verdicts agree with "
-                     "the per-item protocol (--calibrate N judges N replies both ways)")
+    The run's plan goes with it, for a scorer that judges only some of its replies."""
+    for note in settings.notes():
+        out.note(f"judge: {note}")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
-                             conditions=conditions, calibration=sample,
+                             conditions=conditions, jobs=run_jobs(bench, run.read_meta()),
                              show_progress=False if incoming is not None else None)   # the rollout's line is up
     counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())

@@ -243,6 +243,17 @@ class JudgeSettings:
             raise SettingsError(f"expected one of {', '.join(JUDGE_FORMATS)}, got {value!r}")
         return str(value)
 
+    def notes(self) -> list[str]:
+        """What a judge pass with these settings should say before it starts."""
+        if self.utility_judge == "grouped" and not self.calibrate:
+            return ["grouped Ben-Util without calibration: nothing measures how its verdicts agree with the per-item "
+                    "protocol (--calibrate N judges N replies both ways)"]
+        return []
+
+    def pass_fields(self) -> dict[str, Any]:
+        """What judge.json's record of a pass (JudgePass) says of these settings."""
+        return {"utility_mode": self.utility_mode, "utility_judge": self.utility_judge}
+
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -26,9 +26,9 @@ from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversatio
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, summarize
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.human.judges_vs_people import section_html as agreement_html
-from carryon_eval.judge.grouped import GROUPED_CONTEXT
-from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
-                                      utility_judge_of)
+from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
+from carryon_eval.judge.store import judge_pass, judges_present, select_judge
+from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility, utility_judge_of
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
@@ -45,7 +45,8 @@ from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic)
 from carryon_eval.suites.carryonbench.fidelity import flagged_conversations, read_fidelity
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
-from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT, make_scorer
+from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.suites.carryonbench.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
 from carryon_eval.report.phase import core_conditions, section_html, section_markdown, with_sections
 from carryon_eval.suite import ReportInputs, ReportRun, Suite, suites as registered_suites
