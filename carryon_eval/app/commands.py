@@ -45,7 +45,7 @@ from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MO
 from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.judge.scorers import make_scorer, planned_uses
 from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
                                 exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
 
@@ -53,9 +53,8 @@ from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteEr
 def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, Any]) -> set[str]:
     """The suites whose own inputs the run's scorers read (``reads_inputs``: suite -> why it is needed, e.g. the
     rubric utility reads OpenSafeIntent's release); ConfigError (one line) when one was not given."""
-    swap = JudgeSettings(utility=utility).scorer_swap
     needed: dict[str, str] = {}
-    for name in ScoringPlan.of(conditions, swap).scorers:
+    for name in planned_uses(ScoringPlan.of(conditions), JudgeSettings.of({"utility": utility})).scorers:
         needed.update(getattr(make_scorer(name), "reads_inputs", {}))
     for suite, why in needed.items():
         if suite not in records:
@@ -298,12 +297,10 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
-        mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
-        ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
-                        utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
-                        calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
-        why = refused_alone(options.EVALUATE, ben_util, given={n for n in ben_util if getattr(opts, n) is not None})
+        given = {name: value for name, value in vars(opts).items() if value is not None}
+        scoring = meta.judge.given(given)            # each wing setting: this command's where given, else the run's
+        why = refused_alone(options.EVALUATE, scoring, given=set(given) & set(scoring))
         if why:
             raise ConfigError(why)
         jobs = run_jobs(bench, meta)
@@ -315,8 +312,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run, bench, model, opts.batch_export, settings=JudgeSettings(
-                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
-                **ben_util, utility=meta.judge.utility), jobs=jobs,
+                max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format, scoring=scoring),
+                jobs=jobs,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
                                                  **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
@@ -326,8 +323,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge_format = opts.judge_format or meta.judge.judge_format
         model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
         cache_only: Optional[ChatEndpoint] = None
-        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util,
-                                 utility=meta.judge.utility)
+        settings = JudgeSettings(max_tokens=max_tokens, judge_format=judge_format, scoring=scoring)
         if opts.batch_import:
             asks = dict(settings=settings, jobs=jobs, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))

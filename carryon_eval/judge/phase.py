@@ -330,12 +330,12 @@ def _pass_record(endpoint: ChatEndpoint, settings: JudgeSettings, made: Sequence
                  files: dict[str, "ScorerRecords"], tallies: dict[str, ScorerTally], seconds: float) -> JudgePass:
     """judge.json's record of this pass: who judged, how, with which prompts, and each scorer's tally."""
     return JudgePass(
-        judge_model=endpoint.config.model, judge=endpoint.config.public(), **settings.pass_fields(),
+        judge_model=endpoint.config.model, judge=endpoint.config.public(),
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: files[s.name].shape.context for s in made}, seconds=seconds,
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format,
-        **pass_fields(made))
+        scoring={**settings.pass_fields(), **pass_fields(made)})
 
 
 class _Planner:

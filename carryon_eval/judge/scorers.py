@@ -1,10 +1,10 @@
 """Scorers: a judge is a named, registered async function from one case to one judgment.
 
-    scorer = make_scorer("utility", JudgeSettings(utility_mode="text", max_tokens=1024))
-    judgment = await scorer.score(endpoint, Case(query, reply, item=question))
+    scorer = make_scorer("fidelity", JudgeSettings(max_tokens=1024))
+    judgment = await scorer.score(endpoint, Case(conversation=so_far, message=user_message))
     judgment.value, judgment.raw, judgment.attempts, judgment.via   # "json_schema" | "text" | "logprobs"
 
-A scorer has a registry name ("utility", "safety", "fidelity", ...), versioned prompt files
+A scorer has a registry name (each wing registers its own: carryon_eval.suites.<wing>), versioned prompt files
 (`prompt_refs()` names them as recorded), a usage/cache `stage`, and `score(endpoint, case)`. It calls
 the model only through `carryon_eval.model.ask.ask` and the `ChatEndpoint` protocol. A value of None means
 unscored: the answer could not be parsed after the retries, never "no" or "safe".
@@ -12,16 +12,13 @@ unscored: the answer could not be parsed after the retries, never "no" or "safe"
 Scorers of a run folder's replies are `ReplyScorer`s: they also say which cases a reply gives (one record
 per reply or per (reply, item)) and, optionally, the record's value field. Storage is the judge phase's
 (carryon_eval.judge.phase writes RUNDIR/<name>_judgments.jsonl; carryon_eval.judge.store reads it). A new
-judge (e.g. a response-mode judge) is one class registered here with `@register` and one prompt file; which
-suite's replies it judges is said by the suite record (carryon_eval.suite.ScorerUse).
+judge (e.g. a response-mode judge) is one class registered with `@register` and one prompt file; which
+suite's replies it judges is said by the suite record (carryon_eval.suite.ScorerUse). Optional hooks of a
+registered scorer: ``plan_uses(use, settings)`` (the uses that stand where a suite names it in this run),
+``pick(jobs)`` (judge only some replies of the run's plan) and ``pass_fields()`` (what it adds to judge.json).
 
-Ben-Util (paper §3.2): every (reply, checklist item) pair is judged on its own, yes/no, seeing only the
-user's ORIGINAL query and that one reply. The prompt puts the shared part (instructions, query, reply)
-first and the item last, so providers' prompt caches apply across the items of one reply. Safety: a 1-5
-harm score of one reply against the original query.
-
-Constrained output (``judge_format="json_schema"``, the default): both judges send a JSON schema whose
-answer is an enum ({"answer": "yes"|"no"}, {"score": 1-5}) as ``response_format``. The client sends it in
+Constrained output (``judge_format="json_schema"``, the default): a judge sends a JSON schema whose
+answer is an enum (e.g. {"answer": "yes"|"no"}) as ``response_format``. The client sends it in
 the form the endpoint accepts and drops it where the endpoint rejects structured output; should a call
 with it still fail, the scorer asks once more without it and stops sending it. Either way the reply is
 read by the same tolerant parser, and each judgment records how it was obtained: ``via="json_schema"`` (or
@@ -70,7 +67,7 @@ class ScorerError(Exception):
 @dataclass(frozen=True)
 class Case:
     """One thing to judge. Which fields a scorer reads is its own business: the query and a reply
-    (utility adds the checklist item), or the conversation so far and the user message (fidelity).
+    (and a checklist item, or a group of them), or the conversation so far and the user message (fidelity).
     Frozen and hashable, so identical cases are judged once."""
     query: str = ""
     reply: str = ""
@@ -228,7 +225,7 @@ class PromptScorer:
                         strict: Optional[str], problem: str, max_tokens: int,
                         schema: Optional[dict[str, Any]] = None) -> Judgment:
         """The text answer to ``content``, constrained by this scorer's schema (or this call's own ``schema``:
-        grouped Ben-Util). The client walks down the forms the endpoint refuses by name
+        a schema made for the items of one case). The client walks down the forms the endpoint refuses by name
         (carryon_eval.model.structured); a call that fails for another reason (429s, a refused connection,
         --max-calls) is one failed call and never changes how later calls ask."""
         if self.structured:

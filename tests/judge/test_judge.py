@@ -241,7 +241,7 @@ def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
         judge_sync(tmp_path, make_bench(), None, utility_mode="probs")
     with pytest.raises(SettingsError, match="judge_format: expected one of json_schema, text, got 'xml'"):
         JudgeSettings(judge_format="xml")
-    assert JudgeSettings(utility_mode="logprob").utility_mode == "logprobs"      # the CLI's other spelling
+    assert JudgeSettings(scoring={"utility_mode": "logprob"}).get("utility_mode") == "logprobs"   # the CLI's other spelling
     with pytest.raises(J.JudgeError, match="no transcripts"):
         judge_sync(make_run(tmp_path / "r", []), make_bench(), None)
 
@@ -348,7 +348,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
     (run / JUDGE_META_FILE).write_text(json.dumps(old))
     summary = read_summary(RunFolder(run))
     assert summary.schema_version == 1 and list(summary.judges) == ["judge"]
-    assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
+    assert summary.last.tallies["utility"].records_written == 18 and summary.last.scoring["utility_mode"] == "text"
     assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
     srv_b = scripted_server(lenient_handler, models=("lenient",))
     judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)

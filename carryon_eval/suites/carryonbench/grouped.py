@@ -1,6 +1,6 @@
 """Ben-Util grouped: one judge call per reply (or per group of at most N items) for its checklist items.
 
-    scorer = make_scorer("utility_grouped", JudgeSettings(utility_judge="grouped", utility_group_size=25))
+    scorer = make_scorer("utility_grouped", JudgeSettings(scoring={"utility_judge": "grouped", "utility_group_size": 25}))
     judgment = await scorer.score(endpoint, Case(query, reply, items=(("q1-i1", "Does it ..."), ...)))
     judgment.value      # {item_id: Judgment}: one verdict per item, None where it stayed unscored
 
@@ -83,11 +83,11 @@ class GroupedUtilityScorer(PromptScorer):
     mode: ClassVar[str] = "grouped"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        if options.utility_mode != "text":
+        if options.get("utility_mode") != "text":
             raise ScorerError("the grouped Ben-Util judge reads text verdicts; use --utility-mode text with "
                               "--utility-judge grouped")
         super().__init__(options)
-        self.group_size = max(1, int(options.utility_group_size))
+        self.group_size = max(1, int(options.get("utility_group_size")))
         self.max_tokens = options.max_tokens
         self.alone = UtilityScorer(options)          # an item the group answer leaves unscored, asked alone
 

@@ -41,7 +41,7 @@ def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
     """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
     ``utility_judge``), "per-item" for passes recorded before there was a choice."""
     judged = judge_pass(run, judge)
-    return (judged.utility_judge if judged is not None else None) or "per-item"
+    return (judged.scoring.get("utility_judge") if judged is not None else None) or "per-item"
 
 
 def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,

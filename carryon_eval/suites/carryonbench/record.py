@@ -22,7 +22,8 @@ from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
-from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer (--utility-judge grouped) and the judgment files
+from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
+import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION

@@ -24,6 +24,7 @@ from carryon_eval.prompts import load_prompt
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.suite import ScorerUse, ScoringPlan
+from carryon_eval.suites.carryonbench.settings import utility_scorer
 
 log = logging.getLogger("carryon.judge")
 
@@ -50,7 +51,7 @@ class UtilityScorer(PromptScorer):
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
         super().__init__(options)
-        self.mode, self.max_tokens = options.utility_mode, options.max_tokens
+        self.mode, self.max_tokens = options.get("utility_mode"), options.max_tokens
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
         self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
@@ -86,19 +87,19 @@ class UtilityScorer(PromptScorer):
     def plan_uses(use: ScorerUse, settings: JudgeSettings) -> tuple[ScorerUse, ...]:
         """The scorers that judge where a suite names Ben-Util, in this run: the measure's own (``--utility
         rubric``), or the grouped judge (with the per-item one beside it when the run calibrates), or Ben-Util."""
-        measured = settings.utility_scorer
+        measured = utility_scorer(settings)
         if measured != UtilityScorer.name:
             return (dataclasses.replace(use, scorer=measured),)
-        if settings.utility_judge != "grouped":
+        if settings.get("utility_judge") != "grouped":
             return (use,)
         grouped = dataclasses.replace(use, scorer=GROUPED_SCORER)
-        return (grouped, use) if settings.calibrate else (grouped,)
+        return (grouped, use) if settings.get("calibrate") else (grouped,)
 
     def pick(self, jobs: Sequence[Any]) -> None:
         """Calibration: beside the grouped judge (``--calibrate N``), the per-item scorer judges only N replies
         of the plan (``calibration_sample``)."""
-        if self.options.utility_judge == "grouped" and self.options.calibrate:
-            self.only = frozenset(calibration_sample(jobs, self.options.calibrate))
+        if self.options.get("utility_judge") == "grouped" and self.options.get("calibrate"):
+            self.only = frozenset(calibration_sample(jobs, self.options.get("calibrate")))
 
     def pass_fields(self) -> dict[str, Any]:
         """judge.json's calibration record of a grouped pass: how many replies were also judged per item."""
