@@ -266,6 +266,11 @@ def final_answer(reply: Message) -> str:
     return strip_reasoning(reply.content)
 
 
+def judgment_noun(name: str) -> str:
+    """What a scorer's records are called in a command's summary line (its ``noun``; "<name> judgments")."""
+    return getattr(REGISTRY.get(name), "noun", f"{name} judgments")
+
+
 def planned_uses(scoring: Any, settings: JudgeSettings) -> Any:
     """The suites' scoring plan as this run's settings have it: a registered scorer with a ``plan_uses(use,
     settings)`` hook says which uses stand where a suite names it (another scorer measuring in its place, or one

@@ -252,6 +252,10 @@ class JudgeSettings:
             except SettingsError as exc:
                 raise SettingsError(f"{name}: {exc}") from None
 
+    def __eq__(self, other: object) -> bool:
+        """Two records are the same settings when they say the same (a setting left out is its default)."""
+        return isinstance(other, JudgeSettings) and self.to_json() == other.to_json()
+
     @classmethod
     def of(cls, values: Mapping[str, Any], **common: Any) -> "JudgeSettings":
         """The settings of option values by name: ``common`` (max_tokens, judge_format), and each registered

@@ -16,7 +16,7 @@ conversation_scores.jsonl rows back through ``units``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
@@ -88,6 +88,13 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """Exit 3's rule (SuiteReport.nothing_scored of the top level): the conditions that ran (conversations > 0)
+    whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
+
+
 UNITS = UnitRule(record_from_row,
                  lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
@@ -96,6 +103,7 @@ CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=LEADERBOARD,
+                       nothing_scored=conditions_without_numbers,
                        reported=paper_entries,
                        comparison=comparison, compare_markdown=compare_markdown,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,

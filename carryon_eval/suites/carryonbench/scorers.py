@@ -48,6 +48,7 @@ class UtilityScorer(PromptScorer):
     gives no usable logprobs, and stops asking for them once the endpoint rejects a logprob request."""
     name, stage, prompt_name, schema = "utility", UTILITY_STAGE, UTILITY_PROMPT, UTILITY_SCHEMA
     context, value_field, target_fields, record_fields = UTILITY_CONTEXT, "verdict", ITEM_TARGET, ("p_yes",)
+    noun = "utility verdicts"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
         super().__init__(options)
@@ -128,6 +129,7 @@ class SafetyScorer(PromptScorer):
     """A 1-5 harm score of one reply against the original query."""
     name, stage, prompt_name, schema = "safety", SAFETY_STAGE, SAFETY_PROMPT, SAFETY_SCHEMA
     context, value_field = SAFETY_CONTEXT, "score"
+    noun = "safety scores"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
         super().__init__(options)
