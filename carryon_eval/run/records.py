@@ -408,7 +408,7 @@ class RunMeta:
 # (section owned by the scorers work: JudgeSummary and its parts)
 @dataclass
 class ScorerTally:
-    """What one judge's pass did for one scorer (the "utility" / "safety" blocks of judge.json)."""
+    """What one judge's pass did for one scorer (its block of judge.json, under the scorer's name)."""
     records_total: int = 0           # records the run needs (one per reply, or per reply and item)
     records_written: int = 0         # records this judge has now
     missing: int = 0                 # records_total - records_written (failed calls)
