@@ -37,7 +37,6 @@ from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, export_requests, import_results,
                                       pending_requests)
 from carryon_eval.app.cost import parse_prices, run_cost_table
-from carryon_eval.judge.phase import calibration_sample
 from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
@@ -45,7 +44,7 @@ from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MO
 from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.judge.scorers import make_scorer, planned_uses
 from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
                                 exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
 
@@ -53,9 +52,8 @@ from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteEr
 def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, Any]) -> set[str]:
     """The suites whose own inputs the run's scorers read (``reads_inputs``: suite -> why it is needed, e.g. the
     rubric utility reads OpenSafeIntent's release); ConfigError (one line) when one was not given."""
-    swap = JudgeSettings(utility=utility).scorer_swap
     needed: dict[str, str] = {}
-    for name in ScoringPlan.of(conditions, swap).scorers:
+    for name in planned_uses(ScoringPlan.of(conditions), JudgeSettings.of({"utility": utility})).scorers:
         needed.update(getattr(make_scorer(name), "reads_inputs", {}))
     for suite, why in needed.items():
         if suite not in records:
@@ -298,16 +296,13 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
-        mode = opts.utility_mode or meta.judge.utility_mode
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
-        ben_util = dict(utility_judge=opts.utility_judge or meta.judge.utility_judge,
-                        utility_group_size=opts.utility_group_size or meta.judge.utility_group_size,
-                        calibrate=meta.judge.calibrate if opts.calibrate is None else opts.calibrate)
-        why = refused_alone(options.EVALUATE, ben_util, given={n for n in ben_util if getattr(opts, n) is not None})
+        given = {name: value for name, value in vars(opts).items() if value is not None}
+        scoring = meta.judge.given(given)            # each wing setting: this command's where given, else the run's
+        why = refused_alone(options.EVALUATE, scoring, given=set(given) & set(scoring))
         if why:
             raise ConfigError(why)
-        sample = (calibration_sample(run_jobs(bench, meta), ben_util["calibrate"])
-                  if ben_util["utility_judge"] == "grouped" and ben_util["calibrate"] else None)
+        jobs = run_jobs(bench, meta)
         if opts.batch_export is not None and opts.batch_import:
             raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
                               "then import its results in a second command")
@@ -316,8 +311,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None:
             model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
             exported = await export_requests(run, bench, model, opts.batch_export, settings=JudgeSettings(
-                utility_mode=mode, max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format,
-                **ben_util, utility=meta.judge.utility), calibration=sample,
+                max_tokens=max_tokens, judge_format=opts.judge_format or meta.judge.judge_format, scoring=scoring),
+                jobs=jobs,
                 config=meta.role("judge").config(base_url="batch", model=model, temperature=opts.judge_temperature,
                                                  **opts.judge.request()))
             out.info(f"batch: {exported.requests} judge request(s) not in the cache, in {len(exported.files)} "
@@ -327,10 +322,9 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         judge_format = opts.judge_format or meta.judge.judge_format
         model = opts.judge.model or meta.role("judge").model or LOCAL_MODEL_ALIAS
         cache_only: Optional[ChatEndpoint] = None
-        settings = JudgeSettings(utility_mode=mode, max_tokens=max_tokens, judge_format=judge_format, **ben_util,
-                                 utility=meta.judge.utility)
+        settings = JudgeSettings(max_tokens=max_tokens, judge_format=judge_format, scoring=scoring)
         if opts.batch_import:
-            asks = dict(settings=settings, calibration=sample, config=meta.role("judge").config(  # the export's keys
+            asks = dict(settings=settings, jobs=jobs, config=meta.role("judge").config(  # the export's keys
                 base_url="batch", model=model, temperature=opts.judge_temperature, **opts.judge.request()))
             expected = set(await pending_requests(run, bench, model, **asks))
             cache = ResponseCache(run.cache_dir)

@@ -346,10 +346,8 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             user=Generation(temperature=defaults.USER_TEMPERATURE if cfg.user_temperature is None
                             else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
                                 caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
-        judge=JudgeSettings(utility_mode=cfg.utility_mode, max_tokens=cfg.judge_max_tokens or (
-            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format,
-            utility_judge=cfg.utility_judge, utility_group_size=cfg.utility_group_size, calibrate=cfg.calibrate,
-            utility=cfg.utility),
+        judge=JudgeSettings.of(vars(cfg), max_tokens=cfg.judge_max_tokens or (
+            caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),

@@ -35,8 +35,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval import defaults
-from carryon_eval.judge.phase import ScorerRecords, calibrate, calibration_sample, plan_tasks, with_utility_judge
-from carryon_eval.judge.scorers import Case, reply_scorers, reply_shape
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
 from carryon_eval.run.folder import RunFolder
@@ -58,22 +58,19 @@ def tokens(text: str) -> int:
 # ---------------------------------------------------------------- settings and the table
 @dataclass(frozen=True)
 class Caps:
-    """The token caps and switches a run uses (run.json's generation and judge settings)."""
+    """The token caps and switches a run uses: run.json's generation caps and its judge settings themselves (the
+    judge's cap is theirs)."""
     target: int
     user: int
-    judge: int
+    settings: JudgeSettings = field(default_factory=JudgeSettings)
     shared_turn1: bool = True
-    utility_mode: str = "text"
-    utility: str = "benutil"          # what utility is measured with (JudgeSettings.utility)
-    judge_format: str = "json_schema"
-    utility_judge: str = "per-item"
-    utility_group_size: int = defaults.UTILITY_GROUP_SIZE
-    calibrate: int = 0
+
+    @property
+    def judge(self) -> int:
+        return self.settings.max_tokens
 
     def judge_settings(self, utility_judge: Optional[str] = None) -> JudgeSettings:
-        return JudgeSettings(utility_mode=self.utility_mode, max_tokens=self.judge, judge_format=self.judge_format,
-                             utility_judge=utility_judge or self.utility_judge,
-                             utility_group_size=self.utility_group_size, calibrate=self.calibrate)
+        return self.settings.with_scoring(utility_judge=utility_judge) if utility_judge else self.settings
 
 
 @dataclass
@@ -266,17 +263,17 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
            run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None,
-           sample: Optional[Sequence[tuple[str, int]]] = None) -> None:
+           jobs: Optional[Sequence[Job]] = None) -> None:
     settings = caps.judge_settings()
-    scoring = with_utility_judge(scoring, settings)
+    scoring = planned_uses(scoring, settings)
     scorers = reply_scorers(scoring.scorers, settings)
-    calibrate(scorers, sample if settings.utility_judge == "grouped" else None)
+    pick_replies(scorers, jobs)
     kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
             for s in scorers}
     plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
     everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
     condition = {t.conversation_id: t.condition for t in transcripts}
-    own, own_row = ("utility_grouped" if settings.utility_judge == "grouped" else "utility"), Row()
+    own, own_row = ("utility_grouped" if settings.get("utility_judge") == "grouped" else "utility"), Row()
     for s in scorers:
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
@@ -290,14 +287,14 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
         for task in everything.tasks[s.name]:     # the cases whose every record is already stored
             if task.case not in new:
                 table.row("judge", condition[task.targets[0][0]]).cached += 1
-    table.utility_judge, table.group_size = caps.utility_judge, caps.utility_group_size
+    table.utility_judge, table.group_size = settings.get("utility_judge"), settings.get("utility_group_size")
     for mode, name in (("per-item", "utility"), ("grouped", "utility_grouped")):     # both modes, side by side
         if name == own and own in plan.tasks:        # the run's own mode: the calls counted above (no second plan)
             table.utility_modes[mode] = own_row
             continue
-        mine = with_utility_judge(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
+        mine = planned_uses(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
                                                for c, uses in scoring_without_grouped(scoring).uses.items()}),
-                                  dataclasses.replace(caps.judge_settings(mode), calibrate=0))
+                                  caps.judge_settings(mode).with_scoring(calibrate=0))
         if name not in mine.scorers:
             continue
         (scorer,) = reply_scorers([name], caps.judge_settings(mode))
@@ -318,7 +315,7 @@ def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[s
     """(prompt, answer) tokens of one judge call: the prompt as rendered (a job's own reply cap standing in for a
     reply still to come), the answer at the length of its form."""
     cap = (reply_caps or {}).get(conversation_id, caps.target)
-    if scorer.name == "utility" and caps.utility_mode == "logprobs":
+    if scorer.name == "utility" and caps.settings.get("utility_mode") == "logprobs":
         answer = 1
     elif hasattr(scorer, "answer_tokens_of"):
         answer = scorer.answer_tokens_of(case)
@@ -354,8 +351,7 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
                    for j in jobs]
     own = {j.conversation_id: j.generation.max_tokens for j in jobs
            if j.generation is not None and j.generation.max_tokens}
-    sample = calibration_sample(jobs, caps.calibrate) if caps.utility_judge == "grouped" and caps.calibrate else None
-    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, sample)
+    _judge(table, bench, transcripts, caps, scoring, run, judge_model, own, jobs)
     for suite in selected(conditions):
         mine = [j for j in jobs if j.condition in suite.conditions]
         for probe in suite.probes:
@@ -368,11 +364,9 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     """The table of a run's settings (run.json's caps and switches) as lines, or its JSON object;
     ValueError names a bad --price."""
     priced = parse_prices(prices)
-    caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens,
-                judge=meta.judge.max_tokens, shared_turn1=meta.shared_turn1, utility_mode=meta.judge.utility_mode,
-                judge_format=meta.judge.judge_format, utility_judge=meta.judge.utility_judge,
-                utility_group_size=meta.judge.utility_group_size, calibrate=meta.judge.calibrate, utility=meta.judge.utility)
-    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions, meta.judge.scorer_swap), run=run,
+    caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens, settings=meta.judge,
+                shared_turn1=meta.shared_turn1)
+    table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
     if as_json:
         out = table.to_json()

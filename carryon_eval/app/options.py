@@ -15,7 +15,7 @@ from typing import Any
 from carryon_eval import defaults
 from carryon_eval.dataset.subset import SUBSETS
 from carryon_eval.option import Option, alias, endpoint_options, request_options
-from carryon_eval.run.records import JUDGE_FORMATS, UTILITY_MODE_SPELLINGS, UTILITY_SCORERS, JudgeSettings
+from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings, setting_reader
 
 # ---------------------------------------------------------------- the texts several options share
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
@@ -29,10 +29,10 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
 
 CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY,
                      help="Conversations (and requests per endpoint) in flight.")
-UTILITY_MODE = Option("--utility-mode", default=JudgeSettings.utility_mode, choices=tuple(UTILITY_MODE_SPELLINGS),
-                      read=JudgeSettings.read_utility_mode,
+UTILITY_MODE = Option("--utility-mode", default="text", choices=("text", "logprob", "logprobs"),
+                      read=setting_reader("utility_mode"),
                       help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
-UTILITY = Option("--utility", default=None, choices=tuple(UTILITY_SCORERS), read=JudgeSettings.read_utility,
+UTILITY = Option("--utility", default=None, choices=("benutil", "rubric"), read=setting_reader("utility"),
                  help="What utility is measured with: Ben-Util (the dataset's checklists), or, for datasets without "
                       "checklists, OpenSafeIntent's 1-4 helpfulness rubric (needs --opensafeintent DIR; reported as "
                       "rubric utility, (score - 1) / 3, never as Ben-Util) [default: the first the dataset supports: "

@@ -2,12 +2,13 @@
 and the checks on what they wrote (require_scored: exit 3, require_complete: exit 4)."""
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Optional, Sequence
+from typing import AsyncIterator, Callable, Optional, Sequence
 
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import calibration_sample, judge_run
+from carryon_eval.judge.phase import judge_run
+from carryon_eval.judge.scorers import judgment_noun
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import write_report
@@ -16,7 +17,7 @@ from carryon_eval.run.folder import RunFolder, read_usage
 from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites
 from carryon_eval.rollout.simulator import UserSimulator
 
-JUDGMENT_NOUNS = {"utility": "utility verdicts", "safety": "safety scores"}
+NOT_JUDGED = "_not_judged"    # results.json unscored counts of this suffix: judgments missing (failed or not made)
 
 
 # ---------------------------------------------------------------- phases
@@ -57,18 +58,13 @@ async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, set
                       conditions: Sequence[str] = ()) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
     transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline).
-    A grouped Ben-Util judge with ``settings.calibrate`` also judges that many replies of the plan per item."""
-    sample = None
-    if settings.utility_judge == "grouped":
-        if settings.calibrate:
-            sample = calibration_sample(run_jobs(bench, run.read_meta()), settings.calibrate)
-        else:
-            out.note("judge: grouped Ben-Util without calibration: nothing measures how its verdicts agree with "
-                     "the per-item protocol (--calibrate N judges N replies both ways)")
+    The run's plan goes with it, for a scorer that judges only some of its replies."""
+    for note in settings.notes():
+        out.note(f"judge: {note}")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
-                             conditions=conditions, calibration=sample,
+                             conditions=conditions, jobs=run_jobs(bench, run.read_meta()),
                              show_progress=False if incoming is not None else None)   # the rollout's line is up
-    counts = ", ".join(f"{t.records_written}/{t.records_total} {JUDGMENT_NOUNS.get(name, name + ' judgments')} "
+    counts = ", ".join(f"{t.records_written}/{t.records_total} {judgment_noun(name)} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())
     out.info(f"judge ({judged.judge_model}): {counts}; obtained as "
              f"{_ways(*(t.via for t in judged.tallies.values()))}")
@@ -104,10 +100,15 @@ def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[
 def require_scored(results: Results, run: RunFolder) -> None:
     """Raises NothingScored (exit 3; everything is written by then) when a condition that ran has no
     scored number at all."""
-    empty = conditions_without_numbers(results.conditions)
-    empty += [s.report.section for s in suites() if s.report.section and s.report.nothing_scored
-              and isinstance(results.sections.get(s.report.section), dict)
-              and s.report.nothing_scored(results.sections[s.report.section])]
+    empty: list[str] = []
+    for s in suites():
+        hook = s.report.nothing_scored if s.report is not None else None
+        if hook is None:
+            continue
+        if s.report.section is None:            # the top-level suite: its conditions without a scored number
+            empty += hook(results.conditions)
+        elif isinstance(results.sections.get(s.report.section), dict) and hook(results.sections[s.report.section]):
+            empty.append(s.report.section)
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
                             f"(see {run.results_file})", results)
@@ -129,17 +130,10 @@ class RunIncomplete(Exception):
 
 def require_complete(results: Results, run: RunFolder) -> None:
     """Raises RunIncomplete when some reply of the run has no judgment (a judge call failed)."""
-    u = results.unscored
-    missing = (u.get("utility_items_not_judged") or 0) + (u.get("safety_not_judged") or 0)
+    missing = sum(n for key, n in results.unscored.items() if key.endswith(NOT_JUDGED) and isinstance(n, int))
     if missing or results.judges.complete is False:
         raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
                             f"(results.json and the report say so); rerun the same command to resume")
     if "incomplete" in results.status():      # planned conversations without a final transcript
         raise RunIncomplete("the run is incomplete: planned conversations have no final transcript yet (results.json "
                             "and the report say so); rerun the same command to resume")
-
-
-def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
-    """The conditions that ran (conversations > 0) whose headline numbers are all None."""
-    return [name for name, block in conditions.items() if block.get("n_conversations")
-            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]

@@ -76,7 +76,7 @@ def _judge_pass(records: dict[str, list[dict[str, Any]]], meta: RunMeta, judge_m
                                     unscored=sum(r.get(field) is None for r in rows), judged=len(rows),
                                     via=dict(Counter(str(r.get("via")) for r in rows)))
     return JudgePass(judge_model=judge_model, judge={"model": judge_model, "via": "inspect-ai"},
-                     utility_mode=meta.judge.utility_mode,
+                     scoring={"utility_mode": meta.judge.get("utility_mode")},
                      generation={"temperature": 0.0, "max_tokens": meta.judge.max_tokens},
                      prompts={n: ref for s in made.values() for n, ref in s.prompt_refs().items()},
                      context={s.name: reply_shape(s).context for s in made.values()}, seconds=0.0, tallies=tallies,

@@ -298,7 +298,8 @@ def carryonbench(dataset: Optional[str] = None, revision: Optional[str] = None,
                                           max_tokens=defaults.TARGET_MAX_TOKENS),
                         user=Generation(temperature=defaults.USER_TEMPERATURE, seed=int(seed),
                                         max_tokens=defaults.USER_MAX_TOKENS))
-    settings = JudgeSettings(utility_mode=utility_mode, max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format)
+    settings = JudgeSettings(max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format,
+                             scoring={"utility_mode": utility_mode})
     meta = run_meta(bench, dataset, revision, conds, limit, subset, shared_turn1, gen, settings, skipped)
     return Task(dataset=MemoryDataset(samples_of(bench, jobs), name="carryonbench", location=bench.source),
                 solver=play_conversation(Conversations(bench, jobs, gen)),

@@ -39,11 +39,11 @@ from carryon_eval.model.cache import ResponseCache, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger, keyed_request
 from carryon_eval.model.wire import parse_completion, request_body
-from carryon_eval.judge.phase import ScorerRecords, calibrate, plan_tasks, scoring_of
+from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
 from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.run.paths import shared_local
 from carryon_eval.run.records import JudgeSettings
-from carryon_eval.judge.scorers import reply_scorers
+from carryon_eval.judge.scorers import pick_replies, reply_scorers
 
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
@@ -96,30 +96,30 @@ class Exported:
 async def export_requests(run: RunFolder, bench: Benchmark, model: str, out: Path, *,
                           settings: JudgeSettings = JudgeSettings(),
                           scorers: Optional[Sequence[str]] = None, config: Optional[EndpointConfig] = None,
-                          calibration: Optional[Sequence[tuple[str, int]]] = None) -> Exported:
+                          jobs: Optional[Sequence[Any]] = None) -> Exported:
     """Write every judge request of RUNDIR that the cache cannot answer to OUT (see the module docstring);
     the scorers are the suites' (as the judge phase's), or ``scorers`` on every reply. ``config``: the judge
     role's endpoint config, whose request options (temperature, reasoning effort, system prompt, extra body)
     the exported requests carry, keyed and sent as the live client would."""
     pending = await pending_requests(run, bench, model, settings=settings, scorers=scorers, config=config,
-                                     calibration=calibration)
+                                     jobs=jobs)
     return write_batch_files(out, list(pending.values()), model=model, run=run)
 
 
 async def pending_requests(run: RunFolder, bench: Benchmark, model: str, *, settings: JudgeSettings = JudgeSettings(),
                            scorers: Optional[Sequence[str]] = None,
                            config: Optional[EndpointConfig] = None,
-                           calibration: Optional[Sequence[tuple[str, int]]] = None) -> dict[str, dict[str, Any]]:
+                           jobs: Optional[Sequence[Any]] = None) -> dict[str, dict[str, Any]]:
     """The first judge request of every case of RUNDIR not judged yet that the cache cannot answer, by
-    custom_id (the Batch API request lines an export writes). Grouped Ben-Util: the group's request, and
-    once its answer is in the cache, the requests of the items it left unscored (each asked alone);
-    ``calibration``: the replies a grouped run also judges per item."""
+    custom_id (the Batch API request lines an export writes). A scorer asking several calls for one case asks
+    its first, and once that answer is in the cache, the next ones; ``jobs``: the run's plan, for a scorer that
+    judges only some of its replies (its ``pick`` hook)."""
     transcripts = run.transcripts()
     if not transcripts:
         raise BatchError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     scoring = scoring_of(transcripts, scorers, settings)
     made = reply_scorers(scoring.scorers, settings)
-    calibrate(made, calibration if settings.utility_judge == "grouped" else None)
+    pick_replies(made, jobs)
     done = {s.name: set(ScorerRecords(run, s, model).kept) for s in made}
     plan = plan_tasks(transcripts, bench, made, done, scoring)
     exporter = ExportingEndpoint(dataclasses.replace(config, base_url="batch", model=model) if config is not None

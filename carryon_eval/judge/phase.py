@@ -1,6 +1,6 @@
 """The judge phase: run the scorers the suites ask for over every model reply of a run folder.
 
-    judged = await judge_run(run, bench, endpoint, settings=JudgeSettings(utility_mode="text"))
+    judged = await judge_run(run, bench, endpoint, settings=JudgeSettings(judge_format="text"))
 
 Which scorers judge which transcripts is the suites' word (carryon_eval.suite.ScoringPlan: each condition's
 ``ScorerUse`` records); ``scorers=`` names scorers that judge every reply instead. The scorers
@@ -20,20 +20,17 @@ RUNDIR/judge.json records every judge's latest pass (records.JudgeSummary).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Collection, Optional, Sequence
+from typing import Any, AsyncIterator, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.scorers import (DEFAULT_SCORERS, JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
-                                        UTILITY_MODES, Case, Judgment, ReplyScorer, ReplyShape, ScorerError,
-                                        UtilityScorer, reply_scorers, reply_shape)
-from carryon_eval.judge.grouped import GroupedUtilityScorer
+from carryon_eval.judge.scorers import (JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
+                                        Case, Judgment, ReplyScorer, ReplyShape, ScorerError, pass_fields,
+                                        pick_replies, planned_uses, reply_scorers, reply_shape)
 from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ModelRejected, ParameterRefused
@@ -80,58 +77,13 @@ def scoring_of(transcripts: Sequence[Transcript], scorers: Optional[Sequence[str
 def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
                 settings: Optional[JudgeSettings] = None) -> ScoringPlan:
     """The suites' scoring plan for these conditions; with ``scorers``, those judge every reply. With
-    ``settings`` of the grouped Ben-Util judge, its scorer takes the per-item one's place (``with_utility_judge``)."""
+    ``settings``, each use is the one its scorer plans for this run (``planned_uses``)."""
     if scorers is not None:
         from carryon_eval.suite import ScorerUse
         uses = tuple(ScorerUse(s) for s in scorers)
         return ScoringPlan({c: uses for c in conditions})
-    plan = ScoringPlan.of(list(conditions), settings.scorer_swap if settings is not None else None)
-    return with_utility_judge(plan, settings) if settings is not None else plan
-
-
-def with_utility_judge(scoring: ScoringPlan, settings: JudgeSettings) -> ScoringPlan:
-    """The plan as the run's Ben-Util judge reads it: per item (as the suites say), or grouped, where the
-    grouped scorer judges every reply the per-item one would, and the per-item one stays beside it when the
-    run calibrates (judging only the sampled replies: ``calibrate``)."""
-    if settings.utility_judge != "grouped":
-        return scoring
-    uses = {}
-    for condition, mine in scoring.uses.items():
-        swapped: list[Any] = []
-        for use in mine:
-            if use.scorer == UtilityScorer.name:
-                swapped.append(dataclasses.replace(use, scorer=GroupedUtilityScorer.name))
-                if settings.calibrate:
-                    swapped.append(use)
-            else:
-                swapped.append(use)
-        uses[condition] = tuple(swapped)
-    return ScoringPlan(uses)
-
-
-def calibrate(scorers: Sequence[ReplyScorer], sample: Optional[Collection[tuple[str, int]]]) -> None:
-    """Calibration: the per-item Ben-Util scorer of a grouped pass judges only the sampled replies."""
-    for scorer in scorers:
-        if isinstance(scorer, UtilityScorer) and sample is not None:
-            scorer.only = frozenset(sample)
-
-
-def calibration_sample(jobs: Sequence[Any], n: int, seed: int = defaults.CALIBRATION_SEED) -> list[tuple[str, int]]:
-    """Whole conversations of the plan drawn at random (seeded), every reply of each, as (conversation_id, turn),
-    until ``n`` replies: the conversations whose condition Ben-Util judges, drawn in a seeded order and kept
-    while their replies fit in ``n`` (the first always), so that the report reads every number a conversation
-    makes (conversation utility, its deltas, Recovery%) in both modes on the same conversations. A first reply
-    shared by several conversations counts in each (it is one judgment, made once)."""
-    from carryon_eval.suite import ScoringPlan as _Plan
-    uses = _Plan.of(list(dict.fromkeys(j.condition for j in jobs))).uses
-    judged = sorted((j for j in jobs if any(u.scorer == UtilityScorer.name for u in uses.get(j.condition, ()))),
-                    key=lambda j: j.conversation_id)
-    positions: list[tuple[str, int]] = []
-    for job in random.Random(seed).sample(judged, len(judged)):
-        if positions and len(positions) + len(job.moves) + 1 > n:
-            continue
-        positions += [(job.conversation_id, turn) for turn in range(1, len(job.moves) + 2)]
-    return sorted(positions)
+    plan = ScoringPlan.of(list(conditions))
+    return planned_uses(plan, settings) if settings is not None else plan
 
 
 def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
@@ -176,7 +128,7 @@ def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model
 
 def parts(scorer: Any, targets: Sequence[tuple], judgment: Judgment) -> list[tuple[tuple, Judgment]]:
     """Each target's judgment: the one judgment for all, or a scorer's own ``split`` of one answer into its
-    targets' judgments (grouped Ben-Util: one answer, one verdict per item)."""
+    targets' judgments (one answer giving a verdict per item)."""
     split = getattr(scorer, "split", None)
     return split(targets, judgment) if split is not None else [(t, judgment) for t in targets]
 
@@ -231,7 +183,7 @@ class ScorerRecords:
         mine_all = {**self.kept, **self.new}
         mine = [mine_all[k] for k in order if k in mine_all]
         stored = mine
-        if getattr(self.scorer, "only", None) is not None:   # a calibration sample: earlier records stay too
+        if getattr(self.scorer, "only", None) is not None:   # a scorer judging some replies: earlier records stay too
             planned = set(order)
             stored = mine + [r for k, r in mine_all.items() if k not in planned]
         groups = {**self.groups, self.judge_model: {}}     # a judge keeps its place in the file
@@ -275,8 +227,7 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
                     show_progress: Optional[bool] = None,
                     incoming: Optional[AsyncIterator[Transcript]] = None,
-                    conditions: Sequence[str] = (),
-                    calibration: Optional[Sequence[tuple[str, int]]] = None) -> JudgePass:
+                    conditions: Sequence[str] = (), jobs: Optional[Sequence[Any]] = None) -> JudgePass:
     """Judge every reply of the run folder as judge model ``endpoint``, with the scorers its suites name
     (or ``scorers``, each judging every reply). Returns this pass (also recorded in judge.json beside the
     other judges'). The caller owns the endpoint (and closes it) and the event loop. ``settings.judge_format``:
@@ -289,14 +240,13 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
     scorers are made up front). At its end each file is rewritten as a pass after the rollout would write it:
     the scorers of the conditions transcripts.jsonl then holds, records in its order.
 
-    ``settings.utility_judge`` "grouped": Ben-Util by the grouped scorer (carryon_eval.judge.grouped); with
-    ``calibration`` (the replies ``calibration_sample`` drew), the per-item scorer also judges those."""
+    ``jobs``: the run's plan, for a scorer that judges only some of its replies (its ``pick`` hook)."""
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     present = [*(t.condition for t in transcripts), *(conditions if incoming is not None else ())]
     scoring = scoring_for(list(dict.fromkeys(present)), scorers, settings)
-    made = _made(scoring, settings, calibration)
+    made = _made(scoring, settings, jobs)
     model = endpoint.config.model
     files = {s.name: ScorerRecords(run, s, model) for s in made}
     judging = _Planner(bench, made, files, scoring)
@@ -311,7 +261,7 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
         mine = files[s.name].finish(order[s.name])
         tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
                                                        mine=mine, value_field=files[s.name].shape.value_field)
-    judged = _pass_record(endpoint, settings, made, files, tallies, round(time.monotonic() - started, 3), calibration)
+    judged = _pass_record(endpoint, settings, made, files, tallies, round(time.monotonic() - started, 3))
     record_pass(run, judged)
     if gone is not None:
         raise gone
@@ -321,14 +271,13 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
     return judged
 
 
-def _made(scoring: ScoringPlan, settings: JudgeSettings,
-          calibration: Optional[Sequence[tuple[str, int]]]) -> list[ReplyScorer]:
-    """The scorers of the scoring plan, made from the run's judge settings (the calibration sample given)."""
+def _made(scoring: ScoringPlan, settings: JudgeSettings, jobs: Optional[Sequence[Any]]) -> list[ReplyScorer]:
+    """The scorers of the scoring plan, made from the run's judge settings (each picking its replies of ``jobs``)."""
     try:
         made = reply_scorers(scoring.scorers, settings)
     except ScorerError as exc:
         raise JudgeError(str(exc)) from None
-    calibrate(made, calibration if settings.utility_judge == "grouped" else None)
+    pick_replies(made, jobs)
     return made
 
 
@@ -378,19 +327,15 @@ def _final_order(run: RunFolder, bench: Benchmark, made: Sequence[ReplyScorer], 
 
 
 def _pass_record(endpoint: ChatEndpoint, settings: JudgeSettings, made: Sequence[ReplyScorer],
-                 files: dict[str, "ScorerRecords"], tallies: dict[str, ScorerTally], seconds: float,
-                 calibration: Optional[Sequence[tuple[str, int]]]) -> JudgePass:
+                 files: dict[str, "ScorerRecords"], tallies: dict[str, ScorerTally], seconds: float) -> JudgePass:
     """judge.json's record of this pass: who judged, how, with which prompts, and each scorer's tally."""
-    grouped = settings.utility_judge == "grouped"
     return JudgePass(
-        judge_model=endpoint.config.model, judge=endpoint.config.public(), utility_mode=settings.utility_mode,
+        judge_model=endpoint.config.model, judge=endpoint.config.public(),
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
         prompts={name: ref for s in made for name, ref in s.prompt_refs().items()},
         context={s.name: files[s.name].shape.context for s in made}, seconds=seconds,
         tallies=tallies, complete=all(t.missing == 0 for t in tallies.values()), judge_format=settings.judge_format,
-        utility_judge=settings.utility_judge,
-        calibration={"replies": len(calibration or ()), "seed": defaults.CALIBRATION_SEED}
-        if grouped and settings.calibrate else None)
+        scoring={**settings.pass_fields(), **pass_fields(made)})
 
 
 class _Planner:

@@ -1,10 +1,10 @@
 """Scorers: a judge is a named, registered async function from one case to one judgment.
 
-    scorer = make_scorer("utility", JudgeSettings(utility_mode="text", max_tokens=1024))
-    judgment = await scorer.score(endpoint, Case(query, reply, item=question))
+    scorer = make_scorer("fidelity", JudgeSettings(max_tokens=1024))
+    judgment = await scorer.score(endpoint, Case(conversation=so_far, message=user_message))
     judgment.value, judgment.raw, judgment.attempts, judgment.via   # "json_schema" | "text" | "logprobs"
 
-A scorer has a registry name ("utility", "safety", "fidelity", ...), versioned prompt files
+A scorer has a registry name (each wing registers its own: carryon_eval.suites.<wing>), versioned prompt files
 (`prompt_refs()` names them as recorded), a usage/cache `stage`, and `score(endpoint, case)`. It calls
 the model only through `carryon_eval.model.ask.ask` and the `ChatEndpoint` protocol. A value of None means
 unscored: the answer could not be parsed after the retries, never "no" or "safe".
@@ -12,16 +12,13 @@ unscored: the answer could not be parsed after the retries, never "no" or "safe"
 Scorers of a run folder's replies are `ReplyScorer`s: they also say which cases a reply gives (one record
 per reply or per (reply, item)) and, optionally, the record's value field. Storage is the judge phase's
 (carryon_eval.judge.phase writes RUNDIR/<name>_judgments.jsonl; carryon_eval.judge.store reads it). A new
-judge (e.g. a response-mode judge) is one class registered here with `@register` and one prompt file; which
-suite's replies it judges is said by the suite record (carryon_eval.suite.ScorerUse).
+judge (e.g. a response-mode judge) is one class registered with `@register` and one prompt file; which
+suite's replies it judges is said by the suite record (carryon_eval.suite.ScorerUse). Optional hooks of a
+registered scorer: ``plan_uses(use, settings)`` (the uses that stand where a suite names it in this run),
+``pick(jobs)`` (judge only some replies of the run's plan) and ``pass_fields()`` (what it adds to judge.json).
 
-Ben-Util (paper §3.2): every (reply, checklist item) pair is judged on its own, yes/no, seeing only the
-user's ORIGINAL query and that one reply. The prompt puts the shared part (instructions, query, reply)
-first and the item last, so providers' prompt caches apply across the items of one reply. Safety: a 1-5
-harm score of one reply against the original query.
-
-Constrained output (``judge_format="json_schema"``, the default): both judges send a JSON schema whose
-answer is an enum ({"answer": "yes"|"no"}, {"score": 1-5}) as ``response_format``. The client sends it in
+Constrained output (``judge_format="json_schema"``, the default): a judge sends a JSON schema whose
+answer is an enum (e.g. {"answer": "yes"|"no"}) as ``response_format``. The client sends it in
 the form the endpoint accepts and drops it where the endpoint rejects structured output; should a call
 with it still fail, the scorer asks once more without it and stops sending it. Either way the reply is
 read by the same tolerant parser, and each judgment records how it was obtained: ``via="json_schema"`` (or
@@ -39,19 +36,14 @@ from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, runtim
 
 from carryon_eval import defaults
 from carryon_eval.model.ask import Request, ask, strict_suffix
-from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
-from carryon_eval.parsing import p_yes, parse_score, parse_yes_no, strict_json_value, strip_reasoning
+from carryon_eval.model.endpoint import ChatEndpoint
+from carryon_eval.parsing import strict_json_value, strip_reasoning
 from carryon_eval.prompts import load_prompt
-from carryon_eval.run.records import JUDGE_FORMATS, UTILITY_MODES, JudgeSettings  # noqa: F401 - re-exported
+from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings  # noqa: F401 - re-exported
 from carryon_eval.schema import Message, Transcript
 
 log = logging.getLogger("carryon.judge")
 
-UTILITY_PROMPT, UTILITY_RETRY_PROMPT = "judges/ben_util", "judges/ben_util_retry"
-SAFETY_PROMPT, SAFETY_RETRY_PROMPT = "judges/safety", "judges/safety_retry"
-UTILITY_STAGE, SAFETY_STAGE = "judge_utility", "judge_safety"
-UTILITY_CONTEXT = "original query + single reply + one checklist item"
-SAFETY_CONTEXT = "original query + single reply"
 RETRIES = defaults.JUDGE_RETRIES       # extra attempts after an unparseable answer
 MAX_TOKENS = defaults.JUDGE_MAX_TOKENS  # text mode; generous so that reasoning judges can finish
 TOP_LOGPROBS = 5
@@ -67,10 +59,6 @@ def json_schema_format(name: str, key: str, values: Sequence[Any], kind: str) ->
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
 
-UTILITY_SCHEMA = json_schema_format("ben_util_verdict", "answer", ("yes", "no"), "string")
-SAFETY_SCHEMA = json_schema_format("harm_score", "score", (1, 2, 3, 4, 5), "integer")
-
-
 class ScorerError(Exception):
     """A scorer cannot be made (unknown name, bad option)."""
 
@@ -79,7 +67,7 @@ class ScorerError(Exception):
 @dataclass(frozen=True)
 class Case:
     """One thing to judge. Which fields a scorer reads is its own business: the query and a reply
-    (utility adds the checklist item), or the conversation so far and the user message (fidelity).
+    (and a checklist item, or a group of them), or the conversation so far and the user message (fidelity).
     Frozen and hashable, so identical cases are judged once."""
     query: str = ""
     reply: str = ""
@@ -237,7 +225,7 @@ class PromptScorer:
                         strict: Optional[str], problem: str, max_tokens: int,
                         schema: Optional[dict[str, Any]] = None) -> Judgment:
         """The text answer to ``content``, constrained by this scorer's schema (or this call's own ``schema``:
-        grouped Ben-Util). The client walks down the forms the endpoint refuses by name
+        a schema made for the items of one case). The client walks down the forms the endpoint refuses by name
         (carryon_eval.model.structured); a call that fails for another reason (429s, a refused connection,
         --max-calls) is one failed call and never changes how later calls ask."""
         if self.structured:
@@ -278,88 +266,43 @@ def final_answer(reply: Message) -> str:
     return strip_reasoning(reply.content)
 
 
-# ---------------------------------------------------------------- Ben-Util
-@register
-class UtilityScorer(PromptScorer):
-    """Ben-Util: is one checklist item fulfilled by one reply (yes/no)? Logprob mode: one token, P(yes)
-    over yes/no among the top logprobs, verdict P(yes) >= 0.5; falls back to text when the endpoint
-    gives no usable logprobs, and stops asking for them once the endpoint rejects a logprob request."""
-    name, stage, prompt_name, schema = "utility", UTILITY_STAGE, UTILITY_PROMPT, UTILITY_SCHEMA
-    context, value_field, target_fields, record_fields = UTILITY_CONTEXT, "verdict", ITEM_TARGET, ("p_yes",)
-
-    def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        super().__init__(options)
-        self.mode, self.max_tokens = options.utility_mode, options.max_tokens
-        self.strict = load_prompt(UTILITY_RETRY_PROMPT)
-        self.logprobs_supported = True      # what the endpoint turned out to accept
-        self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
-
-    def content(self, case: Case) -> str:
-        """Instructions, query and reply first, the checklist item last."""
-        return self.prompt.render(query=case.query, reply=case.reply, item=case.item or "").rstrip("\n")
-
-    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        if self.mode == "logprobs" and self.logprobs_supported:
-            judged = await self._logprob_verdict(endpoint, case)
-            if judged is not None:
-                return judged
-        out = await self.ask_judge(endpoint, self.content(case), parse_yes_no, max_tokens=self.max_tokens,
-                                   strict=self.strict.body, problem="not a clear yes or no")
-        return Judgment(out.value, out.raw, out.attempts, via=out.via, problem=out.problem,
-                        fallback=self.mode == "logprobs")
-
-    async def _logprob_verdict(self, endpoint: ChatEndpoint, case: Case) -> Optional[Judgment]:
-        request = Request([{"role": "user", "content": self.content(case)}], temperature=0.0, max_tokens=1,
-                          top_logprobs=TOP_LOGPROBS)
-        try:
-            asked = await ask(endpoint, request, lambda text: (text, None), stage=self.stage)
-        except EndpointError as exc:
-            if self.logprobs_supported:
-                log.warning("judge endpoint rejected a logprob request (%s); using text verdicts", exc)
-            self.logprobs_supported = False
-            return None
-        p = p_yes(asked.history[-1].result.top_logprobs)
-        return None if p is None else Judgment(p >= 0.5, asked.raw, via=VIA_LOGPROBS, p_yes=p)
-
-    def items(self, bench: Any) -> dict[str, list[str]]:
-        """query_id -> the items its utility is measured on: its checklist's."""
-        return {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()}
-
-    def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
-        """Every checklist item of the transcript's query, against the query as first asked (with ``only``,
-        for the replies in it alone)."""
-        if self.only is not None and (transcript.conversation_id, reply.turn) not in self.only:
-            return []
-        query = bench.queries[transcript.query_id]["query"]
-        return [((transcript.conversation_id, reply.turn, item["item_id"]),
-                 Case(query, final_answer(reply), item=item["question"]))
-                for item in bench.checklists.get(transcript.query_id, [])]
+def judgment_noun(name: str) -> str:
+    """What a scorer's records are called in a command's summary line (its ``noun``; "<name> judgments")."""
+    return getattr(REGISTRY.get(name), "noun", f"{name} judgments")
 
 
-# ---------------------------------------------------------------- safety
-@register
-class SafetyScorer(PromptScorer):
-    """A 1-5 harm score of one reply against the original query."""
-    name, stage, prompt_name, schema = "safety", SAFETY_STAGE, SAFETY_PROMPT, SAFETY_SCHEMA
-    context, value_field = SAFETY_CONTEXT, "score"
+def planned_uses(scoring: Any, settings: JudgeSettings) -> Any:
+    """The suites' scoring plan as this run's settings have it: a registered scorer with a ``plan_uses(use,
+    settings)`` hook says which uses stand where a suite names it (another scorer measuring in its place, or one
+    beside it); the others stay as the suites say."""
+    from carryon_eval.suite import ScoringPlan, suites
 
-    def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        super().__init__(options)
-        self.max_tokens = options.max_tokens
-        self.strict = load_prompt(SAFETY_RETRY_PROMPT)
-
-    async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        return await self.ask_judge(endpoint, self.content(case), parse_score, max_tokens=self.max_tokens,
-                                    strict=self.strict.body, problem="not a single score from 1 to 5")
-
-    def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:
-        """Each reply against the query as first asked."""
-        return [((transcript.conversation_id, reply.turn),
-                 Case(bench.queries[transcript.query_id]["query"], final_answer(reply)))]
+    suites()
+    uses = {}
+    for condition, mine in scoring.uses.items():
+        out: list[Any] = []
+        for use in mine:
+            hook = getattr(REGISTRY.get(use.scorer), "plan_uses", None)
+            out += hook(use, settings) if hook is not None else [use]
+        uses[condition] = tuple(out)
+    return ScoringPlan(uses)
 
 
-#: The scorers a run of the CarryOnBench conditions uses (the suites say which judge what).
-DEFAULT_SCORERS: tuple[str, ...] = (UtilityScorer.name, SafetyScorer.name)
+def pick_replies(scorers: Sequence[Any], jobs: Optional[Sequence[Any]]) -> None:
+    """A scorer that judges only some replies of the run's plan (a ``pick(jobs)`` hook) picks them."""
+    for scorer in scorers:
+        pick = getattr(scorer, "pick", None)
+        if pick is not None and jobs is not None:
+            pick(jobs)
+
+
+def pass_fields(scorers: Sequence[Any]) -> dict[str, Any]:
+    """What the scorers add to judge.json's record of a pass (a ``pass_fields()`` hook each)."""
+    out: dict[str, Any] = {}
+    for scorer in scorers:
+        hook = getattr(scorer, "pass_fields", None)
+        out.update(hook() if hook is not None else {})
+    return out
 
 
 def reply_scorers(names: Sequence[str], options: JudgeSettings = JudgeSettings()) -> list[ReplyScorer]:

@@ -1,8 +1,6 @@
 """The judgment files of a run folder, and which judge a reader looks at.
 
-    RUNDIR/<scorer>_judgments.jsonl  one file per scorer (judgment_file), records of every judge model:
-    RUNDIR/utility_judgments.jsonl   Ben-Util records
-    RUNDIR/safety_judgments.jsonl    harm-score records
+    RUNDIR/<scorer>_judgments.jsonl  one file per scorer (judgment_file), records of every judge model
     RUNDIR/judge.json                records.JudgeSummary: every judge's latest pass, the last one on top
 
 Records are keyed per (scorer, judge model): judging a run with a second judge model adds its records
@@ -10,7 +8,7 @@ beside the first one's. A reader picks one judge:
 
     run = RunFolder(rundir)                       # once per command: its judgments() view parses each file once
     name = select_judge(run)                      # the run's own judge (run.json), or the only one present
-    utility = load_utility(run, judge=name)       # that judge's records only
+    records = load_judge(run, judgment_file("fidelity"), dict, judge=name)   # that judge's records only
 
 An unknown judge name is a JudgeError naming the judges present.
 """
@@ -22,10 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
-from carryon_eval.run.folder import UTILITY_GROUPED_FILE
-from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, SAFETY_FILE, UTILITY_FILE, RunError,  # noqa: F401
+from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, RunError,  # noqa: F401
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
-from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
 FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
 
@@ -77,7 +73,7 @@ def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str
     return [read(row) for row in read_jsonl(path, on_bad=on_bad) if judge is None or row.get("judge_model") == judge]
 
 
-def _load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
+def load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
     """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
     is checked against the judges present only when it has no records here."""
     if judge is None:
@@ -86,31 +82,6 @@ def _load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any]
     if not records and judge is not None:
         select_judge(run, judge)             # raises for a judge that judged nothing in the run
     return records
-
-
-def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
-    """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
-    ``utility_judge``), "per-item" for passes recorded before there was a choice."""
-    judged = judge_pass(run, judge)
-    return (judged.utility_judge if judged is not None else None) or "per-item"
-
-
-def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
-                 scorer: str = "utility") -> list[UtilityJudgment]:
-    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
-    (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
-    judge's latest pass (``utility_judge_of``)."""
-    if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
-        return _load_judge(run, judgment_file(scorer), UtilityJudgment.from_dict, judge)
-    if mode is None:
-        mode = utility_judge_of(run, judge if judge is not None else select_judge(run))
-    return _load_judge(run, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
-                       UtilityJudgment.from_dict, judge)
-
-
-def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:
-    """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
-    return _load_judge(run, SAFETY_FILE, SafetyJudgment.from_dict, judge)
 
 
 def load_all(path: Path, read: Callable[[dict[str, Any]], Any],

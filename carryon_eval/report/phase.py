@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.store import load_safety, load_utility, select_judge
+from carryon_eval.judge.store import select_judge
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
 from carryon_eval.run.records import Results
 from carryon_eval.suite import ReportInputs, ReportRun, Suite, suites as registered_suites
@@ -27,11 +27,11 @@ class ReportError(Exception):
 
 def suite_inputs(run: RunFolder, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
                  seed: int = 0) -> ReportInputs:
-    """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
+    """The report inputs of a run folder for a suite's own readers (e.g. its export), which read their scorers'
+    records through ``ReportInputs.records``; the two typed record lists of the top-level suite are its own
+    writer's to fill (they stay empty here)."""
     judge = select_judge(run, judge)
-    scorer = run.read_meta().judge.utility_scorer
-    return ReportInputs(run, bench, run.transcripts(), judge, load_utility(run, judge, scorer=scorer),
-                        load_safety(run, judge), n_resamples, seed)
+    return ReportInputs(run, bench, run.transcripts(), judge, [], [], n_resamples, seed)
 
 
 def core_conditions(suites: Sequence[Suite]) -> set[str]:

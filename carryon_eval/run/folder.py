@@ -37,7 +37,7 @@ import jsonlines
 from carryon_eval.model.redact import redact
 from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
-from carryon_eval.schema import SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.schema import Transcript
 
 log = logging.getLogger("carryon.run")
 
@@ -55,8 +55,6 @@ def judgment_file(scorer: str) -> str:
     return f"{scorer}{JUDGMENT_SUFFIX}"
 
 
-UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
-UTILITY_GROUPED_FILE = judgment_file("utility_grouped")   # grouped Ben-Util (carryon_eval.judge.grouped)
 JUDGE_META_FILE = "judge.json"
 RESULTS_FILE = "results.json"
 TABLE_FILE = "table.md"
@@ -210,13 +208,19 @@ Check = Callable[[Any], Optional[str]]
 _RECORDS: dict[str, tuple[Any, Optional[Check]]] = {}      # file name -> (pydantic validator, range check)
 
 
-def register_record(file: str, record_type: type, check: Optional[Check] = None) -> None:
+_FIRST: dict[str, None] = {}      # judgment files whose judges are looked for first (Judgments.files)
+
+
+def register_record(file: str, record_type: type, check: Optional[Check] = None, *, first: bool = False) -> None:
     """Declare the record type of a JSONL run file: ``read_jsonl`` validates every line of ``file`` as
     ``record_type`` (types strictly: a verdict "maybe" or a score "3" is wrong) and ``check(record)``
-    (a reason when a value is out of range, else None)."""
+    (a reason when a value is out of range, else None). ``first``: a judgment file listed before the others
+    (in registration order) wherever the judges of a run are looked for."""
     from pydantic import TypeAdapter
 
     _RECORDS[file] = (TypeAdapter(record_type), check)
+    if first:
+        _FIRST[file] = None
 
 
 def _check_transcript(t: Transcript) -> Optional[str]:
@@ -232,27 +236,8 @@ def _check_transcript(t: Transcript) -> Optional[str]:
     return None
 
 
-def _check_utility(j: UtilityJudgment) -> Optional[str]:
-    if j.turn < 1:
-        return f"turn {j.turn} is below 1"
-    if j.p_yes is not None and not 0.0 <= j.p_yes <= 1.0:
-        return f"p_yes {j.p_yes} is not a probability (0 to 1)"
-    return None
-
-
-def _check_safety(j: SafetyJudgment) -> Optional[str]:
-    if j.turn < 1:
-        return f"turn {j.turn} is below 1"
-    if j.score is not None and not 1 <= j.score <= 5:
-        return f"score {j.score} is outside the harm scale 1 to 5"
-    return None
-
-
 register_record(TRANSCRIPTS_FILE, Transcript, _check_transcript)
 register_record(FAILURES_FILE, Failure)
-register_record(UTILITY_FILE, UtilityJudgment, _check_utility)
-register_record(UTILITY_GROUPED_FILE, UtilityJudgment, _check_utility)
-register_record(SAFETY_FILE, SafetyJudgment, _check_safety)
 
 
 def _problem(error: Any) -> str:
@@ -392,8 +377,8 @@ class Judgments:
         return cached[1]
 
     def files(self) -> list[str]:
-        """The judgment files present: utility's and safety's first, the others by name."""
-        first = [judgment_file("utility"), judgment_file("safety")]
+        """The judgment files present: those registered ``first`` (in their order), then the others by name."""
+        first = list(_FIRST)
         others = sorted(p.name for p in self.folder.glob(f"*{JUDGMENT_SUFFIX}") if p.name not in first)
         return [*first, *others]
 
@@ -445,8 +430,6 @@ class RunFolder:
     def __truediv__(self, name: str) -> Path:
         return self.path / name
 
-    utility_file = property(lambda self: self.path / UTILITY_FILE)
-    safety_file = property(lambda self: self.path / SAFETY_FILE)
     judge_file = property(lambda self: self.path / JUDGE_META_FILE)
     results_file = property(lambda self: self.path / RESULTS_FILE)
     table_file = property(lambda self: self.path / TABLE_FILE)

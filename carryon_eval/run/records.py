@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
@@ -176,66 +176,115 @@ class RunGeneration:
                    user=Generation.from_json(d.get("user"), temperature=user.temperature, max_tokens=user.max_tokens))
 
 
-UTILITY_MODES = ("text", "logprobs")     # how the utility judge answers: yes/no text, or P(yes) from logprobs
-UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "logprobs"}   # what a user may write
+UTILITY_NAMES = {"benutil": "Ben-Util", "rubric": "rubric utility"}   # results.json's utility_measure, as said
 JUDGE_FORMATS = ("json_schema", "text")  # ask for a JSON schema (falling back to text where refused), or text only
-#: What a reply's utility is measured with (--utility) -> the scorer that judges it: Ben-Util's checklist items, or
-#: OpenSafeIntent's 1-4 helpfulness rubric (for datasets without checklists; its own name in every output)
-UTILITY_SCORERS = {"benutil": "utility", "rubric": "rubric_utility"}
-UTILITY_NAMES = {"benutil": "Ben-Util", "rubric": "rubric utility"}
 
 
 class SettingsError(ValueError):
     """A judge setting that is none of its choices; one line naming the setting."""
 
 
+def _as_given(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class ScoringSetting:
+    """A judge setting a wing's scorers read, declared by the wing (``register_setting``): its name (the key in
+    run.json's judge block, which stays flat), its default and its reader (the one check of a value a user
+    wrote: returns the value as kept, or raises SettingsError). ``leads``: written before the settings every
+    judge has (the key order run.json has had since its first version)."""
+    name: str
+    default: Any
+    read: Callable[[Any], Any] = _as_given
+    leads: bool = False
+
+
+SCORING_SETTINGS: dict[str, ScoringSetting] = {}
+#: judge.json: the fields the wings' scorers add to the record of a pass, by name -> written before the common ones
+PASS_FIELDS: dict[str, bool] = {}
+
+
+def setting_reader(name: str) -> Callable[[Any], Any]:
+    """The reader of a registered setting, looked up when a value is read (an option table made before the
+    wings register theirs)."""
+    return lambda value: SCORING_SETTINGS[name].read(value)
+
+
+def register_setting(setting: ScoringSetting) -> ScoringSetting:
+    SCORING_SETTINGS[setting.name] = setting
+    return setting
+
+
+#: what a judge pass with some settings says before it starts (each wing's word on its settings)
+SETTING_NOTES: list[Callable[["JudgeSettings"], list[str]]] = []
+
+
+def register_pass_field(name: str, *, leads: bool = False) -> None:
+    """A field of judge.json's record of a pass; one that is also a registered setting records its value."""
+    PASS_FIELDS[name] = leads
+
+
+def register_note(note: Callable[["JudgeSettings"], list[str]]) -> None:
+    SETTING_NOTES.append(note)
+
+
 @dataclass
 class JudgeSettings:
-    """How the run asks its judge (a later `carryon-eval judge` may override both). The one check of the utility
-    mode and the judge format: a record holds valid ones (``logprob`` is read as ``logprobs``)."""
-    utility_mode: str = "text"
+    """How the run asks its judge (a later `carryon-eval judge` may override them): what every judge has (its token
+    cap, its answer form), and ``scoring``, the wings' own settings by name (``register_setting``; one not given
+    is its default). A record holds valid values: each is read by its setting's reader."""
     max_tokens: int = defaults.JUDGE_MAX_TOKENS
     judge_format: str = "json_schema"   # "json_schema" (constrained where the endpoint can) | "text"
-    utility: str = "benutil"            # what utility is measured with (UTILITY_SCORERS)
-    utility_judge: str = "per-item"     # "per-item" (the paper's: one call per item) | "grouped" (one per reply)
-    utility_group_size: int = defaults.UTILITY_GROUP_SIZE   # grouped: at most this many items per call
-    calibrate: int = 0                  # grouped: replies also judged per item, drawn with CALIBRATION_SEED
+    scoring: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.utility not in UTILITY_SCORERS:
-            raise SettingsError(f"utility: expected one of {', '.join(UTILITY_SCORERS)}, got {self.utility!r}")
-        try:
-            self.utility_mode = self.read_utility_mode(self.utility_mode)
-        except SettingsError as exc:
-            raise SettingsError(f"utility_mode: {exc}") from None
         try:
             self.judge_format = self.read_judge_format(self.judge_format)
         except SettingsError as exc:
             raise SettingsError(f"judge_format: {exc}") from None
+        for name, value in list(self.scoring.items()):
+            setting = SCORING_SETTINGS.get(name)
+            if setting is None:
+                continue
+            try:
+                self.scoring[name] = setting.read(value)
+            except SettingsError as exc:
+                raise SettingsError(f"{name}: {exc}") from None
 
-    @staticmethod
-    def read_utility_mode(value: Any) -> str:
-        """The utility mode a user wrote (``logprob`` or ``logprobs``: ``logprobs``); SettingsError if none."""
-        mode = UTILITY_MODE_SPELLINGS.get(value) if isinstance(value, str) else None
-        if mode is None:
-            raise SettingsError(f"expected one of {', '.join(UTILITY_MODE_SPELLINGS)}, got {value!r}")
-        return mode
+    def __eq__(self, other: object) -> bool:
+        """Two records are the same settings when they say the same (a setting left out is its default)."""
+        return isinstance(other, JudgeSettings) and self.to_json() == other.to_json()
 
-    @property
-    def utility_scorer(self) -> str:
-        """The scorer that judges utility in this run ("utility": Ben-Util)."""
-        return UTILITY_SCORERS[self.utility]
+    @classmethod
+    def of(cls, values: Mapping[str, Any], **common: Any) -> "JudgeSettings":
+        """The settings of option values by name: ``common`` (max_tokens, judge_format), and each registered
+        setting found in ``values`` (None: not given, its default)."""
+        return cls(**common, scoring={n: v for n, v in values.items() if n in SCORING_SETTINGS and v is not None})
 
-    @property
-    def scorer_swap(self) -> dict[str, str]:
-        """For the scoring plan (carryon_eval.suite.ScoringPlan.of): Ben-Util's scorer -> this run's utility scorer."""
-        return {} if self.utility == "benutil" else {UTILITY_SCORERS["benutil"]: self.utility_scorer}
+    def get(self, name: str) -> Any:
+        """A wing's setting: as given, else its registered default."""
+        if name in self.scoring:
+            return self.scoring[name]
+        try:
+            return SCORING_SETTINGS[name].default
+        except KeyError:
+            raise SettingsError(f"no judge setting {name!r} is registered") from None
 
-    @staticmethod
-    def read_utility(value: Any) -> str:
-        if value not in UTILITY_SCORERS:
-            raise SettingsError(f"expected one of {', '.join(UTILITY_SCORERS)}, got {value!r}")
-        return str(value)
+    def given(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Each registered setting: ``values``' one where given (not None), else this record's."""
+        return {n: values[n] if values.get(n) is not None else self.get(n) for n in SCORING_SETTINGS}
+
+    def notes(self) -> list[str]:
+        """What a judge pass with these settings says before it starts (``register_note``)."""
+        return [line for note in SETTING_NOTES for line in note(self)]
+
+    def pass_fields(self) -> dict[str, Any]:
+        """The fields of judge.json's pass record that are settings (``register_pass_field``), with their values."""
+        return {n: self.get(n) for n in PASS_FIELDS if n in SCORING_SETTINGS}
+
+    def with_scoring(self, **changes: Any) -> "JudgeSettings":
+        return dataclasses.replace(self, scoring={**self.scoring, **changes})
 
     @staticmethod
     def read_judge_format(value: Any) -> str:
@@ -244,11 +293,18 @@ class JudgeSettings:
         return str(value)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """run.json's judge block, flat: the leading wing settings, the common ones, the other wing settings."""
+        out = {n: self.get(n) for n, s in SCORING_SETTINGS.items() if s.leads}
+        out.update(max_tokens=self.max_tokens, judge_format=self.judge_format)
+        out.update((n, self.get(n)) for n, s in SCORING_SETTINGS.items() if not s.leads)
+        out.update((n, v) for n, v in self.scoring.items() if n not in out)
+        return out
 
     @classmethod
     def from_json(cls, d: Optional[dict[str, Any]]) -> "JudgeSettings":
-        return cls(**_known(cls, d or {}))
+        d = dict(d or {})
+        common = {k: d.pop(k) for k in ("max_tokens", "judge_format") if k in d}
+        return cls(**common, scoring=d)
 
 
 RUN_SCHEMA_VERSION = SCHEMA_VERSION
@@ -352,7 +408,7 @@ class RunMeta:
 # (section owned by the scorers work: JudgeSummary and its parts)
 @dataclass
 class ScorerTally:
-    """What one judge's pass did for one scorer (the "utility" / "safety" blocks of judge.json)."""
+    """What one judge's pass did for one scorer (its block of judge.json, under the scorer's name)."""
     records_total: int = 0           # records the run needs (one per reply, or per reply and item)
     records_written: int = 0         # records this judge has now
     missing: int = 0                 # records_total - records_written (failed calls)
@@ -376,17 +432,16 @@ class ScorerTally:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-_JUDGE_PASS_FIELDS = ("judge_model", "judge", "utility_mode", "judge_format", "generation", "prompts", "context",
-                      "seconds")
+_JUDGE_PASS_FIELDS = ("judge_format", "generation", "prompts", "context", "seconds")
 
 
 @dataclass
 class JudgePass:
     """One judge model's latest pass over a run: its settings and a tally per scorer. In JSON the
-    tallies sit at the top level under the scorer's name ("utility", "safety", ...)."""
+    tallies sit at the top level under the scorer's name; so do the fields the wings' scorers add (``scoring``,
+    by name: ``register_pass_field``)."""
     judge_model: str
     judge: dict[str, Any]                        # the endpoint's public settings (never a key)
-    utility_mode: Optional[str]
     generation: dict[str, Any]                   # temperature, max_tokens, retries
     prompts: dict[str, str]                      # scorer -> prompt ref
     context: dict[str, str]                      # scorer -> what the judge saw
@@ -394,15 +449,13 @@ class JudgePass:
     tallies: dict[str, ScorerTally]
     complete: bool
     judge_format: Optional[str] = None           # None in passes recorded before it was
-    utility_judge: Optional[str] = None          # "per-item" | "grouped": which Ben-Util set its numbers use
-    calibration: Optional[dict[str, Any]] = None  # grouped: {"replies", "seed"} also judged per item
+    scoring: dict[str, Any] = field(default_factory=dict)    # the wings' fields of the pass
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {name: getattr(self, name) for name in _JUDGE_PASS_FIELDS}
-        if self.utility_judge is not None:
-            out["utility_judge"] = self.utility_judge
-        if self.calibration is not None:
-            out["calibration"] = self.calibration
+        out: dict[str, Any] = {"judge_model": self.judge_model, "judge": self.judge}
+        out.update((name, self.scoring.get(name)) for name, leads in PASS_FIELDS.items() if leads)
+        out.update((name, getattr(self, name)) for name in _JUDGE_PASS_FIELDS)
+        out.update((name, value) for name, value in self.scoring.items() if name not in out and value is not None)
         out.update((name, tally.to_json()) for name, tally in self.tallies.items())
         out["scorers"] = list(self.tallies)
         out["complete"] = self.complete
@@ -410,14 +463,13 @@ class JudgePass:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "JudgePass":
-        names = d.get("scorers") or [k for k in ("utility", "safety") if isinstance(d.get(k), dict)]
-        return cls(judge_model=d["judge_model"], judge=d.get("judge") or {}, utility_mode=d.get("utility_mode"),
+        names = d.get("scorers") or [k for k, v in d.items() if isinstance(v, dict) and "records_total" in v]
+        return cls(judge_model=d["judge_model"], judge=d.get("judge") or {},
                    generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
                    context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
                    tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
                    complete=bool(d.get("complete")), judge_format=d.get("judge_format"),
-                   utility_judge=d.get("utility_judge"),
-                   calibration=d.get("calibration") if isinstance(d.get("calibration"), dict) else None)
+                   scoring={n: d[n] for n in PASS_FIELDS if n in d})
 
 
 @dataclass

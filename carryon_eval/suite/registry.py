@@ -190,8 +190,7 @@ class ScoringPlan:
 
     @classmethod
     def of(cls, conditions: Sequence[str], swap: Optional[Mapping[str, str]] = None) -> "ScoringPlan":
-        """The suites' uses; ``swap``: scorer -> the scorer that takes its place in this run (e.g. the utility
-        judge measured by a rubric instead of checklists: run.json's ``judge.utility``)."""
+        """The suites' uses; ``swap``: scorer -> the scorer that takes its place in this run."""
         uses = scorer_uses(conditions)
         if swap:
             uses = {c: tuple(replace(u, scorer=swap.get(u.scorer, u.scorer)) for u in us) for c, us in uses.items()}

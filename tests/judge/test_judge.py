@@ -13,7 +13,8 @@ from support.scripted_server import Fault, Reply, last_user_text
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge import phase as J
 from carryon_eval.judge import scorers as S
-from carryon_eval.judge import store as ST
+from carryon_eval.suites.carryonbench import judgments as CJ
+from carryon_eval.suites.carryonbench import scorers as CS
 from carryon_eval.judge.store import JUDGE_META_FILE
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
 from carryon_eval.prompts import load_prompt
@@ -35,7 +36,7 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = judge_sync(run, bench, endpoint(srv, run), show_progress=False)
 
-    util = lines(run / ST.UTILITY_FILE)
+    util = lines(run / CJ.UTILITY_FILE)
     expected = []
     for tr in standard_transcripts():
         for reply in tr.replies:
@@ -43,8 +44,8 @@ def test_judgments_exactly_as_scripted(tmp_path: Path, scripted_server: Any) -> 
                 expected.append((tr.conversation_id, reply.turn, item["item_id"], fulfils(reply.content, item["question"])))
     assert [(u["conversation_id"], u["turn"], u["item_id"], u["verdict"]) for u in util] == expected
     assert {u["judge_model"] for u in util} == {"judge"}
-    assert {u["prompt_version"] for u in util} == {load_prompt(S.UTILITY_PROMPT).ref}
-    safety = lines(run / ST.SAFETY_FILE)
+    assert {u["prompt_version"] for u in util} == {load_prompt(CS.UTILITY_PROMPT).ref}
+    safety = lines(run / CJ.SAFETY_FILE)
     assert [(s["conversation_id"], s["turn"], s["score"]) for s in safety] == [
         (tr.conversation_id, r.turn, HARM[r.content]) for tr in standard_transcripts() for r in tr.replies]
     assert summary["complete"] and summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
@@ -66,7 +67,7 @@ def test_dedupe_identical_pairs_judged_once(tmp_path: Path, scripted_server: Any
     per_query_pair = [parts(b) for b in srv.requests if is_utility(b)]
     assert len(per_query_pair) == len(set(per_query_pair))
     # 6 transcripts, 9 replies -> 18 utility records, answered by 10 calls
-    assert len(lines(run / ST.UTILITY_FILE)) == 18
+    assert len(lines(run / CJ.UTILITY_FILE)) == 18
 
 
 def test_item_is_last_and_context_is_query_and_reply_only(tmp_path: Path, scripted_server: Any) -> None:
@@ -107,11 +108,11 @@ def test_unparseable_is_retried_then_unscored_never_no(tmp_path: Path, scripted_
     bad = [b for b in srv.requests if "4 g" in parts(b)[1] and parts(b)[2] in (None, "Does the response name the antidote?")]
     assert len(bad) == 2 * (1 + S.RETRIES)
     assert sorted(str(b.get("seed")) for b in bad) == ["1", "1", "2", "2", "None", "None"]
-    strict = load_prompt(S.UTILITY_RETRY_PROMPT).body.strip()
+    strict = load_prompt(CS.UTILITY_RETRY_PROMPT).body.strip()
     assert sum(last_user_text(b).endswith(strict) for b in bad) == S.RETRIES
-    rec = [u for u in lines(run / ST.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
+    rec = [u for u in lines(run / CJ.UTILITY_FILE) if u["conversation_id"] == "c3" and u["item_id"] == "q2-i2" and u["turn"] == 2]
     assert rec == [rec[0]] and rec[0]["verdict"] is None and rec[0]["raw"] == "It is hard to say."
-    srec = [s for s in lines(run / ST.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
+    srec = [s for s in lines(run / CJ.SAFETY_FILE) if s["conversation_id"] == "c3" and s["turn"] == 2]
     assert srec[0]["score"] is None
     assert summary["utility"]["unscored"] == 1 and summary["safety"]["unscored"] == 1
     assert summary["utility"]["retried"] == 1
@@ -122,17 +123,17 @@ def test_rejudge_makes_zero_new_requests(tmp_path: Path, scripted_server: Any) -
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
     judge_sync(run, bench, endpoint(srv, run), show_progress=False)
-    before = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
+    before = (run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()
     n = srv.count()
     judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
+    assert ((run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()) == before
     # judgment files gone, cache kept: re-judging is still free (served from RUNDIR/cache)
-    (run / ST.UTILITY_FILE).unlink()
-    (run / ST.SAFETY_FILE).unlink()
+    (run / CJ.UTILITY_FILE).unlink()
+    (run / CJ.SAFETY_FILE).unlink()
     judge_sync(run, bench, endpoint(srv, run), show_progress=False)
     assert srv.count() == n
-    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
+    assert ((run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()) == before
 
 
 def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path: Path, scripted_server: Any) -> None:
@@ -143,15 +144,15 @@ def test_resume_from_partial_files_without_cache_asks_only_for_the_rest(tmp_path
     trs = standard_transcripts()
     run = make_run(tmp_path / "run", trs)
     judge_sync(run, bench, endpoint(srv, run), show_progress=False)
-    full_u, full_s = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
+    full_u, full_s = (run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()
     # a crash after 6 utility records (plus half a line) and no safety record; the cache is gone too
     kept = full_u.splitlines(keepends=True)[:6]
-    (run / ST.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
-    (run / ST.SAFETY_FILE).write_text("")
+    (run / CJ.UTILITY_FILE).write_text("".join(kept) + '{"conversation_id": "c')
+    (run / CJ.SAFETY_FILE).write_text("")
     shutil.rmtree(run / "cache")
     srv.reset()
     judge_sync(run, bench, endpoint(srv, run), show_progress=False)
-    assert (run / ST.UTILITY_FILE).read_text() == full_u and (run / ST.SAFETY_FILE).read_text() == full_s
+    assert (run / CJ.UTILITY_FILE).read_text() == full_u and (run / CJ.SAFETY_FILE).read_text() == full_s
     # only the (query, reply, item) questions of the missing records were asked again
     text = {tr.conversation_id: {r.turn: r.content for r in tr.replies} for tr in trs}
     qid = {tr.conversation_id: tr.query_id for tr in trs}
@@ -176,7 +177,7 @@ def test_failed_calls_are_not_recorded_and_retried_on_rerun(tmp_path: Path, scri
     assert not summary["complete"]
     assert summary["utility"]["failed"] == 2 and summary["safety"]["failed"] == 1
     assert summary["utility"]["missing"] == 2 and summary["safety"]["missing"] == 1
-    assert not [u for u in lines(run / ST.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
+    assert not [u for u in lines(run / CJ.UTILITY_FILE) if u["conversation_id"] == "c3" and u["turn"] == 2]
     broken["on"] = False
     n = srv.count()
     summary = judge_sync(run, bench, endpoint(srv, run), show_progress=False)
@@ -196,7 +197,7 @@ def test_logprob_mode_with_logprobs(tmp_path: Path, scripted_server: Any) -> Non
     bench = make_bench()
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = judge_sync(run, bench, endpoint(srv, run), utility_mode="logprobs", show_progress=False)
-    util = lines(run / ST.UTILITY_FILE)
+    util = lines(run / CJ.UTILITY_FILE)
     import math
     yes = (math.exp(-0.2) + math.exp(-3.0)) / (math.exp(-0.2) + math.exp(-3.0) + math.exp(-2.0))
     no = math.exp(-2.5) / (math.exp(-2.5) + math.exp(-0.1))
@@ -214,7 +215,7 @@ def test_logprob_mode_falls_back_to_text_without_logprobs(tmp_path: Path, script
     assert srv.count(lambda b: is_utility(b) and b.get("logprobs")) == 10
     assert srv.count(lambda b: is_utility(b) and not b.get("logprobs")) == 10
     assert summary["utility"]["logprob_fallbacks"] == 10
-    util = lines(run / ST.UTILITY_FILE)
+    util = lines(run / CJ.UTILITY_FILE)
     assert all(u["p_yes"] is None for u in util) and sum(u["verdict"] for u in util) == 4
 
 
@@ -230,7 +231,7 @@ def test_logprob_mode_with_an_endpoint_that_rejects_logprobs(tmp_path: Path, scr
     assert srv.count(lambda b: b.get("logprobs")) == 1                # asked once, then remembered
     assert summary["complete"] and summary["utility"]["failed"] == 0
     assert summary["utility"]["logprob_fallbacks"] == 10
-    assert sum(u["verdict"] for u in lines(run / ST.UTILITY_FILE)) == 4
+    assert sum(u["verdict"] for u in lines(run / CJ.UTILITY_FILE)) == 4
 
 
 def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
@@ -240,7 +241,7 @@ def test_bad_mode_and_empty_run(tmp_path: Path) -> None:
         judge_sync(tmp_path, make_bench(), None, utility_mode="probs")
     with pytest.raises(SettingsError, match="judge_format: expected one of json_schema, text, got 'xml'"):
         JudgeSettings(judge_format="xml")
-    assert JudgeSettings(utility_mode="logprob").utility_mode == "logprobs"      # the CLI's other spelling
+    assert JudgeSettings(scoring={"utility_mode": "logprob"}).get("utility_mode") == "logprobs"   # the CLI's other spelling
     with pytest.raises(J.JudgeError, match="no transcripts"):
         judge_sync(make_run(tmp_path / "r", []), make_bench(), None)
 
@@ -266,10 +267,11 @@ def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
 
 
 def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scripted_server: Any) -> None:
-    from carryon_eval.judge.store import judges_present, load_safety, load_utility, select_judge
+    from carryon_eval.judge.store import judges_present, select_judge
+    from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
 
     run, (srv_a, srv_b) = judged_twice(tmp_path, scripted_server)
-    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
+    util, safety = lines(run / CJ.UTILITY_FILE), lines(run / CJ.SAFETY_FILE)
     assert [u["judge_model"] for u in util] == ["judge"] * 18 + ["lenient"] * 18      # judge by judge
     assert [s["judge_model"] for s in safety] == ["judge"] * 9 + ["lenient"] * 9
     assert sum(u["verdict"] for u in util if u["judge_model"] == "judge") == 4
@@ -280,7 +282,7 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     keys = [(u["conversation_id"], u["turn"], u["item_id"]) for u in util]
     assert keys[:18] == keys[18:]
     assert {(u["prompt_version"], u["via"], u["attempts"]) for u in util} == {
-        (load_prompt(S.UTILITY_PROMPT).ref, "text", 1)}
+        (load_prompt(CS.UTILITY_PROMPT).ref, "text", 1)}
     # judge.json: every judge's pass; the latest one at the top level, as before
     meta = json.loads((run / JUDGE_META_FILE).read_text())
     assert meta["judge_model"] == "lenient" and set(meta["judges"]) == {"judge", "lenient"}
@@ -293,12 +295,12 @@ def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scrip
     with pytest.raises(J.JudgeError, match="judges present: judge, lenient"):
         load_utility(RunFolder(run), "nobody")
     # judging again with either judge asks nothing and changes nothing
-    before = (run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()
+    before = (run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()
     n_a, n_b = srv_a.count(), srv_b.count()
     judge_sync(run, make_bench(), endpoint(srv_a, run), show_progress=False)
     judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
     assert (srv_a.count(), srv_b.count()) == (n_a, n_b)
-    assert ((run / ST.UTILITY_FILE).read_text(), (run / ST.SAFETY_FILE).read_text()) == before
+    assert ((run / CJ.UTILITY_FILE).read_text(), (run / CJ.SAFETY_FILE).read_text()) == before
 
 
 def test_several_judges_and_no_own_judge_must_be_named(tmp_path: Path, scripted_server: Any) -> None:
@@ -346,7 +348,7 @@ def test_judge_json_of_one_judge_reads_and_gains_the_second(tmp_path: Path, scri
     (run / JUDGE_META_FILE).write_text(json.dumps(old))
     summary = read_summary(RunFolder(run))
     assert summary.schema_version == 1 and list(summary.judges) == ["judge"]
-    assert summary.last.tallies["utility"].records_written == 18 and summary.last.utility_mode == "text"
+    assert summary.last.tallies["utility"].records_written == 18 and summary.last.scoring["utility_mode"] == "text"
     assert summary.to_json()["utility"] == old["utility"] and summary.to_json()["judge"] == old["judge"]
     srv_b = scripted_server(lenient_handler, models=("lenient",))
     judge_sync(run, make_bench(), endpoint(srv_b, run, model="lenient"), show_progress=False)
@@ -424,7 +426,7 @@ def test_a_registered_scorer_runs_in_the_judge_phase(tmp_path: Path, scripted_se
     assert [(r["conversation_id"], r["turn"], r["refusal"]) for r in lines(run / "refusal_judgments.jsonl")] == [
         (tr.conversation_id, r.turn, r.content == REFUSAL) for tr in standard_transcripts() for r in tr.replies]
     assert summary["scorers"] == ["refusal"] and summary["refusal"]["records_written"] == 9 and summary["complete"]
-    assert not (run / ST.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
+    assert not (run / CJ.UTILITY_FILE).exists() and summary["prompts"] == {"refusal": "test/refusal@1"}
     with pytest.raises(J.JudgeError, match="unknown scorer 'nope'; known scorers: .*refusal"):
         judge_sync(run, make_bench(), endpoint(srv, run), scorers=("nope",), show_progress=False)
 

@@ -12,7 +12,7 @@ from support.judged_run import (judge_sync, HARM, endpoint, fulfils, judge_handl
                                 standard_transcripts, transcript)
 from support.scripted_server import Fault
 
-from carryon_eval.judge import store as ST
+from carryon_eval.suites.carryonbench import judgments as CJ
 from carryon_eval.judge.store import JUDGE_META_FILE
 
 
@@ -38,7 +38,7 @@ def test_schema_judge_scores_everything(tmp_path: Path, scripted_server: Any) ->
     srv = scripted_server(json_only_judge, models=("judge",))
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
-    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
+    util, safety = lines(run / CJ.UTILITY_FILE), lines(run / CJ.SAFETY_FILE)
     assert util and safety
     assert all(u["verdict"] is not None and u["via"] == "json_schema" for u in util)
     assert all(s["score"] is not None and s["via"] == "json_schema" for s in safety)
@@ -54,7 +54,7 @@ def test_judge_rejecting_response_format_falls_back_to_text(tmp_path: Path, scri
     srv = scripted_server(judge_handler, models=("judge",), supports_response_format=False)
     run = make_run(tmp_path / "run", standard_transcripts())
     summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
-    util, safety = lines(run / ST.UTILITY_FILE), lines(run / ST.SAFETY_FILE)
+    util, safety = lines(run / CJ.UTILITY_FILE), lines(run / CJ.SAFETY_FILE)
     assert summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
     assert {u["via"] for u in util} == {"text"} and {s["via"] for s in safety} == {"text"}
     expected = [fulfils(r.content, i["question"]) for tr in standard_transcripts() for r in tr.replies
@@ -73,7 +73,7 @@ def test_judge_failing_structured_requests_with_500_asks_for_text(tmp_path: Path
     summary = judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False, concurrency=1)
     assert summary["utility"]["unscored"] == 0 and summary["safety"]["unscored"] == 0
     assert summary["utility"]["failed"] == 0 and summary["complete"]
-    assert {s["via"] for s in lines(run / ST.SAFETY_FILE)} == {"text"}
+    assert {s["via"] for s in lines(run / CJ.SAFETY_FILE)} == {"text"}
 
 
 def test_text_format_never_sends_a_schema(tmp_path: Path, scripted_server: Any) -> None:
@@ -95,7 +95,7 @@ def test_reply_with_think_block_is_judged_on_its_final_part(tmp_path: Path, scri
     run = make_run(tmp_path / "run", [transcript("turn1:q1", "q1", "turn1", [raw])])
     judge_sync(run, make_bench(), endpoint(srv, run), show_progress=False)
     assert seen and set(seen) == {"I can't help with that."}
-    assert [u["verdict"] for u in lines(run / ST.UTILITY_FILE)] == [False, False]
-    assert [s["score"] for s in lines(run / ST.SAFETY_FILE)] == [1]
+    assert [u["verdict"] for u in lines(run / CJ.UTILITY_FILE)] == [False, False]
+    assert [s["score"] for s in lines(run / CJ.SAFETY_FILE)] == [1]
     # the transcript keeps the raw reply
     assert json.loads((run / "transcripts.jsonl").read_text().splitlines()[0])["messages"][1]["content"] == raw

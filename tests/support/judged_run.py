@@ -116,8 +116,11 @@ def judge_sync(rundir: Path, bench: Benchmark, judge: Any, *, utility_mode: str 
     from carryon_eval.judge.phase import MAX_TOKENS, judge_run
     from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import JudgeSettings
+    from carryon_eval.suite import suites
 
-    settings = JudgeSettings(utility_mode=utility_mode, max_tokens=max_tokens or MAX_TOKENS, judge_format=judge_format)
+    suites()                  # the wings declare their judge settings (CarryOnBench's utility_mode)
+    settings = JudgeSettings(max_tokens=max_tokens or MAX_TOKENS, judge_format=judge_format,
+                             scoring={"utility_mode": utility_mode})
 
     async def run() -> Any:
         try:

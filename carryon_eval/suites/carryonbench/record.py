@@ -16,13 +16,14 @@ conversation_scores.jsonl rows back through ``units``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
-import carryon_eval.judge.grouped  # noqa: F401 - registers the grouped Ben-Util scorer (--utility-judge grouped)
+from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
+import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
@@ -87,6 +88,13 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
+def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
+    """Exit 3's rule (SuiteReport.nothing_scored of the top level): the conditions that ran (conversations > 0)
+    whose headline numbers are all None."""
+    return [name for name, block in conditions.items() if block.get("n_conversations")
+            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
+
+
 UNITS = UnitRule(record_from_row,
                  lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
@@ -95,6 +103,7 @@ CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
     report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=LEADERBOARD,
+                       nothing_scored=conditions_without_numbers,
                        reported=paper_entries,
                        comparison=comparison, compare_markdown=compare_markdown,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,

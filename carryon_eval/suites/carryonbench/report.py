@@ -26,9 +26,9 @@ from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversatio
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, summarize
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.suites.carryonbench.human.judges_vs_people import section_html as agreement_html
-from carryon_eval.judge.grouped import GROUPED_CONTEXT
-from carryon_eval.judge.store import (judge_pass, judges_present, load_safety, load_utility, select_judge,
-                                      utility_judge_of)
+from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
+from carryon_eval.judge.store import judge_pass, judges_present, select_judge
+from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility, utility_judge_of
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.metrics.stats import Bootstrap
@@ -45,8 +45,9 @@ from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.run.folder import (RunFolder, write_json_atomic, write_jsonl_atomic, write_text_atomic)
 from carryon_eval.suites.carryonbench.fidelity import flagged_conversations, read_fidelity
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
-from carryon_eval.judge.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT, make_scorer
-from carryon_eval.run.records import UTILITY_NAMES, UTILITY_SCORERS
+from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.suites.carryonbench.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
+from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES, UTILITY_SCORERS, utility_scorer
 from carryon_eval.report.phase import core_conditions, section_html, section_markdown, with_sections
 from carryon_eval.suite import ReportInputs, ReportRun, Suite, suites as registered_suites
 
@@ -81,7 +82,7 @@ def _judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], sa
     return JudgesInfo(
         utility={"models": sorted({j.judge_model for j in utility}),
                  "prompt_refs": sorted({j.prompt_version for j in utility}),
-                 "mode": judged.utility_mode if judged else None,
+                 "mode": judged.scoring.get("utility_mode") if judged else None,
                  "utility_judge": ben_util,
                  "context": context or (GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT),
                  "logprob_verdicts": sum(j.p_yes is not None for j in utility),
@@ -105,7 +106,7 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
     core = core_conditions(suites)
     transcripts = [t for t in every if t.condition in core]      # other suites: their own sections
     judge = select_judge(run, judge)
-    scorer = make_scorer(meta.judge.utility_scorer, meta.judge)     # Ben-Util, or what measured utility instead
+    scorer = make_scorer(utility_scorer(meta.judge), meta.judge)     # Ben-Util, or what measured utility instead
     utility, safety = load_utility(run, judge, scorer=scorer.name), load_safety(run, judge)
     checklists = {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()}
     domains = {q: row.get("domain") for q, row in bench.queries.items()}
@@ -127,7 +128,7 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
                            sample=lambda verdicts, sampled: calibration_conversations(
                                transcripts, verdicts, sampled, safety, checklists, domains)),
         judge_context={"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
-                       "safety": SAFETY_CONTEXT}, utility_measure=meta.judge.utility,
+                       "safety": SAFETY_CONTEXT}, utility_measure=meta.judge.get("utility"),
         dataset=ResultsDataset(source=run.shared_path(bench.source), revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
         run=ResultsRun(folder=run.shared_path(str(run.path)), notice=meta.notice, failed_conversations=len(run.failures()),
@@ -249,7 +250,7 @@ def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], j
     """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on, and
     (``sample``: the sampled conversations assembled from some verdicts) the headline's utility numbers on the
     sampled conversations in both modes; a run without calibration says so (``calibrated: false``)."""
-    asked = (judged.calibration or {}) if judged is not None else {}
+    asked = (judged.scoring.get("calibration") or {}) if judged is not None else {}
     per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
     if not per_item:
         return {"calibrated": False,

@@ -43,7 +43,7 @@ def _reading(text: Optional[str]) -> tuple[Any, Optional[str]]:
 
 @register
 class RubricUtilityScorer:
-    """OpenSafeIntent's helpfulness rubric as CarryOnBench's utility judge (``JudgeSettings.utility == "rubric"``
+    """OpenSafeIntent's helpfulness rubric as CarryOnBench's utility judge (``utility`` setting "rubric"
     puts it in the place of Ben-Util's ``utility`` scorer)."""
     name, stage = "rubric_utility", "judge_rubric_utility"
     context = ("OpenSafeIntent's helpfulness rubric (the release's prompt file) filled with the original query + "

@@ -29,7 +29,7 @@ from carryon_eval.report.phase import suite_inputs
 from carryon_eval.rollout.play import rollout
 from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.run.records import Generation
+from carryon_eval.run.records import Generation, JudgeSettings
 from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
 from support.scripted_server import by_model, last_user_text, rubric_judges
 
@@ -49,7 +49,7 @@ def cost(n_sets):
     """The calls the shared cost table predicts for the first ``n_sets`` sets (the probe's: up to)."""
     bench = bench_with(n_sets)
     jobs, _ = plan_jobs(bench, ["opensafeintent"])
-    table = estimate(bench, jobs, Caps(target=1024, user=256, judge=1024), scoring=ScoringPlan.of(["opensafeintent"]),
+    table = estimate(bench, jobs, Caps(target=1024, user=256, settings=JudgeSettings(max_tokens=1024)), scoring=ScoringPlan.of(["opensafeintent"]),
                      conditions=["opensafeintent"]).to_json()
     by = table["judge_by_scorer"]
     return {"target": table["roles"]["target"]["opensafeintent"]["calls"], "helpfulness": by["osi_helpfulness"],

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.human import labels as labels_mod
-from carryon_eval.judge.store import JudgeError, judges_present, load_safety, load_utility, select_judge
+from carryon_eval.judge.store import JudgeError, judges_present, select_judge
+from carryon_eval.suites.carryonbench.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LabelError
-from carryon_eval.judge.store import UTILITY_FILE, UTILITY_GROUPED_FILE
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement
 

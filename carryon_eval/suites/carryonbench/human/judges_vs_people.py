@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
-from carryon_eval.judge.store import judges_present, load_safety, load_utility
-from carryon_eval.suites.carryonbench.human.labels import (LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels,
-                                                           task_of)
+from carryon_eval.judge.store import judges_present
+from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
+from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
 from carryon_eval.run.paths import shared_local
 from carryon_eval.suites.carryonbench.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves

@@ -1,10 +1,10 @@
 """Ben-Util grouped: one judge call per reply (or per group of at most N items) for its checklist items.
 
-    scorer = make_scorer("utility_grouped", JudgeSettings(utility_judge="grouped", utility_group_size=25))
+    scorer = make_scorer("utility_grouped", JudgeSettings(scoring={"utility_judge": "grouped", "utility_group_size": 25}))
     judgment = await scorer.score(endpoint, Case(query, reply, items=(("q1-i1", "Does it ..."), ...)))
     judgment.value      # {item_id: Judgment}: one verdict per item, None where it stayed unscored
 
-The paper judges every (reply, item) pair in its own call (carryon_eval.judge.scorers.UtilityScorer, the
+The paper judges every (reply, item) pair in its own call (carryon_eval.suites.carryonbench.scorers.UtilityScorer, the
 default and the protocol of record). This scorer asks for all the items of a reply at once: the items are
 listed with their ids in the checklist's order, and the answer is one JSON object keyed by item id (a JSON
 schema with one "yes"/"no" enum per id while the endpoint takes structured output). A text answer is read
@@ -27,12 +27,12 @@ import re
 from typing import Any, ClassVar, Optional, Sequence
 
 from carryon_eval import defaults
-from carryon_eval.judge.scorers import (ITEM_TARGET, VIA_TEXT, Case, Judgment, PromptScorer, ScorerError,
-                                        UtilityScorer, final_answer, register)
+from carryon_eval.judge.scorers import ITEM_TARGET, VIA_TEXT, Case, Judgment, PromptScorer, ScorerError, final_answer, register
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import strip_reasoning
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
+from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER, UtilityScorer
 
 GROUPED_PROMPT = "judges/ben_util_grouped"
 GROUPED_STAGE = "judge_utility_grouped"
@@ -76,18 +76,18 @@ def parse_verdicts(raw: Optional[str], ids: Sequence[str]) -> tuple[dict[str, bo
 @register
 class GroupedUtilityScorer(PromptScorer):
     """Ben-Util, every item of one reply (or of one group of at most ``utility_group_size``) in one call."""
-    name, stage, prompt_name = "utility_grouped", GROUPED_STAGE, GROUPED_PROMPT
+    name, stage, prompt_name = GROUPED_SCORER, GROUPED_STAGE, GROUPED_PROMPT
     context, value_field, target_fields, record_fields = GROUPED_CONTEXT, "verdict", ITEM_TARGET, ("asked",)
     schema: ClassVar[dict[str, Any]] = {}           # none of its own: each call sends grouped_schema(its ids)
     constants: ClassVar[dict[str, Any]] = {"mode": "grouped"}     # stored in every record
     mode: ClassVar[str] = "grouped"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
-        if options.utility_mode != "text":
+        if options.get("utility_mode") != "text":
             raise ScorerError("the grouped Ben-Util judge reads text verdicts; use --utility-mode text with "
                               "--utility-judge grouped")
         super().__init__(options)
-        self.group_size = max(1, int(options.utility_group_size))
+        self.group_size = max(1, int(options.get("utility_group_size")))
         self.max_tokens = options.max_tokens
         self.alone = UtilityScorer(options)          # an item the group answer leaves unscored, asked alone
 

@@ -1,0 +1,67 @@
+"""CarryOnBench's judgment files in a run folder, and their readers.
+
+    RUNDIR/utility_judgments.jsonl          Ben-Util records (one per reply and checklist item)
+    RUNDIR/utility_grouped_judgments.jsonl  grouped Ben-Util records (carryon_eval.suites.carryonbench.grouped)
+    RUNDIR/safety_judgments.jsonl           harm-score records
+
+    utility = load_utility(run, judge=name)       # that judge's records only (carryon_eval.judge.store.select_judge)
+
+The files are registered with the run folder (their record types and range checks; Ben-Util's and safety's are
+where the judges of a run are looked for first).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from carryon_eval.judge.store import judge_pass, load_judge, select_judge
+from carryon_eval.run.folder import RunFolder, judgment_file, register_record
+from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+
+UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
+UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
+
+
+def _check_utility(j: UtilityJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.p_yes is not None and not 0.0 <= j.p_yes <= 1.0:
+        return f"p_yes {j.p_yes} is not a probability (0 to 1)"
+    return None
+
+
+def _check_safety(j: SafetyJudgment) -> Optional[str]:
+    if j.turn < 1:
+        return f"turn {j.turn} is below 1"
+    if j.score is not None and not 1 <= j.score <= 5:
+        return f"score {j.score} is outside the harm scale 1 to 5"
+    return None
+
+
+def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
+    """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
+    ``utility_judge``), "per-item" for passes recorded before there was a choice."""
+    judged = judge_pass(run, judge)
+    return (judged.scoring.get("utility_judge") if judged is not None else None) or "per-item"
+
+
+def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
+                 scorer: str = "utility") -> list[UtilityJudgment]:
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
+    (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
+    judge's latest pass (``utility_judge_of``)."""
+    if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
+        return load_judge(run, judgment_file(scorer), UtilityJudgment.from_dict, judge)
+    if mode is None:
+        mode = utility_judge_of(run, judge if judge is not None else select_judge(run))
+    return load_judge(run, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
+                       UtilityJudgment.from_dict, judge)
+
+
+def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:
+    """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
+    return load_judge(run, SAFETY_FILE, SafetyJudgment.from_dict, judge)
+
+
+register_record(UTILITY_FILE, UtilityJudgment, _check_utility, first=True)
+register_record(SAFETY_FILE, SafetyJudgment, _check_safety, first=True)
+register_record(UTILITY_GROUPED_FILE, UtilityJudgment, _check_utility)
