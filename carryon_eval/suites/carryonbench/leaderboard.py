@@ -16,12 +16,18 @@ from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
-from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
+from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard, UnitRule
+from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_replicates
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 DEFAULT_SORT = "bc.utility"
 DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
                 ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
+
+
+#: How its conversation_scores.jsonl rows are read back and its headline's estimator rerun (the paired differences).
+UNITS = UnitRule(record_from_row,
+                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
 
 def _delta(cond: str, metric: str) -> Stat:
@@ -84,7 +90,7 @@ def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
     if REPORTED in entry.results.status():          # a paper's row: no per-query scores, nothing to recompute
         return Cell(None, reason=NOT_REPORTED)
-    sums = QuerySums(entry.scores, plans_of(entry.results))
+    sums = QuerySums(entry.scores, UNITS, plans_of(entry.results))
     queries = covered(sums, LOCK_IN)
     if not queries and sums.old_rows:
         return Cell(None, reason=OLD_ROWS)
@@ -179,5 +185,6 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
     return views
 
 
-LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT), correlated=utility_and_harm,
-                               domain_views=domain_views, failure_modes=failure_modes)
+LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT),
+                               correlated=utility_and_harm, domain_views=domain_views, failure_modes=failure_modes,
+                               units=UNITS)
