@@ -168,9 +168,10 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 
 
 def compare_plots(results: Sequence[Results]) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The suites' figures of several runs: ({name: PNG bytes}, {name: skip reason}); raises PlotsUnavailable
-    without matplotlib."""
+    """The figures of several runs of the suites some run has a section of: ({name: PNG bytes}, {name: skip
+    reason}); raises PlotsUnavailable without matplotlib."""
     from carryon_eval.report.plots import draw_all
 
     return draw_all({name: draw for s in suites() if s.report is not None and s.report.plots is not None
+                     and any(r.section(s.report.section) is not None for r in results)
                      for name, draw in s.report.plots.compare.items()}, results)

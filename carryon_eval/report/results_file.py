@@ -61,13 +61,13 @@ def unplayed(bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript],
 
 
 def count_empty_replies(transcripts: Sequence[Any]) -> int:
-    """Target replies that stayed empty after retries; a shared turn-1 reply counts once."""
+    """Target replies that stayed empty after retries; a shared first reply (``shared_turn1``: one per query, the
+    first of all its conversations that share it) counts once."""
     empty = set()
     for t in transcripts:
         for i, reason in enumerate(t.meta.get("finish_reasons") or []):
             if reason == "empty":
-                empty.add((f"turn1:{t.query_id}", 1) if i == 0 and (t.shared_turn1 or t.condition == "turn1")
-                          else (t.conversation_id, i + 1))
+                empty.add((f"shared:{t.query_id}", 1) if i == 0 and t.shared_turn1 else (t.conversation_id, i + 1))
     return len(empty)
 
 

@@ -1,4 +1,5 @@
-"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``comparison`` and ``compare_markdown``):
+"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``compare`` and ``compare_markdown``; its keys
+are compare.json's own, as its section is results.json's top level):
 
 - the move effects across models (paper Fig. 23: each move's mean deviation over models, with its SE);
 - Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
@@ -19,17 +20,20 @@ from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.records import UTILITY_NAMES, Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import CompareInputs, Section
+from carryon_eval.suites.carryonbench.table import has_conditions
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 EFFECT_KEYS = ("utility_dev", "harm_dev")
 
 
-def comparison(runs: CompareInputs) -> Section:
+def comparison(runs: CompareInputs) -> Optional[Section]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
     runs' utilities incomparable, and the move effects across models (scipy and statsmodels: compare checked)."""
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     results = runs.results
+    if results and not any(has_conditions(r) for r in results):
+        return None                     # e.g. OpenSafeIntent's runs alone: nothing of the conditions to compare
     rows = [dict(s, model=label) for scores, label in zip(runs.scores, runs.labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     measure = results[0].utility_measure if results else "benutil"
@@ -85,7 +89,10 @@ def _p(p: Optional[float]) -> str:
 
 
 def compare_markdown(cmp: Section) -> str:
-    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown."""
+    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown ("" when no
+    run had the conditions' numbers)."""
+    if "spearman" not in cmp:
+        return ""
     measure = cmp.get("utility_measure", "benutil")
     parts = ["\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
