@@ -49,11 +49,15 @@ UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 
 COLUMN_SOURCES: dict[str, ColumnSource] = {}
+COLUMN_UNITS: dict[str, UnitRule] = {}
 
 
-def register_columns(name: str, source: ColumnSource) -> ColumnSource:
-    """Add a column source: runs -> [(column, one cell per run)]; it returns [] when no run has its numbers."""
+def register_columns(name: str, source: ColumnSource, units: Optional[UnitRule] = None) -> ColumnSource:
+    """Add a column source: runs -> [(column, one cell per run)]; it returns [] when no run has its numbers.
+    ``units``: how the rows of conversation_scores.jsonl are read back for its columns that have a Stat."""
     COLUMN_SOURCES[name] = source
+    if units is not None:
+        COLUMN_UNITS[name] = units
     return source
 
 
@@ -65,10 +69,10 @@ def suite_leaderboards() -> list[SuiteLeaderboard]:
 
 
 def column_sources() -> list[tuple[ColumnSource, Optional[UnitRule]]]:
-    """Every suite's columns (its leaderboard's ``columns``, by the suites' rank), each with how its rows of
-    conversation_scores.jsonl are read back (its ``units``), then any registered here (no Stat of theirs is
-    recomputed)."""
-    return [*((b.columns, b.units) for b in suite_leaderboards()), *((c, None) for c in COLUMN_SOURCES.values())]
+    """Every suite's columns (its leaderboard's ``columns``, by the suites' rank), then any registered here, each
+    with how its rows of conversation_scores.jsonl are read back (its ``units``)."""
+    return [*((b.columns, b.units) for b in suite_leaderboards()),
+            *((c, COLUMN_UNITS.get(name)) for name, c in COLUMN_SOURCES.items())]
 
 
 def labels() -> dict[str, str]:

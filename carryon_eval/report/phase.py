@@ -19,7 +19,7 @@ from carryon_eval.report.results_file import build_results, reported, suite_inpu
 from carryon_eval.run.folder import (RESULTS_FILE, SCORES_FILE, RunFolder, write_json_atomic, write_jsonl_atomic,
                                      write_text_atomic)
 from carryon_eval.run.records import PlotsInfo, Results
-from carryon_eval.suite import ReportPage, Suite, suites as registered_suites
+from carryon_eval.suite import Suite, suites as registered_suites
 
 __all__ = ["RESULTS_FILE", "SCORES_FILE", "suite_inputs", "table_markdown", "write_report"]
 
@@ -54,10 +54,9 @@ def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, s
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice);
     `suites`: the suites to report (default: every registered one)."""
     suites = registered_suites() if suites is None else list(suites)
-    results, inputs_page = build_results(run, bench, n_resamples=n_resamples, seed=seed, judge=judge, suites=suites)
+    results, page = build_results(run, bench, n_resamples=n_resamples, seed=seed, judge=judge, suites=suites)
     present = reported(results, suites)
     images = draw_plots(run, results, present)
-    page = ReportPage(inputs_page.inputs, results)
     write_json_atomic(run.results_file, results.to_json())
     write_text_atomic(run.table_file, table_markdown(results, present))
     write_jsonl_atomic(run.scores_file, [row for s in present if s.report.scores is not None

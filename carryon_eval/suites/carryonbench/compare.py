@@ -39,8 +39,8 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
     measure = results[0].utility_measure if results else "benutil"
     out: dict[str, Any] = {"spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
-        util = [r.conditions[cond]["utility"] for r in results]
-        harm = [r.conditions[cond]["harm"] for r in results]
+        util = [(r.conditions.get(cond) or {}).get("utility") for r in results]    # a run without it: None
+        harm = [(r.conditions.get(cond) or {}).get("harm") for r in results]
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")

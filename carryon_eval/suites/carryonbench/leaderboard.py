@@ -16,18 +16,13 @@ from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
-from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard, UnitRule
-from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_replicates
+from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
+from carryon_eval.suites.carryonbench.unscored import UNITS
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 DEFAULT_SORT = "bc.utility"
 DOMAIN_VIEWS = [("bc", "utility"), ("bc", "utility_delta"), ("bc", "harm"), ("turn1", "utility"),
                 ("oracle", "utility"), ("nc", "utility"), ("nc", "harm")]
-
-
-#: How its conversation_scores.jsonl rows are read back and its headline's estimator rerun (the paired differences).
-UNITS = UnitRule(record_from_row,
-                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
 
 def _delta(cond: str, metric: str) -> Stat:

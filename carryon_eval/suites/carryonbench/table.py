@@ -179,8 +179,11 @@ def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[
     if results and not any(has_conditions(r) for r in results):
         return None
     header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for r in results) else [])
+
+    def row(r: Results) -> list[str]:           # a run without the conditions' numbers: n/a
+        return table_row(r) if has_conditions(r) else [r.model or "?", *["n/a"] * (len(TABLE_HEADER) - 1)]
     if not any(r.sections.get(RUBRIC_SECTION) for r in results):
-        return header, [table_row(r) for r in results]
+        return header, [row(r) for r in results]
     # rubric runs: ranked by the spacing-free companion (BC − T1 helpful rate), its numbers beside the row
 
     def helpful(r: Results) -> list[Optional[float]]:
@@ -188,7 +191,7 @@ def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[
         return [((h.get("conditions") or {}).get("bc") or {}).get("value"),
                 (h.get("bc_minus_turn1") or {}).get("value"), (h.get("bc_minus_nc") or {}).get("value")]
     ranked = sorted(results, key=lambda r: -(helpful(r)[1] if helpful(r)[1] is not None else -math.inf))
-    return header + HELPFUL_HEADER, [table_row(r) + [_f(x) for x in helpful(r)] for r in ranked]
+    return header + HELPFUL_HEADER, [row(r) + [_f(x) for x in helpful(r)] for r in ranked]
 
 
 HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful (rank)", "BC − NC helpful"]
