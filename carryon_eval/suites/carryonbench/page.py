@@ -34,7 +34,6 @@ def _mode(results: Results) -> str:
     return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
 
 
-
 def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> str:
     out = []
     for n, item in enumerate(items, start=1):
@@ -76,11 +75,6 @@ def _conversation_html(tr: Transcript, conv: Conversation, items: Sequence[dict[
             parts.append(f'<div class="meta">{_e(label)}</div><div class="msg user">{_e(m.content)}</div>')
     parts.append("</details>")
     return "".join(parts)
-
-
-def _transcripts_html(transcripts: Sequence[Transcript], convs: Sequence[Conversation], bench: Benchmark,
-                      results: Optional[Results] = None) -> str:
-    return "".join(e.block for e in query_entries(transcripts, convs, bench, results).values())
 
 
 def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversation],
