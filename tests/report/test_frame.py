@@ -59,15 +59,3 @@ def test_table_md_and_report_html_have_its_section_only(osi_run):
     assert "Table 2 layout" not in page and "<h2>Transcripts</h2>" not in page and "By turn" not in page
     assert (osi_run / "conversation_scores.jsonl").read_text() == ""     # no suite of the run gives rows
 
-
-def test_the_frame_looks_no_suite_up_by_what_it_has():
-    """report/ iterates the suites and asks each for its part: no "first suite that has X", no suite without a
-    section standing for the top level."""
-    import re
-
-    from support.shared_data import REPO
-
-    for path in sorted((REPO / "carryon_eval" / "report").glob("*.py")):
-        text = path.read_text()
-        assert not re.search(r"next\(\(\s*s\.report", text), path.name
-        assert "section is None" not in text and ".report.write" not in text and ".report.units" not in text, path.name
