@@ -1,5 +1,6 @@
 """`carryon-eval compare RUNDIR... [--out DIR]`: several models side by side.
 
+- a refusal, when a suite's columns cannot hold the runs side by side (its SuiteReport's ``incomparable``);
 - the table of all runs: the model, each suite's columns (its SuiteReport's ``table``, from each run's
   results.json; none when no run has its numbers), the run's status;
 - each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows): under its
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from carryon_eval.run.paths import local_path
-from carryon_eval.run.records import UTILITY_NAMES, Results
+from carryon_eval.run.records import Results
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
@@ -71,15 +72,6 @@ def headline_table(results: Sequence[Results]) -> tuple[list[str], list[list[str
                           for c in by_model.get(m, ["n/a"] * (len(head) - 1)))] for m in models]
 
 
-def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
-    """Utilities of different measures (Ben-Util, rubric utility) never share a column: CompareError (one line)."""
-    measures = {r.utility_measure for _, r in runs}
-    if len(measures) > 1:
-        named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in runs)
-        raise CompareError(f"cannot put different utility measures in one column ({named}); compare runs of one "
-                           "--utility at a time")
-
-
 def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
     try:
         import scipy  # noqa: F401
@@ -87,12 +79,15 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     except ImportError:
         raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
     loaded = [(Path(d), *load_run(RunFolder(d))) for d in rundirs]
-    refuse_mixed_utility([(p, r) for p, r, _ in loaded])
+    for s in suites():                # a suite whose columns these runs cannot share refuses them (one line)
+        why = s.report.incomparable([p for p, _, _ in loaded], [r for _, r, _ in loaded]) \
+            if s.report is not None and s.report.incomparable is not None else None
+        if why:
+            raise CompareError(why)
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     header, table = headline_table(results)
-    measure = results[0].utility_measure if results else "benutil"
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
                            "table": [dict(zip([*header, "Status"],
                                               [*row, *["n/a"] * (len(header) - len(row)),
                                                " ".join(r.status()) or "full"])) for r, row in zip(results, table)]}
@@ -149,10 +144,7 @@ def simulators(rundirs: Sequence[Path]) -> list[str]:
 
 def render_markdown(cmp: dict[str, Any]) -> str:
     header = list(cmp["table"][0]) if cmp["table"] else [*headline_table([])[0], "Status"]
-    measure = cmp.get("utility_measure", "benutil")
     parts = ["# CarryOnBench comparison\n",
-             *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
-                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
              markdown_table(header, [list(r.values()) for r in cmp["table"]])]
     for s in suites():                # a top-level part is compare.json's own keys: it reads the whole of it
         if s.report is not None and s.report.compare_markdown is not None:

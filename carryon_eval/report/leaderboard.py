@@ -44,8 +44,6 @@ TEMPLATE, SCRIPT = "leaderboard.html.j2", "leaderboard.js"
 
 
 # ---------------------------------------------------------------- columns and cells
-#: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's unscored.py, by the headline's rule).
-UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 
 COLUMN_SOURCES: dict[str, ColumnSource] = {}
@@ -81,7 +79,7 @@ def labels() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- paired differences (pure)
-Need = tuple[str, str]                 # (condition, name in UNIT_VALUES)
+Need = tuple[str, str]                 # (condition, a value its suite's units recompute)
 
 
 OLD_ROWS = ("its conversation_scores.jsonl was written before the rows carried the turn harms: rerun "

@@ -139,6 +139,9 @@ class SuiteReport:
     #: (results of the runs) -> its columns of compare's table (header and one row per run, both starting with the
     #: model), None when no run has its numbers
     table: Optional[Callable[[Sequence["Results"]], Optional[tuple[list[str], list[list[str]]]]]] = None
+    #: (run folders, their results) -> why its columns cannot hold these runs side by side (compare refuses them,
+    #: one line), None when they can
+    incomparable: Optional[Callable[[Sequence[Path], Sequence["Results"]], Optional[str]]] = None
     leaderboard: Optional[SuiteLeaderboard] = None     # its part of the leaderboard: columns, labels, page sections
     export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is

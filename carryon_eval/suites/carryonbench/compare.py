@@ -13,6 +13,7 @@ alone, e.g. OpenSafeIntent's: their sections' columns come from each suite's Sui
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
@@ -36,8 +37,8 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
         return None                     # e.g. OpenSafeIntent's runs alone: nothing of the conditions to compare
     rows = [dict(s, model=label) for scores, label in zip(runs.scores, runs.labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
-    measure = results[0].utility_measure if results else "benutil"
-    out: dict[str, Any] = {"spearman": {}, "mixed_models": {}, "notes": []}
+    measure = next((r.utility_measure for r in results if has_conditions(r)), "benutil")   # one: incomparable
+    out: dict[str, Any] = {"utility_measure": measure, "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
         util = [(r.conditions.get(cond) or {}).get("utility") for r in results]    # a run without it: None
         harm = [(r.conditions.get(cond) or {}).get("harm") for r in results]
@@ -57,6 +58,15 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
                             "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
                             "are not directly comparable.")
     return out
+
+
+def incomparable(folders: Sequence[Path], results: Sequence[Results]) -> Optional[str]:
+    """SuiteReport.incomparable: utilities of different measures (Ben-Util, rubric utility) never share a column."""
+    mine = [(p, r) for p, r in zip(folders, results) if has_conditions(r)]
+    if len({r.utility_measure for _, r in mine}) <= 1:
+        return None
+    named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in mine)
+    return f"cannot put different utility measures in one column ({named}); compare runs of one --utility at a time"
 
 
 def aggregate_move_effects(results: Sequence[Results]) -> dict[str, Any]:
@@ -94,7 +104,9 @@ def compare_markdown(cmp: Section) -> str:
     if "spearman" not in cmp:
         return ""
     measure = cmp.get("utility_measure", "benutil")
-    parts = ["\n## Spearman: model utility vs model harm\n"]
+    parts = [*([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
+                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
+             "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
                                  for c, s in cmp["spearman"].items()]))

@@ -31,7 +31,7 @@ from carryon_eval.run.records import TOP_LEVEL_SECTION
 from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots, SuiteReport,
                                 register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison
+from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison, incomparable
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.paper_rows import paper_entries
@@ -96,7 +96,7 @@ CARRYONBENCH = register_suite(Suite(
     report=SuiteReport(section=TOP_LEVEL_SECTION, top_level=True, summarize=summarize_run, markdown=table_markdown,
                        html=section_html, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
-                       compare=comparison, compare_markdown=compare_markdown,
+                       compare=comparison, compare_markdown=compare_markdown, incomparable=incomparable,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
