@@ -59,3 +59,22 @@ def test_table_md_and_report_html_have_its_section_only(osi_run):
     assert "Table 2 layout" not in page and "<h2>Transcripts</h2>" not in page and "By turn" not in page
     assert (osi_run / "conversation_scores.jsonl").read_text() == ""     # no suite of the run gives rows
 
+
+
+def test_the_serializer_alone_places_a_top_level_section():
+    """Results.put_section: a top-level section's keys take their places among the frame's (results.json's order
+    since before sections), its further keys become sections of their own before the later suites', its judges fill
+    the frame's record; without one, results.json has none of its keys."""
+    frame = Results(model="m", top_level=None)
+    frame.put_section("short", {"share": 1.0})
+    assert list(frame.to_json()) == [*FRAME[:-1], "short"]           # no plots recorded: no "plots" key
+    both = Results(model="m", top_level=None)
+    both.put_section("carryonbench", {"conditions": {"bc": {}}, "utility_measure": "benutil", "mc": {"x": 1},
+                                      "judges": {"utility": {"models": ["j"]}, "complete": False}}, top_level=True)
+    both.put_section("short", {"share": 1.0})
+    out = both.to_json()
+    assert list(out) == ["schema_version", "model", *TOP_LEVEL_KEYS[:-2], "judges", "judge_context", *FRAME[3:-1],
+                         "utility_measure", "mc", "short"]
+    assert out["judges"]["utility"] == {"models": ["j"]} and out["judges"]["complete"] is False
+    assert both.section("carryonbench") is both and both.section("short") == {"share": 1.0}
+    assert Results.from_json(out).to_json() == out
