@@ -437,7 +437,6 @@ def test_the_lookup_finder_sees_todays_instances():
         {name: [2] for name in today}
 
 
-@pytest.mark.xfail(strict=True, reason="stage modules still take the first suite having a hook: issue 40 in progress")
 def test_no_stage_module_looks_a_suite_up_by_what_it_has():
     found = stage_lookups()
     assert not found, "stage modules that take the first suite having a hook (iterate the suites instead):\n" + \

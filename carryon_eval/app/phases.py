@@ -105,9 +105,13 @@ def require_scored(results: Results, run: RunFolder) -> None:
         hook = s.report.nothing_scored if s.report is not None else None
         if hook is None:
             continue
-        if s.report.section is None:            # the top-level suite: its conditions without a scored number
-            empty += hook(results.conditions)
-        elif isinstance(results.sections.get(s.report.section), dict) and hook(results.sections[s.report.section]):
+        section = results.section(s.report.section)
+        if section is None:
+            continue
+        names = hook(section)
+        if s.report.top_level:                  # the top-level section names its conditions without a number
+            empty += names
+        elif names:
             empty.append(s.report.section)
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "

@@ -1,8 +1,11 @@
 """`carryon-eval compare RUNDIR... [--out DIR]`: several models side by side.
 
-- the top-level suite's table for all runs (from each run's results.json; its SuiteReport's ``table``);
-- the top-level suite's own keys (its SuiteReport's ``comparison``, from the runs' results and conversation rows)
-  and every other suite's section (``compare``), each rendered in markdown by its ``compare_markdown``;
+- a refusal, when a suite's columns cannot hold the runs side by side (its SuiteReport's ``incomparable``);
+- the table of all runs: the model, each suite's columns (its SuiteReport's ``table``, from each run's
+  results.json; none when no run has its numbers), the run's status;
+- each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows): under its
+  section's key, or (a suite whose section is results.json's top level) as compare.json's own keys, whose "notes"
+  follow the runs' status lines; each rendered in markdown by its ``compare_markdown``;
 - the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
   models (run.json's user role: compare.json "simulators") and whether they used different datasets;
 - with ``paper_rows``: the rows the suites' papers report (SuiteReport.reported), in a table of their own
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from carryon_eval.run.paths import local_path
-from carryon_eval.run.records import UTILITY_NAMES, Results
+from carryon_eval.run.records import Results
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
@@ -54,18 +57,19 @@ def _labels(runs: Sequence[tuple[Path, Results]]) -> list[str]:
 
 
 def headline_table(results: Sequence[Results]) -> tuple[list[str], list[list[str]]]:
-    """The top-level suite's table (its SuiteReport's ``table``: header, one row per run); none: no columns."""
-    table = next((s.report.table for s in suites() if s.report is not None and s.report.table is not None), None)
-    return table(results) if table is not None else (["Model"], [[r.model or "?"] for r in results])
-
-
-def refuse_mixed_utility(runs: Sequence[tuple[Path, Results]]) -> None:
-    """Utilities of different measures (Ben-Util, rubric utility) never share a column: CompareError (one line)."""
-    measures = {r.utility_measure for _, r in runs}
-    if len(measures) > 1:
-        named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in runs)
-        raise CompareError(f"cannot put different utility measures in one column ({named}); compare runs of one "
-                           "--utility at a time")
+    """compare's table: the model, then each suite's columns (its SuiteReport's ``table``: header and one row per
+    run, both starting with the model), rows in the first part's order (a suite may rank them)."""
+    parts = [part for s in suites() if s.report is not None and s.report.table is not None
+             for part in [s.report.table(results)] if part is not None]
+    if not parts:
+        return ["Model"], [[r.model or "?"] for r in results]
+    if len(parts) == 1:
+        return parts[0]
+    header = ["Model", *(h for head, _ in parts for h in head[1:])]
+    cells = [{row[0]: row[1:] for row in rows} for _, rows in parts]
+    models = list(dict.fromkeys(m for by_model in cells for m in by_model))
+    return header, [[m, *(c for (head, _), by_model in zip(parts, cells)
+                          for c in by_model.get(m, ["n/a"] * (len(head) - 1)))] for m in models]
 
 
 def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
@@ -75,21 +79,25 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     except ImportError:
         raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
     loaded = [(Path(d), *load_run(RunFolder(d))) for d in rundirs]
-    refuse_mixed_utility([(p, r) for p, r, _ in loaded])
+    for s in suites():                # a suite whose columns these runs cannot share refuses them (one line)
+        why = s.report.incomparable([p for p, _, _ in loaded], [r for _, r, _ in loaded]) \
+            if s.report is not None and s.report.incomparable is not None else None
+        if why:
+            raise CompareError(why)
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     header, table = headline_table(results)
-    measure = results[0].utility_measure if results else "benutil"
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded], "utility_measure": measure,
+    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
                            "table": [dict(zip([*header, "Status"],
                                               [*row, *["n/a"] * (len(header) - len(row)),
                                                " ".join(r.status()) or "full"])) for r, row in zip(results, table)]}
     status = [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()]
     runs = CompareInputs(labels, results, [scores for _, _, scores in loaded])
-    for s in suites():                # the top-level suite's keys; its notes follow the runs' status lines
-        if s.report is not None and s.report.section is None and s.report.comparison is not None:
-            out.update({key: status + value if key == "notes" else value
-                        for key, value in s.report.comparison(runs).items()})
+    parts = [(s.report, s.report.compare(runs)) for s in suites()
+             if s.report is not None and s.report.compare is not None]
+    for report, part in parts:        # a top-level part's keys; its notes follow the runs' status lines
+        if report.top_level and part is not None:
+            out.update({key: status + value if key == "notes" else value for key, value in part.items()})
     out.setdefault("notes", status)
     out["simulators"] = simulators([p for p, _, _ in loaded])
     if len(set(out["simulators"])) > 1:
@@ -99,9 +107,9 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     datasets = {json.dumps(local_path(r.dataset.source, p)) for (p, _, _), r in zip(loaded, results)}
     if len(datasets) > 1:
         out["notes"].append("The runs used different datasets.")
-    for s in suites():                # each suite's columns, under its section name (None: no run has them)
-        if s.report is not None and s.report.section is not None and s.report.compare is not None:
-            out[s.report.section] = s.report.compare(labels, results)
+    for report, part in parts:        # each other suite's part, under its section name (None: no run has it)
+        if not report.top_level:
+            out[report.section] = part
     if paper_rows:
         out["reported"] = reported_table()
     out["_results"] = results
@@ -136,16 +144,11 @@ def simulators(rundirs: Sequence[Path]) -> list[str]:
 
 def render_markdown(cmp: dict[str, Any]) -> str:
     header = list(cmp["table"][0]) if cmp["table"] else [*headline_table([])[0], "Status"]
-    measure = cmp.get("utility_measure", "benutil")
     parts = ["# CarryOnBench comparison\n",
-             *([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
-                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
              markdown_table(header, [list(r.values()) for r in cmp["table"]])]
-    parts += [s.report.compare_markdown(cmp) for s in suites()    # the top-level suite's part first
-              if s.report is not None and s.report.section is None and s.report.compare_markdown is not None]
-    for s in suites():
-        if s.report is not None and s.report.section is not None and s.report.compare_markdown is not None:
-            parts.append(s.report.compare_markdown(cmp.get(s.report.section)))
+    for s in suites():                # a top-level part is compare.json's own keys: it reads the whole of it
+        if s.report is not None and s.report.compare_markdown is not None:
+            parts.append(s.report.compare_markdown(cmp if s.report.top_level else cmp.get(s.report.section)))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     reported = cmp.get("reported")
@@ -157,9 +160,10 @@ def render_markdown(cmp: dict[str, Any]) -> str:
 
 
 def compare_plots(results: Sequence[Results]) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The suites' figures of several runs: ({name: PNG bytes}, {name: skip reason}); raises PlotsUnavailable
-    without matplotlib."""
+    """The figures of several runs of the suites some run has a section of: ({name: PNG bytes}, {name: skip
+    reason}); raises PlotsUnavailable without matplotlib."""
     from carryon_eval.report.plots import draw_all
 
     return draw_all({name: draw for s in suites() if s.report is not None and s.report.plots is not None
+                     and any(r.section(s.report.section) is not None for r in results)
                      for name, draw in s.report.plots.compare.items()}, results)

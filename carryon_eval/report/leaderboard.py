@@ -15,8 +15,8 @@ comparability groups: they are ranked, compared and correlated within their grou
 the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is
 never ranked nor paired.
 
-Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard: the
-CarryOnBench headline comes from carryon_eval.suites.carryonbench.leaderboard), and any added with `register_columns`;
+Columns come from column sources: each suite's own (its SuiteReport's ``leaderboard``, a SuiteLeaderboard, with the
+rule its rows of conversation_scores.jsonl are read back by, ``units``), and any added with `register_columns`;
 the table, the page and leaderboard.jsonl carry their columns without further change. The suites' leaderboards also
 give the names of what their Stats need, the rank correlations the page shows, its first sort and its sections.
 """
@@ -44,30 +44,33 @@ TEMPLATE, SCRIPT = "leaderboard.html.j2", "leaderboard.js"
 
 
 # ---------------------------------------------------------------- columns and cells
-#: The headline numbers a Stat can recompute per query set (the CarryOnBench wing's unscored.py, by the headline's rule).
-UNIT_VALUES = ("utility", "harm", "violation_rate", "redundancy")
 
 
 COLUMN_SOURCES: dict[str, ColumnSource] = {}
+COLUMN_UNITS: dict[str, UnitRule] = {}
 
 
-def register_columns(name: str, source: ColumnSource) -> ColumnSource:
-    """Add a column source: runs -> [(column, one cell per run)]; it returns [] when no run has its numbers."""
+def register_columns(name: str, source: ColumnSource, units: Optional[UnitRule] = None) -> ColumnSource:
+    """Add a column source: runs -> [(column, one cell per run)]; it returns [] when no run has its numbers.
+    ``units``: how the rows of conversation_scores.jsonl are read back for its columns that have a Stat."""
     COLUMN_SOURCES[name] = source
+    if units is not None:
+        COLUMN_UNITS[name] = units
     return source
 
 
 def suite_leaderboards() -> list[SuiteLeaderboard]:
-    """The suites' parts of the leaderboard, by the suites' rank (CarryOnBench's first)."""
+    """The suites' parts of the leaderboard, by the suites' rank."""
     from carryon_eval.suite import suites
 
     return [s.report.leaderboard for s in suites() if s.report is not None and s.report.leaderboard is not None]
 
 
-def column_sources() -> list[ColumnSource]:
-    """Every suite's columns (its leaderboard's ``columns``, by the suites' rank: CarryOnBench's headline
-    first), then any registered here."""
-    return [*(b.columns for b in suite_leaderboards()), *COLUMN_SOURCES.values()]
+def column_sources() -> list[tuple[ColumnSource, Optional[UnitRule]]]:
+    """Every suite's columns (its leaderboard's ``columns``, by the suites' rank), then any registered here, each
+    with how its rows of conversation_scores.jsonl are read back (its ``units``)."""
+    return [*((b.columns, b.units) for b in suite_leaderboards()),
+            *((c, COLUMN_UNITS.get(name)) for name, c in COLUMN_SOURCES.items())]
 
 
 def labels() -> dict[str, str]:
@@ -76,21 +79,11 @@ def labels() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- paired differences (pure)
-Need = tuple[str, str]                 # (condition, name in UNIT_VALUES)
+Need = tuple[str, str]                 # (condition, a value its suite's units recompute)
 
 
 OLD_ROWS = ("its conversation_scores.jsonl was written before the rows carried the turn harms: rerun "
             "`carryon-eval report RUNDIR` to compare it")
-
-
-def unit_rule() -> UnitRule:
-    """How the top-level suite's conversation_scores.jsonl rows are read back and its estimator rerun."""
-    from carryon_eval.suite import suites
-
-    rule = next((s.report.units for s in suites() if s.report is not None and s.report.units is not None), None)
-    if rule is None:
-        raise LookupError("no registered suite reads conversation_scores.jsonl rows back (SuiteReport.units)")
-    return rule
 
 
 class QuerySums:
@@ -99,9 +92,9 @@ class QuerySums:
     set of queries, paired with another model by one set of query resamples; replicates are cached per
     (need, resampled queries)."""
 
-    def __init__(self, rows: Sequence[Mapping[str, Any]], plans: Optional[Mapping[str, Mapping[int, float]]] = None,
-                 ) -> None:
-        self.rule = unit_rule()
+    def __init__(self, rows: Sequence[Mapping[str, Any]], rule: UnitRule,
+                 plans: Optional[Mapping[str, Mapping[int, float]]] = None) -> None:
+        self.rule = rule
         self.by_condition: dict[str, list[UnitRecord]] = defaultdict(list)
         self.old_rows = False
         for r in rows:
@@ -142,8 +135,13 @@ def plans_of(results: Results) -> dict[str, dict[int, float]]:
             for cond, block in results.conditions.items() if isinstance((block or {}).get("plan_lengths"), dict)}
 
 
-def _sums(x: Any) -> QuerySums:
-    return x if isinstance(x, QuerySums) else QuerySums(x)
+def _sums(x: Any, units: Optional[UnitRule]) -> QuerySums:
+    if isinstance(x, QuerySums):
+        return x
+    if units is None:
+        raise LookupError("conversation_scores.jsonl rows without the rule that reads them back (a suite "
+                          "leaderboard's units)")
+    return QuerySums(x, units)
 
 
 def covered(sums: QuerySums, stat: Stat) -> set[str]:
@@ -152,9 +150,10 @@ def covered(sums: QuerySums, stat: Stat) -> set[str]:
     return set.intersection(*sets) if sets else set()
 
 
-def shared_queries(a: Any, b: Any, stat: Stat) -> set[str]:
-    """The queries where both models (rows or QuerySums) have a value for every mean the statistic needs."""
-    return covered(_sums(a), stat) & covered(_sums(b), stat)
+def shared_queries(a: Any, b: Any, stat: Stat, units: Optional[UnitRule] = None) -> set[str]:
+    """The queries where both models (rows read by ``units``, or QuerySums) have a value for every mean the
+    statistic needs."""
+    return covered(_sums(a, units), stat) & covered(_sums(b, units), stat)
 
 
 def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optional[float], np.ndarray, Optional[str]]:
@@ -190,12 +189,13 @@ class Difference:
                 "reason": self.reason}
 
 
-def paired_difference(a: Any, b: Any, stat: Stat, *, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                      ids: tuple[int, int] = (0, 1), boots: Optional[dict[frozenset, Bootstrap]] = None) -> Difference:
+def paired_difference(a: Any, b: Any, stat: Stat, *, units: Optional[UnitRule] = None, n_resamples: int = N_RESAMPLES,
+                      seed: int = SEED, ids: tuple[int, int] = (0, 1),
+                      boots: Optional[dict[frozenset, Bootstrap]] = None) -> Difference:
     """Model a minus model b (per-conversation rows, or their QuerySums) on `stat`, paired over their shared
     queries: one set of query resamples drives both models' replicates, so the interval is that of the
-    difference, not of two independent means. `boots` caches the resamples per query set."""
-    a, b = _sums(a), _sums(b)
+    difference, not of two independent means. `units` reads rows back; `boots` caches the resamples per query set."""
+    a, b = _sums(a, units), _sums(b, units)
     queries = frozenset(shared_queries(a, b, stat))
     if not queries and (a.old_rows or b.old_rows):
         return Difference(*ids, None, None, 0, OLD_ROWS)
@@ -277,17 +277,28 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
 def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
     runs = list(runs)
     columns: list[Column] = []
+    units: dict[str, Optional[UnitRule]] = {}
     by_run: list[list[Cell]] = [[] for _ in runs]
-    for source in column_sources():
+    for source, rule in column_sources():
         for col, cells in source(runs):
             columns.append(col)
+            units[col.key] = rule
             for i, cell in enumerate(cells):
                 by_run[i].append(cell)
     groups, info, warnings = comparability(runs)
     n, seed = bootstrap_settings(runs)
-    sums, boots = [QuerySums(e.scores, plans_of(e.results)) for e in runs], {}
-    differences = {col.key: [paired_difference(sums[i], sums[j], col.stat, n_resamples=n, seed=seed, ids=(i, j),
-                                               boots=boots)
+    sums: dict[int, list[QuerySums]] = {}       # per rule (by id): each run's rows read back by it
+    boots: dict[frozenset, Bootstrap] = {}
+
+    def read(rule: Optional[UnitRule]) -> list[QuerySums]:
+        if rule is None:
+            raise LookupError("a leaderboard column with a Stat whose source gives no units (SuiteLeaderboard.units)")
+        if id(rule) not in sums:
+            sums[id(rule)] = [QuerySums(e.scores, rule, plans_of(e.results)) for e in runs]
+        return sums[id(rule)]
+
+    differences = {col.key: [paired_difference(read(units[col.key])[i], read(units[col.key])[j], col.stat,
+                                               n_resamples=n, seed=seed, ids=(i, j), boots=boots)
                              for i in range(len(runs)) for j in range(i + 1, len(runs))
                              if groups[i] == groups[j] and not info[groups[i]]["reported"]]
                    for col in columns if col.stat is not None}

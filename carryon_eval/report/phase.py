@@ -1,56 +1,51 @@
-"""The report phase's frame: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html.
+"""The report phase: results.json, table.md, plots/*.png, conversation_scores.jsonl and report.html of a run.
 
     results = write_report(RunFolder(rundir), bench)
 
-The suite whose numbers are results.json's top level (its SuiteReport has no ``section``: CarryOnBench's
-conditions) writes the run's report through its ``write`` hook (carryon_eval.suites.carryonbench.report); every
-other suite's numbers reach it as a results.json section with its own table.md and report.html parts
-(``section_markdown``, ``section_html``). This module names no suite: it iterates the registered ones.
+report/ owns the frame of every output and iterates the suites in their rank order; each suite whose section the
+run has gives its part through its SuiteReport's hooks: its section (``summarize``, results_file.py), its notes
+and status words, its part of table.md (``markdown``) and of report.html (``html``, ``appendix``), its figures
+(``plots.run``) and its rows of conversation_scores.jsonl (``scores``). This module names no suite.
 """
 from __future__ import annotations
 
+import logging
 from typing import Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.store import select_judge
-from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunFolder
-from carryon_eval.run.records import Results
-from carryon_eval.suite import ReportInputs, ReportRun, Suite, suites as registered_suites
+from carryon_eval.report.html import render_page
+from carryon_eval.report.plots import PlotsUnavailable, draw_all, write_pngs
+from carryon_eval.report.results_file import build_results, reported, suite_inputs
+from carryon_eval.run.folder import (RESULTS_FILE, SCORES_FILE, RunFolder, write_json_atomic, write_jsonl_atomic,
+                                     write_text_atomic)
+from carryon_eval.run.records import PlotsInfo, Results
+from carryon_eval.suite import Suite, suites as registered_suites
 
-__all__ = ["RESULTS_FILE", "SCORES_FILE", "core_conditions", "section_html", "section_markdown", "suite_inputs",
-           "with_sections", "write_report"]
+__all__ = ["RESULTS_FILE", "SCORES_FILE", "suite_inputs", "table_markdown", "write_report"]
 
-
-class ReportError(Exception):
-    """No registered suite writes the run's report (one line)."""
-
-
-def suite_inputs(run: RunFolder, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
-                 seed: int = 0) -> ReportInputs:
-    """The report inputs of a run folder for a suite's own readers (e.g. its export), which read their scorers'
-    records through ``ReportInputs.records``; the two typed record lists of the top-level suite are its own
-    writer's to fill (they stay empty here)."""
-    judge = select_judge(run, judge)
-    return ReportInputs(run, bench, run.transcripts(), judge, [], [], n_resamples, seed)
+log = logging.getLogger("carryon.report")
 
 
-def core_conditions(suites: Sequence[Suite]) -> set[str]:
-    """The conditions whose numbers are results.json's top level (a suite report without a section)."""
-    return {c for s in suites if s.report is not None and s.report.section is None for c in s.conditions}
+def table_markdown(results: Results, suites: Sequence[Suite]) -> str:
+    """table.md: the title and the status lines, then each reported suite's part."""
+    head = "\n".join([f"# CarryOnBench: {results.model}\n", *(f"**{line}**\n" for line in results.status_lines())])
+    return head + "\n" + "".join(s.report.markdown(results.section(s.report.section))
+                                 for s in reported(results, suites) if s.report.markdown is not None)
 
 
-def with_sections(suites: Sequence[Suite]) -> list[Suite]:
-    return [s for s in suites if s.report is not None and s.report.section is not None]
-
-
-def section_markdown(results: Results, suites: Sequence[Suite]) -> str:
-    return "".join(s.report.markdown(results.sections[s.report.section]) for s in with_sections(suites)
-                   if s.report.markdown is not None and results.sections.get(s.report.section))
-
-
-def section_html(results: Results, suites: Sequence[Suite]) -> str:
-    return "".join(s.report.html(results.sections[s.report.section]) for s in with_sections(suites)
-                   if s.report.html is not None and results.sections.get(s.report.section))
+def draw_plots(run: RunFolder, results: Results, suites: Sequence[Suite]) -> dict[str, bytes]:
+    """The reported suites' figures of the run, written to plots/ (results.plots says which, and why not)."""
+    figures = {name: draw for s in suites if s.report.plots is not None for name, draw in s.report.plots.run.items()}
+    try:
+        images, skipped = draw_all(figures, results)
+        paths = write_pngs(images, run.plots_dir, stale=skipped)
+        results.plots = PlotsInfo(files=[str(p.relative_to(run.path)) for p in paths], skipped=skipped)
+    except PlotsUnavailable as exc:
+        images = {}
+        results.plots = PlotsInfo(note=str(exc))
+        results.notes.append(str(exc))
+        log.warning("%s", exc)
+    return images
 
 
 def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
@@ -58,9 +53,16 @@ def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, s
     """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice);
     `suites`: the suites to report (default: every registered one)."""
-    every = registered_suites()
-    suites = every if suites is None else list(suites)
-    writer = next((s.report.write for s in every if s.report is not None and s.report.write is not None), None)
-    if writer is None:
-        raise ReportError("no registered suite writes the run's report (a SuiteReport with `write`)")
-    return writer(ReportRun(run, bench, n_resamples, seed, judge, tuple(suites)))
+    suites = registered_suites() if suites is None else list(suites)
+    results, page = build_results(run, bench, n_resamples=n_resamples, seed=seed, judge=judge, suites=suites)
+    present = reported(results, suites)
+    images = draw_plots(run, results, present)
+    write_json_atomic(run.results_file, results.to_json())
+    write_text_atomic(run.table_file, table_markdown(results, present))
+    write_jsonl_atomic(run.scores_file, [row for s in present if s.report.scores is not None
+                                         for row in s.report.scores(page)])
+    captions = {k: v for s in present if s.report.plots is not None for k, v in s.report.plots.captions.items()}
+    write_text_atomic(run.html_file, render_page(
+        results, [s.report.html(results.section(s.report.section)) for s in present if s.report.html is not None],
+        images, captions, [s.report.appendix(page) for s in present if s.report.appendix is not None]))
+    return results

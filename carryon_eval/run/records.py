@@ -572,12 +572,21 @@ class PlotsInfo:
 RESULTS_SCHEMA_VERSION = SCHEMA_VERSION
 _SECTIONS = {"dataset": ResultsDataset, "run": ResultsRun, "judges": JudgesInfo, "generated": Generated,
              "plots": PlotsInfo}
+#: results.json's layout, known here only: one suite's section sits at its top level instead of under its key (the
+#: CarryOnBench conditions', as every results.json has had them), its keys interleaved with the frame's in the order
+#: of Results' fields; its further keys (e.g. its intent contrasts) are sections of their own, and its ``judges``
+#: fill the frame's JudgesInfo. Every other suite's section is a top-level key of its own, after the frame's.
+TOP_LEVEL_SECTION = "carryonbench"
+TOP_LEVEL_KEYS = ("n", "conditions", "recovery", "clarification_effect", "unscored", "by_turn", "move_effects",
+                  "turn1_bins", "by_domain", "bootstrap", "estimators", "null_meaning", "judge_context",
+                  "utility_measure")
 
 
 @dataclass
 class Results:
-    """results.json. The metric tables (n, conditions, recovery, ...; see metrics.summarize) stay
-    dict-valued: their shape is metrics.py's; everything around them is typed."""
+    """results.json: the frame (model, judges, dataset, run, notes, generated, plots) and the suites' sections.
+    The top-level section's keys (TOP_LEVEL_KEYS) are fields of their own, read as such by its suite; they stay
+    dict-valued: their shape is the suite's summary's."""
     model: str = "unknown"
     n: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, Any] = field(default_factory=dict)
@@ -605,6 +614,29 @@ class Results:
     #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
     sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
+    #: the key of the section held at the top level (TOP_LEVEL_SECTION), None when the run has none (the report's
+    #: frame starts from None; results.json read back has it when its top level has the section's keys)
+    top_level: Optional[str] = TOP_LEVEL_SECTION
+
+    def put_section(self, key: str, section: dict[str, Any], top_level: bool = False) -> None:
+        """Add a suite's section: under its key, or (``top_level``) as the top-level section's keys."""
+        if not top_level:
+            self.sections[key] = section
+            return
+        self.top_level = key
+        for name, value in section.items():
+            if name in TOP_LEVEL_KEYS:
+                setattr(self, name, value)
+            elif name == "judges":
+                for attr, v in value.items():
+                    setattr(self.judges, attr, v)
+            else:
+                self.sections[name] = value
+
+    def section(self, key: str) -> Any:
+        """A suite's section: the results themselves for the top-level one (its keys are their fields), else
+        its JSON under its key (None when the run has none)."""
+        return self if key == self.top_level else self.sections.get(key)
 
     def status(self) -> list[str]:
         """"smoke" and/or "incomplete" (results.json written before run.status existed: from the notice and
@@ -622,11 +654,12 @@ class Results:
         return [STATUS_LINES.get(s, s.upper()) for s in self.status()]
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object, keys in the order results.json has always had (schema_version first), each
-        suite section last under its own key."""
+        """The JSON object, keys in the order results.json has always had (schema_version first), the top-level
+        section's keys only when the run has it, each other suite section last under its own key."""
         out: dict[str, Any] = {"schema_version": self.schema_version}
         for f in dataclasses.fields(self):
-            if f.name in ("schema_version", "sections") or (f.name == "plots" and self.plots is None):
+            if f.name in ("schema_version", "sections", "top_level") or (f.name == "plots" and self.plots is None) \
+                    or (f.name in TOP_LEVEL_KEYS and self.top_level is None):
                 continue
             value = getattr(self, f.name)
             out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
@@ -637,9 +670,11 @@ class Results:
     def from_json(cls, d: dict[str, Any]) -> "Results":
         fields = {f.name for f in dataclasses.fields(cls)}
         values = _known(cls, d)
+        values.pop("top_level", None)
         values["sections"] = {k: v for k, v in d.items() if k not in fields and isinstance(v, dict)}
         for name, section in _SECTIONS.items():
             if isinstance(values.get(name), dict):
                 values[name] = section(**_known(section, values[name]))
+        values["top_level"] = TOP_LEVEL_SECTION if "conditions" in d else None
         values["schema_version"] = _version(d)
         return cls(**values)

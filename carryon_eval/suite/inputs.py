@@ -7,7 +7,7 @@
 - ``Section``: a suite's JSON-ready results.json section (and its compare part);
 - ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds, and ``SuiteLeaderboard``: its
   whole part of the board (``SuiteReport.leaderboard``: columns, labels, first sort, correlations, page sections);
-- ``CompareInputs``: what the top-level suite's part of `compare` reads (``SuiteReport.comparison``);
+- ``CompareInputs``: what a suite's part of `compare` reads (``SuiteReport.compare``);
 - ``SuitePlots``, ``BoardView``: a suite's figures of one run, of several and of the leaderboard
   (``SuiteReport.plots``).
 
@@ -45,10 +45,11 @@ class ReportInputs:
     bench: "Benchmark"
     transcripts: list["Transcript"]
     judge: Optional[str]
-    utility: list[Any]
-    safety: list[Any]
     n_resamples: int
     seed: int
+    #: what a suite's hooks read once and share within one report (e.g. its typed judgment records), by a key
+    #: of its own
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def records(self, scorer: str) -> list[dict[str, Any]]:
         """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
@@ -57,7 +58,7 @@ class ReportInputs:
 
 @dataclass(frozen=True)
 class CompareInputs:
-    """What `compare` gives the top-level suite: the runs' labels (unique model names), their results and their
+    """What `compare` gives each suite: the runs' labels (unique model names), their results and their
     conversation_scores.jsonl rows, in the order of the command line."""
     labels: Sequence[str]
     results: Sequence[Results]
@@ -194,13 +195,15 @@ class SuiteLeaderboard:
     Stats' needs and ``correlated`` name ({"bc": "BC"}); ``sort``: the column key the page sorts on first (the
     first suite, by rank, that names one); ``correlated``: per run the (x, y) pairs whose Spearman correlation
     within each group the page shows; ``domain_views``: the page's "By domain" tables; ``failure_modes``:
-    (board, group letter) -> the rows of the page's failure-mode table of that group."""
+    (board, group letter) -> the rows of the page's failure-mode table of that group; ``units``: how its rows of
+    conversation_scores.jsonl are read back for the paired differences of its columns that have a Stat."""
     columns: ColumnSource
     labels: Mapping[str, str] = field(default_factory=dict)
     sort: Optional[Union[str, tuple[str, ...]]] = None   # several: the first the board has
     correlated: Optional[Callable[[Results], Correlated]] = None
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
     failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None
+    units: Optional["UnitRule"] = None
 
 
 class UnitRecord(Protocol):

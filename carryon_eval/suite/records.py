@@ -16,18 +16,17 @@ The built-in suites register themselves when ``suites()`` first runs: the CarryO
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
 from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
-                                       RunEntry, SuiteOptions, SuitePlots, UnitRule)
+                                       RunEntry, SuiteOptions, SuitePlots)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
-    from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import Results
     from carryon_eval.schema import Transcript
 
@@ -96,43 +95,58 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class ReportRun:
-    """What the report's writer gets (SuiteReport.write): the run folder, the dataset, the bootstrap settings,
-    the judge to report (None: the store's choice) and the suites to report."""
-    run: "RunFolder"
-    bench: "Benchmark"
-    n_resamples: int
-    seed: int
-    judge: Optional[str]
-    suites: tuple["Suite", ...]
+class ReportPage:
+    """What a suite's run-level hooks get once every section is summarized (``SuiteReport.notes``, ``status``,
+    ``scores``, ``appendix``): the report inputs and the run's results so far."""
+    inputs: ReportInputs
+    results: "Results"
+
+
+@dataclass(frozen=True)
+class SectionNotes:
+    """A suite's notes of results.json: ``before`` the run's own facts (the judges, the rollout's failures and
+    empty replies), ``after`` them."""
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class SuiteReport:
-    """How a suite's numbers reach the outputs. ``section`` is its results.json key; None means the suite's
-    numbers are results.json's top level (the CarryOnBench conditions). ``summarize`` is pure: it takes
-    the report inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready
-    section, or None when the run has none of its replies."""
-    section: Optional[str]
+    """How a suite's numbers reach the outputs; report/ owns the frame of every output and asks each suite for
+    its part through these hooks, in the suites' rank order, skipping a suite whose section the run has not.
+
+    ``section`` is its results.json key; ``top_level``: its keys sit at results.json's top level instead (results.json's
+    layout, kept by its one serializer, carryon_eval.run.records.Results). ``summarize`` is pure: it takes the report
+    inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready section, or None when
+    the run has none of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``),
+    the run's page (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""
+    section: str
+    top_level: bool = False
     summarize: Optional[Callable[[ReportInputs], Optional[Section]]] = None
-    markdown: Optional[Callable[[Section], str]] = None
-    html: Optional[Callable[[Section], str]] = None
-    compare: Optional[Callable[[Sequence[str], Sequence["Results"]], Optional[Section]]] = None  # (labels, runs) -> part
-    compare_markdown: Optional[Callable[[Section], str]] = None
+    markdown: Optional[Callable[[Any], str]] = None             # (its section) -> its part of table.md
+    html: Optional[Callable[[Any], str]] = None                 # (its section) -> its part of report.html
+    #: (page) -> its notes of results.json, around the run's own facts
+    notes: Optional[Callable[[ReportPage], SectionNotes]] = None
+    #: (page) -> the status words (run.status, STATUS_LINES' keys) its numbers add, e.g. "grouped"
+    status: Optional[Callable[[ReportPage], list[str]]] = None
+    #: (page) -> its rows of conversation_scores.jsonl (what the leaderboard's paired differences read back)
+    scores: Optional[Callable[[ReportPage], list[dict[str, Any]]]] = None
+    #: (page) -> its part of report.html after the notes and the plots (e.g. its transcripts)
+    appendix: Optional[Callable[[ReportPage], str]] = None
+    #: (runs) -> its part of compare.json (under ``section``, or its top-level keys), None when no run has it
+    compare: Optional[Callable[[CompareInputs], Optional[Section]]] = None
+    compare_markdown: Optional[Callable[[Any], str]] = None     # (its compare part) -> markdown
+    #: (results of the runs) -> its columns of compare's table (header and one row per run, both starting with the
+    #: model), None when no run has its numbers
+    table: Optional[Callable[[Sequence["Results"]], Optional[tuple[list[str], list[list[str]]]]]] = None
+    #: (run folders, their results) -> why its columns cannot hold these runs side by side (compare refuses them,
+    #: one line), None when they can
+    incomparable: Optional[Callable[[Sequence[Path], Sequence["Results"]], Optional[str]]] = None
     leaderboard: Optional[SuiteLeaderboard] = None     # its part of the leaderboard: columns, labels, page sections
     export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
     #: (section) -> the names of its headline numbers when the section has replies but not one of them is
     #: scored (the run's exit 3), else an empty list
     nothing_scored: Optional[Callable[[Section], list[str]]] = None
-    #: The top-level suite's (``section`` None) own outputs: ``write`` writes the run's report files and returns
-    #: its results (report.phase calls it); ``table`` gives compare's table (header, one row per run);
-    #: ``units`` reads its conversation_scores.jsonl rows back for the leaderboard's paired differences.
-    write: Optional[Callable[[ReportRun], "Results"]] = None
-    table: Optional[Callable[[Sequence["Results"]], tuple[list[str], list[list[str]]]]] = None
-    units: Optional[UnitRule] = None
-    #: The top-level suite's part of `compare`: ``comparison`` gives its keys of compare.json's top level (its
-    #: "notes" follow the runs' status lines); its ``compare_markdown`` renders them from the whole compare.json.
-    comparison: Optional[Callable[[CompareInputs], Section]] = None
     plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
     #: the numbers its paper reports, as leaderboard entries with the status "reported" (`compare --paper-rows`)
     reported: Optional[Callable[[], Sequence[RunEntry]]] = None

@@ -18,7 +18,7 @@ from support.scripted_server import last_user_text
 
 from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, jsonl_rows, paired_difference,
                                              shared_queries)
-from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY
+from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY, UNITS
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.run.records import JudgesInfo, Results
 from support.leaderboard_entries import entry, row
@@ -31,23 +31,23 @@ def test_paired_difference_is_over_the_shared_queries() -> None:
     a = [row("q1", "bc", 80), row("q1", "bc", 60), row("q2", "bc", 20), row("q3", "bc", 100)]
     b = [row("q1", "bc", 50), row("q2", "bc", 10), row("q4", "bc", 0)]
     bc = Stat((("bc", "utility"),))
-    assert shared_queries(a, b, bc) == {"q1", "q2"}
-    d = paired_difference(a, b, bc, n_resamples=200, seed=0)
+    assert shared_queries(a, b, bc, UNITS) == {"q1", "q2"}
+    d = paired_difference(a, b, bc, n_resamples=200, seed=0, units=UNITS)
     # a over q1, q2: (80 + 60 + 20) / 3 = 53.33; b: (50 + 10) / 2 = 30
     assert d.n_queries == 2 and d.value == pytest.approx(160 / 3 - 30)
     # two queries, three kinds of resample: {q1, q1} 70 - 50 = 20, {q2, q2} 20 - 10 = 10, {q1, q2} 23.33
     assert d.ci95 == pytest.approx([10, 160 / 3 - 30])
     # b's own value on q3/q4 never enters: a query only one model has is not paired
-    assert paired_difference(a, [row("q9", "bc", 1)], bc).reason == "no query with numbers for both models"
+    assert paired_difference(a, [row("q9", "bc", 1)], bc, units=UNITS).reason == "no query with numbers for both models"
 
 
 def test_paired_difference_of_a_constant_shift_has_no_spread() -> None:
     """b = a - 10 on every conversation: every resample gives exactly 10 (pairing cancels the query noise)."""
     a = [row(f"q{i}", "bc", 10.0 * i) for i in range(8)]
     b = [row(r["query_id"], "bc", r["utility"] - 10) for r in a]
-    d = paired_difference(a, b, Stat((("bc", "utility"),)), n_resamples=300, seed=1)
+    d = paired_difference(a, b, Stat((("bc", "utility"),)), n_resamples=300, seed=1, units=UNITS)
     assert d.value == pytest.approx(10) and d.ci95 == pytest.approx([10, 10])
-    same = paired_difference(a, a, Stat((("bc", "utility"),)))
+    same = paired_difference(a, a, Stat((("bc", "utility"),)), units=UNITS)
     assert same.value == 0 and same.ci95 == [0, 0]
 
 
@@ -57,16 +57,16 @@ def test_recovery_lock_in_and_violation_statistics() -> None:
     b = [row("q1", "turn1", 0), row("q1", "oracle", 40), row("q1", "bc", 20),
          row("q2", "turn1", 0), row("q2", "oracle", 40), row("q2", "bc", 20)]
     # Recovery%: a (50 - 20) / 50 * 100 = 60; b (20 - 0) / 40 * 100 = 50
-    assert paired_difference(a, b, RECOVERY, n_resamples=100).value == pytest.approx(10)
+    assert paired_difference(a, b, RECOVERY, n_resamples=100, units=UNITS).value == pytest.approx(10)
     # lock-in gap (BC - oracle): a 50 - 50 = 0; b 20 - 40 = -20
-    assert paired_difference(a, b, LOCK_IN, n_resamples=100).value == pytest.approx(20)
+    assert paired_difference(a, b, LOCK_IN, n_resamples=100, units=UNITS).value == pytest.approx(20)
     zero = [row(r["query_id"], "oracle", 0) if r["condition"] == "oracle" else r for r in b]
-    assert paired_difference(a, zero, RECOVERY, n_resamples=100).value is None
+    assert paired_difference(a, zero, RECOVERY, n_resamples=100, units=UNITS).value is None
     # violation rate (% harm >= 4) from the conversation max harm; an unscored one is read from the complete
     # conversations of its length (2 of 3 violate), so the rate stays 2/3
     h = [row("q1", "bc", harm=4), row("q1", "bc", harm=2), row("q2", "bc", harm=5), row("q2", "bc", harm=None)]
     g = [row("q1", "bc", harm=1), row("q2", "bc", harm=1)]
-    assert paired_difference(h, g, Stat((("bc", "violation_rate"),)), n_resamples=100).value == pytest.approx(200 / 3)
+    assert paired_difference(h, g, Stat((("bc", "violation_rate"),)), n_resamples=100, units=UNITS).value == pytest.approx(200 / 3)
 
 
 def synthetic_entry(model: str, seed: int) -> RunEntry:

@@ -171,8 +171,8 @@ def test_empty_target_reply_is_asked_again_then_kept_and_counted(scripted_server
     assert empty == ["q1"]
     assert by_query[empty[0]].meta["finish_reasons"] == ["empty"]
     assert sorted(calls.values()) == [2, 2, 3]       # recovered on the 2nd ask; empty after 1 + 2 retries
-    from carryon_eval.suites.carryonbench.report import _count_empty_replies
-    assert _count_empty_replies(run.transcripts()) == 1
+    from carryon_eval.report.results_file import count_empty_replies
+    assert count_empty_replies(run.transcripts()) == 1
 
 
 def test_killed_run_resumes_without_repeating_finished_calls(scripted_server, dataset, tmp_path):

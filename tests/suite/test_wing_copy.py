@@ -2,7 +2,9 @@
 evaluator (its record, one scorer, one metric function, one report section and one leaderboard column) and
 installed the way a third-party package would be (an entry point of the group ``carryon_eval.suites``), runs end
 to end against the scripted server without any edit to another module: the dry run plans it, results.json,
-table.md and report.html show its section, and `compare --out` puts its column on the leaderboard."""
+table.md and report.html show its section, and `compare --out` puts its column on the leaderboard. It does so with
+CarryOnBench's suite registered beside it and with it unregistered (report/'s frame asks whatever suites there
+are for their parts: none of them is the frame)."""
 from __future__ import annotations
 
 import json
@@ -125,6 +127,16 @@ def installed_wing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         del sys.modules[name]
 
 
+@pytest.fixture(params=["beside CarryOnBench", "CarryOnBench unregistered"])
+def registered(request: pytest.FixtureRequest, installed_wing: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The suites registered for the run: every one found (the copied wing's too), or those without CarryOnBench's
+    (taken out of the registry for the test, put back after it)."""
+    registry.suites()                                        # found once, the copied wing with them
+    if request.param == "CarryOnBench unregistered":
+        monkeypatch.delitem(registry._REGISTRY, "carryonbench")
+    return [s.name for s in registry.suites()]
+
+
 def handler(body: dict) -> Any:
     text = last_user_text(body)
     if body["model"] == "tgt" and text.startswith("Briefly: "):
@@ -135,7 +147,8 @@ def handler(body: dict) -> Any:
     return evaluator_handler(body)
 
 
-def test_a_copied_wing_runs_end_to_end(installed_wing, scripted_server, dataset, tmp_path):
+def test_a_copied_wing_runs_end_to_end(registered, scripted_server, dataset, tmp_path):
+    assert "short" in registered
     srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
     args = [*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "short"]
@@ -151,6 +164,7 @@ def test_a_copied_wing_runs_end_to_end(installed_wing, scripted_server, dataset,
     assert srv.count(lambda b: b["model"] == "tgt") == 3 and srv.count(lambda b: b["model"] == "jdg") == 3
     results = json.loads((out / "results.json").read_text())
     assert results["short"] == {"n_replies": 3, "scored": 3, "short_share": pytest.approx(100 / 3)}
+    assert "conditions" not in results and "recovery" not in results        # no CarryOnBench block: not its run
     assert "## Short replies\n\nshort: 33.3% of 3" in (out / "table.md").read_text()
     assert '<section id="short"><h2>Short replies</h2><p>short share 33.3%</p></section>' in (
         out / "report.html").read_text()

@@ -1,4 +1,5 @@
-"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``comparison`` and ``compare_markdown``):
+"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``compare`` and ``compare_markdown``; its keys
+are compare.json's own, as its section is results.json's top level):
 
 - the move effects across models (paper Fig. 23: each move's mean deviation over models, with its SE);
 - Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
@@ -12,31 +13,36 @@ alone, e.g. OpenSafeIntent's: their sections' columns come from each suite's Sui
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.records import UTILITY_NAMES, Results
+from carryon_eval.run.records import Results
+from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import CompareInputs, Section
+from carryon_eval.suites.carryonbench.table import has_conditions
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 EFFECT_KEYS = ("utility_dev", "harm_dev")
 
 
-def comparison(runs: CompareInputs) -> Section:
+def comparison(runs: CompareInputs) -> Optional[Section]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
     runs' utilities incomparable, and the move effects across models (scipy and statsmodels: compare checked)."""
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     results = runs.results
+    if results and not any(has_conditions(r) for r in results):
+        return None                     # e.g. OpenSafeIntent's runs alone: nothing of the conditions to compare
     rows = [dict(s, model=label) for scores, label in zip(runs.scores, runs.labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
-    measure = results[0].utility_measure if results else "benutil"
-    out: dict[str, Any] = {"spearman": {}, "mixed_models": {}, "notes": []}
+    measure = next((r.utility_measure for r in results if has_conditions(r)), "benutil")   # one: incomparable
+    out: dict[str, Any] = {"utility_measure": measure, "spearman": {}, "mixed_models": {}, "notes": []}
     for cond in CONDITIONS:
-        util = [r.conditions[cond]["utility"] for r in results]
-        harm = [r.conditions[cond]["harm"] for r in results]
+        util = [(r.conditions.get(cond) or {}).get("utility") for r in results]    # a run without it: None
+        harm = [(r.conditions.get(cond) or {}).get("harm") for r in results]
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
@@ -53,6 +59,15 @@ def comparison(runs: CompareInputs) -> Section:
                             "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
                             "are not directly comparable.")
     return out
+
+
+def incomparable(folders: Sequence[Path], results: Sequence[Results]) -> Optional[str]:
+    """SuiteReport.incomparable: utilities of different measures (Ben-Util, rubric utility) never share a column."""
+    mine = [(p, r) for p, r in zip(folders, results) if has_conditions(r)]
+    if len({r.utility_measure for _, r in mine}) <= 1:
+        return None
+    named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in mine)
+    return f"cannot put different utility measures in one column ({named}); compare runs of one --utility at a time"
 
 
 def aggregate_move_effects(results: Sequence[Results]) -> dict[str, Any]:
@@ -85,9 +100,14 @@ def _p(p: Optional[float]) -> str:
 
 
 def compare_markdown(cmp: Section) -> str:
-    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown."""
+    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown ("" when no
+    run had the conditions' numbers)."""
+    if "spearman" not in cmp:
+        return ""
     measure = cmp.get("utility_measure", "benutil")
-    parts = ["\n## Spearman: model utility vs model harm\n"]
+    parts = [*([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
+                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
+             "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
                                  for c, s in cmp["spearman"].items()]))

@@ -30,7 +30,7 @@ carryon_eval.suites.carryonbench.fidelity) are left out of every mc number by th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np

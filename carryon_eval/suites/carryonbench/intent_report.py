@@ -180,8 +180,9 @@ def get_formula(key: str) -> str:
 
 def _register() -> None:
     from carryon_eval.report.leaderboard import register_columns
+    from carryon_eval.suites.carryonbench.unscored import UNITS
 
-    register_columns("mc", leaderboard_columns)
+    register_columns("mc", leaderboard_columns, UNITS)
 
 
 _register()

@@ -17,6 +17,7 @@ from carryon_eval.run.records import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
+from carryon_eval.suites.carryonbench.unscored import UNITS
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 DEFAULT_SORT = "bc.utility"
@@ -84,7 +85,7 @@ def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
     if REPORTED in entry.results.status():          # a paper's row: no per-query scores, nothing to recompute
         return Cell(None, reason=NOT_REPORTED)
-    sums = QuerySums(entry.scores, plans_of(entry.results))
+    sums = QuerySums(entry.scores, UNITS, plans_of(entry.results))
     queries = covered(sums, LOCK_IN)
     if not queries and sums.old_rows:
         return Cell(None, reason=OLD_ROWS)
@@ -179,5 +180,6 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
     return views
 
 
-LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT), correlated=utility_and_harm,
-                               domain_views=domain_views, failure_modes=failure_modes)
+LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT),
+                               correlated=utility_and_harm, domain_views=domain_views, failure_modes=failure_modes,
+                               units=UNITS)

@@ -9,10 +9,11 @@
 With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 transcript's reply and the first
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
-Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are results.json's
-top level (carryon_eval.suites.carryonbench.summary, written by carryon_eval.suites.carryonbench.report through
-its SuiteReport's ``write``; compare's Table 2 through ``table``; the leaderboard's paired differences read its
-conversation_scores.jsonl rows back through ``units``).
+Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are its section of
+results.json, held at the top level (``top_level``; carryon_eval.suites.carryonbench.summary through report.py's
+``summarize_run``); its parts of table.md (table.py), report.html (page.py), compare (Table 2 through ``table``,
+compare.py) and the leaderboard (whose paired differences read its conversation_scores.jsonl rows back through its
+leaderboard's ``units``) are its SuiteReport's hooks, as every suite's.
 """
 from __future__ import annotations
 
@@ -27,16 +28,18 @@ import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the j
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
+from carryon_eval.run.records import TOP_LEVEL_SECTION
 from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots, SuiteReport,
-                                UnitRule, register_suite)
-from carryon_eval.suites.carryonbench.unscored import record_from_row, rule_replicates
+                                register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison
+from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison, incomparable
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.paper_rows import paper_entries
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
-from carryon_eval.suites.carryonbench.report import compare_table, write
+from carryon_eval.suites.carryonbench.page import appendix, section_html
+from carryon_eval.suites.carryonbench.report import notes, scores, status, summarize_run
+from carryon_eval.suites.carryonbench.table import compare_table, table_markdown
 
 ORACLE_PROMPT = "target/oracle"
 SHARED_TURN1 = ("turn1", "bc", "nc", MC_CONDITION)   # the conditions whose first reply is the query's turn-1 reply
@@ -88,24 +91,21 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
-def conditions_without_numbers(conditions: dict[str, Any]) -> list[str]:
-    """Exit 3's rule (SuiteReport.nothing_scored of the top level): the conditions that ran (conversations > 0)
-    whose headline numbers are all None."""
-    return [name for name, block in conditions.items() if block.get("n_conversations")
+def conditions_without_numbers(section: Any) -> list[str]:
+    """Exit 3's rule (SuiteReport.nothing_scored of its section, the results' top level): the conditions that ran
+    (conversations > 0) whose headline numbers are all None."""
+    return [name for name, block in section.conditions.items() if block.get("n_conversations")
             and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
-
-
-UNITS = UnitRule(record_from_row,
-                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
 
 
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
-    report=SuiteReport(section=None, write=write, table=compare_table, units=UNITS, leaderboard=LEADERBOARD,
+    report=SuiteReport(section=TOP_LEVEL_SECTION, top_level=True, summarize=summarize_run, markdown=table_markdown,
+                       html=section_html, notes=notes, status=status, scores=scores, appendix=appendix,
+                       table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
+                       compare=comparison, compare_markdown=compare_markdown, incomparable=incomparable,
                        nothing_scored=conditions_without_numbers,
-                       reported=paper_entries,
-                       comparison=comparison, compare_markdown=compare_markdown,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),

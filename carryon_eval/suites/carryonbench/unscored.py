@@ -42,6 +42,7 @@ import numpy as np
 
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, difference_bounds, interval95
+from carryon_eval.suite.inputs import UnitRule
 from carryon_eval.suites.carryonbench.conversations import (PCT, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_utility, decided_items, mean_turn_harm,
                                                             redundancy, redundancy_counts, turn_utility)
@@ -383,3 +384,9 @@ def record_from_row(row: Mapping[str, Any]) -> Optional[ConversationRecord]:
                               {m: (row.get(m), bool(row["decided"].get(m))) for m in UNIT_METRICS},
                               dict(readings.get("low") or {}), dict(readings.get("high") or {}),
                               dict(readings.get("always") or {}))
+
+
+#: How its conversation_scores.jsonl rows are read back and its headline's estimator rerun on resampled queries
+#: (the leaderboard's paired differences of its columns: SuiteLeaderboard.units).
+UNITS = UnitRule(record_from_row,
+                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)

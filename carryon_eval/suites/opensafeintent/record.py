@@ -30,13 +30,12 @@ from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CON
                                                       probe_run_file, prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
-from carryon_eval.suite import (RUN_FOLDER, InputsRecord, Job, JobGeneration, PlanSettings, Probe, ProbeContext,
+from carryon_eval.suite import (RUN_FOLDER, CompareInputs, InputsRecord, Job, JobGeneration, PlanSettings, Probe, ProbeContext,
                                 ReportInputs, ScorerUse, Section, Skipped, Suite, SuiteOption, SuiteOptions,
                                 SuiteReport, headline_unscored, register_suite)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
-    from carryon_eval.run.records import Results
     from carryon_eval.schema import Transcript
 
 SETS = ("release", "triplets")
@@ -150,8 +149,8 @@ def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
                                                     load_probes(inputs.run, model)))
 
 
-def compare(labels: Sequence[str], results: Sequence["Results"]) -> Optional[Section]:
-    return compare_columns(list(labels), [r.sections.get(CONDITION) for r in results])
+def compare(runs: CompareInputs) -> Optional[Section]:
+    return compare_columns(list(runs.labels), [r.sections.get(CONDITION) for r in runs.results])
 
 
 OPENSAFEINTENT = register_suite(Suite(

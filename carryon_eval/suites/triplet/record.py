@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from carryon_eval.schema import TRIPLET_CONDITION
-from carryon_eval.suite import (InputsRecord, Job, PlanSettings, Probe, ProbeContext, ReportInputs, ScorerUse, Section,
+from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, Probe, ProbeContext, ReportInputs, ScorerUse, Section,
                                 Skipped, Suite, SuiteOptions, SuiteReport, headline_unscored, register_suite)
 from carryon_eval.suites.opensafeintent.public import (HEADLINE, Inputs, compare_columns, compare_markdown, inputs_of,
                                                        inputs_or_none, load_probes, plan, probe_run_file, render_html,
@@ -31,7 +31,6 @@ from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_ma
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
-    from carryon_eval.run.records import Results
 
 TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
 DEFINITIONS = "OpenSafeIntent's reference definitions (the release's judges and metrics), 0-1 scale"
@@ -88,8 +87,9 @@ def html(sec: Section) -> str:
     return legacy_html(sec) if is_legacy(sec) else render_html(sec, TITLE, TRIPLET_CONDITION)
 
 
-def compare(labels: Sequence[str], results: Sequence["Results"]) -> Optional[Section]:
-    sections = [r.sections.get(TRIPLET_CONDITION) for r in results]
+def compare(runs: CompareInputs) -> Optional[Section]:
+    labels = runs.labels
+    sections = [r.sections.get(TRIPLET_CONDITION) for r in runs.results]
     mine = [None if s is None or is_legacy(s) else s for s in sections]
     part = compare_columns(list(labels), mine)
     old = [label for label, s in zip(labels, sections) if s is not None and is_legacy(s)]
