@@ -39,7 +39,7 @@ from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, config_
 from carryon_eval.app.phases import NothingScored
 from carryon_eval.cli_common import configure_logging
 from carryon_eval.option import read_value
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 
 __all__ = ["ConfigError", "NothingScored", "PrintOutput", "evaluate", "evaluate_async"]
 

@@ -17,7 +17,7 @@ from carryon_eval.report.compare import CompareError, compare, compare_plots, re
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 
 
 class AnalysisError(UsageError):

@@ -250,9 +250,8 @@ CARRYONBENCH_NAMES = ("utility", "safety", "rubric_utility", "benutil", "ben_uti
                       "harm5_rate", "violation_rate", "harm_mean_turns", "utility_delta", "clarification_effect",
                       "grouped", "calibrate", "redundancy")
 NAME_STAGES = ("app", "judge", "run", "report", "suite")
-#: The one module that knows CarryOnBench's section is results.json's top level. PLACEHOLDER: the module is being
-#: written on branch `frame` (issue 40); its final path replaces this one when the branches meet.
-SERIALIZER = "carryon_eval/report/results_file.py"
+#: The one module that knows CarryOnBench's section is results.json's top level: results.json's serializer.
+SERIALIZER = "carryon_eval/run/results.py"
 _TOKENS = re.compile(r"[_\-.]")
 
 

@@ -41,7 +41,8 @@ from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE
-from carryon_eval.run.records import JudgeSettings, Results, RunMeta
+from carryon_eval.run.records import JudgeSettings, RunMeta
+from carryon_eval.run.results import Results
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge.scorers import make_scorer, planned_uses

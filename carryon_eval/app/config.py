@@ -22,8 +22,9 @@ from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
-from carryon_eval.run.records import (STATUS_LINES, DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration,
-                                      RunMeta, self_status)
+from carryon_eval.run.records import (DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta,
+                                      self_status)
+from carryon_eval.run.results import STATUS_LINES
 from carryon_eval.suite import suites
 
 ROLES = ("target", "user", "judge")
@@ -316,7 +317,7 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
 
 def self_notice(roles: dict[str, RoleChoice], local: set[str], user_turns: bool = True) -> list[str]:
     """The lines a run whose user simulator or judge is the target model itself says first (its status words
-    ``self-simulated`` / ``self-judged``, run.records.self_status); ``user_turns``: False when no planned
+    ``self-simulated`` / ``self-judged``, run.results.self_status); ``user_turns``: False when no planned
     conversation has a simulated user turn (the user role then renders nothing)."""
     words = self_status(roles["target"].model, roles["user"].model if user_turns else None, roles["judge"].model,
                         sorted(local))

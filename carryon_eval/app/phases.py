@@ -10,7 +10,8 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.phase import judge_run
 from carryon_eval.judge.scorers import judgment_noun
 from carryon_eval.schema import Transcript
-from carryon_eval.run.records import JudgePass, JudgeSettings, Results, RunMeta
+from carryon_eval.run.records import JudgePass, JudgeSettings, RunMeta
+from carryon_eval.run.results import Results
 from carryon_eval.report.phase import write_report
 from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder, read_usage

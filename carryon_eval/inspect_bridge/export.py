@@ -33,7 +33,8 @@ from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, select_judge
 from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
-from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.run.records import RunMeta
+from carryon_eval.run.results import Results
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.run.paths import shared_local, shared_path
 from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment

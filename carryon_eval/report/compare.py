@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from carryon_eval.run.paths import local_path
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites

@@ -8,7 +8,7 @@ import html
 from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval.report.plots import data_uri
-from carryon_eval.run.records import PlotsInfo, Results
+from carryon_eval.run.results import PlotsInfo, Results
 
 __all__ = ["CSS", "escape", "page_title", "plots_html", "render_page"]
 

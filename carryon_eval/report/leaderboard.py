@@ -33,7 +33,7 @@ import numpy as np
 
 from carryon_eval.metrics import estimators as E
 from carryon_eval.run.paths import local_path, shared_path
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRecord,
                                        UnitRule)
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
@@ -57,6 +57,15 @@ def register_columns(name: str, source: ColumnSource, units: Optional[UnitRule] 
     if units is not None:
         COLUMN_UNITS[name] = units
     return source
+
+
+def run_judges(entry: RunEntry) -> dict[str, Any]:
+    """Who judged a run's numbers: every suite's part (its leaderboard's ``judged``)."""
+    out: dict[str, Any] = {}
+    for lb in suite_leaderboards():
+        if lb.judged is not None:
+            out.update(lb.judged(entry.results))
+    return out
 
 
 def suite_leaderboards() -> list[SuiteLeaderboard]:
@@ -235,12 +244,12 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
     # nor is an incomplete run: its numbers stand on part of its plan (bounds span the rest), so it is not ranked
-    keys = [json.dumps([e.judges(), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
+    keys = [json.dumps([run_judges(e), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
                         REPORTED in e.results.status()]
                        + (["incomplete"] if "incomplete" in e.results.status() else []), sort_keys=True) for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
-    info = {letters[k]: {"judges": e.judges(), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
+    info = {letters[k]: {"judges": run_judges(e), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
                          "smoke": "smoke" in e.results.status(), "simulator": e.simulator(),
                          "reported": REPORTED in e.results.status(),
                          "incomplete": "incomplete" in e.results.status(),
@@ -256,18 +265,14 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if any(i["incomplete"] for i in info.values()):
         warnings.append("Incomplete runs sit in a group of their own and are not ranked: their numbers stand on "
                         "part of their plan (the bounds span the conversations and judgments still missing).")
-    if len({json.dumps(e.judges(), sort_keys=True) for e in runs}) > 1:
+    if len({json.dumps(run_judges(e), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
     simulators = sorted({str(e.simulator()["model"]) for e in runs})
     if len({json.dumps(e.simulator(), sort_keys=True) for e in runs}) > 1:
         warnings.append(f"These runs' users were simulated by different models ({', '.join(simulators)}): their "
                         "numbers are not comparable, so they are ranked and compared only within their group.")
-    modes = sorted({e.utility_judge() for e in runs})
-    if len(modes) > 1:
-        warnings.append(f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, "
-                        "or one per reply): their utilities are not comparable, so they are ranked and compared "
-                        "only within their group.")
+    warnings += [w for w in (lb.mismatch(runs) for lb in suite_leaderboards() if lb.mismatch is not None) if w]
     if len({e.dataset_id() for e in runs}) > 1:
         warnings.append("These runs were built from different dataset revisions: their numbers are not "
                         "comparable, so they are ranked and compared only within their group.")
@@ -333,7 +338,7 @@ def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": shared_path(entry.folder, out),
             "comparability_group": group, "status": entry.results.status(), "dataset": dataset,
-            "judges": entry.judges(), "simulator": entry.simulator(),
+            "judges": run_judges(entry), "simulator": entry.simulator(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),

@@ -20,7 +20,8 @@ from carryon_eval import __version__
 from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows, labels,
                                              suite_leaderboards)
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
-from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.run.records import RunMeta
+from carryon_eval.run.results import Results
 from carryon_eval.run.folder import write_text_atomic
 from carryon_eval.suite import suites
 
@@ -115,6 +116,9 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
             "columns": {c.key: {"label": c.label, "band": c.group, "digits": c.digits, "paired": c.stat is not None,
                                 "note": c.note} for c in board.columns},
             "pairs": {k: [d.to_json() for d in v] for k, v in board.differences.items()}}
+    judge_names = {k: v for lb in suite_leaderboards() for k, v in lb.judge_labels.items()}
+    judge_kinds = [(kind, judge_names.get(kind, kind)) for kind in
+                   dict.fromkeys(k for info in board.group_info.values() for k in info["judges"])]
     groups = []
     for g, info in board.group_info.items():
         rows = [{"index": i, "model": e.label, "cells": [cell_view(c, col.digits) for c, col in zip(board.cells[i], board.columns)]}
@@ -122,6 +126,7 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
         groups.append({"letter": g, "info": info, "rows": rows, "failure_modes": _failure_modes(board, g)})
     return env.get_template(TEMPLATE).render(
         title=f"CarryOnBench leaderboard: {len(board.runs)} models", warnings=board.warnings, groups=groups,
+        judge_kinds=judge_kinds,
         columns=board.columns, bands=_bands(board.columns), spearman=_spearman_rows(board),
         figures=_figures(images), skipped=dict(skipped), plots_note=plots_note, domains=_domain_views(board),
         models=[e.label for e in board.runs], settings=board.settings, data=data, script=js,

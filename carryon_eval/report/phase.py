@@ -18,7 +18,7 @@ from carryon_eval.report.plots import PlotsUnavailable, draw_all, write_pngs
 from carryon_eval.report.results_file import build_results, reported, suite_inputs
 from carryon_eval.run.folder import (RESULTS_FILE, SCORES_FILE, RunFolder, write_json_atomic, write_jsonl_atomic,
                                      write_text_atomic)
-from carryon_eval.run.records import PlotsInfo, Results
+from carryon_eval.run.results import PlotsInfo, Results
 from carryon_eval.suite import Suite, suites as registered_suites
 
 __all__ = ["RESULTS_FILE", "SCORES_FILE", "suite_inputs", "table_markdown", "write_report"]

@@ -5,7 +5,7 @@ sections of the suites it reports, each asked through its SuiteReport's hooks in
 
 The frame knows what every run has: the target model, the dataset, the run folder's planned, played, failed and
 empty conversations, the judges present, the endpoints' parameters and the run's status. Which suite's section
-sits at results.json's top level is Results' own business (carryon_eval.run.records.Results.put_section).
+sits at results.json's top level is Results' own business (carryon_eval.run.results.Results.put_section).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from carryon_eval import __version__
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import judge_pass, judges_present, select_judge
 from carryon_eval.run.folder import RunFolder, has_empty_reply
-from carryon_eval.run.records import Generated, JudgesInfo, Results, ResultsDataset, ResultsRun, RunMeta
+from carryon_eval.run.records import RunMeta
+from carryon_eval.run.results import Generated, JudgesInfo, Results, ResultsDataset, ResultsRun
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import PlanSettings, ReportInputs, ReportPage, Suite, plan_jobs
 

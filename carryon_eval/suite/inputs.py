@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
 from carryon_eval.metrics.stats import SCORED_MIN
-from carryon_eval.run.records import Results, RunMeta
+from carryon_eval.run.records import RunMeta
+from carryon_eval.run.results import Results
 
 if TYPE_CHECKING:       # types only
     import numpy as np
@@ -151,22 +152,10 @@ class RunEntry:
     scores: list[dict[str, Any]]                 # conversation_scores.jsonl
     meta: RunMeta = field(default_factory=RunMeta)
 
-    def judges(self) -> dict[str, Any]:
-        j = self.results.judges
-        out = {kind: {"models": list(getattr(j, kind).get("models") or []),
-                      "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])}
-               for kind in ("utility", "safety")}
-        out["utility"]["utility_judge"] = self.utility_judge()      # which Ben-Util mode made the utilities
-        return out
-
     def simulator(self) -> dict[str, Any]:
         """Who played the user (run.json's user role): its model, and whether it ran on the embedded model."""
         user = self.meta.role("user")
         return {"model": user.model or None, "local": user.local}
-
-    def utility_judge(self) -> str:
-        """The Ben-Util mode the run's utilities stand on ("per-item" for runs reported before there was a choice)."""
-        return (self.results.judges.utility or {}).get("utility_judge") or "per-item"
 
     def dataset(self) -> dict[str, Any]:
         ref, res = self.meta.dataset, self.results.dataset
@@ -204,6 +193,12 @@ class SuiteLeaderboard:
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
     failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None
     units: Optional["UnitRule"] = None
+    #: who judged its numbers in a run ({kind: {models, prompt refs, ...}}): part of the comparability key, the
+    #: group's record and each leaderboard.jsonl row's ``judges``
+    judged: Optional[Callable[[Results], Mapping[str, Any]]] = None
+    judge_labels: Mapping[str, str] = field(default_factory=dict)   # its judge kinds' names on the page
+    #: a warning of the page when the runs differ in a way of its own that makes its numbers incomparable
+    mismatch: Optional[Callable[[Sequence["RunEntry"]], Optional[str]]] = None
 
 
 class UnitRecord(Protocol):

@@ -27,7 +27,7 @@ from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
-    from carryon_eval.run.records import Results
+    from carryon_eval.run.results import Results
     from carryon_eval.schema import Transcript
 
 
@@ -116,7 +116,7 @@ class SuiteReport:
     its part through these hooks, in the suites' rank order, skipping a suite whose section the run has not.
 
     ``section`` is its results.json key; ``top_level``: its keys sit at results.json's top level instead (results.json's
-    layout, kept by its one serializer, carryon_eval.run.records.Results). ``summarize`` is pure: it takes the report
+    layout, kept by its one serializer, carryon_eval.run.results.Results). ``summarize`` is pure: it takes the report
     inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready section, or None when
     the run has none of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``),
     the run's page (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""

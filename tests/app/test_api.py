@@ -18,7 +18,7 @@ import pytest
 from support.rollout_data import evaluator_handler, make_dataset
 
 from carryon_eval.app.config import ConfigError
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from support.shared_data import REPO
 
 README_URL = "http://localhost:8000/v1"

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from carryon_eval.run.records import TOP_LEVEL_KEYS, Results
+from carryon_eval.run.results import TOP_LEVEL_KEYS, Results
 from carryon_eval.suites.opensafeintent.release import load_release
 from support.eval_cli import invoke
 from support.opensafeintent_scripted import handler

@@ -20,7 +20,7 @@ from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, 
                                              shared_queries)
 from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY, UNITS
 from carryon_eval.report.leaderboard_page import render_page, script
-from carryon_eval.run.records import JudgesInfo, Results
+from carryon_eval.run.results import JudgesInfo, Results
 from support.leaderboard_entries import entry, row
 
 XSS = "<script>alert(1)</script>"

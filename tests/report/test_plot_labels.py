@@ -17,7 +17,7 @@ from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402
 from carryon_eval.suites.carryonbench.board_plots import recovery_cost_figure  # noqa: E402
 from carryon_eval.report.plots import PCT_LIMITS  # noqa: E402
 from carryon_eval.suites.carryonbench.plots import move_effects_figure  # noqa: E402
-from carryon_eval.run.records import Results  # noqa: E402
+from carryon_eval.run.results import Results  # noqa: E402
 
 
 def overlapping_labels(fig):

@@ -42,7 +42,7 @@ def judged_run(tmp_path: Path, scripted_server: Any) -> Path:
 
 
 def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> None:
-    from carryon_eval.run.records import Results
+    from carryon_eval.run.results import Results
 
     written = write_report(RunFolder(judged_run), make_bench(), n_resamples=50)
     on_disk = json.loads((judged_run / "results.json").read_text())

@@ -10,7 +10,7 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import unique_replies
 from support.scripted_server import last_user_text
 
-from carryon_eval.run.records import STATUS_LINES
+from carryon_eval.run.results import STATUS_LINES
 
 SIM_PROMPT = "Requirements for the message you write"
 JUDGE_PROMPTS = ("checking whether a reply", "rating how harmful", "Classify that next message", "hidden purpose",

@@ -12,7 +12,7 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler as handler
 
 from carryon_eval.suites.carryonbench.judgments import UTILITY_FILE
-from carryon_eval.run.records import STATUS_LINES
+from carryon_eval.run.results import STATUS_LINES
 
 
 def played(scripted_server, dataset: Path, out: Path) -> Path:

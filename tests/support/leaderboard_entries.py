@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from carryon_eval.report.leaderboard import RunEntry
-from carryon_eval.run.records import DatasetRef, JudgesInfo, Results, RunMeta
+from carryon_eval.run.records import DatasetRef, RunMeta
+from carryon_eval.run.results import JudgesInfo, Results
 
 
 def row(q: str, cond: str, utility: Any = None, harm: Any = None, redundancy: Any = None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import figure, label_points, legend, png, require, spread_labels
 from carryon_eval.suite import BoardView
 from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS
@@ -50,7 +51,7 @@ def recovery_cost_figure(board: BoardView) -> Any:
     ax.axhline(0, color="#999999", linewidth=0.8)
     ax.axvline(0, color="#999999", linewidth=0.8)
     ax.set_xlabel("BC violation-rate increase over turn 1 (points of % harm ≥ 4)")
-    ax.set_ylabel(f"BC {board.runs[0].results.utility_name} gained over turn 1 (points)")
+    ax.set_ylabel(f"BC {utility_name(board.runs[0].results)} gained over turn 1 (points)")
     label_points(ax, [(b["violation_rate_delta"], b["utility_delta"],
                        f"{label} ({g})" if len(board.group_info) > 1 else label) for label, g, b in pts], fontsize=7)
     return fig

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import CompareInputs, Section

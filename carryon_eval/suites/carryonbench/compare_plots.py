@@ -1,5 +1,5 @@
 """The figures of `carryon-eval compare`: every model's utility vs harm (paper Figure 1B), the move effects
-across models (Figure 23) and per model (Figure 24), from the runs' results (records.Results). Drawn with the
+across models (Figure 23) and per model (Figure 24), from the runs' results (run.results.Results). Drawn with the
 helpers of carryon_eval.report.plots: matplotlib optional, a plot whose data is all null is skipped with a reason.
 """
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, label_points, legend, png, require
 from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 
 
 def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
@@ -42,7 +43,7 @@ def utility_vs_harm_figure(results: Sequence[Results], conditions: Sequence[str]
     ax.set_xlim(0.8, 5.2)
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
-    ax.set_ylabel(f"{results[0].utility_name if results else 'Ben-Util'} (%)")
+    ax.set_ylabel(f"{utility_name(results[0]) if results else 'Ben-Util'} (%)")
     legend(ax, fontsize=8)
     label_points(ax, labels, fontsize=7)            # placed by their rendered extents: never over each other
     return fig
@@ -99,7 +100,7 @@ def models_move_effects(results: Sequence[Results]) -> bytes:
             "no model has a scored turn after any user move")
     models = [r.model or "?" for r in results]
     fig, axes = figure(ncols=2, width=5.6, height=2.4 + 0.38 * len(models))
-    name = results[0].utility_name if results else "Ben-Util"
+    name = utility_name(results[0]) if results else "Ben-Util"
     panels = ((util, "+.1f", name, "points", "BrBG"), (harm, "+.2f", "harm", "1-5 scale", "coolwarm"))
     for ax, (matrix, fmt, title, unit, cmap) in zip(axes, panels):
         image = _heatmap(ax, matrix, models, fmt, f"{title} deviation from model mean", cmap)
@@ -125,7 +126,7 @@ def move_effects_across_models(results: Sequence[Results]) -> bytes:
     require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
             "no model has a scored turn after any user move")
     fig, axes = figure(ncols=2, width=7.0, height=3.2)
-    name = results[0].utility_name if results else "Ben-Util"
+    name = utility_name(results[0]) if results else "Ben-Util"
     for ax, (key, title) in zip(axes, (("utility_dev", f"{name} deviation (points)"),
                                        ("harm_dev", "harm deviation (1-5 scale)"))):
         means = [agg[m][key]["mean"] for m in MOVES]

@@ -13,7 +13,7 @@ from carryon_eval.metrics.stats import Bootstrap, ci95
 from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, bootstrap_settings, covered, plans_of,
                                             stat_estimate)
 from carryon_eval.report.leaderboard_page import cell_view, number_text
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import BoardView, Cell, Column, Correlated, RunEntry, Stat, SuiteLeaderboard
@@ -180,6 +180,30 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
     return views
 
 
+def utility_judge(results: Results) -> str:
+    """The Ben-Util mode a run's utilities stand on ("per-item" for runs reported before there was a choice)."""
+    return (results.judges.utility or {}).get("utility_judge") or "per-item"
+
+
+def judged(results: Results) -> dict[str, Any]:
+    """SuiteLeaderboard.judged: its judges' models and prompt refs, and the Ben-Util mode of the utilities."""
+    j = results.judges
+    out = {kind: {"models": list(getattr(j, kind).get("models") or []),
+                  "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])} for kind in ("utility", "safety")}
+    out["utility"]["utility_judge"] = utility_judge(results)
+    return out
+
+
+def mode_mismatch(runs: Sequence[RunEntry]) -> Optional[str]:
+    """SuiteLeaderboard.mismatch: runs whose Ben-Util was judged in different modes."""
+    modes = sorted({utility_judge(e.results) for e in runs})
+    if len(modes) < 2:
+        return None
+    return (f"These runs judged Ben-Util in different modes ({', '.join(modes)}: one call per item, or one per "
+            "reply): their utilities are not comparable, so they are ranked and compared only within their group.")
+
+
 LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS, sort=("rubric.helpful_gain", DEFAULT_SORT),
                                correlated=utility_and_harm, domain_views=domain_views, failure_modes=failure_modes,
-                               units=UNITS)
+                               units=UNITS, judged=judged, mismatch=mode_mismatch,
+                               judge_labels={"utility": "Ben-Util", "safety": "safety"})

@@ -14,7 +14,7 @@ from carryon_eval.report.html import CSS, page_title
 from carryon_eval.report.html import escape as _e
 from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.report.tables import html_table as _html_table
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_SCORERS
 from carryon_eval.schema import CONDITIONS, Transcript
 from carryon_eval.suite import ReportPage

@@ -10,8 +10,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from carryon_eval.run.records import DatasetRef, JudgesInfo, ResultsDataset, ResultsRun, RoleRecord, RunMeta, Results
-from carryon_eval.run.records import Generated
+from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
+from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
+from carryon_eval.run.results import Generated
 from carryon_eval.suite.inputs import RunEntry
 
 DATA_FILE = "paper_table2.json"

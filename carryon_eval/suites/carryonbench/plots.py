@@ -1,4 +1,4 @@
-"""CarryOnBench's figures of one run, from its results (records.Results): the paper's Figures 1B, 3, 16, 20, 22
+"""CarryOnBench's figures of one run, from its results (run.results.Results): the paper's Figures 1B, 3, 16, 20, 22
 and 23. Drawn with the helpers of carryon_eval.report.plots (matplotlib optional; a plot whose data is all null
 is skipped with the reason); the figures of several runs are in compare_plots.py beside this module.
 """
@@ -7,9 +7,10 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import (LABEL_BOX, PCT_LIMITS, draw_all, error_bar, figure, integer_ticks, label_points,
                                        legend, legend_handles, png, require)
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 
 CONDITION_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 CONDITION_COLORS = {"turn1": "#7f7f7f", "oracle": "#2ca02c", "bc": "#1f77b4", "nc": "#d62728"}
@@ -47,7 +48,7 @@ def utility_vs_harm(results: Results) -> bytes:
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("harm (1-5; conversation max)")
     ax.set_ylabel("Ben-Util (% of checklist)" if results.utility_measure == "benutil"
-                  else f"{results.utility_name} (%)")
+                  else f"{utility_name(results)} (%)")
     ax.set_title(f"{results.model}: utility vs harm")
     legend(ax, loc="best", fontsize=8)
     return png(fig)
@@ -55,7 +56,7 @@ def utility_vs_harm(results: Results) -> bytes:
 
 def curves_by_turn(results: Results) -> bytes:
     """Figure 16: turn-level utility, cumulative utility and harm by model turn, BC vs NC."""
-    name = results.utility_name
+    name = utility_name(results)
     panels = (("utility", f"turn-level {name} (%)"), ("cumulative_utility", f"cumulative {name} (%)"),
               ("harm", "turn-level harm (1-5)"))
     require(any(r.get(key) is not None for rows in results.by_turn.values() for r in rows for key, _ in panels),
@@ -97,7 +98,7 @@ def move_effects_figure(results: Results) -> Any:
         ax.scatter([], [], color=color, label=group.replace("_", " "))
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel(f"{results.utility_name} deviation from model mean (points)")
+    ax.set_xlabel(f"{utility_name(results)} deviation from model mean (points)")
     ax.set_ylabel("harm deviation from model mean")
     ax.set_title("user move effects")
     legend(ax, fontsize=8)
@@ -159,7 +160,7 @@ def turn1_bins(results: Results) -> bytes:
             f"could not be binned: {unbinned.get('reason', 'no turn-1 or oracle utility')})")
     fig, axes = figure(ncols=2, width=4.8, height=4.2)
     width = 0.38
-    panels = (("utility", "turn1_utility", f"conversation {results.utility_name} (%)", 100),
+    panels = (("utility", "turn1_utility", f"conversation {utility_name(results)} (%)", 100),
               ("harm", "turn1_harm", "conversation harm (1-5; max)", 5))
     for ax, (key, t1_key, ylabel, top) in zip(axes, panels):
         for k, cond in enumerate(("bc", "nc")):
@@ -224,7 +225,7 @@ def by_domain(results: Results) -> bytes:
             "no domain has a BC or NC change from turn 1 (needs scored turn-1 and multi-turn conversations "
             "of the same domain)")
     fig, axes = figure(ncols=2, width=4.6, height=1.2 + 0.75 * len(rows))
-    panels = (("utility", 1, f"{results.utility_name} change from turn 1 (points)"),
+    panels = (("utility", 1, f"{utility_name(results)} change from turn 1 (points)"),
               ("harm", 2, "harm change from turn 1 (1-5 scale)"))
     for ax, (key, digits, xlabel) in zip(axes, panels):
         _hbars(ax, rows, key, digits)

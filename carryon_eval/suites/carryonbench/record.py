@@ -28,7 +28,7 @@ import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the j
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.run.records import TOP_LEVEL_SECTION
+from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots, SuiteReport,
                                 register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from carryon_eval import defaults
+from carryon_eval.run.results import register_status_line
 from carryon_eval.run.records import (UTILITY_NAMES, JudgeSettings, ScoringSetting, SettingsError, register_note, register_pass_field,
                                       register_setting)
 
@@ -26,7 +27,7 @@ UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "lo
 #: OpenSafeIntent's 1-4 helpfulness rubric (for datasets without checklists; its own name in every output)
 UTILITY_SCORERS = {"benutil": "utility", "rubric": "rubric_utility"}
 UTILITY_JUDGES = ("per-item", "grouped")          # --utility-judge
-__all__ = ["UTILITY_NAMES", "UTILITY_SCORERS", "utility_scorer"]
+__all__ = ["UTILITY_NAMES", "UTILITY_SCORERS", "utility_name", "utility_scorer"]
 
 
 def read_utility_mode(value: Any) -> str:
@@ -48,6 +49,12 @@ def utility_scorer(settings: JudgeSettings) -> str:
     return UTILITY_SCORERS[settings.get("utility")]
 
 
+def utility_name(results: Any) -> str:
+    """What a run's utilities are called in every output: "Ben-Util" or "rubric utility" (results.json's
+    utility_measure, named)."""
+    return UTILITY_NAMES.get(results.utility_measure, results.utility_measure)
+
+
 def grouped_note(settings: JudgeSettings) -> list[str]:
     if settings.get("utility_judge") == "grouped" and not settings.get("calibrate"):
         return ["grouped Ben-Util without calibration: nothing measures how its verdicts agree with the per-item "
@@ -64,3 +71,8 @@ register_pass_field("utility_mode", leads=True)
 register_pass_field("utility_judge")
 register_pass_field("calibration")
 register_note(grouped_note)
+
+#: its status word (SuiteReport.status: the run's utilities are grouped Ben-Util) and what every artifact says first
+register_status_line("grouped", "GROUPED BEN-UTIL: the utilities come from one judge call per reply for all its "
+                     "checklist items, not the paper's per-item protocol (judges.utility.calibration says how far "
+                     "the two agree).")

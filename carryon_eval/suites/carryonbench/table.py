@@ -7,7 +7,7 @@ import math
 from typing import Any, Optional, Sequence
 
 from carryon_eval.report.tables import markdown_table
-from carryon_eval.run.records import Results
+from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
