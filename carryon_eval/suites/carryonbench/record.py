@@ -24,6 +24,7 @@ from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_R
 from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
 from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
 import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
+from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
 from carryon_eval.suites.carryonbench.measure import configure
 from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
 from carryon_eval.prompts import load_prompt, prompt_hashes
