@@ -36,7 +36,7 @@ from carryon_eval import __version__
 
 from carryon_eval.app import commands as app
 from carryon_eval.app import options
-from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
+from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
                                      RunOptions, config_of)
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 
@@ -419,11 +419,12 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
                      judge_name: Optional[str]) -> None:
     """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
+    from carryon_eval.dataset.subset import SubsetError
     from carryon_eval.suites.carryonbench.human.annotate import AnnotateError      # the wing, when it runs
-    from carryon_eval.suites.carryonbench.human.command import annotate_folder
+    from carryon_eval.suites.carryonbench.human.command import AnnotateConfig, annotate_folder
 
     run_command(annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name), ClickOutput()),
-                resume_hint=False, errors=(AnnotateError,))
+                resume_hint=False, errors=(AnnotateError, SubsetError))
 
 
 @cli.command("export", cls=LateCommand, late=after_rundir(export_format_option))

@@ -44,6 +44,8 @@ from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MO
 from carryon_eval.run.records import JudgeSettings, Results, RunMeta
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.dataset.subset import SubsetError
+from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
 from carryon_eval.suite import (Configured, PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
                                 exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
@@ -257,14 +259,11 @@ def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: 
 
 
 def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
-    meta = run.read_meta()
-    if meta.notice:
-        out.info(meta.notice)
-    # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
-    bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
-    run.check_dataset(meta, bench.fingerprint())
-    load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True, base=run.path)   # the suites' own inputs, checked
-    return run, meta, bench
+    """carryon_eval.suite.reopen.open_run, its subset error a ConfigError (one line)."""
+    try:
+        return reopen_run(run, out)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:

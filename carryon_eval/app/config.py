@@ -1,4 +1,4 @@
-"""The records a command runs with (RoleChoice, EvaluateConfig, RunOptions, AnnotateConfig, BootstrapChoice),
+"""The records a command runs with (RoleChoice, EvaluateConfig, RunOptions, BootstrapChoice),
 its one-line ConfigError, where its lines go (Output), and what the options of a new run resolve to: its roles,
 its folder, its dataset and its run.json."""
 from __future__ import annotations
@@ -341,16 +341,3 @@ class BootstrapChoice:
         recorded = meta.bootstrap or {}
         return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
                 self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
-
-
-
-@dataclass(frozen=True)
-class AnnotateConfig:
-    """`carryon-eval annotate RUNDIR`: which task, how many cases, the seed, where and in which format."""
-    rundir: Path
-    task: str
-    sample: int
-    seed: int = 0
-    out: Optional[Path] = None
-    fmt: str = "html"                  # or "label-studio"
-    judge: Optional[str] = None

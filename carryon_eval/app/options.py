@@ -4,7 +4,9 @@ The command line (carryon_eval.cli, through ``cli_common.click_option``), the Py
 keyword per long option, dashes as underscores) and ``EvaluateConfig`` (its defaults) all read ``EVALUATE``, so
 they cannot drift apart. Adding an option is one ``Option`` in ``EVALUATE`` (and the ``EvaluateConfig`` field
 of the same name, whose default is read from here). The subcommands on a run folder take some of the same
-options with "the run's" as default (``Option.of_run``).
+options with "the run's" as default (``Option.of_run``). A suite's own judge settings are options of its record
+(``Suite.judge_options``): ``EVALUATE`` puts them where ``JUDGE_OPTIONS`` stands when it is first read, and the
+config records keep their values in ``scoring``.
 
 The record itself (and a role's options, which the builder's CLI shares) is carryon_eval.option.
 """

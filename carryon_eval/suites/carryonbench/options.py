@@ -1,7 +1,7 @@
 """CarryOnBench's own options of `carryon-eval` (its judge settings, carryon_eval.suites.carryonbench.settings):
 how the Ben-Util judge answers, what utility is measured with, per-item or grouped Ben-Util calls, the group size
 and the calibration of a grouped run. The option table (carryon_eval.app.options) puts them in their place of
-`carryon-eval --help` when the wing is registered (``Suite.options_of_judge``); the `judge` subcommand takes the
+`carryon-eval --help` when the wing is registered (``Suite.judge_options``); the `judge` subcommand takes the
 same ones with "the run's" as default (``RUN_OPTIONS``)."""
 from __future__ import annotations
 
