@@ -36,14 +36,15 @@ from carryon_eval import __version__
 
 from carryon_eval.app import commands as app
 from carryon_eval.app import options
-from carryon_eval.app.config import (AnnotateConfig, BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
+from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
                                      RunOptions, config_of)
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
 from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
-from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option,
+from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option, click_params,
+                                     place_params,
                                      concurrency_option, endpoint_options, merge_aliases, request_options,
                                      verbose_option)
 from carryon_eval.judge.batch import BatchError
@@ -174,17 +175,17 @@ def with_suite_options(params: list[click.Parameter]) -> list[click.Parameter]:
     """`carryon-eval`'s parameters with the registered suites' own options (carryon_eval.suite.SuiteOption) in
     their place of the option table (before the option that follows SUITE_OPTIONS there), made when the command
     line is first read (CliGroup's late parameters), so that importing the CLI imports no wing."""
-    from carryon_eval.suite import suite_options
+    from carryon_eval.suite import judge_options, suite_options
 
     made = []
     for o in suite_options():
         kind: Any = click.Choice(o.choices) if o.choices else click.Path(path_type=Path) if o.path else str
         made.append(click.Option([o.flag, o.key], type=kind, metavar=o.metavar, default=o.default,
                                  show_default=o.default is not None, help=o.help))
-    table = options.EVALUATE
-    after = table[table.index(options.SUITE_OPTIONS) + 1].name
-    at = next(i for i, p in enumerate(params) if p.name == after)
-    return [*params[:at], *made, *params[at:]]
+    table = options.OWN
+    params = place_params(params, made, before=table[table.index(options.SUITE_OPTIONS) + 1].name)
+    return place_params(params, click_params(judge_options()),
+                        before=table[table.index(options.JUDGE_OPTIONS) + 1].name)
 
 
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
@@ -200,8 +201,8 @@ def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]
 
 def evaluate_options(fn: Any) -> Any:
     """`carryon-eval`'s options, from the one table (carryon_eval.app.options.EVALUATE), the suites' own in their place."""
-    for o in reversed(options.EVALUATE):
-        if o is not options.SUITE_OPTIONS:      # the suites' own: CliGroup's late parameters (with_suite_options)
+    for o in reversed(options.OWN):
+        if o not in options.PLACES:      # the suites' own: CliGroup's late parameters (with_suite_options)
             fn = click_option(o, callback=_conditions if o.kind == "conditions" else None)(fn)
     return fn
 
@@ -321,18 +322,26 @@ def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
 
 def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Optional[str],
                    judge_api_key_env: Optional[str], concurrency: int, **rest: Any) -> RunOptions:
+    from carryon_eval.suite import run_judge_options
+
     request = _request(rest, "judge")
+    scoring = {o.name: rest.pop(o.name) for o in run_judge_options() if o.name in rest}
     return RunOptions(rundir, judge=RoleChoice(judge_endpoint, judge_model, judge_api_key_env, **request),
-                      concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None), **rest)
+                      concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None),
+                      scoring=scoring, **rest)
 
 
-@cli.command("judge")
+def _with_run_judge_options(params: list[click.Parameter]) -> list[click.Parameter]:
+    """`judge`'s parameters with the registered suites' judge settings ("the run's" as default) before
+    --judge-max-tokens, made when the command line is first read (importing the CLI imports no wing)."""
+    from carryon_eval.suite import run_judge_options
+
+    return place_params(params, click_params(run_judge_options()), before="judge_max_tokens")
+
+
+@cli.command("judge", cls=LateCommand, late=_with_run_judge_options)
 @RUNDIR
 @judge_options
-@click_option(options.UTILITY_MODE.of_run(help="[default: the run's]"))
-@click_option(options.UTILITY_JUDGE.of_run(help="per-item | grouped [default: the run's]"))
-@click_option(options.UTILITY_GROUP_SIZE.of_run(help="[default: the run's]"))
-@click_option(options.CALIBRATE.of_run(help="[default: the run's]"))
 @click.option("--judge-max-tokens", type=click.IntRange(min=1), help="[default: the run's]")
 @click_option(options.JUDGE_FORMAT.of_run())
 @click.option("--batch-export", type=click.Path(path_type=Path), metavar="DIR",
@@ -410,11 +419,12 @@ def annotate_command(rundir: Path, task: str, sample: int, seed: int, out: Optio
                      judge_name: Optional[str]) -> None:
     """Write a page for people to label a reproducible sample of the run's judgments (the judge's answers
     hidden); `carryon-eval agreement RUNDIR LABELS.jsonl` then measures the judges against them."""
+    from carryon_eval.dataset.subset import SubsetError
     from carryon_eval.suites.carryonbench.human.annotate import AnnotateError      # the wing, when it runs
-    from carryon_eval.suites.carryonbench.human.command import annotate_folder
+    from carryon_eval.suites.carryonbench.human.command import AnnotateConfig, annotate_folder
 
     run_command(annotate_folder(AnnotateConfig(rundir, task, sample, seed, out, fmt, judge_name), ClickOutput()),
-                resume_hint=False, errors=(AnnotateError,))
+                resume_hint=False, errors=(AnnotateError, SubsetError))
 
 
 @cli.command("export", cls=LateCommand, late=after_rundir(export_format_option))

@@ -179,6 +179,22 @@ def click_option(o: option.Option, callback: Optional[Callable[..., Any]] = None
     return click.option(o.flag, dest, **kept)
 
 
+def click_params(options: Sequence[option.Option]) -> list[click.Parameter]:
+    """The click parameters of option records, in their order (for a command's late parameters, LateParams)."""
+    def holder() -> None: ...
+
+    for o in options:
+        click_option(o)(holder)
+    return list(getattr(holder, "__click_params__", []))
+
+
+def place_params(params: list[click.Parameter], made: Sequence[click.Parameter],
+                 before: str) -> list[click.Parameter]:
+    """``params`` with ``made`` inserted before the parameter named ``before``."""
+    at = next(i for i, p in enumerate(params) if p.name == before)
+    return [*params[:at], *made, *params[at:]]
+
+
 def click_options(options: Sequence[option.Option]) -> Decorator:
     return _stack(*(click_option(o) for o in options))
 

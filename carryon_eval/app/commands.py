@@ -23,9 +23,9 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.app import options
 from carryon_eval.option import refused_alone
 from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, Output,
-                                     RoleChoice, RunOptions, choose_utility, default_out, leave_out_empty, load_bench,
+                                     RoleChoice, RunOptions, configure, default_out, leave_out_empty, load_bench,
                                      new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
-                                     suite_options, utility_line)
+                                     suite_options)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -45,16 +45,19 @@ from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.dataset.subset import SubsetError
+from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
-from carryon_eval.suite import (PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
+from carryon_eval.suite import (Configured, PlanSettings, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
                                 exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
 
 # ---------------------------------------------------------------- commands
-def scorer_inputs(conditions: Sequence[str], utility: str, records: dict[str, Any]) -> set[str]:
-    """The suites whose own inputs the run's scorers read (``reads_inputs``: suite -> why it is needed, e.g. the
-    rubric utility reads OpenSafeIntent's release); ConfigError (one line) when one was not given."""
+def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: dict[str, Any]) -> set[str]:
+    """The suites whose own inputs the run's scorers read (``reads_inputs``: suite -> why it is needed, e.g. a
+    scorer that reads OpenSafeIntent's release); ConfigError (one line) when one was not given. ``scoring``: the
+    suites' judge settings, which say which scorers stand where a suite names one (planned_uses)."""
     needed: dict[str, str] = {}
-    for name in planned_uses(ScoringPlan.of(conditions), JudgeSettings.of({"utility": utility})).scorers:
+    for name in planned_uses(ScoringPlan.of(conditions), JudgeSettings.of(scoring)).scorers:
         needed.update(getattr(make_scorer(name), "reads_inputs", {}))
     for suite, why in needed.items():
         if suite not in records:
@@ -85,17 +88,19 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         records = load_inputs(bench, suite_options(cfg), earlier, base=run.path)      # the suites' own inputs, checked
         conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
-        cfg, utility_choice = choose_utility(cfg, bench, conditions)
-        if utility_choice:
-            say(utility_line(utility_choice, bench))
-        records = _records_used(cfg, bench, conditions, records, utility_choice)
+        cfg, configured = configure(cfg, bench, conditions)
+        for line in (line for c in configured for line in c.lines):
+            say(line)
+        records = _records_used(cfg, conditions, records, "".join(c.chosen_by for c in configured))
         cfg, jobs, skipped, left_out = _planned(cfg, bench, conditions)
         user_turns = any(j.moves for j in jobs)
         for line in self_notice(roles, local, user_turns):    # a role that fell back to the target model
             out.info(line)
-        _say_plan(say, cfg, bench, run, jobs, records, left_out)
+        notes = [n for c in configured if c.notes is not None for n in c.notes] \
+            if any(c.notes is not None for c in configured) else list(bench.notes)
+        _say_plan(say, cfg, bench, run, jobs, records, left_out, notes)
         configs = _endpoint_configs(cfg, roles, local)
-        meta = _new_meta(cfg, bench, configs, roles, local, skipped, utility_choice, user_turns, records)
+        meta = _new_meta(cfg, bench, configs, roles, local, skipped, configured, user_turns, records)
         _print_cost_table(out, cfg, bench, jobs, meta, run)
         if cfg.dry_run:
             return None
@@ -108,16 +113,16 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     return results
 
 
-def _records_used(cfg: EvaluateConfig, bench: Benchmark, conditions: Sequence[str], records: dict[str, Any],
-                  utility_choice: Optional[dict[str, Any]]) -> dict[str, Any]:
+def _records_used(cfg: EvaluateConfig, conditions: Sequence[str], records: dict[str, Any],
+                  chosen_by: str) -> dict[str, Any]:
     """The suites' input records this run uses: those of the suites its conditions ask for and those its scorers
-    read; a suite's inputs given but used by none is refused (one line naming its flag)."""
+    read; a suite's inputs given but used by none is refused (one line naming its flag). ``chosen_by``: the
+    suites' word on who chose the settings whose scorers read inputs (Configured.chosen_by)."""
     try:
-        read_by_scorers = scorer_inputs(conditions, str(cfg.utility), records)
+        read_by_scorers = scorer_inputs(conditions, cfg.scoring, records)
     except ConfigError as exc:
-        if utility_choice:              # the user named no measure: say who chose it
-            raise ConfigError(f"{exc} (rubric utility is dataset {bench.source}'s measure: it has no "
-                              "checklists for Ben-Util)") from None
+        if chosen_by:
+            raise ConfigError(f"{exc}{chosen_by}") from None
         raise
     # a suite's inputs given, but none of the conditions of the suites that read them asked for (the
     # triplet and opensafeintent suites read the same release folder), nor read by the run's scorers; the
@@ -150,13 +155,13 @@ def _planned(cfg: EvaluateConfig, bench: Benchmark,
 
 
 def _say_plan(say: Callable[[str], None], cfg: EvaluateConfig, bench: Benchmark, run: RunFolder,
-              jobs: Sequence[Any], records: dict[str, Any], left_out: Sequence[str]) -> None:
+              jobs: Sequence[Any], records: dict[str, Any], left_out: Sequence[str], notes: Sequence[str]) -> None:
     for line in left_out:
         say(line)
     say(f"run folder: {run.path}")
     subset = f", subset {cfg.subset}" if cfg.subset not in (None, "full") else ""
     say(f"dataset: {bench.source} ({len(bench.queries)} queries, {len(jobs)} conversations to run{subset})")
-    for note in bench.notes_for(cfg.utility):
+    for note in notes:
         say(f"dataset note: {note}")
     for name, record in records.items():          # what each suite's own inputs hold, in its words
         if record.get("summary"):
@@ -175,10 +180,12 @@ def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, RoleChoice], local: 
 
 
 def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], roles: dict[str, RoleChoice],
-              local: set[str], skipped: Sequence[Any], utility_choice: Optional[dict[str, Any]], user_turns: bool,
+              local: set[str], skipped: Sequence[Any], configured: Sequence[Configured], user_turns: bool,
               records: dict[str, Any]) -> RunMeta:
     meta = new_run_meta(cfg, bench, configs, local, skipped)
-    meta.utility_choice = dict(utility_choice or {})
+    for made in configured:            # run.json fields a suite sets, by their name on disk
+        for key, value in (made.meta or {}).items():
+            setattr(meta, key, value)
     meta.no_user_turns = not user_turns
     for role, choice in roles.items():
         if choice.pool:
@@ -253,14 +260,11 @@ def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: 
 
 
 def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
-    meta = run.read_meta()
-    if meta.notice:
-        out.info(meta.notice)
-    # a Hub dataset is read again at the commit the run fetched, not at whatever its revision names today
-    bench = load_bench(run.dataset_source(meta), meta.dataset.commit or meta.dataset.revision, meta.limit, meta.subset)
-    run.check_dataset(meta, bench.fingerprint())
-    load_inputs(bench, {"limit": meta.limit}, meta.suites, reopen=True, base=run.path)   # the suites' own inputs, checked
-    return run, meta, bench
+    """carryon_eval.suite.reopen.open_run, its subset error a ConfigError (one line)."""
+    try:
+        return reopen_run(run, out)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 async def continue_rollout(opts: RunOptions, out: Output) -> None:
@@ -298,7 +302,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
-        given = {name: value for name, value in vars(opts).items() if value is not None}
+        given = {name: value for name, value in opts.scoring.items() if value is not None}
         scoring = meta.judge.given(given)            # each wing setting: this command's where given, else the run's
         why = refused_alone(options.EVALUATE, scoring, given=set(given) & set(scoring))
         if why:

@@ -1,4 +1,4 @@
-"""The records a command runs with (RoleChoice, EvaluateConfig, RunOptions, AnnotateConfig, BootstrapChoice),
+"""The records a command runs with (RoleChoice, EvaluateConfig, RunOptions, BootstrapChoice),
 its one-line ConfigError, where its lines go (Output), and what the options of a new run resolve to: its roles,
 its folder, its dataset and its run.json."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 from carryon_eval.run.records import (DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta,
                                       self_status)
 from carryon_eval.run.results import STATUS_LINES
-from carryon_eval.suite import suites
+from carryon_eval.suite import Configured, SuiteError, suites
 
 ROLES = ("target", "user", "judge")
 
@@ -80,12 +80,6 @@ class EvaluateConfig:
     seed: int = default("seed")
     shared_turn1: bool = default("shared_turn1")
     fidelity: bool = default("fidelity")
-    utility_mode: str = default("utility_mode")
-    utility: Optional[str] = default("utility")     # "benutil" | "rubric" (run/records.UTILITY_SCORERS); None:
-    #                                                    the dataset's (choose_utility)
-    utility_judge: str = default("utility_judge")      # "grouped": one Ben-Util call per reply (judge.grouped)
-    utility_group_size: int = default("utility_group_size")
-    calibrate: int = default("calibrate")              # grouped: replies also judged per item
     model_check: bool = default("model_check")      # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = default("judge_format")
     dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
@@ -100,6 +94,13 @@ class EvaluateConfig:
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
     http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
     sweep: Optional[dict[str, Any]] = None      # the sweep plan this run belongs to (run.json's sweep; app.sweep)
+    #: the suites' judge settings by name (their options: Suite.judge_options; run.records.register_setting);
+    #: one not given is its option's default
+    scoring: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it)."""
+        return _setting(self, name)
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,6 @@ class RunOptions:
     user_endpoint: Optional[str] = None
     judge: RoleChoice = RoleChoice()
     concurrency: int = defaults.CONCURRENCY
-    utility_mode: Optional[str] = None
-    utility_judge: Optional[str] = None
-    utility_group_size: Optional[int] = None
-    calibrate: Optional[int] = None
     judge_max_tokens: Optional[int] = None
     judge_temperature: Any = None                # None: the run's judge temperature
     model_check: bool = True
@@ -124,6 +121,20 @@ class RunOptions:
     give_up_after: Optional[float] = None        # seconds of silence from a role that end the command
     live_rest: bool = False                      # judge --batch-import: ask live what the result files lack
     http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
+    #: the suites' judge settings given to this command by name (None or absent: the run's)
+    scoring: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        return _setting(self, name, of_run=True)
+
+
+def _setting(record: Any, name: str, of_run: bool = False) -> Any:
+    """A suite's judge setting of a config record by name: as given, else its option's default (None on a run
+    folder: the run's); AttributeError for any other name."""
+    if name.startswith("_") or name == "scoring" or name not in options.judge_names():
+        raise AttributeError(f"{type(record).__name__!r} object has no attribute {name!r}")
+    scoring = record.__dict__.get("scoring") or {}
+    return scoring[name] if name in scoring else None if of_run else default(name)
 
 
 def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> EvaluateConfig:
@@ -142,11 +153,13 @@ def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> Evalua
                                                                           "extra_body")}
         roles[role] = RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]),
                                  **request)
+    judged = options.judge_names()
+    scoring = {name: values.pop(name) for name in list(values) if name in judged}
     fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
     for name in ("conditions", "prices"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    return EvaluateConfig(**roles, conditions_all=conditions_all, **fields)
+    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, **fields)
 
 
 #: The target's request options set EvaluateConfig fields without the role's name (the other roles' keep theirs).
@@ -194,57 +207,20 @@ def refuse_empty_conditions(bench: Benchmark, conditions: Sequence[str], jobs: S
                           "leave it out of --conditions")
 
 
-def choose_utility(cfg: EvaluateConfig, bench: Benchmark,
-                   conditions: Sequence[str]) -> tuple[EvaluateConfig, Optional[dict[str, str]]]:
-    """The run's utility measure: the one named (--utility), refused in one line when the dataset cannot support
-    it, else the first the dataset supports (carryon_eval.dataset.scoring); the second value is run.json's
-    ``utility_choice`` when the dataset chose a measure other than Ben-Util (None otherwise: a run that measures
-    Ben-Util records what it always did). Conditions whose replies no utility judge scores need no measure."""
-    from carryon_eval.dataset.scoring import RUBRIC_OPTION, why_not
-    from carryon_eval.suite import ScoringPlan
-
-    if UTILITY_JUDGED not in ScoringPlan.of(conditions).scorers:
-        return (cfg if cfg.utility else dataclasses.replace(cfg, utility="benutil")), None
-    scoring = bench.scoring()
-    if cfg.utility == "benutil" and "benutil" not in scoring.utility:
-        alt = (f"; or measure with {RUBRIC_OPTION}, which it supports" if "rubric" in scoring.utility else "")
-        raise ConfigError(f"--utility benutil: dataset {bench.source} cannot be scored with Ben-Util: "
-                          f"{why_not('benutil')}{alt}")
-    if cfg.utility:
-        _refuse_grouped(cfg, f"--utility {cfg.utility}")
-        return cfg, None
-    if not scoring.utility:
-        raise ConfigError(f"dataset {bench.source} supports no utility measure ({scoring.origin}): "
-                          f"{why_not('benutil')} to score Ben-Util; or measure with {RUBRIC_OPTION} "
-                          f"(OpenSafeIntent's helpfulness rubric)")
-    measure = scoring.utility[0]
-    cfg = dataclasses.replace(cfg, utility=measure)
-    if measure == "benutil":
-        return cfg, None
-    _refuse_grouped(cfg, f"the measure dataset {bench.source} supports: it has no checklists for Ben-Util")
-    return cfg, {"measure": measure, "chosen_by": "dataset", "supported": ", ".join(scoring.utility),
-                 "why": f"no --utility given, and the dataset has no checklists for Ben-Util; read from {scoring.origin}"}
-
-
-def _refuse_grouped(cfg: EvaluateConfig, why: str) -> None:
-    """--utility-judge grouped groups Ben-Util's checklist items per call: refused (one line) on a run that
-    measures another utility (``why``: who chose that measure), never run as a Ben-Util judge with nothing to judge."""
-    if cfg.utility_judge == "grouped" and cfg.utility != "benutil":
-        raise ConfigError(f"--utility-judge grouped: it groups Ben-Util's checklist items, and this run measures "
-                          f"{cfg.utility} utility ({why}), which has no checklist items; leave --utility-judge out"
-                          + ("" if why.startswith("--utility") else ", or give a dataset with checklists"))
-
-
-def utility_line(choice: dict[str, str], bench: Benchmark) -> str:
-    """The first lines' word on a measure the dataset chose."""
-    from carryon_eval.run.records import UTILITY_NAMES
-
-    return (f"utility: {UTILITY_NAMES[choice['measure']]} (--utility {choice['measure']}), the measure dataset "
-            f"{bench.source} supports: {choice['why']}")
-
-
-#: The scorer of the conditions whose utility the run's measure judges (Ben-Util's; --utility swaps it).
-UTILITY_JUDGED = "utility"
+def configure(cfg: EvaluateConfig, bench: Benchmark, conditions: Sequence[str]) -> tuple[EvaluateConfig, list[Configured]]:
+    """The run's settings as each registered suite takes them (Suite.configure, in the suites' order): the config
+    with their judge settings, and what each said; a setting a suite cannot run is refused in one line."""
+    said = []
+    for s in suites():
+        if s.configure is None:
+            continue
+        try:
+            made = s.configure(dict(cfg.scoring), bench, conditions)
+        except SuiteError as exc:
+            raise ConfigError(str(exc)) from None
+        cfg = dataclasses.replace(cfg, scoring=made.scoring)
+        said.append(made)
+    return cfg, said
 
 
 def leave_out_empty(bench: Benchmark, cfg: EvaluateConfig, conditions: Sequence[str], jobs: Sequence[Any]
@@ -347,7 +323,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
             user=Generation(temperature=defaults.USER_TEMPERATURE if cfg.user_temperature is None
                             else cfg.user_temperature, seed=cfg.seed, max_tokens=cfg.user_max_tokens or (
                                 caps["user"] if "user" in local else defaults.USER_MAX_TOKENS))),
-        judge=JudgeSettings.of(vars(cfg), max_tokens=cfg.judge_max_tokens or (
+        judge=JudgeSettings.of(cfg.scoring, max_tokens=cfg.judge_max_tokens or (
             caps["judge"] if "judge" in local else defaults.JUDGE_MAX_TOKENS), judge_format=cfg.judge_format),
         conditions=list(cfg.conditions), limit=cfg.limit, shared_turn1=cfg.shared_turn1,
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
@@ -366,16 +342,3 @@ class BootstrapChoice:
         recorded = meta.bootstrap or {}
         return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
                 self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
-
-
-
-@dataclass(frozen=True)
-class AnnotateConfig:
-    """`carryon-eval annotate RUNDIR`: which task, how many cases, the seed, where and in which format."""
-    rundir: Path
-    task: str
-    sample: int
-    seed: int = 0
-    out: Optional[Path] = None
-    fmt: str = "html"                  # or "label-studio"
-    judge: Optional[str] = None

@@ -31,10 +31,10 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval import defaults
+from carryon_eval.judge.costing import CostNote, cost_notes
 from carryon_eval.judge.phase import ScorerRecords, plan_tasks
 from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
@@ -69,8 +69,6 @@ class Caps:
     def judge(self) -> int:
         return self.settings.max_tokens
 
-    def judge_settings(self, utility_judge: Optional[str] = None) -> JudgeSettings:
-        return self.settings.with_scoring(utility_judge=utility_judge) if utility_judge else self.settings
 
 
 @dataclass
@@ -97,10 +95,8 @@ class Estimate:
     judge_by_scorer: dict[str, int] = field(default_factory=dict)       # scorer -> calls still to make
     up_to: dict[tuple[str, str], int] = field(default_factory=dict)     # (role, probe) -> at most this many
     conversations: int = 0
-    #: Ben-Util in each mode, side by side: {"per-item": Row, "grouped": Row} of the calls still to make
-    utility_modes: dict[str, Row] = field(default_factory=dict)
-    utility_judge: str = "per-item"
-    group_size: int = defaults.UTILITY_GROUP_SIZE
+    #: what the wings add (judge.costing.CostNote): JSON keys after up_to, lines after the up_to lines
+    notes: list[CostNote] = field(default_factory=list)
 
     def row(self, role: str, condition: str) -> Row:
         return self.rows.setdefault((role, condition), Row())
@@ -123,11 +119,7 @@ class Estimate:
             up.setdefault(role, {})[probe] = n
         return {"conversations_to_run": self.conversations, "roles": roles, "judge_by_scorer": self.judge_by_scorer,
                 "judge_records_before_dedupe": sum(self.judge_before_dedupe.values()), "up_to": up,
-                "utility_judge": self.utility_judge,
-                "utility_modes": {**{m: r.to_json() for m, r in self.utility_modes.items()},
-                                  "group_size": self.group_size,
-                                  "note": "Ben-Util calls and tokens in each mode for the same plan (without "
-                                          "calibration); the run uses utility_judge"},
+                **{k: v for note in self.notes for k, v in note.json.items()},
                 "note": "calls are the ones still to make; cached ones are already paid. The judge calls are "
                         "exact when no two target replies are identical (identical replies are judged once) and "
                         "every answer parses at the first attempt; up_to calls depend on the verdicts."}
@@ -264,50 +256,62 @@ def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
            run: Optional[RunFolder], judge_model: str, reply_caps: Optional[dict[str, int]] = None,
            jobs: Optional[Sequence[Job]] = None) -> None:
-    settings = caps.judge_settings()
-    scoring = planned_uses(scoring, settings)
-    scorers = reply_scorers(scoring.scorers, settings)
+    settings = caps.settings
+    planned = planned_uses(scoring, settings)
+    scorers = reply_scorers(planned.scorers, settings)
     pick_replies(scorers, jobs)
-    kept = {s.name: set(ScorerRecords(run, s, judge_model).kept) if run is not None and run.exists() else set()
-            for s in scorers}
-    plan = plan_tasks(transcripts, bench, scorers, kept, scoring)
-    everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, scoring)
+    kept = {s.name: _kept(run, s, judge_model) for s in scorers}
+    plan = plan_tasks(transcripts, bench, scorers, kept, planned)
+    everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, planned)
     condition = {t.conversation_id: t.condition for t in transcripts}
-    own, own_row = ("utility_grouped" if settings.get("utility_judge") == "grouped" else "utility"), Row()
+    counted: dict[str, Row] = {}
     for s in scorers:
+        mine = counted[s.name] = Row()
         for task in plan.tasks[s.name]:
             cond = condition[task.targets[0][0]]
             prompt, answer = _judge_call(s, task.case, caps, reply_caps, task.targets[0][0])
             table.row("judge", cond).add(1, prompt, answer)
-            if s.name == own:
-                own_row.add(1, prompt, answer)
+            mine.add(1, prompt, answer)
             table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
         table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
         new = {t.case for t in plan.tasks[s.name]}
         for task in everything.tasks[s.name]:     # the cases whose every record is already stored
             if task.case not in new:
                 table.row("judge", condition[task.targets[0][0]]).cached += 1
-    table.utility_judge, table.group_size = settings.get("utility_judge"), settings.get("utility_group_size")
-    for mode, name in (("per-item", "utility"), ("grouped", "utility_grouped")):     # both modes, side by side
-        if name == own and own in plan.tasks:        # the run's own mode: the calls counted above (no second plan)
-            table.utility_modes[mode] = own_row
-            continue
-        mine = planned_uses(ScoringPlan({c: tuple(u for u in uses if u.scorer == "utility")
-                                               for c, uses in scoring_without_grouped(scoring).uses.items()}),
-                                  caps.judge_settings(mode).with_scoring(calibrate=0))
-        if name not in mine.scorers:
-            continue
-        (scorer,) = reply_scorers([name], caps.judge_settings(mode))
-        done = {name: set(ScorerRecords(run, scorer, judge_model).kept) if run is not None and run.exists() else set()}
-        row = table.utility_modes[mode] = Row()
-        for task in plan_tasks(transcripts, bench, [scorer], done, mine).tasks[name]:
-            row.add(1, *_judge_call(scorer, task.case, caps, reply_caps, task.targets[0][0]))
+    view = _View(settings, planned, {n: r for n, r in counted.items() if n in plan.tasks},
+                 lambda scorer, other, moded: _other_plan(scorer, other, moded, transcripts, bench, caps, run,
+                                                          judge_model, reply_caps))
+    table.notes = cost_notes(view)
 
 
-def scoring_without_grouped(scoring: ScoringPlan) -> ScoringPlan:
-    """The plan with the grouped Ben-Util scorer read back as the per-item one (the suites' own plan)."""
-    return ScoringPlan({c: tuple(dataclasses.replace(u, scorer="utility") if u.scorer == "utility_grouped" else u
-                                 for u in uses) for c, uses in scoring.uses.items()})
+def _kept(run: Optional[RunFolder], scorer: Any, judge_model: str) -> set[Any]:
+    return set(ScorerRecords(run, scorer, judge_model).kept) if run is not None and run.exists() else set()
+
+
+def _other_plan(name: str, plan: ScoringPlan, settings: JudgeSettings, transcripts: list[Transcript],
+                bench: Benchmark, caps: Caps, run: Optional[RunFolder], judge_model: str,
+                reply_caps: Optional[dict[str, int]]) -> Row:
+    """The calls still to make of scorer ``name`` under other settings and plan than the run's (a CostView's)."""
+    (scorer,) = reply_scorers([name], settings)
+    row = Row()
+    for task in plan_tasks(transcripts, bench, [scorer], {name: _kept(run, scorer, judge_model)}, plan).tasks[name]:
+        row.add(1, *_judge_call(scorer, task.case, caps, reply_caps, task.targets[0][0]))
+    return row
+
+
+@dataclass
+class _View:
+    """judge.costing.CostView of the run's judge plan."""
+    settings: JudgeSettings
+    scoring: Any
+    rows: dict[str, Row]
+    other: Callable[[str, Any, JudgeSettings], Row]
+
+    def counted(self, scorer: str) -> Optional[Row]:
+        return self.rows.get(scorer)
+
+    def estimate(self, scorer: str, plan: Any, settings: JudgeSettings) -> Row:
+        return self.other(scorer, plan, settings)
 
 
 def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[str, int]],
@@ -315,9 +319,7 @@ def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[s
     """(prompt, answer) tokens of one judge call: the prompt as rendered (a job's own reply cap standing in for a
     reply still to come), the answer at the length of its form."""
     cap = (reply_caps or {}).get(conversation_id, caps.target)
-    if scorer.name == "utility" and caps.settings.get("utility_mode") == "logprobs":
-        answer = 1
-    elif hasattr(scorer, "answer_tokens_of"):
+    if hasattr(scorer, "answer_tokens_of"):
         answer = scorer.answer_tokens_of(case)
     else:
         answer = reply_shape(scorer).answer_tokens
@@ -413,12 +415,7 @@ def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> 
                  "judged once)")
     for (role, probe), n in table.up_to.items():
         lines.append(f"{role} {probe}: up to {n:,} more calls, depending on the verdicts")
-    if len(table.utility_modes) == 2:
-        per, grouped = table.utility_modes["per-item"], table.utility_modes["grouped"]
-        lines.append(f"Ben-Util judge, both modes for this plan (this run: {table.utility_judge}): per-item "
-                     f"{per.calls:,} calls, {per.prompt_tokens:,} prompt tok, {per.completion_tokens:,} compl. tok; "
-                     f"grouped (at most {table.group_size} items a call) {grouped.calls:,} calls, "
-                     f"{grouped.prompt_tokens:,} prompt tok, {grouped.completion_tokens:,} compl. tok")
+    lines.extend(line for note in table.notes for line in note.lines)
     if prices:
         lines.append(f"estimated cost: {total_cost:,.2f} USD (new calls only; roles without --price not counted)")
     return lines

@@ -4,18 +4,20 @@ The command line (carryon_eval.cli, through ``cli_common.click_option``), the Py
 keyword per long option, dashes as underscores) and ``EvaluateConfig`` (its defaults) all read ``EVALUATE``, so
 they cannot drift apart. Adding an option is one ``Option`` in ``EVALUATE`` (and the ``EvaluateConfig`` field
 of the same name, whose default is read from here). The subcommands on a run folder take some of the same
-options with "the run's" as default (``Option.of_run``).
+options with "the run's" as default (``Option.of_run``). A suite's own judge settings are options of its record
+(``Suite.judge_options``): ``EVALUATE`` puts them where ``JUDGE_OPTIONS`` stands when it is first read, and the
+config records keep their values in ``scoring``.
 
 The record itself (and a role's options, which the builder's CLI shares) is carryon_eval.option.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, overload
 
 from carryon_eval import defaults
 from carryon_eval.dataset.subset import SUBSETS
 from carryon_eval.option import Option, alias, endpoint_options, request_options
-from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings, setting_reader
+from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings
 
 # ---------------------------------------------------------------- the texts several options share
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
@@ -26,36 +28,13 @@ HTTP_CLIENT_HELP = ("HTTP transport of the endpoint client: aiohttp's (openai[ai
 
 SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
                        help="Where the registered suites' own options go (carryon_eval.suite.SuiteOption).")
+JUDGE_OPTIONS = Option("--<suite judge options>", name="scoring", hidden=True,
+                       help="Where the registered suites' judge settings go (carryon_eval.suite.Suite.judge_options).")
+#: The places of the suites' options in the table (the CLI makes them late: importing it imports no wing).
+PLACES = (SUITE_OPTIONS, JUDGE_OPTIONS)
 
 CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY,
                      help="Conversations (and requests per endpoint) in flight.")
-UTILITY_MODE = Option("--utility-mode", default="text", choices=("text", "logprob", "logprobs"),
-                      read=setting_reader("utility_mode"),
-                      help="How the utility judge answers: yes/no text, or P(yes) from logprobs.")
-UTILITY = Option("--utility", default=None, choices=("benutil", "rubric"), read=setting_reader("utility"),
-                 help="What utility is measured with: Ben-Util (the dataset's checklists), or, for datasets without "
-                      "checklists, OpenSafeIntent's 1-4 helpfulness rubric (needs --opensafeintent DIR; reported as "
-                      "rubric utility, (score - 1) / 3, never as Ben-Util) [default: the first the dataset supports: "
-                      "Ben-Util when it has checklists, else the one its build records, e.g. rubric for an "
-                      "OpenSafeIntent build; the run says which].")
-UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
-                       help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
-                            "returning a verdict per item (an item it leaves unscored is asked alone).")
-UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,
-                            beside=("utility_judge", "grouped"),
-                            help="Grouped: at most this many checklist items per call.")
-
-
-def _replies(value: int) -> int:
-    if value < 0:
-        raise ValueError(f"expected a number of replies >= 0 (0: no calibration), got {value}")
-    return value
-
-
-CALIBRATE = Option("--calibrate", kind="int", default=0, metavar="N", read=_replies,
-                   beside=("utility_judge", "grouped"),
-                   help="Grouped: also judge N replies, drawn at random (seeded), per item; the report gives the "
-                        "agreement of the two modes.")
 NO_MODEL_CHECK = Option("--no-model-check", name="model_check", kind="flag", default=True, flag_value=False,
                         show_default=False, help="Do not ask the endpoints' /models whether they serve the model "
                                                  "(for servers whose list is incomplete).")
@@ -74,7 +53,7 @@ BOOTSTRAP_SEED = Option("--bootstrap-seed", kind="int", default=defaults.BOOTSTR
                         help="Seed of the bootstrap resamples (run.json records it).")
 
 # ---------------------------------------------------------------- `carryon-eval [OPTIONS]`, in --help's order
-EVALUATE: tuple[Option, ...] = (
+OWN: tuple[Option, ...] = (
     *endpoint_options(api_key_default=defaults.API_KEY_ENV, repeatable=True,
                       endpoint_help="Target model's OpenAI-compatible base URL (…/v1); 'local' or none: embedded "
                                     "model. Repeat it for a pool of servers of the same model (fewest in flight "
@@ -119,11 +98,7 @@ EVALUATE: tuple[Option, ...] = (
                 "per query, shared)."),
     Option("--fidelity", kind="flag", default=False, show_default=False,
            help="Also run the move-fidelity check (fidelity.json)."),
-    UTILITY_MODE,
-    UTILITY,
-    UTILITY_JUDGE,
-    UTILITY_GROUP_SIZE,
-    CALIBRATE,
+    JUDGE_OPTIONS,
     NO_MODEL_CHECK,
     JUDGE_FORMAT,
     Option("--subset", default="full", choices=SUBSETS,
@@ -147,13 +122,75 @@ EVALUATE: tuple[Option, ...] = (
     HTTP_CLIENT,
 )
 
-BY_NAME: dict[str, Option] = {o.name: o for o in EVALUATE if o.alias_of is None and o is not SUITE_OPTIONS}
-BY_KEYWORD: dict[str, Option] = {o.keyword: o for o in EVALUATE if o is not SUITE_OPTIONS}
+
+
+class OptionTable(Sequence[Option]):
+    """``OWN`` with the registered suites' judge options in their place (JUDGE_OPTIONS), made when first read, so
+    that importing the table imports no wing (carryon_eval.suite finds the wings when first asked)."""
+
+    def __init__(self, own: tuple[Option, ...]) -> None:
+        self.own = own
+        self._made: Optional[tuple[Option, ...]] = None
+
+    def _table(self) -> tuple[Option, ...]:
+        if self._made is None:
+            from carryon_eval.suite import judge_options
+
+            at = self.own.index(JUDGE_OPTIONS)
+            self._made = (*self.own[:at], JUDGE_OPTIONS, *judge_options(), *self.own[at + 1:])
+        return self._made
+
+    @overload
+    def __getitem__(self, index: int) -> Option: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Option]: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._table()[index]
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+class _Index(Mapping[str, Option]):
+    """An index of EVALUATE by ``key`` (made when first read, like the table)."""
+
+    def __init__(self, key: Callable[[Option], str], aliases: bool) -> None:
+        self.key, self.aliases = key, aliases
+        self._made: Optional[dict[str, Option]] = None
+
+    def _index(self) -> dict[str, Option]:
+        if self._made is None:
+            self._made = {self.key(o): o for o in EVALUATE if o not in PLACES and (self.aliases or o.alias_of is None)}
+        return self._made
+
+    def __getitem__(self, key: str) -> Option:
+        return self._index()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+
+EVALUATE: Sequence[Option] = OptionTable(OWN)
+BY_NAME: Mapping[str, Option] = _Index(lambda o: o.name, aliases=False)
+BY_KEYWORD: Mapping[str, Option] = _Index(lambda o: o.keyword, aliases=True)
+_OWN_BY_NAME = {o.name: o for o in OWN if o.alias_of is None and o not in PLACES}
 
 
 def default(name: str) -> Any:
-    """The default of option ``name`` (EvaluateConfig's field default)."""
-    return BY_NAME[name].default
+    """The default of option ``name`` (EvaluateConfig's field default; a suite's judge option's default)."""
+    return (_OWN_BY_NAME[name] if name in _OWN_BY_NAME else BY_NAME[name]).default
+
+
+def judge_names() -> set[str]:
+    """The names of the suites' judge options (their values travel in the config records' ``scoring``)."""
+    from carryon_eval.suite import judge_options
+
+    return {o.name for o in judge_options()}
 
 
 def read_conditions(value: Any) -> tuple[tuple[str, ...], bool]:
@@ -183,4 +220,4 @@ def role_names(role: str) -> tuple[str, ...]:
     return (f"{prefix}endpoint", f"{prefix}model", f"{prefix}api_key_env")
 
 
-__all__ = ["BY_KEYWORD", "BY_NAME", "EVALUATE", "Option", "default", "read_conditions", "role_names"]
+__all__ = ["BY_KEYWORD", "BY_NAME", "EVALUATE", "OWN", "Option", "default", "judge_names", "read_conditions", "role_names"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
+from carryon_eval.option import Option
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
 from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
@@ -179,6 +180,19 @@ class SuiteOption:
 
 
 @dataclass(frozen=True)
+class Configured:
+    """What a suite's ``configure`` hook makes of a new run's settings: the wings' judge settings as the run takes
+    them (``scoring``, by name), the lines said before the plan, the dataset's notes for such a run (None: the
+    dataset's own), the run.json fields it sets (by their name on disk) and a word appended to a refusal of
+    the inputs the run's scorers read (who chose the settings that read them)."""
+    scoring: dict[str, Any]
+    lines: tuple[str, ...] = ()
+    notes: Optional[tuple[str, ...]] = None
+    meta: Optional[dict[str, Any]] = None
+    chosen_by: str = ""
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     conditions: tuple[str, ...]                 # the --conditions names it answers to
@@ -204,6 +218,14 @@ class Suite:
     #: The files of a run folder it writes of its own (e.g. its probe's records): registered with the run
     #: folder's file names (carryon_eval.run.folder.register_file) when the suite is.
     files: tuple[RunFile, ...] = ()
+    #: Options of `carryon-eval` that set its judge settings (run.records.register_setting; their values travel
+    #: in the config records' ``scoring``), placed after --fidelity; and the same on `carryon-eval judge RUNDIR`
+    #: with "the run's" as default, placed before --judge-max-tokens.
+    judge_options: tuple[Option, ...] = ()
+    run_judge_options: tuple[Option, ...] = ()
+    #: A new run's settings as this suite takes them, given the dataset and the conditions that run:
+    #: ``configure(scoring, bench, conditions)`` (raises SuiteError, one line, for settings it cannot run).
+    configure: Optional[Callable[[dict[str, Any], "Benchmark", Sequence[str]], Configured]] = None
 
     @property
     def scorers(self) -> tuple[str, ...]:

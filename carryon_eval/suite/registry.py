@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
+from carryon_eval.option import Option
 from carryon_eval.run.folder import register_file
 from carryon_eval.run.paths import local_path
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
@@ -81,6 +82,16 @@ def suites() -> list[Suite]:
 def suite_options() -> list[SuiteOption]:
     """Every registered suite's command-line options."""
     return [o for s in suites() for o in s.options]
+
+
+def judge_options() -> list[Option]:
+    """Every registered suite's options of `carryon-eval` that set its judge settings (Suite.judge_options)."""
+    return [o for s in suites() for o in s.judge_options]
+
+
+def run_judge_options() -> list[Option]:
+    """The same on `carryon-eval judge RUNDIR`, "the run's" as default (Suite.run_judge_options)."""
+    return [o for s in suites() for o in s.run_judge_options]
 
 
 def exporters() -> dict[str, Callable[[ReportInputs, Path], dict[str, Path]]]:

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.judge.scorers import (ITEM_TARGET, TOP_LOGPROBS, VIA_LOGPROBS, Case, Judgment, PromptScorer,
-                                        final_answer, json_schema_format, register)
+                                        final_answer, json_schema_format, register, reply_shape)
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
@@ -56,6 +56,10 @@ class UtilityScorer(PromptScorer):
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
         self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
+
+    def answer_tokens_of(self, case: Case) -> int:
+        """An answer's length for the cost table: one token in logprob mode, else its form's."""
+        return 1 if self.mode == "logprobs" else reply_shape(self).answer_tokens
 
     def content(self, case: Case) -> str:
         """Instructions, query and reply first, the checklist item last."""
