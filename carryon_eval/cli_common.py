@@ -59,18 +59,28 @@ class LateParams:
     def __init__(self, *args: Any, late: Optional[Callable[[list[click.Parameter]], list[click.Parameter]]] = None,
                  **kwargs: Any) -> None:
         self._late = late
+        self._made: Optional[tuple[tuple[str, ...], list[click.Parameter]]] = None   # (for which suites, params)
         super().__init__(*args, **kwargs)
 
     @property
     def params(self) -> list[click.Parameter]:
-        if self._late is not None:
-            self._params = self._late(self._params)
-            self._late = None           # made once (a late function that fails is asked again next time)
-        return self._params
+        if self._late is None:
+            return self._params
+        suites = registered_suites()
+        if self._made is None or self._made[0] != suites:     # made again when the registered suites change
+            self._made = (suites, self._late(list(self._params)))   # a late function that fails is asked again
+        return self._made[1]
 
     @params.setter
     def params(self, value: list[click.Parameter]) -> None:
         self._params = value
+
+
+def registered_suites() -> tuple[str, ...]:
+    """The names of the registered suites (finding the wings the first time): what late parameters are made of."""
+    from carryon_eval.suite.registry import suites
+
+    return tuple(s.name for s in suites())
 
 
 class LateCommand(LateParams, click.Command):

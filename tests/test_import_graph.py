@@ -327,7 +327,6 @@ def test_the_name_finder_sees_a_planted_name():
     assert _names_in("harm_mean_turns") == ["harm", "harm_mean_turns"]
 
 
-@pytest.mark.xfail(strict=True, reason="CarryOnBench names still in the stage folders: issue 40 in progress")
 def test_stage_folders_name_no_carryonbench_scorer_or_metric():
     found = stage_name_offenders()
     assert not found, (f"{sum(map(len, found.values()))} CarryOnBench names in the stage folders "

@@ -183,9 +183,8 @@ def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpoint
               local: set[str], skipped: Sequence[Any], configured: Sequence[Configured], user_turns: bool,
               records: dict[str, Any]) -> RunMeta:
     meta = new_run_meta(cfg, bench, configs, local, skipped)
-    for made in configured:            # run.json fields a suite sets, by their name on disk
-        for key, value in (made.meta or {}).items():
-            setattr(meta, key, value)
+    for made in configured:            # run.json keys a suite sets, by their name on disk
+        meta.extras.update(made.meta or {})
     meta.no_user_turns = not user_turns
     for role, choice in roles.items():
         if choice.pool:

@@ -176,7 +176,6 @@ class RunGeneration:
                    user=Generation.from_json(d.get("user"), temperature=user.temperature, max_tokens=user.max_tokens))
 
 
-UTILITY_NAMES = {"benutil": "Ben-Util", "rubric": "rubric utility"}   # results.json's utility_measure, as said
 JUDGE_FORMATS = ("json_schema", "text")  # ask for a JSON schema (falling back to text where refused), or text only
 
 
@@ -310,6 +309,12 @@ class JudgeSettings:
 RUN_SCHEMA_VERSION = SCHEMA_VERSION
 
 
+#: run.json's own top-level keys (RunMeta.to_json); any other object in it is a suite's (RunMeta.extras)
+_RUN_KEYS = frozenset(("schema_version", "carryonbench_version", "created", "dataset", "roles", "generation", "judge",
+                       "conditions", "limit", "shared_turn1", "prompts", "notice", "skipped", "subset", "bootstrap",
+                       "suites", "usage", "sweep", "no_user_turns"))
+
+
 @dataclass
 class RunMeta:
     """run.json: every setting of a run, written once when it starts; a rerun must agree with it."""
@@ -335,8 +340,9 @@ class RunMeta:
     #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
     sweep: Optional[dict[str, Any]] = None
     schema_version: int = RUN_SCHEMA_VERSION
-    #: set only when the dataset chose the utility measure (no --utility, no checklists): which, and why
-    utility_choice: dict[str, str] = field(default_factory=dict)
+    #: the suites' own top-level keys of run.json ({key: its record}; Configured.meta), each written only when
+    #: non-empty, after the run's own keys; read back: every top-level object that is none of the run's own keys
+    extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: True when no planned conversation has a simulated user turn (single-turn suites only): the user role
     #: renders nothing, so it cannot make the run self-simulated
     no_user_turns: bool = False
@@ -377,7 +383,7 @@ class RunMeta:
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
                 **({"sweep": dict(self.sweep)} if self.sweep else {}),
-                **({"utility_choice": dict(self.utility_choice)} if self.utility_choice else {}),
+                **{key: dict(value) for key, value in self.extras.items() if value},
                 **({"no_user_turns": True} if self.no_user_turns else {})}
 
     @classmethod
@@ -396,7 +402,7 @@ class RunMeta:
                    suites=dict(d.get("suites") or {}),
                    usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
                    sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
-                   utility_choice=dict(d["utility_choice"]) if isinstance(d.get("utility_choice"), dict) else {},
+                   extras={k: dict(v) for k, v in d.items() if k not in _RUN_KEYS and isinstance(v, dict)},
                    no_user_turns=d.get("no_user_turns") is True)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from carryon_eval import defaults
 from carryon_eval.run.results import register_status_line
-from carryon_eval.run.records import (UTILITY_NAMES, JudgeSettings, ScoringSetting, SettingsError, register_note, register_pass_field,
+from carryon_eval.run.records import (JudgeSettings, ScoringSetting, SettingsError, register_note, register_pass_field,
                                       register_setting)
 
 UTILITY_MODES = ("text", "logprobs")     # how the utility judge answers: yes/no text, or P(yes) from logprobs
@@ -26,6 +26,7 @@ UTILITY_MODE_SPELLINGS = {"text": "text", "logprob": "logprobs", "logprobs": "lo
 #: What a reply's utility is measured with (--utility) -> the scorer that judges it: Ben-Util's checklist items, or
 #: OpenSafeIntent's 1-4 helpfulness rubric (for datasets without checklists; its own name in every output)
 UTILITY_SCORERS = {"benutil": "utility", "rubric": "rubric_utility"}
+UTILITY_NAMES = {"benutil": "Ben-Util", "rubric": "rubric utility"}   # results.json's utility_measure, as said
 UTILITY_JUDGES = ("per-item", "grouped")          # --utility-judge
 __all__ = ["UTILITY_NAMES", "UTILITY_SCORERS", "utility_name", "utility_scorer"]
 
