@@ -18,7 +18,6 @@ import textwrap
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-import pytest
 
 PACKAGE = "carryon_eval"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
