@@ -7,7 +7,8 @@ would otherwise wait ~40 ms for Nagle's algorithm), each response in one write. 
 waits ``--latency`` seconds and answers: a harm score 1-5 to a harm-rating prompt, "yes" or "no" to any
 other judge prompt (both picked by a hash of the request: the same request, the same answer; a grouped Ben-Util
 prompt gets one JSON object with a yes/no per item id it lists), otherwise a
-short reply with a running number (so no two replies are identical). GET /v1/models lists the models tgt, sim, jdg.
+short reply with a running number (so no two replies are identical). GET /v1/models lists the models tgt, sim, jdg;
+GET /stats says how many chat requests were answered and when the last answer was written (Unix time).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import hashlib
 import json
 import re
 import socket
+import time
 
 MODELS = ("tgt", "sim", "jdg")
 
@@ -51,6 +53,7 @@ class Server:
     def __init__(self, latency: float) -> None:
         self.latency = latency
         self.count = 0
+        self.last_answer = 0.0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -69,11 +72,15 @@ class Server:
                 if method == "GET" and path.rstrip("/").endswith("/models"):
                     data = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
                     writer.write(_response("200 OK", data.encode()))
+                elif method == "GET" and path == "/stats":
+                    data = json.dumps({"answered": self.count, "last_answer": self.last_answer})
+                    writer.write(_response("200 OK", data.encode()))
                 elif method == "POST" and path.endswith("/chat/completions"):
                     self.count += 1
                     n = self.count
                     await asyncio.sleep(self.latency)
                     writer.write(_response("200 OK", _completion(body, n)))
+                    self.last_answer = time.time()
                 else:
                     writer.write(_response("404 Not Found", b'{"error": {"message": "not found"}}'))
                 await writer.drain()

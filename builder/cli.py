@@ -342,6 +342,7 @@ def _build_with_llm(source: Path, out: Path, plan: "RolePlan", config: Callable[
     """The build with its LLM stages, on the embedded model when a role needs it (exit 4 when it crashed)."""
     import contextlib
 
+    from carryon_eval.model.cache import CacheError
     from carryon_eval.model.client import EndpointError
     from carryon_eval.model.crash import CrashRecord, LocalServerCrashed
 
@@ -359,15 +360,15 @@ def _build_with_llm(source: Path, out: Path, plan: "RolePlan", config: Callable[
             except LocalModelError as exc:
                 fail(str(exc).splitlines()[0])
             local_url = server.base_url
-        stages = LLMStages(config(local_url), log=_log, local_server=server if plan.needs_local else None)
         try:
+            stages = LLMStages(config(local_url), log=_log, local_server=server if plan.needs_local else None)
             run_build(source, out, llm_stages=stages, **build_kw)
         except LocalServerCrashed as exc:       # the embedded server died: exit 4, and whether a rerun can help
             CrashRecord(cache).note(exc)
             click.echo(f"carryon-build: {exc}{exc.hint('; rerun the same command to resume from the cache')}",
                        err=True)
             sys.exit(INCOMPLETE)
-        except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept) as exc:
+        except (SourceError, FileExistsError, EndpointError, LLMStageAbort, NoQueryKept, CacheError) as exc:
             fail(str(exc))
         if plan.needs_local:
             CrashRecord(cache).clear()

@@ -152,6 +152,8 @@ class LLMStages:
         finally:
             for ep in self.endpoints.values():
                 await ep.aclose()
+            if self.cache is not None:
+                self.cache.close()          # its WAL folded into the one database file
 
     async def check_endpoints(self) -> None:
         """GET /models on every distinct endpoint before spending anything; EndpointError on the first failure."""

@@ -50,6 +50,7 @@ from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, Usag
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
 from carryon_eval.model.budget import CallBudgetSpent
+from carryon_eval.model.cache import CacheError
 from carryon_eval.model.endpoint import EndpointError, EndpointRejected
 from carryon_eval.app.exporters import ExportError, export_run, formats as export_formats
 from carryon_eval.judge.phase import JudgeError
@@ -100,7 +101,7 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True,
     try:
         asyncio.run(_terminable(command))
     except (DatasetError, RunError, PromptError, LocalModelError, JudgeError, ConfigError, SettingsError,
-            BatchError, ExportError, *errors) as exc:
+            BatchError, ExportError, CacheError, *errors) as exc:
         raise CliError(str(exc)) from None
     except LocalServerCrashed as exc:           # the embedded server died: say so, and whether a rerun can help
         click.echo(f"carryon-eval: {exc}{exc.hint(RESUME)}", err=True)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from carryon_eval.model.cache import ResponseCache, lookup
+from carryon_eval.model.cache import ResponseCache, check_key, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger, keyed_request
 from carryon_eval.model.wire import parse_completion, request_body
@@ -225,7 +225,7 @@ def import_results(files: Sequence[Path], cache: ResponseCache, expected: Option
                 raise BatchError(f"{path} line {n} is not an OpenAI batch result line")
             key = row["custom_id"]
             try:
-                cache.path(key)                      # a custom_id that is not a cache key is not ours
+                check_key(key)                       # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):
                 raise BatchError(f"{path} line {n} is not an OpenAI batch result line") from None
             if expected is not None and key not in expected and key not in cache:

@@ -4,7 +4,7 @@
       run.json            settings, written once at the start (atomically); never holds an API key
       transcripts.jsonl   one schema.Transcript per FINISHED conversation, append-only, fsynced per line
       failures.jsonl      conversations that could not be finished, with the reason (retried on rerun)
-      cache/              ResponseCache of every model call (target, user simulator, judges)
+      cache/              ResponseCache of every model call (target, user simulator, judges): one SQLite database
       ...                 judgments, results.json, report.html (written by the judge and report phases)
 
 Every file name of a run folder is spelled here once (the constants below; ``RunFolder`` has a property
@@ -96,7 +96,7 @@ def owner_of(name: str) -> Optional[RunFile]:
 for _file in (RunFile(RUN_FILE, "the run's settings (run.json)"),
               RunFile(TRANSCRIPTS_FILE, "one transcript per finished conversation"),
               RunFile(FAILURES_FILE, "conversations that could not be finished, with the reason"),
-              RunFile(CACHE_DIR, "the response cache of every model call"),
+              RunFile(CACHE_DIR, "the response cache of every model call (one SQLite database, responses.sqlite3)"),
               RunFile(USAGE_FILE, "calls and tokens per stage and model"),
               RunFile(f"*{JUDGMENT_SUFFIX}", "one scorer's judgment records, of every judge model"),
               RunFile(JUDGE_META_FILE, "every judge's latest pass"),

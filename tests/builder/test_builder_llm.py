@@ -33,6 +33,7 @@ from carryonbench_builder.replies import normalize_category, parse_flag, parse_i
 from carryon_eval.schema import ITEM_CATEGORIES
 from carryonbench_builder.pipeline import NoQueryKept, build
 from carryonbench_builder.sources.casebench import load_source, select_queries
+from support.cache_entries import stored
 from support.builder_models import (GENERATORS, JUDGE, MAIN_MODELS, Scripted, cli_args,
                                     first_user as _first_user, is_repair as _is_repair, read, run_cli)
 from support.embedded import crash_mid_call, needs_local
@@ -769,5 +770,5 @@ def test_a_key_echoed_to_the_builder_is_cached_nowhere(source, scripted_server, 
     assert res.exit_code == 0, res.output
     assert key not in res.output and main.count() > 0 and judge.count() > 0
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert len([p for p in files if "cache" in p.parts]) > 10
+    assert len(stored(tmp_path / "cache")) > 10 and any("cache" in p.parts for p in files)
     assert [p for p in files if key.encode() in p.read_bytes()] == []

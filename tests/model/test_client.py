@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import errno
 import http.client
 import json
 import logging
 import socket
+import sqlite3
 
 import pytest
 
@@ -21,6 +23,7 @@ from carryon_eval.model.client import (
     _AdaptiveLimiter,
     cache_key,
 )
+from support.cache_entries import stored
 from support.scripted_server import Fault, Reply, by_model, faults_then, json_object_only, rate_limited, script
 
 MODEL = "scripted-model"
@@ -312,10 +315,11 @@ def test_api_key_never_leaks(scripted_server, tmp_path, monkeypatch, caplog):
     assert SECRET not in json.dumps(cfg.public()) and SECRET not in repr(cfg) and SECRET not in repr(down)
     assert cfg.public() == {"base_url": srv.base_url, "model": MODEL, "api_key_env": "CARRYON_TEST_KEY",
                             "concurrency": 8, "timeout": 5.0, "max_retries": 3, "http_client": "aiohttp"}
+    cache.close()
     files = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
-    assert len(files) == 1
+    assert len(files) == 1 and len(stored(cache)) == 1
     for p in files:
-        assert SECRET not in p.read_text()
+        assert SECRET.encode() not in p.read_bytes()
     all_logs = "\n".join(r.getMessage() for r in caplog.records)   # ours, openai's and httpx's
     assert SECRET not in all_logs
 
@@ -327,21 +331,18 @@ def test_unset_key_env_uses_empty(scripted_server, monkeypatch):
 
 
 # ---------------------------------------------------------------- disk cache robustness
-def test_truncated_cache_file_is_a_miss(scripted_server, tmp_path):
+def test_a_corrupt_cache_entry_is_a_miss(scripted_server, tmp_path):
     srv = scripted_server(lambda body: "fresh answer")
     cache = ResponseCache(tmp_path)
     run(one_chat(Endpoint(fast_config(srv), cache=cache)))
-    (entry,) = [p for p in tmp_path.rglob("*.json")]
-    key = entry.stem
-    assert entry.parent.name == key[:2]
-    payload = json.loads(entry.read_text())
+    ((key, payload),) = stored(cache).items()
     assert set(payload) == {"text", "finish_reason", "prompt_tokens", "completion_tokens", "top_logprobs"}
-    entry.write_bytes(entry.read_bytes()[:10])          # a crash mid-write (without our atomic rename)
+    with contextlib.closing(sqlite3.connect(cache.database)) as conn, conn:     # a damaged entry
+        conn.execute("UPDATE responses SET value = substr(value, 1, 10) WHERE key = ?", (key,))
     assert cache.get(key) is None
     res = run(one_chat(Endpoint(fast_config(srv), cache=cache)))
     assert not res.cached and srv.count() == 2
     assert cache.get(key)["text"] == "fresh answer"     # rewritten whole
-    assert not [p for p in tmp_path.rglob("*.tmp")]
 
 
 def test_cache_key_is_canonical_and_validated(tmp_path):

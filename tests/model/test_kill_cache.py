@@ -1,18 +1,32 @@
 """A run SIGKILLed just after the server answered a burst of calls pays again on resume at most the calls that
-were in flight at the kill: every answered call reached the cache before the process could die."""
+were in flight at the kill (every answered call reached the cache's database before the process could die) and
+ends with the results of a run never killed; a run folder whose cache has the per-file layout of earlier versions
+resumes without paying again."""
 from __future__ import annotations
 
+import json
+import logging
+import re
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from support.eval_cli import invoke, remote, slowly, spawn
 from support.scripted_server import Fault
 from support.rollout_data import evaluator_handler as handler
+from support.cache_entries import stored
+
+from carryon_eval.model.cache import DATABASE
 
 
 SETTLE = 0.05      # s: an answer the server sent this shortly before the kill may not be in the client's cache yet
+
+
+def results_of(run: Path) -> str:
+    """results.json but for the moment it was written."""
+    return re.sub(r'"at": "[^"]*"', '"at": "<at>"', (run / "results.json").read_text())
 
 
 def kill_after_burst(proc, srv, burst_answered, wait: float = 0.1) -> tuple[list, list]:
@@ -54,6 +68,7 @@ def test_a_sigkill_after_a_burst_costs_at_most_the_calls_in_flight(scripted_serv
     assert resumed.exit_code == 0, resumed.output
     paid_twice = answered + srv.count() - needed
     assert paid_twice <= in_flight, (answered, srv.count(), needed, in_flight)
+    assert results_of(out) == results_of(tmp_path / "clean")
 
 
 @pytest.mark.parametrize("share", [0.25, 0.6, 0.97])
@@ -91,3 +106,34 @@ def test_a_sigkill_0_1_s_after_an_answered_burst_pays_again_at_most_the_calls_he
     assert resumed.exit_code == 0, resumed.output
     paid_twice = answered + srv.count() - needed
     assert paid_twice <= in_flight, (answered, srv.count(), needed, in_flight)
+
+
+def test_a_run_folder_with_the_per_file_cache_of_earlier_versions_resumes_without_paying_again(
+        scripted_server, dataset, tmp_path, caplog):
+    """The cache of a finished run written out in the per-file layout of earlier versions (RUNDIR/cache/ab/<key>.json,
+    each entry as they wrote it), every file but run.json and the cache removed: the rerun plays and judges the
+    whole run from the cache (no call), says once that it moved the entries, and writes the same results."""
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    args = [*remote(srv), "--dataset", dataset, "--concurrency", 4]
+    out = tmp_path / "run"
+    assert invoke(*args, "--out", out).exit_code == 0
+    before = results_of(out)
+    entries = stored(out / "cache")
+    assert len(entries) == srv.count()
+    for path in out.iterdir():
+        if path.name not in ("run.json", "cache"):
+            path.unlink() if path.is_file() else None
+    for path in (out / "cache").iterdir():
+        path.unlink()
+    for key, payload in entries.items():
+        (out / "cache" / key[:2]).mkdir(exist_ok=True)
+        (out / "cache" / key[:2] / f"{key}.json").write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True))
+    srv.reset()
+    with caplog.at_level(logging.WARNING, logger="carryon.client"):
+        resumed = invoke(*args, "--out", out)
+    assert resumed.exit_code == 0, resumed.output
+    assert srv.count() == 0
+    said = [r.getMessage() for r in caplog.records if "per-file layout" in r.getMessage()]
+    assert len(said) == 1 and f"moved {len(entries)} entr(ies)" in said[0], said
+    assert results_of(out) == before
+    assert sorted(p.name for p in (out / "cache").iterdir()) == [DATABASE]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from support.cache_entries import stored
 from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 
@@ -27,5 +28,5 @@ def test_a_key_echoed_by_the_server_is_written_nowhere(scripted_server, dataset,
     replies = [m["content"] for line in (out / "transcripts.jsonl").read_text().splitlines()
                for m in json.loads(line)["messages"] if m["role"] == "assistant"]
     assert replies and all(reply.endswith(f"[Bearer {MASK}]") for reply in replies)   # echoed, and masked
-    cached = [p for p in (out / "cache").rglob("*.json")]
-    assert cached and all(MASK in p.read_text() for p in cached)
+    cached = stored(out / "cache").values()
+    assert cached and all(MASK in json.dumps(p) for p in cached)
