@@ -11,6 +11,8 @@ Run side (what the evaluator writes into RUNDIR, one JSON object per line):
     transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
     utility_judgments.jsonl   one UtilityJudgment per (conversation, model turn, checklist item) and judge model
     safety_judgments.jsonl    one SafetyJudgment per (conversation, model turn) and judge model
+    utility_grouped_answers.jsonl   one JudgeAnswer per distinct raw answer of the grouped Ben-Util judge (its
+                                    UtilityJudgment records name theirs by ``answer`` instead of repeating it)
 
 Conventions
 - Model turns are numbered t = 1, 2, ... ; a flow with k follow-up moves has 1 + k model turns and
@@ -125,6 +127,14 @@ class UtilityJudgment:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+@dataclass
+class JudgeAnswer:
+    """A raw judge answer stored once for the records it gives (``<scorer>_answers.jsonl``): ``answer`` is a digest
+    of the text (carryon_eval.judge.scorer_file.answer_id), the value of each such record's ``answer`` field."""
+    answer: str
+    raw: str
 
 
 @dataclass

@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.costing import CostNote, cost_notes
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.phase import plan_tasks
+from carryon_eval.judge.scorer_file import ScorerRecords
 from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values

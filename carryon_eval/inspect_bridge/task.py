@@ -39,7 +39,7 @@ from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
 from carryon_eval.rollout.play import Player
 from carryon_eval.schema import TRIPLET_CONDITION, Transcript
-from carryon_eval.judge.phase import record_row
+from carryon_eval.judge.scorer_file import record_row
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,

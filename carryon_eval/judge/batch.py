@@ -39,7 +39,8 @@ from carryon_eval.model.cache import ResponseCache, check_key, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger, keyed_request
 from carryon_eval.model.wire import parse_completion, request_body
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks, scoring_of
+from carryon_eval.judge.phase import plan_tasks, scoring_of
+from carryon_eval.judge.scorer_file import ScorerRecords
 from carryon_eval.run.folder import RunFolder, write_json_atomic
 from carryon_eval.run.paths import shared_local
 from carryon_eval.run.records import JudgeSettings

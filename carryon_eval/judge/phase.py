@@ -7,7 +7,9 @@ Which scorers judge which transcripts is the suites' word (carryon_eval.suite.Sc
 (carryon_eval.judge.scorers) judge one case each; this module plans the cases, runs them with bounded
 concurrency and stores the records, the same way for every scorer: RUNDIR/<scorer>_judgments.jsonl, one JSON
 object per target (conversation_id, turn[, item_id]) and judge model, with the scorer's value field, the judge
-model, the prompt ref, the raw answer, the attempts and how it was obtained. Identical cases are judged once:
+model, the prompt ref, the raw answer (a scorer whose one answer gives several records stores it once, in
+RUNDIR/<scorer>_answers.jsonl: carryon_eval.judge.scorer_file), the attempts and how it was obtained. Identical
+cases are judged once:
 stock refusals repeat a lot, and a query's shared turn-1 reply is the same text in all its conversations.
 
 Records are keyed per (scorer, judge model). A rerun keeps the scored records of the same judge model
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Optional, Sequence
 
@@ -31,13 +32,14 @@ from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import (JUDGE_FORMATS, MAX_TOKENS, RETRIES,  # noqa: F401 - re-exported
                                         Case, Judgment, ReplyScorer, ReplyShape, ScorerError, pass_fields,
                                         pick_replies, planned_uses, reply_scorers, reply_shape)
-from carryon_eval.judge.store import Appender, JudgeError, judgment_file, load_all, record_pass
+from carryon_eval.judge.scorer_file import ScorerRecords, Written, parts, record_row  # noqa: F401 - re-exported
+from carryon_eval.judge.store import JudgeError, record_pass
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ModelRejected, ParameterRefused
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.pool import EndpointGone
 from carryon_eval.progress import Progress
-from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.heap import many_calls
 from carryon_eval.run.records import JudgePass, JudgeSettings, ScorerTally
 from carryon_eval.schema import Transcript
@@ -113,88 +115,6 @@ def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Seq
     return Plan(order, {name: list(t.values()) for name, t in tasks.items()})
 
 
-def record_row(shape: ReplyShape, target: tuple, judgment: Judgment, judge_model: str) -> dict[str, Any]:
-    """One stored record: the target's fields, the value, who judged with which prompt, then how."""
-    row: dict[str, Any] = dict(zip(shape.target_fields, target))
-    row[shape.value_field] = judgment.value if shape.value_of is None else shape.value_of(target, judgment.value)
-    row["judge_model"] = judge_model
-    row["prompt_version"] = shape.prompt_version
-    for name in shape.record_fields:
-        row[name] = getattr(judgment, name)
-    row.update(raw=judgment.raw, attempts=judgment.attempts, via=judgment.via)
-    row.update(shape.constants)
-    return row
-
-
-def parts(scorer: Any, targets: Sequence[tuple], judgment: Judgment) -> list[tuple[tuple, Judgment]]:
-    """Each target's judgment: the one judgment for all, or a scorer's own ``split`` of one answer into its
-    targets' judgments (one answer giving a verdict per item)."""
-    split = getattr(scorer, "split", None)
-    return split(targets, judgment) if split is not None else [(t, judgment) for t in targets]
-
-
-# ---------------------------------------------------------------- one scorer's records
-class ScorerRecords:
-    """One scorer's judgment file during a pass: the other judges' records (kept as they are), this
-    judge's kept and new records, and the appender for new ones. Records are the stored JSON objects."""
-
-    def __init__(self, run: RunFolder, scorer: ReplyScorer, judge_model: str) -> None:
-        self.scorer, self.judge_model = scorer, judge_model
-        self.shape = reply_shape(scorer)
-        self.path = run.path / judgment_file(scorer.name)
-        self.groups: dict[str, dict[tuple, dict[str, Any]]] = {}    # judge model -> key -> record (last wins)
-        for r in load_all(self.path, dict, on_bad=self._redo):
-            self.groups.setdefault(str(r.get("judge_model")), {})[self.key(r)] = r
-        mine = self.groups.get(judge_model, {})
-        self.kept = {k: r for k, r in mine.items()
-                     if r.get("prompt_version") == self.shape.prompt_version and self.value(r) is not None}
-        self.new: dict[tuple, dict[str, Any]] = {}
-        self.appender: Optional[Appender] = None
-
-    @staticmethod
-    def _redo(error: Exception) -> None:
-        """A damaged line of a judgment file: left out of the rewritten file, and its case judged again."""
-        log.warning("%s; left out, its case is judged again", str(error).split("; this line")[0])
-
-    def key(self, record: dict[str, Any]) -> tuple:
-        return tuple(record.get(f) for f in self.shape.target_fields)
-
-    def value(self, record: dict[str, Any]) -> Any:
-        return record.get(self.shape.value_field)
-
-    def open(self) -> None:
-        """Rewrite the file without this judge's stale records, then append as calls finish."""
-        write_jsonl_atomic(self.path, [*self._others(), *self.kept.values()])
-        self.appender = Appender(self.path)
-
-    def add(self, targets: Sequence[tuple], judgment: Judgment) -> None:
-        records = [record_row(self.shape, t, j, self.judge_model) for t, j in parts(self.scorer, targets, judgment)]
-        self.new.update((self.key(r), r) for r in records)
-        if self.appender is not None:
-            self.appender.write(records)
-
-    def close(self) -> None:
-        if self.appender is not None:
-            self.appender.close()
-            self.appender = None
-
-    def finish(self, order: list[tuple]) -> list[dict[str, Any]]:
-        """The final file; returns this judge's records in transcript order."""
-        mine_all = {**self.kept, **self.new}
-        mine = [mine_all[k] for k in order if k in mine_all]
-        stored = mine
-        if getattr(self.scorer, "only", None) is not None:   # a scorer judging some replies: earlier records stay too
-            planned = set(order)
-            stored = mine + [r for k, r in mine_all.items() if k not in planned]
-        groups = {**self.groups, self.judge_model: {}}     # a judge keeps its place in the file
-        rows = [r for name, recs in groups.items() for r in (stored if name == self.judge_model else recs.values())]
-        write_jsonl_atomic(self.path, rows)
-        return mine
-
-    def _others(self) -> list[dict[str, Any]]:
-        return [r for name, recs in self.groups.items() if name != self.judge_model for r in recs.values()]
-
-
 @dataclass
 class _Counts:
     planned: int = 0
@@ -206,13 +126,12 @@ class _Counts:
     logprob_fallbacks: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def tally(self, *, kept: int, total: int, mine: list[dict[str, Any]], value_field: str) -> ScorerTally:
-        return ScorerTally(records_total=total, records_written=len(mine), missing=total - len(mine),
+    def tally(self, *, kept: int, total: int, mine: Written) -> ScorerTally:
+        return ScorerTally(records_total=total, records_written=mine.records, missing=total - mine.records,
                            kept_from_earlier=kept, calls_planned=self.planned, records_planned=self.records_needed,
-                           judged=self.judged, unscored_new=self.unscored,
-                           unscored=sum(r.get(value_field) is None for r in mine), retried=self.retried,
-                           failed=self.failed, logprob_fallbacks=self.logprob_fallbacks,
-                           via=dict(Counter(str(r.get("via")) for r in mine)), errors=self.errors[:5])
+                           judged=self.judged, unscored_new=self.unscored, unscored=mine.unscored,
+                           retried=self.retried, failed=self.failed, logprob_fallbacks=self.logprob_fallbacks,
+                           via=dict(mine.via), errors=self.errors[:5])
 
 
 # ---------------------------------------------------------------- the phase
@@ -260,7 +179,7 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
     for s in made:
         mine = files[s.name].finish(order[s.name])
         tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
-                                                       mine=mine, value_field=files[s.name].shape.value_field)
+                                                       mine=mine)
     judged = _pass_record(endpoint, settings, made, files, tallies, round(time.monotonic() - started, 3))
     record_pass(run, judged)
     if gone is not None:

@@ -116,7 +116,8 @@ class ReplyScorer(Scorer, Protocol):
     (Judgment attributes kept beside the value, e.g. p_yes; none), ``prompt_version`` (the ref its records
     carry; its prompt_refs() entry), ``answer_tokens`` (a typical answer's length, for the cost table; 6) and
     ``content(case)`` (its judge prompt, for the cost table); ``value_of(target, value)``: the value stored for
-    each target of one answer (default: the answer's value)."""
+    each target of one answer (default: the answer's value); ``answers_once`` (one answer gives several records:
+    its raw answers are stored once, in RUNDIR/<name>_answers.jsonl, and its records name theirs; False)."""
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]: ...
 

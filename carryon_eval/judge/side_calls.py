@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from carryon_eval import defaults
-from carryon_eval.judge.store import Appender
+from carryon_eval.judge.scorer_file import Appender
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError, ModelRejected, ParameterRefused

@@ -15,16 +15,12 @@ An unknown judge name is a JudgeError naming the judges present.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
 from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, RunError,  # noqa: F401
                                      RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
-
-FSYNC_EVERY = 200            # records appended between fsyncs (each record is flushed at once)
-
 
 class JudgeError(Exception):
     """The judge phase cannot start, or a reader asked for a judge that did not judge the run."""
@@ -32,14 +28,16 @@ class JudgeError(Exception):
 
 # ---------------------------------------------------------------- which judge
 def judges_present(run: RunFolder) -> list[str]:
-    """Judge models with records in the run folder, in order of first appearance."""
-    seen: dict[str, None] = {}
-    view = run.judgments()
-    for name in view.files():
-        for row in view.rows(name):
-            if row.get("judge_model") is not None:
-                seen.setdefault(str(row["judge_model"]), None)
-    return list(seen)
+    """Judge models with records in the run folder, in order of first appearance (found without reading the
+    files: ``file_judges``)."""
+    return list(dict.fromkeys(judge for name in run.judgments().files() for judge in file_judges(run, name)))
+
+
+def file_judges(run: RunFolder, name: str) -> list[str]:
+    """The judge models with records in one judgment file: as judge.json records the file when it has not changed
+    since, else as ``Judgments.judges`` finds them (without parsing it)."""
+    summary = read_summary(run)
+    return run.judgments().judges(name, summary.files.get(name) if summary is not None else None)
 
 
 def _run_judge_model(run: RunFolder) -> Optional[str]:
@@ -116,33 +114,8 @@ def judge_pass(run: RunFolder, judge: Optional[str]) -> Optional[JudgePass]:
 def record_pass(run: RunFolder, judged: JudgePass) -> JudgeSummary:
     """Add (or replace) one judge's pass in judge.json, atomically; the other judges' passes stay."""
     old = read_summary(run)
-    summary = old.with_pass(judged) if old is not None else JudgeSummary({judged.judge_model: judged},
-                                                                          judged.judge_model)
+    files = run.judgments().known()              # the files as this pass wrote them: what is there, and whose
+    summary = old.with_pass(judged, files) if old is not None else JudgeSummary({judged.judge_model: judged},
+                                                                                 judged.judge_model, files=files)
     write_json_atomic(run.judge_file, summary.to_json())
     return summary
-
-
-# ---------------------------------------------------------------- writing records
-class Appender:
-    """Appends records as they come; each line is flushed at once, fsynced every FSYNC_EVERY lines."""
-
-    def __init__(self, path: Path) -> None:
-        self.fh = open(path, "a", encoding="utf-8")
-        self.lines = jsonl_writer(self.fh)
-        self.pending = 0
-
-    def write(self, records: Iterable[dict[str, Any]]) -> None:
-        for r in records:
-            self.lines.write(r)
-            self.pending += 1
-        self.fh.flush()
-        if self.pending >= FSYNC_EVERY:
-            self.sync()
-
-    def sync(self) -> None:
-        os.fsync(self.fh.fileno())
-        self.pending = 0
-
-    def close(self) -> None:
-        self.sync()
-        self.fh.close()

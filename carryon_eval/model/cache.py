@@ -5,14 +5,17 @@ digest, see ``carryon_eval.model.client.cache_key``) holding the reply as JSON. 
 keeps its ``-wal`` and ``-shm`` files beside it; the last connection to close folds them back in.
 
 - ``ResponseCache(dir)`` commits each ``put`` before it returns (the builder's ``DIR.cache``, the batch import).
-- ``ResponseCache(dir, background=True)`` (the evaluator's run folders) batches the commits on a writer thread:
-  ``put`` hands the entry over and returns (``get`` sees it at once), and the writer commits what is waiting
-  once ``COMMIT_COUNT`` entries are or the oldest has waited ``COMMIT_SECONDS``, so a commit holds many calls
-  and an event loop never waits for one. ``close()`` (or ``flush()``) commits everything waiting.
-- Nothing is fsynced per call (``synchronous=NORMAL``: a commit is in the kernel when it returns; SQLite syncs
-  the WAL at its checkpoints). A process killed at any point (SIGKILL included) leaves every committed entry
-  and a consistent database; what it loses is at most the answers of its last ``COMMIT_SECONDS``, calls that
-  were in flight, which the next run asks again. A power loss may lose the last commits, never corrupt one.
+- ``ResponseCache(dir, background=True)`` (the evaluator's run folders) batches the commits: a ``put`` made on a
+  thread running an event loop is committed with every other put of the same turn of the loop, in one commit
+  the loop runs as soon as the callbacks of that turn are done (``get`` sees an entry at once); ``COMMIT_COUNT``
+  waiting entries are committed at once; a put without a running loop commits before it returns. So an answer
+  is committed within a turn of the loop of its arrival, on the loop's own thread (no other thread has to be
+  scheduled first), and an event loop never waits for a disk flush: a checkpointer thread folds the WAL into the
+  database every ``CHECKPOINT_SECONDS`` (the one place SQLite syncs to disk).
+- Nothing is fsynced per call (``synchronous=NORMAL``: a commit is in the kernel when it returns). A process killed
+  at any point (SIGKILL included) leaves every committed entry and a consistent database; what it loses is the
+  answers of the loop turn it died in, calls still in flight, which the next run asks again. A power loss may lose
+  the last commits, never corrupt one.
 - ``get`` treats an entry that is not a JSON object as a miss (``None``); the next ``put`` for that key
   overwrites it. A file that is not a SQLite database is a ``CacheError`` naming it (a cache is never silently
   dropped: every call it held would be paid again).
@@ -25,6 +28,7 @@ The cache stores whatever JSON object it is given; the endpoint client stores on
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -32,9 +36,8 @@ import re
 import shutil
 import sqlite3
 import threading
-import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, cache_key, keyed_request
 from carryon_eval.model.redact import redact_obj
@@ -46,8 +49,8 @@ DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 1024, "seed"
                                   "top_logprobs": None}
 
 DATABASE = "responses.sqlite3"
-COMMIT_SECONDS = 0.01        # background mode: the longest an answered call waits for its commit
 COMMIT_COUNT = 256           # background mode: a commit as soon as this many entries wait
+CHECKPOINT_SECONDS = 1.0     # background mode: the WAL folded into the database this long after a commit
 BUSY_SECONDS = 30.0          # another process sharing the cache holds the write lock: wait this long
 
 _KEY_RE = re.compile(r"^[0-9a-f]{16,128}$")
@@ -66,27 +69,25 @@ class ResponseCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.database = self.directory / DATABASE
         self.background = background
-        self._lock = threading.Lock()                    # the reading connection, and the writer's state
-        self._reader: Optional[sqlite3.Connection] = None
-        self._pending: dict[str, bytes] = {}             # handed to the writer thread, not committed yet
-        self._queued: list[str] = []                     # their keys, in order
-        self._since = 0.0                                # when the oldest queued entry was put
-        self._wake = threading.Condition(self._lock)
-        self._busy = 0                                   # entries the writer took and has not committed yet
-        self._stop = False
-        self._writer: Optional[threading.Thread] = None
+        self._lock = threading.Lock()                    # the connection and the waiting entries
+        self._conn: Optional[sqlite3.Connection] = None
+        self._pending: dict[str, bytes] = {}             # put, not committed yet
+        self._scheduled = False                          # a commit is scheduled on the putting loop
+        self._checkpoints: Optional[_Checkpointer] = None
         with self._lock:
             migrate_files(self.directory, self._connection())
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
 
-    # ------------------------------------------------------------ connections
     def _connection(self) -> sqlite3.Connection:
-        """The reading (and, without a writer thread, writing) connection; made on first use (callers hold the lock)."""
-        if self._reader is None:
-            self._reader = connect(self.database)
-        return self._reader
+        """The connection (made on first use; callers hold the lock). In background mode SQLite does not
+        checkpoint on commit (which would sync the disk on the committing thread): the checkpointer does."""
+        if self._conn is None:
+            self._conn = connect(self.database)
+            if self.background:
+                self._conn.execute("PRAGMA wal_autocheckpoint=0")
+        return self._conn
 
     # ------------------------------------------------------------ reading
     def get(self, key: str) -> Optional[dict[str, Any]]:
@@ -112,96 +113,101 @@ class ResponseCache:
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
 
-    def keys(self) -> Iterator[str]:
-        """Every committed key (and those still waiting for their commit)."""
-        self.flush()
-        with self._lock:
-            found = [k for (k,) in self._connection().execute("SELECT key FROM responses")]
-        return iter(found)
-
     # ------------------------------------------------------------ writing
     def put(self, key: str, payload: dict[str, Any]) -> None:
         """Store ``payload`` (a JSON-serialisable dict) under ``key``: committed before this returns, or in
-        background mode within ``COMMIT_SECONDS`` (visible to ``get`` at once)."""
+        background mode on an event loop's thread when the loop's current turn is done (visible to ``get`` at once)."""
         if not isinstance(payload, dict):
             raise TypeError("cache payload must be a dict")
         check_key(key)
         data = json.dumps(redact_obj(payload), ensure_ascii=False, sort_keys=True).encode("utf-8")
-        if not self.background:
-            with self._lock:
-                _commit(self._connection(), [(key, data)], self.database)
-            return
+        loop = _running_loop() if self.background else None
         with self._lock:
             self._pending[key] = data
-            self._queued.append(key)
-            if len(self._queued) == 1:
-                self._since = time.monotonic()
-            if self._writer is None:
-                self._stop = False
-                self._writer = threading.Thread(target=self._drain, name="carryon-cache-writer", daemon=True)
-                self._writer.start()
-            elif len(self._queued) in (1, COMMIT_COUNT):   # the writer may be asleep: wake it for a new batch
-                self._wake.notify()
+            if loop is not None and len(self._pending) < COMMIT_COUNT:
+                if not self._scheduled:
+                    self._scheduled = True
+                    loop.call_soon(self.flush)
+                return
+            self._commit_pending()
 
     def flush(self) -> None:
-        """Wait until every queued entry is committed (background mode); a no-op otherwise."""
+        """Commit every entry put and not committed yet."""
         with self._lock:
-            if self._writer is None:
-                return
-            self._since = 0.0                           # commit what waits now
-            self._wake.notify()
-            self._wake.wait_for(lambda: not self._queued and not self._busy)
+            self._commit_pending()
 
     def close(self) -> None:
-        """Commit what waits, stop the writer thread and close the database (a later call opens it again)."""
+        """Commit what waits, stop the checkpointer and close the database, folding its WAL in (a later call opens
+        it again)."""
         with self._lock:
-            writer, self._writer = self._writer, None
-            self._stop = True
-            self._wake.notify_all()
-        if writer is not None:
-            writer.join()
+            self._commit_pending()
+            checkpoints, self._checkpoints = self._checkpoints, None
+        if checkpoints is not None:
+            checkpoints.stop()
         with self._lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
-    def _due(self) -> bool:
-        """A batch is due: enough entries wait, or the oldest has waited long enough, or the cache closes."""
-        return bool(self._queued) and (self._stop or len(self._queued) >= COMMIT_COUNT
-                                       or time.monotonic() - self._since >= COMMIT_SECONDS)
-
-    def _drain(self) -> None:
-        """The writer thread: commit the queued entries in batches, on a connection of its own."""
-        conn = connect(self.database)
+    def _commit_pending(self) -> None:
+        """Commit the waiting entries (callers hold the lock); a failed commit is said, its calls asked again."""
+        self._scheduled = False
+        if not self._pending:
+            return
+        batch, self._pending = list(self._pending.items()), {}
         try:
-            while True:
-                with self._lock:
-                    while not self._due():
-                        if self._stop and not self._queued:
-                            self._wake.notify_all()
-                            return
-                        wait = None if not self._queued else max(0.0, self._since + COMMIT_SECONDS - time.monotonic())
-                        self._wake.wait(wait)
-                    keys, self._queued = self._queued, []
-                    batch = [(k, self._pending[k]) for k in dict.fromkeys(keys)]
-                    self._busy = len(batch)
-                try:
-                    _commit(conn, batch, self.database)
-                except CacheError as exc:
-                    log.warning("%s; %d answer(s) will be asked again", exc, len(batch))
-                finally:
-                    self._finish(batch)
-        finally:
-            conn.close()
+            _commit(self._connection(), batch, self.database)
+        except CacheError as exc:
+            log.warning("%s; %d answer(s) will be asked again", exc, len(batch))
+            return
+        if self.background:
+            if self._checkpoints is None:
+                self._checkpoints = _Checkpointer(self.database)
+            self._checkpoints.committed()
 
-    def _finish(self, batch: list[tuple[str, bytes]]) -> None:
-        """A batch is committed (or failed): drop it from the pending entries, wake flush()."""
-        with self._lock:
-            for key, data in batch:
-                if self._pending.get(key) is data:
-                    del self._pending[key]
-            self._busy = 0
-            self._wake.notify_all()
+
+class _Checkpointer:
+    """A thread folding the WAL into the database every CHECKPOINT_SECONDS after a commit (PASSIVE: it never waits
+    for, or holds up, a writer), so that the committing thread never syncs the disk itself."""
+
+    def __init__(self, database: Path) -> None:
+        self.database = database
+        self._dirty = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="carryon-cache-checkpoint", daemon=True)
+        self._thread.start()
+
+    def committed(self) -> None:
+        self._dirty.set()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._dirty.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn: Optional[sqlite3.Connection] = None
+        try:
+            while not self._stopped.is_set():
+                self._dirty.wait()
+                if self._stopped.wait(CHECKPOINT_SECONDS):
+                    return
+                self._dirty.clear()
+                try:
+                    conn = conn or connect(self.database)
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except (sqlite3.Error, CacheError) as exc:
+                    log.warning("cache %s: checkpoint failed (%s); the next one folds it in", self.database, exc)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+def _running_loop() -> Any:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def check_key(key: str) -> None:

@@ -26,6 +26,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -53,6 +54,15 @@ JUDGMENT_SUFFIX = "_judgments.jsonl"
 def judgment_file(scorer: str) -> str:
     """The file name of one scorer's records in a run folder."""
     return f"{scorer}{JUDGMENT_SUFFIX}"
+
+
+ANSWERS_SUFFIX = "_answers.jsonl"
+
+
+def answers_file(scorer: str) -> str:
+    """The file name of the raw answers of a scorer whose one answer gives several records (each stored once,
+    its records naming theirs by ``answer``: carryon_eval.judge.scorer_file)."""
+    return f"{scorer}{ANSWERS_SUFFIX}"
 
 
 JUDGE_META_FILE = "judge.json"
@@ -99,6 +109,8 @@ for _file in (RunFile(RUN_FILE, "the run's settings (run.json)"),
               RunFile(CACHE_DIR, "the response cache of every model call (one SQLite database, responses.sqlite3)"),
               RunFile(USAGE_FILE, "calls and tokens per stage and model"),
               RunFile(f"*{JUDGMENT_SUFFIX}", "one scorer's judgment records, of every judge model"),
+              RunFile(f"*{ANSWERS_SUFFIX}", "the raw answers of a scorer whose one answer gives several records "
+                      "(grouped Ben-Util), each once; its records name theirs by `answer`"),
               RunFile(JUDGE_META_FILE, "every judge's latest pass"),
               RunFile(RESULTS_FILE, "the run's numbers"),
               RunFile(TABLE_FILE, "the run's numbers as a Markdown table"),
@@ -140,6 +152,12 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 def _json_line(obj: Any) -> str:
     return redact(json.dumps(obj, ensure_ascii=False))
+
+
+def json_line(obj: Any) -> bytes:
+    """One record as the line ``jsonl_writer`` writes, newline included, as bytes (for a writer that needs to
+    know where each of its lines is)."""
+    return (_json_line(obj) + "\n").encode("utf-8")
 
 
 def jsonl_writer(fh: IO[str]) -> jsonlines.Writer:
@@ -252,52 +270,66 @@ def _problem(error: Any) -> str:
 
 def read_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None) -> Iterator[dict[str, Any]]:
     """The records of a JSONL run file, as dicts, in file order. Every JSONL reader of a run folder goes
-    through this one. A torn last line (killed mid-write, so without its newline) is skipped. Any other
-    line that is not UTF-8, not JSON, not the file's record type or out of range raises RunFileError
-    naming the file and line (or, with ``on_bad``, is handed to it and skipped: a phase that redoes it)."""
-    from pydantic import ValidationError
+    through this one (or ``scan_jsonl``). A torn last line (killed mid-write, so without its newline) is
+    skipped. Any other line that is not UTF-8, not JSON, not the file's record type or out of range raises
+    RunFileError naming the file and line (or, with ``on_bad``, is handed to it and skipped: a phase that redoes it)."""
+    return (row for row, _, _ in scan_jsonl(path, on_bad=on_bad))
 
+
+def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None
+               ) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """``read_jsonl``'s records with where each line is in the file: (record, byte offset, length with its
+    newline). The file is read a line at a time: memory does not grow with it."""
     path = Path(path)
     if not path.is_file():               # absent (nothing yet), or not a regular file to read records from
         return
     try:
-        data = path.read_bytes()
+        fh = open(path, "rb")
     except FileNotFoundError:
         return
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
     validator, check = _RECORDS.get(path.name, (None, None))
-    lines = data.split(b"\n")
-    lines.pop()                          # the torn last line, or b"" after the final newline
-    for n, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        problem: Optional[str] = None
-        row: Any = None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problem = f"not UTF-8 text (byte {exc.start + 1})"
-        else:
-            try:
-                if validator is not None:
-                    record = validator.validate_json(text, strict=True)
-                    problem = check(record) if check is not None else None
-                row = json.loads(text)
-                if problem is None and not isinstance(row, dict):
-                    problem = "not a JSON object"
-            except ValidationError as exc:
-                problem = _problem(exc)
-            except ValueError:
-                problem = "not a JSON line"
-        if problem is not None:
-            error = RunFileError(f"{path} line {n}: {problem}; this line was not written by carryon-eval "
-                                 "(restore the file, or delete the line to redo what it held)")
-            if on_bad is None:
-                raise error
-            on_bad(error)
-            continue
-        yield row
+    offset = 0
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            start, offset = offset, offset + len(raw)
+            if not raw.endswith(b"\n"):       # the torn last line
+                return
+            if not raw.strip():
+                continue
+            row, problem = _parse_line(raw, validator, check)
+            if problem is not None:
+                error = RunFileError(f"{path} line {n}: {problem}; this line was not written by carryon-eval "
+                                     "(restore the file, or delete the line to redo what it held)")
+                if on_bad is None:
+                    raise error
+                on_bad(error)
+                continue
+            yield row, start, offset - start
+
+
+def _parse_line(raw: bytes, validator: Any, check: Optional[Check]) -> tuple[Any, Optional[str]]:
+    """(the line's record as a dict, None), or (None, what is wrong with it)."""
+    from pydantic import ValidationError
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start + 1})"
+    try:
+        problem = None
+        if validator is not None:
+            record = validator.validate_json(text, strict=True)
+            problem = check(record) if check is not None else None
+        row = json.loads(text)
+    except ValidationError as exc:
+        return None, _problem(exc)
+    except ValueError:
+        return None, "not a JSON line"
+    if problem is None and not isinstance(row, dict):
+        problem = "not a JSON object"
+    return row, problem
 
 
 def _repair_tail(path: Path) -> None:
@@ -357,6 +389,7 @@ class Judgments:
         self.folder = folder
         self.parses: Counter[str] = Counter()
         self._cache: dict[str, tuple[Stamp, Any]] = {}
+        self._judges: dict[str, tuple[Stamp, list[str]]] = {}
 
     def _stamp(self, name: str) -> Optional[Stamp]:
         try:
@@ -384,8 +417,55 @@ class Judgments:
 
     def rows(self, name: str) -> list[dict[str, Any]]:
         """Every record of one judgment file (``judgment_file(scorer)``), of every judge, as stored ([] when
-        absent). The rows are shared by the readers of the view: they read them, never change them."""
-        return list(self._read(name, lambda path: list(read_jsonl(path)), []))
+        absent), a raw answer stored once (``answer``) put back in its records' ``raw``. The rows are shared by
+        the readers of the view: they read them, never change them."""
+        return list(self._read(name, self._parse_rows, []))
+
+    def _parse_rows(self, path: Path) -> list[dict[str, Any]]:
+        rows = list(read_jsonl(path))
+        if any("answer" in r for r in rows):
+            texts = self.answers(path.name[:-len(JUDGMENT_SUFFIX)])
+            for r in rows:
+                if r.get("raw") is None and r.get("answer") is not None:
+                    r["raw"] = texts.get(r["answer"])
+        return rows
+
+    def answers(self, scorer: str) -> dict[str, str]:
+        """{answer id: raw answer} of a scorer whose records name their answers ({} without its answers file)."""
+        return self._read(answers_file(scorer), lambda path: {r["answer"]: r["raw"] for r in read_jsonl(path)}, {})
+
+    def judges(self, name: str, recorded: Optional[dict[str, Any]] = None) -> list[str]:
+        """The judge models with records in one judgment file, in order of first appearance, without parsing it:
+        as ``recorded`` says (judge.json's record of the file as the last pass left it: {"judges", "bytes",
+        "mtime_ns"}) while the file is that one, as the judge phase that wrote it in this command said (``know_judges``), or found
+        by a byte search of its ``"judge_model": "..."`` fields (a file written otherwise is parsed); once per
+        version of the file."""
+        stamp = self._stamp(name)
+        if stamp is None:
+            return []
+        known = self._judges.get(name)
+        if known is None or known[0] != stamp:
+            if recorded is not None and (recorded.get("bytes"), recorded.get("mtime_ns")) == stamp[1:]:
+                known = (stamp, [str(j) for j in recorded["judges"]])
+            else:
+                known = (stamp, _judges_in(self.folder / name))
+            self._judges[name] = known
+        return list(known[1])
+
+    def know_judges(self, name: str, judges: Iterable[str]) -> None:
+        """The judges of a judgment file as its writer just wrote it (no search needed while it is unchanged)."""
+        stamp = self._stamp(name)
+        if stamp is not None:
+            self._judges[name] = (stamp, list(judges))
+
+    def known(self) -> dict[str, dict[str, Any]]:
+        """{file: {"judges": [...], "bytes": size, "mtime_ns": modified}} of the judgment files whose judges this view knows as they are
+        now (what judge.json records of them: ``judges``' ``recorded``)."""
+        out = {}
+        for name, (stamp, judges) in sorted(self._judges.items()):
+            if self._stamp(name) == stamp:
+                out[name] = {"judges": list(judges), "bytes": stamp[1], "mtime_ns": stamp[2]}
+        return out
 
     def of(self, scorer: str, judge: Optional[str] = None) -> list[dict[str, Any]]:
         """One scorer's records (``judge``'s only, when given)."""
@@ -394,6 +474,44 @@ class Judgments:
     def meta(self, parse: Callable[[Path], Any]) -> Any:
         """judge.json parsed by ``parse`` (None when absent)."""
         return self._read(JUDGE_META_FILE, parse, None)
+
+
+_JUDGE_FIELD = re.compile(rb'"judge_model": ("(?:[^"\\]|\\.)*")')
+_CHUNK = 1 << 24
+
+
+def _judges_in(path: Path) -> list[str]:
+    """The judge models of a judgment file in order of first appearance: each line carryon-eval writes holds
+    ``"judge_model": "NAME"`` once, which a JSON string value cannot (its quotes are escaped), so a byte search
+    finds them; a file where some line has no such field (written otherwise, or a record without a judge) is
+    parsed instead."""
+    seen: dict[str, None] = {}
+    try:
+        with open(path, "rb") as fh:
+            while True:
+                chunk = fh.read(_CHUNK)
+                if not chunk:
+                    break
+                chunk += fh.readline()                 # whole lines only
+                found = _JUDGE_FIELD.findall(chunk)
+                if len(found) != chunk.count(b"\n"):
+                    return _judges_parsed(path)
+                for name in dict.fromkeys(found):
+                    try:
+                        seen.setdefault(json.loads(name), None)
+                    except ValueError:                 # not UTF-8 JSON: the parse names the line
+                        return _judges_parsed(path)
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return list(seen)
+
+
+def _judges_parsed(path: Path) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in read_jsonl(path):
+        if row.get("judge_model") is not None:
+            seen.setdefault(str(row["judge_model"]), None)
+    return list(seen)
 
 
 class RunFolder:

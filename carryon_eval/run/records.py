@@ -485,24 +485,32 @@ class JudgeSummary:
     judges: dict[str, JudgePass]
     latest: str                                  # judge_model of the latest pass
     schema_version: int = SCHEMA_VERSION
+    #: the judgment files as the latest pass left them: {file name: {"judges": [judge models with records, in
+    #: order of first appearance], "bytes": its size, "mtime_ns": when it was written}}; what is there, read
+    #: without reading the files (a file whose size or time differs since was written after: it is looked into)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def last(self) -> JudgePass:
         return self.judges[self.latest]
 
-    def with_pass(self, judged: JudgePass) -> "JudgeSummary":
-        return JudgeSummary({**self.judges, judged.judge_model: judged}, judged.judge_model)
+    def with_pass(self, judged: JudgePass, files: Optional[dict[str, dict[str, Any]]] = None) -> "JudgeSummary":
+        return JudgeSummary({**self.judges, judged.judge_model: judged}, judged.judge_model,
+                            files={**self.files, **(files or {})})
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": self.schema_version, **self.last.to_json(),
-                "judges": {name: p.to_json() for name, p in self.judges.items()}}
+                "judges": {name: p.to_json() for name, p in self.judges.items()},
+                **({"files": self.files} if self.files else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "JudgeSummary":
         latest = JudgePass.from_json(d)
         judges = {name: JudgePass.from_json(p) for name, p in (d.get("judges") or {}).items()}
         judges.setdefault(latest.judge_model, latest)   # a version-1 file records one judge only
-        return cls(judges, latest.judge_model, int(d.get("schema_version") or 1))
+        files = {str(k): v for k, v in (d.get("files") or {}).items()
+                 if isinstance(v, dict) and isinstance(v.get("judges"), list) and isinstance(v.get("bytes"), int)}
+        return cls(judges, latest.judge_model, int(d.get("schema_version") or 1), files)
 
 
 def self_status(target: Optional[str], user: Optional[str], judge: Optional[str],

@@ -2,6 +2,7 @@
 committed in batches; a folder of the per-file layout of earlier versions is moved into the database once."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -33,9 +34,9 @@ def test_background_writes_are_visible_at_once_and_committed_after_close(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [DATABASE]     # the WAL folded back in: one file
 
 
-def test_the_writer_thread_commits_in_batches_and_never_fsyncs_per_call(tmp_path, monkeypatch):
-    """The commits run on the writer thread, several entries each (COMMIT_COUNT reached, or COMMIT_SECONDS
-    waited); the caller's put never commits."""
+def test_puts_on_an_event_loop_are_committed_once_per_turn_of_the_loop(tmp_path, monkeypatch):
+    """Background mode: the puts of one turn of an event loop are one commit, made on the loop's own thread right
+    after that turn (no other thread to wait for, no fsync); COMMIT_COUNT waiting entries are committed at once."""
     commits: list[tuple[str, int]] = []
     original = C._commit
 
@@ -44,17 +45,28 @@ def test_the_writer_thread_commits_in_batches_and_never_fsyncs_per_call(tmp_path
         original(conn, batch, database)
 
     monkeypatch.setattr(C, "_commit", spy)
-    monkeypatch.setattr(C, "COMMIT_SECONDS", 60.0)        # only the count (or flush) makes a batch here
     cache = ResponseCache(tmp_path, background=True)
-    for i in range(2 * C.COMMIT_COUNT + 5):
-        cache.put(key(i), {"text": str(i)})
-    cache.flush()
-    assert {name for name, _ in commits} == {"carryon-cache-writer"}
-    assert sum(n for _, n in commits) == 2 * C.COMMIT_COUNT + 5 and len(commits) <= 3
-    assert len(stored(tmp_path)) == 2 * C.COMMIT_COUNT + 5      # committed: another connection reads them
-    cache.put(key(-1), {"text": "after flush"})                # still usable after flush; close commits it
+
+    async def one_turn() -> tuple[int, int]:
+        for i in range(100):
+            cache.put(key(i), {"text": str(i)})
+        before = len(stored(tmp_path))                 # not committed while this turn runs ...
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return before, len(stored(tmp_path))           # ... and committed right after it, all at once
+
+    assert asyncio.run(one_turn()) == (0, 100)
+    assert commits == [(threading.current_thread().name, 100)]
+
+    async def many() -> None:
+        for i in range(C.COMMIT_COUNT + 5):
+            cache.put(key(1000 + i), {"text": str(i)})
+    asyncio.run(many())
+    assert [n for _, n in commits[1:]] == [C.COMMIT_COUNT, 5]
+    cache.put(key(-1), {"text": "no loop"})          # no running loop: committed before put returns
+    assert stored(tmp_path)[key(-1)] == {"text": "no loop"}
     cache.close()
-    assert ResponseCache(tmp_path).get(key(-1)) == {"text": "after flush"}
+    assert len(stored(tmp_path)) == 100 + C.COMMIT_COUNT + 5 + 1
 
 
 def test_default_cache_commits_each_put(tmp_path):

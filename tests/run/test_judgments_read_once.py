@@ -65,8 +65,9 @@ def test_evaluate_report_and_compare_parse_each_judgment_file_once(scripted_serv
     assert res.exit_code == 0, res.output
     files = judgment_files(out)
     assert {judgment_file("utility"), judgment_file("safety")} <= set(files), files
-    # a fresh run: the judge phase writes the files (nothing to resume), the report reads each one once
-    assert reads == Counter({**{f: 1 for f in files}, JUDGE_META_FILE: 1}), reads
+    # a fresh run: the judge phase writes the files (nothing to resume) and reads each back once to copy its lines
+    # into their final order (by the offsets it wrote them at: no parse), the report parses each one once
+    assert reads == Counter({**{f: 2 for f in files}, JUDGE_META_FILE: 1}), reads
     undeclared = [p.name for p in out.iterdir() if owner_of(p.name) is None]
     assert not undeclared, f"files of the run folder no stage or suite declares: {undeclared}"
 
@@ -114,7 +115,8 @@ def test_a_wing_declares_its_own_run_files():
 @pytest.mark.skipif(not (RELEASE / "dataset.json").is_file(), reason=f"the OpenSafeIntent release is not at {RELEASE}")
 def test_a_suites_probe_and_section_read_the_judgments_through_the_same_view(scripted_server, tmp_path):
     """OpenSafeIntent's three judgment files are read by its intent probe (after judging) and by its section (the
-    report): one parse each, the probe's, since nothing changed them in between."""
+    report): one parse each, the probe's, since nothing changed them in between (and the judge phase's one read
+    back of the lines it wrote, to put them in their final order)."""
     from carryon_eval.suites.opensafeintent.release import load_release
 
     t = load_release(RELEASE).templates
@@ -134,4 +136,4 @@ def test_a_suites_probe_and_section_read_the_judgments_through_the_same_view(scr
     files = judgment_files(out)
     assert {judgment_file(s) for s in ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")} <= set(files)
     assert (out / "opensafeintent_probe.jsonl").is_file()
-    assert reads == Counter({**{f: 1 for f in files}, JUDGE_META_FILE: 1}), reads
+    assert reads == Counter({**{f: 2 for f in files}, JUDGE_META_FILE: 1}), reads

@@ -16,7 +16,8 @@ defaulted: it is asked again ALONE, with the per-item prompt and its usual retri
 unscored if that fails too. Each record says how its verdict was obtained: ``asked`` "group" or "alone".
 
 Records go to RUNDIR/utility_grouped_judgments.jsonl with ``mode: "grouped"``, beside the per-item records of
-utility_judgments.jsonl, so both judgment sets of one judge sit side by side (calibration, `agreement`).
+utility_judgments.jsonl, so both judgment sets of one judge sit side by side (calibration, `agreement`). A group's
+answer is stored once, in RUNDIR/utility_grouped_answers.jsonl: its item records name it by ``answer``.
 """
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ class GroupedUtilityScorer(PromptScorer):
     schema: ClassVar[dict[str, Any]] = {}           # none of its own: each call sends grouped_schema(its ids)
     constants: ClassVar[dict[str, Any]] = {"mode": "grouped"}     # stored in every record
     mode: ClassVar[str] = "grouped"
+    answers_once: ClassVar[bool] = True       # its raw answers in utility_grouped_answers.jsonl, each once
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
         if options.get("utility_mode") != "text":

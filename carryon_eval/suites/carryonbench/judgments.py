@@ -2,6 +2,7 @@
 
     RUNDIR/utility_judgments.jsonl          Ben-Util records (one per reply and checklist item)
     RUNDIR/utility_grouped_judgments.jsonl  grouped Ben-Util records (carryon_eval.suites.carryonbench.grouped)
+    RUNDIR/utility_grouped_answers.jsonl    the grouped judge's raw answers, each once (its records name theirs)
     RUNDIR/safety_judgments.jsonl           harm-score records
 
     utility = load_utility(run, judge=name)       # that judge's records only (carryon_eval.judge.store.select_judge)
@@ -14,8 +15,8 @@ from __future__ import annotations
 from typing import Optional
 
 from carryon_eval.judge.store import judge_pass, load_judge, select_judge
-from carryon_eval.run.folder import RunFolder, judgment_file, register_record
-from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
+from carryon_eval.schema import JudgeAnswer, SafetyJudgment, UtilityJudgment
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
@@ -65,3 +66,4 @@ def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgm
 register_record(UTILITY_FILE, UtilityJudgment, _check_utility, first=True)
 register_record(SAFETY_FILE, SafetyJudgment, _check_safety, first=True)
 register_record(UTILITY_GROUPED_FILE, UtilityJudgment, _check_utility)
+register_record(answers_file("utility_grouped"), JudgeAnswer)

@@ -12,7 +12,7 @@ from typing import Any
 
 from support.batch_runner import batch_runner
 from support.eval_cli import invoke, table_calls
-from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, reply_of
+from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, per_item_answer, reply_of
 from support.rollout_data import unique_replies
 from support.scripted_server import last_user_text
 
@@ -92,6 +92,46 @@ def test_an_omitted_or_mislabelled_item_is_asked_alone(scripted_server, dataset,
     asked = {(reply_of(a), a.rsplit("Checklist item: ", 1)[1].strip()) for a in alone}
     assert len(alone) == len(asked) == len({(texts[k[:2]], k[2]) for k in expected_alone})   # each once, alone
     assert len(replies) > 0
+
+
+def test_the_grouped_judgment_file_holds_each_raw_answer_once(scripted_server, dataset, tmp_path):
+    """A group's answer is stored once (utility_grouped_answers.jsonl) and its item records name it; an item asked
+    alone names its own answer; both files read with jsonlines and datasets, and a reader of the records gets each
+    record's raw answer back."""
+    import datasets
+    import jsonlines
+
+    from carryon_eval.run.folder import RunFolder
+
+    omit = lambda reply, item: item.endswith("-i2") and "#3" in reply
+    srv = scripted_server(consistent_handler(omit=omit), models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    result = invoke(*remote(srv), "--dataset", dataset, "--out", out, "--conditions", "turn1,bc",
+                    "--utility-judge", "grouped")
+    assert result.exit_code == 0, result.output
+    with jsonlines.open(out / "utility_grouped_judgments.jsonl") as reader:
+        items = list(reader)
+    with jsonlines.open(out / "utility_grouped_answers.jsonl") as reader:
+        answers = {a["answer"]: a["raw"] for a in reader}
+    group_answers = {grouped_answer(a, omit) for a in judge_asks(srv, GROUPED)}
+    alone_answers = {per_item_answer(a) for a in judge_asks(srv, PER_ITEM)}
+    assert len(group_answers) > 1 and alone_answers
+    assert sorted(answers.values()) == sorted(group_answers | alone_answers)        # each text once
+    assert all("raw" not in r and r["answer"] in answers for r in items)            # records name theirs
+    assert {r["answer"] for r in items} == set(answers)
+    by_reply: dict[tuple, set] = {}
+    for r in items:
+        if r["asked"] == "group":
+            by_reply.setdefault((r["conversation_id"], r["turn"]), set()).add(r["answer"])
+    assert by_reply and all(len(named) == 1 for named in by_reply.values())       # one answer per group call
+    folder = out / "utility_grouped_judgments.jsonl"
+    text = folder.read_text() + (out / "utility_grouped_answers.jsonl").read_text()
+    assert all(text.count(json.dumps(raw)[1:-1]) == 1 for raw in group_answers)
+    assert len(datasets.load_dataset("json", data_files=str(folder), split="train")) == len(items)
+    assert datasets.load_dataset("json", data_files=str(out / "utility_grouped_answers.jsonl"),
+                                 split="train")["raw"] == list(answers.values())
+    rows = RunFolder(out).judgments().rows("utility_grouped_judgments.jsonl")
+    assert [answers[r["answer"]] for r in items] == [r["raw"] for r in rows]
 
 
 def test_an_item_unscored_alone_too_stays_unscored(scripted_server, dataset, tmp_path):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.human import labels as labels_mod
-from carryon_eval.judge.store import JudgeError, judges_present, select_judge
+from carryon_eval.judge.store import JudgeError, file_judges, judges_present, select_judge
 from carryon_eval.suites.carryonbench.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LabelError
 from carryon_eval.run.folder import RunFolder
@@ -58,8 +58,8 @@ def judgment_sets(run: RunFolder) -> list[str]:
     """The Ben-Util judgment sets of a run folder: each judge model with per-item records ("MODEL"), and each
     with grouped records ("MODEL:grouped"), in order of first appearance."""
     present = judges_present(run)
-    per_item = {r.get("judge_model") for r in run.judgments().rows(UTILITY_FILE)}
-    grouped = {r.get("judge_model") for r in run.judgments().rows(UTILITY_GROUPED_FILE)}
+    per_item = set(file_judges(run, UTILITY_FILE))
+    grouped = set(file_judges(run, UTILITY_GROUPED_FILE))
     return [*(j for j in present if j in per_item or j not in grouped),
             *(j + GROUPED_SUFFIX for j in present if j in grouped)]
 
