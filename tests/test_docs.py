@@ -1,0 +1,51 @@
+"""The README is a front page and docs/ the reference: the README stays within 300 lines with every section in its
+navigation lines, links every docs page (and every link it has to a file resolves), and the pages build with
+`mkdocs build --strict` (mkdocs.yml: every page in the nav; a broken link or anchor between pages fails)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import yaml
+
+from support.shared_data import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = sorted(p.name for p in (REPO / "docs").glob("*.md"))
+
+
+def anchor(title: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def test_the_readme_is_a_front_page_with_every_section_in_its_navigation():
+    lines = README.splitlines()
+    assert len(lines) <= 300, len(lines)
+    navigation = "\n".join(lines[:12])
+    sections = [line[3:] for line in lines if line.startswith("## ")]
+    assert sections
+    for title in sections:
+        assert f"](#{anchor(title)})" in navigation, title
+
+
+def test_the_readme_links_every_docs_page_and_its_file_links_resolve():
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    for target in (t for t in targets if not t.startswith("http")):
+        assert (REPO / target).exists(), target
+    for page in PAGES:
+        assert f"](docs/{page})" in README, page
+
+
+def test_mkdocs_lists_every_page_and_builds_strictly(tmp_path):
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    listed = sorted(next(iter(entry.values())) for entry in config["nav"])
+    assert listed == PAGES
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+    for page in PAGES:
+        if page != "index.md":
+            assert (tmp_path / "site" / page.removesuffix(".md") / "index.html").is_file(), page
