@@ -49,3 +49,23 @@ def test_mkdocs_lists_every_page_and_builds_strictly(tmp_path):
     for page in PAGES:
         if page != "index.md":
             assert (tmp_path / "site" / page.removesuffix(".md") / "index.html").is_file(), page
+
+
+def test_every_repository_path_the_pages_name_exists():
+    """Pages name files as code (`carryon_eval/run/folder.py`), not as links out of docs/: each must exist."""
+    for page in ["README.md", *(f"docs/{p}" for p in PAGES)]:
+        text = (REPO / page).read_text(encoding="utf-8")
+        for path in re.findall(r"`((?:carryon_eval|builder|tests|bench|releases|docs)/[^`\s<>*{}]*)`", text):
+            if "..." not in path:
+                assert (REPO / path.split("::")[0]).exists(), (page, path)
+
+
+def test_the_layout_table_names_only_files_of_its_folders():
+    rows = re.findall(r"^\| `([^`]+)`[^|]*\| (.*) \|$", (REPO / "docs" / "layout.md").read_text(encoding="utf-8"), re.M)
+    assert len(rows) >= 10
+    for folder, what in rows:
+        root = REPO / folder
+        assert root.is_dir(), folder
+        for name in re.findall(r"`([\w/]+\.(?:py|json))`", what):
+            found = list(root.rglob(name.rsplit("/", 1)[-1]))
+            assert any(str(f).endswith(name) for f in found), (folder, name)
