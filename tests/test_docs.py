@@ -1,6 +1,8 @@
 """The README is a front page and docs/ the reference: the README stays within 300 lines with every section in its
 navigation lines, links every docs page (and every link it has to a file resolves), and the pages build with
-`mkdocs build --strict` (mkdocs.yml: every page in the nav; a broken link or anchor between pages fails)."""
+`mkdocs build --strict` (mkdocs.yml: every page in the nav; a broken link or anchor between pages fails). The pages
+name repository files as code: each exists, the layout table's modules are in their folders, and the run folder
+table names files a run folder declares (tests/test_readme_open_path.py checks it against a real run's files)."""
 from __future__ import annotations
 
 import re
@@ -9,6 +11,7 @@ import sys
 
 import yaml
 
+from support.docs_pages import run_folder_table
 from support.shared_data import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -61,7 +64,8 @@ def test_every_repository_path_the_pages_name_exists():
 
 
 def test_the_layout_table_names_only_files_of_its_folders():
-    rows = re.findall(r"^\| `([^`]+)`[^|]*\| (.*) \|$", (REPO / "docs" / "layout.md").read_text(encoding="utf-8"), re.M)
+    folders = (REPO / "docs" / "layout.md").read_text(encoding="utf-8").split("\n## A run folder\n", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)`[^|]*\| (.*) \|$", folders, re.MULTILINE)
     assert len(rows) >= 10
     for folder, what in rows:
         root = REPO / folder
@@ -69,3 +73,14 @@ def test_the_layout_table_names_only_files_of_its_folders():
         for name in re.findall(r"`([\w/]+\.(?:py|json))`", what):
             found = list(root.rglob(name.rsplit("/", 1)[-1]))
             assert any(str(f).endswith(name) for f in found), (folder, name)
+
+
+def test_the_run_folder_table_names_files_a_run_folder_declares():
+    from carryon_eval.run.folder import owner_of
+    from carryon_eval.suite.registry import suites
+    suites()                                              # the wings declare their own files
+    names = run_folder_table()
+    assert "run.json" in names and "results.json" in names
+    for name in names:
+        if name != "embedded_crash.json":                 # the embedded model's watch writes it (carryon_eval/model/crash.py)
+            assert owner_of(name.rstrip("/")) is not None, name

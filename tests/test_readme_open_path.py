@@ -3,7 +3,8 @@ test machine cannot do replaced: the pinned clone is a copy of ../shared/data/op
 block pins: `verify` checks the build against the frozen release), the `pip install` line is the test's own
 environment, the `example.com` endpoints are two scripted servers (the targets on one, the user simulator and the
 judge on the other, each taking only its own key), and `--limit 2` keeps the runs small. The block must end in a
-leaderboard that ranks its two models in one comparability group. The README's plan file goes through
+leaderboard that ranks its two models in one comparability group, and every file the runs and the leaderboard
+wrote is in docs/layout.md's tables. The README's plan file goes through
 `carryon-eval sweep --dry-run` the same way.
 
 Also, without the shared data: the set-up and test commands stay on the first screen, every option of the block
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from click.testing import CliRunner
 from carryon_eval.cli import cli as eval_cli
 from carryonbench_builder.cli import cli as build_cli
 from carryonbench_builder.sources.opensafeintent import OPEN_RELEASE, UPSTREAM
+from support.docs_pages import LAYOUT, run_folder_table
 from support.scripted_server import ScriptedServer, by_model, last_user_text
 from support.shared_data import OPENSAFEINTENT, REPO
 
@@ -171,6 +174,10 @@ def test_the_open_block_ends_in_a_leaderboard_ranking_its_two_models_in_one_grou
     for row in rows:
         assert not {"smoke", "incomplete", "self-simulated", "self-judged"} & set(row["status"]), row["status"]
         assert row["simulator"]["model"] == "my-simulator" and row["subset"] == "quick"
+    documented = LAYOUT.read_text(encoding="utf-8")
+    for written in [*(here / "runs" / "model-a").iterdir(), *(here / "leaderboard").iterdir()]:
+        name = written.name + ("/" if written.is_dir() else "")
+        assert f"`{name}`" in documented or any(fnmatch(written.name, p) for p in run_folder_table()), name
     page = (here / "leaderboard" / "leaderboard.html").read_text(encoding="utf-8")
     assert "only within their group" not in page                  # no warning splits them
     assert targets.count() and judges.count(lambda b: b["model"] == "my-simulator") and \
