@@ -84,3 +84,39 @@ def test_the_run_folder_table_names_files_a_run_folder_declares():
     for name in names:
         if name != "embedded_crash.json":                 # the embedded model's watch writes it (carryon_eval/model/crash.py)
             assert owner_of(name.rstrip("/")) is not None, name
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(page, command line) for every `carryon-eval` / `carryon-build` command of the README and the pages: each
+    line of a bash block (continuation lines joined, comments dropped) and each inline code span."""
+    found = []
+    for page in ["README.md", *(f"docs/{p}" for p in PAGES)]:
+        text = (REPO / page).read_text(encoding="utf-8")
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split(" #", 1)[0].strip()
+                for part in re.split(r"&&|;", line):
+                    if part.strip().startswith(("carryon-eval", "carryon-build")):
+                        found.append((page, part.strip()))
+        found += [(page, span) for span in re.findall(r"`((?:carryon-eval|carryon-build)\b[^`]*)`", text)]
+    return found
+
+
+def test_every_documented_command_and_option_exists():
+    from click.testing import CliRunner
+
+    from carryon_eval.cli import cli as eval_cli
+    from carryonbench_builder.cli import cli as build_cli
+    clis = {"carryon-eval": eval_cli, "carryon-build": build_cli}
+    helps: dict[tuple[str, ...], str] = {}
+    commands = documented_commands()
+    assert len(commands) >= 20
+    for page, line in commands:
+        words = line.split()
+        path = tuple(words[1:2]) if len(words) > 1 and re.fullmatch(r"[a-z]+", words[1]) else ()
+        if (words[0], *path) not in helps:
+            result = CliRunner().invoke(clis[words[0]], [*path, "--help"])
+            assert result.exit_code == 0, (page, line, result.output)
+            helps[(words[0], *path)] = result.output
+        for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", line):
+            assert re.search(rf"{re.escape(flag)}\b", helps[(words[0], *path)]), (page, line, flag)
