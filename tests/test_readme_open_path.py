@@ -5,7 +5,7 @@ environment, the `example.com` endpoints are two scripted servers (the targets o
 judge on the other, each taking only its own key), and `--limit 2` keeps the runs small. The block must end in a
 leaderboard that ranks its two models in one comparability group, and every file the runs and the leaderboard
 wrote is in docs/layout.md's tables. The README's plan file goes through
-`carryon-eval sweep --dry-run` the same way.
+`carryon-eval sweep --dry-run` the same way, and its `load_dataset` block loads the open build by its path.
 
 Also, without the shared data: the set-up and test commands stay on the first screen, every option of the block
 is one its command has, and the README says that no Hub release is published yet and how one is."""
@@ -203,3 +203,17 @@ def test_the_readme_plan_sweeps_on_the_open_build(here, servers):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "model-a" in done.stdout and "model-b" in done.stdout
     assert targets.count() + judges.count() == before                # a dry run calls no model
+
+
+@needs_osi
+def test_the_readme_load_dataset_block_loads_the_open_build_by_its_path(here):
+    """The block of "Load the dataset in Python", as written, in the folder the open path left."""
+    if not (here / "carryonbench-open").is_dir():
+        built = run_bash("carryon-build build --source OpenSafeIntent --out carryonbench-open --no-llm", here)
+        assert built.returncode == 0, built.stderr
+    code = block("Load the dataset in Python", "python")
+    assert 'load_dataset("./carryonbench-open"' in code and 'load_dataset("carryonbench-open"' not in code
+    done = subprocess.run([sys.executable, "-c", code + "\nprint(len(queries), len(flows))"], cwd=here,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["700", "1866"]
