@@ -120,3 +120,13 @@ def test_every_documented_command_and_option_exists():
             helps[(words[0], *path)] = result.output
         for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", line):
             assert re.search(rf"{re.escape(flag)}\b", helps[(words[0], *path)]), (page, line, flag)
+
+
+def test_the_commands_ci_runs_are_the_readmes_first_screen_verbatim():
+    """.ci/run installs and tests by the README's own commands (it greps for them): both on the first screen."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    commands = dict(re.findall(r"^(INSTALL|TEST)='(.+)'$", ci, re.MULTILINE))
+    assert commands == {"INSTALL": 'pip install -e ".[local]"', "TEST": 'pip install -e ".[local,test]" && python -m pytest'}
+    first_screen = "\n".join(README.splitlines()[:40])
+    for command in commands.values():
+        assert f"\n{command}\n" in first_screen, command
