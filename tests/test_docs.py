@@ -47,6 +47,7 @@ def test_mkdocs_lists_every_page_and_builds_strictly(tmp_path):
     assert listed == PAGES
     built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "No module named mkdocs" not in built.stderr, "mkdocs is in the test extra: pip install -e \".[local,test]\""
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "site" / "index.html").is_file()
     for page in PAGES:
