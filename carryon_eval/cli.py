@@ -284,6 +284,10 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @RUNDIR
 @click.option("--endpoint", help="Target base URL, if it moved since the run started (same model).")
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
+@click.option("--api-key-env", metavar="NAME", help="Environment variable of the target's key [default: the run's, "
+                                                    "where the target's URL is the run's].")
+@click.option("--user-api-key-env", metavar="NAME",
+              help="Environment variable of the user simulator's key [default: the one given for its URL].")
 @concurrency_option()
 @click_option(options.NO_MODEL_CHECK)
 @click_option(options.MAX_CALLS)
@@ -291,11 +295,12 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click_option(options.HTTP_CLIENT.of_run())
 @verbose_option
 @progress_interval_option
-def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
-                    model_check: bool, max_calls: Optional[int], give_up_after: Optional[float],
-                    http_client: Optional[str]) -> None:
+def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], api_key_env: Optional[str],
+                    user_api_key_env: Optional[str], concurrency: int, model_check: bool, max_calls: Optional[int],
+                    give_up_after: Optional[float], http_client: Optional[str]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
+                                                target_api_key_env=api_key_env, user_api_key_env=user_api_key_env,
                                                 concurrency=concurrency, model_check=model_check,
                                                 max_calls=max_calls, give_up_after=give_up_after,
                                                 http_client=http_client),
@@ -313,7 +318,8 @@ def judge_options(fn: Any) -> Any:
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",
                             model_help="Judge model [default: the run's judge].",
-                            key_help="API key variable [default: the run's].")(fn)
+                            key_help="API key variable [default: the one given for the judge's URL: the run's "
+                                     "judge's; a judge on another URL names its own].")(fn)
 
 
 def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:

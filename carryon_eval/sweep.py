@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.api import evaluate_config
 from carryon_eval.app import commands
 from carryon_eval.app import options
-from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, resolve_roles
+from carryon_eval.app.config import ConfigError, EvaluateConfig, KeyMissing, Output, resolve_roles
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.option import Option
@@ -166,6 +166,9 @@ def _target_config(shared: dict[str, Any], table: Any, index: int, where: str, o
     try:
         cfg = evaluate_config(**shared, **own, out=out / name)
         resolve_roles(cfg)                     # a role without a model, a key variable not set: before anything runs
+    except KeyMissing as exc:               # the simulator's or judge's key: the plan's, named as its key
+        raise PlanError(f"{here}key '{key_name(exc.keyword)}' is missing at the top of the plan: {exc.reason}") \
+            from None
     except ConfigError as exc:
         text = str(exc)
         kw = text.split(":", 1)[0]

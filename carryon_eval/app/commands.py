@@ -213,13 +213,23 @@ async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFold
     await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
                                               for role, choice in roles.items() for url in choice.pool)],
                         cfg.model_check)
-    meta = run.start(meta)
+    meta = _keys_recorded(run, run.start(meta), roles)
     eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
                                     for role, c in configs.items()}
     budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
     if budget is not None:
         eps = {role: budget.wrap(ep) for role, ep in eps.items()}
     return eps, meta
+
+
+def _keys_recorded(run: RunFolder, meta: RunMeta, roles: dict[str, RoleChoice]) -> RunMeta:
+    """run.json records the key variable each role sends (its name, never its value): a resumed run whose roles
+    send others now says so."""
+    keys = {role: str(c.api_key_env) for role, c in roles.items()}
+    if all(meta.roles[role].api_key_env == key for role, key in keys.items() if role in meta.roles):
+        return meta
+    return run.write_meta(dataclasses.replace(meta, roles={
+        role: dataclasses.replace(r, api_key_env=keys.get(role, r.api_key_env)) for role, r in meta.roles.items()}))
 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
@@ -270,9 +280,10 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
-        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
-                                     http_client=opts.http_client)
-        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
+        target = session.role_config(meta, "target", endpoint=opts.target_endpoint, api_key_env=opts.target_api_key_env,
+                                     concurrency=opts.concurrency, http_client=opts.http_client)
+        user = session.role_config(meta, "user", endpoint=opts.user_endpoint, api_key_env=opts.user_api_key_env,
+                                   key_option="--user-api-key-env", concurrency=opts.concurrency,
                                    http_client=opts.http_client)
         run.prepare()
         eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run, "target"), "target"),
@@ -287,8 +298,9 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
 
 
 async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
-    cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
-                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
+    cfg = session.role_config(meta, "judge", endpoint=opts.judge.endpoint, model=opts.judge.model,
+                              api_key_env=opts.judge.api_key_env, key_option="--judge-api-key-env",
+                              concurrency=opts.concurrency,
                               http_client=opts.http_client, temperature=opts.judge_temperature,
                               **opts.judge.request())
     await check_configs([cfg], session.model_check)

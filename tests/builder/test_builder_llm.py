@@ -760,14 +760,25 @@ def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers
 
 def test_a_key_echoed_to_the_builder_is_cached_nowhere(source, scripted_server, script, tmp_path, monkeypatch):
     """The builder's endpoints register their key as the evaluator's do: a server that echoes it leaves it in
-    no cache file and no dataset file."""
-    key = "sk-builder-0123456789-leaky"
+    no cache file and no dataset file. Each server gets only the key given for it: a role on another URL with no
+    key of its own is refused before any request."""
+    key, judge_key = "sk-builder-0123456789-leaky", "sk-builder-judge-0123456789"
     monkeypatch.setenv("BUILDER_TEST_KEY", key)
-    main = scripted_server(script.reply, models=MAIN_MODELS, api_key=key, echo_authorization=True)
-    judge = scripted_server(script.reply, models=(JUDGE,), api_key=key, echo_authorization=True)
-    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--api-key-env", "BUILDER_TEST_KEY"))
+    monkeypatch.setenv("BUILDER_JUDGE_KEY", judge_key)
+    main = scripted_server(script.reply, models=MAIN_MODELS, api_key=key, echo_authorization=True,
+                           log_authorization=True)
+    judge = scripted_server(script.reply, models=(JUDGE,), api_key=judge_key, echo_authorization=True,
+                            log_authorization=True)
+    args = cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--api-key-env", "BUILDER_TEST_KEY")
+    refused = run_cli(args)
+    assert refused.exit_code == 2 and refused.stderr.startswith(
+        f"carryon-build: error: --harm-classifier-api-key-env is missing: the harm-classifier role sits at "
+        f"{judge.base_url}, not at --endpoint ({main.base_url}) that $BUILDER_TEST_KEY was given for"), refused.output
+    assert main.authorizations == [] and judge.authorizations == [] and not (tmp_path / "ds").exists()
+    res = run_cli([*args, "--harm-classifier-api-key-env", "BUILDER_JUDGE_KEY"])
     assert res.exit_code == 0, res.output
     assert key not in res.output and main.count() > 0 and judge.count() > 0
+    assert set(main.authorizations) == {f"Bearer {key}"} and set(judge.authorizations) == {f"Bearer {judge_key}"}
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len([p for p in files if "cache" in p.parts]) > 10
-    assert [p for p in files if key.encode() in p.read_bytes()] == []
+    assert [p for p in files if key.encode() in p.read_bytes() or judge_key.encode() in p.read_bytes()] == []
