@@ -45,6 +45,7 @@ from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.lock import hold
 from carryon_eval.dataset.subset import SubsetError
 from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
@@ -104,6 +105,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         _print_cost_table(out, cfg, bench, jobs, meta, run)
         if cfg.dry_run:
             return None
+        session.hold(run, "carryon-eval")    # one writer at a time (run.lock)
         run.check(meta)                      # an unusable folder fails before anything starts
         eps, meta = await _started_endpoints(cfg, session, run, meta, configs, roles, local)
         results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run))
@@ -280,6 +282,7 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
+        session.hold(run, "carryon-eval rollout")
         target = session.role_config(meta, "target", endpoint=opts.target_endpoint, api_key_env=opts.target_api_key_env,
                                      concurrency=opts.concurrency, http_client=opts.http_client)
         user = session.role_config(meta, "user", endpoint=opts.user_endpoint, api_key_env=opts.user_api_key_env,
@@ -312,6 +315,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
+        session.hold(run, "carryon-eval judge")
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
         given = {name: value for name, value in opts.scoring.items() if value is not None}
         scoring = meta.judge.given(given)            # each wing setting: this command's where given, else the run's
@@ -369,6 +373,7 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
+        session.hold(run, "carryon-eval fidelity")
         judge = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out)
         session.print_usage()
@@ -402,6 +407,7 @@ async def report_folder(run: RunFolder, out: Output, judge: Optional[str] = None
     """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
     judgments (those of judge model NAME when several judged the run)."""
     run, meta, bench = open_run(run, out)
-    results = report_phase(bench, run, out, judge, bootstrap)
+    with hold(run.path, "carryon-eval report"):
+        results = report_phase(bench, run, out, judge, bootstrap)
     require_scored(results, run)
     require_complete(results, run)

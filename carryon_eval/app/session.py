@@ -22,6 +22,7 @@ from carryon_eval.model.crash import CrashRecord
 from carryon_eval.progress import human, tokens_by_role
 from carryon_eval.run.records import RoleRecord, RunMeta
 from carryon_eval.run.folder import RunFolder, add_usage, read_usage
+from carryon_eval.run.lock import hold
 from carryon_eval.app.cost import Price, parse_prices, usage_by_role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,17 +68,23 @@ class Session:
                 elif exc is None:
                     CrashRecord(run.path).clear()
         try:
-            for run in self._runs.values():
-                add_usage(run, self.usage.snapshot())
-                self._record_usage(run)
-            for ep in self._opened:
-                await ep.aclose()
+            try:
+                for run in self._runs.values():
+                    add_usage(run, self.usage.snapshot())
+                    self._record_usage(run)
+            finally:                          # closed even when the usage cannot be written (a full disk)
+                for ep in self._opened:
+                    await ep.aclose()
         finally:
             try:
                 for cache in self._caches.values():   # every queued cache entry on disk before we return
                     cache.close()
             finally:
                 self._stack.close()
+
+    def hold(self, run: RunFolder, what: str) -> None:
+        """Hold the run folder's lock (carryon_eval.run.lock) until the session ends, after its last write."""
+        self._stack.enter_context(hold(run.path, what))
 
     def local_server(self) -> LocalModelServer:
         if self._server is None:
