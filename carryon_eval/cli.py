@@ -24,7 +24,6 @@ async function in one event loop, and prints.
 from __future__ import annotations
 
 import asyncio
-import errno
 import signal
 import sys
 from pathlib import Path
@@ -45,7 +44,7 @@ from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
 from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option, click_params,
                                      place_params,
-                                     concurrency_option, endpoint_options, merge_aliases, request_options,
+                                     concurrency_option, endpoint_options, merge_aliases, os_error_line, request_options,
                                      verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
@@ -112,11 +111,8 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True,
         raise CliError(str(exc)) from None
     except EndpointError as exc:
         raise CliError(f"{exc}{RESUME if resume_hint else ''}") from None
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        where = f" writing {exc.filename}" if exc.filename else ""
-        raise CliError(f"the disk is full{where}; free some space, then rerun the same command to resume") from None
+    except OSError as exc:                 # a full disk, a file-size limit ...: one line, whatever was writing
+        raise CliError(os_error_line(exc)) from None
     except _Terminated:
         click.echo(INTERRUPTED, err=True)
         sys.exit(128 + signal.SIGTERM)

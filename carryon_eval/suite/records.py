@@ -40,7 +40,7 @@ class SuiteError(Exception):
 class JobGeneration:
     """A job's own generation settings, over the run's (None: the run's): e.g. a suite whose reference
     generation has a fixed token cap. The rollout sends them and records them in the transcript's meta."""
-    temperature: Optional[float] = None
+    temperature: Any = None             # a number, or "default" (the provider's: none is sent)
     max_tokens: Optional[int] = None
     retry_empty: bool = True            # False: an empty reply is kept as it came, not asked again
 
