@@ -419,21 +419,26 @@ def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(path_type=Path),
-              help="Check against this manifest (e.g. releases/v0.1.0/MANIFEST.json) instead of FOLDER's own.")
+              help="Check against this manifest (e.g. releases/v0.1.0/MANIFEST.json, or the folder holding it) "
+                   "instead of FOLDER's own.")
 def verify(folder: Path, manifest: Optional[Path]) -> None:
     """Recompute hashes, counts, cross-references and flow rules, load every declared config with
-    datasets.load_dataset (columns as in the card's field tables); name each mismatch."""
-    from .verify import release_words, verify_folder
+    datasets.load_dataset (columns as in the card's field tables); name each mismatch. Without --manifest, FOLDER is
+    called a release only when its MANIFEST.json is that release's frozen one (releases/NAME/MANIFEST.json)."""
+    from .verify import release_claim, verify_folder
 
+    if manifest is not None and manifest.is_dir():       # the release's folder: its MANIFEST.json
+        if not (manifest / "MANIFEST.json").is_file():
+            fail(f"--manifest {manifest}: a folder without MANIFEST.json; give a release's MANIFEST.json (or its "
+                 "folder, e.g. releases/open-v1.0.0)")
+        manifest = manifest / "MANIFEST.json"
     problems, man = verify_folder(folder, manifest)
     for p in problems:
         click.echo(f"MISMATCH {p}")
     if problems:
         click.echo(f"verify: {len(problems)} mismatch(es) in {folder}", err=True)
         sys.exit(1)
-    against = f"; matches {manifest}" if manifest else ""
-    click.echo(f"OK {folder} is release {man.get('release')} exactly ({release_words(man)}{against}): "
-               f"{len(man['files'])} files, "
+    click.echo(f"OK {folder} {release_claim(man, manifest)}: {len(man['files'])} files, "
                f"counts {{{', '.join(f'{k}: {v}' for k, v in man['counts'].items() if isinstance(v, int))}}}")
 
 

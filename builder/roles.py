@@ -49,7 +49,7 @@ def _role_map(values: Sequence[str], option: str) -> dict[str, str]:
         role, val = split_assignment(v, option)
         role = role.replace("-", "_")
         if role not in ROLES:
-            raise RoleError(f"{option} {v!r}: unknown role {role!r}; roles: {', '.join(ROLES)}")
+            raise RoleError(f"{option} {v!r}: unknown role {role!r}; roles: {', '.join(dict.fromkeys(ROLES))}")
         if role in out and out[role] != val:
             raise RoleError(f"{option}: role {role} given twice ({out[role]!r} and {val!r})")
         out[role] = val

@@ -377,11 +377,15 @@ def fidelity_command(**opts: Any) -> None:
                                                         f"says, else {defaults.BOOTSTRAP_RESAMPLES}]."))
 @click_option(options.BOOTSTRAP_SEED.of_run(help="Seed of the bootstrap resamples [default: as run.json says, else "
                                                  f"{defaults.BOOTSTRAP_SEED}]."))
+@click.option("--dataset", metavar="DIR",
+              help="The run's dataset folder, where it is now (a run folder moved or copied away from it); its rows "
+                   "must be the ones run.json's content hashes pin [default: run.json's, else a folder of its name "
+                   "above the run folder].")
 def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples: Optional[int],
-                   bootstrap_seed: Optional[int]) -> None:
+                   bootstrap_seed: Optional[int], dataset: Optional[str]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
     run_command(app.report_folder(RunFolder(rundir), ClickOutput(), judge_name,
-                                  bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
+                                  bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed), dataset=dataset),
                 resume_hint=False)
 
 

@@ -40,7 +40,7 @@ from carryon_eval.app.cost import parse_prices, run_cost_table
 from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import judges_present
-from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE
+from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalServerCrashed
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.report.phase import suite_inputs
@@ -250,9 +250,9 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
-    except (EndpointGone, RoleFailed, CallBudgetSpent):   # a role stopped answering (the judge's failed calls are
-        # counted instead), or the --max-calls budget is spent: a resumable stop
-        _report_what_there_is(bench, run, out, judged_by)
+    except (EndpointGone, RoleFailed, CallBudgetSpent) as exc:   # a role stopped answering (the judge's failed
+        # calls are counted instead), or the --max-calls budget is spent: a resumable stop
+        _report_what_there_is(bench, run, out, judged_by, stopped_note(exc))
         raise
     for suite in selected(meta.conditions):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
@@ -262,18 +262,27 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                         BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
-def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str]) -> None:
-    """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
+def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str], why: str) -> None:
+    """results.json and the report of a run that stopped (marked incomplete, ``why`` among its notes), when there is
+    anything to report."""
     if not run.transcripts():
         return
     present = judges_present(run)
-    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
+    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None),
+                 notes=[why])
 
 
-def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
+def stopped_note(exc: Exception) -> str:
+    """Why the command stopped before the end, as results.json says it (no machine path: the crash's log is not
+    named there)."""
+    what = exc.public() if isinstance(exc, LocalServerCrashed) else str(exc)
+    return f"STOPPED: {what}; this report stands on what was done before (rerun the same command to resume)"
+
+
+def open_run(run: RunFolder, out: Output, dataset: Optional[str] = None) -> tuple[RunFolder, RunMeta, Benchmark]:
     """carryon_eval.suite.reopen.open_run, its subset error a ConfigError (one line)."""
     try:
-        return reopen_run(run, out)
+        return reopen_run(run, out, dataset)
     except SubsetError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -403,10 +412,11 @@ def suites_named(name: str) -> tuple[str, ...]:
 
 
 async def report_folder(run: RunFolder, out: Output, judge: Optional[str] = None,
-                        bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
-    """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
-    judgments (those of judge model NAME when several judged the run)."""
-    run, meta, bench = open_run(run, out)
+                        bootstrap: BootstrapChoice = BootstrapChoice(), dataset: Optional[str] = None) -> None:
+    """`carryon-eval report RUNDIR [--judge NAME] [--dataset DIR]`: results.json, table.md, plots and report.html
+    from its judgments (those of judge model NAME when several judged the run; ``dataset``: where its dataset is
+    now, checked against run.json's content hashes)."""
+    run, meta, bench = open_run(run, out, dataset)
     with hold(run.path, "carryon-eval report"):
         results = report_phase(bench, run, out, judge, bootstrap)
     require_scored(results, run)

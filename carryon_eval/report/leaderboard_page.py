@@ -172,9 +172,10 @@ def _measured_apart(entries: Sequence[Any], reported: Sequence[Any]) -> Optional
     if not reported or not entries:
         return None
     every = [*entries, *reported]
-    return next((why for s in suites() if s.report is not None and s.report.incomparable is not None
-                 for why in [s.report.incomparable([Path(str(e.folder)) for e in every], [e.results for e in every])]
-                 if why), None)
+    folders, results = [Path(str(e.folder)) for e in every], [e.results for e in every]
+    reasons = [s.report.incomparable(folders, results) for s in suites()
+               if s.report is not None and s.report.incomparable is not None]
+    return "; ".join(why for why in reasons if why) or None
 
 
 def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],

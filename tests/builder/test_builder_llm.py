@@ -388,7 +388,8 @@ def test_endpoint_check_fails_fast(source, scripted_server, script, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--model", "m"], "no endpoint for role intent_writer"),
     (["--endpoint", "http://127.0.0.1:9/v1"], "no model for role intent_writer"),
-    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--role-model", "judge=x"], "unknown role 'judge'"),
+    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--role-model", "judge=x"],
+     "unknown role 'judge'; roles: intent_writer, generator, harm_classifier, decomposer, merger, item_filter\n"),
     (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--generator", "nomodel"], "expected URL=MODEL"),
     ([], "the LLM stages need an endpoint"),
     (["--no-llm", "--endpoint", "local"], "--no-llm runs no LLM stage"),
@@ -396,7 +397,7 @@ def test_endpoint_check_fails_fast(source, scripted_server, script, tmp_path):
 def test_option_errors(args, message, tmp_path):
     res = run_cli(["build", "--source", str(tmp_path / "none.json"), "--out", str(tmp_path / "ds"), *args])
     assert res.exit_code == 2
-    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1      # each role named once
 
 
 def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, tmp_path):
