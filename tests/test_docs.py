@@ -76,6 +76,19 @@ def test_the_layout_table_names_only_files_of_its_folders():
             assert any(str(f).endswith(name) for f in found), (folder, name)
 
 
+def test_every_module_of_the_evaluator_and_the_builder_is_in_the_layout_table():
+    """A new module is named in its folder's row of docs/layout.md (with what it holds)."""
+    folders = (REPO / "docs" / "layout.md").read_text(encoding="utf-8").split("\n## A run folder\n", 1)[0]
+    rows = dict(re.findall(r"^\| `((?:carryon_eval|builder)/[^`]*)`[^|]*\| (.*) \|$", folders, re.MULTILINE))
+    for path in sorted((REPO / "carryon_eval").rglob("*.py")) + sorted((REPO / "builder").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if path.name == "__init__.py" or "/sample_data/" in rel:
+            continue
+        row = max((folder for folder in rows if rel.startswith(folder)), key=len)
+        assert f"`{path.name}`" in rows[row] or f"/{path.name}`" in rows[row], \
+            f"docs/layout.md: the row of {row} does not name {rel}"
+
+
 def test_the_run_folder_table_names_files_a_run_folder_declares():
     from carryon_eval.run.folder import owner_of
     from carryon_eval.suite.registry import suites
