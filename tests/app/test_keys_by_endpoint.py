@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.eval_cli import invoke, one_error_line
 from support.rollout_data import unique_replies
 
@@ -96,3 +97,15 @@ def test_a_single_run_refuses_a_judge_elsewhere_without_its_own_key(scripted_ser
     roles = json.loads((tmp_path / "run" / "run.json").read_text())["roles"]
     assert (roles["target"]["api_key_env"], roles["user"]["api_key_env"], roles["judge"]["api_key_env"]) == \
         ("KEY_A", "KEY_A", "")
+
+
+def test_the_python_api_refuses_a_judge_elsewhere_without_its_own_key(scripted_server, dataset, monkeypatch):
+    from carryon_eval import evaluate
+    from carryon_eval.api import ConfigError
+
+    monkeypatch.setenv("KEY_A", KEYS["KEY_A"])
+    srv = servers(scripted_server)
+    with pytest.raises(ConfigError, match=r"^--judge-api-key-env is missing: the judge sits at "):
+        evaluate(endpoint=srv["a"].base_url, model="t-a", api_key_env="KEY_A", judge_endpoint=srv["judge"].base_url,
+                 judge_model="jdg", dataset=str(dataset), dry_run=True)
+    assert srv["a"].authorizations == [] and srv["judge"].authorizations == []

@@ -236,3 +236,23 @@ def test_a_plan_with_a_byte_order_mark_reads_and_a_second_sweep_into_one_folder_
     assert line == (f"carryon-eval: error: {out} is being written by carryon-eval sweep (PID {os.getpid()}); wait "
                     "for it to end, or use another folder")
     assert srv.count() == 0 and not out.exists()
+
+
+def test_a_sweep_that_cannot_write_says_one_line_per_target(scripted_server, dataset, tmp_path):
+    """A file-size limit (as a full disk) fails every target's writes: each target's one line, never a traceback."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8000, 8000))     # run.json fits; transcripts.jsonl soon not
+
+    srv = scripted_server(Counting(), models=(*TARGETS, "sim", "jdg"))
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset)
+    proc = subprocess.run([sys.executable, "-m", "carryon_eval.cli", "sweep", str(plan), "--out",
+                           str(tmp_path / "sweep")], capture_output=True, text=True, preexec_fn=limited, timeout=600)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    failed = [line for line in proc.stderr.splitlines() if " FAILED (exit 2): " in line]
+    assert [line.split()[1] for line in failed] == [f"{m}-run" for m in TARGETS], proc.stderr
+    assert all(line.endswith("File too large; the file outgrew the file-size limit (ulimit -f): raise it, then "
+                             "rerun the same command") for line in failed), failed
