@@ -198,9 +198,14 @@ def test_wildguard_style_gives_the_same_checklists(source, servers, queries, tmp
 
 
 # ---------------------------------------------------------------- faults
+REQUEST_TIMEOUT = 5.0
+
+
 def stages_config(main, judge, cache: Path, **kw) -> LLMConfig:
+    # A request's timeout well above what a loaded machine takes to answer one: a request that timed out and was
+    # retried would be served twice and consume the scripted faults out of order (seen at load 13 with 1 s).
     def spec(model: str, server=main) -> ModelSpec:
-        return ModelSpec(base_url=server.base_url, model=model, timeout=1.0)
+        return ModelSpec(base_url=server.base_url, model=model, timeout=REQUEST_TIMEOUT)
     return LLMConfig(roles={"intent_writer": spec("intent-m"), "harm_classifier": spec(JUDGE, judge),
                             "decomposer": spec("decomp-m"), "merger": spec("merge-m"), "item_filter": spec("filter-m")},
                      generators=[spec(g) for g in GENERATORS], cache_dir=cache, backoff_base=0.02,
@@ -213,7 +218,7 @@ def test_faults_leave_the_same_dataset(source, scripted_server, script, queries,
     clean = build(source, tmp_path / "clean", limit=3, log=lambda m: None,
                   llm_stages=LLMStages(stages_config(clean_main, clean_judge, tmp_path / "c1"), log=lambda m: None))
 
-    faults = [Fault.status(429, retry_after=0.05), Fault.status(500), Fault.delay(3.0), Fault.malformed(),
+    faults = [Fault.status(429, retry_after=0.05), Fault.status(500), Fault.delay(REQUEST_TIMEOUT + 3.0), Fault.malformed(),
               Fault.empty(), Fault.empty(""), Fault.drop()]
     lock = threading.Lock()
     state = {"n": 0, "bad_decompose": 0, "bad_intent": 0, "bad_judge": 0}
