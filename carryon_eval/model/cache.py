@@ -29,6 +29,7 @@ The cache stores whatever JSON object it is given; the endpoint client stores on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -74,6 +75,7 @@ class ResponseCache:
         self._pending: dict[str, bytes] = {}             # put, not committed yet
         self._scheduled = False                          # a commit is scheduled on the putting loop
         self._checkpoints: Optional[_Checkpointer] = None
+        self._unwritten = 0                              # entries a commit failed for (said once per cache)
         with self._lock:
             migrate_files(self.directory, self._connection())
 
@@ -149,6 +151,12 @@ class ResponseCache:
                 self._conn.close()
                 self._conn = None
 
+    def _not_written(self, exc: CacheError, count: int) -> None:
+        """Say once per cache that entries go unwritten (a full disk fails every commit alike)."""
+        self._unwritten += count
+        if self._unwritten == count:
+            log.warning("%s; they and any other not written will be asked again", exc)
+
     def _commit_pending(self) -> None:
         """Commit the waiting entries (callers hold the lock); a failed commit is said, its calls asked again."""
         self._scheduled = False
@@ -158,7 +166,7 @@ class ResponseCache:
         try:
             _commit(self._connection(), batch, self.database)
         except CacheError as exc:
-            log.warning("%s; %d answer(s) will be asked again", exc, len(batch))
+            self._not_written(exc, len(batch))
             return
         if self.background:
             if self._checkpoints is None:
@@ -241,13 +249,12 @@ def _read(conn: sqlite3.Connection, key: str, database: Path) -> Optional[bytes]
 def _commit(conn: sqlite3.Connection, batch: list[tuple[str, bytes]], database: Path) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", batch)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", batch)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
+        if conn.in_transaction:           # SQLite rolls back some failures itself (a full disk), not all
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         raise CacheError(f"cache {database}: {len(batch)} entr(ies) not written ({exc})") from None
 
 

@@ -116,3 +116,29 @@ def test_the_per_file_layout_is_moved_into_the_database_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="carryon.client"):
         ResponseCache(tmp_path).close()
     assert "per-file" not in caplog.text
+
+
+def test_a_full_disk_is_said_once_per_cache_not_once_per_commit(tmp_path, caplog):
+    """Every commit fails alike on a full disk (here: SQLite's own page limit, which fails a commit with
+    SQLITE_FULL as a full disk does): the first is said, the others are asked again as it says, without a line
+    each; the database stays usable."""
+    cache = ResponseCache(tmp_path, background=True)
+    conn = cache._connection()
+    conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+    async def one_commit_per_turn() -> None:
+        for i in range(20):
+            cache.put(key(i), {"text": f"reply {i} " + "x" * 5000})
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+
+    with caplog.at_level(logging.WARNING, logger="carryon.client"):
+        asyncio.run(one_commit_per_turn())
+        cache.close()
+    said = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(said) == 1 and "database or disk is full" in said[0], said
+    assert "they and any other not written will be asked again" in said[0]
+    fresh = ResponseCache(tmp_path)
+    assert all(fresh.get(key(i)) is None for i in range(20))
+    fresh.put(key(1), {"text": "room again"})
+    assert fresh.get(key(1)) == {"text": "room again"}
