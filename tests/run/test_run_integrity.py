@@ -3,6 +3,7 @@ datasets, full disks and rejected requests end with one line; SIGTERM is Ctrl-C.
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 from typing import Any
