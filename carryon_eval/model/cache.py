@@ -232,9 +232,31 @@ def connect(database: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
     except sqlite3.DatabaseError as exc:
+        name = getattr(exc, "sqlite_errorname", "")
+        if not name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+            _why_not_written(database, exc)
         raise CacheError(f"{database} is not a response cache this version reads ({exc}); move it away to start "
                          "the cache again (every call it held is then paid again)") from None
     return conn
+
+
+PROBE_BYTES = 64 * 1024      # more than SQLite's shared-memory index (32 KiB), the first file it grows
+
+
+def _why_not_written(database: Path, exc: sqlite3.Error) -> None:
+    """A database that cannot be opened for a reason of the disk (SQLite says "disk I/O error", never which):
+    the OSError a write of about the size SQLite needs meets in its folder (a full disk, a file-size limit, a
+    folder this user may not write), naming the database; else a CacheError with SQLite's words."""
+    probe = database.with_name(f".{database.name}.{os.getpid()}.probe")
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(bytes(PROBE_BYTES))
+    except OSError as cause:
+        raise OSError(cause.errno, cause.strerror, str(database)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    raise CacheError(f"{database} cannot be opened ({exc})") from None
 
 
 def _read(conn: sqlite3.Connection, key: str, database: Path) -> Optional[bytes]:
