@@ -21,8 +21,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.codec import Record
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.family import METHOD, Family, holm, rank_intervals
+from carryon_eval.metrics.number import HasNumber
 from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, interval95
 from carryon_eval.suite.inputs import Stat, UnitRecord, UnitRule
 
@@ -117,18 +119,21 @@ def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap, names: Mapping[s
 
 
 @dataclass(frozen=True)
-class Difference:
-    a: int                              # run index: the difference is a - b
+class Difference(Record, HasNumber):
+    """Model ``a`` minus model ``b`` (run indices) on a column, paired over ``n_queries`` shared queries: its own
+    95% interval (the reported method, not adjusted) and ``differs``, the verdict adjusted over the column's pairs in
+    the group (None where there is no difference)."""
+    a: int
     b: int
     value: Optional[float]
-    ci95: Optional[list[float]]         # its own 95% interval (the reported method), not adjusted
-    n_queries: int
+    ci95: Optional[list[float]]
+    n_queries: int = field(metadata={"key": "n"})
     reason: Optional[str] = None
-    differs: Optional[bool] = None      # the family-wise adjusted verdict over the column's pairs in the group
+    differs: Optional[bool] = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "value": self.value, "ci95": self.ci95, "differs": self.differs,
-                "n": self.n_queries, "reason": self.reason}
+    @property
+    def n(self) -> int:
+        return self.n_queries
 
 
 @dataclass

@@ -4,7 +4,10 @@ results.json files, made against the scripted server (real HTTP) and from the re
 - the built-in sample, default conditions (`carryon-eval --limit 2`);
 - the built-in sample, `--conditions all --limit 2` (every condition whose inputs the dataset holds: without
   --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
-- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
+- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version);
+and the sha256 of one compare.json: `carryon-eval compare --out` of two runs of the sample (`--conditions all --limit
+2`, two target models whose replies differ, so that every number of the comparison has two runs behind it), its
+mixed models outlined (FIT_KEYS).
 
 The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
 what names the machine or the moment is replaced before hashing: the folder of the run, the dataset's path on
@@ -43,7 +46,14 @@ HASHES = {
     "all": "62874727d6c1c10407ec66e183520c270ff96de7769f87db190e4ebbfa575f30",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
     "report": "eddb2ceec3dec0f03230538f39361b689762bcb68e9eac48a1b00e4c1acb84b1",
+    "compare": "134e941ce1ad3b03659ce69fb5e8a4c2e77ae74350cf4d998a296e20e7062950",
 }
+
+
+#: Of the mixed models only what the evaluator decides is hashed (the formula, the data, the coefficients' names, why a
+#: model was not fitted): statsmodels' REML fit on two runs' sixteen conversations differs from one process to the
+#: next, in the last digits of every float and at times in whether the optimizer converged (and its warnings).
+FIT_KEYS = ("formula", "groups", "n", "n_groups", "reason")
 
 
 def digest(text: str) -> int:
@@ -96,3 +106,32 @@ def test_results_of_the_recorded_run_folder_are_unchanged(tmp_path):
     res = invoke("report", run)
     assert res.exit_code == 0, res.output
     assert sha(normalized(run / "results.json", run, SAMPLE_DATASET)) == HASHES["report"]
+
+
+def second_model(body: dict) -> Any:
+    """`varied_handler`, with a second target model (tgt2) whose replies differ from tgt's."""
+    if body["model"] == "tgt2":
+        return rollout_handler(body) + " (the second model's reply)"
+    return varied_handler(body)
+
+
+def outlined_fits(data: Any) -> Any:
+    """compare.json with each mixed model reduced to FIT_KEYS and its coefficients' names."""
+    def outline(fit: dict) -> dict:
+        return {**{k: fit[k] for k in FIT_KEYS}, "coefficients": list(fit["coefficients"] or [])}
+    return {k: {name: outline(fit) for name, fit in v.items()} if k == "mixed_models" else v for k, v in data.items()}
+
+
+def test_compare_of_two_runs_is_unchanged(scripted_server, tmp_path):
+    srv = scripted_server(second_model, models=("tgt", "tgt2", "sim", "jdg"))
+    for name, model in (("a", "tgt"), ("b", "tgt2")):
+        args = remote(srv)
+        args[args.index("tgt")] = model
+        res = invoke(*args, "--limit", 2, "--conditions", "all", "--out", tmp_path / name)
+        assert res.exit_code == 0, res.output
+    res = invoke("compare", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "cmp")
+    assert res.exit_code == 0, res.output
+    cmp = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert cmp["models"] == ["tgt", "tgt2"] and cmp["mixed_models"]["utility"]["coefficients"]
+    text = json.dumps(outlined_fits(cmp), indent=2, ensure_ascii=False) + "\n"
+    assert sha(text.encode()) == HASHES["compare"]
