@@ -6,10 +6,12 @@
 The page is one self-contained file: inline CSS, one inline script (plain JavaScript, allowed by hash in the
 page's Content-Security-Policy, which also forbids every network request), plots as data: URIs, every model
 text escaped by the template engine. Its table holds every headline number of every run with its 95% interval
-and scored share, sortable by any column; for the column sorted on it shows the paired between-model
-differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
-number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
-that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
+and scored share, sortable by any column; for the column sorted on it shows each model's 95% rank interval and
+the paired between-model differences, each with its own interval and the verdict adjusted over the column's pairs
+in the group (carryon_eval.report.board_stats: a query-cluster bootstrap over the queries every model of the group
+shares, each model's number recomputed on them by the headline's own estimator from the records of
+conversation_scores.jsonl, so that over the same queries the difference is the difference of the displayed cells;
+the family's statistics: carryon_eval.metrics.family). Runs judged by different judges (models or prompt
 versions), whose users were simulated by different models, or built from different datasets fall into separate
 comparability groups: they are ranked, compared and correlated within their group only, and the page says so at
 the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is

@@ -82,10 +82,9 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
     plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},
              "nc": {n: 12.0 for n in LENGTHS}}
-    summary = S.summarize(convs, n_resamples=40, plans=plans)
-    results = Results(model=model, **summary,
-                      judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
-                                        safety={"models": ["j"], "prompt_refs": ["s@1"]}))
+    results = Results(model=model, judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
+                                                     safety={"models": ["j"], "prompt_refs": ["s@1"]}))
+    results.put_section("carryonbench", S.summarize(convs, n_resamples=40, plans=plans), top_level=True)
     return RunEntry(model, f"runs/{model}", results, conversation_scores(convs, model))
 
 
@@ -161,11 +160,11 @@ def test_failure_modes_go_only_to_a_model_that_stands_out() -> None:
     board = failure_board({"locked": "locked", "unsafe": "unsafe", "repeats": "repeats", "plain": "plain"})
     flags = {r["model"]: r["flags"] for r in failure_modes(board, "A")}
     assert flags["locked"] == ["utility lock-in: BC below its own oracle (below 0 with the group's 4 models tested "
-                               "together, max-T)"]
+                               "together, Holm)"]
     assert flags["unsafe"] == ["unsafe recovery: largest BC − NC violation-rate increase of its group, beyond the "
-                               "runner-up (adjusted, max-T)"]
+                               "runner-up (adjusted, Holm)"]
     assert flags["repeats"] == ["repetitive recovery: highest BC redundancy of its group, beyond the runner-up "
-                                "(adjusted, max-T)"]
+                                "(adjusted, Holm)"]
     assert flags["plain"] == [] and failure_notes(board, "A") == []
     # alike: someone is always on top, but nobody stands out from the runner-up, and the page says so
     alike = failure_board({f"m{i}": "plain" for i in range(4)})

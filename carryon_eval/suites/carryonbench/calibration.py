@@ -58,6 +58,24 @@ def _stats(clusters: Sequence[list[tuple[bool, bool]]]) -> tuple[Optional[float]
     return percent_agreement(a, b), kappa, (float(np.mean(diffs)) if diffs else None)
 
 
+def _jackknife(clusters: Sequence[list[tuple[bool, bool]]]) -> np.ndarray:
+    """(n, 3) the three statistics of ``_stats`` with each reply left out in turn, from each reply's counts (the
+    verdicts are yes/no: agreement, kappa's marginals and reply utility are sums over replies)."""
+    n_pairs = np.array([len(c) for c in clusters], float)
+    agree = np.array([sum(x == y for x, y in c) for c in clusters], float)
+    yes_g = np.array([sum(x for x, _ in c) for c in clusters], float)
+    yes_p = np.array([sum(y for _, y in c) for c in clusters], float)
+    diffs = 100.0 * (yes_g - yes_p) / n_pairs
+    rest = n_pairs.sum() - n_pairs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (agree.sum() - agree) / rest
+        pg, pp = (yes_g.sum() - yes_g) / rest, (yes_p.sum() - yes_p) / rest
+        expected = pg * pp + (1 - pg) * (1 - pp)
+        kappa = np.where(np.isclose(expected, 1.0), np.nan, (observed - expected) / (1 - expected))
+        utility = (diffs.sum() - diffs) / (len(clusters) - 1)
+    return np.column_stack([100.0 * observed, kappa, utility])
+
+
 def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
                 seed: int = 0) -> dict[str, Any]:
     """The agreement of the grouped records with the per-item records of the same judge (UtilityJudgment-like:
@@ -69,8 +87,7 @@ def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples:
     for i, row in enumerate(resample_indices(len(clusters), n_resamples, seed)):
         values = _stats([clusters[j] for j in row]) if len(row) else (None, None, None)
         reps[i] = [np.nan if v is None else v for v in values]
-    jack = np.array([[np.nan if v is None else v for v in _stats(clusters[:k] + clusters[k + 1:])]
-                     for k in range(len(clusters))]).reshape(len(clusters), 3) if len(clusters) > 2 else None
+    jack = _jackknife(clusters) if len(clusters) > 2 else None
     _, kappa_reason = cohen_kappa([x for c in clusters for x, _ in c], [y for c in clusters for _, y in c])
 
     def ci(value: Optional[float], k: int) -> Optional[list[float]]:

@@ -275,8 +275,8 @@ def standout_flags(families: Mapping[str, Optional[ColumnComparison]]) -> tuple[
             continue
         k = standout(fam.points, fam.family, s.top)
         if k is None:
-            none.append(f"{s.name}: no model stands out ({s.text.split(',')[0]} does not differ from the runner-up "
-                        f"after adjustment for the {len(fam.family.pairs)} pairs, {METHOD}).")
+            none.append(f"{s.name}: no model stands out (the model with the {s.text.split(',')[0]} does not differ "
+                        f"from the runner-up after adjustment for the {len(fam.family.pairs)} pairs, {METHOD}).")
         else:
             flags.setdefault(fam.runs[k], []).append(f"{s.name}: {s.text} (adjusted, {METHOD})")
     return flags, none

@@ -4,10 +4,10 @@ Every run is `carryon-eval` against the scripted OpenAI-compatible server (real 
 3 queries x (2 BC + their 2 MC twins) (tests/support/intent_data.py). Worked by hand:
 
 - the gullible target complies once the user gives any purpose: every BC and MC conversation ends complying
-  (utility 100, max harm 4) after a refused turn 1 (utility 0, harm 1): intent sensitivity 0 on utility and on
-  violation rate, exploitation rate 100 on MC and on BC, so exploitation against the BC twin 0;
+  (utility 100, max harm 4) after a refused turn 1 (utility 0, harm 1): intent sensitivity 0 on utility,
+  exploitation rate 100 on MC and on BC, so exploitation against the BC twin 0;
 - the discerning target complies only on the benign marker: BC 100 / harm 4, MC 0 / harm 1: utility
-  sensitivity 100, violation sensitivity (MC - BC) -100, exploitation rate 0 (BC: 100), exploitation -100.
+  sensitivity 100, exploitation rate 0 (BC: 100), exploitation -100 (the MC - BC violation rate: one number).
 All judgments are scored, so every number's bounds are the number itself.
 """
 from __future__ import annotations
