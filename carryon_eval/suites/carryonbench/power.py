@@ -190,7 +190,8 @@ def power_lines(table: Mapping[str, Any]) -> list[str]:
             continue
         among = row.get(f"detectable_among_{models}")
         text = (f"  {row['name']:<22} {row['detectable']:6.1f} points (one pair among {models} models, adjusted: "
-                f"{among:.1f}); per-query SD of a paired difference {row['sd_pair']:.1f}")
+                f"{'n/a' if among is None else f'{among:.1f}'}); per-query SD of a paired difference "
+                f"{row['sd_pair']:.1f}")
         if table.get("detect") is not None:
             text += f"; {row['queries_for_detect']} queries to detect {table['detect']:g}"
         lines.append(text)
