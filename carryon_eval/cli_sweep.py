@@ -10,8 +10,10 @@ from typing import Optional
 import click
 
 from carryon_eval.cli_analysis import write_comparison
-from carryon_eval.cli_common import UsageError
-from carryon_eval.sweep import PlanError, dry_run, finished_runs, keys_help, read_plan, run_plan, summary
+from carryon_eval.cli_common import UsageError, os_error_line
+from carryon_eval.run.folder import RunError
+from carryon_eval.run.lock import hold
+from carryon_eval.sweep import PlanError, check_dataset, dry_run, finished_runs, keys_help, read_plan, run_plan, summary
 
 INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
 
@@ -62,13 +64,26 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool, as_json: 
     before the end), and the last lines say which failed."""
     try:
         plan = read_plan(plan_file, out)
+        check_dataset(plan)
     except PlanError as exc:
         raise SweepError(str(exc)) from None
     lines = Lines()
-    try:
-        if dry_run:
+    if dry_run:
+        try:
             asyncio.run(_dry(plan, lines, as_json))
-            return
+        except KeyboardInterrupt:
+            click.echo(INTERRUPTED, err=True)
+            sys.exit(130)
+        return
+    try:
+        with hold(plan.out, "carryon-eval sweep"):       # one sweep at a time into DIR (each run locks its own)
+            _run(plan, lines)
+    except RunError as exc:
+        raise SweepError(str(exc)) from None
+
+
+def _run(plan, lines) -> None:
+    try:
         outcomes = asyncio.run(run_plan(plan, lines))
     except KeyboardInterrupt:
         click.echo(INTERRUPTED, err=True)
@@ -81,6 +96,9 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool, as_json: 
             click.echo("sweep: no run has a report yet: no leaderboard", err=True)
     except UsageError as exc:              # e.g. compare's statistics not installed: the runs are done all the same
         click.echo(f"carryon-eval: error: {exc.message}", err=True)
+        board = 2
+    except OSError as exc:                 # a full disk under the leaderboard
+        click.echo(f"carryon-eval: error: {os_error_line(exc)}", err=True)
         board = 2
     last, code = summary(outcomes)
     code = max(code, board)
