@@ -3,6 +3,7 @@ of the same design through the leaderboard's own verdict (tests/support/boards.p
 ``--detect`` asks for against their simulated power, and the dry run's and a finished run's power in their outputs."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 
 from carryon_eval.report.board_stats import ColumnFamily
-from carryon_eval.suites.carryonbench.power import Design, design_power
+from carryon_eval.suites.carryonbench.power import Design, design_power, run_power_line
 
 CONDITIONS = ("turn1", "oracle", "bc", "nc")
 BOARDS = 200
@@ -27,7 +28,7 @@ def power_at(difference: float, n_queries: int, seed: int) -> float:
     gain = [bc_gain_for(difference), 0.0]
     hits = 0
     for _ in range(BOARDS):
-        board = simulate(rng, 2, n_queries, gain=gain, conditions=("bc",))
+        board = simulate(rng, 2, n_queries, gain=gain, conditions=("bc",), utility_only=True)
         points, reps = need_means(board, resample_counts(rng, n_queries, 400))[("bc", "utility")]
         fam = ColumnFamily.of("bc.utility", "A", [0, 1], points, reps.T, n_queries, "higher")
         hits += bool(fam.family.differs[0]) and points[0] > points[1]
@@ -74,8 +75,10 @@ def test_dry_run_prints_the_power_and_reads_spreads_from_a_finished_run(scripted
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["power"]["n_queries"] == results["n"]["queries"]
     assert set(results["power"]["numbers"]) == set(table["numbers"])
-    assert "Smallest difference between two models" in (tmp_path / "run" / "table.md").read_text() or \
-        all(r["detectable"] is None for r in results["power"]["numbers"].values())
+    line = run_power_line(results["power"])               # what this run's size resolves, or that it resolves none
+    assert line.startswith(("Smallest difference between two models", f"This run's {results['n']['queries']} queries"))
+    assert line in (tmp_path / "run" / "table.md").read_text()
+    assert html.escape(line) in (tmp_path / "run" / "report.html").read_text()
     again = json.loads(invoke(*remote(srv), "--dataset", dataset, "--out", tmp_path / "new", "--dry-run", "--json",
                               "--power-from", tmp_path / "run").stdout.splitlines()[-1])["power"]
     assert "--power-from" in again["spreads"]
