@@ -248,18 +248,31 @@ def outcome_of(name: str, exc: Optional[BaseException]) -> Outcome:
     raise exc
 
 
-async def run_plan(plan: Plan, out: Output) -> list[Outcome]:
-    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model)."""
+async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] = None) -> list[Outcome]:
+    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model).
+    ``ended``: filled with each run's outcome as it ends (what a sweep stopped half-way has finished)."""
     limits: dict[tuple[str, ...], Any] = {}
+    ended = {} if ended is None else ended
 
     async def one(target: Target) -> Outcome:
         try:
             await commands.evaluate(target.config, Prefixed(out, target.name), limits)
         except Exception as exc:               # one target's failure is its own; the others go on
-            return outcome_of(target.name, exc)
-        return Outcome(target.name, 0)
+            made = outcome_of(target.name, exc)
+        else:
+            made = Outcome(target.name, 0)
+        ended[target.name] = made
+        return made
 
     return list(await asyncio.gather(*(one(t) for t in plan.targets)))
+
+
+def stopped_line(plan: Plan, ended: dict[str, Outcome], why: str) -> str:
+    """The one line of a sweep stopped by a signal: which runs had finished; every other one resumes."""
+    done = [t.name for t in plan.targets if t.name in ended and not ended[t.name].code]
+    rest = [t.name for t in plan.targets if t.name not in done]
+    return (f"carryon-eval: sweep stopped ({why}): {len(done)} of {len(plan.targets)} runs finished"
+            + (f" ({', '.join(done)})" if done else "") + f"; rerun the same command to resume {', '.join(rest)}")
 
 
 ROLES = ("target", "user", "judge")

@@ -105,7 +105,9 @@ def script() -> str:
 
 
 def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str, str],
-                plots_note: Optional[str] = None) -> str:
+                plots_note: Optional[str] = None, missing: Sequence[str] = ()) -> str:
+    """The page; ``missing``: what the comparison could not compute here (compare.json "missing": what each part
+    would add and how to add it)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("carryon_eval.report", "templates"), autoescape=True,
@@ -129,17 +131,18 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
         judge_kinds=judge_kinds,
         columns=board.columns, bands=_bands(board.columns), spearman=_spearman_rows(board),
         figures=_figures(images), skipped=dict(skipped), plots_note=plots_note, domains=_domain_views(board),
+        missing=list(missing),
         models=[e.label for e in board.runs], settings=board.settings, data=data, script=js,
         script_hash=f"sha256-{digest}", generated=f"carryon-eval {__version__}",
         at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skipped: Mapping[str, str],
-                      plots_note: Optional[str] = None) -> dict[str, Any]:
+                      plots_note: Optional[str] = None, missing: Sequence[str] = ()) -> dict[str, Any]:
     """Write OUT/leaderboard.html and OUT/leaderboard.jsonl (each to a temp file, then renamed)."""
     out = Path(out)
     write_text_atomic(out / JSONL_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jsonl_rows(board, out)))
-    write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note))
+    write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note, missing))
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 
 
@@ -191,4 +194,4 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
         own = [f"plots/{p.name}" for p in write_pngs(drawn, out / "plots", stale=not_drawn)]
         images.update(drawn)
         skipped.update(not_drawn)
-    return {**write_leaderboard(out, shown, images, skipped, note), "plots": own}
+    return {**write_leaderboard(out, shown, images, skipped, note, cmp.get("missing") or ()), "plots": own}

@@ -30,7 +30,8 @@ EFFECT_KEYS = ("utility_dev", "harm_dev")
 
 def comparison(runs: CompareInputs) -> Optional[Section]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
-    runs' utilities incomparable, and the move effects across models (scipy and statsmodels: compare checked)."""
+    runs' utilities incomparable, and the move effects across models; "missing": what the mixed models would add
+    where statsmodels is not installed (numpy alone computes the rest)."""
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     results = runs.results
@@ -46,6 +47,8 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    out["missing"] = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out["mixed_models"].values()
+                                        if m.get("missing")))
     out["move_effects"] = aggregate_move_effects(results)
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
