@@ -4,7 +4,9 @@ results.json files, made against the scripted server (real HTTP) and from the re
 - the built-in sample, default conditions (`carryon-eval --limit 2`);
 - the built-in sample, `--conditions all --limit 2` (every condition whose inputs the dataset holds: without
   --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
-- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version).
+- `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version);
+and the sha256 of one compare.json: `carryon-eval compare --out` of two runs of the sample (`--conditions all --limit
+2`, two target models whose replies differ, so that every number of the comparison has two runs behind it).
 
 The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
 what names the machine or the moment is replaced before hashing: the folder of the run, the dataset's path on
@@ -43,7 +45,13 @@ HASHES = {
     "all": "62874727d6c1c10407ec66e183520c270ff96de7769f87db190e4ebbfa575f30",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
     "report": "eddb2ceec3dec0f03230538f39361b689762bcb68e9eac48a1b00e4c1acb84b1",
+    "compare": "115e60ce9a35f13b807e5acdb2388b08c2d3709afd907c4ee72b419b7fc2e6f2",
 }
+
+
+#: The mixed models' floats are rounded to this many significant digits before hashing: statsmodels' REML fit differs
+#: in the last digits from one process to the next (about 1e-15 relative: BLAS's threads sum in another order).
+FIT_DIGITS = 8
 
 
 def digest(text: str) -> int:
@@ -96,3 +104,36 @@ def test_results_of_the_recorded_run_folder_are_unchanged(tmp_path):
     res = invoke("report", run)
     assert res.exit_code == 0, res.output
     assert sha(normalized(run / "results.json", run, SAMPLE_DATASET)) == HASHES["report"]
+
+
+def second_model(body: dict) -> Any:
+    """`varied_handler`, with a second target model (tgt2) whose replies differ from tgt's."""
+    if body["model"] == "tgt2":
+        return rollout_handler(body) + " (the second model's reply)"
+    return varied_handler(body)
+
+
+def rounded_fits(data: Any) -> Any:
+    """compare.json with the mixed models' floats rounded to FIT_DIGITS significant digits."""
+    def walk(x: Any) -> Any:
+        if isinstance(x, float):
+            return float(f"{x:.{FIT_DIGITS}g}")
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        return [walk(v) for v in x] if isinstance(x, list) else x
+    return {k: walk(v) if k == "mixed_models" else v for k, v in data.items()}
+
+
+def test_compare_of_two_runs_is_unchanged(scripted_server, tmp_path):
+    srv = scripted_server(second_model, models=("tgt", "tgt2", "sim", "jdg"))
+    for name, model in (("a", "tgt"), ("b", "tgt2")):
+        args = remote(srv)
+        args[args.index("tgt")] = model
+        res = invoke(*args, "--limit", 2, "--conditions", "all", "--out", tmp_path / name)
+        assert res.exit_code == 0, res.output
+    res = invoke("compare", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "cmp")
+    assert res.exit_code == 0, res.output
+    cmp = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert cmp["models"] == ["tgt", "tgt2"] and cmp["mixed_models"]["utility"]["coefficients"]
+    text = json.dumps(rounded_fits(cmp), indent=2, ensure_ascii=False) + "\n"
+    assert sha(text.encode()) == HASHES["compare"]
