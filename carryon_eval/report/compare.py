@@ -111,7 +111,10 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     for report, part in parts:        # each other suite's part, under its section name (None: no run has it)
         if not report.top_level:
             out[report.section] = part
-    out["missing"] = list(dict.fromkeys(line for _, part in parts for line in (part or {}).get("missing") or ()))
+    missing = list(dict.fromkeys(line for _, part in parts for line in (part or {}).get("missing") or ()))
+    out.pop("missing", None)
+    if missing:                       # only then: compare.json is what it was when nothing is missing
+        out["missing"] = missing
     if paper_rows:
         out["reported"] = reported_table()
     out["_results"] = results

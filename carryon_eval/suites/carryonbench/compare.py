@@ -47,8 +47,10 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
-    out["missing"] = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out["mixed_models"].values()
-                                        if m.get("missing")))
+    missing = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out["mixed_models"].values()
+                                 if m.get("missing")))
+    if missing:
+        out["missing"] = missing
     out["move_effects"] = aggregate_move_effects(results)
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
