@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.api import evaluate_config
 from carryon_eval.app import commands
 from carryon_eval.app import options
-from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, resolve_roles
+from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, resolve_judges, resolve_roles
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.option import Option
@@ -165,7 +165,8 @@ def _target_config(shared: dict[str, Any], table: Any, index: int, where: str, o
         raise PlanError(f"{here}key 'model' is missing (the target's model name at {own['endpoint']})")
     try:
         cfg = evaluate_config(**shared, **own, out=out / name)
-        resolve_roles(cfg)                     # a role without a model, a key variable not set: before anything runs
+        roles, local = resolve_roles(cfg)      # a role without a model, a key variable not set: before anything runs
+        resolve_judges(cfg.judges, roles["judge"], "judge" in local, cfg.judge_temperature)
     except ConfigError as exc:
         text = str(exc)
         kw = text.split(":", 1)[0]

@@ -52,9 +52,18 @@ class ReportInputs:
     #: of its own
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def judge_of(self, scorer: str) -> Optional[str]:
+        """The judge whose records of ``scorer`` are read: the one selected, else (a run whose scorers have judges
+        of their own) the scorer's judge (judge.store.select_judge)."""
+        if self.judge is not None:
+            return self.judge
+        from carryon_eval.judge.store import select_judge
+
+        return select_judge(self.run, scorer=scorer)
+
     def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
-        return self.run.judgments().of(scorer, self.judge)
+        """One scorer's records of its selected judge, as stored (through the run's one judgments view)."""
+        return self.run.judgments().of(scorer, self.judge_of(scorer))
 
 
 @dataclass(frozen=True)

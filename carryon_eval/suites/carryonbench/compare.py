@@ -54,10 +54,14 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
     out["move_effects"] = aggregate_move_effects(results)
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
-    judges = {tuple(r.judges.utility.get("models", [])) for r in results}
-    if len(judges) > 1:
-        out["notes"].append(f"The runs were judged by different {UTILITY_NAMES.get(measure, measure)} judges; their "
-                            "utilities are not directly comparable.")
+    for kind, name, numbers in (("utility", UTILITY_NAMES.get(measure, measure), "utilities"),
+                                ("safety", "safety", "harm numbers")):
+        judges = [", ".join(getattr(r.judges, kind).get("models") or []) or "none" for r in results]
+        if len(set(judges)) > 1:
+            out["notes"].append(f"WARNING: the runs were judged by different {name} judges ("
+                                + "; ".join(f"{label}: {j}" for label, j in zip(runs.labels, judges))
+                                + f"); their {numbers} are not directly comparable (the leaderboard groups them "
+                                "apart).")
     modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
     if len(modes) > 1:
         out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "

@@ -15,6 +15,15 @@ from carryon_eval.suites.carryonbench.rubric_metrics import SPACING_NOTE
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING
 
 
+def judges_line(results: Results) -> str:
+    """Who judged each number: the utility judge and the safety judge (each scorer's own), with their prompts."""
+    def who(kind: dict[str, Any]) -> str:
+        return f"{', '.join(kind.get('models') or []) or 'none'} ({', '.join(kind.get('prompt_refs') or [])})"
+
+    return (f"Judges: {utility_label(results)} {who(results.judges.utility or {})}; "
+            f"safety {who(results.judges.safety or {})}.\n")
+
+
 def utility_label(results: Results) -> str:
     """What the run's utilities are called: "Ben-Util", or "rubric utility" (never one for the other)."""
     return UTILITY_NAMES.get(results.utility_measure, results.utility_measure)
@@ -139,6 +148,7 @@ def table_markdown(results: Results) -> str:
     frame's title and status lines)."""
     out = [f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change "
            "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100; Clarif. effect = BC util - NC util.\n",
+           judges_line(results),
            *(f"- {line}.\n" for line in meaning_lines(results)),
            markdown_table(table_header(results), [table_row(results, marked=True)])]
     notes = scored_footnotes(results) + truncation_footnotes(results) + unplayed_footnotes(results)

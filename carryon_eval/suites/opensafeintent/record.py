@@ -30,7 +30,8 @@ from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CON
                                                       probe_run_file, prompt_name, section, set_exports, target_model)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
-from carryon_eval.suite import (RUN_FOLDER, CompareInputs, InputsRecord, Job, JobGeneration, PlanSettings, Probe, ProbeContext,
+from carryon_eval.suite import (RUN_FOLDER, CompareInputs, InputsRecord, Job, JobGeneration, JudgeRole, PlanSettings,
+                                Probe, ProbeContext,
                                 ReportInputs, ScorerUse, Section, Skipped, Suite, SuiteOption, SuiteOptions,
                                 SuiteReport, headline_unscored, register_suite)
 
@@ -165,6 +166,8 @@ OPENSAFEINTENT = register_suite(Suite(
     uses=(ScorerUse("osi_helpfulness"), ScorerUse("osi_harmfulness"),
           ScorerUse("osi_assistance_level", when=is_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=count_sets, run=_probe),), files=(probe_run_file(CONDITION),),
+    judge_roles=(JudgeRole("opensafeintent", "OpenSafeIntent (helpfulness, harmfulness, assistance level)",
+                           tuple(SCORERS)),),
     report=SuiteReport(section=CONDITION, summarize=summarize, markdown=render_markdown, html=render_html,
                        compare=compare, compare_markdown=compare_markdown, export=export,
                        nothing_scored=lambda section: headline_unscored(section, HEADLINE)),
