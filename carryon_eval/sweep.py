@@ -41,6 +41,7 @@ from carryon_eval.app import commands
 from carryon_eval.app import options
 from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, resolve_judges, resolve_roles
 from carryon_eval.app.phases import NothingScored, RunIncomplete
+from carryon_eval.app.reports import ReportWorker
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.option import Option
 
@@ -250,14 +251,17 @@ def outcome_of(name: str, exc: Optional[BaseException]) -> Outcome:
 
 
 async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] = None) -> list[Outcome]:
-    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model).
+    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model), whose
+    waiting requests go by the runs' order in the plan (so the runs end one after another); each run's report is
+    written in a worker process (app.reports), never on this loop, while the later runs go on calling.
     ``ended``: filled with each run's outcome as it ends (what a sweep stopped half-way has finished)."""
     limits: dict[tuple[str, ...], Any] = {}
     ended = {} if ended is None else ended
+    reports = ReportWorker().start()
 
     async def one(target: Target) -> Outcome:
         try:
-            await commands.evaluate(target.config, Prefixed(out, target.name), limits)
+            await commands.evaluate(target.config, Prefixed(out, target.name), limits, reports)
         except Exception as exc:               # one target's failure is its own; the others go on
             made = outcome_of(target.name, exc)
         else:
@@ -265,7 +269,13 @@ async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] 
         ended[target.name] = made
         return made
 
-    return list(await asyncio.gather(*(one(t) for t in plan.targets)))
+    try:
+        done = list(await asyncio.gather(*(one(t) for t in plan.targets)))
+    except BaseException:
+        reports.close(stop=True)
+        raise
+    reports.close()
+    return done
 
 
 def stopped_line(plan: Plan, ended: dict[str, Outcome], why: str) -> str:

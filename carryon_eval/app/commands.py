@@ -28,6 +28,7 @@ from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfi
                                      suite_options)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
+from carryon_eval.app.reports import InProcess, Reports
 from carryon_eval.app.session import Session, check_configs, check_endpoints
 from carryon_eval.cli_common import is_local
 from carryon_eval.model.cache import ResponseCache
@@ -67,11 +68,13 @@ def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: d
 
 
 async def evaluate(cfg: EvaluateConfig, out: Output,
-                   limits: Optional[dict[tuple[str, ...], Any]] = None) -> Optional[Results]:
+                   limits: Optional[dict[tuple[str, ...], Any]] = None,
+                   reports: Optional[Reports] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
     OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
-    this event loop (a sweep's; app.session.Session)."""
+    this event loop (a sweep's; app.session.Session), its requests waiting there by the run's place in the sweep;
+    ``reports``: where the report is written (app.reports: a sweep's worker process; by default this process)."""
     roles, local = resolve_roles(cfg)
     judges, judges_local = resolve_judges(cfg.judges, roles["judge"], "judge" in local, cfg.judge_temperature)
     if local:
@@ -81,7 +84,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
     async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
-                       limits=limits) as session:
+                       limits=limits, priority=int((cfg.sweep or {}).get("index") or 0)) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -109,7 +112,8 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
             return None
         run.check(meta)                      # an unusable folder fails before anything starts
         eps, meta = await _started_endpoints(cfg, session, run, meta, configs, every, local)
-        results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run))
+        results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run),
+                                reports or InProcess())
         session.print_usage()
     require_scored(results, run)
     require_complete(results, run)
@@ -232,7 +236,8 @@ async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFold
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
                   eps: dict[str, ChatEndpoint], jobs: Sequence[Any],
-                  out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
+                  out: Output, before_report: Callable[[], None] = lambda: None,
+                  reports: Reports = InProcess()) -> Results:
     """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
     (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
@@ -249,24 +254,26 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out, judges=judge_endpoints(eps))
     except (EndpointGone, RoleFailed, CallBudgetSpent):   # a role stopped answering (the judge's failed calls are
         # counted instead), or the --max-calls budget is spent: a resumable stop
-        _report_what_there_is(bench, run, out, judged_by)
+        await _report_what_there_is(bench, run, out, judged_by, reports)
         raise
     for suite in selected(meta.conditions):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency, bench)))
     before_report()
-    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run) else None,
-                        BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
+    return await reports.write(bench, run, out, judged_by if judged_by in judges_present(run) else None,
+                               BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
-def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str]) -> None:
+async def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
+                                reports: Reports) -> None:
     """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
     if not run.transcripts():
         return
     present = judges_present(run)
     if has_judge_roles(run):             # each scorer's own judge
         judge = None
-    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None))
+    await reports.write(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None),
+                        BootstrapChoice())
 
 
 def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
