@@ -25,7 +25,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Mapping, Optional, Sequence
+from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
@@ -87,12 +87,11 @@ def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
     return planned_uses(plan, settings) if settings is not None else plan
 
 
-def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
-               done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
-    """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
-    ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
-    order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
-    tasks: dict[str, dict[Case, Task]] = {s.name: {} for s in scorers}
+def reply_cases(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
+                scoring: Optional[ScoringPlan] = None) -> Iterator[tuple[ReplyScorer, Transcript, tuple, Case]]:
+    """(scorer, transcript, target, case) of every reply, in transcript order, for the scorers that judge its
+    transcript (all of ``scorers`` without a ``scoring`` plan): what ``plan_tasks`` plans and the cost table
+    counts (carryon_eval.app.cost), one walk for both."""
     for tr in transcripts:
         mine = set(scoring.scorers_for(tr)) if scoring is not None else None
         for reply in tr.replies:
@@ -108,9 +107,19 @@ def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Seq
                                      f"not in dataset {bench.source}; judge with the dataset the run was made "
                                      "with") from None
                 for target, case in cases:
-                    order[scorer.name].append(target)
-                    if target not in done[scorer.name]:
-                        tasks[scorer.name].setdefault(case, Task(scorer, case)).targets.append(target)
+                    yield scorer, tr, target, case
+
+
+def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
+               done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
+    """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
+    ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
+    order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
+    tasks: dict[str, dict[Case, Task]] = {s.name: {} for s in scorers}
+    for scorer, _, target, case in reply_cases(transcripts, bench, scorers, scoring):
+        order[scorer.name].append(target)
+        if target not in done[scorer.name]:
+            tasks[scorer.name].setdefault(case, Task(scorer, case)).targets.append(target)
     return Plan(order, {name: list(t.values()) for name, t in tasks.items()})
 
 
