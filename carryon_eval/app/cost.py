@@ -89,6 +89,10 @@ class Row:
     def to_json(self) -> dict[str, int]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_json(cls, d: dict[str, int]) -> "Row":
+        return cls(**{f.name: int(d.get(f.name) or 0) for f in dataclasses.fields(cls)})
+
 
 @dataclass
 class Estimate:

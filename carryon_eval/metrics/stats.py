@@ -19,7 +19,7 @@ import itertools
 import math
 import warnings
 from statistics import NormalDist
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -27,7 +27,6 @@ import numpy as np
 from carryon_eval.defaults import BOOTSTRAP_RESAMPLES as N_RESAMPLES
 from carryon_eval.defaults import BOOTSTRAP_SEED as SEED
 
-SCORED_MIN = 95.0                # a number whose scored share is under this is marked (table.md, report.html)
 
 
 
@@ -80,40 +79,6 @@ class Bootstrap:
         total, n = sums[self.idx].sum(axis=1), counts[self.idx].sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan)
-
-
-# ---------------------------------------------------------------- typed metric tables
-@dataclass
-class MetricBlock:
-    """Named numbers with their 95% CIs, why each null is null and (where the section has them) their
-    bounds: the block every metric section of results.json shares (a condition of the headline, the
-    triplet headline and its parts). ``to_json`` gives results.json's shape: the numbers by name, then
-    "ci95", "reasons" and, when set, "bounds" and "bounds_reasons"."""
-    values: dict[str, Optional[float]]
-    ci95: dict[str, Optional[list[float]]]
-    reasons: dict[str, str]
-    bounds: Optional[dict[str, Optional[list[float]]]] = None
-    bounds_reasons: Optional[dict[str, str]] = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {**self.values, "ci95": dict(self.ci95), "reasons": dict(self.reasons)}
-        if self.bounds is not None:
-            out["bounds"] = dict(self.bounds)
-        if self.bounds_reasons is not None:
-            out["bounds_reasons"] = dict(self.bounds_reasons)
-        return out
-
-
-@dataclass
-class Cell:
-    """One cell of a breakdown (a turn, a bin, a domain): its numbers, their bounds and the scored shares."""
-    n: int
-    values: dict[str, Optional[float]]
-    bounds: dict[str, Optional[list[float]]] = field(default_factory=dict)
-    scored: dict[str, Optional[float]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, **self.values, "bounds": dict(self.bounds), "scored": dict(self.scored)}
 
 
 # ---------------------------------------------------------------- bounds of derived numbers

@@ -29,7 +29,7 @@ REQUIRED_MODULES = {"xllamacpp": "xllamacpp"}
 #: Where no xllamacpp wheel fits (Linux aarch64 gets an old one, musl none): what to install instead.
 NO_WHEEL_HINT = ("where pip finds no xllamacpp wheel for this machine (musl, or an old one on aarch64), build "
                  "llama.cpp's llama-server, serve Gemma 3 270M with it and pass --endpoint URL --model NAME "
-                 "(README: The embedded model)")
+                 "(docs/embedded-model.md)")
 
 
 def command(*, model_path: Path, alias: str, port: int, n_ctx: int, n_threads: int, n_threads_batch: int,

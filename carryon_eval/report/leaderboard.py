@@ -25,13 +25,15 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.codec import Record
 from carryon_eval.metrics import estimators as E
+from carryon_eval.metrics.number import HasNumber
 from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.results import Results
 from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRecord,
@@ -185,17 +187,18 @@ def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optiona
 
 
 @dataclass(frozen=True)
-class Difference:
-    a: int                              # run index: the difference is a - b
+class Difference(Record, HasNumber):
+    """Model ``a`` minus model ``b`` (run indices) on a column, paired over ``n_queries`` shared queries."""
+    a: int
     b: int
     value: Optional[float]
     ci95: Optional[list[float]]
-    n_queries: int
+    n_queries: int = field(metadata={"key": "n"})
     reason: Optional[str] = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "value": self.value, "ci95": self.ci95, "n": self.n_queries,
-                "reason": self.reason}
+    @property
+    def n(self) -> int:
+        return self.n_queries
 
 
 def paired_difference(a: Any, b: Any, stat: Stat, *, units: Optional[UnitRule] = None, n_resamples: int = N_RESAMPLES,

@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
-from carryon_eval.metrics.stats import SCORED_MIN
+from carryon_eval.codec import OMIT_EMPTY, Record
+from carryon_eval.metrics.number import HasNumber, Interval
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.results import Results
 
@@ -138,19 +139,16 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Cell:
+class Cell(Record, HasNumber):
+    """A leaderboard cell: a run's number in a column (``number``: its Number; ``under_95``: marked)."""
     value: Optional[float]
-    ci95: Optional[list[float]] = None
+    ci95: Interval = None
     scored_share: Optional[float] = None
-    reason: Optional[str] = None
+    reason: Optional[str] = field(default=None, metadata=OMIT_EMPTY)
 
     @property
     def under_95(self) -> bool:
-        return self.value is not None and self.scored_share is not None and self.scored_share < SCORED_MIN
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "ci95": self.ci95, "scored_share": self.scored_share,
-                **({"reason": self.reason} if self.reason else {})}
+        return self.number.under_95
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
 
+from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.option import Option
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
@@ -37,16 +38,12 @@ class SuiteError(Exception):
 
 
 @dataclass(frozen=True)
-class JobGeneration:
+class JobGeneration(Record):
     """A job's own generation settings, over the run's (None: the run's): e.g. a suite whose reference
     generation has a fixed token cap. The rollout sends them and records them in the transcript's meta."""
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
+    temperature: Optional[float] = field(default=None, metadata=OMIT_NONE)
+    max_tokens: Optional[int] = field(default=None, metadata=OMIT_NONE)
     retry_empty: bool = True            # False: an empty reply is kept as it came, not asked again
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens),
-                                  ("retry_empty", self.retry_empty)) if v is not None}
 
 
 @dataclass(frozen=True)

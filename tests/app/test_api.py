@@ -1,7 +1,7 @@
-"""The Python API (`from carryon_eval import evaluate`): the README's example runs as written, as a plain script
+"""The Python API (`from carryon_eval import evaluate`): the documented example runs as written, as a plain script
 and inside a running event loop, against the scripted server (real HTTP); it returns results.json's record.
 
-The example is taken from README.md (the first ```python block under "### From Python"); only its endpoint URL is
+The example is taken from docs/evaluating.md (the first ```python block under "## From Python"); only its endpoint URL is
 replaced by the scripted server's, which serves the example's model names.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ NAMES = {"my-model": "tgt", "my-simulator": "sim", "my-judge": "jdg"}   # the ex
 
 
 def readme_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n### From Python\n", 1)[1]
+    text = (REPO / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    section = text.split("\n## From Python\n", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "README.md: no ```python block under '### From Python'"
+    assert found, "docs/evaluating.md: no ```python block under '## From Python'"
     code = found.group(1)
     assert README_URL in code and "from carryon_eval import evaluate" in code
     return code

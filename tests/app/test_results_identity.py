@@ -6,7 +6,8 @@ results.json files, made against the scripted server (real HTTP) and from the re
   --opensafeintent, not the triplets, whose judges are OpenSafeIntent's release files);
 - `carryon-eval report` on tests/fixtures/run_v0_1_0 (a run folder written by an earlier version);
 and the sha256 of one compare.json: `carryon-eval compare --out` of two runs of the sample (`--conditions all --limit
-2`, two target models whose replies differ, so that every number of the comparison has two runs behind it).
+2`, two target models whose replies differ, so that every number of the comparison has two runs behind it), its
+mixed models outlined (FIT_KEYS).
 
 The judge's answers vary with the text it reads (a digest of it), so that the numbers are not all 0 or 1. Only
 what names the machine or the moment is replaced before hashing: the folder of the run, the dataset's path on
@@ -45,13 +46,14 @@ HASHES = {
     "all": "62874727d6c1c10407ec66e183520c270ff96de7769f87db190e4ebbfa575f30",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
     "report": "eddb2ceec3dec0f03230538f39361b689762bcb68e9eac48a1b00e4c1acb84b1",
-    "compare": "115e60ce9a35f13b807e5acdb2388b08c2d3709afd907c4ee72b419b7fc2e6f2",
+    "compare": "134e941ce1ad3b03659ce69fb5e8a4c2e77ae74350cf4d998a296e20e7062950",
 }
 
 
-#: The mixed models' floats are rounded to this many significant digits before hashing: statsmodels' REML fit differs
-#: in the last digits from one process to the next (about 1e-15 relative: BLAS's threads sum in another order).
-FIT_DIGITS = 8
+#: Of the mixed models only what the evaluator decides is hashed (the formula, the data, the coefficients' names, why a
+#: model was not fitted): statsmodels' REML fit on two runs' sixteen conversations differs from one process to the
+#: next, in the last digits of every float and at times in whether the optimizer converged (and its warnings).
+FIT_KEYS = ("formula", "groups", "n", "n_groups", "reason")
 
 
 def digest(text: str) -> int:
@@ -113,15 +115,11 @@ def second_model(body: dict) -> Any:
     return varied_handler(body)
 
 
-def rounded_fits(data: Any) -> Any:
-    """compare.json with the mixed models' floats rounded to FIT_DIGITS significant digits."""
-    def walk(x: Any) -> Any:
-        if isinstance(x, float):
-            return float(f"{x:.{FIT_DIGITS}g}")
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        return [walk(v) for v in x] if isinstance(x, list) else x
-    return {k: walk(v) if k == "mixed_models" else v for k, v in data.items()}
+def outlined_fits(data: Any) -> Any:
+    """compare.json with each mixed model reduced to FIT_KEYS and its coefficients' names."""
+    def outline(fit: dict) -> dict:
+        return {**{k: fit[k] for k in FIT_KEYS}, "coefficients": list(fit["coefficients"] or [])}
+    return {k: {name: outline(fit) for name, fit in v.items()} if k == "mixed_models" else v for k, v in data.items()}
 
 
 def test_compare_of_two_runs_is_unchanged(scripted_server, tmp_path):
@@ -135,5 +133,5 @@ def test_compare_of_two_runs_is_unchanged(scripted_server, tmp_path):
     assert res.exit_code == 0, res.output
     cmp = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert cmp["models"] == ["tgt", "tgt2"] and cmp["mixed_models"]["utility"]["coefficients"]
-    text = json.dumps(rounded_fits(cmp), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(outlined_fits(cmp), indent=2, ensure_ascii=False) + "\n"
     assert sha(text.encode()) == HASHES["compare"]

@@ -9,7 +9,8 @@ from dataclasses import replace
 from statistics import fmean
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from carryon_eval.metrics.stats import Cell, difference_bounds
+from carryon_eval.metrics.number import BreakdownCell
+from carryon_eval.metrics.stats import difference_bounds
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.conversations import (BINS, PCT, Conversation, Turn, by_condition,
@@ -23,7 +24,7 @@ def cell(convs: Sequence[Conversation], metrics: Mapping[str, str]) -> dict[str,
     ``metrics``: output name -> conversation metric (read_metric: the headline's rule)."""
     recs = records(convs)
     read = {name: read_records(recs, m) for name, m in metrics.items()}
-    return Cell(len(convs), {name: r.value for name, r in read.items()}, {name: r.bounds for name, r in read.items()},
+    return BreakdownCell(len(convs), {name: r.value for name, r in read.items()}, {name: r.bounds for name, r in read.items()},
                 scored_shares(convs)).to_json()
 
 

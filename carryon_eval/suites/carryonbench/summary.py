@@ -13,8 +13,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.codec import Record
 from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, SCORED_MIN, Bootstrap, MetricBlock, corner_bounds,
+from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
+from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
                                         interval95)
 from carryon_eval.schema import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
@@ -52,19 +54,18 @@ def metric_block(ests: Mapping[str, Estimate]) -> MetricBlock:
 
 
 @dataclass
-class Truncation:
+class Truncation(Record):
     """Target replies that stopped on length (finish_reason "length": cut at max_tokens)."""
-    replies: int
-    with_finish_reason: int
-    length: int
+    replies: int = 0
+    with_finish_reason: int = 0
+    length: int = 0
 
     @property
     def share(self) -> Optional[float]:
         return PCT * self.length / self.with_finish_reason if self.with_finish_reason else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"replies": self.replies, "with_finish_reason": self.with_finish_reason, "length": self.length,
-                "share": self.share}
+        return {**super().to_json(), "share": self.share}
 
 
 def present_conditions(groups: Mapping[str, Sequence[Conversation]]) -> tuple[str, ...]:

@@ -19,11 +19,12 @@ import json
 import random
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from carryon_eval.codec import Record
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import select_judge
 from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
@@ -42,7 +43,7 @@ class AnnotateError(Exception):
 
 
 @dataclass(frozen=True)
-class AnnotationCase:
+class AnnotationCase(Record):
     """One case to label: its key in the run, its stratum, and what the judge saw (never its answer)."""
     case_id: str
     task: str
@@ -52,9 +53,6 @@ class AnnotationCase:
     stratum: str
     item_id: Optional[str] = None
     show: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # ---------------------------------------------------------------- what the judge saw
