@@ -218,7 +218,17 @@ class UnitRule:
     """How a suite's conversation_scores.jsonl rows are read back (``record``: None for a row written before the
     rows carried what the estimator needs) and its headline's estimator rerun on resampled queries
     (``replicates(records, value name, {query id: index}, resample counts, the plan's length mix)``): what the
-    leaderboard's paired differences recompute."""
+    leaderboard's paired differences recompute. ``prepare(records, value name, {query id: index}, n queries)``,
+    when given, reads one run's records of a condition once into what ``.replicates(counts, plan)`` recomputes on
+    any draws over those queries (a query left out drawn 0 times): compare then reads each run once, whatever the
+    number of pairs and columns."""
     record: Callable[[Mapping[str, Any]], Optional[UnitRecord]]
     replicates: Callable[[Sequence[UnitRecord], str, Mapping[str, int], "np.ndarray",
                           Optional[Mapping[int, float]]], "np.ndarray"]
+    prepare: Optional[Callable[[Sequence[UnitRecord], str, Mapping[str, int], int], "PreparedUnits"]] = None
+
+
+class PreparedUnits(Protocol):
+    """One run's records of a condition, read once for one value (UnitRule.prepare)."""
+
+    def replicates(self, counts: "np.ndarray", plan: Optional[Mapping[int, float]]) -> Any: ...
