@@ -95,10 +95,10 @@ MAX_VALUES: dict[str, Callable[[int], float]] = {
 def query_counts(idx: np.ndarray, n_queries: int) -> np.ndarray:
     """(R, Q) draws per query from the bootstrap's (R, Q) resampled indices."""
     r = idx.shape[0]
-    out = np.zeros((r, n_queries))
-    if n_queries:
-        np.add.at(out, (np.repeat(np.arange(r), idx.shape[1]), idx.ravel()), 1.0)
-    return out
+    if not n_queries:
+        return np.zeros((r, 0))
+    flat = (np.arange(r)[:, None] * n_queries + idx).ravel()     # each draw's (replicate, query) cell
+    return np.bincount(flat, minlength=r * n_queries).reshape(r, n_queries).astype(float)
 
 
 def point_counts(n_queries: int) -> np.ndarray:
@@ -147,8 +147,14 @@ class UnitArrays:
         return cls(tuple(lengths), arrays)
 
     def strata(self, counts: np.ndarray) -> Strata:
-        total, defined, decided, present = (counts @ a for a in self.arrays)
+        q, n = self.arrays.shape[1], len(self.lengths)     # one product for the four: (R, Q) @ (Q, 4 S)
+        made = (counts @ self.arrays.transpose(1, 0, 2).reshape(q, 4 * n)).reshape(counts.shape[0], 4, n)
+        total, defined, decided, present = (made[:, k, :] for k in range(4))
         return Strata(self.lengths, total, defined, decided, present)
+
+    def same_as(self, other: "UnitArrays") -> bool:
+        """Whether the two hold the same units (a reading that changes nothing: no unscored judgment)."""
+        return self.lengths == other.lengths and np.array_equal(self.arrays, other.arrays)
 
 
 def unit_strata(units: Sequence[Unit], queries: Mapping[str, int], counts: np.ndarray) -> Strata:

@@ -117,9 +117,12 @@ class QuerySums:
         self.plans = dict(plans or {})
         self._reps: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
         self._prepared: dict[Need, tuple[dict[str, int], Any]] = {}
+        self._queries: dict[str, set[str]] = {}
 
     def queries(self, need: Need) -> set[str]:
-        return {r.query_id for r in self.by_condition.get(need[0], [])}
+        if need[0] not in self._queries:
+            self._queries[need[0]] = {r.query_id for r in self.by_condition.get(need[0], [])}
+        return set(self._queries[need[0]])
 
     def _read(self, need: Need) -> tuple[dict[str, int], Any]:
         """The condition's records of one value, read once (UnitRule.prepare) over the queries the run has there."""

@@ -233,7 +233,7 @@ class PreparedRule:
             return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
         if self.low is None:
             return RuleReplicates(raw, None, None, raw, E.covered(strata, plan))
-        low, high = (E.stratified(r.strata(counts), plan) for r in (self.low, self.high))
+        low, high = (raw if r is self.raw else E.stratified(r.strata(counts), plan) for r in (self.low, self.high))
         return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
 
 
@@ -247,7 +247,18 @@ def prepare_rule(recs: Sequence[ConversationRecord], metric: str, queries: Mappi
              for r in recs], queries))
     if metric not in MONOTONE:
         return PreparedRule(metric, raw)
-    return PreparedRule(metric, raw, *(_arrays(recs, metric, r, queries, n_queries) for r in ("low", "high")))
+    readings = [_arrays(recs, metric, r, queries, n_queries) if _unscored(recs, metric) else raw
+                for r in ("low", "high")]
+    return PreparedRule(metric, raw, *readings)
+
+
+def _unscored(recs: Sequence[ConversationRecord], metric: str) -> bool:
+    """Whether some record's ``metric`` depends on an unscored judgment (else every reading is the record itself:
+    the bounds are the estimate, computed once)."""
+    if metric in MAX_METRICS:
+        return any(None in r.harms for r in recs)
+    return any(not r.values[metric][1] or r.low.get(metric) != r.values[metric][0]
+               or r.high.get(metric) != r.values[metric][0] for r in recs)
 
 
 def rule_replicates(recs: Sequence[ConversationRecord], metric: str, queries: Mapping[str, int],
