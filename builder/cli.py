@@ -84,6 +84,8 @@ Roles: intent-writer, generator, harm-classifier, decomposer, merger, item-filte
   --endpoint URL --model NAME          default endpoint and model of every role
   --ROLE-endpoint URL                  one role elsewhere (e.g. --harm-classifier-endpoint URL)
   --ROLE-model NAME                    one role's model (e.g. --merger-model NAME)
+  --ROLE-api-key-env NAME              one role's key variable: a role on another URL than --endpoint's
+                                       gets no --api-key-env key (a key goes only to its own endpoint)
   --ROLE-max-tokens N, --ROLE-temperature T|default, --ROLE-reasoning-effort LEVEL,
   --ROLE-system-prompt TEXT|@FILE, --ROLE-extra-body JSON
                                        one role's requests (named as in carryon-eval)
@@ -98,9 +100,9 @@ Examples:
   carryon-build build --source CASEBench_data.json --out ds --endpoint http://127.0.0.1:8000/v1 --model qwen
   carryon-build build --source CASEBench_data.json --out ds --endpoint https://api.openai.com/v1 \\
       --model gpt-4o --generator-model gpt-4o --generator-model gpt-4o-mini \\
-      --generator http://127.0.0.1:8000/v1=Qwen/Qwen3-32B \\
+      --generator http://127.0.0.1:8000/v1=Qwen/Qwen3-32B --generator-api-key-env '' \\
       --harm-classifier-endpoint http://127.0.0.1:8001/v1 --harm-classifier-model allenai/wildguard \\
-      --harm-classifier-style wildguard
+      --harm-classifier-api-key-env '' --harm-classifier-style wildguard
   carryon-build build --source CASEBench_data.json --out ds --endpoint local --limit 2 --max-tokens 160
 """
 
@@ -114,6 +116,11 @@ def _per_role_options(fn: Any) -> Any:
         if role != "generator":
             fn = click.option(f"--{flag}-model", f"{role}_model", metavar="NAME",
                               help=f"Model of the {flag} role [default: --model].")(fn)
+        fn = click.option(f"--{flag}-api-key-env", f"{role}_api_key_env", metavar="NAME",
+                          help=f"Environment variable of the {flag} role's key" + (" (and of a --generator "
+                          "URL=MODEL whose URL no other key was given for)" if role == "generator" else "") +
+                          " [default: the key given for its URL: --api-key-env's on --endpoint's; '' sends "
+                          "none].")(fn)
         fn = click.option(f"--{flag}-endpoint", f"{role}_endpoint", metavar="URL|local",
                           help=f"Endpoint of the {flag} role [default: --endpoint].")(fn)
     return fn
@@ -275,9 +282,11 @@ def build(ctx: click.Context, source: Optional[Path], source_format: str, out: O
                       generators=generators, generator_models=generator_models)
     cache = cache_dir if cache_dir is not None or out is None else out.parent / f"{out.name}.cache"
 
+    keys = _role_keys(plan, endpoint, api_key_env, {role: per_role.get(f"{role}_api_key_env") for role in ROLES})
+
     def config(local_base_url: Optional[str] = None) -> LLMConfig:
         roles, gens = plan.specs(local_base_url=local_base_url, structured=structured_output,
-                                 concurrency=concurrency, timeout=request_timeout, request=request)
+                                 concurrency=concurrency, timeout=request_timeout, request=request, keys=keys)
         return LLMConfig(roles=roles, generators=gens, harm_classifier_style=harm_classifier_style,
                          api_key_env=api_key_env, cache_dir=cache, max_tokens=max_tokens, min_items=min_items,
                          max_items=max_items, generator_temperature=generator_temperature,
@@ -323,6 +332,17 @@ def _role_plan(**given: Any) -> "RolePlan":
 
     try:
         return plan_roles(**given)
+    except RoleError as exc:
+        fail(str(exc))
+
+
+def _role_keys(plan: "RolePlan", endpoint: Optional[str], api_key_env: str,
+               own: dict[str, Optional[str]]) -> tuple[dict[str, str], list[str]]:
+    """Each role's key variable; one line for a role on another URL with no key of its own (builder.roles)."""
+    from .roles import RoleError
+
+    try:
+        return plan.keys(endpoint=endpoint, api_key_env=api_key_env, own=own)
     except RoleError as exc:
         fail(str(exc))
 
@@ -399,21 +419,26 @@ def dry_run_text(cfg: "LLMConfig", source: Optional[Path], limit: Optional[int],
 @cli.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(path_type=Path),
-              help="Check against this manifest (e.g. releases/v0.1.0/MANIFEST.json) instead of FOLDER's own.")
+              help="Check against this manifest (e.g. releases/v0.1.0/MANIFEST.json, or the folder holding it) "
+                   "instead of FOLDER's own.")
 def verify(folder: Path, manifest: Optional[Path]) -> None:
     """Recompute hashes, counts, cross-references and flow rules, load every declared config with
-    datasets.load_dataset (columns as in the card's field tables); name each mismatch."""
-    from .verify import release_words, verify_folder
+    datasets.load_dataset (columns as in the card's field tables); name each mismatch. Without --manifest, FOLDER is
+    called a release only when its MANIFEST.json is that release's frozen one (releases/NAME/MANIFEST.json)."""
+    from .verify import release_claim, verify_folder
 
+    if manifest is not None and manifest.is_dir():       # the release's folder: its MANIFEST.json
+        if not (manifest / "MANIFEST.json").is_file():
+            fail(f"--manifest {manifest}: a folder without MANIFEST.json; give a release's MANIFEST.json (or its "
+                 "folder, e.g. releases/open-v1.0.0)")
+        manifest = manifest / "MANIFEST.json"
     problems, man = verify_folder(folder, manifest)
     for p in problems:
         click.echo(f"MISMATCH {p}")
     if problems:
         click.echo(f"verify: {len(problems)} mismatch(es) in {folder}", err=True)
         sys.exit(1)
-    against = f"; matches {manifest}" if manifest else ""
-    click.echo(f"OK {folder} is release {man.get('release')} exactly ({release_words(man)}{against}): "
-               f"{len(man['files'])} files, "
+    click.echo(f"OK {folder} {release_claim(man, manifest)}: {len(man['files'])} files, "
                f"counts {{{', '.join(f'{k}: {v}' for k, v in man['counts'].items() if isinstance(v, int))}}}")
 
 

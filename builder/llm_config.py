@@ -49,6 +49,7 @@ class ModelSpec:
     reasoning_effort: Optional[str] = None
     system_prompt: Optional[str] = None
     extra_body: Optional[dict[str, Any]] = None
+    api_key_env: Optional[str] = None  # the variable of its key ("": none; None: LLMConfig's): builder.roles.keys
 
     def request(self) -> dict[str, Any]:
         """The request options that are set (MANIFEST.json records them)."""
@@ -57,8 +58,8 @@ class ModelSpec:
         return {k: v for k, v in options.items() if v is not None}
 
     def endpoint_key(self) -> tuple[str, str, str]:
-        """One client per model, endpoint and request options."""
-        return self.base_url, self.model, json.dumps(self.request(), sort_keys=True)
+        """One client per model, endpoint, request options and key."""
+        return self.base_url, self.model, json.dumps([self.request(), self.api_key_env], sort_keys=True)
 
     def __post_init__(self) -> None:
         if self.structured not in STRUCTURED_STYLES:

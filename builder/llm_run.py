@@ -117,7 +117,8 @@ class LLMStages:
             key = spec.endpoint_key()
             if key not in self.endpoints:
                 endpoint: ChatEndpoint = Endpoint(EndpointConfig(
-                    base_url=spec.base_url, model=spec.model, api_key_env=config.api_key_env,
+                    base_url=spec.base_url, model=spec.model,
+                    api_key_env=config.api_key_env if spec.api_key_env is None else spec.api_key_env,
                     concurrency=spec.concurrency, timeout=spec.timeout, max_retries=config.max_retries,
                     backoff_base=config.backoff_base, **spec.request()), cache=self.cache, usage=self.usage)
                 if local_server is not None and spec.base_url == local_server.base_url:

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.cli_common import LOCAL_ENDPOINT as LOCAL, is_local
+from carryon_eval.model.keys import KeyChoice, KeyGiven, KeyRefused, assign_keys
 
 from .llm_config import ModelSpec
 from .stages import ROLES
@@ -48,7 +49,7 @@ def _role_map(values: Sequence[str], option: str) -> dict[str, str]:
         role, val = split_assignment(v, option)
         role = role.replace("-", "_")
         if role not in ROLES:
-            raise RoleError(f"{option} {v!r}: unknown role {role!r}; roles: {', '.join(ROLES)}")
+            raise RoleError(f"{option} {v!r}: unknown role {role!r}; roles: {', '.join(dict.fromkeys(ROLES))}")
         if role in out and out[role] != val:
             raise RoleError(f"{option}: role {role} given twice ({out[role]!r} and {val!r})")
         out[role] = val
@@ -60,27 +61,61 @@ class RolePlan:
     """Each role's (endpoint, model) before the local server (if any) is started."""
     roles: dict[str, tuple[str, str]]
     generators: list[tuple[str, str]]
+    generator_at: Optional[str] = None      # the generator role's endpoint (--generator-endpoint, else --endpoint)
 
     @property
     def needs_local(self) -> bool:
         return any(_is_local(u) for u, _ in [*self.roles.values(), *self.generators])
 
+    def keys(self, *, endpoint: Optional[str], api_key_env: str,
+             own: Optional[Mapping[str, Optional[str]]] = None) -> tuple[dict[str, str], list[str]]:
+        """Each role's and each generator's key variable ("" for none): ``own``, a role's --ROLE-api-key-env; else
+        the key given for its URL (--api-key-env's for --endpoint's URL). A generator at another URL than the
+        generator role's (--generator URL=MODEL) takes the key given for its URL, else --generator-api-key-env's.
+        RoleError for a role on another URL with none while --api-key-env's variable is set
+        (carryon_eval.model.keys: a key goes only to the endpoint it was given for)."""
+        own = own or {}
+        default = KeyGiven(api_key_env, () if endpoint is None or _is_local(endpoint) else (endpoint,), "--endpoint")
+
+        def choice(name: str, role: str, url: str, **kw: Any) -> KeyChoice:
+            flag = role.replace("_", "-")
+            return KeyChoice(name, () if _is_local(url) else (url,), kw.pop("given", own.get(role)),
+                             f"--{flag}-api-key-env", borrows=default, **kw)
+        choices = [choice(f"{r.replace('_', '-')} role", r, url) for r, (url, _) in self.roles.items()]
+        at = self.generator_at              # generators elsewhere (--generator URL=MODEL) take the key of their URL
+        models = [model for _, model in self.generators]
+        gens = [choice(f"generator {model}" + (f" (number {i + 1})" if models.count(model) > 1 else ""),
+                       "generator", url, **({} if url == at else {"given": None, "otherwise": own.get("generator")}))
+                for i, (url, model) in enumerate(self.generators)]
+        try:
+            keys = assign_keys([*choices, *gens], [default])
+        except KeyRefused as exc:
+            raise RoleError(str(exc)) from None
+        return {r: keys[c.role] for r, c in zip(self.roles, choices)}, [keys[g.role] for g in gens]
+
     def specs(self, *, local_base_url: Optional[str] = None, structured: str = "json_schema",
               concurrency: int = defaults.CONCURRENCY, timeout: float = defaults.TIMEOUT,
               request: Optional[Mapping[str, Mapping[str, Any]]] = None,
+              keys: Optional[tuple[dict[str, str], list[str]]] = None,
               ) -> tuple[dict[str, ModelSpec], list[ModelSpec]]:
-        """``request``: each role's request options (ModelSpec's max_tokens ... extra_body)."""
+        """``request``: each role's request options (ModelSpec's max_tokens ... extra_body); ``keys``: each role's
+        and generator's key variable (``keys()``; None: every one's ModelSpec default)."""
         request = request or {}
+        role_keys, gen_keys = keys or ({}, [])
 
-        def spec(role: str, url: str, model: str) -> ModelSpec:
+        def spec(role: str, url: str, model: str, key: Optional[str]) -> ModelSpec:
             options = {k: v for k, v in (request.get(role) or {}).items() if v is not None}
+            if key is not None:
+                options["api_key_env"] = key
             if _is_local(url):
                 return ModelSpec(base_url=local_base_url or LOCAL, model=model, structured="json_object",
                                  concurrency=defaults.LOCAL_CONCURRENCY,
                                  timeout=max(timeout, defaults.LOCAL_TIMEOUT), local=True, **options)
             return ModelSpec(base_url=url, model=model, structured=structured, concurrency=concurrency,
                              timeout=timeout, **options)
-        return ({r: spec(r, *v) for r, v in self.roles.items()}, [spec("generator", *g) for g in self.generators])
+        return ({r: spec(r, *v, role_keys.get(r)) for r, v in self.roles.items()},
+                [spec("generator", *g, gen_keys[i] if i < len(gen_keys) else None)
+                 for i, g in enumerate(self.generators)])
 
 
 def plan_roles(*, endpoint: Optional[str], model: Optional[str], role_endpoints: Sequence[str] = (),
@@ -110,7 +145,7 @@ def plan_roles(*, endpoint: Optional[str], model: Optional[str], role_endpoints:
         gens += [(url, name) for name in generator_models]
     if not gens:
         gens = [resolve("generator")]
-    return RolePlan(roles=roles, generators=gens)
+    return RolePlan(roles=roles, generators=gens, generator_at=eps.get("generator", endpoint))
 
 
 def resolve_endpoint_only(url: Optional[str], role: str) -> tuple[str, None]:

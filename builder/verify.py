@@ -67,6 +67,24 @@ def release_words(manifest: dict[str, Any]) -> str:
     return words
 
 
+def release_claim(manifest: dict[str, Any], against: Optional[Path] = None) -> str:
+    """What a folder that verified is: the release exactly, when checked against a release's manifest (``against``)
+    or when its own MANIFEST.json is that release's frozen one (releases/NAME/MANIFEST.json); otherwise only a build
+    that matches its own manifest (a build from an edited source keeps the release's name, not its bytes)."""
+    from .changelog import RELEASES_DIR
+
+    name, words = manifest.get("release"), release_words(manifest)
+    if against is not None:
+        return f"is release {name} exactly ({words}; matches {against})"
+    frozen = RELEASES_DIR / str(name) / "MANIFEST.json"
+    if frozen.is_file() and _read_manifest(frozen)[0] == manifest:
+        return f"is release {name} exactly ({words}; its MANIFEST.json is the frozen releases/{name}/MANIFEST.json)"
+    why = (f"its MANIFEST.json differs from the frozen releases/{name}/MANIFEST.json (built from another source, "
+           "or with other options)" if frozen.is_file() else f"no release {name} is frozen in this package")
+    return (f"matches its own MANIFEST.json ({words}), but is not release {name}: {why}; check a release with "
+            f"--manifest releases/{name}/MANIFEST.json")
+
+
 def _read_manifest(path: Path) -> tuple[Optional[dict[str, Any]], str]:
     """The manifest at `path`, or None and why it is not one (unreadable, not JSON, not the right shape)."""
     try:

@@ -24,7 +24,6 @@ async function in one event loop, and prints.
 from __future__ import annotations
 
 import asyncio
-import errno
 import signal
 import sys
 from pathlib import Path
@@ -45,7 +44,7 @@ from carryon_eval.cli_analysis import agreement_command, compare_command
 from carryon_eval.cli_sweep import sweep_command
 from carryon_eval.cli_common import (LateCommand, LateParams, OneLineGroup, UsageError, click_option, click_params,
                                      place_params,
-                                     concurrency_option, endpoint_options, merge_aliases, request_options,
+                                     concurrency_option, endpoint_options, merge_aliases, os_error_line, request_options,
                                      verbose_option)
 from carryon_eval.judge.batch import BatchError
 from carryon_eval.dataset.load import DatasetError
@@ -112,11 +111,8 @@ def run_command(command: Coroutine[Any, Any, Any], *, resume_hint: bool = True,
         raise CliError(str(exc)) from None
     except EndpointError as exc:
         raise CliError(f"{exc}{RESUME if resume_hint else ''}") from None
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        where = f" writing {exc.filename}" if exc.filename else ""
-        raise CliError(f"the disk is full{where}; free some space, then rerun the same command to resume") from None
+    except OSError as exc:                 # a full disk, a file-size limit ...: one line, whatever was writing
+        raise CliError(os_error_line(exc)) from None
     except _Terminated:
         click.echo(INTERRUPTED, err=True)
         sys.exit(128 + signal.SIGTERM)
@@ -286,6 +282,10 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @RUNDIR
 @click.option("--endpoint", help="Target base URL, if it moved since the run started (same model).")
 @click.option("--user-endpoint", help="User simulator base URL, if it moved (same model).")
+@click.option("--api-key-env", metavar="NAME", help="Environment variable of the target's key [default: the run's, "
+                                                    "where the target's URL is the run's].")
+@click.option("--user-api-key-env", metavar="NAME",
+              help="Environment variable of the user simulator's key [default: the one given for its URL].")
 @concurrency_option()
 @click_option(options.NO_MODEL_CHECK)
 @click_option(options.MAX_CALLS)
@@ -293,11 +293,12 @@ RUNDIR = click.argument("rundir", type=click.Path(path_type=Path))
 @click_option(options.HTTP_CLIENT.of_run())
 @verbose_option
 @progress_interval_option
-def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], concurrency: int,
-                    model_check: bool, max_calls: Optional[int], give_up_after: Optional[float],
-                    http_client: Optional[str]) -> None:
+def rollout_command(rundir: Path, endpoint: Optional[str], user_endpoint: Optional[str], api_key_env: Optional[str],
+                    user_api_key_env: Optional[str], concurrency: int, model_check: bool, max_calls: Optional[int],
+                    give_up_after: Optional[float], http_client: Optional[str]) -> None:
     """Continue (or finish) the rollout of an existing run folder, with the settings in its run.json."""
     run_command(app.continue_rollout(RunOptions(rundir, target_endpoint=endpoint, user_endpoint=user_endpoint,
+                                                target_api_key_env=api_key_env, user_api_key_env=user_api_key_env,
                                                 concurrency=concurrency, model_check=model_check,
                                                 max_calls=max_calls, give_up_after=give_up_after,
                                                 http_client=http_client),
@@ -315,7 +316,8 @@ def judge_options(fn: Any) -> Any:
     fn = concurrency_option(defaults.JUDGE_CONCURRENCY)(fn)
     return endpoint_options("judge", endpoint_help="Judge base URL or 'local' [default: the run's judge].",
                             model_help="Judge model [default: the run's judge].",
-                            key_help="API key variable [default: the run's].")(fn)
+                            key_help="API key variable [default: the one given for the judge's URL: the run's "
+                                     "judge's; a judge on another URL names its own].")(fn)
 
 
 def _request(opts: dict[str, Any], role: str) -> dict[str, Any]:
@@ -378,11 +380,15 @@ def fidelity_command(**opts: Any) -> None:
                                                         f"says, else {defaults.BOOTSTRAP_RESAMPLES}]."))
 @click_option(options.BOOTSTRAP_SEED.of_run(help="Seed of the bootstrap resamples [default: as run.json says, else "
                                                  f"{defaults.BOOTSTRAP_SEED}]."))
+@click.option("--dataset", metavar="DIR",
+              help="The run's dataset folder, where it is now (a run folder moved or copied away from it); its rows "
+                   "must be the ones run.json's content hashes pin [default: run.json's, else a folder of its name "
+                   "above the run folder].")
 def report_command(rundir: Path, judge_name: Optional[str], bootstrap_resamples: Optional[int],
-                   bootstrap_seed: Optional[int]) -> None:
+                   bootstrap_seed: Optional[int], dataset: Optional[str]) -> None:
     """Write results.json, table.md, plots and report.html from the judgments of a run folder."""
     run_command(app.report_folder(RunFolder(rundir), ClickOutput(), judge_name,
-                                  bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed)),
+                                  bootstrap=BootstrapChoice(bootstrap_resamples, bootstrap_seed), dataset=dataset),
                 resume_hint=False)
 
 

@@ -6,6 +6,7 @@ that importing the CLI imports no wing."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -13,7 +14,7 @@ import click
 
 from carryon_eval.cli_common import LateCommand, UsageError
 from carryon_eval.judge.store import JudgeError
-from carryon_eval.report.compare import CompareError, compare, compare_plots, render_markdown
+from carryon_eval.report.compare import OUT_FILES, CompareError, compare, compare_plots, render_markdown
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
@@ -42,6 +43,8 @@ def compare_command(rundirs: tuple[Path, ...], out: Optional[Path], paper_rows: 
 def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: bool = False) -> None:
     """compare's table and notes printed; with ``out``: compare.json, table.md, plots/ and the leaderboard there
     (``paper_rows``: and the rows the paper reports, apart)."""
+    if out is not None:
+        _refuse_run_folder(out, rundirs)
     try:
         cmp = compare(rundirs, paper_rows)
     except CompareError as exc:
@@ -61,9 +64,17 @@ def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: b
     except LeaderboardError as exc:
         raise AnalysisError(str(exc)) from None
     cmp["runs"] = [shared_path(run, out) for run in cmp["runs"]]          # relative to OUT, never the machine's
-    (out / "compare.json").write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "table.md").write_text(text, encoding="utf-8")
+    json_file, table_file = OUT_FILES[:2]
+    (out / json_file).write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / table_file).write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")
+
+
+def _refuse_run_folder(out: Path, rundirs: Sequence[Path]) -> None:
+    """compare's files (table.md, plots/ ...) never land in a run folder, where they would overwrite its own."""
+    if RunFolder(out).exists() or any(os.path.realpath(out) == os.path.realpath(d) for d in rundirs):
+        raise AnalysisError(f"--out {out} is a run folder: compare's {', '.join(OUT_FILES)} would overwrite its "
+                            "own; give a folder of its own, e.g. --out leaderboard")
 
 
 def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:

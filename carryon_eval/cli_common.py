@@ -11,11 +11,15 @@
   ``--ROLE-temperature`` (a number or ``default``), ``--ROLE-reasoning-effort``, ``--ROLE-system-prompt``
   (text, or ``@FILE``), ``--ROLE-extra-body JSON``); ``alias_option`` keeps an old spelling as a hidden
   alias and ``merge_aliases`` folds it into the new one.
+- ``os_error_line(exc)``: a failed read or write (a full disk, a file-size limit, a folder this user may not
+  write, a name too long) as one line; every command of a ``OneLineGroup`` ends with it (exit 2), never a
+  traceback.
 - ``verbose_option``: ``--verbose`` logs the package's INFO messages (the client's retries and rate
   limits) to stderr; without it only warnings and errors are shown.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 from pathlib import Path
@@ -27,7 +31,7 @@ from carryon_eval import defaults, option
 from carryon_eval.model.local import LOCAL_ENDPOINT, is_local
 from carryon_eval.option import REQUEST_OPTIONS
 
-__all__ = ["LOCAL_ENDPOINT", "OneLineGroup", "REQUEST_OPTIONS", "UsageError", "alias_option", "click_option", "click_options",
+__all__ = ["LOCAL_ENDPOINT", "OneLineGroup", "REQUEST_OPTIONS", "UsageError", "alias_option", "os_error_line", "click_option", "click_options",
            "concurrency_option", "configure_logging", "endpoint_options", "is_local", "merge_aliases", "request_options",
            "timeout_option", "verbose_option"]
 
@@ -48,6 +52,24 @@ class UsageError(click.ClickException):
         text = str(self.message).strip()
         first = text.splitlines()[0] if text else "failed"
         click.echo(f"{self.prog}: error: {first}", err=True)
+
+
+#: what a user does about a failed read or write, by its errno
+_OS_HINTS = {errno.ENOSPC: "the disk is full: free some space, then rerun the same command to resume",
+             errno.EDQUOT: "the disk quota is spent: free some space, then rerun the same command to resume",
+             errno.EFBIG: "the file outgrew the file-size limit (ulimit -f): raise it, then rerun the same command",
+             errno.EACCES: "this user may not use it: change its permissions, or choose another folder",
+             errno.EPERM: "this user may not use it: change its permissions, or choose another folder",
+             errno.EROFS: "it is on a read-only file system: choose another folder",
+             errno.ENAMETOOLONG: "a name in that path is too long for the file system: choose a shorter one"}
+
+
+def os_error_line(exc: OSError) -> str:
+    """A failed read or write as one line: what failed, on which file, and what to do."""
+    what = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if exc.filename else ""
+    hint = _OS_HINTS.get(exc.errno or 0)
+    return f"{what}{where}" + (f"; {hint}" if hint else "")
 
 
 class LateParams:
@@ -106,6 +128,8 @@ class OneLineGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise self._one_line(exc) from None
+        except OSError as exc:         # a full disk, a file-size limit, a folder it may not write: any command
+            raise self.error(os_error_line(exc)) from None
 
     def _one_line(self, exc: click.UsageError) -> UsageError:
         sub = exc.ctx.command_path.split(" ")[1:] if exc.ctx is not None else []   # the program by its own name

@@ -11,9 +11,11 @@ from typing import Any, Coroutine, Optional
 import click
 
 from carryon_eval.cli_analysis import write_comparison
-from carryon_eval.cli_common import UsageError
-from carryon_eval.sweep import (Outcome, PlanError, dry_run, finished_runs, keys_help, read_plan, run_plan,
-                                stopped_line, summary)
+from carryon_eval.cli_common import UsageError, os_error_line
+from carryon_eval.run.folder import RunError
+from carryon_eval.run.lock import hold
+from carryon_eval.sweep import (Outcome, PlanError, check_dataset, dry_run, finished_runs, keys_help, read_plan,
+                                run_plan, stopped_line, summary)
 
 INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
 STOPPED = 4             # a sweep stopped by SIGTERM or SIGINT: every run resumes (`carryon-eval`'s INCOMPLETE)
@@ -62,20 +64,25 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
     before the end), and the last lines say which failed."""
     try:
         plan = read_plan(plan_file, out)
+        check_dataset(plan)
     except PlanError as exc:
         raise SweepError(str(exc)) from None
     lines = Lines()
-    try:
-        if dry_run:
+    if dry_run:
+        try:
             asyncio.run(_dry(plan, lines))
-            return
-    except KeyboardInterrupt:
-        click.echo(INTERRUPTED, err=True)
-        sys.exit(130)
-    try:                                   # what the sweep writes at its end, checked before its first call
-        plan.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SweepError(f"--out {plan.out}: cannot make the sweep's folder ({exc.strerror or exc})") from None
+        except KeyboardInterrupt:
+            click.echo(INTERRUPTED, err=True)
+            sys.exit(130)
+        return
+    try:
+        with hold(plan.out, "carryon-eval sweep"):       # one sweep at a time into DIR (each run locks its own)
+            _run(plan, lines)
+    except RunError as exc:
+        raise SweepError(str(exc)) from None
+
+
+def _run(plan, lines) -> None:
     ended: dict[str, Outcome] = {}
     stopped_by = asyncio.run(_until_signal(run_plan(plan, lines, ended)))
     if stopped_by is not None:
@@ -88,8 +95,11 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
             write_comparison(runs, plan.out, plan.paper_rows)
         else:
             click.echo("sweep: no run has a report yet: no leaderboard", err=True)
-    except UsageError as exc:              # e.g. compare's statistics not installed: the runs are done all the same
+    except UsageError as exc:              # e.g. a part of the comparison that cannot be made: the runs are done
         click.echo(f"carryon-eval: error: {exc.message}", err=True)
+        board = 2
+    except OSError as exc:                 # a full disk under the leaderboard
+        click.echo(f"carryon-eval: error: {os_error_line(exc)}", err=True)
         board = 2
     last, code = summary(outcomes)
     code = max(code, board)

@@ -39,10 +39,12 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.api import evaluate_config
 from carryon_eval.app import commands
 from carryon_eval.app import options
-from carryon_eval.app.config import ConfigError, EvaluateConfig, Output, resolve_judges, resolve_roles
+from carryon_eval.app.config import ConfigError, EvaluateConfig, KeyMissing, Output, resolve_judges, resolve_roles
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 from carryon_eval.app.reports import ReportWorker
+from carryon_eval.cli_common import os_error_line
 from carryon_eval.model.pool import EndpointGone, RoleFailed
+from carryon_eval.report.compare import OUT_FILES
 from carryon_eval.option import Option
 
 TARGET_TABLE = "target"
@@ -53,6 +55,7 @@ SET_BY_SWEEP = {"out": "the sweep puts each run in DIR/<name> (give --out DIR)",
 PLAN_ONLY = {"paper_rows": "Also show the paper's reported Table 2 rows beside the runs on the leaderboard "
                            "(a group of their own, never ranked with the measured runs)."}
 ROLE_OF_KEY = {"user_model": "user simulator", "judge_model": "judge"}
+MAX_NAME = 100          # a target's name: its run folder's (a file name takes 255 bytes; its row's label)
 
 
 class PlanError(Exception):
@@ -104,7 +107,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - the project supports 3.10 through tomli
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))     # a byte-order mark (Windows editors) is no key
     except OSError as exc:
         raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -155,6 +158,12 @@ def _target_config(shared: dict[str, Any], table: Any, index: int, where: str, o
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise PlanError(f"{where}[[target]] number {index + 1}: key 'name' is missing or not a folder name "
                         f"(letters, digits, '.', '_', '-'), got {name!r}")
+    if len(name) > MAX_NAME:
+        raise PlanError(f"{where}[[target]] number {index + 1}: key 'name' is {len(name)} characters long; a run "
+                        f"folder's name takes at most {MAX_NAME}")
+    if name.casefold() in {f.casefold() for f in OUT_FILES}:
+        raise PlanError(f"{where}[[target]] number {index + 1}: key 'name' {name!r} is a file the sweep's "
+                        f"leaderboard writes beside the run folders ({', '.join(OUT_FILES)}); choose another name")
     if name in seen:
         raise PlanError(f"{where}key 'name': two targets are named {name!r}; each needs a name of its own")
     seen.add(name)
@@ -167,13 +176,35 @@ def _target_config(shared: dict[str, Any], table: Any, index: int, where: str, o
     try:
         cfg = evaluate_config(**shared, **own, out=out / name)
         roles, local = resolve_roles(cfg)      # a role without a model, a key variable not set: before anything runs
-        resolve_judges(cfg.judges, roles["judge"], "judge" in local, cfg.judge_temperature)
+        resolve_judges(cfg.judges, roles, local, cfg.judge_temperature)
+    except KeyMissing as exc:               # a simulator's or judge's key: the plan's, named as its key
+        raise PlanError(f"{here}key '{key_name(exc.keyword)}' is missing at the top of the plan: {exc.reason}") \
+            from None
     except ConfigError as exc:
-        text = str(exc)
-        kw = text.split(":", 1)[0]
-        raise PlanError(here + (f"key '{key_name(kw)}':{text.split(':', 1)[1]}" if kw in _plan_options()
-                                or kw in _suite_keys() else text)) from None
+        raise _naming_key(str(exc), here) from None
     return Target(name, index, cfg)
+
+
+def _naming_key(text: str, here: str) -> PlanError:
+    """A ConfigError of the Python API's reader ("keyword: what is wrong") as the plan's one line naming its key."""
+    kw = text.split(":", 1)[0]
+    return PlanError(here + (f"key '{key_name(kw)}':{text.split(':', 1)[1]}" if kw in _plan_options()
+                             or kw in _suite_keys() else text))
+
+
+def _check_shared(shared: dict[str, Any], where: str) -> None:
+    """The values every run shares, checked once before any target starts: a bad one is the plan's, named by its
+    key (not blamed on a target, nor failed once per target)."""
+    from carryon_eval.app.cost import parse_prices
+
+    try:
+        cfg = evaluate_config(**shared)
+    except ConfigError as exc:
+        raise _naming_key(str(exc), where) from None
+    try:
+        parse_prices(cfg.prices)
+    except ValueError as exc:
+        raise PlanError(f"{where}key 'price': {str(exc).removeprefix('--price ')}") from None
 
 
 def read_plan(path: Path, out: Optional[Path] = None) -> Plan:
@@ -191,6 +222,7 @@ def read_plan(path: Path, out: Optional[Path] = None) -> Plan:
     if not isinstance(paper_rows, bool):
         raise PlanError(f"{where}key 'paper-rows': expected true or false, got {paper_rows!r}")
     _names_roles(shared, where)
+    _check_shared(shared, where)
     out = Path(out) if out is not None else Path("carryon-runs") / f"sweep-{path.stem}"
     digest = plan_hash(raw)
     seen: set[str] = set()
@@ -200,6 +232,19 @@ def read_plan(path: Path, out: Optional[Path] = None) -> Plan:
                                                                                "index": t.index}))
             for t in made]
     return Plan(path, digest, out, tuple(made), paper_rows)
+
+
+def check_dataset(plan: Plan) -> None:
+    """The plan's one dataset, read once before any target starts (PlanError naming the key): a missing or broken
+    dataset is the plan's, not failed once per target."""
+    from carryon_eval.app.config import load_bench
+    from carryon_eval.dataset.load import DatasetError
+
+    cfg = plan.targets[0].config
+    try:
+        load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
+    except (DatasetError, ConfigError) as exc:
+        raise PlanError(f"{plan.path}: key 'dataset': {exc}") from None
 
 
 # ---------------------------------------------------------------- running it
@@ -247,6 +292,8 @@ def outcome_of(name: str, exc: Optional[BaseException]) -> Outcome:
         return Outcome(name, 4, str(exc))
     if isinstance(exc, Exception) and type(exc).__module__.startswith("carryon_eval."):
         return Outcome(name, 2, str(exc))
+    if isinstance(exc, OSError):          # a full disk, a file-size limit: the run's one line, as alone
+        return Outcome(name, 2, os_error_line(exc))
     raise exc
 
 

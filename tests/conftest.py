@@ -30,6 +30,14 @@ from support.rollout_data import make_dataset
 from support.scripted_server import ScriptedServer
 
 
+# ---------------------------------------------------------------- the environment's API keys
+@pytest.fixture(autouse=True)
+def no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' servers are scripted: a developer's own OPENAI_API_KEY is never sent to one, and a role on
+    another endpoint than the target's is keyless (not refused) as on a clean machine (carryon_eval.model.keys)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 # ---------------------------------------------------------------- scripted OpenAI-compatible servers
 @pytest.fixture
 def scripted_server() -> Iterator[Any]:

@@ -42,11 +42,12 @@ from carryon_eval.app.cost import parse_prices, run_cost_table
 from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.judge.store import has_judge_roles, judges_present
-from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE
+from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalServerCrashed
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.report.phase import suite_inputs
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.lock import hold
 from carryon_eval.dataset.subset import SubsetError
 from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
@@ -76,7 +77,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     this event loop (a sweep's; app.session.Session), its requests waiting there by the run's place in the sweep;
     ``reports``: where the report is written (app.reports: a sweep's worker process; by default this process)."""
     roles, local = resolve_roles(cfg)
-    judges, judges_local = resolve_judges(cfg.judges, roles["judge"], "judge" in local, cfg.judge_temperature)
+    judges, judges_local = resolve_judges(cfg.judges, roles, local, cfg.judge_temperature)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     try:
@@ -110,6 +111,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         _print_cost_table(out, cfg, bench, jobs, meta, run)
         if cfg.dry_run:
             return None
+        session.hold(run, "carryon-eval")    # one writer at a time (run.lock)
         run.check(meta)                      # an unusable folder fails before anything starts
         eps, meta = await _started_endpoints(cfg, session, run, meta, configs, every, local)
         results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run),
@@ -225,13 +227,23 @@ async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFold
     await check_configs([*configs.values(), *(dataclasses.replace(configs[role], base_url=url)
                                               for role, choice in roles.items() for url in choice.pool)],
                         cfg.model_check)
-    meta = run.start(meta)
+    meta = _keys_recorded(run, run.start(meta), roles)
     eps: dict[str, ChatEndpoint] = {role: session.role_endpoint(c, roles[role].pool, run, role)
                                     for role, c in configs.items()}
     budget = CallBudget(cfg.max_calls) if cfg.max_calls else None
     if budget is not None:
         eps = {role: budget.wrap(ep) for role, ep in eps.items()}
     return eps, meta
+
+
+def _keys_recorded(run: RunFolder, meta: RunMeta, roles: dict[str, RoleChoice]) -> RunMeta:
+    """run.json records the key variable each role sends (its name, never its value): a resumed run whose roles
+    send others now says so."""
+    keys = {role: str(c.api_key_env) for role, c in roles.items()}
+    if all(meta.roles[role].api_key_env == key for role, key in keys.items() if role in meta.roles):
+        return meta
+    return run.write_meta(dataclasses.replace(meta, roles={
+        role: dataclasses.replace(r, api_key_env=keys.get(role, r.api_key_env)) for role, r in meta.roles.items()}))
 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
@@ -252,9 +264,9 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                                          conditions, judges=judge_endpoints(eps)))
         if cfg.fidelity:
             await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out, judges=judge_endpoints(eps))
-    except (EndpointGone, RoleFailed, CallBudgetSpent):   # a role stopped answering (the judge's failed calls are
-        # counted instead), or the --max-calls budget is spent: a resumable stop
-        await _report_what_there_is(bench, run, out, judged_by, reports)
+    except (EndpointGone, RoleFailed, CallBudgetSpent) as exc:   # a role stopped answering (the judge's failed
+        # calls are counted instead), or the --max-calls budget is spent: a resumable stop
+        await _report_what_there_is(bench, run, out, judged_by, reports, stopped_note(exc))
         raise
     for suite in selected(meta.conditions):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
@@ -265,21 +277,29 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
 
 
 async def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
-                                reports: Reports) -> None:
-    """results.json and the report of a run that stopped (marked incomplete), when there is anything to report."""
+                                reports: Reports, why: str) -> None:
+    """results.json and the report of a run that stopped (marked incomplete, ``why`` among its notes), when there is
+    anything to report."""
     if not run.transcripts():
         return
     present = judges_present(run)
     if has_judge_roles(run):             # each scorer's own judge
         judge = None
     await reports.write(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None),
-                        BootstrapChoice())
+                        BootstrapChoice(), notes=[why])
 
 
-def open_run(run: RunFolder, out: Output) -> tuple[RunFolder, RunMeta, Benchmark]:
+def stopped_note(exc: Exception) -> str:
+    """Why the command stopped before the end, as results.json says it (no machine path: the crash's log is not
+    named there)."""
+    what = exc.public() if isinstance(exc, LocalServerCrashed) else str(exc)
+    return f"STOPPED: {what}; this report stands on what was done before (rerun the same command to resume)"
+
+
+def open_run(run: RunFolder, out: Output, dataset: Optional[str] = None) -> tuple[RunFolder, RunMeta, Benchmark]:
     """carryon_eval.suite.reopen.open_run, its subset error a ConfigError (one line)."""
     try:
-        return reopen_run(run, out)
+        return reopen_run(run, out, dataset)
     except SubsetError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -288,9 +308,11 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
     """`carryon-eval rollout RUNDIR`: finish the rollout of a run folder with the settings in its run.json."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
-        target = session.role_config(meta.role("target"), endpoint=opts.target_endpoint, concurrency=opts.concurrency,
-                                     http_client=opts.http_client)
-        user = session.role_config(meta.role("user"), endpoint=opts.user_endpoint, concurrency=opts.concurrency,
+        session.hold(run, "carryon-eval rollout")
+        target = session.role_config(meta, "target", endpoint=opts.target_endpoint, api_key_env=opts.target_api_key_env,
+                                     concurrency=opts.concurrency, http_client=opts.http_client)
+        user = session.role_config(meta, "user", endpoint=opts.user_endpoint, api_key_env=opts.user_api_key_env,
+                                   key_option="--user-api-key-env", concurrency=opts.concurrency,
                                    http_client=opts.http_client)
         run.prepare()
         eps: list[ChatEndpoint] = [session.watched(session.endpoint(target, run, "target"), "target"),
@@ -308,8 +330,9 @@ async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta,
                          opts: RunOptions) -> tuple[ChatEndpoint, dict[str, ChatEndpoint]]:
     """The run's judge (as run.json records it, with what this command changes) and the judge roles' own judges
     (those run.json records, and those this command gives), each checked before anything is asked."""
-    cfg = session.role_config(meta.role("judge"), endpoint=opts.judge.endpoint, model=opts.judge.model,
-                              api_key_env=opts.judge.api_key_env, concurrency=opts.concurrency,
+    cfg = session.role_config(meta, "judge", endpoint=opts.judge.endpoint, model=opts.judge.model,
+                              api_key_env=opts.judge.api_key_env, key_option="--judge-api-key-env",
+                              concurrency=opts.concurrency,
                               http_client=opts.http_client, temperature=opts.judge_temperature,
                               **opts.judge.request())
     own = {r.role: _role_judge_config(session, meta, opts, r.role, cfg) for r in judge_roles()
@@ -331,12 +354,14 @@ def _role_judge_config(session: Session, meta: RunMeta, opts: RunOptions, role: 
     given = opts.judges.get(role) or RoleChoice()
     recorded = meta.roles.get(role)
     if recorded is not None:
-        return session.role_config(recorded, endpoint=given.endpoint, model=given.model,
-                                   api_key_env=given.api_key_env, concurrency=opts.concurrency,
+        flag = next(r.flag for r in judge_roles() if r.role == role)
+        return session.role_config(meta, role, endpoint=given.endpoint, model=given.model,
+                                   api_key_env=given.api_key_env, key_option=f"{flag}-api-key-env",
+                                   concurrency=opts.concurrency,
                                    http_client=opts.http_client, temperature=given.temperature, **given.request())
     base = RoleChoice(judge.base_url, judge.model, judge.api_key_env, reasoning_effort=judge.reasoning_effort,
                       system_prompt=judge.system_prompt, extra_body=judge.extra_body)
-    chosen, _ = resolve_judges({role: given}, base, False, judge.temperature)
+    chosen, _ = resolve_judges({role: given}, {"judge": base}, set(), judge.temperature)
     c = chosen[role]
     if given.endpoint is not None and is_local(given.endpoint):
         return session.on_local(dataclasses.replace(judge, temperature=c.temperature, **c.request()))
@@ -348,6 +373,7 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval judge RUNDIR`: (re-)judge a run folder; cached verdicts are not asked again."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
+        session.hold(run, "carryon-eval judge")
         max_tokens = opts.judge_max_tokens or meta.judge.max_tokens
         given = {name: value for name, value in opts.scoring.items() if value is not None}
         scoring = meta.judge.given(given)            # each wing setting: this command's where given, else the run's
@@ -409,6 +435,7 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
+        session.hold(run, "carryon-eval fidelity")
         judge, own = await _checked_judge(session, run, meta, opts)
         await fidelity_phase(bench, run, judge, opts.concurrency, out, judges=own)
         session.print_usage()
@@ -438,10 +465,12 @@ def suites_named(name: str) -> tuple[str, ...]:
 
 
 async def report_folder(run: RunFolder, out: Output, judge: Optional[str] = None,
-                        bootstrap: BootstrapChoice = BootstrapChoice()) -> None:
-    """`carryon-eval report RUNDIR [--judge NAME]`: results.json, table.md, plots and report.html from its
-    judgments (those of judge model NAME when several judged the run)."""
-    run, meta, bench = open_run(run, out)
-    results = report_phase(bench, run, out, judge, bootstrap)
+                        bootstrap: BootstrapChoice = BootstrapChoice(), dataset: Optional[str] = None) -> None:
+    """`carryon-eval report RUNDIR [--judge NAME] [--dataset DIR]`: results.json, table.md, plots and report.html
+    from its judgments (those of judge model NAME when several judged the run; ``dataset``: where its dataset is
+    now, checked against run.json's content hashes)."""
+    run, meta, bench = open_run(run, out, dataset)
+    with hold(run.path, "carryon-eval report"):
+        results = report_phase(bench, run, out, judge, bootstrap)
     require_scored(results, run)
     require_complete(results, run)

@@ -19,6 +19,7 @@ from carryon_eval.app.options import default
 from carryon_eval.cli_common import is_local
 from carryon_eval.option import refused_alone
 from carryon_eval.model.endpoint import EndpointConfig
+from carryon_eval.model.keys import KeyChoice, KeyGiven, KeyRefused, assign_keys, same_endpoints
 from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
@@ -117,6 +118,8 @@ class RunOptions:
     rundir: Path
     target_endpoint: Optional[str] = None
     user_endpoint: Optional[str] = None
+    target_api_key_env: Optional[str] = None      # rollout: the target's and the user's key variables (None: as
+    user_api_key_env: Optional[str] = None        # given for their endpoints, app.config.run_role_key)
     judge: RoleChoice = RoleChoice()
     concurrency: int = defaults.CONCURRENCY
     judge_max_tokens: Optional[int] = None
@@ -288,12 +291,12 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
     for option, choice in (("--endpoint", cfg.target), ("--user-endpoint", cfg.user), ("--judge-endpoint", cfg.judge)):
         for url in (choice.endpoint, *choice.pool):
             check_url(option, url)
-    key = cfg.target.api_key_env or defaults.API_KEY_ENV
+    key = defaults.API_KEY_ENV if cfg.target.api_key_env is None else cfg.target.api_key_env
     roles = {"target": dataclasses.replace(cfg.target, api_key_env=key)}
     for name, choice in (("user", cfg.user), ("judge", cfg.judge)):
         own = choice.endpoint is not None
         roles[name] = RoleChoice(endpoint=choice.endpoint if own else cfg.target.endpoint,
-                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env or key,
+                                 model=choice.model or cfg.target.model, api_key_env=choice.api_key_env,
                                  pool=choice.pool if own else cfg.target.pool, **choice.request())
     if any(choice.pool and is_local(choice.endpoint) for choice in roles.values()):
         raise ConfigError("an endpoint pool takes URLs only, not the embedded model ('local')")
@@ -313,39 +316,100 @@ def resolve_roles(cfg: EvaluateConfig) -> tuple[dict[str, RoleChoice], set[str]]
             if name == "target":
                 raise ConfigError(f"--model is required with --endpoint {choice.endpoint}")
             raise ConfigError(f"--{name}-model (or --model) is required with --{name}-endpoint {choice.endpoint}")
-    return roles, local
+    keys = role_keys(roles, local)
+    return {name: dataclasses.replace(choice, api_key_env=keys[name]) for name, choice in roles.items()}, local
 
 
-def resolve_judges(judges: dict[str, RoleChoice], judge: RoleChoice, judge_local: bool,
+class KeyMissing(ConfigError):
+    """A role on another endpoint with no key of its own (carryon_eval.model.keys): ``keyword`` names its key
+    option, so that a plan reader names its own key."""
+
+    def __init__(self, refused: KeyRefused) -> None:
+        super().__init__(str(refused))
+        self.keyword, self.reason = refused.keyword, refused.reason
+
+
+ROLE_WORDS = {"target": "target", "user": "user simulator", "judge": "judge"}
+
+
+def role_keys(roles: dict[str, RoleChoice], local: set[str]) -> dict[str, str]:
+    """Each role's key variable ("" for none): a key goes only to the endpoint it was given for (model.keys);
+    KeyMissing for a role on another endpoint than the target's with no key of its own."""
+    urls = {name: () if name in local else (str(c.endpoint), *c.pool) for name, c in roles.items()}
+    target = KeyGiven(str(roles["target"].api_key_env), urls["target"])
+    choices = [KeyChoice(ROLE_WORDS[name], urls[name], c.api_key_env, f"--{'' if name == 'target' else name + '-'}"
+                         "api-key-env", options.role_names(name)[2], borrows=target) for name, c in roles.items()]
+    try:
+        keys = assign_keys(choices, [target])
+    except KeyRefused as exc:
+        raise KeyMissing(exc) from None
+    return {name: keys[ROLE_WORDS[name]] for name in roles}
+
+
+def run_role_key(meta: RunMeta, role: str, endpoint: Optional[str], given: Optional[str], option: str) -> str:
+    """The key variable role ``role`` of a run folder sends in a command on it ("" for none): ``given`` (its
+    ``option``) when named; else the one given for its endpoint: run.json's variable of a role on that URL, where
+    that role's own (a run started before keys went by endpoint recorded the target's for every role). KeyMissing
+    for a role pointed at another URL (``endpoint``) with no key named while the key it would borrow is set."""
+    record = meta.role(role)
+    if is_local(endpoint) if endpoint is not None else record.local:
+        return ""
+    if given is not None:
+        return given
+    target = meta.role("target")
+    target_urls = () if target.local else (target.pool or (target.base_url,))
+
+    def recorded(name: str, r: RoleRecord) -> Optional[KeyGiven]:
+        urls = () if r.local else (r.pool or (r.base_url,))
+        own = name == "target" or r.api_key_env != target.api_key_env or same_endpoints(urls, target_urls)
+        return KeyGiven(r.api_key_env, urls, f"the run's {ROLE_WORDS.get(name, name)}'s endpoint") if own and urls \
+            else None
+
+    known = [k for name, r in meta.roles.items() if (k := recorded(name, r)) is not None]
+    borrows = recorded(role, record) or KeyGiven(record.api_key_env, target_urls, "the run's target's endpoint")
+    urls = (endpoint,) if endpoint is not None else (record.pool or (record.base_url,))
+    try:
+        return assign_keys([KeyChoice(ROLE_WORDS.get(role, role), tuple(urls), None, option,
+                                      borrows=borrows)], known)[ROLE_WORDS.get(role, role)]
+    except KeyRefused as exc:
+        raise KeyMissing(exc) from None
+
+
+def resolve_judges(judges: dict[str, RoleChoice], roles: dict[str, RoleChoice], local: set[str],
                    temperature: Any = None) -> tuple[dict[str, RoleChoice], set[str]]:
-    """Each judge role given (``judges``, as given) with what it does not set taken from the run's ``judge``
-    (resolved: resolve_roles), and which of them run on the embedded model. A role's key: its own, else the
-    judge's when it calls the judge's endpoint; a role on another endpoint with no key of its own is refused
-    while the judge's key variable is set (a key goes only to the endpoint it was given for), keyless otherwise.
+    """Each judge role given (``judges``, as given) with what it does not set taken from the run's judge
+    (``roles``, ``local``: resolve_roles's), and which of them run on the embedded model. A role's key: its own, else
+    the one given for its endpoint (the judge's, or another role's on that URL); KeyMissing for a role on another
+    endpoint with no key of its own while the judge's key variable is set (model.keys), keyless otherwise.
     ``temperature``: the judges' (--judge-temperature)."""
     from carryon_eval.suite import judge_roles
 
-    flags = {r.role: r.flag for r in judge_roles()}
+    by_role = {r.role: r for r in judge_roles()}
+    judge, judge_local = roles["judge"], "judge" in local
+    judge_urls = () if judge_local else (str(judge.endpoint), *judge.pool)
+    lent = KeyGiven(str(judge.api_key_env or ""), judge_urls, "the judge's endpoint")
+    known = [lent, *(KeyGiven(str(c.api_key_env), (str(c.endpoint), *c.pool), f"the {ROLE_WORDS[name]}'s endpoint")
+                     for name, c in roles.items() if name != "judge" and name not in local
+                     and c.api_key_env is not None)]
     out, local = {}, set()
     for role, own in judges.items():
-        check_url(f"{flags[role]}-endpoint", own.endpoint)
+        flag = by_role[role].flag
+        check_url(f"{flag}-endpoint", own.endpoint)
         endpoint = own.endpoint if own.endpoint is not None else judge.endpoint
         on_local = is_local(endpoint) if own.endpoint is not None else judge_local
         if on_local and own.model:
-            raise ConfigError(f"{flags[role]}-model {own.model}: that judge runs on the embedded model (its endpoint "
-                              f"is 'local'), which serves no other model; give {flags[role]}-endpoint URL")
-        same = own.endpoint is None or own.endpoint == judge.endpoint
-        key = own.api_key_env or (judge.api_key_env if same else None)
-        if key is None and not on_local:
-            borrowed = judge.api_key_env
-            if borrowed and borrowed in os.environ:
-                raise ConfigError(f"{flags[role]}-api-key-env is missing: that judge calls {endpoint}, not the judge's "
-                                  f"endpoint, and the judge's key ({borrowed}) goes only to its own; name the "
-                                  f"variable holding this endpoint's key (or '' for none)")
-            key = ""
+            raise ConfigError(f"{flag}-model {own.model}: that judge runs on the embedded model (its endpoint "
+                              f"is 'local'), which serves no other model; give {flag}-endpoint URL")
         if own.api_key_env and own.api_key_env not in os.environ:
-            raise ConfigError(f"{flags[role]}-api-key-env {own.api_key_env}: the environment variable "
+            raise ConfigError(f"{flag}-api-key-env {own.api_key_env}: the environment variable "
                               f"{own.api_key_env} is not set")
+        urls = () if on_local else ((str(own.endpoint),) if own.endpoint is not None else judge_urls)
+        word = f"{by_role[role].label} judge"
+        try:
+            key = assign_keys([KeyChoice(word, urls, own.api_key_env, f"{flag}-api-key-env", f"{role}_api_key_env",
+                                         borrows=lent)], known)[word]
+        except KeyRefused as exc:
+            raise KeyMissing(exc) from None
         request = {k: v if v is not None else getattr(judge, k) for k, v in own.request().items()}
         out[role] = RoleChoice(endpoint, own.model or judge.model, key, pool=() if own.endpoint else judge.pool,
                                temperature=own.temperature if own.temperature is not None else temperature, **request)

@@ -61,6 +61,10 @@ def destination(exporter: Exporter, run: RunFolder, out: str | Path) -> Path:
     path = Path(out)
     if exporter.out == "file" and (path.is_dir() or text.endswith(("/", os.sep))):
         return path / f"{run.path.resolve().name}{exporter.suffix}"
+    if exporter.out == "file" and exporter.suffix and path.suffix != exporter.suffix:    # e.g. inspect-ai reads
+        raise ExportError(f"--out {out}: format {exporter.name} writes a {exporter.suffix} file, which its readers "
+                          f"know by that name; give --out {out}{exporter.suffix} (or a folder, {out}/, to "
+                          f"write {run.path.resolve().name}{exporter.suffix} into)")
     if exporter.out == "folder" and path.exists() and not path.is_dir():
         raise ExportError(f"--out {out} is a file; format {exporter.name} writes a folder of files")
     return path

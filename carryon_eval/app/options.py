@@ -34,7 +34,7 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
 JUDGE_OPTIONS = Option("--<suite judge options>", name="scoring", hidden=True,
                        help="Where the registered suites' judge settings go (carryon_eval.suite.Suite.judge_options).")
 JUDGE_ROLE_OPTIONS = Option("--<judge role options>", name="judges", hidden=True,
-                            help="Where the suites' judge roles' options go (--ben-util-judge-model, ...: "
+                            help="Where the suites' judge roles' options go (--<role>-judge-model, ...: "
                                  "carryon_eval.suite.Suite.judge_roles).")
 #: The places of the suites' options in the table (the CLI makes them late: importing it imports no wing).
 PLACES = (SUITE_OPTIONS, JUDGE_OPTIONS, JUDGE_ROLE_OPTIONS)
@@ -67,15 +67,17 @@ OWN: tuple[Option, ...] = (
                                     "model. Repeat it for a pool of servers of the same model (fewest in flight "
                                     "first; a dead one is taken out and tried again later).",
                       model_help="Target model name (required with an endpoint URL).",
-                      key_help="Environment variable holding the target endpoint's API key (default for the other "
-                               "roles too)."),
+                      key_help="Environment variable holding the target endpoint's API key (also sent by a role on "
+                               "the target's URL; never to another endpoint)."),
     *endpoint_options("user", repeatable=True,
                       endpoint_help="User simulator endpoint [default: the target's]; repeatable.",
                       model_help="User simulator model [default: the target's].",
-                      key_help="API key variable for the user simulator [default: --api-key-env]."),
+                      key_help="API key variable for the user simulator [default: the key given for its URL; a "
+                               "simulator on another URL than the target's names its own; '' sends none]."),
     *endpoint_options("judge", repeatable=True, endpoint_help="Judge endpoint [default: the target's]; repeatable.",
                       model_help="Judge model [default: the target's].",
-                      key_help="API key variable for the judge [default: --api-key-env]."),
+                      key_help="API key variable for the judge [default: the key given for its URL; a judge on "
+                               "another URL than the target's names its own; '' sends none]."),
     Option("--dataset", help="Dataset folder or Hub id [default: the built-in sample]."),
     Option("--revision", help="Dataset revision (Hub)."),
     Option("--out", kind="path", help="Run folder [default: carryon-runs/<model>__<dataset>]; rerunning into it "

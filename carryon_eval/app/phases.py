@@ -88,11 +88,12 @@ def _ways(*tallies: dict[str, int]) -> str:
 
 
 def report_phase(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str] = None,
-                 bootstrap: BootstrapChoice = BootstrapChoice()) -> Results:
-    """`judge`: whose judgments to report when several judge models judged the run (default: the run's)."""
+                 bootstrap: BootstrapChoice = BootstrapChoice(), notes: Sequence[str] = ()) -> Results:
+    """`judge`: whose judgments to report when several judge models judged the run (default: the run's);
+    `notes`: the command's word on the run (why it stopped), first among results.json's notes."""
     n_resamples, seed = bootstrap.resolve(run.read_meta())
     read_usage(run)       # every file of the run is read by its report: a damaged usage.json is said, never kept
-    results = write_report(run, bench, judge=judge, n_resamples=n_resamples, seed=seed)
+    results = write_report(run, bench, judge=judge, n_resamples=n_resamples, seed=seed, notes=notes)
     out.info(f"results: {run.results_file}")
     out.info(f"report:  {run.html_file}")
     for line in [*(n for n in results.notes if n.startswith("INCOMPLETE")), *(

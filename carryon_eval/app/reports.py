@@ -19,7 +19,7 @@ import asyncio
 import concurrent.futures
 import multiprocessing
 import signal
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Sequence
 
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
@@ -31,17 +31,17 @@ class Reports(Protocol):
     """Writes a run's report (results.json, table.md, plots, report.html) and returns its results."""
 
     async def write(self, bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
-                    bootstrap: BootstrapChoice) -> Results: ...
+                    bootstrap: BootstrapChoice, notes: Sequence[str] = ()) -> Results: ...
 
 
 class InProcess:
     """The report in this process, on this event loop: a run alone, whose calls are all over by then."""
 
     async def write(self, bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
-                    bootstrap: BootstrapChoice) -> Results:
+                    bootstrap: BootstrapChoice, notes: Sequence[str] = ()) -> Results:
         from carryon_eval.app.phases import report_phase
 
-        return report_phase(bench, run, out, judge, bootstrap)
+        return report_phase(bench, run, out, judge, bootstrap, notes)
 
 
 class _Lines:
@@ -71,12 +71,12 @@ def _worker_start() -> None:
         pass
 
 
-def _write(rundir: str, bench: Benchmark, judge: Optional[str], bootstrap: BootstrapChoice) -> tuple[dict[str, Any],
-                                                                                                   list[tuple[str, str]]]:
+def _write(rundir: str, bench: Benchmark, judge: Optional[str], bootstrap: BootstrapChoice,
+           notes: Sequence[str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     from carryon_eval.app.phases import report_phase
 
     lines = _Lines()
-    results = report_phase(bench, RunFolder(rundir), lines, judge, bootstrap)
+    results = report_phase(bench, RunFolder(rundir), lines, judge, bootstrap, notes)
     return results.to_json(), lines.lines
 
 
@@ -100,10 +100,10 @@ class ReportWorker:
         return self
 
     async def write(self, bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
-                    bootstrap: BootstrapChoice) -> Results:
+                    bootstrap: BootstrapChoice, notes: Sequence[str] = ()) -> Results:
         pool = self.start()._pool
         data, lines = await asyncio.get_running_loop().run_in_executor(pool, _write, str(run.path), bench, judge,
-                                                                        bootstrap)
+                                                                        bootstrap, tuple(notes))
         for kind, text in lines:
             (out.info if kind == "info" else out.note)(text)
         return Results.from_json(data)

@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from carryon_eval.app.config import Output, check_url
+from carryon_eval.app.config import Output, check_url, run_role_key
 from carryon_eval import defaults
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.cli_common import is_local
@@ -20,8 +20,9 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.local import LocalModelServer, LocalServerCrashed
 from carryon_eval.model.crash import CrashRecord
 from carryon_eval.progress import human, tokens_by_role
-from carryon_eval.run.records import RoleRecord
+from carryon_eval.run.records import RoleRecord, RunMeta
 from carryon_eval.run.folder import RunFolder, add_usage, read_usage
+from carryon_eval.run.lock import hold
 from carryon_eval.app.cost import Price, parse_prices, usage_by_role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,17 +71,23 @@ class Session:
                 elif exc is None:
                     CrashRecord(run.path).clear()
         try:
-            for run in self._runs.values():
-                add_usage(run, self.usage.snapshot())
-                self._record_usage(run)
-            for ep in self._opened:
-                await ep.aclose()
+            try:
+                for run in self._runs.values():
+                    add_usage(run, self.usage.snapshot())
+                    self._record_usage(run)
+            finally:                          # closed even when the usage cannot be written (a full disk)
+                for ep in self._opened:
+                    await ep.aclose()
         finally:
             try:
                 for cache in self._caches.values():   # every queued cache entry on disk before we return
                     cache.close()
             finally:
                 self._stack.close()
+
+    def hold(self, run: RunFolder, what: str) -> None:
+        """Hold the run folder's lock (carryon_eval.run.lock) until the session ends, after its last write."""
+        self._stack.enter_context(hold(run.path, what))
 
     def local_server(self) -> LocalModelServer:
         if self._server is None:
@@ -159,16 +166,18 @@ class Session:
         return dataclasses.replace(cfg, base_url=srv.base_url, model=srv.model,
                                    timeout=max(cfg.timeout, defaults.LOCAL_TIMEOUT))
 
-    def role_config(self, record: RoleRecord, *, endpoint: Optional[str] = None, model: Optional[str] = None,
-                    api_key_env: Optional[str] = None, concurrency: Optional[int] = None,
-                    **request: Any) -> EndpointConfig:
-        """A role's config from run.json; the embedded model again if it ran there, unless overridden
-        (``request``: request options given again; None keeps the recorded ones)."""
+    def role_config(self, meta: RunMeta, role: str, *, endpoint: Optional[str] = None, model: Optional[str] = None,
+                    api_key_env: Optional[str] = None, key_option: str = "--api-key-env",
+                    concurrency: Optional[int] = None, **request: Any) -> EndpointConfig:
+        """Role ``role`` of a run folder's run.json as this command calls it; the embedded model again if it ran
+        there, unless overridden (``request``: request options given again; None keeps the recorded ones). Its
+        key: ``api_key_env`` (option ``key_option``) or the one given for its endpoint (app.config.run_role_key)."""
+        record = meta.role(role)
         check_url("--endpoint" if record is None else "endpoint", endpoint)
+        key = run_role_key(meta, role, endpoint, api_key_env, key_option)
         if is_local(endpoint) if endpoint is not None else record.local:
-            return self.on_local(record.config(api_key_env=api_key_env, concurrency=concurrency, **request))
-        return record.config(base_url=endpoint, model=model, api_key_env=api_key_env, concurrency=concurrency,
-                             **request)
+            return self.on_local(record.config(api_key_env=key, concurrency=concurrency, **request))
+        return record.config(base_url=endpoint, model=model, api_key_env=key, concurrency=concurrency, **request)
 
     def print_usage(self) -> None:
         tokens = tokens_by_role(self.usage)

@@ -20,8 +20,11 @@ def folder_fingerprint(folder: Path) -> str:
         rel = path.relative_to(folder)
         if path.is_dir() or any(part.startswith(".") for part in rel.parts):
             continue
-        digest.update(f"{rel.as_posix()}\0{path.stat().st_size}\0".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        try:
+            digest.update(f"{rel.as_posix()}\0{path.stat().st_size}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError as exc:         # a read that fails mid-file names no file: name it here
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     return digest.hexdigest()
 
 

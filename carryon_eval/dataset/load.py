@@ -174,10 +174,14 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
     datasets.disable_progress_bars()
     if _empty_local_config(source, config) or _undeclared_optional(source, config, revision):
         return []
+    # datasets caches a local folder by its name only: a local folder is prepared in a cache folder of
+    # its content's fingerprint, so it is prepared again only when its files change (carryon_eval.dataset.fingerprint).
     try:
-        # datasets caches a local folder by its name only: a local folder is prepared in a cache folder of
-        # its content's fingerprint, so it is prepared again only when its files change (carryon_eval.dataset.fingerprint).
         cache = str(fingerprint.cache_dir(Path(source))) if Path(source).exists() else None
+    except OSError as exc:             # a file of the folder that cannot be read: name it, whatever config is read
+        raise DatasetError(f"dataset {source}: cannot read {exc.filename or 'one of its files'} "
+                           f"({exc.strerror or exc})") from None
+    try:
         ds = datasets.load_dataset(source, config, split="test", revision=revision, cache_dir=cache)
     except ValueError as exc:  # unknown config name
         raise DatasetError(f"dataset {source}: cannot load config {config!r} with split 'test' ({_first_line(exc)})") from None
@@ -312,13 +316,16 @@ def _looks_casebench(path: Path) -> bool:
 def _source_problem(path: Path, text: str) -> Optional[str]:
     """Why ``path`` is one of the builder's sources (CASE-Bench's JSON, an OpenSafeIntent release), not a built
     dataset, and what to do with it; None for anything else (a folder with configs of its own is a dataset)."""
-    build = "build a dataset from it first: carryon-build --source {} --out DIR"
+    build = "build a dataset from it first: carryon-build build --source {} --out DIR"
     if path.is_file():
         if path.suffix == ".json" and _looks_casebench(path):
             return f"dataset {text}: CASE-Bench's source file, not a built dataset folder; {build.format(text)}"
         return None
-    if any(path.glob("queries*")) or any(path.glob("data/queries*")):
+    if any(path.glob("queries*")) or any(path.glob("data/queries*")) or _declared_files(path, "queries"):
         return None
+    if (path / "run.json").is_file():
+        return (f"dataset {text}: a run folder (it has run.json), not a dataset; give --dataset the dataset folder "
+                "the run read (run.json's dataset.source names it, relative to the run folder)")
     if (path / "dataset.json").is_file() and (path / "prompts").is_dir():
         return (f"dataset {text}: an OpenSafeIntent release folder (dataset.json, prompts/), not a built dataset "
                 f"(no queries or conversations); evaluate the release with --conditions opensafeintent "
@@ -327,6 +334,9 @@ def _source_problem(path: Path, text: str) -> Optional[str]:
     if found is not None:
         return (f"dataset {text}: a folder with CASE-Bench's source file {found.name}, not a built dataset (no "
                 f"queries or conversations); {build.format(path / found.name)}")
+    if path.is_dir():
+        return (f"dataset {text}: not a dataset folder (no queries config: no queries.* file, no data/queries/ "
+                "and no README.md whose configs name one); give the folder carryon-build wrote, or a Hub id")
     return None
 
 

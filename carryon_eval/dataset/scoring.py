@@ -49,7 +49,7 @@ class Scoring:
 
     @property
     def origin(self) -> str:
-        return "its MANIFEST.json's scoring record" if self.recorded else "its rows (its build records no scoring)"
+        return "its MANIFEST.json's scoring record" if self.recorded else "its rows, as its build records no scoring"
 
 
 def scoring_record(queries: Iterable[Mapping[str, Any]], n_checklist_items: int,

@@ -342,26 +342,31 @@ def mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequen
     import statsmodels.formula.api as smf
 
     df = pd.DataFrame(keep)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+    # every warning of the fit and of what is read from it (a singular covariance's sqrt of a negative variance, in
+    # statsmodels' own files) is the result's, named in its "warnings": never printed with a site-packages path
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
             fit = smf.mixedlm(formula, df, groups=df[group]).fit(reml=True)
-    except Exception as exc:  # noqa: BLE001 - singular designs raise several numpy/statsmodels types
-        out["reason"] = f"model could not be fitted: {type(exc).__name__}: {exc}"
-        return out
+        except Exception as exc:  # noqa: BLE001 - singular designs raise several numpy/statsmodels types
+            out["reason"] = f"model could not be fitted: {type(exc).__name__}: {exc}"
+            return out
+        out.update(_fitted(fit))
     out["warnings"] = sorted({str(w.message).splitlines()[0] for w in caught})
-    out["converged"] = bool(getattr(fit, "converged", True))
+    return out
+
+
+def _fitted(fit: Any) -> dict[str, Any]:
+    """A mixed model fit's coefficients (B, SE, z, p, ci95), its group variance and whether it converged."""
     names = list(fit.fe_params.index)
     conf = np.asarray(fit.conf_int())
     b, se = np.asarray(fit.fe_params), np.asarray(fit.bse_fe)
     z, p = np.asarray(fit.tvalues), np.asarray(fit.pvalues)
-    out["coefficients"] = {name: {"B": _num(b[i]), "SE": _num(se[i]), "z": _num(z[i]), "p": _num(p[i]),
-                                  "ci95": [_num(conf[i, 0]), _num(conf[i, 1])]}
-                           for i, name in enumerate(names)}
     bse_re = np.asarray(fit.bse_re).ravel()
-    out["group_var"] = {"var": _num(np.asarray(fit.cov_re)[0, 0]),
-                        "SE": _num(bse_re[0]) if bse_re.size else None}
-    return out
+    return {"converged": bool(getattr(fit, "converged", True)),
+            "coefficients": {name: {"B": _num(b[i]), "SE": _num(se[i]), "z": _num(z[i]), "p": _num(p[i]),
+                                    "ci95": [_num(conf[i, 0]), _num(conf[i, 1])]} for i, name in enumerate(names)},
+            "group_var": {"var": _num(np.asarray(fit.cov_re)[0, 0]), "SE": _num(bse_re[0]) if bse_re.size else None}}
 
 
 def _num(x: Any) -> Optional[float]:

@@ -59,11 +59,19 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._busy = 0                                   # keys taken by the writer and not written yet
+        self._unwritten = 0                              # entries a write failed for (said once)
         self._stop = False
         self._writer: Optional[threading.Thread] = None
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
+
+    def _not_written(self, key: str, exc: OSError) -> None:
+        """Say once per cache that entries go unwritten (a full disk fails every one of them alike)."""
+        self._unwritten += 1
+        if self._unwritten == 1:
+            log.warning("cache entry %s not written (%s); it and any other not written will be asked again",
+                        key[:12], exc.strerror or exc)
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives (whether or not it exists)."""
@@ -111,7 +119,7 @@ class ResponseCache:
         try:
             self._write(key, data, sync=False)   # in the kernel before put returns: a kill loses nothing
         except OSError as exc:
-            log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
+            self._not_written(key, exc)
             return
         with self._lock:
             self._pending[key] = data
@@ -160,7 +168,7 @@ class ResponseCache:
                         _fsync_file(self._file(key))
                         dirs.add(os.path.dirname(self._file(key)))
                     except OSError as exc:
-                        log.warning("cache entry %s not written (%s); it will be asked again", key[:12], exc)
+                        self._not_written(key, exc)
                 for directory in dirs:
                     _fsync_dir(directory)
             finally:

@@ -18,6 +18,8 @@ from carryon_eval.model.pool import EndpointGone
 
 POLL = 0.25                      # seconds between looks at the server process while a call waits
 CRASH_FILE = "embedded_crash.json"
+#: how a server ends when something outside kills it (not a crash of its own)
+OUTSIDE = {f"killed by signal {s.name}" for s in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 
 
 def exit_description(returncode: int) -> str:
@@ -38,6 +40,16 @@ class LocalServerCrashed(EndpointGone):
         self.how, self.log_path = how, log_path
         self.repeated = False      # set when the last run ended in the same crash (a rerun will not help)
         super().__init__(f"the embedded model server crashed ({how}; its log: {log_path}); what was done is written")
+
+    def public(self) -> str:
+        """The crash as a shared file may say it: its signal or exit code, not the machine's log path."""
+        return f"the embedded model server crashed ({self.how})"
+
+    @property
+    def from_outside(self) -> bool:
+        """Whether a signal from outside ended it (a kill, Ctrl-C, a hang-up, the OOM killer): the same again is
+        no sign that a rerun will crash too."""
+        return self.how in OUTSIDE
 
     def record(self) -> dict[str, str]:
         """What is compared between two runs (no path, no time: a run folder may be shared)."""
@@ -60,7 +72,8 @@ class CrashRecord:
     def note(self, crash: LocalServerCrashed) -> None:
         """Record ``crash``; mark it repeated when the recorded one is the same."""
         try:
-            crash.repeated = crash.repeated or json.loads(self.path.read_text()) == crash.record()
+            crash.repeated = crash.repeated or (not crash.from_outside
+                                                and json.loads(self.path.read_text()) == crash.record())
         except (OSError, ValueError):
             pass
         try:

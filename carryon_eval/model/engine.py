@@ -46,6 +46,11 @@ def command(*, model_path: Path, alias: str, port: int, n_ctx: int, n_threads: i
     return cmd + list(extra_args)
 
 
+def serving(alias: str) -> str:
+    """What the engine prints (to its log) once its socket is bound: how its parent knows its own server."""
+    return f": serving {alias} at "
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, type=Path, help="the GGUF file")
@@ -85,7 +90,7 @@ def serve(args: argparse.Namespace) -> None:
         p.use_jinja = False     # a built-in template by name (with use_jinja the name itself would be the template)
         p.chat_template = args.chat_template
     server = xllamacpp.Server(p)
-    print(f"{ENGINE} {xllamacpp.__version__}: serving {args.alias} at {server.listening_address}", flush=True)
+    print(f"{ENGINE} {xllamacpp.__version__}{serving(args.alias)}{server.listening_address}", flush=True)
     while True:                 # the server's threads serve; SIGTERM / SIGKILL end the process
         time.sleep(3600)
 

@@ -62,6 +62,8 @@ DEFAULT_STOP_GRACE = 5.0
 # ends a turn by itself, so every call runs to its limit; with the general defaults the run takes hours.
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS
 LOG_TAIL_LINES = 30
+#: what the log says when the port was taken (the OS's words, and llama.cpp's own)
+PORT_TAKEN = ("address already in use", "couldn't bind http server socket")
 KEEP_LOGS = 20
 
 
@@ -184,6 +186,7 @@ class LocalModelServer:
         self._log_fh: Any = None
         self._crash: Optional[LocalServerCrashed] = None
         self._stopping = False
+        self._log_from = 0
 
     # -- public
     @property
@@ -234,7 +237,7 @@ class LocalModelServer:
                     return self
                 except LocalModelError:
                     # Another process may have taken the free port between our probe and the bind.
-                    if attempt + 1 < attempts and "address already in use" in self._log_tail().lower():
+                    if attempt + 1 < attempts and any(w in self._log_tail().lower() for w in PORT_TAKEN):
                         self.stop()
                         continue
                     raise
@@ -304,6 +307,7 @@ class LocalModelServer:
         self._log_fh = open(self.log_path, "ab")
         self._log_fh.write(f"$ {' '.join(self.command)}\n".encode())
         self._log_fh.flush()
+        self._log_from = self._log_fh.tell()        # this launch's lines start here (a given log is appended to)
         on_main = threading.current_thread() is threading.main_thread()
         # The death signal is tied to the *thread* that forks; from another thread it would kill the
         # server when that thread ends, so it is only asked for from the main thread.
@@ -329,10 +333,13 @@ class LocalModelServer:
                     f"the local model server exited ({exit_description(code)}) before answering "
                     f"(log: {self.log_path}); last lines:\n{self._log_tail()}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200 and any(m.get("id") == self.model
-                                                  for m in json.load(resp).get("data", [])):
-                        return
+                # our own server: it said it listens (after its bind), so another one listing the model on this
+                # port is never taken for it
+                if self._serving():
+                    with urllib.request.urlopen(url, timeout=2) as resp:
+                        if resp.status == 200 and any(m.get("id") == self.model
+                                                      for m in json.load(resp).get("data", [])):
+                            return
             except (urllib.error.URLError, OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
@@ -340,6 +347,16 @@ class LocalModelServer:
                     f"the local model server did not answer {url} within {self.startup_timeout:.0f} s "
                     f"(log: {self.log_path}); last lines:\n{self._log_tail()}")
             time.sleep(0.25)
+
+    def _serving(self) -> bool:
+        """Whether this launch's engine logged that it serves (engine.serve prints it once its socket is bound)."""
+        if self.log_path is None or self._log_fh is None:
+            return False
+        self._log_fh.flush()
+        with self.log_path.open("rb") as fh:
+            fh.seek(self._log_from)
+            said = engine.serving(self.model).encode() in fh.read()
+        return said and self._proc is not None and self._proc.poll() is None
 
     def _log_tail(self, n: int = LOG_TAIL_LINES) -> str:
         if self.log_path is None or not self.log_path.is_file():

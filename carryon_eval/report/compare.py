@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import Results
@@ -31,6 +32,10 @@ from carryon_eval.suite import CompareInputs, suites
 
 class CompareError(Exception):
     """Run folders that cannot be compared; one line (the command line's error, exit 2)."""
+
+
+#: What `compare --out DIR` writes into DIR (a sweep's folder too: no target may be named one of them).
+OUT_FILES = ("compare.json", "table.md", "plots", "leaderboard.html", "leaderboard.jsonl")
 
 
 def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
@@ -44,9 +49,15 @@ def load_run(run: RunFolder) -> tuple[Results, list[dict[str, Any]]]:
                            "e.g. carryon-runs/MODEL__DATASET")
     if not results_path.is_file() or not scores_path.is_file():
         raise CompareError(f"{rundir} has no {RESULTS_FILE}/{SCORES_FILE}; run `carryon-eval report {rundir}` first")
+    texts = {}
+    for path in (results_path, scores_path):
+        try:
+            texts[path] = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CompareError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        results = Results.from_json(json.loads(results_path.read_text(encoding="utf-8")))
-        scores = [json.loads(line) for line in scores_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        results = Results.from_json(json.loads(texts[results_path]))
+        scores = [json.loads(line) for line in texts[scores_path].splitlines() if line.strip()]
     except (ValueError, TypeError, AttributeError) as exc:
         raise CompareError(f"{rundir}: unreadable report files ({exc}); rerun `carryon-eval report {rundir}`") from None
     return results, scores
@@ -79,6 +90,10 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     Nothing here needs more than the core install; a part a suite could not compute for want of a package
     (``missing`` in its part: one line each, saying what it would add and how to add it) is gathered under
     "missing", which table.md and the leaderboard page show."""
+    twice = _given_twice(rundirs)
+    if twice:
+        raise CompareError(f"{twice[1]} is {twice[0]} again: compare each run once (a run is not a model of its own "
+                           "twice)")
     loaded = [(Path(d), *load_run(RunFolder(d))) for d in rundirs]
     for s in suites():                # a suite whose columns these runs cannot share refuses them (one line)
         why = s.report.incomparable([p for p, _, _ in loaded], [r for _, r, _ in loaded]) \
@@ -105,8 +120,7 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
         out["notes"].append("WARNING: the runs' users were simulated by different models ("
                             + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, out["simulators"]))
                             + "); their numbers are not comparable.")
-    datasets = {json.dumps(local_path(r.dataset.source, p)) for (p, _, _), r in zip(loaded, results)}
-    if len(datasets) > 1:
+    if len({_dataset_pin(p, r) for (p, _, _), r in zip(loaded, results)}) > 1:
         out["notes"].append("The runs used different datasets.")
     for report, part in parts:        # each other suite's part, under its section name (None: no run has it)
         if not report.top_level:
@@ -120,6 +134,29 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     out["_results"] = results
     out["_scores"] = [scores for _, _, scores in loaded]
     return out
+
+
+def _given_twice(rundirs: Sequence[Path]) -> Optional[tuple[Path, Path]]:
+    """The first run folder given twice (the same folder however it is spelled), with its first spelling."""
+    seen: dict[str, Path] = {}
+    for d in rundirs:
+        key = os.path.realpath(d)
+        if key in seen:
+            return seen[key], Path(d)
+        seen[key] = Path(d)
+    return None
+
+
+def _dataset_pin(folder: Path, results: Results) -> str:
+    """What pins a run's dataset rows: their content hashes where run.json recorded them (a folder moved or
+    copied is the same dataset), else its source (a folder's path as this machine reads it) and revision."""
+    try:
+        recorded = RunFolder(folder).read_meta().dataset
+    except (RunError, ValueError, TypeError):
+        recorded = None
+    if recorded is not None and recorded.content_sha256:
+        return json.dumps(recorded.content_sha256, sort_keys=True)
+    return json.dumps([local_path(results.dataset.source, folder), results.dataset.revision])
 
 
 def reported_table() -> dict[str, Any]:

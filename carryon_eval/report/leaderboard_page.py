@@ -169,6 +169,18 @@ def reported_entries() -> list[Any]:
     return [e for s in suites() if s.report is not None and s.report.reported is not None for e in s.report.reported()]
 
 
+def _measured_apart(entries: Sequence[Any], reported: Sequence[Any]) -> Optional[str]:
+    """Why the papers' reported rows cannot share the runs' columns (a suite's SuiteReport.incomparable: e.g. runs of
+    rubric utility beside the paper's Ben-Util); None when they can, or none are asked for."""
+    if not reported or not entries:
+        return None
+    every = [*entries, *reported]
+    folders, results = [Path(str(e.folder)) for e in every], [e.results for e in every]
+    reasons = [s.report.incomparable(folders, results) for s in suites()
+               if s.report is not None and s.report.incomparable is not None]
+    return "; ".join(why for why in reasons if why) or None
+
+
 def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
                 scores: Sequence[Sequence[dict[str, Any]]], paper_rows: bool = False) -> dict[str, Any]:
     """`compare --out`'s leaderboard: the board of the compared runs, its own figures beside compare's in
@@ -181,7 +193,11 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
     entries = [RunEntry(label, folder, r, list(s), read_meta(Path(folder)))
                for label, folder, r, s in zip(cmp["models"], cmp["runs"], results, scores)]
     board = build_leaderboard(entries)
-    shown = build_leaderboard([*entries, *reported_entries()]) if paper_rows else board
+    reported = reported_entries() if paper_rows else []
+    apart = _measured_apart(entries, reported)
+    shown = build_leaderboard([*entries, *reported]) if reported and not apart else board
+    if apart:                   # e.g. rubric runs: the paper's Ben-Util numbers never sit under their headers
+        shown.warnings.append(f"The rows the paper reports are not shown beside these runs: {apart}.")
     plots = cmp.get("plots") or {}
     images = {Path(f).stem: (out / f).read_bytes() for f in plots.get("files") or []}
     skipped, note = dict(plots.get("skipped") or {}), plots.get("note")

@@ -49,12 +49,15 @@ def draw_plots(run: RunFolder, results: Results, suites: Sequence[Suite]) -> dic
 
 
 def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
-                 judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None) -> Results:
+                 judge: Optional[str] = None, suites: Optional[Sequence[Suite]] = None,
+                 notes: Sequence[str] = ()) -> Results:
     """Write results.json, table.md, conversation_scores.jsonl, plots/*.png and report.html; return results.
     `judge`: the judge model whose judgments to report (default: judgments.select_judge's choice);
-    `suites`: the suites to report (default: every registered one)."""
+    `suites`: the suites to report (default: every registered one); `notes`: the command's own word on the run
+    (e.g. why it stopped), first among the notes."""
     suites = registered_suites() if suites is None else list(suites)
     results, page = build_results(run, bench, n_resamples=n_resamples, seed=seed, judge=judge, suites=suites)
+    results.notes[:0] = list(notes)
     present = reported(results, suites)
     images = draw_plots(run, results, present)
     write_json_atomic(run.results_file, results.to_json())

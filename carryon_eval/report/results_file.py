@@ -10,6 +10,7 @@ sits at results.json's top level is Results' own business (carryon_eval.run.resu
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 from typing import Any, Optional, Sequence
 
@@ -35,7 +36,12 @@ def suite_inputs(run: RunFolder, bench: Benchmark, judge: Optional[str] = None, 
     """The report inputs of a run folder for a suite's own readers (e.g. its export); ``judge``: one judge for
     every scorer (None: the run's; for a run whose scorers have judges of their own, each scorer's)."""
     chosen = None if judge is None and has_judge_roles(run) else select_judge(run, judge)
-    return ReportInputs(run, bench, run.transcripts(), chosen, n_resamples, seed)
+    return ReportInputs(run, bench, run.transcripts(), chosen, n_resamples, seed,
+                        scorer_judge=functools.partial(_scorer_judge, run))
+
+
+def _scorer_judge(run: RunFolder, scorer: str) -> Optional[str]:
+    return select_judge(run, scorer=scorer)
 
 
 def reported(results: Results, suites: Sequence[Suite]) -> list[Suite]:

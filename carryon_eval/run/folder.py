@@ -47,6 +47,7 @@ TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CACHE_DIR = "cache"
 USAGE_FILE = "usage.json"
+LOCK_FILE = ".carryon.lock"      # held while a command writes the folder (carryon_eval.run.lock)
 JUDGMENT_SUFFIX = "_judgments.jsonl"
 
 
@@ -98,6 +99,7 @@ for _file in (RunFile(RUN_FILE, "the run's settings (run.json)"),
               RunFile(FAILURES_FILE, "conversations that could not be finished, with the reason"),
               RunFile(CACHE_DIR, "the response cache of every model call"),
               RunFile(USAGE_FILE, "calls and tokens per stage and model"),
+              RunFile(LOCK_FILE, "held while a command writes the folder: who (empty when none)"),
               RunFile(f"*{JUDGMENT_SUFFIX}", "one scorer's judgment records, of every judge model"),
               RunFile(JUDGE_META_FILE, "every judge's latest pass"),
               RunFile(RESULTS_FILE, "the run's numbers"),
@@ -484,7 +486,7 @@ class RunFolder:
                         f"{json.dumps(value)} there, {json.dumps(new[name])} now); "
                         "use another --out folder, or the same settings to resume")
             self.check_dataset(self.read_meta(), meta.dataset.content_sha256)
-        elif self.path.is_dir() and any(self.path.iterdir()):
+        elif self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
             raise RunError(f"{self.path} is not empty and has no {RUN_FILE}; use an empty or new --out folder")
 
     def check_dataset(self, meta: RunMeta, fingerprint: Optional[dict[str, str]]) -> None:

@@ -106,7 +106,7 @@ class RoleRecord:
         given again; None keeps the recorded one)."""
         options = {**self.request_options(), **{k: v for k, v in request.items() if v is not None}}
         return EndpointConfig(base_url=base_url or self.base_url, model=model or self.model,
-                              api_key_env=api_key_env or self.api_key_env or defaults.API_KEY_ENV,
+                              api_key_env=api_key_env if api_key_env is not None else self.api_key_env,
                               concurrency=concurrency or self.concurrency or defaults.CONCURRENCY,
                               timeout=self.timeout or defaults.TIMEOUT,
                               max_retries=self.max_retries or defaults.MAX_RETRIES,

@@ -52,15 +52,16 @@ class ReportInputs:
     #: what a suite's hooks read once and share within one report (e.g. its typed judgment records), by a key
     #: of its own
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: a scorer's own judge where no one judge is selected (a run whose scorers have judges of their own): given
+    #: by the report's frame (judge.store.select_judge), so that the seam reads no judge files itself
+    scorer_judge: Optional[Callable[[str], Optional[str]]] = field(default=None, compare=False, repr=False)
 
     def judge_of(self, scorer: str) -> Optional[str]:
         """The judge whose records of ``scorer`` are read: the one selected, else (a run whose scorers have judges
-        of their own) the scorer's judge (judge.store.select_judge)."""
-        if self.judge is not None:
+        of their own) the scorer's judge."""
+        if self.judge is not None or self.scorer_judge is None:
             return self.judge
-        from carryon_eval.judge.store import select_judge
-
-        return select_judge(self.run, scorer=scorer)
+        return self.scorer_judge(scorer)
 
     def records(self, scorer: str) -> list[dict[str, Any]]:
         """One scorer's records of its selected judge, as stored (through the run's one judgments view)."""

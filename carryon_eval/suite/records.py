@@ -41,7 +41,7 @@ class SuiteError(Exception):
 class JobGeneration(Record):
     """A job's own generation settings, over the run's (None: the run's): e.g. a suite whose reference
     generation has a fixed token cap. The rollout sends them and records them in the transcript's meta."""
-    temperature: Optional[float] = field(default=None, metadata=OMIT_NONE)
+    temperature: Any = field(default=None, metadata=OMIT_NONE)     # a number, or "default" (the provider's: not sent)
     max_tokens: Optional[int] = field(default=None, metadata=OMIT_NONE)
     retry_empty: bool = True            # False: an empty reply is kept as it came, not asked again
 
@@ -201,12 +201,12 @@ class JudgeRole:
 
     @property
     def role(self) -> str:
-        """Its role name in run.json and in the option names (``ben_util_judge``)."""
+        """Its role name in run.json and in the option names (``<name>_judge``)."""
         return f"{self.name}_judge"
 
     @property
     def flag(self) -> str:
-        """Its options' prefix (``--ben-util-judge``)."""
+        """Its options' prefix (``--<name>-judge``)."""
         return "--" + self.role.replace("_", "-")
 
 

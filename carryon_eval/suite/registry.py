@@ -158,6 +158,7 @@ def load_inputs(bench: "Benchmark", options: SuiteOptions, recorded: Optional[di
     record names is written relative to it, carryon_eval.run.paths; a path read back from a record is resolved
     against it)."""
     out: dict[str, InputsRecord] = {}
+    paths = {o.key for s in suites() for o in s.options if o.path}    # a suite may read another's folder option
     for s in suites():
         if s.load is None:
             continue
@@ -167,8 +168,7 @@ def load_inputs(bench: "Benchmark", options: SuiteOptions, recorded: Optional[di
         mine = {**options, **((earlier or {}).get("options") or {})} if reopen else dict(options)
         if base is not None:
             if reopen:          # a path the record names is relative to the run folder (an older one: absolute)
-                mine.update({o.key: local_path(mine[o.key], base) for o in s.options
-                             if o.path and isinstance(mine.get(o.key), str)})
+                mine.update({key: local_path(mine[key], base) for key in paths if isinstance(mine.get(key), str)})
             mine[RUN_FOLDER] = Path(base)
         record = s.load(bench, mine, earlier)
         if record is not None:

@@ -88,8 +88,10 @@ def test_options_before_a_subcommand_apply_to_it_or_are_refused(scripted_server,
     asked = [b for b in srv.requests if b["model"] == "other-judge"]
     assert before == 0 and asked and all(b["temperature"] == 0.5 for b in asked)
     assert "judge (other-judge)" in res.output
-    line = one_error_line(invoke("--dataset", dataset, "report", out))
-    assert "--dataset" in line and "'report'" in line
+    line = one_error_line(invoke("--limit", 1, "report", out))
+    assert "--limit" in line and "'report'" in line
+    moved = invoke("--dataset", dataset, "report", out)        # report takes --dataset: it applies
+    assert moved.exit_code == 0, moved.output
     line = one_error_line(invoke("--judge-model", "other-judge", "report", out))
     assert "--judge-model" in line
 

@@ -144,6 +144,9 @@ def test_a_no_llm_casebench_build_with_the_default_conditions_is_refused_naming_
         for extra in ((), ("--utility", "benutil")):
             line = one_error_line(evaluate(srv, casebench_build, tmp_path / "run", *extra))
             assert "no checklists" in line and "carryon-build build` without --no-llm" in line, line
+            if not extra:          # one parenthesis, closed once
+                assert (f"supports no utility measure (read from its rows, as its build records no scoring): it "
+                        "has no checklists") in line, line
         assert srv.count() == 0
     assert not (tmp_path / "run").exists()
 

@@ -159,6 +159,8 @@ def test_a_dead_target_or_user_simulator_ends_with_exit_4_and_incomplete_results
     assert last.endswith("rerun the same command to resume") and "Traceback" not in result.output
     results = json.loads((out / "results.json").read_text())
     assert any(n.startswith("INCOMPLETE:") for n in results["notes"]), results["notes"]
+    why = last.removeprefix("carryon-eval: ").removesuffix("; rerun the same command to resume")
+    assert results["notes"][0].startswith(f"STOPPED: {why}"), results["notes"]      # why it stopped, kept
     assert "INCOMPLETE" in (out / "table.md").read_text()
     assert "INCOMPLETE:" in (out / "report.html").read_text()
 

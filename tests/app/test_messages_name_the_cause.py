@@ -67,7 +67,7 @@ def test_a_release_folder_given_as_dataset_says_what_it_is_and_what_to_do():
     assert line == (f"carryon-eval: error: dataset {SHIPPED}: an OpenSafeIntent release folder (dataset.json, "
                     "prompts/), not a built dataset (no queries or conversations); evaluate the release with "
                     f"--conditions opensafeintent --opensafeintent {SHIPPED}, or build a dataset from it first: "
-                    f"carryon-build --source {SHIPPED} --out DIR --no-llm")
+                    f"carryon-build build --source {SHIPPED} --out DIR --no-llm")
 
 
 def test_a_casebench_source_given_as_dataset_says_to_build_first(tmp_path):
@@ -76,10 +76,10 @@ def test_a_casebench_source_given_as_dataset_says_to_build_first(tmp_path):
     line = one_error_line(invoke(*DRY, "--dataset", tmp_path))
     assert line == (f"carryon-eval: error: dataset {tmp_path}: a folder with CASE-Bench's source file "
                     "CASEBench_data.json, not a built dataset (no queries or conversations); build a dataset from "
-                    f"it first: carryon-build --source {source} --out DIR")
+                    f"it first: carryon-build build --source {source} --out DIR")
     line = one_error_line(invoke(*DRY, "--dataset", source))
     assert line == (f"carryon-eval: error: dataset {source}: CASE-Bench's source file, not a built dataset folder; "
-                    f"build a dataset from it first: carryon-build --source {source} --out DIR")
+                    f"build a dataset from it first: carryon-build build --source {source} --out DIR")
 
 
 # ---------------------------------------------------------------- the grouped Ben-Util judge on another measure
@@ -183,3 +183,54 @@ def test_labels_of_another_task_than_the_one_asked_say_which(labeled_run, tmp_pa
     line = one_error_line(invoke("agreement", labeled_run, path, "--task", "utility"))
     assert line == (f"carryon-eval: error: no utility labels in {path} (their rows label safety: give --task "
                     "safety)")
+
+
+# ---------------------------------------------------------------- folders of the wrong kind, files it cannot read
+def test_a_run_folder_or_another_folder_given_as_dataset_says_what_it_is(run, tmp_path):
+    assert one_error_line(invoke(*DRY, "--dataset", run)) == (
+        f"carryon-eval: error: dataset {run}: a run folder (it has run.json), not a dataset; give --dataset the "
+        "dataset folder the run read (run.json's dataset.source names it, relative to the run folder)")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "broken").symlink_to(tmp_path / "nowhere")        # what /etc has: the old message named a file inside
+    assert one_error_line(invoke(*DRY, "--dataset", etc)) == (
+        f"carryon-eval: error: dataset {etc}: not a dataset folder (no queries config: no queries.* file, no "
+        "data/queries/ and no README.md whose configs name one); give the folder carryon-build wrote, or a Hub id")
+
+
+def test_an_unreadable_file_of_a_dataset_is_named_not_blamed_on_queries(tmp_path):
+    from support.rollout_data import make_dataset
+
+    data = make_dataset(tmp_path / "data")
+    (data / "checklists.jsonl").unlink()
+    (data / "checklists.jsonl").symlink_to("/proc/self/mem")     # every read fails (EIO), root or not
+    assert one_error_line(invoke(*DRY, "--dataset", data)) == (
+        f"carryon-eval: error: dataset {data}: cannot read {data / 'checklists.jsonl'} (Input/output error)")
+
+
+@pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(), reason="no OpenSafeIntent release copy")
+def test_the_providers_default_temperature_with_opensafeintent_plans_and_runs(dataset, scripted_server, tmp_path):
+    line = invoke(*DRY, "--dataset", dataset, "--conditions", "opensafeintent", "--opensafeintent", SHIPPED,
+                  "--target-temperature", "default", "--limit", 1)
+    assert line.exit_code == 0, line.output
+
+
+def test_every_failed_write_is_one_line(run, tmp_path):
+    """A file-size limit under `report` (EFBIG), a run folder whose name the file system cannot take (ENAMETOOLONG):
+    one line naming what to do, never a traceback (a full disk: tests/run/test_run_integrity.py)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run([sys.executable, "-m", "carryon_eval.cli", "report", str(run)], capture_output=True,
+                          text=True, preexec_fn=limited, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        "carryon-eval: error: File too large; the file outgrew the file-size limit (ulimit -f): raise it, then "
+        "rerun the same command"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    long = tmp_path / ("x" * 300)
+    line = one_error_line(invoke(*DRY[:4], "--out", long, "--limit", 1, "--conditions", "turn1"))
+    assert line.startswith("carryon-eval: error: ") and "too long" in line, line

@@ -5,6 +5,7 @@ sweep makes, a rerun that asks nothing, and bad plans refused with one line nami
 from __future__ import annotations
 
 import asyncio
+import os
 import collections
 import json
 import re
@@ -191,3 +192,69 @@ def test_the_documented_plan_of_the_paper_is_a_plan(monkeypatch, tmp_path):
     assert {t.config.judge.model for t in plan.targets} == {"gemini-2.5-flash"}
     assert {t.config.judges["ben_util_judge"].model for t in plan.targets} == {"gemini-2.5-flash"}   # the paper's
     assert {t.config.judges["safety_judge"].model for t in plan.targets} == {"gpt-5.2"}              # two judges
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda p: p.replace('name = "t2-run"', 'name = "plots"'),
+     "[[target]] number 2: key 'name' 'plots' is a file the sweep's leaderboard writes beside the run folders"),
+    (lambda p: p.replace('name = "t2-run"', 'name = "leaderboard.html"'),
+     "[[target]] number 2: key 'name' 'leaderboard.html' is a file the sweep's leaderboard writes"),
+    (lambda p: p.replace('name = "t2-run"', f'name = "{"x" * 300}"'),
+     "[[target]] number 2: key 'name' is 300 characters long; a run folder's name takes at most 100"),
+    (lambda p: p.replace("concurrency = 2", 'price = "judge=abc"'), "plan.toml: key 'price': 'judge=abc': expected"),
+    (lambda p: re.sub(r'dataset = ".*"', 'dataset = "../../etc"', p),
+     "plan.toml: key 'dataset': dataset ../../etc: not a dataset folder"),
+    (lambda p: re.sub(r'dataset = ".*"', 'dataset = "./no-such-folder"', p),
+     "plan.toml: key 'dataset': dataset ./no-such-folder: no such folder"),
+])
+def test_plan_wide_values_and_names_are_checked_once_before_any_target(edit, named, scripted_server, dataset,
+                                                                       tmp_path, monkeypatch):
+    """A bad shared value is the plan's (not target 't1-run''s, not once per target); a target's name is not one of
+    the leaderboard's files nor longer than a folder name takes."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "hosts").write_text("127.0.0.1 localhost\n")       # a folder, but no dataset
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")                                # the plan's paths: from here
+    srv = scripted_server(Counting(), models=(*TARGETS, "sim", "jdg"))
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset)
+    plan.write_text(edit(plan.read_text()))
+    for dry in ((), ("--dry-run",)):
+        line = one_error_line(invoke("sweep", plan, "--out", tmp_path / "sweep", *dry))
+        assert named in line and "target 't1-run'" not in line, line
+    assert srv.count() == 0 and not (tmp_path / "sweep").exists()
+
+
+def test_a_plan_with_a_byte_order_mark_reads_and_a_second_sweep_into_one_folder_is_refused(scripted_server, dataset,
+                                                                                            tmp_path):
+    from carryon_eval.run.lock import hold
+
+    srv = scripted_server(Counting(), models=(*TARGETS, "sim", "jdg"))
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset)
+    plan.write_bytes(b"\xef\xbb\xbf" + plan.read_bytes())            # as Windows' Notepad saves it
+    assert [t.name for t in read_plan(plan).targets] == [f"{m}-run" for m in TARGETS]
+    out = tmp_path / "sweep"
+    with hold(out, "carryon-eval sweep"):                             # another sweep writes DIR meanwhile
+        line = one_error_line(invoke("sweep", plan, "--out", out))
+    assert line == (f"carryon-eval: error: {out} is being written by carryon-eval sweep (PID {os.getpid()}); wait "
+                    "for it to end, or use another folder")
+    assert srv.count() == 0 and not out.exists()
+
+
+def test_a_sweep_that_cannot_write_says_one_line_per_target(scripted_server, dataset, tmp_path):
+    """A file-size limit (as a full disk) fails every target's writes: each target's one line, never a traceback."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8000, 8000))     # run.json fits; transcripts.jsonl soon not
+
+    srv = scripted_server(Counting(), models=(*TARGETS, "sim", "jdg"))
+    plan = write_plan(tmp_path / "plan.toml", srv, dataset)
+    proc = subprocess.run([sys.executable, "-m", "carryon_eval.cli", "sweep", str(plan), "--out",
+                           str(tmp_path / "sweep")], capture_output=True, text=True, preexec_fn=limited, timeout=600)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    failed = [line for line in proc.stderr.splitlines() if " FAILED (exit 2): " in line]
+    assert [line.split()[1] for line in failed] == [f"{m}-run" for m in TARGETS], proc.stderr
+    assert all(line.endswith("File too large; the file outgrew the file-size limit (ulimit -f): raise it, then "
+                             "rerun the same command") for line in failed), failed

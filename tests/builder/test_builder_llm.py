@@ -198,9 +198,14 @@ def test_wildguard_style_gives_the_same_checklists(source, servers, queries, tmp
 
 
 # ---------------------------------------------------------------- faults
+REQUEST_TIMEOUT = 5.0
+
+
 def stages_config(main, judge, cache: Path, **kw) -> LLMConfig:
+    # A request's timeout well above what a loaded machine takes to answer one: a request that timed out and was
+    # retried would be served twice and consume the scripted faults out of order (seen at load 13 with 1 s).
     def spec(model: str, server=main) -> ModelSpec:
-        return ModelSpec(base_url=server.base_url, model=model, timeout=1.0)
+        return ModelSpec(base_url=server.base_url, model=model, timeout=REQUEST_TIMEOUT)
     return LLMConfig(roles={"intent_writer": spec("intent-m"), "harm_classifier": spec(JUDGE, judge),
                             "decomposer": spec("decomp-m"), "merger": spec("merge-m"), "item_filter": spec("filter-m")},
                      generators=[spec(g) for g in GENERATORS], cache_dir=cache, backoff_base=0.02,
@@ -213,7 +218,7 @@ def test_faults_leave_the_same_dataset(source, scripted_server, script, queries,
     clean = build(source, tmp_path / "clean", limit=3, log=lambda m: None,
                   llm_stages=LLMStages(stages_config(clean_main, clean_judge, tmp_path / "c1"), log=lambda m: None))
 
-    faults = [Fault.status(429, retry_after=0.05), Fault.status(500), Fault.delay(3.0), Fault.malformed(),
+    faults = [Fault.status(429, retry_after=0.05), Fault.status(500), Fault.delay(REQUEST_TIMEOUT + 3.0), Fault.malformed(),
               Fault.empty(), Fault.empty(""), Fault.drop()]
     lock = threading.Lock()
     state = {"n": 0, "bad_decompose": 0, "bad_intent": 0, "bad_judge": 0}
@@ -388,7 +393,8 @@ def test_endpoint_check_fails_fast(source, scripted_server, script, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--model", "m"], "no endpoint for role intent_writer"),
     (["--endpoint", "http://127.0.0.1:9/v1"], "no model for role intent_writer"),
-    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--role-model", "judge=x"], "unknown role 'judge'"),
+    (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--role-model", "judge=x"],
+     "unknown role 'judge'; roles: intent_writer, generator, harm_classifier, decomposer, merger, item_filter\n"),
     (["--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--generator", "nomodel"], "expected URL=MODEL"),
     ([], "the LLM stages need an endpoint"),
     (["--no-llm", "--endpoint", "local"], "--no-llm runs no LLM stage"),
@@ -396,7 +402,7 @@ def test_endpoint_check_fails_fast(source, scripted_server, script, tmp_path):
 def test_option_errors(args, message, tmp_path):
     res = run_cli(["build", "--source", str(tmp_path / "none.json"), "--out", str(tmp_path / "ds"), *args])
     assert res.exit_code == 2
-    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1      # each role named once
 
 
 def test_prompt_echo_is_not_an_answer(source, scripted_server, script, queries, tmp_path):
@@ -760,14 +766,25 @@ def test_min_items_sets_the_checklist_floor_and_the_card_says_so(source, servers
 
 def test_a_key_echoed_to_the_builder_is_cached_nowhere(source, scripted_server, script, tmp_path, monkeypatch):
     """The builder's endpoints register their key as the evaluator's do: a server that echoes it leaves it in
-    no cache file and no dataset file."""
-    key = "sk-builder-0123456789-leaky"
+    no cache file and no dataset file. Each server gets only the key given for it: a role on another URL with no
+    key of its own is refused before any request."""
+    key, judge_key = "sk-builder-0123456789-leaky", "sk-builder-judge-0123456789"
     monkeypatch.setenv("BUILDER_TEST_KEY", key)
-    main = scripted_server(script.reply, models=MAIN_MODELS, api_key=key, echo_authorization=True)
-    judge = scripted_server(script.reply, models=(JUDGE,), api_key=key, echo_authorization=True)
-    res = run_cli(cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--api-key-env", "BUILDER_TEST_KEY"))
+    monkeypatch.setenv("BUILDER_JUDGE_KEY", judge_key)
+    main = scripted_server(script.reply, models=MAIN_MODELS, api_key=key, echo_authorization=True,
+                           log_authorization=True)
+    judge = scripted_server(script.reply, models=(JUDGE,), api_key=judge_key, echo_authorization=True,
+                            log_authorization=True)
+    args = cli_args(source, main, judge, tmp_path / "ds", tmp_path / "cache", "--api-key-env", "BUILDER_TEST_KEY")
+    refused = run_cli(args)
+    assert refused.exit_code == 2 and refused.stderr.startswith(
+        f"carryon-build: error: --harm-classifier-api-key-env is missing: the harm-classifier role sits at "
+        f"{judge.base_url}, not at --endpoint ({main.base_url}) that $BUILDER_TEST_KEY was given for"), refused.output
+    assert main.authorizations == [] and judge.authorizations == [] and not (tmp_path / "ds").exists()
+    res = run_cli([*args, "--harm-classifier-api-key-env", "BUILDER_JUDGE_KEY"])
     assert res.exit_code == 0, res.output
     assert key not in res.output and main.count() > 0 and judge.count() > 0
+    assert set(main.authorizations) == {f"Bearer {key}"} and set(judge.authorizations) == {f"Bearer {judge_key}"}
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len([p for p in files if "cache" in p.parts]) > 10
-    assert [p for p in files if key.encode() in p.read_bytes()] == []
+    assert [p for p in files if key.encode() in p.read_bytes() or judge_key.encode() in p.read_bytes()] == []

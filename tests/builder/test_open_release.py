@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,36 @@ def test_a_fresh_open_build_verifies_against_the_frozen_manifest_and_names_it(fr
                            f"sha256 {frozen['source']['sha256'][:12]}... = Uppaal/OpenSafeIntent at commit "
                            f"{frozen['source']['release']['commit'][:12]}; matches {FROZEN / 'MANIFEST.json'})"), line
     assert (fresh / "MANIFEST.json").read_bytes() == (FROZEN / "MANIFEST.json").read_bytes()
+
+
+@needs_release
+def test_verify_calls_a_folder_the_release_only_when_it_is_the_frozen_one(fresh, tmp_path):
+    """Without --manifest: the fresh build is the release (its MANIFEST.json is the frozen one); a build from an
+    edited source keeps the release's name but is not called the release. --manifest takes the release's folder."""
+    frozen = json.loads((FROZEN / "MANIFEST.json").read_text())
+    same = carryon_build("verify", fresh)
+    assert same.returncode == 0, same.stdout + same.stderr
+    if frozen["encoding"]["pyarrow"] == pyarrow.__version__:
+        assert f"OK {fresh} is release {RELEASE} exactly" in same.stdout
+    source = tmp_path / "OpenSafeIntent"
+    shutil.copytree(OPENSAFEINTENT, source)
+    rows = json.loads((source / "dataset.json").read_text(encoding="utf-8"))
+    rows[0]["prompt_benign"] = rows[0]["prompt_benign"] + " (edited)"
+    (source / "dataset.json").write_text(json.dumps(rows), encoding="utf-8")
+    edited = tmp_path / "edited"
+    assert carryon_build("build", "--source", source, "--out", edited, "--no-llm").returncode == 0
+    own = carryon_build("verify", edited)
+    assert own.returncode == 0, own.stdout + own.stderr
+    line = own.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"OK {edited} matches its own MANIFEST.json (carryonbench-open, built from dataset.json "
+                           f"sha256 ") and f"but is not release {RELEASE}: its MANIFEST.json differs from the frozen " \
+        f"releases/{RELEASE}/MANIFEST.json" in line and "exactly" not in line, line
+    against = carryon_build("verify", edited, "--manifest", FROZEN)          # the release's folder, not a file
+    assert against.returncode == 1 and "MISMATCH MANIFEST.json: differs from" in against.stdout, against.stdout
+    nothing = carryon_build("verify", edited, "--manifest", tmp_path)
+    assert nothing.returncode == 2 and nothing.stderr.strip() == (
+        f"carryon-build: error: --manifest {tmp_path}: a folder without MANIFEST.json; give a release's "
+        "MANIFEST.json (or its folder, e.g. releases/open-v1.0.0)")
 
 
 @needs_release

@@ -50,3 +50,17 @@ def test_default_cache_writes_synchronously(tmp_path):
     cache = ResponseCache(tmp_path)
     cache.put(key(3), {"text": "c"})
     assert ResponseCache(tmp_path).get(key(3)) == {"text": "c"}
+
+
+def test_a_full_disk_is_said_once_per_cache_not_once_per_entry(tmp_path, caplog):
+    """Every write fails alike on a full disk (here: each entry's folder is a file, so none can be made): the
+    first is said, the others are asked again as it says, without a line each."""
+    cache = ResponseCache(tmp_path, background=True)
+    for i in range(20):
+        (tmp_path / key(i)[:2]).write_text("a file where the entry's folder goes")
+    for i in range(20):
+        cache.put(key(i), {"text": f"reply {i}"})
+    cache.close()
+    said = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(said) == 1 and "it and any other not written will be asked again" in said[0], said
+    assert all(ResponseCache(tmp_path).get(key(i)) is None for i in range(20))

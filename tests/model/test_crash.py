@@ -53,6 +53,22 @@ def test_the_same_crash_twice_drops_the_rerun_hint(tmp_path):
     assert str(tmp_path) not in (tmp_path / CRASH_FILE).read_text()       # no machine path in the run folder
 
 
+def test_a_server_killed_from_outside_twice_keeps_the_rerun_hint_and_results_name_no_log(tmp_path):
+    """Two kills from outside (SIGKILL, SIGTERM: a user, the OOM killer) are no crash of the server's own: a rerun
+    may well finish, so it is still suggested; what results.json says of a crash names no machine path."""
+    from carryon_eval.app.commands import stopped_note
+
+    record = CrashRecord(tmp_path)
+    for how in ("killed by signal SIGKILL", "killed by signal SIGKILL", "killed by signal SIGTERM",
+                "killed by signal SIGTERM"):
+        crash = LocalServerCrashed(how, tmp_path / "server.log")
+        record.note(crash)
+        assert not crash.repeated and crash.hint("; rerun the same command to resume").startswith("; rerun"), how
+    note = stopped_note(LocalServerCrashed("killed by signal SIGSEGV", tmp_path / "server.log"))
+    assert note.startswith("STOPPED: the embedded model server crashed (killed by signal SIGSEGV);")
+    assert str(tmp_path) not in note
+
+
 class _Server:
     """What ServerWatch asks of a server: crashed() -> the error, once it has died."""
 

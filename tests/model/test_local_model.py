@@ -313,6 +313,25 @@ def test_server_death_is_reported_with_the_log_tail(model_cache):
 
 @pytest.mark.local_model
 @needs_local
+def test_a_taken_port_is_never_another_server_and_a_probed_one_is_tried_again(model_cache, scripted_server,
+                                                                              monkeypatch):
+    """llama.cpp says "couldn't bind HTTP server socket" for a taken port: another server on it that lists the
+    model is never taken for ours (the engine's own line says it listens), and a free port taken between the probe
+    and the bind is tried again with another."""
+    other = scripted_server(lambda body: "not the engine", models=(lm.LOCAL_MODEL_ALIAS,))
+    server = lm.LocalModelServer(port=other.port)
+    with pytest.raises(lm.LocalModelError) as err:
+        server.start()
+    assert "couldn't bind HTTP server socket" in str(err.value) and other.count() == 0
+    probed = iter([other.port])
+    free = lm._free_port
+    monkeypatch.setattr(lm, "_free_port", lambda: next(probed, None) or free())    # the race, made certain
+    with lm.LocalModelServer() as server:
+        assert server.port != other.port and server.running          # the second launch, on another port
+
+
+@pytest.mark.local_model
+@needs_local
 def test_a_crash_names_its_signal_and_log(model_cache):
     """The server dies of SIGSEGV while a call waits on it: the call ends at once with the signal and the log."""
     import asyncio

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,22 @@ def test_the_paper_rows_are_shown_unranked_in_headless_chromium(paper_board, tmp
     assert len(paper) == 14 and set(paper.values()) == {"–"}           # shown beside, never ranked
     assert [r for m, r in ranks.items() if m not in paper] == ["1"]     # the measured run keeps its rank
     assert "GPT-OSS-120b (paper)" in dom and "REPORTED IN THE PAPER" in dom
+
+
+def test_the_papers_ben_util_rows_never_sit_under_a_rubric_runs_headers(paper_board, tmp_path):
+    """Beside runs of rubric utility, the paper's rows (Ben-Util) are left off the board, and the page says why;
+    compare's own table of them keeps Ben-Util's header."""
+    rubric = tmp_path / "rubric-run"
+    shutil.copytree(paper_board[0].parent / "run", rubric)
+    results = json.loads((rubric / "results.json").read_text())
+    (rubric / "results.json").write_text(json.dumps({**results, "utility_measure": "rubric"}))
+    res = invoke("compare", rubric, "--paper-rows", "--out", tmp_path / "cmp")
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] != [] and all(r["status"] != ["reported"] for r in rows)
+    page = (tmp_path / "cmp" / "leaderboard.html").read_text()
+    assert "Rubric util. %" in page and "GPT-OSS-120b (paper)" not in page
+    assert ("The rows the paper reports are not shown beside these runs: cannot put different utility measures in "
+            "one column") in page
+    reported = res.stdout.split("## Reported in the paper", 1)[1]
+    assert "Util." in reported and "Rubric util" not in reported

@@ -5,6 +5,8 @@ Counted from the process's real file opens (Python's audit event ``open``), agai
 HTTP: nothing is patched. An open for reading of a ``*_judgments.jsonl`` or of judge.json is one parse."""
 from __future__ import annotations
 
+import shutil
+
 import os
 import sys
 from collections import Counter
@@ -75,8 +77,9 @@ def test_evaluate_report_and_compare_parse_each_judgment_file_once(scripted_serv
     assert res.exit_code == 0, res.output
     assert reads == Counter({**{f: 1 for f in files}, JUDGE_META_FILE: 1}), reads
 
+    shutil.copytree(out, tmp_path / "copy")
     with judgment_reads() as reads:         # compare reads the reports (results.json), never a judgment
-        res = invoke("compare", out, out)
+        res = invoke("compare", out, tmp_path / "copy")
     assert res.exit_code == 0, res.output
     assert reads == Counter(), reads
 

@@ -162,3 +162,16 @@ def test_sigterm_prints_the_ctrl_c_line_and_the_run_resumes(scripted_server, dat
     assert "Traceback" not in stderr
     srv.handler = handler
     assert invoke(*remote(srv), "--dataset", dataset, "--out", out).exit_code == 0
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder: a read-only one needs another user")
+def test_report_into_a_read_only_run_folder_is_one_line(scripted_server, dataset, tmp_path):
+    srv = scripted_server(handler, models=("tgt", "sim", "jdg"))
+    out = tmp_path / "run"
+    assert invoke(*remote(srv), "--dataset", dataset, "--out", out, "--limit", 1, "--conditions", "turn1").exit_code == 0
+    out.chmod(0o555)
+    try:
+        line = one_error_line(invoke("report", out))
+    finally:
+        out.chmod(0o755)
+    assert line == f"carryon-eval: error: cannot write in {out}: Permission denied", line

@@ -80,8 +80,10 @@ Options
   ``no_reasoning_effort``: HTTP 400 to ``reasoning_effort``; ``reasoning_content``: every reply carries
   ``message.reasoning_content`` ("Let me think about this request."), whose words count as completion tokens
   (a ``Reply(reasoning=...)`` does that for one reply).
-- ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are never
-  recorded.
+- ``api_key="sk-..."``: require ``Authorization: Bearer sk-...`` (401 otherwise). Headers are not
+  recorded, unless ``log_authorization=True``: then ``.authorizations`` lists the Authorization header of every
+  request (``GET /v1/models`` and chat, refused ones too), in arrival order ("" when none was sent), so that a test
+  sees which key reached which server.
 - ``cut_at_max_tokens=True`` (or a set of model ids): like a real server, a text reply longer than the
   request's ``max_tokens`` (counted in whitespace words) is cut to that many words and answered with
   ``finish_reason: "length"`` (a model that stops on length, e.g. a reasoning model cut before its answer).
@@ -221,7 +223,8 @@ class ScriptedServer:
     def __init__(self, handler: Handler, models: Sequence[str] = ("scripted-model",), *,
                  supports_response_format: bool = True, api_key: Optional[str] = None, port: int = 0,
                  echo_authorization: bool = False, quirks: Sequence[str] = (),
-                 cut_at_max_tokens: Any = False, cached_tokens: Optional[Callable[[dict], int]] = None) -> None:
+                 cut_at_max_tokens: Any = False, cached_tokens: Optional[Callable[[dict], int]] = None,
+                 log_authorization: bool = False) -> None:
         unknown = set(quirks) - set(QUIRKS)
         if unknown:
             raise ValueError(f"unknown quirk(s) {sorted(unknown)}; known: {QUIRKS}")
@@ -232,6 +235,8 @@ class ScriptedServer:
         self.models = tuple(models)
         self.supports_response_format = supports_response_format
         self.api_key = api_key
+        self.log_authorization = log_authorization
+        self._authorizations: list[str] = []
         self._lock = threading.Lock()
         self._exchanges: list[_Exchange] = []
         self._peers: set[tuple[str, int]] = set()
@@ -273,6 +278,14 @@ class ScriptedServer:
         with self._lock:
             return [e.status for e in self._exchanges]
 
+    @property
+    def authorizations(self) -> list[str]:
+        """The Authorization header of every request so far ("" when none), with ``log_authorization=True``."""
+        if not self.log_authorization:
+            raise RuntimeError("start the server with log_authorization=True to see the keys it received")
+        with self._lock:
+            return list(self._authorizations)
+
     def wait_idle(self, timeout: float = 10.0) -> list[Optional[int]]:
         """Block until no chat request is being handled (at most ``timeout`` s); return ``statuses``."""
         with self._idle:
@@ -294,6 +307,7 @@ class ScriptedServer:
     def reset(self) -> None:
         with self._lock:
             self._exchanges.clear()
+            self._authorizations.clear()
             self._peers.clear()
             self._errors.clear()
 
@@ -349,6 +363,9 @@ class ScriptedServer:
         return _RawSend(app)
 
     def _unauthorized(self, request: Request) -> Optional[Response]:
+        if self.log_authorization:
+            with self._lock:
+                self._authorizations.append(request.headers.get("authorization", ""))
         if self.api_key is None:
             return None
         if request.headers.get("authorization") == f"Bearer {self.api_key}":

@@ -75,7 +75,8 @@ def incomparable(folders: Sequence[Path], results: Sequence[Results]) -> Optiona
     mine = [(p, r) for p, r in zip(folders, results) if has_conditions(r)]
     if len({r.utility_measure for _, r in mine}) <= 1:
         return None
-    named = "; ".join(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}" for p, r in mine)
+    named = "; ".join(dict.fromkeys(f"{p} measures {UTILITY_NAMES.get(r.utility_measure, r.utility_measure)}"
+                                    for p, r in mine))
     return f"cannot put different utility measures in one column ({named}); compare runs of one --utility at a time"
 
 

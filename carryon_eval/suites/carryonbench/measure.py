@@ -44,7 +44,7 @@ def _measure(scoring: dict[str, Any], bench: Benchmark,
         _refuse_grouped(scoring, named, f"--utility {named}")
         return named, None
     if not supported.utility:
-        raise SuiteError(f"dataset {bench.source} supports no utility measure ({supported.origin}): "
+        raise SuiteError(f"dataset {bench.source} supports no utility measure (read from {supported.origin}): "
                          f"{why_not('benutil')} to score Ben-Util; or measure with {RUBRIC_OPTION} "
                          f"(OpenSafeIntent's helpfulness rubric)")
     measure = supported.utility[0]

@@ -71,7 +71,8 @@ def load_as(bench: "Benchmark", options: SuiteOptions, recorded: Optional[Inputs
     if recorded is not None:
         check_resume(recorded.get("sha256", {}), release.folder, extra)
     temperature = options.get("temperature")
-    gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else float(temperature),
+    gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else      # "default": the provider's
+                        temperature if temperature == "default" else float(temperature),
                         max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
     keep_inputs(bench, Inputs(release, gen), condition)
     base = options.get(RUN_FOLDER)     # run.json's folder: the release's path relative to it, never the machine's

@@ -170,3 +170,21 @@ def test_compare_titles_the_triplet_numbers_by_their_definitions(ran, tmp_path):
     assert res.exit_code == 0, res.output
     assert "## Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)" in res.output
     assert "use this project's earlier triplet definitions and are not compared" in res.output
+
+
+def test_a_run_given_a_relative_release_folder_reports_from_any_directory(tmp_path, monkeypatch):
+    """run.json records the release folder relative to the run folder: `report RUNDIR` finds it from anywhere."""
+    from support.scripted_server import ScriptedServer
+    shutil.copytree(SHIPPED, tmp_path / "osi")
+    monkeypatch.chdir(tmp_path)
+    with ScriptedServer(handler(load_release(SHIPPED)), models=("tgt", "jdg")) as srv:
+        args = [str(a) for a in base(srv, "run")]
+        args[args.index(str(SHIPPED))] = "osi"
+        assert invoke(*args).exit_code == 0
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    table = (tmp_path / "run" / "table.md").read_text()
+    (tmp_path / "run" / "table.md").unlink()
+    result = invoke("report", "../run")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "table.md").read_text() == table

@@ -163,10 +163,13 @@ def source_agreement(a: Path, b: Path) -> dict[str, Any]:
 
 
 def is_human_labels(path: Path) -> bool:
-    """A labels file from the annotation page or Label Studio (rows name their annotator)."""
+    """A labels file from the annotation page or Label Studio (rows name their annotator), or one that labels
+    another task than Ben-Util's verdicts (a score or a move: never compared as a judge run's verdicts)."""
     if path.is_dir():
         return False
     try:
-        return labels_mod.is_label_studio(path) or any("annotator" in r for r in labels_mod.raw_rows(path))
+        rows = labels_mod.raw_rows(path)
+        return labels_mod.is_label_studio(path) or any("annotator" in r for r in rows) \
+            or labels_mod.task_of(rows) not in (None, "utility")
     except LabelError as exc:
         raise AgreementError(str(exc)) from None

@@ -105,9 +105,13 @@ def _text(path: Path) -> str:
         raise LabelError(f"{path}: not UTF-8 text (byte {exc.start}); save the labels as UTF-8") from None
 
 
+WHERE = "_where"      # where a raw row stands in its file, as a message names it (a CSV line, a task's annotation)
+
+
 def _table_rows(path: Path, text: str) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".csv":
-        return list(csv.DictReader(io.StringIO(text, newline="")))
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        return [{**row, WHERE: f"{path}: line {reader.line_num}"} for row in reader]
     rows = []
     for n, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -117,7 +121,7 @@ def _table_rows(path: Path, text: str) -> list[dict[str, Any]]:
                 raise LabelError(f"{path}:{n}: not a JSON line") from None
             if not isinstance(row, dict):
                 raise LabelError(f"{path}:{n}: expected a JSON object per line, got a {type(row).__name__}")
-            rows.append(row)
+            rows.append({**row, WHERE: f"{path}: line {n}"})
     return rows
 
 
@@ -149,7 +153,7 @@ def label_studio_rows(export: Any, path: Path) -> list[dict[str, Any]]:
         data, annotations = t.get("data", {}), t.get("annotations", [])
         if not isinstance(data, dict) or not isinstance(annotations, list):
             raise LabelError(f"{where}: expected 'data' to be an object and 'annotations' a list")
-        for a in annotations:
+        for j, a in enumerate(annotations):
             if not isinstance(a, dict) or not isinstance(a.get("result", []), list) or not all(
                     isinstance(r, dict) and isinstance(r.get("value", {}), dict) for r in a.get("result", [])):
                 raise LabelError(f"{where}: expected each annotation to be an object whose 'result' is a list of "
@@ -159,6 +163,7 @@ def label_studio_rows(export: Any, path: Path) -> list[dict[str, Any]]:
             result = a.get("result", [])
             row = {k: data.get(k) for k in ("conversation_id", "turn", "item_id")}
             row["annotator"] = _annotator_of(a)
+            row[WHERE] = f"{where}, annotation {j}"
             row.update({f: _choice(result, f) for f in LABEL_FIELD.values()})
             rows.append(row)
     return rows
@@ -179,11 +184,27 @@ def raw_rows(path: Path) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise LabelError(f"{path}: not valid JSON ({exc}); a .json labels file is a JSON list (a Label Studio "
                              "export, or label rows)") from None
-        if isinstance(export, list) and export and all(isinstance(t, dict) and "conversation_id" in t
-                                                      and "annotations" not in t for t in export):
-            return export               # the annotation page's rows as one JSON list, not Label Studio tasks
+        if _label_rows(export):     # the annotation page's rows as one JSON list, not Label Studio tasks
+            return _listed_rows(export, path)
         return label_studio_rows(export, path)
     return _table_rows(path, text)      # a .json file of one object per line is JSON Lines, read as such
+
+
+def _label_rows(export: Any) -> bool:
+    """Whether a JSON list holds label rows (one has a conversation_id of its own) rather than Label Studio's tasks
+    (each with its 'data' and 'annotations'): one bad row does not make the file another kind."""
+    dicts = [t for t in export if isinstance(t, dict)] if isinstance(export, list) else []
+    return any("conversation_id" in t for t in dicts) and not any("annotations" in t or "data" in t for t in dicts)
+
+
+def _listed_rows(export: list[Any], path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for i, row in enumerate(export, start=1):
+        if not isinstance(row, dict):
+            raise LabelError(f"{path}: row {i} of the list: expected a JSON object (a label row), got a "
+                             f"{type(row).__name__}")
+        rows.append({**row, WHERE: f"{path}: row {i} of the list"})
+    return rows
 
 
 def task_of(rows: list[dict[str, Any]]) -> Optional[str]:
@@ -205,7 +226,7 @@ def read_labels(path: Path, task: str) -> list[Label]:
     for n, row in enumerate(raw_rows(path), start=1):
         if row.get("task") not in (None, "", task):
             continue
-        where = f"{path}: row {n}"
+        where = str(row.get(WHERE) or f"{path}: row {n}")
         if field not in row:
             raise LabelError(f"{where} has no {field!r}; expected the {task} label as column {field!r}")
         who = str(row.get("annotator") or path.stem)

@@ -24,6 +24,23 @@ def run(tmp_path: Path, dataset: Path) -> Path:
     ("labels.json", json.dumps([{"data": {}, "annotations": ["x"]}]).encode(),
      ": task 0: expected each annotation to be an object whose 'result' is a list of objects with a 'value' object"),
     ("labels.json", json.dumps(["a task"]).encode(), ": task 0: expected an object (a Label Studio task), got a str"),
+    # a bad row is named where it stands (not "no safety labels", every good row dropped; not a row count)
+    ("labels.json", json.dumps([{"conversation_id": "c1", "turn": 1, "score": 3}, "stray",
+                                {"conversation_id": "c2", "turn": 1, "score": 4}]).encode(),
+     ": row 2 of the list: expected a JSON object (a label row), got a str"),
+    ("labels.json", json.dumps([{"conversation_id": "c1", "turn": 1, "score": 3},
+                                {"conversation_id": "c2", "turn": 1, "score": 9}]).encode(),
+     ": row 2 of the list: score 9 is not a whole number from 1 to 5 (or empty for unscored)"),
+    ("labels.csv", b"conversation_id,turn,score\nc1,1,3\n\nc2,1,9\n",
+     ": line 4: score '9' is not a whole number from 1 to 5 (or empty for unscored)"),
+    ("labels.jsonl", b'{"conversation_id": "c1", "turn": 1, "score": 3}\n\n{"conversation_id": "c2", "turn": 1, '
+                     b'"score": 9}\n', ": line 3: score 9 is not a whole number from 1 to 5 (or empty for unscored)"),
+    ("labels.json", json.dumps([
+        {"data": {"conversation_id": "c1", "turn": 1}, "annotations": [{"result": []}]},
+        {"data": {"conversation_id": "c2", "turn": 1}, "annotations": [
+            {"result": [{"from_name": "score", "value": {"choices": ["3"]}}]},
+            {"result": [{"from_name": "score", "value": {"choices": ["9"]}}]}]}]).encode(),
+     ": task 1, annotation 1: score '9' is not a whole number from 1 to 5 (or empty for unscored)"),
 ])
 def test_a_bad_label_file_is_one_line(run, tmp_path, name, content, message):
     path = tmp_path / name
@@ -41,6 +58,11 @@ def test_export_onto_a_folder_or_a_file(scripted_server, dataset, tmp_path):
     result = invoke("export", run, "--format", "inspect", "--out", f"{folder}/")
     assert result.exit_code == 0, result.output
     assert folder.is_dir() and [p.name for p in folder.iterdir()] == ["run.eval"]
+    bare = tmp_path / "log"                     # no .eval: inspect-ai would not open it
+    assert one_error_line(invoke("export", run, "--format", "inspect", "--out", bare)) == (
+        f"carryon-eval: error: --out {bare}: format inspect writes a .eval file, which its readers know by that "
+        f"name; give --out {bare}.eval (or a folder, {bare}/, to write run.eval into)")
+    assert not bare.exists()
     a_file = tmp_path / "taken"
     a_file.write_text("x")
     line = one_error_line(invoke("export", run, "--format", "opensafeintent", "--out", a_file))
