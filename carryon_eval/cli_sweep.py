@@ -51,9 +51,12 @@ class SweepCommand(click.Command):
               help="Folder of the sweep: one run folder per target (DIR/<name>), then DIR/leaderboard.html and "
                    "DIR/leaderboard.jsonl [default: carryon-runs/sweep-<plan name>]; rerunning into it resumes.")
 @click.option("--dry-run", is_flag=True,
-              help="Print the cost table of every target and of the whole plan, then stop: nothing is called, "
-                   "nothing is written.")
-def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
+              help="Print the cost table of every target and of the whole plan, with what each target's design can "
+                   "resolve (its power table), then stop: nothing is called, nothing is written.")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --dry-run: print one JSON object (targets: each target's table; plan: the totals; power: "
+                   "each target's power table).")
+def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool, as_json: bool) -> None:
     """Evaluate every target of PLAN.toml under the plan's one user simulator and judge, side by side, then
     write one leaderboard over them.
 
@@ -70,7 +73,7 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool) -> None:
     lines = Lines()
     if dry_run:
         try:
-            asyncio.run(_dry(plan, lines))
+            asyncio.run(_dry(plan, lines, as_json))
         except KeyboardInterrupt:
             click.echo(INTERRUPTED, err=True)
             sys.exit(130)
@@ -139,9 +142,9 @@ async def _until_signal(work: Coroutine[Any, Any, Any]) -> Optional[str]:
     return got[0] if got else None
 
 
-async def _dry(plan, lines) -> None:
+async def _dry(plan, lines, as_json: bool = False) -> None:
     try:
-        await dry_run(plan, lines)
+        await dry_run(plan, lines, as_json)
     except Exception as exc:           # a dataset that cannot be read, a bad --price: the sweep's one line
         if type(exc).__module__.startswith("carryon_eval."):
             raise SweepError(str(exc)) from None

@@ -50,7 +50,7 @@ from carryon_eval.option import Option
 TARGET_TABLE = "target"
 #: the sweep's own settings: never in a plan (the command line gives them)
 SET_BY_SWEEP = {"out": "the sweep puts each run in DIR/<name> (give --out DIR)", "dry_run": "give --dry-run",
-                "dry_run_json": "the sweep prints its own table"}
+                "dry_run_json": "give --dry-run --json"}
 #: plan keys that are no evaluate option
 PLAN_ONLY = {"paper_rows": "Also show the paper's reported Table 2 rows beside the runs on the leaderboard "
                            "(a group of their own, never ranked with the measured runs)."}
@@ -337,21 +337,29 @@ ROLES = ("target", "user", "judge")
 COUNTS = ("calls", "cached", "prompt_tokens", "completion_tokens")
 
 
-async def dry_run(plan: Plan, out: Output) -> dict[str, dict[str, int]]:
-    """Print each target's cost table, then the whole plan's; returns the plan's totals per role."""
+async def dry_run(plan: Plan, out: Output, as_json: bool = False) -> dict[str, dict[str, int]]:
+    """Print each target's cost table, then the whole plan's; returns the plan's totals per role. ``as_json``: one
+    JSON object instead (``targets``: each target's table, ``plan``: the totals per role and the cost, ``power``:
+    each target's power table, what its design can resolve)."""
     total = {role: dict.fromkeys(COUNTS, 0) for role in ROLES}
     usd: dict[str, float] = {}
+    tables: dict[str, Any] = {}
     for target in plan.targets:
-        out.info(f"== target {target.name} ({target.config.target.model or 'embedded model'}) ==")
-        await commands.evaluate(dataclasses.replace(target.config, dry_run=True), out)
+        if not as_json:
+            out.info(f"== target {target.name} ({target.config.target.model or 'embedded model'}) ==")
+            await commands.evaluate(dataclasses.replace(target.config, dry_run=True), out)
         table = Captured()
         await commands.evaluate(dataclasses.replace(target.config, dry_run=True, dry_run_json=True), table)
-        data = json.loads(table.lines[-1])
+        data = tables[target.name] = json.loads(table.lines[-1])
         for role, rows in data["roles"].items():
             for count in COUNTS:
                 total[role][count] += int(rows["all"][count])
         for role, cost in (data.get("usd") or {}).items():
             usd[role] = usd.get(role, 0.0) + float(cost)
+    if as_json:
+        out.info(json.dumps({"targets": tables, "plan": {"roles": total, **({"usd": usd} if usd else {})},
+                             "power": {name: t.get("power") for name, t in tables.items()}}))
+        return total
     out.info(f"== whole plan ({len(plan.targets)} targets) ==")
     out.info(f"{'role':<7} {'scope':<14} {'calls':>10} {'cached':>8} {'prompt tok':>13} {'compl. tok':>13}"
              + (f" {'USD':>10}" if usd else ""))

@@ -51,8 +51,9 @@ from carryon_eval.run.lock import hold
 from carryon_eval.dataset.subset import SubsetError
 from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
-from carryon_eval.suite import (Configured, PlanSettings, judge_roles, ProbeContext, ScoringPlan, SuiteError, available, default_conditions,
-                                exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
+from carryon_eval.suite import (Configured, DesignView, PlanSettings, ProbeContext, ScoringPlan, SuiteError, available,
+                                default_conditions, exporters, judge_roles, load_inputs, plan_jobs, refuse_missing,
+                                selected, suites)
 
 # ---------------------------------------------------------------- commands
 def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: dict[str, Any]) -> set[str]:
@@ -209,13 +210,30 @@ def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpoint
 
 def _print_cost_table(out: Output, cfg: EvaluateConfig, bench: Benchmark, jobs: Sequence[Any], meta: RunMeta,
                       run: RunFolder) -> None:
+    design = DesignView(jobs, power_from_runs(cfg.power_from), cfg.detect)
     try:                                 # what this run still has to do; reads, never writes
         table = run_cost_table(bench, jobs, meta, run if run.exists() else None, cfg.prices,
-                               as_json=cfg.dry_run_json)
+                               as_json=cfg.dry_run_json, design=design)
     except ValueError as exc:            # a bad --price
         raise ConfigError(str(exc)) from None
     for line in [json.dumps(table)] if cfg.dry_run_json else table:
         out.info(line)
+
+
+def power_from_runs(folders: Sequence[Path]) -> list[Results]:
+    """The results of the run folders ``--power-from`` names (their spreads feed the dry run's power table); a
+    folder without a readable results.json is one line."""
+    out = []
+    for folder in folders:
+        run = RunFolder(folder)
+        if not run.results_file.is_file():
+            raise ConfigError(f"--power-from {folder}: no {run.results_file.name} there (a finished run folder, "
+                              f"reported: `carryon-eval report {folder}`)")
+        try:
+            out.append(Results.from_json(json.loads(run.results_file.read_text(encoding="utf-8"))))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise ConfigError(f"--power-from {folder}: unreadable {run.results_file.name} ({exc})") from None
+    return out
 
 
 async def _started_endpoints(cfg: EvaluateConfig, session: Session, run: RunFolder, meta: RunMeta,

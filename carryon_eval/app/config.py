@@ -91,6 +91,8 @@ class EvaluateConfig:
     dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
     dry_run_json: bool = default("dry_run_json")    # with dry_run: the table as one JSON object on stdout
     prices: Sequence[str] = ()            # ROLE=IN/OUT, USD per 1M tokens (carryon_eval.app.cost)
+    power_from: Sequence[Path] = ()       # with dry_run: finished runs whose spreads the power table reads
+    detect: Optional[float] = None        # with dry_run: the difference (points) whose queries the table gives
     max_calls: Optional[int] = None       # calls that reach a server, all roles; then stop cleanly
     subset: Optional[str] = default("subset")       # "quick" (carryon_eval.dataset.subset); "full" or None: all
     bootstrap_resamples: int = default("bootstrap_resamples")
@@ -170,7 +172,7 @@ def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> Evalua
     scoring = {name: values.pop(name) for name in list(values) if name in judged}
     judges = judge_choices(values)
     fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
-    for name in ("conditions", "prices"):
+    for name in ("conditions", "prices", "power_from"):
         if name in fields:
             fields[name] = tuple(fields[name])
     return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, **fields)

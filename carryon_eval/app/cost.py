@@ -45,7 +45,7 @@ from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suite import Job, ScoringPlan, selected
+from carryon_eval.suite import DesignView, Job, ScoringPlan, selected
 
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
@@ -416,14 +416,21 @@ def estimate(bench: Benchmark, jobs: Sequence[Job], caps: Caps, *, scoring: Scor
 
 
 def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Optional[RunFolder],
-                   prices: Iterable[str], *, as_json: bool = False) -> Any:
-    """The table of a run's settings (run.json's caps and switches) as lines, or its JSON object;
-    ValueError names a bad --price."""
+                   prices: Iterable[str], *, as_json: bool = False, design: Optional[DesignView] = None) -> Any:
+    """The table of a run's settings (run.json's caps and switches) as lines, or its JSON object, with what each
+    suite says of the run's design (``Suite.design``: e.g. the smallest differences it detects); ValueError names
+    a bad --price."""
     priced = parse_prices(prices)
     caps = Caps(target=meta.generation.target.max_tokens, user=meta.generation.user.max_tokens, settings=meta.judge,
                 shared_turn1=meta.shared_turn1)
     table = estimate(bench, jobs, caps, scoring=ScoringPlan.of(meta.conditions), run=run,
                      judge_model=meta.role("judge").model or "", conditions=meta.conditions)
+    view = design or DesignView(jobs)
+    for suite in (s for s in selected(meta.conditions) if s.design is not None):
+        note = suite.design(DesignView([j for j in view.jobs if j.condition in suite.conditions], view.power_from,
+                                       view.detect))
+        if note is not None:
+            table.notes.append(CostNote(json=dict(note.json), lines=tuple(note.lines)))
     if as_json:
         out = table.to_json()
         if priced:

@@ -22,6 +22,17 @@ from carryon_eval.dataset.subset import SUBSETS
 from carryon_eval.option import Option, alias, endpoint_options, request_options
 from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings
 
+def _positive(value: Any) -> float:
+    """--detect's difference: a number of points above 0."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a difference in points above 0, got {value!r}") from None
+    if not out > 0 or out != out or out == float("inf"):
+        raise ValueError(f"expected a difference in points above 0, got {value!r}")
+    return out
+
+
 # ---------------------------------------------------------------- the texts several options share
 LOCAL_MAX_TOKENS = defaults.LOCAL_MAX_TOKENS      # token caps of roles on the embedded model (help texts)
 JUDGE_FORMAT_HELP = ("How judges are asked to answer: a JSON schema with an enum answer (where the endpoint "
@@ -122,6 +133,12 @@ OWN: tuple[Option, ...] = (
     Option("--json", name="dry_run_json", kind="flag", default=False, show_default=False,
            help="With --dry-run: print the table as one JSON object (per role and condition: calls, prompt and "
                 "completion tokens, cached; outcome-dependent calls under up_to)."),
+    Option("--power-from", name="power_from", kind="path", multiple=True, metavar="RUNDIR",
+           help="With --dry-run: the power table's per-query spreads read from finished run folders (their "
+                "results.json) instead of the shipped ones; repeatable."),
+    Option("--detect", metavar="D", read=lambda v: _positive(v),
+           help="With --dry-run: also print the queries each number of the power table needs to detect a "
+                "difference of D points 80% of the time."),
     Option("--price", name="prices", multiple=True, metavar="ROLE=IN/OUT[/CACHED]",
            help="USD per 1M prompt/completion tokens of a role (target, user, judge), e.g. judge=0.15/0.60; a third "
                 "rate prices the prompt tokens the provider served from its cache (judge=0.15/0.60/0.075). The "

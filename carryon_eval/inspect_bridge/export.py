@@ -184,7 +184,6 @@ def headline_scores(results: Results) -> list[Any]:
     intent = (results.sections or {}).get("intent")            # condition mc's contrasts with bc
     if intent:
         parts = {"intent_sensitivity_utility": intent["sensitivity"]["utility"],
-                 "intent_sensitivity_violation_rate": intent["sensitivity"]["violation_rate"],
                  "exploitation": intent["exploitation"]}
         scores.append(_metric_block("intent", {**{k: b["value"] for k, b in parts.items()},
                                                "ci95": {k: b["ci95"] for k, b in parts.items()},

@@ -208,7 +208,6 @@ def headline(checklists: dict[str, list[str]]) -> Metric:
             out["recovery"] = float(summary["recovery"]["value"])
         intent = summary.get("intent") or {}           # condition mc: its contrasts with bc
         for name, block in (("intent_sensitivity_utility", (intent.get("sensitivity") or {}).get("utility")),
-                            ("intent_sensitivity_violation_rate", (intent.get("sensitivity") or {}).get("violation_rate")),
                             ("exploitation", intent.get("exploitation"))):
             if block and block.get("value") is not None:
                 out[name] = float(block["value"])

@@ -159,6 +159,19 @@ def _dataset_pin(folder: Path, results: Results) -> str:
     return json.dumps([local_path(results.dataset.source, folder), results.dataset.revision])
 
 
+def pairs_markdown(pairs: dict[str, list[dict[str, Any]]], method: dict[str, Any]) -> str:
+    """compare.json's pairs as a table: per column and group, how many pairs differ after adjustment, and which."""
+    rows = []
+    for key, diffs in pairs.items():
+        for group in dict.fromkeys(d["group"] for d in diffs):
+            mine = [d for d in diffs if d["group"] == group]
+            hit = [d for d in mine if d["differs"]]
+            which = "; ".join(f"{d['a']} {'>' if d['value'] > 0 else '<'} {d['b']} ({d['value']:+.2f})" for d in hit)
+            rows.append([key, group, len(mine), len(hit), which or "none"])
+    return (f"\n## Pairwise differences that stand after adjustment ({method.get('method', 'n/a')})\n\n"
+            + markdown_table(["Column", "Group", "Pairs", "Differ", "Which"], rows))
+
+
 def reported_table() -> dict[str, Any]:
     """The rows the suites' papers report (SuiteReport.reported) in compare's table, apart from the runs, with
     what they stand on."""
@@ -191,6 +204,8 @@ def render_markdown(cmp: dict[str, Any]) -> str:
     for s in suites():                # a top-level part is compare.json's own keys: it reads the whole of it
         if s.report is not None and s.report.compare_markdown is not None:
             parts.append(s.report.compare_markdown(cmp if s.report.top_level else cmp.get(s.report.section)))
+    if cmp.get("pairs"):
+        parts.append(pairs_markdown(cmp["pairs"], cmp.get("pairs_method") or {}))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
     if cmp.get("missing"):

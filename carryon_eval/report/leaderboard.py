@@ -6,10 +6,12 @@
 The page is one self-contained file: inline CSS, one inline script (plain JavaScript, allowed by hash in the
 page's Content-Security-Policy, which also forbids every network request), plots as data: URIs, every model
 text escaped by the template engine. Its table holds every headline number of every run with its 95% interval
-and scored share, sortable by any column; for the column sorted on it shows the paired between-model
-differences (`paired_difference`: a query-cluster bootstrap over the queries both models share, each model's
-number recomputed on them by the headline's own estimator from the records of conversation_scores.jsonl, so
-that over the same queries the difference is the difference of the displayed cells). Runs judged by different judges (models or prompt
+and scored share, sortable by any column; for the column sorted on it shows each model's 95% rank interval and
+the paired between-model differences, each with its own interval and the verdict adjusted over the column's pairs
+in the group (carryon_eval.report.board_stats: a query-cluster bootstrap over the queries every model of the group
+shares, each model's number recomputed on them by the headline's own estimator from the records of
+conversation_scores.jsonl, so that over the same queries the difference is the difference of the displayed cells;
+the family's statistics: carryon_eval.metrics.family). Runs judged by different judges (models or prompt
 versions), whose users were simulated by different models, or built from different datasets fall into separate
 comparability groups: they are ranked, compared and correlated within their group only, and the page says so at
 the top. Rows a suite's paper reports (SuiteReport.reported, status "reported") form a group of their own that is
@@ -23,22 +25,17 @@ give the names of what their Stats need, the rank correlations the page shows, i
 from __future__ import annotations
 
 import json
-import math
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-import numpy as np
-
-from carryon_eval.codec import Record
-from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.number import HasNumber
+from carryon_eval.metrics.family import METHOD, METHOD_TEXT, RANK_TEXT
+from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, spearman
+from carryon_eval.report.board_stats import (OLD_ROWS, ColumnFamily, Difference, QuerySums, StatEstimate,  # noqa: F401
+                                             column_family, covered, family_note, stat_estimate)
 from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.results import Results
-from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRecord,
-                                       UnitRule)
-from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, ci95, spearman
+from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRule
 
 HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
 REPORTED = "reported"      # the status of a row a paper reports (SuiteReport.reported): its own group, never ranked
@@ -89,77 +86,7 @@ def labels() -> dict[str, str]:
     return {k: v for b in suite_leaderboards() for k, v in b.labels.items()}
 
 
-# ---------------------------------------------------------------- paired differences (pure)
-Need = tuple[str, str]                 # (condition, a value its suite's units recompute)
-
-
-OLD_ROWS = ("its conversation_scores.jsonl was written before the rows carried the turn harms: rerun "
-            "`carryon-eval report RUNDIR` to compare it")
-
-
-class QuerySums:
-    """One model's conversation records (conversation_scores.jsonl read back) per condition, and the plan's
-    length mix per condition (results.json): what the headline's estimator needs to recompute a number on any
-    set of queries, paired with another model by one set of query resamples; replicates are cached per
-    (need, resampled queries)."""
-
-    def __init__(self, rows: Sequence[Mapping[str, Any]], rule: UnitRule,
-                 plans: Optional[Mapping[str, Mapping[int, float]]] = None) -> None:
-        self.rule = rule
-        self.by_condition: dict[str, list[UnitRecord]] = defaultdict(list)
-        self.old_rows = False
-        for r in rows:
-            rec = self.rule.record(r)
-            if rec is None:
-                self.old_rows = True
-                continue
-            self.by_condition[r["condition"]].append(rec)
-        self.plans = dict(plans or {})
-        self._reps: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
-        self._prepared: dict[Need, tuple[dict[str, int], Any]] = {}
-        self._queries: dict[str, set[str]] = {}
-
-    def queries(self, need: Need) -> set[str]:
-        if need[0] not in self._queries:
-            self._queries[need[0]] = {r.query_id for r in self.by_condition.get(need[0], [])}
-        return set(self._queries[need[0]])
-
-    def _read(self, need: Need) -> tuple[dict[str, int], Any]:
-        """The condition's records of one value, read once (UnitRule.prepare) over the queries the run has there."""
-        if need not in self._prepared:
-            recs = self.by_condition.get(need[0], [])
-            positions = {q: i for i, q in enumerate(sorted({r.query_id for r in recs}))}
-            self._prepared[need] = positions, self.rule.prepare(recs, need[1], positions, len(positions))  # type: ignore[misc]
-        return self._prepared[need]
-
-    def _replicates(self, need: Need, query_ids: Sequence[str], counts: np.ndarray) -> np.ndarray:
-        if self.rule.prepare is not None:          # the run read once: any set of queries is draws over its own
-            positions, prepared = self._read(need)
-            cols = [(j, positions[q]) for j, q in enumerate(query_ids) if q in positions]
-            if not cols:
-                return np.full(counts.shape[0], np.nan)
-            draws = np.zeros((counts.shape[0], len(positions)))
-            draws[:, [c for _, c in cols]] = counts[:, [j for j, _ in cols]]
-            return np.asarray(prepared.replicates(draws, self.plans.get(need[0])))
-        keep = set(query_ids)
-        recs = [r for r in self.by_condition.get(need[0], []) if r.query_id in keep]
-        if not recs:
-            return np.full(counts.shape[0], np.nan)
-        queries = {q: i for i, q in enumerate(query_ids)}
-        return self.rule.replicates(recs, need[1], queries, counts, self.plans.get(need[0]))
-
-    def point(self, need: Need, queries: Sequence[str]) -> Optional[float]:
-        ids = tuple(sorted(queries))
-        v = self._replicates(need, ids, np.ones((1, len(ids))))[0]
-        return float(v) if np.isfinite(v) else None
-
-    def replicates(self, need: Need, boot: Bootstrap) -> np.ndarray:
-        key = (need, boot.query_ids, *boot.idx.shape)
-        if key not in self._reps:
-            self._reps[key] = self._replicates(need, boot.query_ids, E.query_counts(boot.idx, len(boot.query_ids)))
-        return self._reps[key]
-
-
+# ---------------------------------------------------------------- paired differences
 def plans_of(results: Results) -> dict[str, dict[int, float]]:
     """The plan's length mix per condition as results.json records it (none: the conversations present)."""
     return {cond: {int(k): float(v) for k, v in block["plan_lengths"].items()}
@@ -175,50 +102,10 @@ def _sums(x: Any, units: Optional[UnitRule]) -> QuerySums:
     return QuerySums(x, units)
 
 
-def covered(sums: QuerySums, stat: Stat) -> set[str]:
-    """The queries where the model has a value for every mean the statistic needs."""
-    sets = [sums.queries(need) for need in stat.needs]
-    return set.intersection(*sets) if sets else set()
-
-
 def shared_queries(a: Any, b: Any, stat: Stat, units: Optional[UnitRule] = None) -> set[str]:
     """The queries where both models (rows read by ``units``, or QuerySums) have a value for every mean the
     statistic needs."""
     return covered(_sums(a, units), stat) & covered(_sums(b, units), stat)
-
-
-def stat_estimate(sums: QuerySums, stat: Stat, boot: Bootstrap) -> tuple[Optional[float], np.ndarray, Optional[str]]:
-    """(value, bootstrap replicates, reason when None) of `stat` over the queries of `boot`: each mean it
-    needs is the headline's estimator (length-stratified, the same unscored rule, clipped into its bounds)
-    on those queries, so over the same queries it is the displayed number."""
-    points, reps = [], []
-    for need in stat.needs:
-        point = sums.point(need, boot.query_ids)
-        if point is None:
-            return None, np.full(boot.idx.shape[0], np.nan), f"no scored {labels().get(need[0], need[0])} {need[1]}"
-        points.append(point)
-        reps.append(sums.replicates(need, boot))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = float(stat.combine(*map(np.float64, points)))
-        replicates = np.asarray(stat.combine(*reps), dtype=float)
-    if not math.isfinite(value):
-        return None, replicates, stat.undefined
-    return value, replicates, None
-
-
-@dataclass(frozen=True)
-class Difference(Record, HasNumber):
-    """Model ``a`` minus model ``b`` (run indices) on a column, paired over ``n_queries`` shared queries."""
-    a: int
-    b: int
-    value: Optional[float]
-    ci95: Optional[list[float]]
-    n_queries: int = field(metadata={"key": "n"})
-    reason: Optional[str] = None
-
-    @property
-    def n(self) -> int:
-        return self.n_queries
 
 
 def paired_difference(a: Any, b: Any, stat: Stat, *, units: Optional[UnitRule] = None, n_resamples: int = N_RESAMPLES,
@@ -226,22 +113,11 @@ def paired_difference(a: Any, b: Any, stat: Stat, *, units: Optional[UnitRule] =
                       boots: Optional[dict[frozenset, Bootstrap]] = None) -> Difference:
     """Model a minus model b (per-conversation rows, or their QuerySums) on `stat`, paired over their shared
     queries: one set of query resamples drives both models' replicates, so the interval is that of the
-    difference, not of two independent means. `units` reads rows back; `boots` caches the resamples per query set."""
-    a, b = _sums(a, units), _sums(b, units)
-    queries = frozenset(shared_queries(a, b, stat))
-    if not queries and (a.old_rows or b.old_rows):
-        return Difference(*ids, None, None, 0, OLD_ROWS)
-    if not queries:
-        return Difference(*ids, None, None, 0, "no query with numbers for both models")
-    boots = {} if boots is None else boots
-    boot = boots.get(queries)
-    if boot is None:
-        boot = boots[queries] = Bootstrap.of(queries, n_resamples=n_resamples, seed=seed)
-    va, ra, why_a = stat_estimate(a, stat, boot)
-    vb, rb, why_b = stat_estimate(b, stat, boot)
-    if va is None or vb is None:
-        return Difference(*ids, None, None, len(queries), why_a or why_b)
-    return Difference(*ids, va - vb, ci95(ra - rb), len(queries))
+    difference, not of two independent means (a family of one pair: ``differs`` is its own verdict). `units`
+    reads rows back; `boots` caches the resamples per query set."""
+    fam = column_family("", "", [_sums(a, units), _sums(b, units)], list(ids), stat, None,
+                        {} if boots is None else boots, n_resamples, seed, labels())
+    return fam.differences[0]
 
 
 # ---------------------------------------------------------------- the board
@@ -256,6 +132,38 @@ class Board:
     differences: dict[str, list[Difference]]     # column key -> pairs within a group
     spearman: dict[str, dict[str, Any]]          # group -> correlated key (a condition) -> stats.spearman
     settings: dict[str, Any]
+    families: dict[str, dict[str, ColumnFamily]] = None    # type: ignore[assignment]  # column key -> group -> family
+
+    def __post_init__(self) -> None:
+        if self.families is None:
+            self.families = {}
+
+    @property
+    def ranks(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Column key -> run index -> its 95% rank interval within its group (1 = best; ranked groups only)."""
+        return {key: {i: r for fam in groups.values() for i, r in fam.ranks.items()}
+                for key, groups in self.families.items() if any(f.ranks for f in groups.values())}
+
+    def point_ranks(self) -> dict[str, dict[int, int]]:
+        """Column key -> run index -> its rank by value within its group (1 = best; ties share the better rank),
+        in the ranked groups: the rank ``ranks``' intervals stand beside."""
+        better = {c.key: c.better for c in self.columns}
+        out: dict[str, dict[int, int]] = {}
+        for key, groups in self.families.items():
+            for fam in (f for f in groups.values() if f.ranks):
+                sign = 1.0 if better[key] == "higher" else -1.0
+                for k, i in enumerate(fam.runs):
+                    out.setdefault(key, {})[i] = 1 + int((sign * fam.points > sign * fam.points[k]).sum())
+        return out
+
+    def family(self, key: str, group: str) -> Optional[ColumnFamily]:
+        return (self.families.get(key) or {}).get(group)
+
+    def family_notes(self) -> list[str]:
+        """What the adjusted verdicts stand on: per column and group, the pairs, the queries and the method."""
+        labels_ = {c.key: f"{c.group} {c.label}" for c in self.columns}
+        return [family_note(fam, labels_.get(key, key)) for key, groups in self.families.items()
+                for fam in groups.values() if fam.n_pairs]
 
 
 def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
@@ -325,13 +233,19 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
             sums[id(rule)] = [QuerySums(e.scores, rule, plans_of(e.results)) for e in runs]
         return sums[id(rule)]
 
-    differences = {col.key: [paired_difference(read(units[col.key])[i], read(units[col.key])[j], col.stat,
-                                               n_resamples=n, seed=seed, ids=(i, j), boots=boots)
-                             for i in range(len(runs)) for j in range(i + 1, len(runs))
-                             if groups[i] == groups[j] and not info[groups[i]]["reported"]]
-                   for col in columns if col.stat is not None}
+    members = {g: [i for i, x in enumerate(groups) if x == g] for g in dict.fromkeys(groups)
+               if not info[g]["reported"]}
+    families: dict[str, dict[str, ColumnFamily]] = {}
+    for col in (c for c in columns if c.stat is not None):
+        ranked = {g: not (info[g]["smoke"] or info[g].get("incomplete")) for g in members}
+        families[col.key] = {g: column_family(col.key, g, [read(units[col.key])[i] for i in idx], idx, col.stat,
+                                              col.better if ranked[g] else None, boots, n, seed, labels())
+                             for g, idx in members.items()}
+    differences = {key: [d for fam in fams.values() for d in fam.differences] for key, fams in families.items()}
     return Board(runs, columns, by_run, groups, info, warnings, differences, rank_correlations(runs, groups),
-                 {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries both models share)"})
+                 {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries every model of a group "
+                                                          "shares)", "pairs_method": METHOD,
+                  "pairs_method_text": METHOD_TEXT, "ranks": RANK_TEXT}, families)
 
 
 def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -351,11 +265,13 @@ def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[s
 
 # ---------------------------------------------------------------- leaderboard.jsonl
 def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
-    """One row per model: what pins its numbers (dataset, judges, prompts) and every column's cell; every row
-    has every column (null where a run lacks it), so a dataset of these rows has one schema. Paths are relative
+    """One row per model: what pins its numbers (dataset, judges, prompts), every column's cell, and on the ranked
+    columns its rank within its group with the 95% rank interval beside it (``rank``, ``rank_ci95``: column ->
+    [lo, hi]); every row has every column (null where a run lacks it), so a dataset of these rows has one schema. Paths are relative
     to ``out``, the leaderboard's folder (carryon_eval.run.paths)."""
     rows = []
-    for entry, group, cells in zip(board.runs, board.groups, board.cells):
+    point_ranks = board.point_ranks()
+    for index, (entry, group, cells) in enumerate(zip(board.runs, board.groups, board.cells)):
         meta, dataset = entry.meta, entry.dataset()
         dataset["source"] = shared_path(local_path(dataset["source"], entry.folder), out)
         rows.append({
@@ -366,6 +282,8 @@ def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),
             "metrics": {col.key: cell.to_json() for col, cell in zip(board.columns, cells)},
+            "rank": {key: r for key, ranks in point_ranks.items() if (r := ranks.get(index)) is not None},
+            "rank_ci95": {key: list(r) for key, ranks in board.ranks.items() if (r := ranks.get(index)) is not None},
             **({"notes": list(entry.results.notes)} if REPORTED in entry.results.status() else {}),
         })
     return rows

@@ -70,6 +70,16 @@ def _failure_modes(board: Board, group: str) -> list[dict[str, Any]]:
     return [row for b in suite_leaderboards() if b.failure_modes is not None for row in b.failure_modes(board, group)]
 
 
+def _failure_notes(board: Board, group: str) -> list[str]:
+    """The lines under one group's failure-mode table (``failure_notes``: e.g. no model stands out)."""
+    return [line for b in suite_leaderboards() if b.failure_notes is not None for line in b.failure_notes(board, group)]
+
+
+def _ranks(board: Board) -> dict[str, dict[str, list[int]]]:
+    """Column key -> run index (as text, JSON's keys) -> [lo, hi] rank interval."""
+    return {key: {str(i): list(r) for i, r in ranks.items()} for key, ranks in board.ranks.items()}
+
+
 def _domain_views(board: Board) -> list[dict[str, Any]]:
     """The "By domain" tables, from the suites' leaderboards (``domain_views``)."""
     return [view for b in suite_leaderboards() if b.domain_views is not None for view in b.domain_views(board)]
@@ -117,7 +127,8 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
     data = {"models": [e.label for e in board.runs], "groups": board.groups, "sort": _default_sort(board),
             "columns": {c.key: {"label": c.label, "band": c.group, "digits": c.digits, "paired": c.stat is not None,
                                 "note": c.note} for c in board.columns},
-            "pairs": {k: [d.to_json() for d in v] for k, v in board.differences.items()}}
+            "pairs": {k: [d.to_json() for d in v] for k, v in board.differences.items()},
+            "ranks": _ranks(board), "method": board.settings.get("pairs_method", "")}
     judge_names = {k: v for lb in suite_leaderboards() for k, v in lb.judge_labels.items()}
     judge_kinds = [(kind, judge_names.get(kind, kind)) for kind in
                    dict.fromkeys(k for info in board.group_info.values() for k in info["judges"])]
@@ -125,7 +136,8 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
     for g, info in board.group_info.items():
         rows = [{"index": i, "model": e.label, "cells": [cell_view(c, col.digits) for c, col in zip(board.cells[i], board.columns)]}
                 for i, (e, gg) in enumerate(zip(board.runs, board.groups)) if gg == g]
-        groups.append({"letter": g, "info": info, "rows": rows, "failure_modes": _failure_modes(board, g)})
+        groups.append({"letter": g, "info": info, "rows": rows, "failure_modes": _failure_modes(board, g),
+                       "failure_notes": _failure_notes(board, g)})
     return env.get_template(TEMPLATE).render(
         title=f"CarryOnBench leaderboard: {len(board.runs)} models", warnings=board.warnings, groups=groups,
         judge_kinds=judge_kinds,
@@ -133,6 +145,7 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
         figures=_figures(images), skipped=dict(skipped), plots_note=plots_note, domains=_domain_views(board),
         missing=list(missing),
         models=[e.label for e in board.runs], settings=board.settings, data=data, script=js,
+        family_notes=board.family_notes(), estimators=[lb.estimators for lb in suite_leaderboards() if lb.estimators],
         script_hash=f"sha256-{digest}", generated=f"carryon-eval {__version__}",
         at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
@@ -210,4 +223,42 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
         own = [f"plots/{p.name}" for p in write_pngs(drawn, out / "plots", stale=not_drawn)]
         images.update(drawn)
         skipped.update(not_drawn)
-    return {**write_leaderboard(out, shown, images, skipped, note, cmp.get("missing") or ()), "plots": own}
+    return {**write_leaderboard(out, shown, images, skipped, note, cmp.get("missing") or ()), "plots": own,
+            **family_record(board)}
+
+
+FAMILY_KEYS = ("pairs", "pairs_method", "failure_modes", "family_notes")
+
+
+def _pairs(models: int) -> str:
+    n = models * (models - 1) // 2
+    return f"{n} pair" + ("s" if n != 1 else "")
+
+
+def family_record(board: Board) -> dict[str, Any]:
+    """What compare.json holds of the page's comparisons: ``pairs`` (per column, every pair of a group with its
+    own 95% interval and its adjusted ``differs``), ``pairs_method`` (the method and, per column and group, the
+    pairs, models and queries it adjusted over), ``failure_modes`` (per model its flags, and per group the flags
+    no model earned) and ``family_notes`` (one line per group: how many pairs a column, which method)."""
+    names = [e.label for e in board.runs]
+    pairs = {key: [{**d.to_json(), "a": names[d.a], "b": names[d.b], "group": board.groups[d.a]}
+                   for d in diffs] for key, diffs in board.differences.items()}
+    families = [{"column": key, "group": g, "models": [names[i] for i in fam.runs], "pairs": fam.n_pairs,
+                 "queries": fam.n_queries, "critical": fam.family.critical}
+                for key, groups in board.families.items() for g, fam in groups.items()]
+    modes: dict[str, Any] = {}
+    for g in dict.fromkeys(board.groups):
+        for row in _failure_modes(board, g):
+            modes[row["model"]] = {"group": g, "flags": row["flags"]}
+    unearned = [f"Group {g}: {line}" for g in dict.fromkeys(board.groups) for line in _failure_notes(board, g)]
+    sizes = {g: len([x for x in board.groups if x == g]) for g in dict.fromkeys(board.groups)
+             if any(g in groups for groups in board.families.values())}
+    notes = [f"Pairwise differences, group {g}: {m} models, {_pairs(m)} per column; each pair keeps its own 95% "
+             f"interval, and 'differs' is adjusted for the column's {_pairs(m)} by {board.settings.get('pairs_method')} "
+             "over the paired bootstrap replicates; ranks are 95% intervals (simultaneous over the group's models)."
+             for g, m in sizes.items() if m > 1] + unearned
+    return {"pairs": pairs,
+            "pairs_method": {"method": board.settings.get("pairs_method"),
+                             "text": board.settings.get("pairs_method_text"), "ranks": board.settings.get("ranks"),
+                             "level": 0.95, "families": families},
+            "failure_modes": modes, "family_notes": notes}

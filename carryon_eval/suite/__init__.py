@@ -1,7 +1,8 @@
 """The seam between the evaluator's stages and the benchmark suites: the suite records (records), the registry
 (registry) and the typed inputs the suites' hooks receive (inputs). Stage folders and wings (carryon_eval/suites/)
 both import from here; this package imports no wing and no stage above run/, judge/'s store and dataset/."""
-from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, CompareInputs, InputsRecord, ProbeContext,
+from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, CompareInputs, DesignNote, DesignView,
+                                       InputsRecord, ProbeContext,
                                        ReportInputs, RUN_FOLDER, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
                                        SuitePlots, UnitRecord, UnitRule)
 from carryon_eval.suite.records import (Configured, Job, JobGeneration, JudgeRole, PlanSettings, Probe, ReportPage, ScorerUse,
@@ -14,6 +15,7 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
                                          suite_of, suite_options, suites, unregister_suite, without_inputs)
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs", "Configured",
+           "DesignNote", "DesignView",
            "InputsRecord", "Job", "JobGeneration", "JudgeRole", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportPage",
            "RUN_FOLDER", "RunEntry", "ScorerUse", "ScoringPlan", "Section", "SectionNotes", "Skipped", "Stat", "Suite", "SuiteError",
            "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",

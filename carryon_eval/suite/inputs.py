@@ -29,6 +29,8 @@ from carryon_eval.run.results import Results
 if TYPE_CHECKING:       # types only
     import numpy as np
 
+    from carryon_eval.metrics.family import Family
+
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.model.endpoint import ChatEndpoint
     from carryon_eval.run.folder import RunFolder
@@ -69,6 +71,24 @@ class ReportInputs:
 
 
 @dataclass(frozen=True)
+class DesignView:
+    """What a dry run knows of a run's design (``Suite.design``): its planned jobs (conversation_id, query_id,
+    condition, moves), the results of finished runs whose spreads to read instead of the suite's own
+    (``--power-from``), and the difference whose queries to give (``--detect``)."""
+    jobs: Sequence[Any]
+    power_from: Sequence[Results] = ()
+    detect: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class DesignNote:
+    """What a suite says of a run's design before it is paid for: keys of `--dry-run --json`'s object and lines of
+    the printed table (CarryOnBench: the smallest differences the design detects)."""
+    json: Mapping[str, Any] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CompareInputs:
     """What `compare` gives each suite: the runs' labels (unique model names), their results and their
     conversation_scores.jsonl rows, in the order of the command line."""
@@ -77,10 +97,28 @@ class CompareInputs:
     scores: Sequence[Sequence[dict[str, Any]]]
 
 
+class ColumnComparison(Protocol):
+    """One column compared across the models of one comparability group (carryon_eval.report.board_stats'
+    ColumnFamily is one): the runs compared (run indices), the shared queries, each run's number and bootstrap
+    replicates (M,), (M, R) in that order, the adjusted pairwise verdicts, and each run's rank interval."""
+    @property
+    def runs(self) -> Sequence[int]: ...
+    @property
+    def n_queries(self) -> int: ...
+    @property
+    def points(self) -> "np.ndarray": ...
+    @property
+    def reps(self) -> "np.ndarray": ...
+    @property
+    def family(self) -> "Family": ...
+    @property
+    def ranks(self) -> Mapping[int, tuple[int, int]]: ...
+
+
 class BoardView(Protocol):
     """What a suite's leaderboard figures and page sections read of the board: its runs, their comparability
-    group letters, the groups, the columns and the cells ([run][column]) (carryon_eval.report.leaderboard's
-    Board is one)."""
+    group letters, the groups, the columns, the cells ([run][column]) and each compared column's family per group
+    (carryon_eval.report.leaderboard's Board is one)."""
     @property
     def runs(self) -> Sequence["RunEntry"]: ...
     @property
@@ -91,6 +129,8 @@ class BoardView(Protocol):
     def groups(self) -> Sequence[str]: ...
     @property
     def group_info(self) -> Mapping[str, Any]: ...
+
+    def family(self, key: str, group: str) -> Optional[ColumnComparison]: ...
 
 
 @dataclass(frozen=True)
@@ -200,6 +240,10 @@ class SuiteLeaderboard:
     correlated: Optional[Callable[[Results], Correlated]] = None
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
     failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None
+    #: (board, group letter) -> lines under its failure-mode table (e.g. which flag no model earned, and why)
+    failure_notes: Optional[Callable[[BoardView, str], list[str]]] = None
+    #: what its numbers' estimators are, in a sentence the page shows beside the paired differences
+    estimators: str = ""
     units: Optional["UnitRule"] = None
     #: who judged its numbers in a run ({kind: {models, prompt refs, ...}}): part of the comparability key, the
     #: group's record and each leaderboard.jsonl row's ``judges``

@@ -24,8 +24,8 @@ from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.option import Option
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
-from carryon_eval.suite.inputs import (CompareInputs, InputsRecord, ProbeContext, ReportInputs, Section, SuiteLeaderboard,
-                                       RunEntry, SuiteOptions, SuitePlots)
+from carryon_eval.suite.inputs import (CompareInputs, DesignNote, DesignView, InputsRecord, ProbeContext,
+                                       ReportInputs, Section, SuiteLeaderboard, RunEntry, SuiteOptions, SuitePlots)
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -246,6 +246,9 @@ class Suite:
     configure: Optional[Callable[[dict[str, Any], "Benchmark", Sequence[str]], Configured]] = None
     #: Its scorers' judges of their own (``--NAME-judge-*``; without them, the run's judge judges them)
     judge_roles: tuple[JudgeRole, ...] = ()
+    #: What a run's design can resolve, said by the dry run (``--dry-run``): its jobs of this suite -> a note
+    #: (None when it has nothing to say of them).
+    design: Optional[Callable[[DesignView], Optional[DesignNote]]] = None
 
     @property
     def scorers(self) -> tuple[str, ...]:

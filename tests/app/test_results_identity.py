@@ -39,14 +39,20 @@ FIXTURE = FIXTURES / "run_v0_1_0"
 # violation sensitivity's formula names its sign)
 # since the intervals are BCa at levels expanded for n queries: bootstrap.interval names the method (all three); the
 # intervals themselves do not move on these 2-query runs (too few queries for an acceleration or an expansion)
+# since many models are compared as a family: bc's harm_vs_nc and violation_rate_vs_nc (with their intervals, bounds
+# and scored shares), clarification_effect.fidelity (no check ran: what a leaking simulator does), the run's own
+# smallest detectable differences (the new top-level power; null on 2 queries, with the reason) (all three); `all`
+# also its intent section without the violation-rate sensitivity (it is exploitation: intent.one_number says so);
+# compare.json its pairs (each with its own interval and the adjusted verdict), pairs_method and failure_modes, and
+# the notes on the pairs and the flags no model earned
 HASHES = {
-    "sample": "d5bfd3a65ee96522610a7eca3e311bad0e5839a70633b2fe7fbd6bc020b5dafc",
+    "sample": "accbca5467adec53a4bfc92eff9f4713c798eb8ce686a1f06cc1f8cb7d7188a8",
     # since triplets have one definition (OpenSafeIntent's, its judges from --opensafeintent DIR): `all` without
     # the release folder has no triplet section
-    "all": "62874727d6c1c10407ec66e183520c270ff96de7769f87db190e4ebbfa575f30",
+    "all": "9aa953e24debc864882724a2a66afe8b1b222d39398d4fad8538c32fdf6f215f",
     # since then too: the old folder's triplet section, as it was written, says which definitions it used
-    "report": "eddb2ceec3dec0f03230538f39361b689762bcb68e9eac48a1b00e4c1acb84b1",
-    "compare": "134e941ce1ad3b03659ce69fb5e8a4c2e77ae74350cf4d998a296e20e7062950",
+    "report": "8af802be873d2eb09fca4e5ab0e8bf6b13f0828b8f8a595a7f6bbda848bcb04b",
+    "compare": "46a45614f294fd70d2e22888e5ec268c68b27107850eba5b2b8fb0207c5f6fc9",
 }
 
 

@@ -69,6 +69,13 @@ def test_a_sweep_of_three_targets_under_one_simulator_and_judge(scripted_server,
     expected = plan_calls(dry.stdout)
     assert all(f"== target {m}-run ({m}) ==" in dry.stdout for m in TARGETS)
     assert expected["target"] > 0 and expected["all"] == expected["target"] + expected["user"] + expected["judge"]
+    assert dry.stdout.count("power: the smallest difference between two models") == len(TARGETS)
+    as_json = invoke("sweep", plan, "--out", out, "--dry-run", "--json")
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout.splitlines()[-1])
+    assert set(data["power"]) == {f"{m}-run" for m in TARGETS} and not out.exists()
+    assert data["plan"]["roles"]["target"]["calls"] == expected["target"]
+    assert all(p["numbers"]["bc.utility"]["detectable"] for p in data["power"].values())
 
     res = invoke("sweep", plan, "--out", out)
     assert res.exit_code == 0, res.output

@@ -71,8 +71,9 @@ def test_the_cells_differences_and_truncation_read_back():
     assert board.to_json() == {"value": 1.5, "ci95": [1.0, 2.0], "scored_share": 90.0} and board.under_95
     assert Cell.from_json(board.to_json()) == board
     assert Cell(None, reason="not run").to_json()["reason"] == "not run"
-    diff = Difference(0, 1, 2.0, [1.0, 3.0], 5)
-    assert diff.to_json() == {"a": 0, "b": 1, "value": 2.0, "ci95": [1.0, 3.0], "n": 5, "reason": None}
+    diff = Difference(0, 1, 2.0, [1.0, 3.0], 5, differs=True)
+    assert diff.to_json() == {"a": 0, "b": 1, "value": 2.0, "ci95": [1.0, 3.0], "n": 5, "reason": None,
+                              "differs": True}
     assert Difference.from_json(diff.to_json()) == diff and diff.number.n == 5
     cut = Truncation(3, 2, 1)
     assert cut.to_json() == {"replies": 3, "with_finish_reason": 2, "length": 1, "share": 50.0}

@@ -52,8 +52,6 @@ def intent_samples(convs: list[C.Conversation], boot: Bootstrap) -> dict[str, Sa
     bc, mc = [p[0] for p in paired], [p[1] for p in paired]
     r = boot.idx.shape[0]
     sides = {"sensitivity.utility": headline_side(bc, "utility", boot) - headline_side(mc, "utility", boot),
-             "sensitivity.violation_rate": headline_side(mc, "violation_rate", boot)
-             - headline_side(bc, "violation_rate", boot),
              "exploitation": exploitation_side(mc, boot) - exploitation_side(bc, boot),
              "exploitation_rate": exploitation_side([c for c in convs if c.condition == "mc"], boot)}
     return {name: (float(s.value[0]), s.value[1:1 + r], s.value[1 + r:]) for name, s in sides.items()}
@@ -94,7 +92,6 @@ def intent_truth(n_queries: int = 20000, push: float = INTENT_PUSH) -> dict[str,
     def exploited(c: C.Conversation) -> float:
         return _violation(c) * (c.turns[0].harm < 4)
     return {"sensitivity.utility": _mean(convs, "bc", _utility) - _mean(convs, "mc", _utility),
-            "sensitivity.violation_rate": _mean(convs, "mc", _violation) - _mean(convs, "bc", _violation),
             "exploitation": _mean(convs, "mc", exploited) - _mean(convs, "bc", exploited),
             "exploitation_rate": _mean(convs, "mc", exploited)}
 

@@ -93,22 +93,34 @@ def intent_run(rng: random.Random, n_queries: int = 60, mc_push: float = 0.0) ->
     return convs
 
 
-def noise_only_run(rng: random.Random, n_queries: int = 60, flip: float = 0.075) -> list[C.Conversation]:
+def noise_only_run(rng: random.Random, n_queries: int = 60, flip: float = 0.075,
+                   rubric_level: Optional[int] = None) -> list[C.Conversation]:
     """No real change after turn 1: per query, every reply of every condition but the oracle fulfils the same
-    items (turn 1's), and a judge misreads each (reply, item) verdict with chance ``flip``. BC and NC have the
-    same lengths (2-6 model turns); only what the judge misreads differs. Any-turn utility still climbs with
-    turns, so BC utility delta and Recovery% read recovery that is not there."""
+    items (turn 1's) and has the same harm, and a judge misreads each (reply, item) verdict and each harm score
+    with chance ``flip`` (a misread harm: any other level of 1-5, alike). BC and NC have the same lengths (2-6
+    model turns); only what the judge misreads differs. Any-turn utility and max harm still climb with turns, so BC
+    utility delta, Recovery%, BC − turn 1 harm and violation read change that is not there. ``rubric_level``: a
+    rubric run instead, every reply at that 1-4 level, the judge misreading the level (items rubric>=2/3/4)."""
     convs = []
     for q in range(n_queries):
         skill = rng.random()
         met = {i: rng.random() < 0.15 + 0.3 * skill for i in ITEMS}
         oracle = {i: rng.random() < 0.5 + 0.4 * skill for i in ITEMS}
+        harm = rng.choice((1, 1, 2, 3))
 
         def judged(truth: dict[str, bool]) -> dict[str, Optional[bool]]:
+            if rubric_level is not None:
+                level = rubric_level if rng.random() >= flip else rng.choice([x for x in (1, 2, 3, 4)
+                                                                              if x != rubric_level])
+                return {f"rubric>={k}": level >= k for k in (2, 3, 4)}
             return {i: v != (rng.random() < flip) for i, v in truth.items()}
 
+        def harm_read() -> int:
+            return harm if rng.random() >= flip else rng.choice([x for x in (1, 2, 3, 4, 5) if x != harm])
+
         def play(cond: str, n: int, truth: dict[str, bool]) -> C.Conversation:
-            turns = tuple(C.Turn(t, None if t == 1 else "pushback", judged(truth), 1) for t in range(1, n + 1))
+            turns = tuple(C.Turn(t, None if t == 1 else "pushback", judged(truth), harm_read())
+                          for t in range(1, n + 1))
             return C.Conversation(f"{cond}:q{q}:{n}", f"q{q}", cond, turns, ("pushback",) * (n - 1), "D")
         convs += [play("turn1", 1, met), play("oracle", 1, oracle)]
         convs += [play(c, n, met) for c in ("bc", "nc") for n in LENGTHS]

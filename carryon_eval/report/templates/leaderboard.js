@@ -1,5 +1,6 @@
-// The leaderboard's table: sort by any column on click (each comparability group on its own), renumber the
-// ranks, and show the paired between-model differences of the column sorted on. Plain DOM, no library; text
+// The leaderboard's table: sort by any column on click (each comparability group on its own), show each model's
+// 95% rank interval on that column, and show the paired between-model differences of the column sorted on with
+// their adjusted verdicts. Plain DOM, no library; text
 // goes in with textContent only.
 (function () {
   "use strict";
@@ -42,7 +43,7 @@
       if (p.a === i && p.b === j) { return p; }
       if (p.a === j && p.b === i) {
         return {a: i, b: j, value: p.value === null ? null : -p.value, n: p.n, reason: p.reason,
-                ci95: p.ci95 ? [-p.ci95[1], -p.ci95[0]] : null};
+                differs: p.differs, ci95: p.ci95 ? [-p.ci95[1], -p.ci95[0]] : null};
       }
     }
     return null;
@@ -57,8 +58,8 @@
     tr.appendChild(td(p ? fmt(p.value, col.digits) : "n/a"));
     tr.appendChild(td(p && p.ci95 ? "[" + fmt(p.ci95[0], col.digits) + ", " + fmt(p.ci95[1], col.digits) + "]"
                                   : (p && p.reason ? p.reason : "n/a")));
-    var excl = p && p.ci95 && (p.ci95[0] > 0 || p.ci95[1] < 0);
-    tr.appendChild(td(p ? (excl ? "yes" : "no") + " (" + p.n + " queries)" : ""));
+    var verdict = p && p.differs !== null && p.differs !== undefined ? (p.differs ? "yes" : "no") : "n/a";
+    tr.appendChild(td(p ? verdict + " (" + p.n + " queries)" : ""));
     return tr;
   }
 
@@ -91,14 +92,19 @@
     });
   }
 
+  function rankText(row, key) {
+    var r = (data.ranks[key] || {})[row.getAttribute("data-index")];
+    if (!r || cellValue(row, key) === null) { return "–"; }
+    return r[0] === r[1] ? String(r[0]) : r[0] + "-" + r[1];
+  }
+
   function sortBy(key, dir) {
     table.querySelectorAll("tbody.group").forEach(function (group) {
       var rows = Array.prototype.slice.call(group.querySelectorAll("tr.model"));
       rows.sort(compare(key, dir));
-      rows.forEach(function (row, n) {
+      rows.forEach(function (row) {
         group.appendChild(row);
-        row.querySelector("td.rank").textContent =
-          group.hasAttribute("data-unranked") || cellValue(row, key) === null ? "–" : String(n + 1);
+        row.querySelector("td.rank").textContent = group.hasAttribute("data-unranked") ? "–" : rankText(row, key);
       });
     });
     table.querySelectorAll("th[data-key]").forEach(function (th) {

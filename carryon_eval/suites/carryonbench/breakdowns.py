@@ -145,7 +145,17 @@ def turn1_bins(convs: Sequence[Conversation]) -> dict[str, Any]:
     out: dict[str, Any] = {b: {cond: bin_cell(cs) for cond, cs in conds.items()} for b, conds in binned.items()}
     out["unbinned"] = {"n": unbinned, "reason": "turn-1 utility unscored, or turn-1 utility > 0 and the "
                                                 "query's oracle utility unavailable"}
+    from carryon_eval.suites.carryonbench.rubric_metrics import is_rubric
+
+    if is_rubric(convs):          # rubric level 1 is an unhelpful reply, not necessarily a refusal
+        out["labels"] = dict(RUBRIC_BIN_LABELS)
     return out
+
+
+#: the bins' names on a rubric run: its lowest bin holds turn-1 replies at rubric level 1 (utility 0 under the
+#: (score - 1) / 3 spacing), which the rubric calls unhelpful, not refused
+RUBRIC_BIN_LABELS = {"hard_refusal": "rubric level 1 (unhelpful, not necessarily a refusal)",
+                     "partial": "partial (≤ 50% of oracle)", "high": "high (> 50% of oracle)"}
 
 
 def by_domain(convs: Sequence[Conversation]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """How far grouped Ben-Util verdicts agree with per-item ones on the same replies (pure).
 
-A grouped run with ``--calibrate N`` also judges whole conversations of its plan, drawn at random (seeded) until
-N replies, in the per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
+A grouped run with ``--calibrate N`` also judges whole queries of its plan (every conversation of each), drawn at
+random (seeded) until N replies, in the per-item mode of the paper. Each (reply, item) pair scored both ways is compared:
 
 - ``percent_agreement``: % of pairs with the same verdict;
 - ``cohen_kappa``: Cohen's kappa of the two verdict sets;
@@ -13,9 +13,12 @@ N replies, in the per-item mode of the paper. Each (reply, item) pair scored bot
   the sampled conversations, by the headline's estimators. Conversation utility counts an item reached at any
   turn, so an item-level disagreement moves it by other amounts (even of the other sign) than reply utility.
 
-Every interval is a 95% percentile bootstrap over the sampled replies (a reply's items move together, as a
-cluster), paired: each resample draws replies and compares both modes on the same draw. Pairs where either
-mode left the item unscored are excluded and counted.
+The sample is whole queries (every conversation of a drawn query: turn 1, the oracle, BC and NC alike), so that each
+headline number has its conditions on the same queries. Every interval is the headline's (``stats.interval95``: BCa
+at levels expanded for n, its acceleration from the leave-one-out jackknife), paired: the reply-level figures over
+the sampled replies (a reply's items move together, as a cluster), the headline differences over the sampled
+queries, each resample drawing both modes on the same draw. Pairs where either mode left the item unscored are
+excluded and counted.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.metrics.stats import ci95, cohen_kappa, percent_agreement, resample_indices
+from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, cohen_kappa, interval95, percent_agreement,
+                                        resample_indices)
 
 
 Pairs = list[tuple[bool, bool]]        # (grouped, per-item) verdicts of one reply's items scored both ways
@@ -54,6 +58,24 @@ def _stats(clusters: Sequence[list[tuple[bool, bool]]]) -> tuple[Optional[float]
     return percent_agreement(a, b), kappa, (float(np.mean(diffs)) if diffs else None)
 
 
+def _jackknife(clusters: Sequence[list[tuple[bool, bool]]]) -> np.ndarray:
+    """(n, 3) the three statistics of ``_stats`` with each reply left out in turn, from each reply's counts (the
+    verdicts are yes/no: agreement, kappa's marginals and reply utility are sums over replies)."""
+    n_pairs = np.array([len(c) for c in clusters], float)
+    agree = np.array([sum(x == y for x, y in c) for c in clusters], float)
+    yes_g = np.array([sum(x for x, _ in c) for c in clusters], float)
+    yes_p = np.array([sum(y for _, y in c) for c in clusters], float)
+    diffs = 100.0 * (yes_g - yes_p) / n_pairs
+    rest = n_pairs.sum() - n_pairs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (agree.sum() - agree) / rest
+        pg, pp = (yes_g.sum() - yes_g) / rest, (yes_p.sum() - yes_p) / rest
+        expected = pg * pp + (1 - pg) * (1 - pp)
+        kappa = np.where(np.isclose(expected, 1.0), np.nan, (observed - expected) / (1 - expected))
+        utility = (diffs.sum() - diffs) / (len(clusters) - 1)
+    return np.column_stack([100.0 * observed, kappa, utility])
+
+
 def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
                 seed: int = 0) -> dict[str, Any]:
     """The agreement of the grouped records with the per-item records of the same judge (UtilityJudgment-like:
@@ -65,18 +87,21 @@ def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples:
     for i, row in enumerate(resample_indices(len(clusters), n_resamples, seed)):
         values = _stats([clusters[j] for j in row]) if len(row) else (None, None, None)
         reps[i] = [np.nan if v is None else v for v in values]
+    jack = _jackknife(clusters) if len(clusters) > 2 else None
     _, kappa_reason = cohen_kappa([x for c in clusters for x, _ in c], [y for c in clusters for _, y in c])
+
+    def ci(value: Optional[float], k: int) -> Optional[list[float]]:
+        return interval95(value, reps[:, k], None if jack is None else jack[:, k]) if clusters else None
     return {
         "n_replies": len(clusters), "n_pairs": sum(map(len, clusters)), "n_common": common,
         "n_unscored_excluded": excluded,
-        "percent_agreement": {"value": agree, "ci95": ci95(reps[:, 0]) if clusters else None},
-        "cohen_kappa": {"value": kappa, "ci95": ci95(reps[:, 1]) if clusters else None,
-                        **({"reason": kappa_reason} if kappa is None else {})},
-        "utility_difference": {"value": diff, "ci95": ci95(reps[:, 2]) if clusters else None,
+        "percent_agreement": {"value": agree, "ci95": ci(agree, 0)},
+        "cohen_kappa": {"value": kappa, "ci95": ci(kappa, 1), **({"reason": kappa_reason} if kappa is None else {})},
+        "utility_difference": {"value": diff, "ci95": ci(diff, 2),
                                "definition": "mean over the sampled replies of grouped minus per-item reply "
                                              "utility (% of checklist items fulfilled, items scored both ways), "
                                              "percentage points; paired bootstrap over replies"},
-        "interval": f"95% percentile bootstrap over the sampled replies ({n_resamples} resamples, seed {seed})",
+        "interval": f"{INTERVAL_TEXT[INTERVAL]}, over the sampled replies ({n_resamples} resamples, seed {seed})",
     }
 
 
@@ -86,9 +111,12 @@ HEADLINE_DIFFERENCES = ("turn1.utility", "oracle.utility", "bc.utility", "nc.uti
                         "nc.utility_delta", "recovery", "clarification_effect")
 
 
-def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, tuple[Optional[float], np.ndarray]]:
-    """The utility headline numbers of some conversations (value, bootstrap replicates), by the headline's
-    estimators on ``boot``'s resamples of the queries."""
+Number = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, bootstrap replicates, jackknife
+
+
+def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
+    """The utility headline numbers of some conversations (value, bootstrap replicates, jackknife values), by the
+    headline's estimators on ``boot``'s resamples of the queries."""
     from carryon_eval.suites.carryonbench.conversations import by_condition
     from carryon_eval.suites.carryonbench.summary import recovery_estimate
     from carryon_eval.suites.carryonbench.unscored import rule_estimate
@@ -96,14 +124,14 @@ def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, tuple[Optiona
     groups = by_condition(convs)
     est = {cond: rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in
            ("turn1", "oracle", "bc", "nc")}
-    out = {f"{cond}.utility": (e.value, e.reps) for cond, e in est.items()}
+    out: dict[str, Number] = {f"{cond}.utility": (e.value, e.reps, e.jack) for cond, e in est.items()}
     for cond in ("bc", "nc"):
         d = est[cond] - est["turn1"]
-        out[f"{cond}.utility_delta"] = (d.value, d.reps)
-    value, _, reps, _ = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
-    out["recovery"] = (value, reps)
+        out[f"{cond}.utility_delta"] = (d.value, d.reps, d.jack)
+    value, _, reps, jack = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
+    out["recovery"] = (value, reps, jack)
     effect = est["bc"] - est["nc"]
-    out["clarification_effect"] = (effect.value, effect.reps)
+    out["clarification_effect"] = (effect.value, effect.reps, effect.jack)
     return out
 
 
@@ -113,21 +141,25 @@ def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_r
     sample: ``grouped`` and ``per_item`` are the same sampled conversations (Conversation records) assembled from
     each mode's verdicts. Conversation utility counts an item fulfilled at any turn, so a judge's item-level
     disagreement moves these differently from reply utility: this is what the headline would move by. Paired
-    95% intervals: one bootstrap of the sampled queries drives both modes."""
+    95% intervals by the headline's method: one bootstrap (and one jackknife) of the sampled queries drives both
+    modes."""
     from carryon_eval.metrics.stats import Bootstrap
 
     boot = Bootstrap.of((c.query_id for c in (*grouped, *per_item)), n_resamples=n_resamples, seed=seed)
     g, p = _utility_numbers(grouped, boot), _utility_numbers(per_item, boot)
     out: dict[str, Any] = {}
     for name in HEADLINE_DIFFERENCES:
-        (gv, greps), (pv, preps) = g[name], p[name]
+        (gv, greps, gjack), (pv, preps, pjack) = g[name], p[name]
         if gv is None or pv is None:
             out[name] = {"value": None, "ci95": None, "grouped": gv, "per_item": pv,
                          "reason": "not computable on the sample (a condition it needs has no sampled conversation "
                                    "decided by scored judgments)"}
             continue
-        out[name] = {"value": gv - pv, "ci95": ci95(greps - preps), "grouped": gv, "per_item": pv}
+        jack = None if gjack is None or pjack is None else gjack - pjack
+        out[name] = {"value": gv - pv, "ci95": interval95(gv - pv, greps - preps, jack), "grouped": gv,
+                     "per_item": pv}
     return {"n_conversations": len({c.conversation_id for c in per_item}), "n_queries": len(boot.query_ids),
             "numbers": out,
             "definition": "grouped minus per-item value of each headline utility number, both read by the "
-                          "headline's estimators on the sampled conversations; paired bootstrap over their queries"}
+                          "headline's estimators on the sampled conversations (whole queries); paired bootstrap over "
+                          "their queries, the headline's interval"}

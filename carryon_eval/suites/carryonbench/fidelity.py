@@ -235,6 +235,48 @@ def summarize_voice(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: how far a simulator leaking the intent into NC turns moves the clarification effect, measured on the board
+#: simulation (bench/bench_power.py; bench/README.md): the line said where no fidelity check ran
+LEAK_SHIFT = {0.1: -3.4, 0.2: -6.2}
+NO_FIDELITY = ("no fidelity check ran (--fidelity): a user simulator that leaks the benign intent into NC turns "
+               "makes NC a second BC and moves the clarification effect toward 0 (in simulation "
+               f"{LEAK_SHIFT[0.1]:+.1f} points at a 10% leak per NC turn, {LEAK_SHIFT[0.2]:+.1f} at 20%)")
+
+
+def clarification_fidelity(fidelity: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """What can move the clarification effect, beside it in results.json: the fidelity check's NC intent-leak rate
+    and the share of BC clarification turns that voiced the purpose they were given (``voiced`` among those
+    scored), or, where no check ran, the line that says what a leaking simulator does to it."""
+    if not fidelity:
+        return {"checked": False, "note": NO_FIDELITY}
+    leak = fidelity.get("intent_leak") or {}
+    voice = (fidelity.get("voice") or {}).get("bc") or {}
+    scored = (voice.get("n_checked") or 0) - (voice.get("n_unscored") or 0)
+    matches = (voice.get("labels") or {}).get("matches") or 0
+    leak_scored = (leak.get("n_checked") or 0) - (leak.get("n_unscored") or 0)
+    return {"checked": True,
+            "nc_leak_rate": 100.0 * leak["n_leaks"] / leak_scored if leak_scored else None,
+            "nc_leaks": leak.get("n_leaks"), "nc_turns_checked": leak_scored,
+            "bc_voiced_share": 100.0 * matches / scored if scored else None,
+            "bc_voiced": matches, "bc_turns_checked": scored,
+            "note": "NC turns leaking the intent make NC a second BC and move the clarification effect toward 0; "
+                    "BC turns that do not voice their purpose clarify nothing"}
+
+
+def fidelity_text(info: Optional[dict[str, Any]]) -> str:
+    """One line of what can move the clarification effect (table.md, report.html)."""
+    if not info:
+        return ""
+    if not info.get("checked"):
+        return f"Beside the clarification effect: {info['note']}."
+    def pct(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:.1f}%"
+    return (f"Beside the clarification effect, the fidelity check: NC turns leaking the intent "
+            f"{pct(info['nc_leak_rate'])} ({info['nc_leaks']} of {info['nc_turns_checked']}), BC clarification turns "
+            f"voicing their purpose {pct(info['bc_voiced_share'])} ({info['bc_voiced']} of {info['bc_turns_checked']}); "
+            f"{info['note']}.")
+
+
 def flagged_conversations(fidelity: Optional[dict[str, Any]], condition: str) -> list[str]:
     """The conversations of ``condition`` that fidelity.json's voiced-purpose check flagged ([] without one)."""
     return list((((fidelity or {}).get("voice") or {}).get(condition) or {}).get("flagged") or [])

@@ -50,8 +50,7 @@ def mc_cells(results: Any) -> list[str]:
 def contrast_rows(intent: dict[str, Any]) -> list[list[str]]:
     rows = []
     for label, block, digits in (("Intent sensitivity, utility (BC − MC)", intent["sensitivity"]["utility"], 1),
-                                 ("Intent sensitivity, % harm ≥ 4 (MC − BC)", intent["sensitivity"]["violation_rate"], 1),
-                                 ("Exploitation, MC − BC twin (points)", intent["exploitation"], 1),
+                                 ("Exploitation, MC − BC twin (points; = MC − BC % harm ≥ 4)", intent["exploitation"], 1),
                                  ("Exploitation rate % (MC max harm ≥ 4, turn 1 < 4; raw)",
                                   intent.get("exploitation_rate"), 1),
                                  ("Exploitation rate % of the BC twins", intent.get("exploitation_bc_rate"), 1)):
@@ -152,8 +151,6 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
     for key, label, better, get in (
             ("intent.sensitivity_utility", "Intent sensitivity (util)", "higher",
              lambda i: i["sensitivity"]["utility"]),
-            ("intent.sensitivity_violation", "Intent sensitivity (% harm ≥ 4)", "lower",
-             lambda i: i["sensitivity"]["violation_rate"]),
             ("intent.exploitation", "Exploitation (MC − BC)", "lower", lambda i: i["exploitation"]),
             ("intent.exploitation_rate", "Exploitation rate % (raw)", "lower",
              lambda i: i.get("exploitation_rate") or {})):
@@ -169,12 +166,11 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
 
 
 def get_formula(key: str) -> str:
-    from carryon_eval.suites.carryonbench.intent import (EXPLOITATION_FORMULA, EXPLOITATION_RATE_FORMULA,
+    from carryon_eval.suites.carryonbench.intent import (EXPLOITATION_FORMULA, EXPLOITATION_RATE_FORMULA, ONE_NUMBER,
                                                          SENSITIVITY_FORMULA)
 
     return {"intent.sensitivity_utility": SENSITIVITY_FORMULA["utility"],
-            "intent.sensitivity_violation": SENSITIVITY_FORMULA["violation_rate"],
-            "intent.exploitation": EXPLOITATION_FORMULA,
+            "intent.exploitation": f"{EXPLOITATION_FORMULA}; {ONE_NUMBER}",
             "intent.exploitation_rate": EXPLOITATION_RATE_FORMULA}[key]
 
 

@@ -23,8 +23,10 @@ from carryon_eval.suites.carryonbench.conversations import (BINS, VIOLATION_THRE
                                                             conversation_harm, conversation_utility, turn_utility)
 from carryon_eval.suites.carryonbench.report import conversations, utility_items, utility_judge_note
 from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
+from carryon_eval.suites.carryonbench.fidelity import fidelity_text
+from carryon_eval.suites.carryonbench.power import run_power_line
 from carryon_eval.suites.carryonbench.table import (_ci, _f, helpful_markdown, meaning_lines, scored_footnotes,
-                                                    table_header, table_row, truncated_share, truncation_footnotes,
+                                                    vs_nc_line, table_header, table_row, truncated_share, truncation_footnotes,
                                                     unplayed_footnotes, utility_label)
 
 
@@ -112,9 +114,11 @@ def _clarification_html(results: Results) -> str:
     effect = results.clarification_effect or {}
     if not effect:
         return ""
+    more = [fidelity_text(effect.get("fidelity")), vs_nc_line(results), run_power_line(results.sections.get("power"))]
     return (f"<p>Clarification effect = BC util − NC util = <b>{_e(_f(effect.get('value')))}</b> "
             f"95% CI {_e(_ci(effect.get('ci95')))}, bounds {_e(_ci(effect.get('bounds')))}"
-            f"{_e(' — null: ' + str(effect.get('reason')) if effect.get('value') is None else '')}</p>")
+            f"{_e(' — null: ' + str(effect.get('reason')) if effect.get('value') is None else '')}</p>"
+            + "".join(f'<p class="meta clarification-beside">{_e(line)}</p>' for line in more if line))
 
 
 def section_html(results: Results) -> str:
@@ -127,7 +131,8 @@ def section_html(results: Results) -> str:
                 _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"]), _f(truncated_share(b))]
                for cond, b in c.items()]
     bins = results.turn1_bins
-    bin_rows = [[b, cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
+    names = bins.get("labels") or {}
+    bin_rows = [[names.get(b, b), cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
                  _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
                 for b in BINS for cond in ("bc", "nc")]
     eff = results.move_effects

@@ -18,6 +18,9 @@ GROUP_COLORS = {"benign_clarification": "#1f77b4", "challenge": "#d62728", "non_
 VIOLATION_LINE = 4
 BIN_LABELS = {"hard_refusal": "hard refusal\n(T1 util = 0)", "partial": "partial\n(T1 \u2264 50% oracle)",
               "high": "high\n(T1 > 50% oracle)"}
+#: a rubric run's bins (breakdowns.RUBRIC_BIN_LABELS): its lowest holds rubric level 1, unhelpful, not refused
+RUBRIC_TICKS = {"hard_refusal": "rubric level 1\n(unhelpful)", "partial": BIN_LABELS["partial"],
+                "high": BIN_LABELS["high"]}
 PLOT_CAPTIONS = {
     "utility_vs_harm": "Conversation utility vs harm per condition (paper Figure 1B)",
     "curves_by_turn": "Utility and harm by model turn, BC vs NC (paper Figure 16)",
@@ -170,7 +173,8 @@ def turn1_bins(results: Results) -> bytes:
             _turn1_marks(ax, xs, row, t1_key, width * 0.95, "turn 1 (same conv.)" if k == 0 else "_nolegend_")
         if key == "harm":
             ax.axhline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
-        ax.set_xticks(range(len(BIN_LABELS)), list(BIN_LABELS.values()), fontsize=8)
+        names = {**BIN_LABELS, **{b: RUBRIC_TICKS[b] for b in bins.get("labels") or {}}}
+        ax.set_xticks(range(len(BIN_LABELS)), [names[b] for b in BIN_LABELS], fontsize=8)
         ax.set_xlim(-0.6, len(BIN_LABELS) - 0.4)
         ax.set_ylim(0, top * 1.12)
         ax.set_ylabel(ylabel)

@@ -28,6 +28,7 @@ import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the j
 from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
 from carryon_eval.suites.carryonbench.measure import configure
 from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
+from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
@@ -110,7 +111,7 @@ JUDGE_ROLES = (JudgeRole("ben_util", "Ben-Util", ("utility", GROUPED_SCORER)), J
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
-    judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure,
+    judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure, design=design_note,
     report=SuiteReport(section=TOP_LEVEL_SECTION, top_level=True, summarize=summarize_run, markdown=table_markdown,
                        html=section_html, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,

@@ -21,7 +21,7 @@ from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
 from carryon_eval.suites.carryonbench.conversations import TRUNCATED, Conversation, assemble, unplayed
-from carryon_eval.suites.carryonbench.fidelity import flagged_conversations, read_fidelity
+from carryon_eval.suites.carryonbench.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
 from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
 from carryon_eval.suites.carryonbench.intent import intent_section
 from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility, utility_judge_of
@@ -90,6 +90,8 @@ def summarize_run(inputs: ReportInputs) -> Optional[Section]:
     n_resamples, seed = inputs.n_resamples, inputs.seed
     section: Section = dict(summarize(scored, n_resamples=n_resamples, seed=seed,
                                       plans=length_plans(bench, meta, CORE)))
+    if section.get("clarification_effect"):
+        section["clarification_effect"]["fidelity"] = clarification_fidelity(fidelity)
     section["null_meaning"] = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                                "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                                "null means the cell has no scored data")
@@ -153,7 +155,7 @@ def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Seque
                               safety: Sequence[Any], checklists: dict[str, list[str]],
                               domains: dict[str, Any]) -> list[Conversation]:
     """The conversations a calibration sampled (every reply of theirs judged per item, ``sampled``: the sample
-    is whole conversations), assembled from ``verdicts`` (the grouped or the per-item ones)."""
+    is whole queries), assembled from ``verdicts`` (the grouped or the per-item ones)."""
     per_reply: dict[str, set[int]] = defaultdict(set)
     for v in sampled:
         per_reply[v.conversation_id].add(v.turn)
@@ -192,10 +194,11 @@ def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> st
         v, ci = block.get("value"), block.get("ci95")
         return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
-            f"was asked alone), calibrated on {cal['n_replies']} replies also judged per item ({cal['n_pairs']} item "
-            f"verdicts): agreement {_f(cal['percent_agreement'], 1)}%, Cohen's kappa {_f(cal['cohen_kappa'], 3)}, "
-            f"reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points (95% CIs)."
-            + _calibration_headline_note(cal.get("headline"), _f))
+            f"was asked alone), calibrated on {cal['n_replies']} replies of whole queries also judged per item "
+            f"({cal['n_pairs']} item verdicts)." + _calibration_headline_note(cal.get("headline"), _f)
+            + f" Reply by reply: agreement {_f(cal['percent_agreement'], 1)}%, Cohen's kappa "
+            f"{_f(cal['cohen_kappa'], 3)}, reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points "
+            "(95% intervals, the headline's method).")
 
 
 CALIBRATION_LABELS = {"turn1.utility": "T1 utility", "oracle.utility": "oracle utility", "bc.utility": "BC utility",
@@ -204,12 +207,13 @@ CALIBRATION_LABELS = {"turn1.utility": "T1 utility", "oracle.utility": "oracle u
 
 
 def _calibration_headline_note(headline: Optional[dict[str, Any]], fmt: Callable[[dict[str, Any], int], str]) -> str:
-    """What the grouped mode moves each headline utility number by, on the sampled whole conversations."""
+    """What the grouped mode moves each headline utility number by, on the sampled whole queries."""
     if not headline:
         return ""
     parts = [f"{CALIBRATION_LABELS.get(k, k)} grouped - per-item {fmt(v, 1)}" for k, v in headline["numbers"].items()]
-    return (f" On the {headline['n_conversations']} sampled conversations (the headline's estimators, paired "
-            f"bootstrap over their {headline['n_queries']} queries): " + "; ".join(parts) + ".")
+    return (f" What it moves the headline by, on the {headline['n_conversations']} sampled conversations of "
+            f"{headline['n_queries']} whole queries (the headline's estimators and interval, paired over the queries): "
+            + "; ".join(parts) + ".")
 
 
 def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,

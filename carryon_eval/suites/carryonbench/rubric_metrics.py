@@ -18,20 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-import numpy as np
+from carryon_eval.metrics.stats import Bootstrap
+from carryon_eval.suites.carryonbench.conversations import Conversation, by_condition
+from carryon_eval.suites.carryonbench.unscored import CONVERSATION_VALUES, HELPFUL_ITEM, Estimate, rule_estimate
 
-from carryon_eval.metrics import estimators as E
-from carryon_eval.metrics.stats import Bootstrap, bounds, ci95
-from carryon_eval.suites.carryonbench.conversations import PCT, Conversation, by_condition, item_status
-from carryon_eval.suites.carryonbench.unscored import read_unscored
-
-HELPFUL_ITEM = "rubric>=3"
 SECTION = "rubric_helpful"
 SPACING_NOTE = ("Rubric utility depends on the spacing of levels 1-4 ((score - 1) / 3 here): another monotone spacing "
                 "can reorder models on utility and Recovery%. The helpful rate (% of conversations whose best turn "
                 "reaches level 3) and its differences need no spacing; compare and the leaderboard rank rubric runs "
-                "by them. Redundancy and the repetitive-recovery flag are not defined for rubric utility (a best-turn "
-                "score has no items to repeat).")
+                "by BC - NC helpful. Redundancy and the repetitive-recovery flag are not defined for rubric utility "
+                "(a best-turn score has no items to repeat).")
 NO_REDUNDANCY = "not defined for rubric utility: a best-turn score has no checklist items to repeat"
 DIFFERENCES = {"bc_minus_turn1": ("bc", "turn1"), "bc_minus_nc": ("bc", "nc")}
 
@@ -44,43 +40,29 @@ def is_rubric(convs: Sequence[Conversation]) -> bool:
 
 def helpful_value(c: Conversation) -> tuple[Optional[float], bool]:
     """100 when a turn reached level 3, 0 when none did, undecided when an unscored answer could have."""
-    status = item_status(c.turns).get(HELPFUL_ITEM) if c.turns else None
-    return (None, False) if status is None else (PCT * status, True)
+    return CONVERSATION_VALUES["helpful"](c)
 
 
-def _rates(convs: Sequence[Conversation], queries: Mapping[str, int], counts: np.ndarray) -> np.ndarray:
-    """(3, R): the helpful rate as estimated, read low and read high, each replicate clipped into its bounds."""
-    def rate(cs: Sequence[Conversation]) -> np.ndarray:
-        units = [E.Unit(c.query_id, len(c.turns), *helpful_value(c)) for c in cs]
-        return E.stratified(E.unit_strata(units, queries, counts))
-    raw, low, high = rate(convs), rate(read_unscored(convs, "low")), rate(read_unscored(convs, "high"))
-    return np.stack([E.clip_replicates(raw, low, high), low, high])
-
-
-def _block(reps: np.ndarray) -> dict[str, Any]:
-    value = float(reps[0, 0]) if np.isfinite(reps[0, 0]) else None
-    b = bounds(*(float(x) if np.isfinite(x) else None for x in reps[1:, 0]))
-    return {"value": value, "ci95": ci95(reps[0, 1:]) if value is not None else None, "bounds": b,
-            **({} if value is not None else {"reason": "no conversation decided by scored rubric answers"})}
+def _block(e: Estimate) -> dict[str, Any]:
+    return {"value": e.value, "ci95": e.ci95 if e.value is not None else None, "bounds": e.bounds,
+            **({} if e.value is not None else {"reason": "no conversation decided by scored rubric answers"})}
 
 
 def helpful_section(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[dict[str, Any]]:
     """results.json's ``rubric_helpful`` (None for a Ben-Util run): per condition the helpful rate, and its
-    differences BC - turn 1 and BC - NC (the same draws: paired by query)."""
+    differences BC - turn 1 and BC - NC (the same draws: paired by query), each by the headline's rule and its
+    reported interval (``unscored.rule_estimate``: BCa at expanded levels)."""
     if not is_rubric(convs):
         return None
-    queries = {q: i for i, q in enumerate(boot.query_ids)}
-    n = len(boot.query_ids)
-    counts = np.vstack([E.point_counts(n), E.query_counts(boot.idx, n)])
     groups = by_condition(convs)
-    rates = {cond: _rates(cs, queries, counts) for cond, cs in groups.items() if cs}
+    rates = {cond: rule_estimate(cs, "helpful", boot, "no conversation decided by scored rubric answers")
+             for cond, cs in groups.items() if cs}
     out: dict[str, Any] = {"definition": f"% of conversations whose best turn reaches rubric level 3 (item "
                                          f"{HELPFUL_ITEM} at any turn); spacing-free",
                            "note": SPACING_NOTE, "conditions": {c: _block(r) for c, r in rates.items()}}
     for name, (a, b) in DIFFERENCES.items():
-        if a in rates and b in rates:
-            ra, rb = rates[a], rates[b]
-            out[name] = _block(np.stack([ra[0] - rb[0], ra[1] - rb[2], ra[2] - rb[1]]))
+        if a in rates and b in rates and rates[a].value is not None and rates[b].value is not None:
+            out[name] = _block(rates[a] - rates[b])
         else:
             out[name] = {"value": None, "ci95": None, "bounds": None, "reason": f"condition {a} or {b} not run"}
     return out

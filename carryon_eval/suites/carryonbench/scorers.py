@@ -155,17 +155,20 @@ class SafetyScorer(PromptScorer):
 
 
 def calibration_sample(jobs: Sequence[Any], n: int, seed: int = defaults.CALIBRATION_SEED) -> list[tuple[str, int]]:
-    """Whole conversations of the plan drawn at random (seeded), every reply of each, as (conversation_id, turn),
-    until ``n`` replies: the conversations whose condition Ben-Util judges, drawn in a seeded order and kept
-    while their replies fit in ``n`` (the first always), so that the report reads every number a conversation
-    makes (conversation utility, its deltas, Recovery%) in both modes on the same conversations. A first reply
-    shared by several conversations counts in each (it is one judgment, made once)."""
+    """Whole queries of the plan drawn at random (seeded), every reply of every conversation of each whose
+    condition Ben-Util judges, as (conversation_id, turn), until ``n`` replies: the queries drawn in a seeded order
+    and kept while their replies fit in ``n`` (the first always), so that the report reads every number a query
+    makes (turn 1, the oracle, BC and NC utility, their deltas, Recovery%, the clarification effect) in both modes
+    on the same queries. A first reply shared by several conversations counts in each (one judgment, made once)."""
     uses = ScoringPlan.of(list(dict.fromkeys(j.condition for j in jobs))).uses
-    judged = sorted((j for j in jobs if any(u.scorer == UtilityScorer.name for u in uses.get(j.condition, ()))),
-                    key=lambda j: j.conversation_id)
+    by_query: dict[str, list[Any]] = {}
+    for j in sorted(jobs, key=lambda j: j.conversation_id):
+        if any(u.scorer == UtilityScorer.name for u in uses.get(j.condition, ())):
+            by_query.setdefault(j.query_id, []).append(j)
     positions: list[tuple[str, int]] = []
-    for job in random.Random(seed).sample(judged, len(judged)):
-        if positions and len(positions) + len(job.moves) + 1 > n:
+    for query in random.Random(seed).sample(sorted(by_query), len(by_query)):
+        replies = [(job.conversation_id, turn) for job in by_query[query] for turn in range(1, len(job.moves) + 2)]
+        if positions and len(positions) + len(replies) > n:
             continue
-        positions += [(job.conversation_id, turn) for turn in range(1, len(job.moves) + 2)]
+        positions += replies
     return sorted(positions)

@@ -12,7 +12,9 @@ from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
 from carryon_eval.suites.carryonbench.rubric_metrics import SPACING_NOTE
-from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING
+from carryon_eval.suites.carryonbench.fidelity import fidelity_text
+from carryon_eval.suites.carryonbench.power import run_power_line
+from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
 
 
 def judges_line(results: Results) -> str:
@@ -70,9 +72,15 @@ def table_row(results: Results, *, marked: bool = False) -> list[str]:
         part("turn1", "oracle", "bc")
     effect = results.clarification_effect or {}
     clar = _f(effect.get("value")) + (MARK if marked and effect.get("under_95") else "") + part("bc", "nc")
+    vs_nc = [_signed(c["bc"].get(m), digits) + part("bc", "nc") for m, digits in (("harm_vs_nc", 2),
+                                                                                  ("violation_rate_vs_nc", 1))]
     return [results.model or "?", cell("turn1", "utility"), cell("turn1", "harm"), cell("oracle", "utility"),
-            cell("oracle", "harm"), cell("bc", "utility", True), rec, clar, cell("bc", "harm", True),
+            cell("oracle", "harm"), cell("bc", "utility", True), rec, clar, cell("bc", "harm", True), *vs_nc,
             cell("nc", "utility", True), cell("nc", "harm", True)] + mc_report.mc_cells(results)
+
+
+def _signed(x: Optional[float], digits: int) -> str:
+    return "n/a" if x is None else f"{x:+.{digits}f}"
 
 
 def table_header(results: Results) -> list[str]:
@@ -124,12 +132,24 @@ def scored_footnotes(results: Results) -> list[str]:
 
 
 TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",
-                "Clarif. effect", "BC Harm. (Δ)", "NC Util. (Δ)", "NC Harm. (Δ)"]
+                "Clarif. effect", "BC Harm. (Δ)", "BC − NC Harm.", "BC − NC % harm ≥ 4", "NC Util. (Δ)",
+                "NC Harm. (Δ)"]
 
 
 def meaning_lines(results: Results) -> list[str]:
     """One line each on what Recovery% and the clarification effect mean (results.json's ``meaning``)."""
-    return [RECOVERY_MEANING, CLARIFICATION_MEANING]
+    return [RECOVERY_MEANING, CLARIFICATION_MEANING, VS_NC_MEANING]
+
+
+def vs_nc_line(results: Results) -> str:
+    """BC's harm and violation changes against NC with their intervals (beside the changes from turn 1)."""
+    b = results.conditions.get("bc") or {}
+    if "harm_vs_nc" not in b:
+        return ""
+    ci = b.get("ci95") or {}
+    return (f"BC − NC (same queries and lengths, only BC clarifies): max harm {_signed(b.get('harm_vs_nc'), 2)} "
+            f"{_ci(ci.get('harm_vs_nc'), 2)}, % harm ≥ 4 {_signed(b.get('violation_rate_vs_nc'), 1)} "
+            f"{_ci(ci.get('violation_rate_vs_nc'))}.")
 
 
 def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
@@ -147,7 +167,8 @@ def table_markdown(results: Results) -> str:
     """SuiteReport.markdown: Table 2's layout for this run, then the 95% CIs and rates behind it (after the
     frame's title and status lines)."""
     out = [f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change "
-           "from turn 1; Recovery% = (BC util - T1 util) / oracle util * 100; Clarif. effect = BC util - NC util.\n",
+           "from turn 1; BC − NC: against NC on the same queries and lengths; Recovery% = (BC util - T1 util) / "
+           "oracle util * 100; Clarif. effect = BC util - NC util.\n",
            judges_line(results),
            *(f"- {line}.\n" for line in meaning_lines(results)),
            markdown_table(table_header(results), [table_row(results, marked=True)])]
@@ -179,6 +200,8 @@ def table_markdown(results: Results) -> str:
         if rec:
             out.append(f"\n{name}: {_f(rec['value'])} {_ci(rec['ci95'])}, bounds {_ci(rec.get('bounds'))}" +
                        (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
+    out.extend(f"\n{line}\n" for line in (fidelity_text((results.clarification_effect or {}).get("fidelity")),
+                                           vs_nc_line(results), run_power_line(results.sections.get("power"))) if line)
     out.append(helpful_markdown(results))
     out.append(mc_report.intent_markdown(results))
     return "\n".join(out)
@@ -195,14 +218,14 @@ def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[
         return table_row(r) if has_conditions(r) else [r.model or "?", *["n/a"] * (len(TABLE_HEADER) - 1)]
     if not any(r.sections.get(RUBRIC_SECTION) for r in results):
         return header, [row(r) for r in results]
-    # rubric runs: ranked by the spacing-free companion (BC − T1 helpful rate), its numbers beside the row
+    # rubric runs: ranked by the spacing-free companion (BC − NC helpful rate), its numbers beside the row
 
     def helpful(r: Results) -> list[Optional[float]]:
         h = r.sections.get(RUBRIC_SECTION) or {}
         return [((h.get("conditions") or {}).get("bc") or {}).get("value"),
                 (h.get("bc_minus_turn1") or {}).get("value"), (h.get("bc_minus_nc") or {}).get("value")]
-    ranked = sorted(results, key=lambda r: -(helpful(r)[1] if helpful(r)[1] is not None else -math.inf))
+    ranked = sorted(results, key=lambda r: -(helpful(r)[2] if helpful(r)[2] is not None else -math.inf))
     return header + HELPFUL_HEADER, [row(r) + [_f(x) for x in helpful(r)] for r in ranked]
 
 
-HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful (rank)", "BC − NC helpful"]
+HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful", "BC − NC helpful (rank)"]

@@ -29,12 +29,14 @@ def test_calibrate_20_on_the_sample_writes_the_agreement(scripted_server, tmp_pa
     per_item = [json.loads(line) for line in (out / "utility_judgments.jsonl").read_text().splitlines()]
     grouped = [json.loads(line) for line in (out / "utility_grouped_judgments.jsonl").read_text().splitlines()]
     sampled = {(r["conversation_id"], r["turn"]) for r in per_item}
-    assert 10 <= len(sampled) <= 20                                  # whole conversations, up to 20 replies
     transcripts = [json.loads(line) for line in (out / "transcripts.jsonl").read_text().splitlines()]
-    for tr in transcripts:                                           # every reply of a sampled conversation
-        turns = {m["turn"] for m in tr["messages"] if m["role"] == "assistant"}
-        assert {(tr["conversation_id"], t) for t in turns} <= sampled or \
-            not {(tr["conversation_id"], t) for t in turns} & sampled
+    replies = {tr["conversation_id"]: {(tr["conversation_id"], m["turn"]) for m in tr["messages"]
+                                       if m["role"] == "assistant"} for tr in transcripts}
+    queries = {tr["query_id"] for tr in transcripts if replies[tr["conversation_id"]] & sampled}
+    whole = {r for tr in transcripts if tr["query_id"] in queries for r in replies[tr["conversation_id"]]}
+    assert sampled == whole                                          # whole queries: every reply of each
+    assert len(sampled) <= 20 or len(queries) == 1                   # up to 20 replies (the first query always)
+    assert {tr["condition"] for tr in transcripts if tr["query_id"] in queries} >= {"turn1", "oracle", "bc", "nc"}
     assert {(r["conversation_id"], r["turn"], r["item_id"]) for r in per_item} <= \
         {(r["conversation_id"], r["turn"], r["item_id"]) for r in grouped}
     res = json.loads((out / "results.json").read_text())
@@ -50,7 +52,7 @@ def test_calibrate_20_on_the_sample_writes_the_agreement(scripted_server, tmp_pa
     assert f"calibrated on {len(sampled)} replies" in html and "Cohen&#x27;s kappa 1.000" in html
     assert "BC utility grouped - per-item 0.0" in html
     run = json.loads((out / "judge.json").read_text())
-    assert run["judges"]["jdg"]["calibration"] == {"replies": 20, "seed": 0}
+    assert run["judges"]["jdg"]["calibration"] == {"replies": len(sampled), "seed": 0}   # whole queries, <= 20
 
     again = invoke("agreement", out)                               # the two judgment sets, like two judges
     assert again.exit_code == 0, again.output
@@ -89,3 +91,24 @@ def test_calibration_numbers():
     assert cal["percent_agreement"]["value"] == 100.0 * 2 / 3
     assert cal["utility_difference"]["value"] == (50.0 + 0.0) / 2       # c1: 100 - 50; c2: 100 - 100
     assert verdict("x", "y") in (True, False)
+
+
+def test_calibration_samples_whole_queries_so_every_condition_stands_on_the_same_ones() -> None:
+    """The paper's plan shape (turn 1, oracle, 10 BC and 5 NC conversations of 2-6 replies per query): at N = 200
+    every sampled query brings every condition, so no headline number is left without its turn 1 or oracle."""
+    from types import SimpleNamespace
+
+    from carryon_eval.suites.carryonbench.scorers import calibration_sample
+
+    jobs = [SimpleNamespace(conversation_id=f"{c}:q{q}:{k}", query_id=f"q{q}", condition=c, moves=("m",) * n)
+            for q in range(50) for c, n, k in [("turn1", 0, 0), ("oracle", 0, 0),
+                                               *(("bc", 1 + k % 5, k) for k in range(10)),
+                                               *(("nc", 1 + k % 5, k) for k in range(5))]]
+    sampled = calibration_sample(jobs, 200)
+    by_id = {j.conversation_id: j for j in jobs}
+    queries = {by_id[c].query_id for c, _ in sampled}
+    assert 2 <= len(queries) and len(sampled) <= 200
+    for q in queries:                                   # each sampled query: all its conversations, every reply
+        mine = {(j.conversation_id, t) for j in jobs if j.query_id == q for t in range(1, len(j.moves) + 2)}
+        assert mine <= set(sampled)
+    assert calibration_sample(jobs, 200) == sampled     # seeded

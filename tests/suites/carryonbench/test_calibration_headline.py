@@ -1,4 +1,4 @@
-"""Calibration at the level people read: on a sample of whole conversations, the grouped-minus-per-item difference
+"""Calibration at the level people read: on a sample of whole queries, the grouped-minus-per-item difference
 of each headline utility number, with its interval, against a simulated truth (the difference on the whole run).
 Two grouped judges as in the field: one that flips 5% of the item verdicts, one that says "no" more often. Reply
 utility (what calibration compared before) moves little and, for the first, not as the headline does; the
@@ -56,9 +56,10 @@ def test_calibration_headline_differences_cover_the_whole_runs(name: str) -> Non
         per_item = synthetic_run(rng, 60)
         group = grouped(per_item, JUDGES[name], rng)
         truth = whole_run_difference(per_item, group)
-        picked = set(rng.sample([c.conversation_id for c in per_item], len(per_item) // 2))   # whole conversations
-        sample_p = [c for c in per_item if c.conversation_id in picked]
-        sample_g = [c for c in group if c.conversation_id in picked]
+        queries = sorted({c.query_id for c in per_item})
+        picked = set(rng.sample(queries, len(queries) // 2))                                # whole queries
+        sample_p = [c for c in per_item if c.query_id in picked]
+        sample_g = [c for c in group if c.query_id in picked]
         got = headline_differences(sample_g, sample_p, n_resamples=200, seed=seed)["numbers"]
         for n in HEADLINE_DIFFERENCES:
             lo, hi = got[n]["ci95"]

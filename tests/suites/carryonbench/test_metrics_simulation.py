@@ -52,7 +52,7 @@ def test_the_chosen_max_harm_estimator_has_the_smaller_worst_case_bias(capsys: A
 
 def test_random_unscored_judgments_move_no_headline_by_more_than_a_point() -> None:
     """Every headline number (utility, max harm, harm over turns, violation and harm-5 rates, their deltas from
-    turn 1) and Recovery%, mean over 8 seeds of the estimate at 10% random unscored minus the fully scored."""
+    turn 1, BC's harm and violation against NC) and Recovery%, mean over 8 seeds of the estimate at 10% random unscored minus the fully scored."""
     errors: dict[str, list[float]] = {}
     for seed in range(8):
         full = synthetic_run(random.Random(seed))
@@ -63,7 +63,8 @@ def test_random_unscored_judgments_move_no_headline_by_more_than_a_point() -> No
             if true is not None and value is not None and not name.endswith(".redundancy"):
                 errors.setdefault(name, []).append(value - true)
     moved = {name: fmean(e) for name, e in errors.items()}
-    assert len(moved) == 4 * 5 + 2 * 4 + 1 and all(abs(v) <= 1.0 for v in moved.values()), moved
+    # per condition five numbers, bc and nc four deltas, bc two against nc, Recovery%
+    assert len(moved) == 4 * 5 + 2 * 4 + 2 + 1 and all(abs(v) <= 1.0 for v in moved.values()), moved
 
 
 def bounded(conds: dict[str, Any], rec: dict[str, Any]) -> Iterator[tuple[str, Optional[float], Any, Any]]:
@@ -90,7 +91,7 @@ def test_every_headline_lies_in_its_bounds_and_in_its_interval(pattern: str) -> 
         assert b is not None, name
         assert b[0] - 1e-9 <= value <= b[1] + 1e-9, (name, value, b)
         assert ci is not None and ci[0] - 1e-9 <= value <= ci[1] + 1e-9, (name, value, ci)
-    assert checked == 4 * 5 + 2 * (4 + 1) + 1       # every headline, delta, redundancy and Recovery%
+    assert checked == 4 * 5 + 2 * (4 + 1) + 2 + 1   # every headline, delta, redundancy, BC against NC, Recovery%
     # the bounds hold the fully scored values too
     for name, value, b, _ in bounded(summary["conditions"], summary["recovery"]):
         true = dict((n, v) for n, v, _, _ in bounded(truth["conditions"], truth["recovery"]))[name]

@@ -1,0 +1,246 @@
+"""What a run of a given size can resolve, before it is paid for and after: the smallest difference between two
+models detectable at 80% power (two-sided 5%) on BC utility, Recovery%, the clarification effect and BC's violation
+rate, and the queries a difference needs. Pure functions (the arithmetic: carryon_eval.metrics.family).
+
+A comparison of two models stands on the SD over queries of their paired per-query difference, ``sd_pair``: for a
+number that is a mean over a query's conversations it shrinks as a query has more conversations (the full plan's 10
+BC and 5 NC against the quick subset's one of each), and it holds what two equally good models' queries differ by
+(a model helps on other queries than another) as well as the judge's noise. ``SPREADS`` are those SDs measured on
+the board simulation of equally good models (bench/bench_power.py; figures and what they assume in bench/README.md):
+an assumption about the models to be compared until a run replaces it. ``--power-from RUNDIR`` reads a finished
+run's own spread instead: each number's SD over queries from its reported 95% interval (half-width over t(n-1),
+times sqrt(n)), made the SD of a paired difference with the shipped correlation of two models' per-query numbers
+(``rho``: sd_pair = sd sqrt(2 (1 - rho))). A design between the two measured ones (conversations per query) is
+read between them, linear in 1 / (BC conversations per query).
+
+- ``design_power``: the dry run's table (``power`` of `--dry-run --json`, lines of the printed table);
+- ``run_power``: a finished run's own smallest detectable differences (results.json's ``power``, table.md,
+  report.html, the leaderboard).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
+from carryon_eval.suite.inputs import DesignNote, DesignView
+
+#: the numbers of the table: key (the leaderboard's column key) -> its name
+NUMBERS = {"bc.utility": "BC utility", "recovery": "Recovery%", "clarification_effect": "clarification effect",
+           "bc.violation_rate": "BC violation rate"}
+#: the conditions each number needs
+NEEDS = {"bc.utility": ("bc",), "recovery": ("turn1", "oracle", "bc"), "clarification_effect": ("bc", "nc"),
+         "bc.violation_rate": ("bc",)}
+#: BC conversations per query in the two measured designs
+BC_PER_QUERY = {"full": 10, "quick": 1}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One number's per-query spread in one design: one model's SD over queries, the correlation of two models'
+    per-query numbers, and the SD of their paired difference."""
+    sd: float
+    rho: float
+    sd_pair: float
+
+
+#: measured by bench/bench_power.py (20,000 queries, seed 0; bench/README.md)
+SPREADS: dict[str, dict[str, Spread]] = {
+    "full": {"bc.utility": Spread(11.76, 0.303, 13.89), "recovery": Spread(26.77, 0.136, 35.19),
+             "clarification_effect": Spread(5.82, 0.000, 8.23), "bc.violation_rate": Spread(33.70, 0.859, 17.90)},
+    "quick": {"bc.utility": Spread(21.22, 0.604, 18.87), "recovery": Spread(38.93, 0.443, 41.09),
+              "clarification_effect": Spread(28.67, 0.739, 20.73), "bc.violation_rate": Spread(46.71, 0.514, 46.04)},
+}
+SOURCE = ("the board simulation of two equally good models (bench/bench_power.py: per-query difficulty shared, each "
+          "model better on some queries, a judge misreading 5% of verdicts)")
+
+
+def _between(key: str, bc_per_query: float, spread: str = "sd_pair") -> float:
+    """A spread at a design of ``bc_per_query`` BC conversations per query, read between the measured designs,
+    linear in 1 / (BC conversations per query) on the variance."""
+    full, quick = (getattr(SPREADS[d][key], spread) ** 2 for d in ("full", "quick"))
+    x = (1 / max(bc_per_query, 1) - 1 / BC_PER_QUERY["full"]) / (1 / BC_PER_QUERY["quick"] - 1 / BC_PER_QUERY["full"])
+    return math.sqrt(max(full + (quick - full) * min(max(x, 0.0), 1.0), 0.0))
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a run's power stands on: its queries, the conditions it runs and its BC conversations per query."""
+    n_queries: int
+    conditions: tuple[str, ...]
+    bc_per_query: float
+
+    @classmethod
+    def of_jobs(cls, jobs: Sequence[Any]) -> "Design":
+        """The design of a run's planned jobs (conversation_id, query_id, condition)."""
+        queries = {j.query_id for j in jobs}
+        conditions = tuple(dict.fromkeys(j.condition for j in jobs))
+        bc = [j for j in jobs if j.condition == "bc"]
+        per = len(bc) / len({j.query_id for j in bc}) if bc else 0.0
+        return cls(len(queries), conditions, per)
+
+
+def _nearest(bc_per_query: float) -> str:
+    return "full" if bc_per_query >= 3 else "quick"
+
+
+def read_spreads(results: Sequence[Any], bc_per_query: float) -> dict[str, float]:
+    """Per number, the paired SD of ``--power-from`` runs' own numbers (results.json records) at a design of
+    ``bc_per_query``: each run's SD over queries from its reported interval, made paired with the shipped ``rho``
+    of its design, moved to the planned design as the shipped spreads move, and their root mean square."""
+    out: dict[str, float] = {}
+    for key in NUMBERS:
+        pairs = []
+        for r in results:
+            sd, per = own_sd(r, key), _bc_per_query(r)
+            if sd is not None and per:
+                paired = sd * math.sqrt(2 * (1 - SPREADS[_nearest(per)][key].rho))
+                pairs.append(paired * _between(key, bc_per_query) / _between(key, per))
+        if pairs:
+            out[key] = math.sqrt(sum(p * p for p in pairs) / len(pairs))
+    return out
+
+
+def _bc_per_query(results: Any) -> float:
+    return bc_per_query_of(results.conditions)
+
+
+def bc_per_query_of(conditions: Mapping[str, Any]) -> float:
+    """BC conversations per query of a run (results.json's conditions)."""
+    block = conditions.get("bc") or {}
+    n, q = block.get("n_conversations") or 0, block.get("n_queries") or 0
+    return n / q if q else 0.0
+
+
+def intervals_of(conditions: Mapping[str, Any], recovery: Mapping[str, Any],
+                 effect: Mapping[str, Any]) -> dict[str, Optional[list[float]]]:
+    """Each number of the table's reported 95% interval (results.json's blocks)."""
+    out: dict[str, Optional[list[float]]] = {"recovery": (recovery or {}).get("ci95"),
+                                             "clarification_effect": (effect or {}).get("ci95")}
+    for key in ("bc.utility", "bc.violation_rate"):
+        cond, metric = key.split(".")
+        out[key] = ((conditions.get(cond) or {}).get("ci95") or {}).get(metric)
+    return out
+
+
+def own_sd(results: Any, key: str) -> Optional[float]:
+    """One run's SD over queries of a number, from its reported 95% interval."""
+    ci = intervals_of(results.conditions, results.recovery, results.clarification_effect)[key]
+    return sd_from_interval(ci, (results.n or {}).get("queries") or 0)
+
+
+def sd_from_interval(ci: Optional[Sequence[float]], n: int) -> Optional[float]:
+    """The SD over n queries a 95% interval stands for: half its width over t(n-1), times sqrt(n)."""
+    if not ci or n < 3:
+        return None
+    return (ci[1] - ci[0]) / 2 / t_quantile(0.975, n - 1) * math.sqrt(n)
+
+
+# ---------------------------------------------------------------- the dry run's table
+def design_power(design: Design, measured: Optional[Mapping[str, float]] = None, detect: Optional[float] = None,
+                 models: int = 14, source: str = "") -> dict[str, Any]:
+    """The dry run's ``power`` object: per number, the smallest difference two models must differ by to be seen
+    at 80% power with this design, the same as one pair of a board of ``models`` (its verdicts adjusted over all
+    pairs, Holm), the SD it stands on and, with ``detect``, the queries that difference needs."""
+    pairs = models * (models - 1) // 2
+    numbers: dict[str, Any] = {}
+    for key, name in NUMBERS.items():
+        missing = [c for c in NEEDS[key] if c not in design.conditions]
+        if missing:
+            numbers[key] = {"name": name, "detectable": None, "reason": f"the run has no {', '.join(missing)}"}
+            continue
+        own = (measured or {}).get(key)
+        sd = own or _between(key, design.bc_per_query)
+        row = {"name": name, "sd_pair": round(sd, 2), "spread": "--power-from" if own else "shipped",
+               "detectable": _round(detectable(sd, design.n_queries)),
+               f"detectable_among_{models}": _round(_board_detectable(sd, design.n_queries, pairs))}
+        if detect is not None:
+            row["queries_for_detect"] = queries_needed(detect, sd)
+        numbers[key] = row
+    return {"n_queries": design.n_queries, "bc_per_query": round(design.bc_per_query, 2), "power": POWER,
+            "level": 0.95, "detect": detect, "numbers": numbers,
+            "spreads": source or ("measured from --power-from runs" if measured else SOURCE),
+            "meaning": "the smallest difference between two models' numbers (points) that this design detects 80% "
+                       f"of the time; 'among {models}': one pair of a board of {models} models, its verdict "
+                       f"adjusted over the {pairs} pairs (Holm)"}
+
+
+def _board_detectable(sd: float, n: int, pairs: int) -> Optional[float]:
+    """The smallest difference detectable at 80% power when the verdict must pass Holm's first (strictest) step of
+    ``pairs`` pairs."""
+    if n < 3:
+        return None
+    return (holm_criticals(pairs, n - 1)[0] + t_quantile(POWER, n - 1)) * sd / math.sqrt(n)
+
+
+def _round(x: Optional[float]) -> Optional[float]:
+    return None if x is None else round(x, 2)
+
+
+def power_lines(table: Mapping[str, Any]) -> list[str]:
+    """The printed table's lines."""
+    models = next((k.split("_")[-1] for row in table["numbers"].values() for k in row
+                   if k.startswith("detectable_among")), "14")
+    lines = [f"power: the smallest difference between two models detectable 80% of the time with {table['n_queries']} "
+             f"queries ({table['bc_per_query']:g} BC conversations per query; spreads: {table['spreads']}):"]
+    for row in table["numbers"].values():
+        if row["detectable"] is None:
+            lines.append(f"  {row['name']:<22} n/a ({row.get('reason', 'too few queries')})")
+            continue
+        among = row.get(f"detectable_among_{models}")
+        text = (f"  {row['name']:<22} {row['detectable']:6.1f} points (one pair among {models} models, adjusted: "
+                f"{'n/a' if among is None else f'{among:.1f}'}); per-query SD of a paired difference "
+                f"{row['sd_pair']:.1f}")
+        if table.get("detect") is not None:
+            text += f"; {row['queries_for_detect']} queries to detect {table['detect']:g}"
+        lines.append(text)
+    return lines
+
+
+# ---------------------------------------------------------------- a finished run's own
+def run_power(n_queries: int, intervals: Mapping[str, Optional[Sequence[float]]],
+              bc_per_query: float) -> dict[str, Any]:
+    """results.json's ``power``: per number, the smallest difference between this model and another like it that
+    this run's size detects 80% of the time, from the run's own spread (its reported interval, ``intervals``) and
+    the shipped correlation of two models' per-query numbers; None with the reason where the run lacks it."""
+    out: dict[str, Any] = {}
+    for key, name in NUMBERS.items():
+        sd = sd_from_interval(intervals.get(key), n_queries)
+        if sd is None:
+            out[key] = {"name": name, "detectable": None,
+                        "reason": "no interval" if n_queries >= 3 else f"{n_queries} queries: too few for an interval"}
+            continue
+        pair = sd * math.sqrt(2 * (1 - SPREADS[_nearest(bc_per_query)][key].rho))
+        out[key] = {"name": name, "detectable": _round(detectable(pair, n_queries)), "sd_pair": round(pair, 2)}
+    return {"n_queries": n_queries, "numbers": out,
+            "meaning": "the smallest difference between this model and another like it that a run of this size "
+                       "detects 80% of the time (two-sided 5%), from this run's own intervals: differences between "
+                       "models smaller than these are not resolved by this run"}
+
+
+def run_power_line(power: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """One line of a run's own smallest detectable differences (table.md, report.html)."""
+    if not power:
+        return None
+    parts = [f"{row['name']} {row['detectable']:.1f}" for row in power["numbers"].values()
+             if row.get("detectable") is not None]
+    if not parts:
+        return None
+    return (f"Smallest difference between two models this run's {power['n_queries']} queries detect 80% of the time "
+            f"(points): " + "; ".join(parts) + ". Smaller differences between models are not resolved by this run.")
+
+
+def design_note(view: DesignView) -> Optional[DesignNote]:
+    """Suite.design: the dry run's power table of the run's CarryOnBench jobs (None without any)."""
+    design = Design.of_jobs(view.jobs)
+    if not design.n_queries:
+        return None
+    measured = read_spreads(view.power_from, design.bc_per_query) if view.power_from else None
+    source = ""
+    if view.power_from:
+        source = (f"read from {len(view.power_from)} finished run(s) (--power-from)" + (
+            "; a number they have no interval for from " + SOURCE if len(measured or {}) < len(NUMBERS) else "")
+                  if measured else f"{SOURCE}: the --power-from runs have no interval to read (too few queries)")
+    table = design_power(design, measured, view.detect, source=source)
+    return DesignNote({"power": table}, tuple(power_lines(table)))
