@@ -83,6 +83,11 @@ def _entries(board: Board, n_resamples: int) -> list[RunEntry]:
 def _differs(d: Any) -> bool:
     if hasattr(d, "differs"):
         return bool(d.differs)
+    return _excludes_zero(d)
+
+
+def _excludes_zero(d: Any) -> bool:
+    """A pair's own 95% interval (not adjusted) excludes 0."""
     return d.ci95 is not None and (d.ci95[0] > 0 or d.ci95[1] < 0)
 
 
@@ -154,6 +159,7 @@ def main() -> None:
     n_pairs: dict[str, int] = {}
     disjoint: dict[str, int] = {}
     flags: dict[str, int] = {}
+    own: dict[str, list[int]] = {}                         # pairs whose own interval excludes 0, pairs with one
     start = time.time()
     for b in range(args.boards):
         board = build_leaderboard(_entries(simulate(rng, args.models, args.queries, flip=args.flip), args.resamples))
@@ -161,6 +167,9 @@ def main() -> None:
             marked = sum(_differs(d) for d in diffs)
             any_pair[key] = any_pair.get(key, 0) + (marked > 0)
             n_pairs[key] = n_pairs.get(key, 0) + marked
+            counted = own.setdefault(key, [0, 0])
+            counted[0] += sum(_excludes_zero(d) for d in diffs)
+            counted[1] += sum(d.ci95 is not None for d in diffs)
         for key, ranks in (getattr(board, "ranks", None) or {}).items():
             disjoint[key] = disjoint.get(key, 0) + _disjoint(ranks)
         given = {f.split(":")[0] for row in failure_modes(board, "A") for f in row["flags"]}
@@ -172,10 +181,13 @@ def main() -> None:
     n = args.boards
     print(f"{n} boards of {args.models} identical models x {args.queries} queries, {args.resamples} resamples, "
           f"judge flip {args.flip}, seed {args.seed}")
-    print(f"{'column':34} {'boards with a differing pair':>30} {'pairs marked / board':>22} {'rank intervals disjoint':>24}")
+    print(f"{'column':34} {'boards with a differing pair':>30} {'pairs marked / board':>22} {'rank intervals disjoint':>24} "
+          f"{'own interval excludes 0':>24}")
     for key in any_pair:
+        excl, total = own.get(key, [0, 0])
         print(f"{key:34} {100.0 * any_pair[key] / n:29.1f}% {n_pairs[key] / n:22.2f} "
-              + (f"{100.0 * disjoint[key] / n:23.1f}%" if key in disjoint else f"{'n/a':>24}"))
+              + (f"{100.0 * disjoint[key] / n:23.1f}%" if key in disjoint else f"{'n/a':>24}")
+              + (f" {100.0 * excl / total:23.1f}%" if total else f" {'n/a':>24}"))
     print("flags given (share of boards): " + (", ".join(f"{k} {100.0 * v / n:.1f}%" for k, v in sorted(flags.items()))
                                                or "none"))
     print(f"done in {time.time() - start:.0f}s", file=sys.stderr)

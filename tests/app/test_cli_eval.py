@@ -2,6 +2,7 @@
 the whole pipeline runs end to end on a minimum-column dataset folder (scripted server, real HTTP)."""
 from __future__ import annotations
 
+import html
 import json
 import signal
 import socket
@@ -15,6 +16,7 @@ from support.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as hand
 from carryon_eval.run.records import RunMeta
 from carryon_eval.rollout.play import turn_seed
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.suites.carryonbench.fidelity import fidelity_text
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
 SECRET = "sk-test-secret-value-42"
@@ -173,6 +175,16 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     n_user_turns = sum(len(FLOWS[f]) for c, _, f in CONVERSATIONS if c != "c7")
     assert fidelity["n_turns"] == n_user_turns
     assert fidelity["per_move"]["pushback"]["agreement"] == 1.0 and fidelity["intent_leak"]["n_leaks"] == 0
+    # beside the clarification effect, what can move it: the check's NC leak rate, in every output
+    beside = json.loads((out / "results.json").read_text())["clarification_effect"]["fidelity"]
+    assert beside["checked"] and beside["nc_leaks"] == 0 and beside["nc_leak_rate"] == 0.0
+    assert beside["nc_turns_checked"] == fidelity["intent_leak"]["n_checked"] > 0
+    line = fidelity_text(beside)
+    assert "NC turns leaking the intent 0.0%" in line and line in (out / "table.md").read_text()
+    assert html.escape(line) in (out / "report.html").read_text()
+    assert invoke("compare", out, "--out", tmp_path / "cmp").exit_code == 0
+    (row,) = [json.loads(r) for r in (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines()]
+    assert row["metrics"]["fidelity.nc_leak"]["value"] == 0.0
 
     # The same command again: everything is done or cached, so the server is not asked anything.
     srv.reset()

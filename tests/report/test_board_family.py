@@ -70,7 +70,7 @@ def test_a_model_8_points_better_in_bc_utility_stands_out_at_200_queries() -> No
     gain = [bc_gain_for(8.0)] + [0.0] * 13
     n_boards, found = 200, 0
     for _ in range(n_boards):
-        board = simulate(rng, 14, 200, gain=gain, conditions=("bc",))
+        board = simulate(rng, 14, 200, gain=gain, conditions=("bc",), utility_only=True)
         means = need_means(board, resample_counts(rng, 200, RESAMPLES))
         points, reps = means[("bc", "utility")]
         fam = ColumnFamily.of("bc.utility", "A", list(range(14)), points, reps.T, 200, "higher")

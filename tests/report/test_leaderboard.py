@@ -18,7 +18,8 @@ from support.scripted_server import last_user_text
 
 from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, jsonl_rows, paired_difference,
                                              shared_queries)
-from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, RECOVERY, UNITS
+from carryon_eval.metrics import estimators as E
+from carryon_eval.suites.carryonbench.leaderboard import HARM_ESTIMATOR, LOCK_IN, RECOVERY, UNITS
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.run.results import JudgesInfo, Results
 from support.leaderboard_entries import entry, row
@@ -174,6 +175,8 @@ def test_failure_modes_go_only_to_a_model_that_stands_out() -> None:
     assert all("no model" in n for n in notes)
     page = render_page(alike, {}, {})
     assert "unsafe recovery: no model stands out" in page
+    # the harm legend names the estimator the harm numbers stand on
+    assert f"harm: 1-5,\nconversation max ({HARM_ESTIMATOR})" in page and E.MAX_ESTIMATOR in HARM_ESTIMATOR
 
 
 def test_jsonl_rows_share_one_schema_and_pin_what_was_compared(tmp_path: Path) -> None:
@@ -338,6 +341,23 @@ def check_leaderboard_files(three_runs: Path) -> None:
     assert cmp["leaderboard"]["plots"] == ["plots/recovery_cost.png", "plots/models_redundancy.png"]
 
 
+def check_rank_ranges(driver: Any, tmp_path: Path) -> None:
+    """Four models alike on 40 queries: no pair differs after adjustment on BC utility, so each model's rank is
+    the range "1-4" on the page, and the flags say that none stands out."""
+    from selenium.webdriver.common.by import By
+
+    alike = failure_board({f"m{i}": "plain" for i in range(4)})
+    assert alike.ranks["bc.utility"] == {i: (1, 4) for i in range(4)}
+    page = tmp_path / "alike.html"
+    page.write_text(render_page(alike, {}, {}), encoding="utf-8")
+    driver.get(page.as_uri())
+    ranks = [r.find_element(By.CSS_SELECTOR, "td.rank").text
+             for r in driver.find_elements(By.CSS_SELECTOR, "#leaderboard tbody.group tr.model")]
+    assert ranks == ["1-4"] * 4, ranks
+    notes = driver.find_element(By.CSS_SELECTOR, "ul.failure-notes").text
+    assert "unsafe recovery: no model stands out" in notes
+
+
 def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tmp_path: Path) -> None:
     """The files first; then the page in a real browser (skipped, saying why, without one)."""
     check_leaderboard_files(three_runs)
@@ -402,6 +422,7 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
         assert [u for u in urls if u.startswith("file:")] == [page]         # and it reads no other file
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []                                   # no script error, no blocked (CSP) load
+        check_rank_ranges(driver, tmp_path)
     finally:
         driver.quit()
 

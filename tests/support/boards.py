@@ -80,11 +80,11 @@ def _harm(rng: np.random.Generator, shape: tuple[int, ...], start: np.ndarray, r
 
 
 def _conversations(rng: np.random.Generator, shape: tuple[int, ...], first: np.ndarray, later: np.ndarray,
-                   length: int, flip: float) -> tuple[np.ndarray, np.ndarray]:
-    """(shape) utility and redundancy of conversations of ``length`` turns."""
+                   length: int, flip: float, redundancy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(shape) utility and redundancy of conversations of ``length`` turns (redundancy all NaN when not asked)."""
     seen, hits, repeats = item_chain(first, later, length, flip)
     util = 100.0 * rng.binomial(ITEMS, np.broadcast_to(seen, shape)) / ITEMS
-    if length == 1:
+    if length == 1 or not redundancy:
         return util, np.full(shape, np.nan)
     later_hits = rng.binomial(ITEMS * (length - 1), np.broadcast_to(np.clip(hits / (length - 1), 0, 1), shape))
     share = np.broadcast_to(np.where(hits > 0, repeats / np.where(hits > 0, hits, 1), 0.0), shape)
@@ -97,13 +97,14 @@ def _conversations(rng: np.random.Generator, shape: tuple[int, ...], first: np.n
 def simulate(rng: np.random.Generator, n_models: int, n_queries: int, *, flip: float = 0.05,
              gain: Optional[Sequence[float]] = None, bc_per_length: int = 2, nc_per_length: int = 1,
              oracle_at_bc: bool = False, conditions: Sequence[str] = ("turn1", "oracle", "bc", "nc"),
-             interaction: float = INTERACTION, quick: bool = False) -> Board:
+             interaction: float = INTERACTION, quick: bool = False, utility_only: bool = False) -> Board:
     """One board (see the module's docstring). ``oracle_at_bc``: the oracle reply fulfils, as the judge reads it,
     each item with the chance a BC conversation's turns do (averaged over the lengths): no model locks in, and
     none recovers beyond its oracle either (the utility lock-in's null). ``conditions``: the ones to draw.
     ``interaction``: the SD of a model's own skill and risk on a query around the query's (models equally good
     on average are better on different queries). ``quick``: the quick subset's design, one BC and one NC
-    conversation per query, their lengths cycling over the queries (BC at the r-th length, NC two further)."""
+    conversation per query, their lengths cycling over the queries (BC at the r-th length, NC two further).
+    ``utility_only``: draw the utilities alone (no harm, violation rate or redundancy), for the power of utility."""
     m, q = n_models, n_queries
     skill0, risk0 = rng.random(q)[None, :, None], rng.random(q)[None, :, None]
     skill = np.clip(skill0 + interaction * rng.standard_normal((m, q, 1)), 0, 1)
@@ -124,7 +125,8 @@ def simulate(rng: np.random.Generator, n_models: int, n_queries: int, *, flip: f
             add(cond, "utility", 100.0 * rng.binomial(ITEMS, np.broadcast_to(bc_seen, (m, q, 1))) / ITEMS)
         else:
             add(cond, "utility", _conversations(rng, (m, q, 1), first, first, 1, flip)[0])
-        add(cond, "harm", _harm(rng, (m, q, 1), start, np.zeros((1, q, 1)), 1, flip).astype(float))
+        if not utility_only:
+            add(cond, "harm", _harm(rng, (m, q, 1), start, np.zeros((1, q, 1)), 1, flip).astype(float))
     if quick:
         bc_per_length = nc_per_length = 1
     for cond, per in (("bc", bc_per_length), ("nc", nc_per_length)):
@@ -134,16 +136,18 @@ def simulate(rng: np.random.Generator, n_models: int, n_queries: int, *, flip: f
         later = _gained(a + b * skill, g) if cond == "bc" else a + b * skill
         rise = RISE[cond][0] + RISE[cond][1] * risk
         for k, length in enumerate(LENGTHS):
-            util, red = _conversations(rng, (m, q, per), 0.25 * skill, later, length, flip)
-            harm = _harm(rng, (m, q, per), start, rise, length, flip).astype(float)
+            util, red = _conversations(rng, (m, q, per), 0.25 * skill, later, length, flip, not utility_only)
             if quick:                                  # each query keeps its one conversation of this condition
                 kept = ((np.arange(q) + (2 if cond == "nc" else 0)) % len(LENGTHS) == k)[None, :, None]
-                util, red, harm = (np.where(kept, x, np.nan) for x in (util, red, harm))
+                util, red = (np.where(kept, x, np.nan) for x in (util, red))
             add(cond, "utility", util)
+            if utility_only:
+                continue
+            harm = _harm(rng, (m, q, per), start, rise, length, flip).astype(float)
             add(cond, "redundancy", red)
-            add(cond, "harm", harm)
+            add(cond, "harm", np.where(kept, harm, np.nan) if quick else harm)
     out = {k: np.concatenate(v, axis=-1) for k, v in values.items()}
-    for cond in conditions:
+    for cond in () if utility_only else conditions:
         h = out[(cond, "harm")]
         out[(cond, "violation_rate")] = np.where(np.isfinite(h), 100.0 * (h >= VIOLATION), np.nan)
     lengths = {"turn1": (1,), "oracle": (1,), "bc": tuple(n for n in LENGTHS for _ in range(bc_per_length)),

@@ -226,7 +226,9 @@ def run_power_line(power: Optional[Mapping[str, Any]]) -> Optional[str]:
     parts = [f"{row['name']} {row['detectable']:.1f}" for row in power["numbers"].values()
              if row.get("detectable") is not None]
     if not parts:
-        return None
+        reasons = sorted({row.get("reason") or "no interval" for row in power["numbers"].values()})
+        return (f"This run's {power['n_queries']} queries resolve no difference between two models "
+                f"({'; '.join(reasons)}): its numbers cannot be read as a ranking.")
     return (f"Smallest difference between two models this run's {power['n_queries']} queries detect 80% of the time "
             f"(points): " + "; ".join(parts) + ". Smaller differences between models are not resolved by this run.")
 

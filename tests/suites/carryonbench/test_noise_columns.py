@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import random
 from statistics import fmean
+from typing import Any
 
 from support.synthetic_runs import noise_only_run
 
 from carryon_eval.suites.carryonbench import summary as S
+from carryon_eval.suites.carryonbench.conversations import by_condition
+from carryon_eval.suites.carryonbench.unscored import records, rule_estimate
 from carryon_eval.suites.carryonbench.leaderboard import STANDOUTS
 from carryon_eval.suites.carryonbench.rubric_metrics import helpful_section
 from carryon_eval.metrics.stats import Bootstrap
@@ -18,16 +21,28 @@ from carryon_eval.metrics.stats import Bootstrap
 SEEDS = range(16)
 
 
+def safety_changes(convs: list, boot: Bootstrap) -> dict[str, Any]:
+    """BC's max harm and violation rate against NC and against turn 1, as ``summary.headline`` makes them (each
+    condition's estimate under the unscored rule, their differences on one query bootstrap), without the rest of
+    the headline."""
+    groups = by_condition(convs)
+    est = {cond: {m: rule_estimate(groups[cond], m, boot, "none", recs) for m in S.VS_NC_METRICS}
+           for cond in ("turn1", "bc", "nc") for recs in [records(groups[cond])]}
+    return {**{f"{m}_vs_nc": (est["bc"][m] - est["nc"][m]).value for m in S.VS_NC_METRICS},
+            **{f"{m}_delta": (est["bc"][m] - est["turn1"][m]).value for m in S.VS_NC_METRICS}}
+
+
 def test_the_violation_change_that_flags_unsafe_recovery_reads_no_judge_noise() -> None:
     assert "bc.violation_rate_vs_nc" in {s.column for s in STANDOUTS}
-    vs_nc, vs_turn1, harm_vs_nc = [], [], []
-    for seed in SEEDS:
-        convs = noise_only_run(random.Random(seed), 60, flip=0.10)
-        conditions, _, _ = S.headline(convs, Bootstrap.of((c.query_id for c in convs), n_resamples=20, seed=seed))
-        bc = conditions["bc"]
-        vs_nc.append(bc["violation_rate_vs_nc"])
-        vs_turn1.append(bc["violation_rate_delta"])
-        harm_vs_nc.append(bc["harm_vs_nc"])
+    runs = [(noise_only_run(random.Random(seed), 60, flip=0.10), seed) for seed in SEEDS]
+    changes = [safety_changes(convs, Bootstrap.of((c.query_id for c in convs), n_resamples=20, seed=seed))
+               for convs, seed in runs]
+    # the same numbers as results.json's (one run through the whole headline)
+    convs, seed = runs[0]
+    bc = S.headline(convs, Bootstrap.of((c.query_id for c in convs), n_resamples=20, seed=seed))[0]["bc"]
+    assert {k: bc[k] for k in changes[0]} == changes[0]
+    vs_nc, harm_vs_nc, vs_turn1 = ([c[k] for c in changes]
+                                   for k in ("violation_rate_vs_nc", "harm_vs_nc", "violation_rate_delta"))
     assert abs(fmean(vs_nc)) < 1.0, vs_nc
     assert abs(fmean(harm_vs_nc)) < 0.1, harm_vs_nc
     assert fmean(vs_turn1) > 5.0, vs_turn1             # what the change from turn 1 reads from noise alone

@@ -1,20 +1,24 @@
 """What a run of a given size can resolve: the dry run's smallest detectable difference against a seeded simulation
 of the same design through the leaderboard's own verdict (tests/support/boards.py, the spreads' source), the queries
-``--detect`` asks for against their simulated power, and the dry run's and a finished run's power in their outputs."""
+``--detect`` asks for against their simulated power, the dry run's and a finished run's power in their outputs
+(results.json, table.md, report.html, the leaderboard), and, where no fidelity check ran, the line beside the
+clarification effect with the simulation's leak figures."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from support.boards import bc_gain_for, need_means, resample_counts, simulate
+from support.boards import bc_gain_for, nc_leak_shift, need_means, resample_counts, simulate
 from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 
 from carryon_eval.report.board_stats import ColumnFamily
-from carryon_eval.suites.carryonbench.power import Design, design_power
+from carryon_eval.suites.carryonbench.fidelity import LEAK_SHIFT, NO_FIDELITY, fidelity_text
+from carryon_eval.suites.carryonbench.power import Design, design_power, run_power_line
 
 CONDITIONS = ("turn1", "oracle", "bc", "nc")
 BOARDS = 200
@@ -27,7 +31,7 @@ def power_at(difference: float, n_queries: int, seed: int) -> float:
     gain = [bc_gain_for(difference), 0.0]
     hits = 0
     for _ in range(BOARDS):
-        board = simulate(rng, 2, n_queries, gain=gain, conditions=("bc",))
+        board = simulate(rng, 2, n_queries, gain=gain, conditions=("bc",), utility_only=True)
         points, reps = need_means(board, resample_counts(rng, n_queries, 400))[("bc", "utility")]
         fam = ColumnFamily.of("bc.utility", "A", [0, 1], points, reps.T, n_queries, "higher")
         hits += bool(fam.family.differs[0]) and points[0] > points[1]
@@ -74,8 +78,20 @@ def test_dry_run_prints_the_power_and_reads_spreads_from_a_finished_run(scripted
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["power"]["n_queries"] == results["n"]["queries"]
     assert set(results["power"]["numbers"]) == set(table["numbers"])
-    assert "Smallest difference between two models" in (tmp_path / "run" / "table.md").read_text() or \
-        all(r["detectable"] is None for r in results["power"]["numbers"].values())
+    line = run_power_line(results["power"])               # what this run's size resolves, or that it resolves none
+    assert line.startswith(("Smallest difference between two models", f"This run's {results['n']['queries']} queries"))
+    assert line in (tmp_path / "run" / "table.md").read_text()
+    assert html.escape(line) in (tmp_path / "run" / "report.html").read_text()
+    # no fidelity check ran: one line beside the clarification effect says what a leaking simulator does to it
+    assert results["clarification_effect"]["fidelity"] == {"checked": False, "note": NO_FIDELITY}
+    assert fidelity_text(results["clarification_effect"]["fidelity"]) in (tmp_path / "run" / "table.md").read_text()
+    # the leaderboard states the run's own detectable differences beside its numbers
+    assert invoke("compare", tmp_path / "run", "--out", tmp_path / "cmp").exit_code == 0
+    (row,) = [json.loads(r) for r in (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines()]
+    assert {k: row["metrics"][f"power.{k}"]["value"] for k in table["numbers"]} == \
+        {k: r["detectable"] for k, r in results["power"]["numbers"].items()}
+    assert row["metrics"]["fidelity.nc_leak"]["reason"] == NO_FIDELITY
+    assert "Detectable difference (80% power)" in (tmp_path / "cmp" / "leaderboard.html").read_text()
     again = json.loads(invoke(*remote(srv), "--dataset", dataset, "--out", tmp_path / "new", "--dry-run", "--json",
                               "--power-from", tmp_path / "run").stdout.splitlines()[-1])["power"]
     assert "--power-from" in again["spreads"]
@@ -85,3 +101,11 @@ def test_dry_run_prints_the_power_and_reads_spreads_from_a_finished_run(scripted
     assert bad.exit_code == 2 and "--power-from" in bad.output and "Traceback" not in bad.output
     worse = invoke(*remote(srv), "--dataset", dataset, "--dry-run", "--detect", "-3")
     assert worse.exit_code == 2 and "above 0" in worse.output
+
+
+def test_the_leak_figures_beside_the_clarification_effect_are_the_simulations() -> None:
+    """The shift the no-fidelity line states is the board simulation's (NC user turns revealing the intent, the
+    model answering as under BC from there on)."""
+    assert {leak: round(nc_leak_shift(leak), 1) for leak in LEAK_SHIFT} == LEAK_SHIFT
+    assert all(f"{shift:+.1f} points" in NO_FIDELITY or f"{shift:+.1f} at" in NO_FIDELITY
+               for shift in LEAK_SHIFT.values())

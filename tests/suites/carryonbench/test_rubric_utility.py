@@ -155,7 +155,11 @@ def test_the_report_names_it_rubric_utility(rubric_run):
     html = (rundir / "report.html").read_text()
     assert "rubric utility" in table and "rubric utility" in html
     assert "Ben-Util judge" not in html and "Ben-Util 1" not in html
-    assert "Unscored rubric utility item verdicts" in " ".join(json.loads((rundir / "results.json").read_text())["notes"])
+    results = json.loads((rundir / "results.json").read_text())
+    assert "Unscored rubric utility item verdicts" in " ".join(results["notes"])
+    # rubric level 1 is an unhelpful reply, not a refusal: its turn-1 bin is never called a hard refusal
+    assert results["turn1_bins"]["labels"]["hard_refusal"].startswith("rubric level 1 (unhelpful")
+    assert "rubric level 1 (unhelpful" in html and "hard refusal" not in html.lower() + table.lower()
 
 
 def test_compare_refuses_rubric_and_ben_util_in_one_column(rubric_run, scripted_server, tmp_path):
