@@ -38,9 +38,12 @@ def register_stage(stage: str, role: str) -> None:
 
 def role_of(stage: str) -> str:
     """The role a call of ``stage`` was made for (its model's role), whichever wing made it."""
-    from carryon_eval.suite import suites     # the wings register their stages when found
+    from carryon_eval.suite import load_wings, suites     # the wings register their stages when loaded
 
     suites()
+    if stage not in STAGE_ROLES and stage not in ("target", "user_simulator") \
+            and not stage.startswith(("judge", "fidelity")):
+        load_wings()                          # a wing's own stage: registered when its hooks are imported
     if stage in STAGE_ROLES:
         return STAGE_ROLES[stage]
     if stage == "user_simulator":

@@ -93,7 +93,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         run = RunFolder(cfg.out or default_out(target_name, cfg.dataset, cfg.limit, cfg.subset, given))
         earlier = run.read_meta().suites if run.exists() else None
         records = load_inputs(bench, suite_options(cfg), earlier, base=run.path)      # the suites' own inputs, checked
-        conditions = available(bench, cfg.conditions) if cfg.conditions_all else list(cfg.conditions)
+        conditions = available(bench, cfg.conditions, records) if cfg.conditions_all else list(cfg.conditions)
         say = out.note if cfg.dry_run_json else out.info       # --json: the table is stdout's only line
         cfg, configured = configure(cfg, bench, conditions)
         for line in (line for c in configured for line in c.lines):

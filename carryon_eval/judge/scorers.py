@@ -161,9 +161,11 @@ def register(cls: Any) -> Any:
 
 
 def make_scorer(name: str, options: JudgeSettings = JudgeSettings()) -> Scorer:
-    from carryon_eval.suite import suites     # the suites bring their scorers (their records import them)
+    from carryon_eval.suite import load_wings_of, suites     # the wings register their scorers
 
     suites()
+    if name not in REGISTRY:                  # a wing not loaded yet: its hooks register its scorers
+        load_wings_of(name)
     try:
         factory = REGISTRY[name]
     except KeyError:
@@ -275,9 +277,11 @@ def planned_uses(scoring: Any, settings: JudgeSettings) -> Any:
     """The suites' scoring plan as this run's settings have it: a registered scorer with a ``plan_uses(use,
     settings)`` hook says which uses stand where a suite names it (another scorer measuring in its place, or one
     beside it); the others stay as the suites say."""
-    from carryon_eval.suite import ScoringPlan, suites
+    from carryon_eval.suite import ScoringPlan, load_wings_of, suites
 
     suites()
+    for name in {u.scorer for mine in scoring.uses.values() for u in mine} - set(REGISTRY):
+        load_wings_of(name)                   # a wing not loaded yet: its hooks register its scorers
     uses = {}
     for condition, mine in scoring.uses.items():
         out: list[Any] = []

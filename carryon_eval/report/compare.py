@@ -109,8 +109,8 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
                                                " ".join(r.status()) or "full"])) for r, row in zip(results, table)]}
     status = [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()]
     runs = CompareInputs(labels, results, [scores for _, _, scores in loaded])
-    parts = [(s.report, s.report.compare(runs)) for s in suites()
-             if s.report is not None and s.report.compare is not None]
+    parts = [(s.report, s.report.compare(runs) if any(r.section(s.report.section) is not None for r in results)
+              else None) for s in suites() if s.report is not None and s.report.compare is not None]
     for report, part in parts:        # a top-level part's keys; its notes follow the runs' status lines
         if report.top_level and part is not None:
             out.update({key: status + value if key == "notes" else value for key, value in part.items()})
@@ -203,7 +203,8 @@ def render_markdown(cmp: dict[str, Any]) -> str:
              markdown_table(header, [list(r.values()) for r in cmp["table"]])]
     for s in suites():                # a top-level part is compare.json's own keys: it reads the whole of it
         if s.report is not None and s.report.compare_markdown is not None:
-            parts.append(s.report.compare_markdown(cmp if s.report.top_level else cmp.get(s.report.section)))
+            part = cmp if s.report.top_level else cmp.get(s.report.section)
+            parts.append(s.report.compare_markdown(part) if part is not None else "")   # no run has it: empty
     if cmp.get("pairs"):
         parts.append(pairs_markdown(cmp["pairs"], cmp.get("pairs_method") or {}))
     if cmp["notes"]:

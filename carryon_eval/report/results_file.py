@@ -146,12 +146,16 @@ def envelope(run: RunFolder, bench: Benchmark, meta: RunMeta, transcripts: Seque
 
 def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
                   judge: Optional[str] = None, suites: Sequence[Suite] = ()) -> tuple[Results, ReportPage]:
-    """The results of a run folder: the frame, each suite's section (``summarize``), then the notes (the
-    suites' around the run's facts) and the status (the run's, then the suites' words)."""
+    """The results of a run folder: the frame, each suite's section (``summarize``: of the suites whose conditions
+    the run planned or played, so that a run imports only the wings it evaluates), then the notes (the suites'
+    around the run's facts) and the status (the run's, then the suites' words)."""
     meta = run.read_meta()
     inputs = suite_inputs(run, bench, judge, n_resamples=n_resamples, seed=seed)
     results = envelope(run, bench, meta, inputs.transcripts, inputs.judge)
+    ran = set(meta.conditions) | {t.condition for t in inputs.transcripts}
     for s in sorted(suites, key=lambda s: s.rank):
+        if not ran & set(s.conditions):       # a suite the run neither planned nor played has no section
+            continue
         section = s.report.summarize(inputs) if s.report is not None and s.report.summarize is not None else None
         if section is not None:
             results.put_section(s.report.section, section, top_level=s.report.top_level)

@@ -83,6 +83,8 @@ TOP_LEVEL_SECTION = "carryonbench"
 TOP_LEVEL_KEYS = ("n", "conditions", "recovery", "clarification_effect", "unscored", "by_turn", "move_effects",
                   "turn1_bins", "by_domain", "bootstrap", "estimators", "null_meaning", "judge_context",
                   "utility_measure")
+#: JudgesInfo's judge kinds that are the top-level section's (its ``judges`` fill them): written only with it
+TOP_LEVEL_JUDGES = ("utility", "safety")
 
 
 @dataclass
@@ -153,7 +155,8 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, keys in the order results.json has always had (schema_version first), the top-level
-        section's keys only when the run has it, each other suite section last under its own key."""
+        section's keys (and its kinds of ``judges``) only when the run has it, each other suite section last under
+        its own key."""
         out: dict[str, Any] = {"schema_version": self.schema_version}
         for f in dataclasses.fields(self):
             if f.name in ("schema_version", "sections", "top_level") or (f.name == "plots" and self.plots is None) \
@@ -161,6 +164,8 @@ class Results:
                 continue
             value = getattr(self, f.name)
             out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        if self.top_level is None:      # the judges' utility and safety kinds are the top-level section's
+            out["judges"] = {k: v for k, v in out["judges"].items() if k not in TOP_LEVEL_JUDGES}
         out.update((name, section) for name, section in self.sections.items() if section is not None)
         return out
 

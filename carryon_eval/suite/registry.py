@@ -2,9 +2,14 @@
 them (the conditions of a run, its jobs, its scorers, its suites' own inputs).
 
 Suites are found when ``suites()`` first runs: every wing of the ``carryon_eval.suites`` package (its ``record``
-module registers its suite, and brings its scorers), then every entry point of the group ``carryon_eval.suites``
-(a module that registers its suite on import, or a ``Suite``); ``register_suite`` adds one at any time. Their
-order (results.json's sections, table.md, report.html) is their ``rank``, then their registration order.
+module registers its suite), then every entry point of the group ``carryon_eval.suites`` (a module that registers
+its suite on import, or a ``Suite``); ``register_suite`` adds one at any time. Their order (results.json's sections,
+table.md, report.html) is their ``rank``, then their registration order.
+
+A wing's record may be a light declaration whose hooks are named where they live (carryon_eval.suite.lazy): its
+modules are imported when a hook is first called, or when its scorers or stages are asked for (``load_wings_of``,
+``load_wings``). A run imports the wings it evaluates: the frame asks a suite only for the runs that have its
+conditions or its section, and a suite's ``load`` reads nothing (imports nothing) without its inputs.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from carryon_eval.option import Option
 from carryon_eval.run.folder import register_file
 from carryon_eval.run.paths import local_path
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
+from carryon_eval.suite.lazy import load_modules
 from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, ScorerUse, Skipped, Suite, SuiteError,
                                         SuiteOption)
 
@@ -78,6 +84,20 @@ def suites() -> list[Suite]:
         _loaded = True
         discover()
     return sorted(_REGISTRY.values(), key=lambda s: s.rank)
+
+
+def load_wings_of(scorer: str) -> None:
+    """Import the hooks of the suites whose uses name ``scorer`` (a wing's hooks register its scorers and stages);
+    of every suite when none names it (a scorer a wing registers beside its uses)."""
+    named = [s for s in suites() if scorer in s.scorers]
+    for s in named or suites():
+        load_modules(s)
+
+
+def load_wings() -> None:
+    """Import every suite's hooks (what a stage or scorer no suite's record names needs)."""
+    for s in suites():
+        load_modules(s)
 
 
 def suite_options() -> list[SuiteOption]:
@@ -181,11 +201,15 @@ def without_inputs(conditions: Sequence[str]) -> list[str]:
     return [c for c in conditions if suite_of(c).load is None]
 
 
-def available(bench: "Benchmark", conditions: Sequence[str]) -> list[str]:
+def available(bench: "Benchmark", conditions: Sequence[str],
+              loaded: Optional[Mapping[str, InputsRecord]] = None) -> list[str]:
     """``--conditions all`` once the inputs are read: ``conditions`` and those of every suite whose own inputs
-    were given (registration order)."""
-    return [c for c in all_conditions() if c in conditions
-            or (suite_of(c).load is not None and suite_of(c).missing(bench) is None)]
+    were given (registration order). ``loaded``: the records ``load_inputs`` returned (a suite not among them
+    is not asked: its inputs were not given)."""
+    def given(s: Suite) -> bool:
+        return s.load is not None and (loaded is None or s.name in loaded) and s.missing(bench) is None
+
+    return [c for c in all_conditions() if c in conditions or given(suite_of(c))]
 
 
 def plan_jobs(bench: "Benchmark", conditions: Sequence[str],

@@ -41,7 +41,7 @@ def test_results_json_has_the_frame_and_its_section_only(osi_run):
     assert not set(TOP_LEVEL_KEYS) & set(results)          # no n, conditions, recovery, unscored, utility_measure...
     assert not {"mc", "rubric_helpful"} & set(results)     # nor the conditions' own further sections
     assert results["model"] == "tgt" and results["opensafeintent"]["n_sets"] == 3
-    assert results["judges"]["utility"] == {} and results["judges"]["safety"] == {}
+    assert not {"utility", "safety"} & set(results["judges"])   # the conditions' judges: written with their section
     assert results["judges"]["selected"] == "jdg" and results["judges"]["present"] == ["jdg"]
     assert results["run"]["status"] == [] and results["run"]["empty_replies"] == 0
     assert not any("Ben-Util" in n or "Recovery%" in n or "Condition turn1" in n for n in results["notes"])

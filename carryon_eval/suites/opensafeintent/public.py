@@ -14,11 +14,16 @@ its replies out). Everything else in the wing is its own and may change without 
 - the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``render_markdown``,
   ``render_html``, ``compare_columns``, ``compare_markdown``.
 
-The suite record and the hooks it shares with the triplet wing (``load_as``, ``is_dual_use``, ``count_sets``,
-``judge_records``, ``run_intent_probe``, ``NEEDS``) are in ``carryon_eval.suites.opensafeintent.record``:
-importing that module registers the suite, importing this one does not (nor does importing the package: its
+- the suite hooks the triplet wing shares (carryon_eval.suites.opensafeintent.hooks): ``load_as`` (the release's
+  judges on the dataset's triplets, as a condition's inputs), ``is_dual_use``, ``count_sets``, ``judge_records``,
+  ``run_intent_probe``, ``NEEDS`` (why a condition cannot run without the folder).
+
+The suite record (``carryon_eval.suites.opensafeintent.record``, a light declaration the registry imports) names
+the hooks; importing this module imports the wing (and registers its judges), importing the package does not (its
 ``__init__`` is light).
 """
+from carryon_eval.suites.opensafeintent.hooks import (NEEDS, count_sets, is_dual_use, judge_records, load_as,
+                                                      run_intent_probe)
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, ScoredSet, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read_score
@@ -28,7 +33,8 @@ from carryon_eval.suites.opensafeintent.suite import (RUBRIC_MAX_TOKENS, Inputs,
                                                       parse_conversation_id, plan, probe_file, probe_intent,
                                                       probe_run_file, section, target_model)
 
-__all__ = ["HEADLINE", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
-           "ScoredSet", "compare_columns", "compare_markdown", "fill", "inputs_of", "inputs_or_none", "load_probes",
-           "load_release", "parse_conversation_id", "plan", "probe_file", "probe_intent", "probe_run_file",
-           "read_score", "render_html", "render_markdown", "section", "summarize", "target_model"]
+__all__ = ["HEADLINE", "NEEDS", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
+           "ScoredSet", "compare_columns", "compare_markdown", "count_sets", "fill", "inputs_of", "inputs_or_none",
+           "is_dual_use", "judge_records", "load_as", "load_probes", "load_release", "parse_conversation_id", "plan",
+           "probe_file", "probe_intent", "probe_run_file",
+           "read_score", "render_html", "render_markdown", "run_intent_probe", "section", "summarize", "target_model"]

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from carryon_eval.suite import suites
+from carryon_eval.suite.lazy import resolved
 from carryon_eval.suites.opensafeintent import public
 from carryon_eval.suites.opensafeintent.suite import inputs_of, inputs_or_none, keep_inputs
 
@@ -89,6 +90,7 @@ def test_the_accessor_reads_back_what_it_keeps_and_says_what_is_missing():
 
 
 def hooks(suite) -> dict[str, object]:
+    """The suite's hooks, each the function itself (a hook its record names where it lives, imported)."""
     report = suite.report
     found = {"plan": suite.plan, "missing": suite.missing, "load": suite.load,
              **{f"probe {p.name} up_to": p.up_to for p in suite.probes},
@@ -97,7 +99,7 @@ def hooks(suite) -> dict[str, object]:
     for name in ("summarize", "markdown", "html", "compare", "compare_markdown", "export"):
         if getattr(report, name) is not None:
             found[f"report {name}"] = getattr(report, name)
-    return found
+    return {name: resolved(fn) for name, fn in found.items()}
 
 
 @pytest.mark.parametrize("name", ["opensafeintent", "triplet"])

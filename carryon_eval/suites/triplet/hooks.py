@@ -1,0 +1,100 @@
+"""The triplet suite's hooks: what its record (record.py, a light declaration) names, imported when a run first
+asks for one. Its inputs are OpenSafeIntent's release on the dataset's triplets (that wing's ``load_as`` under
+condition ``triplet``), its jobs, judges, probe and section that wing's (through its public API); a run folder
+written before under this project's earlier definitions reports its section as it was (legacy.py).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from carryon_eval.schema import TRIPLET_CONDITION
+from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Section,
+                                Skipped, SuiteOptions, headline_unscored)
+# OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
+from carryon_eval.suites.opensafeintent.public import (HEADLINE, NEEDS, Inputs, compare_columns, compare_markdown,
+                                                       inputs_of, inputs_or_none, judge_records, load_as, load_probes,
+                                                       plan, render_html, render_markdown, run_intent_probe, section,
+                                                       target_model)
+from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.dataset.load import Benchmark
+
+TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
+DEFINITIONS = "OpenSafeIntent's reference definitions (the release's judges and metrics), 0-1 scale"
+
+
+def triplet_inputs(bench: Optional["Benchmark"]) -> Optional[Inputs]:
+    """The wing's one read of ``bench.extras``: the release's judges on the dataset's triplets, as its ``load`` put
+    them (OpenSafeIntent's accessor under condition ``triplet``), None when not loaded."""
+    return inputs_or_none(bench, TRIPLET_CONDITION)
+
+
+def missing(bench: "Benchmark") -> Optional[str]:
+    if not bench.triplets:
+        return f"dataset {bench.source} has no triplets config"
+    return None if triplet_inputs(bench) is not None else NEEDS + " for the judge prompts"
+
+
+def load(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord]) -> Optional[InputsRecord]:
+    """The release's judges on the dataset's triplets into ``bench.extras["triplet"]`` (the record's ``load`` asks
+    only with a folder and triplets)."""
+    return load_as(bench, options, recorded, TRIPLET_CONDITION, sets="triplets")
+
+
+def plan_triplets(bench: "Benchmark", conditions: Sequence[str],
+                  settings: PlanSettings) -> tuple[list[Job], list[Skipped]]:
+    return plan(inputs_of(bench, TRIPLET_CONDITION), TRIPLET_CONDITION), []
+
+
+async def probe(ctx: ProbeContext) -> str:
+    return await run_intent_probe(ctx, TRIPLET_CONDITION)
+
+
+def summarize(inputs: ReportInputs) -> Optional[Section]:
+    """The section from the run's records; a folder written before, the earlier section marked as such."""
+    mine = [t for t in inputs.transcripts if t.condition == TRIPLET_CONDITION]
+    if not mine:
+        return None
+    loaded = triplet_inputs(inputs.bench)
+    if loaded is None:
+        return legacy_section(inputs.run, mine)
+    out = section(loaded.release, mine, judge_records(inputs),
+                  load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
+                  inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION,
+                  base=inputs.run.path)
+    return {"definitions": DEFINITIONS, **out}
+
+
+def markdown(sec: Section) -> str:
+    return legacy_markdown(sec) if is_legacy(sec) else render_markdown(sec, TITLE)
+
+
+def html(sec: Section) -> str:
+    return legacy_html(sec) if is_legacy(sec) else render_html(sec, TITLE, TRIPLET_CONDITION)
+
+
+def compare(runs: CompareInputs) -> Optional[Section]:
+    labels = runs.labels
+    sections = [r.sections.get(TRIPLET_CONDITION) for r in runs.results]
+    mine = [None if s is None or is_legacy(s) else s for s in sections]
+    part = compare_columns(list(labels), mine)
+    old = [label for label, s in zip(labels, sections) if s is not None and is_legacy(s)]
+    if part is None and not old:
+        return None
+    return {**(part or {"table": []}), "earlier_definitions": old}
+
+
+def compare_text(part: Optional[Section]) -> str:
+    if not part:
+        return ""
+    text = compare_markdown(part, "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
+        if part.get("table") else ""
+    if part.get("earlier_definitions"):
+        text += ("\nTriplet sections of " + ", ".join(part["earlier_definitions"]) + " use this project's earlier "
+                 "triplet definitions and are not compared with OpenSafeIntent's.\n")
+    return text
+
+
+def nothing_scored(sec: Section) -> list[str]:
+    return [] if is_legacy(sec) else headline_unscored(sec, HEADLINE)
