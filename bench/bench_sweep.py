@@ -1,19 +1,27 @@
-"""Hand-run benchmark: a 3-target `carryon-eval sweep` against each of its targets run alone.
+"""Hand-run benchmark: a `carryon-eval sweep` of N targets against its slowest target alone, and what the sweep's
+server saw (when requests were in flight, how long the sweep ran after its last call).
 
-    PYTHONPATH=. python bench/bench_sweep.py --latency 0.1 --concurrency 8
+    PYTHONPATH=. python bench/bench_sweep.py --targets 3 --latency 0.1 --concurrency 8 --repeats 4
+    PYTHONPATH=. python bench/bench_sweep.py --targets 14 --queries 20 --latency 0.05 --concurrency 16 --no-alone
 
-bench/latency_server.py (its own process) answers every chat request after ``--latency`` seconds; the targets
-t1, t2, t3, the simulator sim and the judge jdg are models of that one server (no-model-check: it lists only
-tgt, sim, jdg). The built-in sample dataset. Each target is first run alone (a one-target plan, the sweep's own
-code path), then the three in one sweep, every run into a fresh folder; the wall time of each command is
-measured around its process. In the sweep the simulator and judge are shared: at most ``--concurrency``
-requests in flight to each over all three runs, so the sweep is bounded below by the shared judge's work.
+bench/latency_server.py (its own process, ``--log``: one line per chat request) answers every request after
+``--latency`` seconds; the targets t1, t2, ..., the simulator sim and the judge jdg are models of that one server
+(no-model-check). The dataset is the built-in sample, or with ``--queries Q`` one shaped like the paper's plan
+(bench_grouped.write_dataset: 15 conversations per query, 18 checklist items). Each repeat runs every target alone
+(a one-target plan, the sweep's own code path) then all of them in one sweep, every run into a fresh folder, each
+command timed around its process (wall; CPU of the process and its children). From the server's log of the sweep:
+the last answer's time, so the time the sweep ran after its last call (its reports and its leaderboard), and the
+longest stretch with no request in flight between its first request and its last. Printed per repeat, then the
+medians.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGETS = ("t1", "t2", "t3")
+sys.path.insert(0, str(HERE))
 
 
 def free_port() -> int:
@@ -30,48 +38,97 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def plan(url: str, targets: tuple[str, ...], concurrency: int) -> str:
+def plan(url: str, targets: list[str], concurrency: int, dataset: str) -> str:
     head = (f'user-endpoint = "{url}"\nuser-model = "sim"\njudge-endpoint = "{url}"\njudge-model = "jdg"\n'
-            f"concurrency = {concurrency}\nno-model-check = true\n")
+            f"concurrency = {concurrency}\nno-model-check = true\n"
+            + (f'dataset = "{dataset}"\nutility-judge = "grouped"\ntarget-max-tokens = 64\n' if dataset else ""))
     return head + "".join(f'\n[[target]]\nname = "{t}"\nendpoint = "{url}"\nmodel = "{t}"\n' for t in targets)
 
 
-def timed_sweep(folder: Path, name: str, text: str) -> float:
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed_sweep(folder: Path, name: str, text: str) -> dict:
     path = folder / f"{name}.toml"
     path.write_text(text)
-    start = time.perf_counter()
+    cpu0, start = children_cpu(), time.time()
     done = subprocess.run([sys.executable, "-m", "carryon_eval.cli", "sweep", str(path), "--out", str(folder / name)],
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    wall = time.perf_counter() - start
+    end = time.time()
     if done.returncode:
         raise SystemExit(f"{name}: exit {done.returncode}\n{done.stderr[-2000:]}")
-    return wall
+    return {"start": start, "end": end, "wall": end - start, "cpu": children_cpu() - cpu0}
+
+
+def server_view(log: Path, start: float, end: float) -> dict:
+    """From the server's log, the requests made between start and end: the last answer's time (so the run's
+    time after it) and the longest stretch with nothing in flight between the first request and the last."""
+    spans = sorted((float(a), float(b)) for a, b, _ in (line.split() for line in log.read_text().splitlines())
+                   if start <= float(a) <= end)
+    longest, busy_until = 0.0, spans[0][1]
+    for a, b in spans[1:]:
+        longest = max(longest, a - busy_until)
+        busy_until = max(busy_until, b)
+    return {"requests": len(spans), "after_last_call": end - busy_until, "longest_idle": longest}
+
+
+def one_repeat(url: str, log: Path, targets: list[str], args: argparse.Namespace, dataset: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        alone = {} if args.no_alone else {
+            t: timed_sweep(folder, f"alone-{t}", plan(url, [t], args.concurrency, dataset)) for t in targets}
+        sweep = timed_sweep(folder, "sweep", plan(url, targets, args.concurrency, dataset))
+    sweep.update(server_view(log, sweep["start"], sweep["end"]))
+    out = {"sweep": sweep, "alone": alone, "load_average": [round(x, 2) for x in os.getloadavg()]}
+    if alone:
+        slowest = max(alone.values(), key=lambda r: r["wall"])
+        out["sweep_over_slowest"] = sweep["wall"] / slowest["wall"]
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--targets", type=int, default=3)
+    ap.add_argument("--queries", type=int, default=0, help="a paper-shaped dataset of Q queries [default: the sample]")
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--no-alone", action="store_true", help="time the sweep only")
     args = ap.parse_args()
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
-                               "--latency", str(args.latency)])
-    try:
-        time.sleep(1.0)
-        url = f"http://127.0.0.1:{port}/v1"
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            alone = {t: timed_sweep(folder, f"alone-{t}", plan(url, (t,), args.concurrency)) for t in TARGETS}
-            together = timed_sweep(folder, "sweep", plan(url, TARGETS, args.concurrency))
-    finally:
-        server.terminate()
-        server.wait()
-    slowest = max(alone.values())
-    print(f"latency {args.latency:g} s, concurrency {args.concurrency}, built-in sample, 3 targets")
-    print("alone: " + ", ".join(f"{t} {s:.1f} s" for t, s in alone.items())
-          + f"; slowest {slowest:.1f} s, sum {sum(alone.values()):.1f} s")
-    print(f"sweep of the three, side by side: {together:.1f} s = {together / slowest:.2f} x the slowest single run, "
-          f"{together / sum(alone.values()):.2f} x their sum")
+    targets = [f"t{i + 1}" for i in range(args.targets)]
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = ""
+        if args.queries:
+            from bench_grouped import write_dataset
+            dataset = str(write_dataset(Path(tmp) / "data", args.queries, 18))
+        log = Path(tmp) / "server.log"
+        port = free_port()
+        server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
+                                   "--latency", str(args.latency), "--log", str(log)])
+        try:
+            time.sleep(1.0)
+            url = f"http://127.0.0.1:{port}/v1"
+            repeats = []
+            for i in range(args.repeats):
+                r = one_repeat(url, log, targets, args, dataset)
+                repeats.append(r)
+                print(json.dumps({"repeat": i + 1, **r}), flush=True)
+        finally:
+            server.terminate()
+            server.wait()
+    med = {k: statistics.median(r["sweep"][k] for r in repeats) for k in ("wall", "cpu", "after_last_call",
+                                                                          "longest_idle")}
+    print(f"{args.targets} targets, latency {args.latency:g} s, concurrency {args.concurrency}, "
+          f"{'queries ' + str(args.queries) if args.queries else 'built-in sample'}; median of {len(repeats)}:")
+    print(f"sweep: wall {med['wall']:.1f} s, CPU {med['cpu']:.1f} s; after its last call {med['after_last_call']:.1f} s "
+          f"({100 * med['after_last_call'] / med['wall']:.0f}% of its wall time); longest stretch with no request "
+          f"in flight {med['longest_idle']:.2f} s")
+    if not args.no_alone:
+        ratios = sorted(r["sweep_over_slowest"] for r in repeats)
+        print(f"sweep / slowest target alone: median {statistics.median(ratios):.2f} x "
+              f"(range {ratios[0]:.2f}-{ratios[-1]:.2f})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ waits ``--latency`` seconds and answers: a harm score 1-5 to a harm-rating promp
 other judge prompt (both picked by a hash of the request: the same request, the same answer; a grouped Ben-Util
 prompt gets one JSON object with a yes/no per item id it lists), otherwise a
 short reply with a running number (so no two replies are identical). GET /v1/models lists the models tgt, sim, jdg.
+``--log FILE``: one line per chat request, "START END MODEL" (time.time() when its body was read and when its
+answer was written), for the benchmarks that look at when requests were in flight (bench_sweep.py).
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import hashlib
 import json
 import re
 import socket
+import time
+from typing import Optional, TextIO
 
 MODELS = ("tgt", "sim", "jdg")
 
@@ -48,9 +52,10 @@ def _completion(request: bytes, n: int) -> bytes:
 
 
 class Server:
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, log: Optional[TextIO] = None) -> None:
         self.latency = latency
         self.count = 0
+        self.log = log
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -72,8 +77,12 @@ class Server:
                 elif method == "POST" and path.endswith("/chat/completions"):
                     self.count += 1
                     n = self.count
+                    start = time.time()
                     await asyncio.sleep(self.latency)
-                    writer.write(_response("200 OK", _completion(body, n)))
+                    answer = _completion(body, n)
+                    writer.write(_response("200 OK", answer))
+                    if self.log is not None:
+                        self.log.write(f"{start:.4f} {time.time():.4f} {json.loads(answer)['model']}\n")
                 else:
                     writer.write(_response("404 Not Found", b'{"error": {"message": "not found"}}'))
                 await writer.drain()
@@ -83,8 +92,8 @@ class Server:
             writer.close()
 
 
-async def main(port: int, latency: float) -> None:
-    server = Server(latency)
+async def main(port: int, latency: float, log: Optional[str] = None) -> None:
+    server = Server(latency, open(log, "a", buffering=1) if log else None)
     srv = await asyncio.start_server(server.handle, "127.0.0.1", port, backlog=1024)
     async with srv:
         await srv.serve_forever()
@@ -94,5 +103,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=8931)
     ap.add_argument("--latency", type=float, default=0.3)
+    ap.add_argument("--log", help="append one line per chat request: START END MODEL")
     args = ap.parse_args()
-    asyncio.run(main(args.port, args.latency))
+    asyncio.run(main(args.port, args.latency, args.log))

@@ -4,7 +4,14 @@
 ``import carryon_eval`` itself stays light.
 """
 
+import os
 from typing import Any
+
+# The evaluator's matrices are small (a thousand bootstrap draws times a few hundred queries): more than one BLAS
+# thread per product only waits, and on a shared machine multiplies the CPU time many fold (bench/README.md). One
+# thread, unless the environment says otherwise; it holds where numpy is imported after this package (the CLI, a
+# report's worker process).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __version__ = "0.1.0"
 

@@ -36,7 +36,7 @@ from carryon_eval import __version__
 from carryon_eval.app import commands as app
 from carryon_eval.app import options
 from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, RoleChoice,
-                                     RunOptions, config_of)
+                                     RunOptions, config_of, judge_choices)
 from carryon_eval.app.phases import NothingScored, RunIncomplete
 
 from carryon_eval import defaults
@@ -180,6 +180,8 @@ def with_suite_options(params: list[click.Parameter]) -> list[click.Parameter]:
                                  show_default=o.default is not None, help=o.help))
     table = options.OWN
     params = place_params(params, made, before=table[table.index(options.SUITE_OPTIONS) + 1].name)
+    params = place_params(params, click_params(options.judge_role_options()),
+                          before=table[table.index(options.JUDGE_ROLE_OPTIONS) + 1].name)
     return place_params(params, click_params(judge_options()),
                         before=table[table.index(options.JUDGE_OPTIONS) + 1].name)
 
@@ -330,7 +332,7 @@ def _judge_options(rundir: Path, judge_endpoint: Optional[str], judge_model: Opt
     scoring = {o.name: rest.pop(o.name) for o in run_judge_options() if o.name in rest}
     return RunOptions(rundir, judge=RoleChoice(judge_endpoint, judge_model, judge_api_key_env, **request),
                       concurrency=concurrency, judge_temperature=rest.pop("judge_temperature", None),
-                      scoring=scoring, **rest)
+                      scoring=scoring, judges=judge_choices(rest), **rest)
 
 
 def _with_run_judge_options(params: list[click.Parameter]) -> list[click.Parameter]:
@@ -338,6 +340,7 @@ def _with_run_judge_options(params: list[click.Parameter]) -> list[click.Paramet
     --judge-max-tokens, made when the command line is first read (importing the CLI imports no wing)."""
     from carryon_eval.suite import run_judge_options
 
+    params = place_params(params, click_params(options.judge_role_options(of_run=True)), before="judge_max_tokens")
     return place_params(params, click_params(run_judge_options()), before="judge_max_tokens")
 
 

@@ -3,9 +3,10 @@ its runs side by side in one event loop, the last lines saying which failed, the
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Coroutine, Optional
 
 import click
 
@@ -13,9 +14,11 @@ from carryon_eval.cli_analysis import write_comparison
 from carryon_eval.cli_common import UsageError, os_error_line
 from carryon_eval.run.folder import RunError
 from carryon_eval.run.lock import hold
-from carryon_eval.sweep import PlanError, check_dataset, dry_run, finished_runs, keys_help, read_plan, run_plan, summary
+from carryon_eval.sweep import (Outcome, PlanError, check_dataset, dry_run, finished_runs, keys_help, read_plan,
+                                run_plan, stopped_line, summary)
 
 INTERRUPTED = "carryon-eval: interrupted; rerun the same command to resume"
+STOPPED = 4             # a sweep stopped by SIGTERM or SIGINT: every run resumes (`carryon-eval`'s INCOMPLETE)
 
 
 class SweepError(UsageError):
@@ -83,18 +86,19 @@ def sweep_command(plan_file: Path, out: Optional[Path], dry_run: bool, as_json: 
 
 
 def _run(plan, lines) -> None:
-    try:
-        outcomes = asyncio.run(run_plan(plan, lines))
-    except KeyboardInterrupt:
-        click.echo(INTERRUPTED, err=True)
-        sys.exit(130)
+    ended: dict[str, Outcome] = {}
+    stopped_by = asyncio.run(_until_signal(run_plan(plan, lines, ended)))
+    if stopped_by is not None:
+        click.echo(stopped_line(plan, ended, stopped_by), err=True)
+        sys.exit(STOPPED)
+    outcomes = [ended[t.name] for t in plan.targets]
     runs, board = finished_runs(plan), 0
     try:
         if runs:
             write_comparison(runs, plan.out, plan.paper_rows)
         else:
             click.echo("sweep: no run has a report yet: no leaderboard", err=True)
-    except UsageError as exc:              # e.g. compare's statistics not installed: the runs are done all the same
+    except UsageError as exc:              # e.g. a part of the comparison that cannot be made: the runs are done
         click.echo(f"carryon-eval: error: {exc.message}", err=True)
         board = 2
     except OSError as exc:                 # a full disk under the leaderboard
@@ -106,6 +110,36 @@ def _run(plan, lines) -> None:
         click.echo(line, err=bool(code))
     if code:
         sys.exit(code)
+
+
+async def _until_signal(work: Coroutine[Any, Any, Any]) -> Optional[str]:
+    """Run ``work``; SIGTERM or SIGINT cancels it (each run stops as `carryon-eval` stops on them: what it has is
+    on disk, a rerun resumes it) and names the signal; None when it ran to its end."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    got: list[str] = []
+
+    def stop(name: str) -> None:
+        if not got:
+            got.append(name)
+            task.cancel()
+
+    handled = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop, sig.name)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, or no signals here
+            pass
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not got:
+            raise
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+    return got[0] if got else None
 
 
 async def _dry(plan, lines, as_json: bool = False) -> None:

@@ -39,8 +39,9 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.api import evaluate_config
 from carryon_eval.app import commands
 from carryon_eval.app import options
-from carryon_eval.app.config import ConfigError, EvaluateConfig, KeyMissing, Output, resolve_roles
+from carryon_eval.app.config import ConfigError, EvaluateConfig, KeyMissing, Output, resolve_judges, resolve_roles
 from carryon_eval.app.phases import NothingScored, RunIncomplete
+from carryon_eval.app.reports import ReportWorker
 from carryon_eval.cli_common import os_error_line
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.report.compare import OUT_FILES
@@ -174,8 +175,9 @@ def _target_config(shared: dict[str, Any], table: Any, index: int, where: str, o
         raise PlanError(f"{here}key 'model' is missing (the target's model name at {own['endpoint']})")
     try:
         cfg = evaluate_config(**shared, **own, out=out / name)
-        resolve_roles(cfg)                     # a role without a model, a key variable not set: before anything runs
-    except KeyMissing as exc:               # the simulator's or judge's key: the plan's, named as its key
+        roles, local = resolve_roles(cfg)      # a role without a model, a key variable not set: before anything runs
+        resolve_judges(cfg.judges, roles, local, cfg.judge_temperature)
+    except KeyMissing as exc:               # a simulator's or judge's key: the plan's, named as its key
         raise PlanError(f"{here}key '{key_name(exc.keyword)}' is missing at the top of the plan: {exc.reason}") \
             from None
     except ConfigError as exc:
@@ -295,18 +297,40 @@ def outcome_of(name: str, exc: Optional[BaseException]) -> Outcome:
     raise exc
 
 
-async def run_plan(plan: Plan, out: Output) -> list[Outcome]:
-    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model)."""
+async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] = None) -> list[Outcome]:
+    """Every target's run side by side in this event loop, sharing one limiter per (endpoint URL, model), whose
+    waiting requests go by the runs' order in the plan (so the runs end one after another); each run's report is
+    written in a worker process (app.reports), never on this loop, while the later runs go on calling.
+    ``ended``: filled with each run's outcome as it ends (what a sweep stopped half-way has finished)."""
     limits: dict[tuple[str, ...], Any] = {}
+    ended = {} if ended is None else ended
+    reports = ReportWorker().start()
 
     async def one(target: Target) -> Outcome:
         try:
-            await commands.evaluate(target.config, Prefixed(out, target.name), limits)
+            await commands.evaluate(target.config, Prefixed(out, target.name), limits, reports)
         except Exception as exc:               # one target's failure is its own; the others go on
-            return outcome_of(target.name, exc)
-        return Outcome(target.name, 0)
+            made = outcome_of(target.name, exc)
+        else:
+            made = Outcome(target.name, 0)
+        ended[target.name] = made
+        return made
 
-    return list(await asyncio.gather(*(one(t) for t in plan.targets)))
+    try:
+        done = list(await asyncio.gather(*(one(t) for t in plan.targets)))
+    except BaseException:
+        reports.close(stop=True)
+        raise
+    reports.close()
+    return done
+
+
+def stopped_line(plan: Plan, ended: dict[str, Outcome], why: str) -> str:
+    """The one line of a sweep stopped by a signal: which runs had finished; every other one resumes."""
+    done = [t.name for t in plan.targets if t.name in ended and not ended[t.name].code]
+    rest = [t.name for t in plan.targets if t.name not in done]
+    return (f"carryon-eval: sweep stopped ({why}): {len(done)} of {len(plan.targets)} runs finished"
+            + (f" ({', '.join(done)})" if done else "") + f"; rerun the same command to resume {', '.join(rest)}")
 
 
 ROLES = ("target", "user", "judge")

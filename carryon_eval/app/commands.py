@@ -24,11 +24,13 @@ from carryon_eval.app import options
 from carryon_eval.option import refused_alone
 from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfig, Output,
                                      RoleChoice, RunOptions, configure, default_out, leave_out_empty, load_bench,
-                                     new_run_meta, refuse_empty_conditions, resolve_roles, self_notice,
+                                     new_run_meta, refuse_empty_conditions, resolve_judges, resolve_roles, self_notice,
                                      suite_options)
 from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
+from carryon_eval.app.reports import InProcess, Reports
 from carryon_eval.app.session import Session, check_configs, check_endpoints
+from carryon_eval.cli_common import is_local
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.dataset.load import Benchmark
@@ -39,7 +41,7 @@ from carryon_eval.judge.batch import (MANIFEST, BatchError, ExportingEndpoint, e
 from carryon_eval.app.cost import parse_prices, run_cost_table
 from carryon_eval.model.budget import CallBudget, CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.store import judges_present
+from carryon_eval.judge.store import has_judge_roles, judges_present
 from carryon_eval.model.local import LOCAL_ENDPOINT, LOCAL_MODEL_ALIAS, LOCAL_MODEL_NOTICE, LocalServerCrashed
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.run.results import Results
@@ -50,7 +52,8 @@ from carryon_eval.dataset.subset import SubsetError
 from carryon_eval.suite.reopen import open_run as reopen_run
 from carryon_eval.judge.scorers import make_scorer, planned_uses
 from carryon_eval.suite import (Configured, DesignView, PlanSettings, ProbeContext, ScoringPlan, SuiteError, available,
-                                default_conditions, exporters, load_inputs, plan_jobs, refuse_missing, selected, suites)
+                                default_conditions, exporters, judge_roles, load_inputs, plan_jobs, refuse_missing,
+                                selected, suites)
 
 # ---------------------------------------------------------------- commands
 def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: dict[str, Any]) -> set[str]:
@@ -67,12 +70,15 @@ def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: d
 
 
 async def evaluate(cfg: EvaluateConfig, out: Output,
-                   limits: Optional[dict[tuple[str, ...], Any]] = None) -> Optional[Results]:
+                   limits: Optional[dict[tuple[str, ...], Any]] = None,
+                   reports: Optional[Reports] = None) -> Optional[Results]:
     """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
     OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
-    this event loop (a sweep's; app.session.Session)."""
+    this event loop (a sweep's; app.session.Session), its requests waiting there by the run's place in the sweep;
+    ``reports``: where the report is written (app.reports: a sweep's worker process; by default this process)."""
     roles, local = resolve_roles(cfg)
+    judges, judges_local = resolve_judges(cfg.judges, roles, local, cfg.judge_temperature)
     if local:
         out.info(LOCAL_MODEL_NOTICE)
     try:
@@ -80,7 +86,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
     async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
-                       limits=limits) as session:
+                       limits=limits, priority=int((cfg.sweep or {}).get("index") or 0)) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders
@@ -100,15 +106,17 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
         notes = [n for c in configured if c.notes is not None for n in c.notes] \
             if any(c.notes is not None for c in configured) else list(bench.notes)
         _say_plan(say, cfg, bench, run, jobs, records, left_out, notes)
-        configs = _endpoint_configs(cfg, roles, local)
-        meta = _new_meta(cfg, bench, configs, roles, local, skipped, configured, user_turns, records)
+        every, local = {**roles, **judges}, local | judges_local     # the judge roles' own judges beside the roles
+        configs = _endpoint_configs(cfg, every, local)
+        meta = _new_meta(cfg, bench, configs, every, local, skipped, configured, user_turns, records)
         _print_cost_table(out, cfg, bench, jobs, meta, run)
         if cfg.dry_run:
             return None
         session.hold(run, "carryon-eval")    # one writer at a time (run.lock)
         run.check(meta)                      # an unusable folder fails before anything starts
-        eps, meta = await _started_endpoints(cfg, session, run, meta, configs, roles, local)
-        results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run))
+        eps, meta = await _started_endpoints(cfg, session, run, meta, configs, every, local)
+        results = await _phases(cfg, bench, run, meta, eps, jobs, out, lambda: session.record_sent(run),
+                                reports or InProcess())
         session.print_usage()
     require_scored(results, run)
     require_complete(results, run)
@@ -176,9 +184,14 @@ def _endpoint_configs(cfg: EvaluateConfig, roles: dict[str, RoleChoice], local: 
                                  model=LOCAL_MODEL_ALIAS if role in local else str(c.model),
                                  api_key_env=str(c.api_key_env), concurrency=cfg.concurrency,
                                  http_client=cfg.http_client,
-                                 temperature=cfg.judge_temperature if role == "judge" else None,
+                                 temperature=cfg.judge_temperature if role == "judge" else c.temperature,
                                  **c.request())
             for role, c in roles.items()}
+
+
+def judge_endpoints(eps: dict[str, ChatEndpoint]) -> dict[str, ChatEndpoint]:
+    """The judge roles' own judges among a command's endpoints (by role: ``ben_util_judge``)."""
+    return {r.role: eps[r.role] for r in judge_roles() if r.role in eps}
 
 
 def _new_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, EndpointConfig], roles: dict[str, RoleChoice],
@@ -253,40 +266,45 @@ def _keys_recorded(run: RunFolder, meta: RunMeta, roles: dict[str, RoleChoice]) 
 
 async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: RunMeta,
                   eps: dict[str, ChatEndpoint], jobs: Sequence[Any],
-                  out: Output, before_report: Callable[[], None] = lambda: None) -> Results:
+                  out: Output, before_report: Callable[[], None] = lambda: None,
+                  reports: Reports = InProcess()) -> Results:
     """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
     (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
-    judged_by = eps["judge"].config.model      # the report shows the judge this command ran
+    # the report shows the judge this command ran (a run whose scorers have judges of their own: each scorer's)
+    judged_by = None if judge_endpoints(eps) else eps["judge"].config.model
     try:
         # The judge takes every conversation the rollout finishes, as it finishes (one pass, app.pipeline).
         conditions = list(dict.fromkeys(j.condition for j in jobs))
         await judge_while_rolling_out(
             lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
             lambda incoming: judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out, incoming,
-                                         conditions))
+                                         conditions, judges=judge_endpoints(eps)))
         if cfg.fidelity:
-            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out)
+            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out, judges=judge_endpoints(eps))
     except (EndpointGone, RoleFailed, CallBudgetSpent) as exc:   # a role stopped answering (the judge's failed
         # calls are counted instead), or the --max-calls budget is spent: a resumable stop
-        _report_what_there_is(bench, run, out, judged_by, stopped_note(exc))
+        await _report_what_there_is(bench, run, out, judged_by, reports, stopped_note(exc))
         raise
     for suite in selected(meta.conditions):
         for probe in suite.probes:             # calls that depend on the verdicts (e.g. the risk probe)
             out.info(await probe.run(ProbeContext(run, eps[probe.role], judged_by, cfg.concurrency, bench)))
     before_report()
-    return report_phase(bench, run, out, judged_by if judged_by in judges_present(run) else None,
-                        BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
+    return await reports.write(bench, run, out, judged_by if judged_by in judges_present(run) else None,
+                               BootstrapChoice(cfg.bootstrap_resamples, cfg.bootstrap_seed))
 
 
-def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str], why: str) -> None:
+async def _report_what_there_is(bench: Benchmark, run: RunFolder, out: Output, judge: Optional[str],
+                                reports: Reports, why: str) -> None:
     """results.json and the report of a run that stopped (marked incomplete, ``why`` among its notes), when there is
     anything to report."""
     if not run.transcripts():
         return
     present = judges_present(run)
-    report_phase(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None),
-                 notes=[why])
+    if has_judge_roles(run):             # each scorer's own judge
+        judge = None
+    await reports.write(bench, run, out, judge if judge in present else (present[0] if len(present) == 1 else None),
+                        BootstrapChoice(), notes=[why])
 
 
 def stopped_note(exc: Exception) -> str:
@@ -326,15 +344,47 @@ async def continue_rollout(opts: RunOptions, out: Output) -> None:
         session.print_usage()
 
 
-async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta, opts: RunOptions) -> ChatEndpoint:
+async def _checked_judge(session: Session, run: RunFolder, meta: RunMeta,
+                         opts: RunOptions) -> tuple[ChatEndpoint, dict[str, ChatEndpoint]]:
+    """The run's judge (as run.json records it, with what this command changes) and the judge roles' own judges
+    (those run.json records, and those this command gives), each checked before anything is asked."""
     cfg = session.role_config(meta, "judge", endpoint=opts.judge.endpoint, model=opts.judge.model,
                               api_key_env=opts.judge.api_key_env, key_option="--judge-api-key-env",
                               concurrency=opts.concurrency,
                               http_client=opts.http_client, temperature=opts.judge_temperature,
                               **opts.judge.request())
-    await check_configs([cfg], session.model_check)
-    ep = session.watched(session.endpoint(cfg, run, "judge"), "judge")
-    return CallBudget(opts.max_calls).wrap(ep) if opts.max_calls else ep
+    own = {r.role: _role_judge_config(session, meta, opts, r.role, cfg) for r in judge_roles()
+           if r.role in meta.roles or r.role in opts.judges}
+    await check_configs([cfg, *own.values()], session.model_check)
+    budget = CallBudget(opts.max_calls) if opts.max_calls else None
+
+    def made(config: EndpointConfig, role: str) -> ChatEndpoint:
+        ep = session.watched(session.endpoint(config, run, role), role)
+        return budget.wrap(ep) if budget is not None else ep
+    return made(cfg, "judge"), {role: made(c, role) for role, c in own.items()}
+
+
+def _role_judge_config(session: Session, meta: RunMeta, opts: RunOptions, role: str,
+                       judge: EndpointConfig) -> EndpointConfig:
+    """One judge role's judge on a run folder: what this command gives, else what run.json records for it, else
+    the run's judge (``judge``: as this command calls it). Its key: its own, else the recorded one, else the
+    judge's when it calls the judge's endpoint (a key goes only to the endpoint it was given for)."""
+    given = opts.judges.get(role) or RoleChoice()
+    recorded = meta.roles.get(role)
+    if recorded is not None:
+        flag = next(r.flag for r in judge_roles() if r.role == role)
+        return session.role_config(meta, role, endpoint=given.endpoint, model=given.model,
+                                   api_key_env=given.api_key_env, key_option=f"{flag}-api-key-env",
+                                   concurrency=opts.concurrency,
+                                   http_client=opts.http_client, temperature=given.temperature, **given.request())
+    base = RoleChoice(judge.base_url, judge.model, judge.api_key_env, reasoning_effort=judge.reasoning_effort,
+                      system_prompt=judge.system_prompt, extra_body=judge.extra_body)
+    chosen, _ = resolve_judges({role: given}, {"judge": base}, set(), judge.temperature)
+    c = chosen[role]
+    if given.endpoint is not None and is_local(given.endpoint):
+        return session.on_local(dataclasses.replace(judge, temperature=c.temperature, **c.request()))
+    return dataclasses.replace(judge, base_url=str(c.endpoint), model=str(c.model), api_key_env=str(c.api_key_env),
+                               temperature=c.temperature, **c.request())
 
 
 async def judge_folder(opts: RunOptions, out: Output) -> None:
@@ -352,6 +402,10 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
         if opts.batch_export is not None and opts.batch_import:
             raise ConfigError("--batch-export and --batch-import do not go together: export, run the batch, "
                               "then import its results in a second command")
+        if (opts.batch_export is not None or opts.batch_import) and (opts.judges or any(
+                r.role in meta.roles for r in judge_roles())):
+            raise ConfigError("--batch-export and --batch-import take one judge model; this run's scorers have judges "
+                              "of their own (run.json roles *_judge): judge it live")
         if opts.live_rest and not opts.batch_import:
             raise ConfigError("--live-rest goes with --batch-import (without it every judge call is live anyway)")
         if opts.batch_export is not None:
@@ -385,8 +439,8 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                                  "batch, or add --live-rest to ask them live")
             if not opts.live_rest:               # judged from the cache alone: nothing is asked live
                 cache_only = ExportingEndpoint(EndpointConfig(base_url="batch", model=model), cache)
-        judge = cache_only or await _checked_judge(session, run, meta, opts)
-        judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out)
+        judge, own = (cache_only, {}) if cache_only is not None else await _checked_judge(session, run, meta, opts)
+        judged = await judge_phase(bench, run, judge, settings, opts.concurrency, out, judges=own)
         session.record_sent(run)
         session.print_usage()
     if not judged.complete:
@@ -400,8 +454,8 @@ async def fidelity_folder(opts: RunOptions, out: Output) -> None:
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
         session.hold(run, "carryon-eval fidelity")
-        judge = await _checked_judge(session, run, meta, opts)
-        await fidelity_phase(bench, run, judge, opts.concurrency, out)
+        judge, own = await _checked_judge(session, run, meta, opts)
+        await fidelity_phase(bench, run, judge, opts.concurrency, out, judges=own)
         session.print_usage()
 
 

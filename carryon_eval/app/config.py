@@ -54,10 +54,15 @@ class RoleChoice:
     reasoning_effort: Optional[str] = None     # the role's request options (EndpointConfig); None: not sent
     system_prompt: Optional[str] = None
     extra_body: Optional[dict[str, Any]] = None
+    temperature: Any = None          # a judge role's own temperature (None: the judges'); the others' are fields
 
     def request(self) -> dict[str, Any]:
         return {"reasoning_effort": self.reasoning_effort, "system_prompt": self.system_prompt,
                 "extra_body": self.extra_body}
+
+    def given(self) -> bool:
+        """Whether anything of the role was given."""
+        return any(v not in (None, ()) for v in dataclasses.astuple(self))
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,9 @@ class EvaluateConfig:
     #: the suites' judge settings by name (their options: Suite.judge_options; run.records.register_setting);
     #: one not given is its option's default
     scoring: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: a judge of its own for some scorers, by judge role (``ben_util_judge``: carryon_eval.suite.JudgeRole), as
+    #: given; what a role does not set is the judge's (``resolve_judges``)
+    judges: dict[str, RoleChoice] = dataclasses.field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it)."""
@@ -128,6 +136,8 @@ class RunOptions:
     http_client: Optional[str] = None            # the HTTP transport; None: the one run.json records per role
     #: the suites' judge settings given to this command by name (None or absent: the run's)
     scoring: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: judge roles' judges given to this command (``ben_util_judge``: what it changes of the run's)
+    judges: dict[str, RoleChoice] = dataclasses.field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         return _setting(self, name, of_run=True)
@@ -160,11 +170,26 @@ def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> Evalua
                                  **request)
     judged = options.judge_names()
     scoring = {name: values.pop(name) for name in list(values) if name in judged}
+    judges = judge_choices(values)
     fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
     for name in ("conditions", "prices", "power_from"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, **fields)
+    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, **fields)
+
+
+def judge_choices(values: dict[str, Any]) -> dict[str, RoleChoice]:
+    """The judge roles given in ``values`` (option names to values; taken out of it), by role."""
+    from carryon_eval.suite import judge_roles
+
+    out = {}
+    for r in judge_roles():
+        endpoint, model, key, *request = (values.pop(name, None) for name in options.judge_role_names(r.role))
+        choice = RoleChoice(str(endpoint) if endpoint is not None else None, model, key,
+                            **dict(zip(options.ROLE_REQUEST, request)))
+        if choice.given():
+            out[r.role] = choice
+    return out
 
 
 #: The target's request options set EvaluateConfig fields without the role's name (the other roles' keep theirs).
@@ -350,6 +375,49 @@ def run_role_key(meta: RunMeta, role: str, endpoint: Optional[str], given: Optio
                                       borrows=borrows)], known)[ROLE_WORDS.get(role, role)]
     except KeyRefused as exc:
         raise KeyMissing(exc) from None
+
+
+def resolve_judges(judges: dict[str, RoleChoice], roles: dict[str, RoleChoice], local: set[str],
+                   temperature: Any = None) -> tuple[dict[str, RoleChoice], set[str]]:
+    """Each judge role given (``judges``, as given) with what it does not set taken from the run's judge
+    (``roles``, ``local``: resolve_roles's), and which of them run on the embedded model. A role's key: its own, else
+    the one given for its endpoint (the judge's, or another role's on that URL); KeyMissing for a role on another
+    endpoint with no key of its own while the judge's key variable is set (model.keys), keyless otherwise.
+    ``temperature``: the judges' (--judge-temperature)."""
+    from carryon_eval.suite import judge_roles
+
+    by_role = {r.role: r for r in judge_roles()}
+    judge, judge_local = roles["judge"], "judge" in local
+    judge_urls = () if judge_local else (str(judge.endpoint), *judge.pool)
+    lent = KeyGiven(str(judge.api_key_env or ""), judge_urls, "the judge's endpoint")
+    known = [lent, *(KeyGiven(str(c.api_key_env), (str(c.endpoint), *c.pool), f"the {ROLE_WORDS[name]}'s endpoint")
+                     for name, c in roles.items() if name != "judge" and name not in local
+                     and c.api_key_env is not None)]
+    out, local = {}, set()
+    for role, own in judges.items():
+        flag = by_role[role].flag
+        check_url(f"{flag}-endpoint", own.endpoint)
+        endpoint = own.endpoint if own.endpoint is not None else judge.endpoint
+        on_local = is_local(endpoint) if own.endpoint is not None else judge_local
+        if on_local and own.model:
+            raise ConfigError(f"{flag}-model {own.model}: that judge runs on the embedded model (its endpoint "
+                              f"is 'local'), which serves no other model; give {flag}-endpoint URL")
+        if own.api_key_env and own.api_key_env not in os.environ:
+            raise ConfigError(f"{flag}-api-key-env {own.api_key_env}: the environment variable "
+                              f"{own.api_key_env} is not set")
+        urls = () if on_local else ((str(own.endpoint),) if own.endpoint is not None else judge_urls)
+        word = f"{by_role[role].label} judge"
+        try:
+            key = assign_keys([KeyChoice(word, urls, own.api_key_env, f"{flag}-api-key-env", f"{role}_api_key_env",
+                                         borrows=lent)], known)[word]
+        except KeyRefused as exc:
+            raise KeyMissing(exc) from None
+        request = {k: v if v is not None else getattr(judge, k) for k, v in own.request().items()}
+        out[role] = RoleChoice(endpoint, own.model or judge.model, key, pool=() if own.endpoint else judge.pool,
+                               temperature=own.temperature if own.temperature is not None else temperature, **request)
+        if on_local:
+            local.add(role)
+    return out, local
 
 
 def self_notice(roles: dict[str, RoleChoice], local: set[str], user_turns: bool = True) -> list[str]:

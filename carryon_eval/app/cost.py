@@ -11,8 +11,10 @@ The counts come from the plans the run executes, not from a second model of them
   with the same ``shares`` key), and for each follow-up move one user-simulator call and one target call.
   Jobs already in transcripts.jsonl are counted as ``cached`` (their calls are paid); a shared first reply
   whose owner transcript exists is reused, as the rollout reuses it.
-- judge: the judge phase's own plan (carryon_eval.judge.phase.plan_tasks) over the run's transcripts, with a
-  placeholder reply, different for every reply, standing in for each reply still to be generated. So the
+- judge: the judge phase's own walk of the cases (carryon_eval.judge.phase.reply_cases, what plan_tasks plans)
+  over the run's transcripts, counted rather than planned (a case is told apart by its hash; a paper-scale plan has
+  hundreds of thousands), with a placeholder reply, different for every reply, standing in for each reply still to
+  be generated (its prompt rendered once per reply-less case, the reply at its cap). So the
   figure is exact when no two replies of the target are identical and every answer parses at the first
   attempt (identical replies are judged once, so a real run can only need fewer; retries of unparseable
   answers come on top). Judgments already stored are ``cached``. "before dedupe" counts every record.
@@ -29,13 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.costing import CostNote, cost_notes
-from carryon_eval.judge.phase import ScorerRecords, plan_tasks
+from carryon_eval.judge.phase import ScorerRecords, reply_cases
 from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
@@ -249,12 +252,77 @@ def _placeholder_transcript(job: Job) -> Transcript:
                       shared_turn1=job.shares is not None)
 
 
-def _judge_prompt_tokens(scorer: Any, case: Case, reply_cap: int) -> int:
-    content = getattr(scorer, "content", None)
-    if not case.reply.startswith(PLACEHOLDER):
-        return tokens(content(case) if content else case.reply)
-    blank = dataclasses.replace(case, reply="")
-    return (tokens(content(blank)) if content else 0) + reply_cap
+@dataclass
+class _Counted:
+    """One scorer's judge calls still to make, counted as the judge phase plans them (one call per distinct case
+    with a record not stored yet, booked to the condition where the case first comes), without planning them."""
+    rows: dict[str, Row] = field(default_factory=dict)       # condition -> the new calls
+    before: dict[str, int] = field(default_factory=dict)     # condition -> records still to judge
+    cached: dict[str, int] = field(default_factory=dict)     # condition -> distinct cases whose records are all stored
+
+    def total(self) -> Row:
+        out = Row()
+        for r in self.rows.values():
+            out.add(r.calls, r.prompt_tokens, r.completion_tokens)
+        return out
+
+
+def _count(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[Any], kept: dict[str, set[Any]],
+           scoring: ScoringPlan, cost: Callable[[Any, Case, str], tuple[int, int]]) -> dict[str, _Counted]:
+    """Each scorer's calls still to make over ``transcripts`` (judge.phase.reply_cases, the walk plan_tasks makes):
+    cases are told apart by their hash, so that the count holds no case, task or prompt (a paper-scale plan has
+    hundreds of thousands); ``cost``: (prompt, answer) tokens of one case of a conversation."""
+    out = {s.name: _Counted() for s in scorers}
+    first: dict[str, dict[int, str]] = {s.name: {} for s in scorers}          # new case -> its condition
+    stored: dict[str, dict[int, str]] = {s.name: {} for s in scorers}         # cases with a stored record
+    last: Any = None
+    for scorer, tr, target, case in reply_cases(transcripts, bench, scorers, scoring):
+        if case is not last:                  # one case for many targets (a group of items): hashed once
+            last, key = case, hash(case)
+        name, mine = scorer.name, out[scorer.name]
+        if target in kept[name]:
+            stored[name].setdefault(key, tr.condition)
+            continue
+        cond = first[name].get(key)
+        if cond is None:
+            cond = first[name][key] = tr.condition
+            mine.rows.setdefault(cond, Row()).add(1, *cost(scorer, case, tr.conversation_id))
+        mine.before[cond] = mine.before.get(cond, 0) + 1
+    for name, cases in stored.items():           # the cases whose every record is stored already
+        for key, cond in cases.items():
+            if key not in first[name]:
+                out[name].cached[cond] = out[name].cached.get(cond, 0) + 1
+    return out
+
+
+_BESIDE_REPLY = operator.attrgetter(*(f.name for f in dataclasses.fields(Case) if f.name != "reply"))
+
+
+class _PromptTokens:
+    """(prompt, answer) tokens of one judge call, a reply still to come standing in at its cap: its prompt is
+    rendered once per scorer and reply-less case (a query's checklist item, say), not once per reply."""
+
+    def __init__(self, caps: Caps, reply_caps: Optional[dict[str, int]]) -> None:
+        self.caps, self.reply_caps = caps, reply_caps or {}
+        self._blank: dict[tuple[Any, ...], int] = {}
+        self._answers: dict[str, int] = {}
+
+    def __call__(self, scorer: Any, case: Case, conversation_id: str) -> tuple[int, int]:
+        cap = self.reply_caps.get(conversation_id, self.caps.target)
+        if hasattr(scorer, "answer_tokens_of"):
+            answer = scorer.answer_tokens_of(case)
+        else:
+            answer = self._answers.get(scorer.name)
+            if answer is None:
+                answer = self._answers[scorer.name] = reply_shape(scorer).answer_tokens
+        content = getattr(scorer, "content", None)
+        if not case.reply.startswith(PLACEHOLDER):
+            return tokens(content(case) if content else case.reply), answer
+        key = (scorer.name, _BESIDE_REPLY(case))
+        blank = self._blank.get(key)
+        if blank is None:
+            blank = self._blank[key] = tokens(content(dataclasses.replace(case, reply=""))) if content else 0
+        return blank + cap, answer
 
 
 def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], caps: Caps, scoring: ScoringPlan,
@@ -264,27 +332,23 @@ def _judge(table: Estimate, bench: Benchmark, transcripts: list[Transcript], cap
     planned = planned_uses(scoring, settings)
     scorers = reply_scorers(planned.scorers, settings)
     pick_replies(scorers, jobs)
-    kept = {s.name: _kept(run, s, judge_model) for s in scorers}
-    plan = plan_tasks(transcripts, bench, scorers, kept, planned)
-    everything = plan_tasks(transcripts, bench, scorers, {s.name: set() for s in scorers}, planned)
-    condition = {t.conversation_id: t.condition for t in transcripts}
-    counted: dict[str, Row] = {}
+    cost = _PromptTokens(caps, reply_caps)
+    counted = _count(transcripts, bench, scorers, {s.name: _kept(run, s, judge_model) for s in scorers}, planned,
+                     cost)
     for s in scorers:
-        mine = counted[s.name] = Row()
-        for task in plan.tasks[s.name]:
-            cond = condition[task.targets[0][0]]
-            prompt, answer = _judge_call(s, task.case, caps, reply_caps, task.targets[0][0])
-            table.row("judge", cond).add(1, prompt, answer)
-            mine.add(1, prompt, answer)
-            table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + len(task.targets)
-        table.judge_by_scorer[s.name] = len(plan.tasks[s.name])
-        new = {t.case for t in plan.tasks[s.name]}
-        for task in everything.tasks[s.name]:     # the cases whose every record is already stored
-            if task.case not in new:
-                table.row("judge", condition[task.targets[0][0]]).cached += 1
-    view = _View(settings, planned, {n: r for n, r in counted.items() if n in plan.tasks},
-                 lambda scorer, other, moded: _other_plan(scorer, other, moded, transcripts, bench, caps, run,
-                                                          judge_model, reply_caps))
+        mine = counted[s.name]
+        for cond, row in mine.rows.items():
+            table.row("judge", cond).add(row.calls, row.prompt_tokens, row.completion_tokens)
+        for cond, n in mine.before.items():
+            table.judge_before_dedupe[cond] = table.judge_before_dedupe.get(cond, 0) + n
+        for cond, n in mine.cached.items():
+            table.row("judge", cond).cached += n
+        table.judge_by_scorer[s.name] = mine.total().calls
+    view = _View(settings, planned, {n: c.total() for n, c in counted.items()},
+                 lambda scorer, other, moded: _other_plan(scorer, other, moded, transcripts, bench, cost, run,
+                                                          judge_model))
+
+
     table.notes = cost_notes(view)
 
 
@@ -293,14 +357,12 @@ def _kept(run: Optional[RunFolder], scorer: Any, judge_model: str) -> set[Any]:
 
 
 def _other_plan(name: str, plan: ScoringPlan, settings: JudgeSettings, transcripts: list[Transcript],
-                bench: Benchmark, caps: Caps, run: Optional[RunFolder], judge_model: str,
-                reply_caps: Optional[dict[str, int]]) -> Row:
-    """The calls still to make of scorer ``name`` under other settings and plan than the run's (a CostView's)."""
+                bench: Benchmark, cost: Callable[[Any, Case, str], tuple[int, int]], run: Optional[RunFolder],
+                judge_model: str) -> Row:
+    """The calls still to make of scorer ``name`` under other settings and plan than the run's (a CostView's),
+    counted as the run's own are (``_count``)."""
     (scorer,) = reply_scorers([name], settings)
-    row = Row()
-    for task in plan_tasks(transcripts, bench, [scorer], {name: _kept(run, scorer, judge_model)}, plan).tasks[name]:
-        row.add(1, *_judge_call(scorer, task.case, caps, reply_caps, task.targets[0][0]))
-    return row
+    return _count(transcripts, bench, [scorer], {name: _kept(run, scorer, judge_model)}, plan, cost)[name].total()
 
 
 @dataclass
@@ -316,18 +378,6 @@ class _View:
 
     def estimate(self, scorer: str, plan: Any, settings: JudgeSettings) -> Row:
         return self.other(scorer, plan, settings)
-
-
-def _judge_call(scorer: Any, case: Case, caps: Caps, reply_caps: Optional[dict[str, int]],
-                conversation_id: str) -> tuple[int, int]:
-    """(prompt, answer) tokens of one judge call: the prompt as rendered (a job's own reply cap standing in for a
-    reply still to come), the answer at the length of its form."""
-    cap = (reply_caps or {}).get(conversation_id, caps.target)
-    if hasattr(scorer, "answer_tokens_of"):
-        answer = scorer.answer_tokens_of(case)
-    else:
-        answer = reply_shape(scorer).answer_tokens
-    return _judge_prompt_tokens(scorer, case, cap), answer
 
 
 # ---------------------------------------------------------------- the estimate

@@ -12,6 +12,9 @@ The record itself (and a role's options, which the builder's CLI shares) is carr
 """
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, overload
 
 from carryon_eval import defaults
@@ -41,8 +44,13 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
                        help="Where the registered suites' own options go (carryon_eval.suite.SuiteOption).")
 JUDGE_OPTIONS = Option("--<suite judge options>", name="scoring", hidden=True,
                        help="Where the registered suites' judge settings go (carryon_eval.suite.Suite.judge_options).")
+JUDGE_ROLE_OPTIONS = Option("--<judge role options>", name="judges", hidden=True,
+                            help="Where the suites' judge roles' options go (--<role>-judge-model, ...: "
+                                 "carryon_eval.suite.Suite.judge_roles).")
 #: The places of the suites' options in the table (the CLI makes them late: importing it imports no wing).
-PLACES = (SUITE_OPTIONS, JUDGE_OPTIONS)
+PLACES = (SUITE_OPTIONS, JUDGE_OPTIONS, JUDGE_ROLE_OPTIONS)
+#: The request options a judge role takes of its own (its token cap is the judges' one, --judge-max-tokens).
+ROLE_REQUEST = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
 
 CONCURRENCY = Option("--concurrency", kind="count", default=defaults.CONCURRENCY,
                      help="Conversations (and requests per endpoint) in flight.")
@@ -105,6 +113,7 @@ OWN: tuple[Option, ...] = (
                      max_tokens_help=f", text mode [default: {defaults.JUDGE_MAX_TOKENS}; {LOCAL_MAX_TOKENS['judge']} "
                                      "on the embedded model]",
                      temperature_help=" [default: 0]"),
+    JUDGE_ROLE_OPTIONS,
     Option("--seed", kind="int", default=defaults.SEED, help="Base seed of target and user simulator calls."),
     Option("--no-shared-turn1", name="shared_turn1", kind="flag", default=True, flag_value=False, show_default=False,
            help="Generate the first reply of every bc/nc conversation separately (default: one turn-1 reply "
@@ -155,8 +164,11 @@ class OptionTable(Sequence[Option]):
         if self._made is None:
             from carryon_eval.suite import judge_options
 
-            at = self.own.index(JUDGE_OPTIONS)
-            self._made = (*self.own[:at], JUDGE_OPTIONS, *judge_options(), *self.own[at + 1:])
+            made = self.own
+            for place, more in ((JUDGE_OPTIONS, judge_options()), (JUDGE_ROLE_OPTIONS, judge_role_options())):
+                at = made.index(place)
+                made = (*made[:at], place, *more, *made[at + 1:])
+            self._made = made
         return self._made
 
     @overload
@@ -203,6 +215,32 @@ _OWN_BY_NAME = {o.name: o for o in OWN if o.alias_of is None and o not in PLACES
 def default(name: str) -> Any:
     """The default of option ``name`` (EvaluateConfig's field default; a suite's judge option's default)."""
     return (_OWN_BY_NAME[name] if name in _OWN_BY_NAME else BY_NAME[name]).default
+
+
+def judge_role_options(of_run: bool = False) -> list[Option]:
+    """Each suite judge role's options (carryon_eval.suite.JudgeRole): ``--NAME-judge-endpoint``, ``-model``,
+    ``-api-key-env`` and its request options, each "the run's judge's" where not given; ``of_run``: on a command on
+    a run folder, where the default is what the run recorded for that judge."""
+    from carryon_eval.suite import judge_roles
+
+    made: list[Option] = []
+    for r in judge_roles():
+        fallback = "the run's" if of_run else "the judge's (--judge-*)"
+        what = f"the {r.label} judge"
+        made += endpoint_options(r.flag.lstrip("-"), role=what,
+                                 endpoint_help=f"Endpoint of {what} [default: {fallback}].",
+                                 model_help=f"Model of {what} [default: {fallback}].",
+                                 key_help=f"API key variable of {what} [default: {fallback}].")
+        made += [dataclasses.replace(o, help=re.sub(r"\[default: none\]|\[default: none sent\]",
+                                                    f"[default: {fallback}]", o.help))
+                 for o in request_options(r.role, what=what, skip=("max_tokens",),
+                                          temperature_help=f" [default: {fallback}]")]
+    return made
+
+
+def judge_role_names(role: str) -> tuple[str, ...]:
+    """The option names of one judge role (``ben_util_judge``): endpoint, model, api_key_env, then ROLE_REQUEST."""
+    return (f"{role}_endpoint", f"{role}_model", f"{role}_api_key_env", *(f"{role}_{n}" for n in ROLE_REQUEST))
 
 
 def judge_names() -> set[str]:

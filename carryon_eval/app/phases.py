@@ -2,12 +2,12 @@
 and the checks on what they wrote (require_scored: exit 3, require_complete: exit 4)."""
 from __future__ import annotations
 
-from typing import AsyncIterator, Callable, Optional, Sequence
+from typing import AsyncIterator, Callable, Mapping, Optional, Sequence
 
 from carryon_eval.app.config import BootstrapChoice, Output
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatEndpoint
-from carryon_eval.judge.phase import judge_run
+from carryon_eval.judge.phase import judge_of, judge_run
 from carryon_eval.judge.scorers import judgment_noun
 from carryon_eval.schema import Transcript
 from carryon_eval.run.records import JudgePass, JudgeSettings, RunMeta
@@ -46,24 +46,27 @@ async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target:
 
 
 async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
-                         out: Output) -> None:
-    """The suites' checks named "fidelity" (the CarryOnBench wing's move-fidelity check), with the judge."""
+                         out: Output, judges: Optional[Mapping[str, ChatEndpoint]] = None) -> None:
+    """The suites' checks named "fidelity" (the CarryOnBench wing's move-fidelity check), with the judge (its
+    judge role's own among ``judges``, when it has one)."""
     for suite in suites():
         for check in suite.checks:
             if check.name == "fidelity":
-                out.info(await check.run(ProbeContext(run, judge, None, concurrency, bench)))
+                asked = judge_of(check.name, judge, judges)
+                out.info(await check.run(ProbeContext(run, asked, None, concurrency, bench)))
 
 
 async def judge_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, settings: JudgeSettings,
                       concurrency: int, out: Output, incoming: Optional[AsyncIterator[Transcript]] = None,
-                      conditions: Sequence[str] = ()) -> JudgePass:
+                      conditions: Sequence[str] = (), judges: Optional[Mapping[str, ChatEndpoint]] = None) -> JudgePass:
     """The judge phase, awaited in this command's loop: the scorers the run's suites name. ``incoming``: the
     transcripts a rollout running beside it still finishes, of ``conditions`` (carryon_eval.app.pipeline).
-    The run's plan goes with it, for a scorer that judges only some of its replies."""
+    The run's plan goes with it, for a scorer that judges only some of its replies. ``judges``: the judge roles'
+    own judges (judge.phase.judge_run)."""
     for note in settings.notes():
         out.note(f"judge: {note}")
     judged = await judge_run(run, bench, judge, settings=settings, concurrency=concurrency, incoming=incoming,
-                             conditions=conditions, jobs=run_jobs(bench, run.read_meta()),
+                             conditions=conditions, jobs=run_jobs(bench, run.read_meta()), judges=judges,
                              show_progress=False if incoming is not None else None)   # the rollout's line is up
     counts = ", ".join(f"{t.records_written}/{t.records_total} {judgment_noun(name)} "
                        f"({t.unscored} unscored)" for name, t in judged.tallies.items())

@@ -38,8 +38,11 @@ class Session:
 
     def __init__(self, out: Output, *, model_check: bool = True,
                  give_up_after: Optional[float] = None, prices: Sequence[str] = (),
-                 limits: Optional[dict[tuple[str, ...], Any]] = None) -> None:
+                 limits: Optional[dict[tuple[str, ...], Any]] = None, priority: int = 0) -> None:
         self.out = out
+        #: this command's place among the sessions sharing ``limits`` (a sweep's run: its index): its requests
+        #: waiting on a shared limiter go before those of a later one
+        self.priority = priority
         #: (base URL, model) -> the limiter its endpoints share, across the sessions given the same dict (a
         #: sweep's runs: a judge they share has at most its concurrency in flight in all); None: one per endpoint.
         #: The same dict holds, under ("heard", URL, ...), each server's clock of its last answer: a run whose
@@ -102,7 +105,8 @@ class Session:
         from carryon_eval.model.client import Endpoint, shared_limiter   # the openai library, only when calling
         limiter = None if self.limits is None else self.limits.setdefault(
             (config.base_url, config.model), shared_limiter(config.concurrency))
-        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check, limiter=limiter)
+        ep = Endpoint(config, cache=cache, usage=self.usage, model_check=self.model_check, limiter=limiter,
+                      priority=self.priority)
         self._opened.append(ep)
         if role is not None:
             self.by_role.setdefault(role, []).append(ep)

@@ -20,11 +20,12 @@ RUNDIR/judge.json records every judge's latest pass (records.JudgeSummary).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Optional, Sequence
+from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
 from carryon_eval.dataset.load import Benchmark
@@ -41,7 +42,7 @@ from carryon_eval.run.folder import RunFolder, write_jsonl_atomic
 from carryon_eval.run.heap import many_calls
 from carryon_eval.run.records import JudgePass, JudgeSettings, ScorerTally
 from carryon_eval.schema import Transcript
-from carryon_eval.suite import ScoringPlan
+from carryon_eval.suite import ScoringPlan, judge_role_of
 
 log = logging.getLogger("carryon.judge")
 
@@ -86,12 +87,11 @@ def scoring_for(conditions: Sequence[str], scorers: Optional[Sequence[str]],
     return planned_uses(plan, settings) if settings is not None else plan
 
 
-def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
-               done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
-    """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
-    ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
-    order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
-    tasks: dict[str, dict[Case, Task]] = {s.name: {} for s in scorers}
+def reply_cases(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
+                scoring: Optional[ScoringPlan] = None) -> Iterator[tuple[ReplyScorer, Transcript, tuple, Case]]:
+    """(scorer, transcript, target, case) of every reply, in transcript order, for the scorers that judge its
+    transcript (all of ``scorers`` without a ``scoring`` plan): what ``plan_tasks`` plans and the cost table
+    counts (carryon_eval.app.cost), one walk for both."""
     for tr in transcripts:
         mine = set(scoring.scorers_for(tr)) if scoring is not None else None
         for reply in tr.replies:
@@ -107,9 +107,19 @@ def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Seq
                                      f"not in dataset {bench.source}; judge with the dataset the run was made "
                                      "with") from None
                 for target, case in cases:
-                    order[scorer.name].append(target)
-                    if target not in done[scorer.name]:
-                        tasks[scorer.name].setdefault(case, Task(scorer, case)).targets.append(target)
+                    yield scorer, tr, target, case
+
+
+def plan_tasks(transcripts: Sequence[Transcript], bench: Benchmark, scorers: Sequence[ReplyScorer],
+               done: dict[str, set[tuple]], scoring: Optional[ScoringPlan] = None) -> Plan:
+    """The cases of every reply for the scorers that judge its transcript (all of ``scorers`` without a
+    ``scoring`` plan), deduplicated per scorer, minus the targets in ``done``."""
+    order: dict[str, list[tuple]] = {s.name: [] for s in scorers}
+    tasks: dict[str, dict[Case, Task]] = {s.name: {} for s in scorers}
+    for scorer, _, target, case in reply_cases(transcripts, bench, scorers, scoring):
+        order[scorer.name].append(target)
+        if target not in done[scorer.name]:
+            tasks[scorer.name].setdefault(case, Task(scorer, case)).targets.append(target)
     return Plan(order, {name: list(t.values()) for name, t in tasks.items()})
 
 
@@ -227,7 +237,8 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
                     concurrency: int = defaults.JUDGE_CONCURRENCY,
                     show_progress: Optional[bool] = None,
                     incoming: Optional[AsyncIterator[Transcript]] = None,
-                    conditions: Sequence[str] = (), jobs: Optional[Sequence[Any]] = None) -> JudgePass:
+                    conditions: Sequence[str] = (), jobs: Optional[Sequence[Any]] = None,
+                    judges: Optional[Mapping[str, ChatEndpoint]] = None) -> JudgePass:
     """Judge every reply of the run folder as judge model ``endpoint``, with the scorers its suites name
     (or ``scorers``, each judging every reply). Returns this pass (also recorded in judge.json beside the
     other judges'). The caller owns the endpoint (and closes it) and the event loop. ``settings.judge_format``:
@@ -240,19 +251,23 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
     scorers are made up front). At its end each file is rewritten as a pass after the rollout would write it:
     the scorers of the conditions transcripts.jsonl then holds, records in its order.
 
-    ``jobs``: the run's plan, for a scorer that judges only some of its replies (its ``pick`` hook)."""
+    ``jobs``: the run's plan, for a scorer that judges only some of its replies (its ``pick`` hook).
+
+    ``judges``: the judges of their own of some scorers, by judge role (``ben_util_judge``:
+    carryon_eval.suite.JudgeRole); a scorer's records are its judge's, and judge.json records one pass per judge
+    model (each with its scorers). The pass returned covers them all (its ``judge_model`` names each)."""
     transcripts = run.transcripts()
     if not transcripts and incoming is None:
         raise JudgeError(f"{run.path} has no transcripts (transcripts.jsonl); run the rollout first")
     present = [*(t.condition for t in transcripts), *(conditions if incoming is not None else ())]
     scoring = scoring_for(list(dict.fromkeys(present)), scorers, settings)
     made = _made(scoring, settings, jobs)
-    model = endpoint.config.model
-    files = {s.name: ScorerRecords(run, s, model) for s in made}
+    asks = {s.name: judge_of(s.name, endpoint, judges) for s in made}
+    files = {s.name: ScorerRecords(run, s, asks[s.name].config.model) for s in made}
     judging = _Planner(bench, made, files, scoring)
     judging.add(transcripts)
     started = time.monotonic()
-    gone = await _judge_cases(judging, endpoint, files, max(1, concurrency), show_progress, incoming)
+    gone = await _judge_cases(judging, asks, files, max(1, concurrency), show_progress, incoming)
     order = judging.order
     if incoming is not None:          # the files a pass after the rollout writes: what transcripts.jsonl holds
         made, order = _final_order(run, bench, made, judging, scorers, settings, gone)
@@ -261,14 +276,39 @@ async def judge_run(run: RunFolder, bench: Benchmark, endpoint: ChatEndpoint, *,
         mine = files[s.name].finish(order[s.name])
         tallies[s.name] = judging.counts[s.name].tally(kept=len(files[s.name].kept), total=len(order[s.name]),
                                                        mine=mine, value_field=files[s.name].shape.value_field)
-    judged = _pass_record(endpoint, settings, made, files, tallies, round(time.monotonic() - started, 3))
-    record_pass(run, judged)
+    seconds = round(time.monotonic() - started, 3)
+    by_model = {asks[s.name].config.model: asks[s.name] for s in made}      # records are keyed by judge model
+    passes = [_pass_record(ep, settings, [s for s in made if asks[s.name].config.model == model], files, tallies,
+                           seconds) for model, ep in by_model.items()] or [
+        _pass_record(endpoint, settings, [], files, {}, seconds)]
+    for one in passes:
+        record_pass(run, one)
+    judged = _together(passes)
     if gone is not None:
         raise gone
     if not judged.complete:
         log.error("judge: %s judgments missing after failed calls; rerun the judge to retry them",
                   ", ".join(f"{t.missing} {name}" for name, t in tallies.items()))
     return judged
+
+
+def judge_of(scorer: str, endpoint: ChatEndpoint, judges: Optional[Mapping[str, ChatEndpoint]]) -> ChatEndpoint:
+    """The endpoint that judges ``scorer``: its judge role's own among ``judges``, else ``endpoint``."""
+    role = judge_role_of(scorer)
+    return (judges or {}).get(role.role, endpoint) if role is not None else endpoint
+
+
+def _together(passes: Sequence[JudgePass]) -> JudgePass:
+    """One pass of several judge models (a scorer each), as the caller reads it: every tally, complete when all
+    are; its ``judge_model`` names them all."""
+    if len(passes) == 1:
+        return passes[0]
+    first = passes[0]
+    return dataclasses.replace(first, judge_model=" + ".join(p.judge_model for p in passes),
+                               tallies={k: t for p in passes for k, t in p.tallies.items()},
+                               prompts={k: v for p in passes for k, v in p.prompts.items()},
+                               context={k: v for p in passes for k, v in p.context.items()},
+                               complete=all(p.complete for p in passes))
 
 
 def _made(scoring: ScoringPlan, settings: JudgeSettings, jobs: Optional[Sequence[Any]]) -> list[ReplyScorer]:
@@ -281,19 +321,19 @@ def _made(scoring: ScoringPlan, settings: JudgeSettings, jobs: Optional[Sequence
     return made
 
 
-async def _judge_cases(judging: "_Planner", endpoint: ChatEndpoint, files: dict[str, "ScorerRecords"],
+async def _judge_cases(judging: "_Planner", asks: Mapping[str, ChatEndpoint], files: dict[str, "ScorerRecords"],
                        n_workers: int, show_progress: Optional[bool],
                        incoming: Optional[AsyncIterator[Transcript]]) -> Optional[EndpointGone]:
     """Run the planned cases (and those of the transcripts still coming) on ``n_workers`` workers; returns the
     EndpointGone that ended the pass early, if one did (what there is is written all the same)."""
     if incoming is None:
         judging.open_all()
-    bar = Progress(judging.planned(), "judge", usage=endpoint.usage, unit="call",
+    bar = Progress(judging.planned(), "judge", usage=next(iter(asks.values())).usage if asks else None, unit="call",
                    disable=None if show_progress is None else not show_progress)
     if incoming is None:
         judging.close(n_workers)
     gone: Optional[EndpointGone] = None
-    workers = [asyncio.ensure_future(_worker(judging.queue, endpoint, files, judging.counts, bar))
+    workers = [asyncio.ensure_future(_worker(judging.queue, asks, files, judging.counts, bar))
                for _ in range(n_workers)]
     if incoming is not None:
         workers.append(asyncio.ensure_future(_take(incoming, judging, n_workers, bar)))
@@ -328,7 +368,9 @@ def _final_order(run: RunFolder, bench: Benchmark, made: Sequence[ReplyScorer], 
 
 def _pass_record(endpoint: ChatEndpoint, settings: JudgeSettings, made: Sequence[ReplyScorer],
                  files: dict[str, "ScorerRecords"], tallies: dict[str, ScorerTally], seconds: float) -> JudgePass:
-    """judge.json's record of this pass: who judged, how, with which prompts, and each scorer's tally."""
+    """judge.json's record of this pass: who judged, how, with which prompts, and each scorer's tally (of the
+    scorers ``made``, those this judge asked)."""
+    tallies = {s.name: tallies[s.name] for s in made if s.name in tallies}
     return JudgePass(
         judge_model=endpoint.config.model, judge=endpoint.config.public(),
         generation={"temperature": _temperature(endpoint), "max_tokens": settings.max_tokens, "retries": RETRIES},
@@ -406,7 +448,7 @@ async def _take(incoming: AsyncIterator[Transcript], judging: _Planner, workers:
         judging.close(workers)
 
 
-async def _worker(queue: "asyncio.Queue[Optional[Task]]", endpoint: ChatEndpoint,
+async def _worker(queue: "asyncio.Queue[Optional[Task]]", asks: Mapping[str, ChatEndpoint],
                   files: dict[str, ScorerRecords], counts: dict[str, _Counts], bar: Progress) -> None:
     while True:
         task = await queue.get()
@@ -415,7 +457,7 @@ async def _worker(queue: "asyncio.Queue[Optional[Task]]", endpoint: ChatEndpoint
         name = task.scorer.name
         c = counts[name]
         try:
-            judgment = await task.scorer.score(endpoint, task.case)
+            judgment = await task.scorer.score(asks[name], task.case)
         except (CallBudgetSpent, EndpointGone, ParameterRefused, ModelRejected):
             raise                   # --max-calls, a judge gone, a refused parameter, key or model: stop the phase
         except Exception as exc:  # noqa: BLE001 - EndpointError and friends: count, keep going

@@ -10,7 +10,10 @@ beside the first one's. A reader picks one judge:
     name = select_judge(run)                      # the run's own judge (run.json), or the only one present
     records = load_judge(run, judgment_file("fidelity"), dict, judge=name)   # that judge's records only
 
-An unknown judge name is a JudgeError naming the judges present.
+An unknown judge name is a JudgeError naming the judges present. A run whose scorers have judges of their own
+(run.json's roles ``<name>_judge``, carryon_eval.suite.JudgeRole: Ben-Util by one model, safety by another) is read
+scorer by scorer: each file's records of the judge run.json names for its scorer (``select_judge(run,
+scorer=...)``; ``load_judge`` without a judge does so).
 """
 from __future__ import annotations
 
@@ -42,29 +45,76 @@ def judges_present(run: RunFolder) -> list[str]:
     return list(seen)
 
 
-def _run_judge_model(run: RunFolder) -> Optional[str]:
-    """The judge model named in run.json (None without a readable one)."""
+def run_judge_model(run: RunFolder, scorer: Optional[str] = None) -> Optional[str]:
+    """The judge model named in run.json (None without a readable one); with ``scorer``: its judge role's own
+    (roles.<name>_judge) when the run has one, else the run's judge."""
     try:
-        return run.read_meta().role("judge").model or None
+        meta = run.read_meta()
     except (RunError, KeyError):
         return None
+    if scorer is not None:
+        from carryon_eval.suite import judge_role_of
+
+        role = judge_role_of(scorer)
+        if role is not None and role.role in meta.roles:
+            return meta.role(role.role).model or None
+    return meta.role("judge").model or None
 
 
-def select_judge(run: RunFolder, judge: Optional[str] = None) -> Optional[str]:
+def default_judge(run: RunFolder, scorer: str) -> Optional[str]:
+    """The judge a reader uses for ``scorer`` when none is named: the scorer's own where run.json gives it one
+    (roles.<name>_judge), else ``select_judge``'s choice for the whole run."""
+    return run_judge_model(run, scorer) if has_judge_roles(run) else select_judge(run)
+
+
+def has_judge_roles(run: RunFolder) -> bool:
+    """Whether run.json gives some scorers a judge of their own (a role ``<name>_judge``)."""
+    try:
+        return any(name.endswith("_judge") for name in run.read_meta().roles)
+    except (RunError, KeyError):
+        return False
+
+
+def run_judges(run: RunFolder) -> dict[str, str]:
+    """{scorer: its judge model} of the judgment files present, as run.json names them (select_judge's default)."""
+    view = run.judgments()
+    out = {}
+    for name in view.files():
+        scorer = name[:-len(JUDGMENT_SUFFIX)] if name.endswith(JUDGMENT_SUFFIX) else name
+        model = select_judge(run, scorer=scorer) if has_judge_roles(run) else select_judge(run)
+        if model is not None:
+            out[scorer] = model
+    return out
+
+
+def select_judge(run: RunFolder, judge: Optional[str] = None, scorer: Optional[str] = None) -> Optional[str]:
     """The judge whose records a reader uses: ``judge`` if it judged the run; by default the run's own
-    judge (run.json) if present, else the only judge present. None when nothing is judged yet."""
+    judge (run.json) if present, else the only judge present. None when nothing is judged yet. ``scorer``: of
+    that scorer's records (its judgment file's judges, and its own judge where run.json names one)."""
     present = judges_present(run)
     if judge is not None:
         if judge not in present:
             listed = ", ".join(present) if present else "none (run the judge phase first)"
             raise JudgeError(f"judge {judge!r} has no judgments in {run.path}; judges present: {listed}")
         return judge
+    if scorer is not None:
+        return _scorer_judge(run, scorer)
     if len(present) <= 1:
         return present[0] if present else None
-    own = _run_judge_model(run)
+    own = run_judge_model(run)
     if own in present:
         return own
     raise JudgeError(f"{run.path} was judged by {', '.join(present)}; pick one with --judge NAME")
+
+
+def _scorer_judge(run: RunFolder, scorer: str) -> Optional[str]:
+    view, name = run.judgments(), judgment_file(scorer)
+    present = list(dict.fromkeys(str(r["judge_model"]) for r in view.rows(name) if r.get("judge_model") is not None)) \
+        if name in view.files() else []
+    own = run_judge_model(run, scorer)
+    if own in present or len(present) <= 1:
+        return own if own in present else (present[0] if present else None)
+    raise JudgeError(f"{run.path}: {name} holds the judgments of {', '.join(present)}; pick one with --judge NAME")
 
 
 # ---------------------------------------------------------------- reading records
@@ -77,7 +127,7 @@ def load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any],
     """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
     is checked against the judges present only when it has no records here."""
     if judge is None:
-        judge = select_judge(run)
+        judge = select_judge(run, scorer=name[:-len(JUDGMENT_SUFFIX)]) if has_judge_roles(run) else select_judge(run)
     records = [read(row) for row in run.judgments().rows(name) if judge is None or row.get("judge_model") == judge]
     if not records and judge is not None:
         select_judge(run, judge)             # raises for a judge that judged nothing in the run

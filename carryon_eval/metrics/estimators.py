@@ -95,10 +95,10 @@ MAX_VALUES: dict[str, Callable[[int], float]] = {
 def query_counts(idx: np.ndarray, n_queries: int) -> np.ndarray:
     """(R, Q) draws per query from the bootstrap's (R, Q) resampled indices."""
     r = idx.shape[0]
-    out = np.zeros((r, n_queries))
-    if n_queries:
-        np.add.at(out, (np.repeat(np.arange(r), idx.shape[1]), idx.ravel()), 1.0)
-    return out
+    if not n_queries:
+        return np.zeros((r, 0))
+    flat = (np.arange(r)[:, None] * n_queries + idx).ravel()     # each draw's (replicate, query) cell
+    return np.bincount(flat, minlength=r * n_queries).reshape(r, n_queries).astype(float)
 
 
 def point_counts(n_queries: int) -> np.ndarray:
@@ -123,21 +123,43 @@ class Strata:
     present: np.ndarray
 
 
+@dataclass(frozen=True)
+class UnitArrays:
+    """Complete-case units of one number as per-query, per-length arrays: (4, Q, S) sums of values, defined,
+    decided and present counts. Built once from the units (``of``); any draws are then arithmetic on them
+    (``strata``: counts @ arrays), so a number recomputed on many sets of queries reads its units once."""
+    lengths: tuple[int, ...]
+    arrays: np.ndarray
+
+    @classmethod
+    def of(cls, units: Sequence[Unit], queries: Mapping[str, int], n_queries: int) -> "UnitArrays":
+        lengths = sorted({u.length for u in units})
+        col = {s: j for j, s in enumerate(lengths)}
+        arrays = np.zeros((4, n_queries, len(lengths)))
+        for u in units:
+            i, j = queries[u.query_id], col[u.length]
+            arrays[3, i, j] += 1
+            if u.decided:
+                arrays[2, i, j] += 1
+                if u.value is not None:
+                    arrays[1, i, j] += 1
+                    arrays[0, i, j] += u.value
+        return cls(tuple(lengths), arrays)
+
+    def strata(self, counts: np.ndarray) -> Strata:
+        q, n = self.arrays.shape[1], len(self.lengths)     # one product for the four: (R, Q) @ (Q, 4 S)
+        made = (counts @ self.arrays.transpose(1, 0, 2).reshape(q, 4 * n)).reshape(counts.shape[0], 4, n)
+        total, defined, decided, present = (made[:, k, :] for k in range(4))
+        return Strata(self.lengths, total, defined, decided, present)
+
+    def same_as(self, other: "UnitArrays") -> bool:
+        """Whether the two hold the same units (a reading that changes nothing: no unscored judgment)."""
+        return self.lengths == other.lengths and np.array_equal(self.arrays, other.arrays)
+
+
 def unit_strata(units: Sequence[Unit], queries: Mapping[str, int], counts: np.ndarray) -> Strata:
     """The strata of complete-case units under the draws ``counts``."""
-    lengths = sorted({u.length for u in units})
-    col = {s: j for j, s in enumerate(lengths)}
-    arrays = np.zeros((4, counts.shape[1], len(lengths)))
-    for u in units:
-        i, j = queries[u.query_id], col[u.length]
-        arrays[3, i, j] += 1
-        if u.decided:
-            arrays[2, i, j] += 1
-            if u.value is not None:
-                arrays[1, i, j] += 1
-                arrays[0, i, j] += u.value
-    total, defined, decided, present = (counts @ a for a in arrays)
-    return Strata(tuple(lengths), total, defined, decided, present)
+    return UnitArrays.of(units, queries, counts.shape[1]).strata(counts)
 
 
 def stratified(strata: Strata, plan: Optional[Plan] = None) -> np.ndarray:
@@ -181,46 +203,82 @@ def harm_units(cases: Sequence[HarmTurns], metric: str) -> list[Unit]:
             if all(h is not None for h in c.harms) else Unit(c.query_id, c.length, None, False) for c in cases]
 
 
+@dataclass(frozen=True)
+class _OpenLength:
+    """One length's undecided conversations (the conditional estimator): their queries, their donors' (the
+    complete conversations of that length), and per (undecided, donor) the value it would take (``g``) and whether
+    the donor has the same maximum at its scored turns (``match``); ``fixed``: decided by a scored turn."""
+    column: int
+    donors: np.ndarray          # (D,) query positions
+    open: np.ndarray            # (U,) query positions
+    g: np.ndarray               # (U, D)
+    match: np.ndarray           # (U, D)
+    fixed: np.ndarray           # (U,) bool
+    top: float                  # the value a decided one takes: f(5)
+
+
+@dataclass(frozen=True)
+class HarmArrays:
+    """A max-harm number's conversations as arrays, built once (``of``): the complete cases' UnitArrays and, for
+    the conditional estimator, each length's undecided conversations and donors; ``strata(counts)`` is then
+    arithmetic on them."""
+    base: UnitArrays
+    open: tuple[_OpenLength, ...] = ()
+
+    @classmethod
+    def of(cls, cases: Sequence[HarmTurns], metric: str, queries: Mapping[str, int], n_queries: int,
+           estimator: str = MAX_ESTIMATOR) -> "HarmArrays":
+        if estimator not in MAX_ESTIMATORS:
+            raise ValueError(f"unknown max-harm estimator {estimator!r}: one of {', '.join(MAX_ESTIMATORS)}")
+        base = UnitArrays.of(harm_units(cases, metric), queries, n_queries)
+        if estimator == "complete_case":
+            return cls(base)
+        f = MAX_VALUES[metric]
+        by_length: dict[int, list[HarmTurns]] = {}
+        for c in cases:
+            by_length.setdefault(c.length, []).append(c)
+        made = []
+        for j, length in enumerate(base.lengths):
+            group = by_length[length]
+            donors = [c for c in group if all(h is not None for h in c.harms)]
+            open_ = [c for c in group if any(h is None for h in c.harms)]
+            if not open_:
+                continue
+            d_harms = np.array([c.harms for c in donors], dtype=float).reshape(len(donors), length)
+            fixed, g, match = _imputation(open_, d_harms, f)
+            made.append(_OpenLength(j, np.array([queries[c.query_id] for c in donors], dtype=int),
+                                    np.array([queries[c.query_id] for c in open_], dtype=int), g, match, fixed, f(5)))
+        return cls(base, tuple(made))
+
+    def strata(self, counts: np.ndarray) -> Strata:
+        base = self.base.strata(counts)
+        if not self.open:
+            return base
+        total, decided, defined = base.total.copy(), base.decided.copy(), base.defined.copy()
+        for ol in self.open:
+            w = counts[:, ol.donors]                                     # (R, D) draws of each donor
+            values = _imputed_values(ol, w)
+            draws = counts[:, ol.open]                                   # (R, U)
+            known = np.isfinite(values)
+            total[:, ol.column] += (draws * np.where(known, values, 0.0)).sum(axis=1)
+            decided[:, ol.column] += (draws * known).sum(axis=1)
+            defined[:, ol.column] += (draws * known).sum(axis=1)
+        return Strata(base.lengths, total, defined, decided, base.present)
+
+
 def harm_strata(cases: Sequence[HarmTurns], metric: str, queries: Mapping[str, int], counts: np.ndarray,
                 estimator: str = MAX_ESTIMATOR) -> Strata:
     """The strata of a max-harm number under the draws ``counts``, by ``estimator`` (MAX_ESTIMATORS)."""
-    if estimator not in MAX_ESTIMATORS:
-        raise ValueError(f"unknown max-harm estimator {estimator!r}: one of {', '.join(MAX_ESTIMATORS)}")
-    complete_units = harm_units(cases, metric)
-    base = unit_strata(complete_units, queries, counts)
-    if estimator == "complete_case":
-        return base
-    f = MAX_VALUES[metric]
-    by_length: dict[int, list[HarmTurns]] = {}
-    for c in cases:
-        by_length.setdefault(c.length, []).append(c)
-    total, decided, defined = base.total.copy(), base.decided.copy(), base.defined.copy()
-    for j, length in enumerate(base.lengths):
-        group = by_length[length]
-        donors = [c for c in group if all(h is not None for h in c.harms)]
-        open_ = [c for c in group if any(h is None for h in c.harms)]
-        if not open_:
-            continue
-        d_harms = np.array([c.harms for c in donors], dtype=float).reshape(len(donors), length)
-        d_query = np.array([queries[c.query_id] for c in donors], dtype=int)
-        w = counts[:, d_query]                                       # (R, D) draws of each donor
-        u_query = np.array([queries[c.query_id] for c in open_], dtype=int)
-        values = _imputed(open_, d_harms, w, f)
-        draws = counts[:, u_query]                                   # (R, U)
-        known = np.isfinite(values)
-        total[:, j] += (draws * np.where(known, values, 0.0)).sum(axis=1)
-        decided[:, j] += (draws * known).sum(axis=1)
-        defined[:, j] += (draws * known).sum(axis=1)
-    return Strata(base.lengths, total, defined, decided, base.present)
+    return HarmArrays.of(cases, metric, queries, counts.shape[1], estimator).strata(counts)
 
 
-def _imputed(open_: Sequence[HarmTurns], d_harms: np.ndarray, w: np.ndarray,
-             f: Callable[[int], float]) -> np.ndarray:
-    """(R, U) the values of the undecided conversations ``open_`` of one length under donor draws ``w`` (R, D):
-    a conversation a scored turn decides takes that value; the others the donors' mean with the same maximum at
-    its scored turns (all donors when none has it); NaN with no donor at all."""
-    r, n_donors = w.shape
-    decided = np.zeros(len(open_), bool)
+def _imputation(open_: Sequence[HarmTurns], d_harms: np.ndarray,
+                f: Callable[[int], float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the undecided conversations ``open_`` of one length and their donors' harms: which a scored turn decides,
+    and per (undecided, donor) its value with the donor's harms at its unscored turns and whether the donor's
+    maximum at its scored turns is the same (what ``_imputed_values`` weighs by the donors' draws)."""
+    n_donors = d_harms.shape[0]
+    fixed = np.zeros(len(open_), bool)
     g = np.zeros((len(open_), n_donors))
     match = np.zeros((len(open_), n_donors))
     table = np.array([f(h) for h in range(6)])                    # f by worst harm 0..5
@@ -228,19 +286,26 @@ def _imputed(open_: Sequence[HarmTurns], d_harms: np.ndarray, w: np.ndarray,
         scored = np.array([h is not None for h in c.harms])
         floor = _max_or_0(c.harms)
         if f(max(floor, 1)) == f(5):                                 # a scored turn decides it
-            decided[k] = True
+            fixed[k] = True
             continue
         if not n_donors:
             continue
         d_scored_max = d_harms[:, scored].max(axis=1) if scored.any() else np.zeros(n_donors)
         g[k] = table[np.maximum(floor, d_harms[:, ~scored].max(axis=1)).astype(int)]
         match[k] = d_scored_max == floor
+    return fixed, g, match
+
+
+def _imputed_values(ol: _OpenLength, w: np.ndarray) -> np.ndarray:
+    """(R, U) the values of one length's undecided conversations under donor draws ``w`` (R, D): a conversation a
+    scored turn decides takes that value; the others the donors' mean with the same maximum at its scored turns
+    (all donors when none has it); NaN with no donor at all."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        num, den = w @ (match * g).T, w @ match.T                   # (R, U)
-        num_all, den_all = w @ g.T, w.sum(axis=1, keepdims=True)
+        num, den = w @ (ol.match * ol.g).T, w @ ol.match.T                 # (R, U)
+        num_all, den_all = w @ ol.g.T, w.sum(axis=1, keepdims=True)
         values = np.where(den > 0, num / np.where(den > 0, den, 1),
                           np.where(den_all > 0, num_all / np.where(den_all > 0, den_all, 1), np.nan))
-    values[:, decided] = f(5)
+    values[:, ol.fixed] = ol.top
     return values
 
 
@@ -306,33 +371,60 @@ def _extreme_weighted(values: np.ndarray, wmin: np.ndarray, wmax: np.ndarray, lo
     return best
 
 
+@dataclass(frozen=True)
+class _RangeLength:
+    draws_of: np.ndarray        # (n,) query positions of the length's units
+    always: np.ndarray          # (n,) bool: defined in every reading
+    maybe: np.ndarray           # (n,) bool: defined in some readings only
+    low: np.ndarray
+    high: np.ndarray
+    length: int
+
+
+@dataclass(frozen=True)
+class RangeArrays:
+    """The units of a mean of ratios (``RangeUnit``) by length, as arrays, built once (``of``); ``bounds(counts,
+    plan)`` is ``ratio_mean_bounds`` on them."""
+    lengths: tuple[_RangeLength, ...]
+
+    @classmethod
+    def of(cls, units: Sequence[RangeUnit], queries: Mapping[str, int]) -> "RangeArrays":
+        made = []
+        for length in sorted({u.length for u in units}):
+            group = [u for u in units if u.length == length]
+            made.append(_RangeLength(
+                np.array([queries[u.query_id] for u in group], dtype=int),
+                np.array([u.always and u.low is not None for u in group], dtype=bool),
+                np.array([not u.always and u.low is not None for u in group], dtype=bool),
+                np.array([u.low if u.low is not None else np.nan for u in group], dtype=float),
+                np.array([u.high if u.high is not None else np.nan for u in group], dtype=float), length))
+        return cls(tuple(made))
+
+    def bounds(self, counts: np.ndarray, plan: Optional[Plan] = None) -> tuple[np.ndarray, np.ndarray]:
+        r, n = counts.shape[0], len(self.lengths)
+        out_lo, out_hi = np.full((r, n), np.nan), np.full((r, n), np.nan)
+        wmin, wmax = np.zeros((r, n)), np.zeros((r, n))
+        for j, part in enumerate(self.lengths):
+            draws = counts[:, part.draws_of]                                   # (R, n)
+            present = draws.sum(axis=1)
+            fixed_n = (draws * part.always).sum(axis=1)
+            for lowest, vals, out in ((True, part.low, out_lo), (False, part.high, out_hi)):
+                fixed = (draws * np.where(part.always, vals, 0.0)).sum(axis=1)
+                out[:, j] = _extreme_mean(fixed, fixed_n, vals[part.maybe], draws[:, part.maybe], lowest)
+            planned = float(plan.get(part.length, 0.0)) if plan is not None else present
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = np.where(present > 0, 1.0 / np.where(present > 0, present, 1), 0.0)
+            wmin[:, j] = planned * fixed_n * share
+            wmax[:, j] = planned * (fixed_n + (draws * part.maybe).sum(axis=1)) * share
+        if not n:
+            return np.full(r, np.nan), np.full(r, np.nan)
+        return _extreme_weighted(out_lo, wmin, wmax, True), _extreme_weighted(out_hi, wmin, wmax, False)
+
+
 def ratio_mean_bounds(units: Sequence[RangeUnit], queries: Mapping[str, int], counts: np.ndarray,
                       plan: Optional[Plan] = None) -> tuple[np.ndarray, np.ndarray]:
     """(R,) low and high bounds of ``stratified`` over conversations whose ratio lies in [low, high] and may be
     undefined in some readings: within a length, the extreme mean over which of those it keeps; across
     lengths, the extreme over the weights those choices allow (plan share times the defined share). Valid,
     and conservative where a choice within a length and the weights cannot both be reached."""
-    r = counts.shape[0]
-    lengths = sorted({u.length for u in units})
-    out_lo, out_hi = np.full((r, len(lengths)), np.nan), np.full((r, len(lengths)), np.nan)
-    wmin, wmax = np.zeros((r, len(lengths))), np.zeros((r, len(lengths)))
-    for j, length in enumerate(lengths):
-        group = [u for u in units if u.length == length]
-        draws = counts[:, [queries[u.query_id] for u in group]]               # (R, n)
-        present = draws.sum(axis=1)
-        always = np.array([u.always and u.low is not None for u in group])
-        maybe = np.array([not u.always and u.low is not None for u in group])
-        low = np.array([u.low if u.low is not None else np.nan for u in group], dtype=float)
-        high = np.array([u.high if u.high is not None else np.nan for u in group], dtype=float)
-        fixed_n = (draws * always).sum(axis=1)
-        for lowest, vals, out in ((True, low, out_lo), (False, high, out_hi)):
-            fixed = (draws * np.where(always, vals, 0.0)).sum(axis=1)
-            out[:, j] = _extreme_mean(fixed, fixed_n, vals[maybe], draws[:, maybe], lowest)
-        planned = float(plan.get(length, 0.0)) if plan is not None else present
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(present > 0, 1.0 / np.where(present > 0, present, 1), 0.0)
-        wmin[:, j] = planned * fixed_n * share
-        wmax[:, j] = planned * (fixed_n + (draws * maybe).sum(axis=1)) * share
-    if not lengths:
-        return np.full(r, np.nan), np.full(r, np.nan)
-    return _extreme_weighted(out_lo, wmin, wmax, True), _extreme_weighted(out_hi, wmin, wmax, False)
+    return RangeArrays.of(units, queries).bounds(counts, plan)

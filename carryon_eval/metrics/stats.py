@@ -8,8 +8,10 @@ tests/support/coverage.py (full table: bench/bench_coverage.py, bench/README.md)
 (``ci95``) stays where no jackknife is computed (OpenSafeIntent's reference numbers, calibration, human agreement,
 cross-model differences).
 
-numpy only at import time; scipy and statsmodels (the `report` extra) are imported inside the
-functions that need them, so metrics and reports work without them.
+numpy only: the Spearman p-value is Student's t distribution of integer degrees of freedom in closed form
+(``t_two_sided``, what scipy.stats.spearmanr computes); the mixed linear models alone need statsmodels and pandas
+(the `report` extra), imported inside ``mixed_model``, which says so in its result when they are absent
+(MIXED_MODELS_MISSING), so that compare and the leaderboard need neither.
 """
 from __future__ import annotations
 
@@ -240,8 +242,33 @@ def spearman_rho(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
     return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
 
 
+def t_two_sided(t: float, df: int) -> float:
+    """P(|T| >= |t|) for Student's t with ``df`` (a whole number >= 1) degrees of freedom: the closed form of
+    Abramowitz & Stegun 26.7.3-4 (a finite sum in cos(theta), theta = atan(|t| / sqrt(df)))."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if math.isinf(t):
+        return 0.0
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:                    # odd: (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...))
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = 2 / math.pi * (theta + s * math.cos(theta) * total) if df > 1 else 2 * theta / math.pi
+    else:                         # even: sin (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...)
+        term, total = 1.0, 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = s * total
+    return min(1.0, max(0.0, 1.0 - inside))
+
+
 def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
-    """Spearman's rho with its p-value; nulls with a reason when it cannot be computed."""
+    """Spearman's rho with its p-value (Student's t with n - 2 degrees of freedom, as scipy.stats.spearmanr);
+    nulls with a reason when it cannot be computed."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
     out: dict[str, Any] = {"rho": None, "p": None, "n": len(pairs), "reason": None, "note": None}
     if len(pairs) < 2:
@@ -251,17 +278,40 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
     if len(set(xs)) == 1 or len(set(ys)) == 1:
         out["reason"] = "one of the two rankings is constant: rho is undefined"
         return out
-    from scipy.stats import spearmanr      # its p-value; rho is spearman_rho's
-
-    res = spearmanr(xs, ys)
-    out["rho"] = spearman_rho(xs, ys)
-    if len(pairs) < 3 or not math.isfinite(float(res.pvalue)):
+    rho = spearman_rho(xs, ys)
+    out["rho"] = rho
+    if len(pairs) < 3 or rho is None:
         out["reason"] = "p-value undefined with fewer than 3 models"
-    else:
-        out["p"] = float(res.pvalue)
-        if len(pairs) < 10:
-            out["note"] = "p from scipy's t approximation; rough with fewer than 10 models"
+        return out
+    df = len(pairs) - 2
+    with np.errstate(divide="ignore"):
+        t = math.inf if abs(rho) >= 1 else rho * math.sqrt(df / ((1 + rho) * (1 - rho)))
+    out["p"] = t_two_sided(t, df)
+    if len(pairs) < 10:
+        out["note"] = "p from the t approximation; rough with fewer than 10 models"
     return out
+
+
+#: What the mixed linear models need beyond the core install, and what they add (compare.json, table.md and the
+#: leaderboard page say it where the models could not be fitted for want of it).
+MIXED_MODELS_PACKAGES = ("statsmodels", "pandas")
+MIXED_MODELS_MISSING = ("not fitted: {missing} is not installed; `pip install 'carryonbench[report]'` adds the "
+                        "mixed linear models (conversation utility and harm on the turn-1 value, the number of "
+                        "benign moves and of turns, a random intercept per model; the paper's Tables 3-4). Every "
+                        "other number, rank and figure of the comparison stands without them.")
+
+
+def missing_packages(names: Sequence[str]) -> list[str]:
+    """Which of the named packages cannot be imported here."""
+    import importlib
+
+    absent = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            absent.append(name)
+    return absent
 
 
 def mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequence[str],
@@ -282,6 +332,11 @@ def mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequen
         return out
     if len(keep) <= len(predictors) + 2:
         out["reason"] = f"too few conversations ({len(keep)}) for {len(predictors)} predictors"
+        return out
+    absent = missing_packages(MIXED_MODELS_PACKAGES)
+    if absent:
+        out["reason"] = MIXED_MODELS_MISSING.format(missing=" and ".join(absent))
+        out["missing"] = absent
         return out
     import pandas as pd
     import statsmodels.formula.api as smf

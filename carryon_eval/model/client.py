@@ -49,10 +49,11 @@ Behaviour
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import email.utils
+import heapq
 import importlib
+import itertools
 import json
 import logging
 import math
@@ -91,22 +92,27 @@ _CHAT_PATH = "/chat/completions"
 
 # ---------------------------------------------------------------- adaptive concurrency (AIMD)
 class _AdaptiveLimiter:
-    """A semaphore whose size halves on a rate limit and grows back by ~1/size per success."""
+    """A semaphore whose size halves on a rate limit and grows back by ~1/size per success. A request waiting
+    for a slot is let in by its priority (lower first; ties in arrival order): a sweep's runs share one limiter
+    per judge and simulator, and the first run's requests going first makes the runs end one after another, so
+    that each run's report is written while the later runs still call (sweep.py)."""
 
     def __init__(self, ceiling: int, start: Optional[float] = None) -> None:
         self.ceiling = max(1, int(ceiling))
         self.limit = float(min(self.ceiling, start)) if start else float(self.ceiling)
         self.in_flight = 0
         self.generation = 0   # bumped on each decrease; a 429 on an older request does not halve again
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []     # a heap: (priority, arrival, future)
+        self._arrivals = itertools.count()
 
     def allowed(self) -> int:
         return max(1, int(self.limit))
 
-    async def acquire(self) -> int:
+    async def acquire(self, priority: int = 0) -> int:
         while self.in_flight >= self.allowed():
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
+            entry = (priority, next(self._arrivals), fut)
+            heapq.heappush(self._waiters, entry)
             try:
                 await fut
             except asyncio.CancelledError:
@@ -114,10 +120,9 @@ class _AdaptiveLimiter:
                     self._wake()          # pass our wake-up on
                 raise
             finally:
-                try:
-                    self._waiters.remove(fut)
-                except ValueError:
-                    pass
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+                    heapq.heapify(self._waiters)
         self.in_flight += 1
         return self.generation
 
@@ -127,9 +132,8 @@ class _AdaptiveLimiter:
 
     def _wake(self) -> None:
         free = self.allowed() - self.in_flight
-        for fut in list(self._waiters):
-            if free <= 0:
-                break
+        while free > 0 and self._waiters:          # the first by priority, then by arrival; a cancelled one is dropped
+            _, _, fut = heapq.heappop(self._waiters)
             if not fut.done():
                 fut.set_result(None)
                 free -= 1
@@ -173,8 +177,9 @@ class Endpoint:
 
     def __init__(self, config: EndpointConfig, *, cache: "ResponseCache | None" = None,
                  usage: Optional[UsageLedger] = None, model_check: bool = True,
-                 limiter: Optional["_AdaptiveLimiter"] = None) -> None:
+                 limiter: Optional["_AdaptiveLimiter"] = None, priority: int = 0) -> None:
         self.config = config
+        self.priority = priority      # its place when it waits on a shared limiter (a sweep's run: its index)
         register_key_of(config.api_key_env)     # whoever makes an endpoint (evaluator or builder): its key is masked
         public_url(config.base_url)             # and so is a credential inside its URL
         self.model_check = model_check     # False: check() asks nothing (servers whose /models is incomplete)
@@ -340,7 +345,7 @@ class Endpoint:
             attempt += 1
             if self.refusals.fatal is not None:   # the endpoint refused a parameter every call sends
                 raise ParameterRefused(self.refusals.fatal)
-            generation = await limiter.acquire()
+            generation = await limiter.acquire(self.priority)
             if probe is not None:
                 probe.refresh()   # the endpoint may have been learned while this request waited
             kwargs = self._request(messages, params, probe)

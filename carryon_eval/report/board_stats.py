@@ -52,11 +52,31 @@ class QuerySums:
             self.by_condition[r["condition"]].append(rec)
         self.plans = dict(plans or {})
         self._cache: dict[tuple[Need, tuple[str, ...], int, int], np.ndarray] = {}
+        self._prepared: dict[Need, tuple[dict[str, int], Any]] = {}
+        self._queries: dict[str, set[str]] = {}
 
     def queries(self, need: Need) -> set[str]:
-        return {r.query_id for r in self.by_condition.get(need[0], [])}
+        if need[0] not in self._queries:
+            self._queries[need[0]] = {r.query_id for r in self.by_condition.get(need[0], [])}
+        return set(self._queries[need[0]])
+
+    def _read(self, need: Need) -> tuple[dict[str, int], Any]:
+        """The condition's records of one value, read once (UnitRule.prepare) over the queries the run has there."""
+        if need not in self._prepared:
+            recs = self.by_condition.get(need[0], [])
+            positions = {q: i for i, q in enumerate(sorted({r.query_id for r in recs}))}
+            self._prepared[need] = positions, self.rule.prepare(recs, need[1], positions, len(positions))  # type: ignore[misc]
+        return self._prepared[need]
 
     def _replicates(self, need: Need, query_ids: Sequence[str], counts: np.ndarray) -> np.ndarray:
+        if self.rule.prepare is not None:          # the run read once: any set of queries is draws over its own
+            positions, prepared = self._read(need)
+            cols = [(j, positions[q]) for j, q in enumerate(query_ids) if q in positions]
+            if not cols:
+                return np.full(counts.shape[0], np.nan)
+            draws = np.zeros((counts.shape[0], len(positions)))     # a query of the run left out: drawn 0 times
+            draws[:, [c for _, c in cols]] = counts[:, [j for j, _ in cols]]
+            return np.asarray(prepared.replicates(draws, self.plans.get(need[0])))
         keep = set(query_ids)
         recs = [r for r in self.by_condition.get(need[0], []) if r.query_id in keep]
         if not recs:

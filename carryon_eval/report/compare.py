@@ -8,6 +8,8 @@
   follow the runs' status lines; each rendered in markdown by its ``compare_markdown``;
 - the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
   models (run.json's user role: compare.json "simulators") and whether they used different datasets;
+- what a suite could not compute for want of an optional package (its part's ``missing``: compare.json "missing",
+  a section of table.md and of the leaderboard page), never a reason to fail;
 - with ``paper_rows``: the rows the suites' papers report (SuiteReport.reported), in a table of their own
   (compare.json "reported"), never among the runs.
 With --out, plots/ holds the suites' figures of several runs (``SuiteReport.plots``); a plot whose data is all
@@ -84,11 +86,10 @@ def headline_table(results: Sequence[Results]) -> tuple[list[str], list[list[str
 
 
 def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
-    try:
-        import scipy  # noqa: F401
-        import statsmodels  # noqa: F401
-    except ImportError:
-        raise CompareError("compare needs scipy and statsmodels: pip install 'carryonbench[report]'") from None
+    """compare.json's record of the runs (with "_results" and "_scores" for the figures and the leaderboard).
+    Nothing here needs more than the core install; a part a suite could not compute for want of a package
+    (``missing`` in its part: one line each, saying what it would add and how to add it) is gathered under
+    "missing", which table.md and the leaderboard page show."""
     twice = _given_twice(rundirs)
     if twice:
         raise CompareError(f"{twice[1]} is {twice[0]} again: compare each run once (a run is not a model of its own "
@@ -124,6 +125,10 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     for report, part in parts:        # each other suite's part, under its section name (None: no run has it)
         if not report.top_level:
             out[report.section] = part
+    missing = list(dict.fromkeys(line for _, part in parts for line in (part or {}).get("missing") or ()))
+    out.pop("missing", None)
+    if missing:                       # only then: compare.json is what it was when nothing is missing
+        out["missing"] = missing
     if paper_rows:
         out["reported"] = reported_table()
     out["_results"] = results
@@ -204,6 +209,8 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         parts.append(pairs_markdown(cmp["pairs"], cmp.get("pairs_method") or {}))
     if cmp["notes"]:
         parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
+    if cmp.get("missing"):
+        parts.append("\n## Not computed here\n\n" + "\n".join(f"- {n}" for n in cmp["missing"]) + "\n")
     reported = cmp.get("reported")
     if reported and reported["table"]:
         parts += ["\n## Reported in the paper (not measured here; not ranked with the runs above)\n",

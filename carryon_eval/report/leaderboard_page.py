@@ -115,7 +115,9 @@ def script() -> str:
 
 
 def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str, str],
-                plots_note: Optional[str] = None) -> str:
+                plots_note: Optional[str] = None, missing: Sequence[str] = ()) -> str:
+    """The page; ``missing``: what the comparison could not compute here (compare.json "missing": what each part
+    would add and how to add it)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("carryon_eval.report", "templates"), autoescape=True,
@@ -141,6 +143,7 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
         judge_kinds=judge_kinds,
         columns=board.columns, bands=_bands(board.columns), spearman=_spearman_rows(board),
         figures=_figures(images), skipped=dict(skipped), plots_note=plots_note, domains=_domain_views(board),
+        missing=list(missing),
         models=[e.label for e in board.runs], settings=board.settings, data=data, script=js,
         family_notes=board.family_notes(), estimators=[lb.estimators for lb in suite_leaderboards() if lb.estimators],
         script_hash=f"sha256-{digest}", generated=f"carryon-eval {__version__}",
@@ -148,11 +151,11 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
 
 
 def write_leaderboard(out: Path, board: Board, images: Mapping[str, bytes], skipped: Mapping[str, str],
-                      plots_note: Optional[str] = None) -> dict[str, Any]:
+                      plots_note: Optional[str] = None, missing: Sequence[str] = ()) -> dict[str, Any]:
     """Write OUT/leaderboard.html and OUT/leaderboard.jsonl (each to a temp file, then renamed)."""
     out = Path(out)
     write_text_atomic(out / JSONL_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jsonl_rows(board, out)))
-    write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note))
+    write_text_atomic(out / HTML_FILE, render_page(board, images, skipped, plots_note, missing))
     return {"files": [HTML_FILE, JSONL_FILE], "groups": board.groups, "warnings": board.warnings}
 
 
@@ -220,7 +223,8 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
         own = [f"plots/{p.name}" for p in write_pngs(drawn, out / "plots", stale=not_drawn)]
         images.update(drawn)
         skipped.update(not_drawn)
-    return {**write_leaderboard(out, shown, images, skipped, note), "plots": own, **family_record(board)}
+    return {**write_leaderboard(out, shown, images, skipped, note, cmp.get("missing") or ()), "plots": own,
+            **family_record(board)}
 
 
 FAMILY_KEYS = ("pairs", "pairs_method", "failure_modes", "family_notes")

@@ -10,12 +10,13 @@ sits at results.json's top level is Results' own business (carryon_eval.run.resu
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.judge.store import judge_pass, judges_present, select_judge
+from carryon_eval.judge.store import has_judge_roles, judge_pass, judges_present, run_judges, select_judge
 from carryon_eval.run.folder import RunFolder, has_empty_reply
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.results import Generated, JudgesInfo, Results, ResultsDataset, ResultsRun
@@ -32,8 +33,15 @@ UNPLAYED_NOTE = ("INCOMPLETE: {n} planned conversation(s) have no final transcri
 
 def suite_inputs(run: RunFolder, bench: Benchmark, judge: Optional[str] = None, *, n_resamples: int = 1000,
                  seed: int = 0) -> ReportInputs:
-    """The report inputs of a run folder for a suite's own readers (e.g. its export)."""
-    return ReportInputs(run, bench, run.transcripts(), select_judge(run, judge), n_resamples, seed)
+    """The report inputs of a run folder for a suite's own readers (e.g. its export); ``judge``: one judge for
+    every scorer (None: the run's; for a run whose scorers have judges of their own, each scorer's)."""
+    chosen = None if judge is None and has_judge_roles(run) else select_judge(run, judge)
+    return ReportInputs(run, bench, run.transcripts(), chosen, n_resamples, seed,
+                        scorer_judge=functools.partial(_scorer_judge, run))
+
+
+def _scorer_judge(run: RunFolder, scorer: str) -> Optional[str]:
+    return select_judge(run, scorer=scorer)
 
 
 def reported(results: Results, suites: Sequence[Suite]) -> list[Suite]:
@@ -103,7 +111,7 @@ def run_facts(results: Results) -> list[str]:
         notes.append("INCOMPLETE: the judge phase did not finish every judgment (failed calls, or a judge that "
                      "stopped answering); rerun the same command to complete it.")
     others = [j for j in results.judges.present if j != results.judges.selected]
-    if others:
+    if others and results.judges.selected is not None:
         notes.append(f"These numbers use judge {results.judges.selected}; the run was also judged by "
                      f"{', '.join(others)} (`carryon-eval report RUNDIR --judge NAME` reports another judge, "
                      "`carryon-eval agreement RUNDIR` compares two).")
@@ -120,10 +128,12 @@ def run_facts(results: Results) -> list[str]:
 def envelope(run: RunFolder, bench: Benchmark, meta: RunMeta, transcripts: Sequence[Transcript],
              judge: Optional[str]) -> Results:
     """results.json's frame before any section: who, on what, from which folder, by whom."""
-    judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
+    used = [judge] if judge is not None else list(dict.fromkeys(run_judges(run).values()))   # each scorer's
+    passes = [judge_pass(run, j) for j in used]          # their latest passes (judge.json), if recorded
+    complete = all(p.complete for p in passes) if passes and None not in passes else None
     return Results(
         model=meta.role("target").model or (transcripts[0].target_model if transcripts else "unknown"),
-        judges=JudgesInfo(complete=judged.complete if judged else None, selected=judge, present=judges_present(run)),
+        judges=JudgesInfo(complete=complete, selected=judge, present=judges_present(run)),
         dataset=ResultsDataset(source=run.shared_path(bench.source), revision=bench.revision,
                                manifest_version=(bench.manifest or {}).get("version")),
         run=ResultsRun(folder=run.shared_path(str(run.path)), notice=meta.notice,

@@ -5,22 +5,22 @@ from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, Co
                                        InputsRecord, ProbeContext,
                                        ReportInputs, RUN_FOLDER, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
                                        SuitePlots, UnitRecord, UnitRule)
-from carryon_eval.suite.records import (Configured, Job, JobGeneration, PlanSettings, Probe, ReportPage, ScorerUse,
+from carryon_eval.suite.records import (Configured, Job, JobGeneration, JudgeRole, PlanSettings, Probe, ReportPage, ScorerUse,
                                         SectionNotes, Skipped, Suite, SuiteError, SuiteOption, SuiteReport,
                                         headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
-                                         default_conditions, discover, exporters, judge_options, load_inputs, load_wings,
-                                         load_wings_of, plan_jobs,
+                                         default_conditions, discover, exporters, judge_options, judge_role_of, judge_roles,
+                                         load_inputs, load_wings, load_wings_of, plan_jobs,
                                          refuse_missing, register_suite, resolve_conditions, run_judge_options, scorer_uses, selected,
                                          suite_of, suite_options, suites, unregister_suite, without_inputs)
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs", "Configured",
            "DesignNote", "DesignView",
-           "InputsRecord", "Job", "JobGeneration", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportPage",
+           "InputsRecord", "Job", "JobGeneration", "JudgeRole", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportPage",
            "RUN_FOLDER", "RunEntry", "ScorerUse", "ScoringPlan", "Section", "SectionNotes", "Skipped", "Stat", "Suite", "SuiteError",
            "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",
            "all_conditions", "available",
-           "default_conditions", "discover", "exporters", "headline_unscored", "judge_options", "load_inputs", "load_wings",
-           "load_wings_of", "plan_jobs",
+           "default_conditions", "discover", "exporters", "headline_unscored", "judge_options", "judge_role_of", "judge_roles",
+           "load_inputs", "load_wings", "load_wings_of", "plan_jobs",
            "refuse_missing", "register_suite", "resolve_conditions", "run_judge_options", "scorer_uses", "selected", "suite_of",
            "suite_options", "suites", "unregister_suite", "without_inputs"]

@@ -54,10 +54,20 @@ class ReportInputs:
     #: what a suite's hooks read once and share within one report (e.g. its typed judgment records), by a key
     #: of its own
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: a scorer's own judge where no one judge is selected (a run whose scorers have judges of their own): given
+    #: by the report's frame (judge.store.select_judge), so that the seam reads no judge files itself
+    scorer_judge: Optional[Callable[[str], Optional[str]]] = field(default=None, compare=False, repr=False)
+
+    def judge_of(self, scorer: str) -> Optional[str]:
+        """The judge whose records of ``scorer`` are read: the one selected, else (a run whose scorers have judges
+        of their own) the scorer's judge."""
+        if self.judge is not None or self.scorer_judge is None:
+            return self.judge
+        return self.scorer_judge(scorer)
 
     def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of the selected judge, as stored (through the run's one judgments view)."""
-        return self.run.judgments().of(scorer, self.judge)
+        """One scorer's records of its selected judge, as stored (through the run's one judgments view)."""
+        return self.run.judgments().of(scorer, self.judge_of(scorer))
 
 
 @dataclass(frozen=True)
@@ -253,7 +263,17 @@ class UnitRule:
     """How a suite's conversation_scores.jsonl rows are read back (``record``: None for a row written before the
     rows carried what the estimator needs) and its headline's estimator rerun on resampled queries
     (``replicates(records, value name, {query id: index}, resample counts, the plan's length mix)``): what the
-    leaderboard's paired differences recompute."""
+    leaderboard's paired differences recompute. ``prepare(records, value name, {query id: index}, n queries)``,
+    when given, reads one run's records of a condition once into what ``.replicates(counts, plan)`` recomputes on
+    any draws over those queries (a query left out drawn 0 times): compare then reads each run once, whatever the
+    number of pairs and columns."""
     record: Callable[[Mapping[str, Any]], Optional[UnitRecord]]
     replicates: Callable[[Sequence[UnitRecord], str, Mapping[str, int], "np.ndarray",
                           Optional[Mapping[int, float]]], "np.ndarray"]
+    prepare: Optional[Callable[[Sequence[UnitRecord], str, Mapping[str, int], int], "PreparedUnits"]] = None
+
+
+class PreparedUnits(Protocol):
+    """One run's records of a condition, read once for one value (UnitRule.prepare)."""
+
+    def replicates(self, counts: "np.ndarray", plan: Optional[Mapping[int, float]]) -> Any: ...

@@ -190,6 +190,27 @@ class Configured:
 
 
 @dataclass(frozen=True)
+class JudgeRole:
+    """A judge of its own for some of a suite's scorers: ``--NAME-judge-endpoint``, ``--NAME-judge-model``,
+    ``--NAME-judge-api-key-env`` and the judge's request options (``NAME`` with dashes), each falling back to the
+    run's judge (``--judge-*``) where not given; run.json records it as the role ``NAME_judge`` when it has one of
+    its own. ``label``: what it judges, in a user's words ("Ben-Util"); ``scorers``: the scorers it judges."""
+    name: str                                   # "ben_util"
+    label: str
+    scorers: tuple[str, ...]
+
+    @property
+    def role(self) -> str:
+        """Its role name in run.json and in the option names (``<name>_judge``)."""
+        return f"{self.name}_judge"
+
+    @property
+    def flag(self) -> str:
+        """Its options' prefix (``--<name>-judge``)."""
+        return "--" + self.role.replace("_", "-")
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     conditions: tuple[str, ...]                 # the --conditions names it answers to
@@ -223,6 +244,8 @@ class Suite:
     #: A new run's settings as this suite takes them, given the dataset and the conditions that run:
     #: ``configure(scoring, bench, conditions)`` (raises SuiteError, one line, for settings it cannot run).
     configure: Optional[Callable[[dict[str, Any], "Benchmark", Sequence[str]], Configured]] = None
+    #: Its scorers' judges of their own (``--NAME-judge-*``; without them, the run's judge judges them)
+    judge_roles: tuple[JudgeRole, ...] = ()
     #: What a run's design can resolve, said by the dry run (``--dry-run``): its jobs of this suite -> a note
     #: (None when it has nothing to say of them).
     design: Optional[Callable[[DesignView], Optional[DesignNote]]] = None

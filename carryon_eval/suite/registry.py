@@ -27,7 +27,8 @@ from carryon_eval.run.folder import register_file
 from carryon_eval.run.paths import local_path
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.lazy import load_modules
-from carryon_eval.suite.records import Job, PlanSettings, ScorerUse, Skipped, Suite, SuiteError, SuiteOption
+from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, ScorerUse, Skipped, Suite, SuiteError,
+                                        SuiteOption)
 
 if TYPE_CHECKING:       # types only: this module sits below every layer
     from carryon_eval.dataset.load import Benchmark
@@ -112,6 +113,16 @@ def judge_options() -> list[Option]:
 def run_judge_options() -> list[Option]:
     """The same on `carryon-eval judge RUNDIR`, "the run's" as default (Suite.run_judge_options)."""
     return [o for s in suites() for o in s.run_judge_options]
+
+
+def judge_roles() -> list[JudgeRole]:
+    """Every registered suite's judge roles (Suite.judge_roles): the scorers that may have a judge of their own."""
+    return [r for s in suites() for r in s.judge_roles]
+
+
+def judge_role_of(scorer: str) -> Optional[JudgeRole]:
+    """The judge role whose judge asks ``scorer``; None: the run's judge."""
+    return next((r for r in judge_roles() if scorer in r.scorers), None)
 
 
 def exporters() -> dict[str, Callable[[ReportInputs, Path], dict[str, Path]]]:

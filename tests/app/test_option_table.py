@@ -64,19 +64,21 @@ def test_without_options_the_api_and_the_cli_build_the_same_config():
 
 
 def test_every_entry_sets_a_field_of_the_config_record():
-    """An entry is an EvaluateConfig field, a role's (its endpoint options and request options), or a suite's
-    judge setting (a key of the record's ``scoring``)."""
+    """An entry is an EvaluateConfig field, a role's (its endpoint options and request options), a suite's
+    judge setting (a key of the record's ``scoring``) or a scorer's own judge's (a key of the record's ``judges``)."""
     from carryon_eval.app.config import ROLES, TARGET_FIELDS
     from carryon_eval.option import REQUEST_OPTIONS
     from carryon_eval.run.records import SCORING_SETTINGS
+    from carryon_eval.suite import judge_roles
 
     fields = {f.name for f in dataclasses.fields(EvaluateConfig)} | set(SCORING_SETTINGS)
     roles = {name for role in ROLES for name in options.role_names(role)}
     requests = {f"{role}_{name}" for role in ROLES for name in REQUEST_OPTIONS}
+    judges = {name for r in judge_roles() for name in options.judge_role_names(r.role)}
     assert options.judge_names() <= set(SCORING_SETTINGS)
     for option in options.EVALUATE:
         name = TARGET_FIELDS.get(option.name, option.name)
-        assert name in fields | roles | requests, option.flag
+        assert name in fields | roles | requests | judges, option.flag
 
 
 def test_the_config_records_defaults_are_the_tables():

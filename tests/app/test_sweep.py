@@ -197,6 +197,8 @@ def test_the_documented_plan_of_the_paper_is_a_plan(monkeypatch, tmp_path):
     assert [t.name for t in plan.targets] == ["gpt-oss-120b", "llama-4-maverick", "gpt-5-mini"] and plan.paper_rows
     assert {t.config.user.model for t in plan.targets} == {"gemini-3-flash"}
     assert {t.config.judge.model for t in plan.targets} == {"gemini-2.5-flash"}
+    assert {t.config.judges["ben_util_judge"].model for t in plan.targets} == {"gemini-2.5-flash"}   # the paper's
+    assert {t.config.judges["safety_judge"].model for t in plan.targets} == {"gpt-5.2"}              # two judges
 
 
 @pytest.mark.parametrize("edit, named", [

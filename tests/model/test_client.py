@@ -430,6 +430,28 @@ def test_rate_limit_halves_concurrency_and_grows_back():
     run(go())
 
 
+def test_a_shared_limiter_lets_waiting_requests_in_by_priority_then_arrival():
+    """A sweep's runs share a limiter: the first run's waiting requests go first (then each run's in arrival order),
+    so that the runs end one after another; a waiter cancelled before its turn passes it on."""
+    async def go():
+        lim = _AdaptiveLimiter(1)
+        await lim.acquire()
+        order = []
+
+        async def wait(name, priority):
+            await lim.acquire(priority)
+            order.append(name)
+            lim.release()
+        tasks = [asyncio.ensure_future(wait(name, prio)) for name, prio in
+                 (("c1", 2), ("a1", 0), ("b1", 1), ("a2", 0), ("gone", 0), ("c2", 2))]
+        await asyncio.sleep(0)
+        tasks[4].cancel()
+        lim.release()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert order == ["a1", "a2", "b1", "c1", "c2"] and lim.in_flight == 0
+    run(go())
+
+
 def test_by_model_and_script_helpers(scripted_server):
     srv = scripted_server(by_model({"target": "from target", "judge": script(["j1", "j2"])}),
                           models=("target", "judge"))

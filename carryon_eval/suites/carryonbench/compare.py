@@ -30,7 +30,8 @@ EFFECT_KEYS = ("utility_dev", "harm_dev")
 
 def comparison(runs: CompareInputs) -> Optional[Section]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
-    runs' utilities incomparable, and the move effects across models (scipy and statsmodels: compare checked)."""
+    runs' utilities incomparable, and the move effects across models; "missing": what the mixed models would add
+    where statsmodels is not installed (numpy alone computes the rest)."""
     from carryon_eval.metrics.stats import mixed_model, spearman
 
     results = runs.results
@@ -46,13 +47,21 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
         out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
+    missing = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out["mixed_models"].values()
+                                 if m.get("missing")))
+    if missing:
+        out["missing"] = missing
     out["move_effects"] = aggregate_move_effects(results)
     if len(results) < 2:
         out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
-    judges = {tuple(r.judges.utility.get("models", [])) for r in results}
-    if len(judges) > 1:
-        out["notes"].append(f"The runs were judged by different {UTILITY_NAMES.get(measure, measure)} judges; their "
-                            "utilities are not directly comparable.")
+    for kind, name, numbers in (("utility", UTILITY_NAMES.get(measure, measure), "utilities"),
+                                ("safety", "safety", "harm numbers")):
+        judges = [", ".join(getattr(r.judges, kind).get("models") or []) or "none" for r in results]
+        if len(set(judges)) > 1:
+            out["notes"].append(f"WARNING: the runs were judged by different {name} judges ("
+                                + "; ".join(f"{label}: {j}" for label, j in zip(runs.labels, judges))
+                                + f"); their {numbers} are not directly comparable (the leaderboard groups them "
+                                "apart).")
     modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
     if len(modes) > 1:
         out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from carryon_eval.judge.store import judge_pass, load_judge, select_judge
+from carryon_eval.judge.store import default_judge, judge_pass, load_judge
 from carryon_eval.run.folder import RunFolder, judgment_file, register_record
 from carryon_eval.schema import SafetyJudgment, UtilityJudgment
 
@@ -52,7 +52,7 @@ def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str
     if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
         return load_judge(run, judgment_file(scorer), UtilityJudgment.from_dict, judge)
     if mode is None:
-        mode = utility_judge_of(run, judge if judge is not None else select_judge(run))
+        mode = utility_judge_of(run, judge if judge is not None else default_judge(run, scorer))
     return load_judge(run, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
                        UtilityJudgment.from_dict, judge)
 

@@ -33,12 +33,13 @@ from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
 from carryon_eval.run.results import TOP_LEVEL_SECTION
-from carryon_eval.suite import (Job, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots, SuiteReport,
-                                register_suite)
+from carryon_eval.suite import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
+                                SuiteReport, register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
 from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison, incomparable
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
+from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER
 from carryon_eval.suites.carryonbench.paper_rows import paper_entries
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
 from carryon_eval.suites.carryonbench.page import appendix, section_html
@@ -102,6 +103,11 @@ def conditions_without_numbers(section: Any) -> list[str]:
             and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
 
+#: Its scorers' judges of their own (the paper: Gemini-2.5-Flash for Ben-Util, gpt-5.2 for safety)
+JUDGE_ROLES = (JudgeRole("ben_util", "Ben-Util", ("utility", GROUPED_SCORER)), JudgeRole("safety", "safety", ("safety",)),
+               JudgeRole("rubric", "rubric utility", ("rubric_utility",)),
+               JudgeRole("fidelity", "move fidelity", ("fidelity", "intent_leak", "voiced_purpose")))
+
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
@@ -113,6 +119,7 @@ CARRYONBENCH = register_suite(Suite(
                        nothing_scored=conditions_without_numbers,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
+    judge_roles=JUDGE_ROLES,
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},

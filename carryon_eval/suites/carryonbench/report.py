@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
-from carryon_eval.judge.store import judge_pass
+from carryon_eval.judge.store import default_judge, judge_pass
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
@@ -134,7 +134,8 @@ def judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], saf
                n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None,
                sample: Optional[Callable[[Sequence[Any], Sequence[Any]], list[Conversation]]] = None) -> Section:
     """results.json's judges.utility and judges.safety: who judged, with which prompts, in which mode (and the
-    grouped mode's calibration)."""
+    grouped mode's calibration). ``judge``: the judge of both (None: each one's own, judge.store.default_judge)."""
+    judge = judge if judge is not None else default_judge(run, "utility")     # Ben-Util's judge
     judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
     ben_util = utility_judge_of(run, judge)
     return {

@@ -56,10 +56,15 @@ class UtilityScorer(PromptScorer):
         self.strict = load_prompt(UTILITY_RETRY_PROMPT)
         self.logprobs_supported = True      # what the endpoint turned out to accept
         self.only: Optional[frozenset[tuple[str, int]]] = None   # calibration: judge only these replies
+        self._answer_tokens: Optional[int] = None
 
     def answer_tokens_of(self, case: Case) -> int:
         """An answer's length for the cost table: one token in logprob mode, else its form's."""
-        return 1 if self.mode == "logprobs" else reply_shape(self).answer_tokens
+        if self.mode == "logprobs":
+            return 1
+        if self._answer_tokens is None:
+            self._answer_tokens = reply_shape(self).answer_tokens
+        return self._answer_tokens
 
     def content(self, case: Case) -> str:
         """Instructions, query and reply first, the checklist item last."""
@@ -121,9 +126,8 @@ class UtilityScorer(PromptScorer):
         for the replies in it alone)."""
         if self.only is not None and (transcript.conversation_id, reply.turn) not in self.only:
             return []
-        query = bench.queries[transcript.query_id]["query"]
-        return [((transcript.conversation_id, reply.turn, item["item_id"]),
-                 Case(query, final_answer(reply), item=item["question"]))
+        query, answer = bench.queries[transcript.query_id]["query"], final_answer(reply)
+        return [((transcript.conversation_id, reply.turn, item["item_id"]), Case(query, answer, item=item["question"]))
                 for item in bench.checklists.get(transcript.query_id, [])]
 
 

@@ -17,6 +17,15 @@ from carryon_eval.suites.carryonbench.power import run_power_line
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
 
 
+def judges_line(results: Results) -> str:
+    """Who judged each number: the utility judge and the safety judge (each scorer's own), with their prompts."""
+    def who(kind: dict[str, Any]) -> str:
+        return f"{', '.join(kind.get('models') or []) or 'none'} ({', '.join(kind.get('prompt_refs') or [])})"
+
+    return (f"Judges: {utility_label(results)} {who(results.judges.utility or {})}; "
+            f"safety {who(results.judges.safety or {})}.\n")
+
+
 def utility_label(results: Results) -> str:
     """What the run's utilities are called: "Ben-Util", or "rubric utility" (never one for the other)."""
     return UTILITY_NAMES.get(results.utility_measure, results.utility_measure)
@@ -160,6 +169,7 @@ def table_markdown(results: Results) -> str:
     out = [f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change "
            "from turn 1; BC − NC: against NC on the same queries and lengths; Recovery% = (BC util - T1 util) / "
            "oracle util * 100; Clarif. effect = BC util - NC util.\n",
+           judges_line(results),
            *(f"- {line}.\n" for line in meaning_lines(results)),
            markdown_table(table_header(results), [table_row(results, marked=True)])]
     notes = scored_footnotes(results) + truncation_footnotes(results) + unplayed_footnotes(results)

@@ -202,20 +202,20 @@ def records(convs: Sequence[Conversation]) -> list[ConversationRecord]:
     return out
 
 
-def _strata(recs: Sequence[ConversationRecord], metric: str, reading: Optional[str], queries: Mapping[str, int],
-            counts: np.ndarray, estimator: str = E.MAX_ESTIMATOR) -> E.Strata:
-    """The length strata of ``metric`` under the draws ``counts``: the max-harm numbers by the chosen
+def _arrays(recs: Sequence[ConversationRecord], metric: str, reading: Optional[str], queries: Mapping[str, int],
+            n_queries: int, estimator: str = E.MAX_ESTIMATOR) -> Any:
+    """The length strata of ``metric`` as arrays (E.UnitArrays, E.HarmArrays): the max-harm numbers by the chosen
     estimator, the others complete-case; ``reading`` "low"/"high": every unscored judgment read that way."""
     if metric in MAX_METRICS:
         cases = [E.HarmTurns(r.query_id, r.harms) for r in recs]
         if reading is not None:
             cases = E.filled_harms(cases, READINGS[reading][1])
-        return E.harm_strata(cases, metric, queries, counts, estimator)
+        return E.HarmArrays.of(cases, metric, queries, n_queries, estimator)
     if reading is None:
         units = [E.Unit(r.query_id, r.length, *r.values[metric]) for r in recs]
     else:
         units = [E.Unit(r.query_id, r.length, (r.low if reading == "low" else r.high)[metric], True) for r in recs]
-    return E.unit_strata(units, queries, counts)
+    return E.UnitArrays.of(units, queries, n_queries)
 
 
 @dataclass(frozen=True)
@@ -229,20 +229,59 @@ class RuleReplicates:
     covered: Optional[float]
 
 
+@dataclass(frozen=True)
+class PreparedRule:
+    """One number of some conversation records under the rule, as per-query arrays built once (the records read,
+    the harm strata and their donors made, under each reading of the unscored judgments): ``replicates(counts,
+    plan)`` on any draws over ``n_queries`` queries is then arithmetic on them, so a number recomputed on many
+    sets of queries (a report's point, bootstrap and jackknife; a leaderboard's every pair) reads them once. A
+    query left out of a set is one drawn 0 times."""
+    metric: str
+    raw: Any
+    low: Any = None
+    high: Any = None
+    ranges: Optional[E.RangeArrays] = None
+
+    def replicates(self, counts: np.ndarray, plan: LengthPlan = None) -> RuleReplicates:
+        strata = self.raw.strata(counts)
+        raw = E.stratified(strata, plan)
+        if self.ranges is not None:
+            low, high = self.ranges.bounds(counts, plan)
+            return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
+        if self.low is None:
+            return RuleReplicates(raw, None, None, raw, E.covered(strata, plan))
+        low, high = (raw if r is self.raw else E.stratified(r.strata(counts), plan) for r in (self.low, self.high))
+        return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
+
+
+def prepare_rule(recs: Sequence[ConversationRecord], metric: str, queries: Mapping[str, int], n_queries: int,
+                 estimator: str = E.MAX_ESTIMATOR) -> PreparedRule:
+    """``metric`` of ``recs`` under the rule, as arrays over ``n_queries`` query positions (``queries``)."""
+    raw = _arrays(recs, metric, None, queries, n_queries, estimator)
+    if metric == "redundancy":
+        return PreparedRule(metric, raw, ranges=E.RangeArrays.of(
+            [E.RangeUnit(r.query_id, r.length, r.low.get(metric), r.high.get(metric), bool(r.always.get(metric, True)))
+             for r in recs], queries))
+    if metric not in MONOTONE:
+        return PreparedRule(metric, raw)
+    readings = [_arrays(recs, metric, r, queries, n_queries) if _unscored(recs, metric) else raw
+                for r in ("low", "high")]
+    return PreparedRule(metric, raw, *readings)
+
+
+def _unscored(recs: Sequence[ConversationRecord], metric: str) -> bool:
+    """Whether some record's ``metric`` depends on an unscored judgment (else every reading is the record itself:
+    the bounds are the estimate, computed once)."""
+    if metric in MAX_METRICS:
+        return any(None in r.harms for r in recs)
+    return any(not r.values[metric][1] or r.low.get(metric) != r.values[metric][0]
+               or r.high.get(metric) != r.values[metric][0] for r in recs)
+
+
 def rule_replicates(recs: Sequence[ConversationRecord], metric: str, queries: Mapping[str, int],
                     counts: np.ndarray, plan: LengthPlan = None, estimator: str = E.MAX_ESTIMATOR) -> RuleReplicates:
     """``estimator``: of the max-harm numbers (E.MAX_ESTIMATORS; another than the chosen one only to compare)."""
-    strata = _strata(recs, metric, None, queries, counts, estimator)
-    raw = E.stratified(strata, plan)
-    if metric == "redundancy":
-        low, high = E.ratio_mean_bounds([E.RangeUnit(r.query_id, r.length, r.low.get(metric), r.high.get(metric),
-                                                     bool(r.always.get(metric, True))) for r in recs],
-                                        queries, counts, plan)
-        return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
-    if metric not in MONOTONE:
-        return RuleReplicates(raw, None, None, raw, E.covered(strata, plan))
-    low, high = (E.stratified(_strata(recs, metric, r, queries, counts), plan) for r in ("low", "high"))
-    return RuleReplicates(raw, low, high, E.clip_replicates(raw, low, high), E.covered(strata, plan))
+    return prepare_rule(recs, metric, queries, counts.shape[1], estimator).replicates(counts, plan)
 
 
 def _finite(x: float) -> Optional[float]:
@@ -331,12 +370,13 @@ def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, e
     every replicate are the same estimator (the same clipping, bounds recomputed per replicate)."""
     recs = records(convs) if recs is None else recs
     queries = {q: i for i, q in enumerate(boot.query_ids)}
-    reading = point_reading(rule_replicates(recs, metric, queries, E.point_counts(len(queries)), plan))
+    prepared = prepare_rule(recs, metric, queries, len(queries))        # the records read once: point, resamples
+    reading = point_reading(prepared.replicates(E.point_counts(len(queries)), plan))
     if reading.value is None:
         return Estimate(None, np.full(boot.idx.shape[0], np.nan), 0, empty_reason, reading.bounds, reading.covered)
     n_resamples = boot.idx.shape[0]
     counts = np.vstack([E.query_counts(boot.idx, len(queries)), E.jackknife_counts(len(queries))])
-    reps = rule_replicates(recs, metric, queries, counts, plan).value
+    reps = prepared.replicates(counts, plan).value
     return Estimate(reading.value, reps[:n_resamples], decided_count(convs, metric), None, reading.bounds,
                     reading.covered, reading.clipped, reps[n_resamples:])
 
@@ -418,4 +458,14 @@ def record_from_row(row: Mapping[str, Any]) -> Optional[ConversationRecord]:
 #: How its conversation_scores.jsonl rows are read back and its headline's estimator rerun on resampled queries
 #: (the leaderboard's paired differences of its columns: SuiteLeaderboard.units).
 UNITS = UnitRule(record_from_row,
-                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value)
+                 lambda recs, name, queries, counts, plan: rule_replicates(recs, name, queries, counts, plan).value,
+                 prepare=lambda recs, name, queries, n: _Values(prepare_rule(recs, name, queries, n)))
+
+
+@dataclass(frozen=True)
+class _Values:
+    """UnitRule.prepare's record: the reported values (clipped into their bounds) of a PreparedRule."""
+    rule: PreparedRule
+
+    def replicates(self, counts: np.ndarray, plan: LengthPlan) -> np.ndarray:
+        return self.rule.replicates(counts, plan).value
