@@ -74,6 +74,11 @@ class Truncation(Record):
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "share": self.share}
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Truncation":
+        """The counts; ``share`` is theirs (computed again, never read)."""
+        return cls(d.get("replies", 0), d.get("with_finish_reason", 0), d.get("length", 0))
+
 
 def present_conditions(groups: Mapping[str, Sequence[Conversation]]) -> tuple[str, ...]:
     """The paper's four conditions, always (a condition not run has null numbers), then mc when the run has it
