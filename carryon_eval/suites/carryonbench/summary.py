@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.codec import Record
+from carryon_eval.codec import Record, fields_of
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
@@ -77,7 +77,7 @@ class Truncation(Record):
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Truncation":
         """The counts; ``share`` is theirs (computed again, never read)."""
-        return cls(d.get("replies", 0), d.get("with_finish_reason", 0), d.get("length", 0))
+        return fields_of(cls, d)
 
 
 def present_conditions(groups: Mapping[str, Sequence[Conversation]]) -> tuple[str, ...]:
