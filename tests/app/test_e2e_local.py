@@ -21,6 +21,10 @@ from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 
 pytestmark = [pytest.mark.local_model, needs_local]
 CLI = [sys.executable, "-c", "from carryon_eval.cli import main; main()"]
+# Ctrl-C as a terminal delivers it: SIGINT handled even where the tests were started with it ignored (a shell's
+# background job), which the child would inherit and so never stop
+CTRL_C_CLI = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              "from carryon_eval.cli import main; main()"]
 METRICS = ("utility", "harm", "harm_mean_turns", "violation_rate", "harm5_rate")
 
 
@@ -40,7 +44,7 @@ def numbers_or_reasons(results: dict[str, Any]) -> Iterator[str]:
 
 def test_default_run_on_the_embedded_model_interrupted_then_resumed(tmp_path):
     before = llama_server_pids()
-    cmd = CLI + ["--limit", "1", "--max-tokens", "64", "--out", str(tmp_path / "run")]   # the target's cap: for time
+    cmd = CTRL_C_CLI + ["--limit", "1", "--max-tokens", "64", "--out", str(tmp_path / "run")]   # the cap: for time
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 
     # 1. Ctrl-C in the middle of the rollout

@@ -69,8 +69,9 @@ def test_each_scorer_asks_its_own_judge_and_every_artifact_names_it(scripted_ser
 
     srv.reset()
     alone = tmp_path / "alone"
-    run(srv, dataset, alone, "--ben-util-judge-model", "judge-a", "--safety-judge-model", "judge-a")
+    run(srv, dataset, alone, "--judge-model", "judge-a")             # one judge for every scorer
     assert kinds(srv) == {"ben_util": {"judge-a"}, "safety": {"judge-a"}}
+    assert "ben_util_judge" not in json.loads((alone / "run.json").read_text())["roles"]
 
     cmp = invoke("compare", both, alone, "--out", tmp_path / "cmp")
     assert cmp.exit_code == 0, cmp.output
@@ -119,3 +120,9 @@ def test_a_plan_with_the_two_judges_judges_every_target_so(scripted_server, data
     assert len(rows) == 2 and {r["comparability_group"] for r in rows} == {"A"}
     assert all(r["judges"]["utility"]["models"] == ["judge-a"] and r["judges"]["safety"]["models"] == ["judge-b"]
                for r in rows)
+    for m in ("t1", "t2"):                                       # every target's own files name both
+        results = json.loads((tmp_path / "sweep" / m / "results.json").read_text())
+        assert results["judges"]["utility"]["models"] == ["judge-a"]
+        assert results["judges"]["safety"]["models"] == ["judge-b"]
+        roles = json.loads((tmp_path / "sweep" / m / "run.json").read_text())["roles"]
+        assert roles["ben_util_judge"]["model"] == "judge-a" and roles["safety_judge"]["model"] == "judge-b"

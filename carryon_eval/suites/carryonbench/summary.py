@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.codec import Record
+from carryon_eval.codec import Record, fields_of
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
@@ -73,6 +73,11 @@ class Truncation(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "share": self.share}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Truncation":
+        """The counts; ``share`` is theirs (computed again, never read)."""
+        return fields_of(cls, d)
 
 
 def present_conditions(groups: Mapping[str, Sequence[Conversation]]) -> tuple[str, ...]:
