@@ -72,7 +72,7 @@ TABLE_FILE = "table.md"
 HTML_FILE = "report.html"
 SCORES_FILE = "conversation_scores.jsonl"
 PLOTS_DIR = "plots"
-PAGES_DIR = "report_queries"         # report.html's transcripts, one page per query, beside it (large runs)
+PAGES_DIR = "report_queries"         # report.html's transcripts, at most 20 pages of queries, beside it (large runs)
 AGREEMENT_FILE = "agreement.json"
 AGREEMENT_HTML = "agreement.html"
 
@@ -119,7 +119,7 @@ for _file in (RunFile(RUN_FILE, "the run's settings (run.json)"),
               RunFile(HTML_FILE, "the run's report page"),
               RunFile(SCORES_FILE, "one scored record per conversation"),
               RunFile(PLOTS_DIR, "the report's plots as PNG"),
-              RunFile(PAGES_DIR, "the report's transcripts, one page per query (large runs)"),
+              RunFile(PAGES_DIR, "the report's transcripts, at most 20 pages of consecutive queries (large runs)"),
               RunFile(AGREEMENT_FILE, "judges against people (carryon-eval human)"),
               RunFile(AGREEMENT_HTML, "judges against people, as a page")):
     register_file(_file)

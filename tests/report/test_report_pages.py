@@ -1,6 +1,6 @@
 """report.html at full scale: a synthetic run folder of 6,150 conversations gives a summary page under
-5 MB that links one page per query; every page exists, has no script or external URL, and opens in headless
-Chromium with its transcripts. A small run keeps one self-contained report.html (tests/report/test_report.py)."""
+5 MB that links each query's place on at most 20 pages of queries; every page exists, has no script or external
+URL, and opens in headless Chromium with its queries' transcripts. A small run keeps one self-contained report.html (tests/report/test_report.py)."""
 from __future__ import annotations
 
 import html
@@ -17,7 +17,7 @@ from support.judged_run import make_run, transcript
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.report.phase import write_report
-from carryon_eval.report.pages import PAGES_DIR, page_name
+from carryon_eval.report.pages import MAX_PAGES, PAGES_DIR, anchor, page_names
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
 N_QUERIES, PER_QUERY = 410, 15                    # 6,150 conversations, as many as the full benchmark
@@ -48,19 +48,20 @@ def synthetic_run(root: Path) -> tuple[Path, Benchmark]:
     return make_run(root / "run", transcripts), bench
 
 
-def open_all_in_chromium(pages: list[Path], tmp_path: Path, batch: int = 60) -> dict[str, tuple[int, str]]:
+def open_all_in_chromium(pages: list[Path], tmp_path: Path, batch: int = 60) -> dict[tuple[str, str], tuple[int, str]]:
     """Load every page in headless Chromium (as iframes of a harness page, `batch` per browser start) and
-    return, per page name, how many conversations it shows (the query's <details> less its checklist's) and
-    its <h1>."""
-    seen: dict[str, tuple[int, str]] = {}
+    return, per page name and query heading's id, how many conversations the query shows (its open <details>
+    less its checklist's) and the heading."""
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
     for start in range(0, len(pages), batch):
         frames = "".join(f'<iframe src="{p.resolve().as_uri()}"></iframe>' for p in pages[start:start + batch])
         harness = tmp_path / f"harness-{start}.html"
         harness.write_text(
             "<!DOCTYPE html><html><body>" + frames + "<pre id=out></pre><script>window.onload = () => {"
             "const out = [];for (const f of document.querySelectorAll('iframe')) {const d = f.contentDocument;"
-            "out.push([f.src.split('/').pop(), d.querySelectorAll('details.query[open] > details').length - 1,"
-            "d.querySelector('h1').textContent].join('\\t'));}"
+            "for (const h of d.querySelectorAll('h2[id]')) {const q = h.nextElementSibling;"
+            "out.push([f.src.split('/').pop(), h.id, q.matches('details.query[open]') ?"
+            " q.querySelectorAll(':scope > details').length - 1 : -1, h.textContent].join('\\t'));}}"
             "document.getElementById('out').textContent = out.join('\\n');};</script></body></html>")
         proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                "--allow-file-access-from-files", f"--user-data-dir={tmp_path / 'profile'}",
@@ -70,31 +71,32 @@ def open_all_in_chromium(pages: list[Path], tmp_path: Path, batch: int = 60) -> 
         out = re.search(r"<pre id=\"out\">(.*?)</pre>", proc.stdout, re.S)
         assert out, proc.stdout[-2000:]
         for line in html.unescape(out.group(1)).splitlines():
-            name, n, h1 = line.split("\t")
-            seen[name] = (int(n), h1)
+            name, where, n, heading = line.split("\t")
+            seen[(name, where)] = (int(n), heading)
     return seen
 
 
 @needs_chromium
-def test_a_6150_conversation_report_is_a_small_summary_linking_one_page_per_query(tmp_path: Path) -> None:
+def test_a_6150_conversation_report_is_a_small_summary_linking_at_most_20_pages_of_queries(tmp_path: Path) -> None:
     run, bench = synthetic_run(tmp_path)
     write_report(RunFolder(run), bench, n_resamples=20)
     report = (run / "report.html").read_text()
     assert len(report.encode()) < 5_000_000
     pages = sorted((run / PAGES_DIR).glob("*.html"))
-    assert len(pages) == N_QUERIES
+    assert len(pages) == MAX_PAGES                         # 410 queries: 20 pages of 20 or 21, in order
+    names = page_names(list(bench.queries))
     links = [unquote(link) for link in re.findall(r'href="(report_queries/[^"]+)"', report)]
-    assert links == [f"{PAGES_DIR}/{page_name(q)}" for q in bench.queries]          # every query, in order
-    assert all((run / link).is_file() for link in links)
+    assert links == [f"{PAGES_DIR}/{names[q]}#{anchor(q)}" for q in bench.queries]   # every query, in order
+    assert all((run / link.split("#")[0]).is_file() for link in links)
     for text in [report] + [p.read_text() for p in pages[:3]]:
         assert "<script" not in text.lower()
         assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", text)      # no external URL
 
     shown = open_all_in_chromium(pages, tmp_path)
-    assert set(shown) == {p.name for p in pages}
-    by_name = {page_name(q): q for q in bench.queries}
-    for name, (n_conversations, h1) in shown.items():
-        assert n_conversations == PER_QUERY and h1 == f"Query {by_name[name]}", (name, n_conversations, h1)
+    assert sorted(shown) == sorted((names[q], anchor(q)) for q in bench.queries)    # each query where its link goes
+    by_place = {(names[q], anchor(q)): q for q in bench.queries}
+    for place, (n_conversations, heading) in shown.items():
+        assert n_conversations == PER_QUERY and heading == f"Query {by_place[place]}", (place, n_conversations, heading)
 
 
 def test_a_report_that_fits_again_is_one_file_and_its_pages_go(tmp_path: Path) -> None:

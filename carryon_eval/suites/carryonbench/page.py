@@ -187,8 +187,8 @@ def section_html(results: Results) -> str:
 
 
 def appendix(page: ReportPage) -> str:
-    """SuiteReport.appendix: the agreement with people (agreement.json, when measured) and the transcripts (one
-    page per query beside report.html above a size threshold: carryon_eval.report.pages)."""
+    """SuiteReport.appendix: the agreement with people (agreement.json, when measured) and the transcripts (at most
+    20 pages of queries beside report.html above a size threshold: carryon_eval.report.pages)."""
     run, results = page.inputs.run, page.results
     transcripts, convs = conversations(page.inputs)
     entries = query_entries(transcripts, convs, page.inputs.bench, results)
