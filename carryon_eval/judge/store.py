@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from carryon_eval.run.records import JudgePass, JudgeSummary
 from carryon_eval.run.folder import (jsonl_writer, JUDGE_META_FILE, JUDGMENT_SUFFIX, RunError,  # noqa: F401
-                                     RunFileError, RunFolder, judgment_file, read_jsonl, write_json_atomic)
+                                     RunFileError, RunFolder, judgment_file, read_jsonl, read_records,
+                                     write_json_atomic)
 
 class JudgeError(Exception):
     """The judge phase cannot start, or a reader asked for a judge that did not judge the run."""
@@ -120,15 +121,36 @@ def _load(path: Path, read: Callable[[dict[str, Any]], Any], judge: Optional[str
     return [read(row) for row in read_jsonl(path, on_bad=on_bad) if judge is None or row.get("judge_model") == judge]
 
 
+def _file_judge(run: RunFolder, name: str, judge: Optional[str]) -> Optional[str]:
+    """The judge whose records of one file a reader takes: ``judge``, or by default ``select_judge``'s choice."""
+    if judge is not None:
+        return judge
+    return select_judge(run, scorer=name[:-len(JUDGMENT_SUFFIX)]) if has_judge_roles(run) else select_judge(run)
+
+
 def load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
     """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
     is checked against the judges present only when it has no records here."""
-    if judge is None:
-        judge = select_judge(run, scorer=name[:-len(JUDGMENT_SUFFIX)]) if has_judge_roles(run) else select_judge(run)
+    judge = _file_judge(run, name, judge)
     records = [read(row) for row in run.judgments().rows(name) if judge is None or row.get("judge_model") == judge]
     if not records and judge is not None:
         select_judge(run, judge)             # raises for a judge that judged nothing in the run
     return records
+
+
+def judge_records(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]
+                  ) -> Iterator[Any]:
+    """``load_judge``'s records, one at a time, as the file's registered record type (else made by ``read``): the
+    file is streamed and nothing is held, for a reader that folds them into something compact (a raw answer stored
+    once stays named by its ``answer``)."""
+    judge = _file_judge(run, name, judge)
+    found = False
+    for record in read_records(run.path / name, read):
+        if judge is None or record.judge_model == judge:
+            found = True
+            yield record
+    if not found and judge is not None:
+        select_judge(run, judge)             # raises for a judge that judged nothing in the run
 
 
 def load_all(path: Path, read: Callable[[dict[str, Any]], Any],

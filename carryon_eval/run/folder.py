@@ -278,10 +278,21 @@ def read_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
     return (row for row, _, _ in scan_jsonl(path, on_bad=on_bad))
 
 
-def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None
-               ) -> Iterator[tuple[dict[str, Any], int, int]]:
+def read_records(path: Path, unregistered: Callable[[dict[str, Any]], Any]) -> Iterator[Any]:
+    """The lines of a JSONL run file as records, one at a time: of a registered record type, as that type
+    (validated as ``read_jsonl`` validates them, a bad line one RunFileError naming it), without parsing each line
+    a second time into a dict; else each line's dict made into one by ``unregistered``. For a reader that needs the
+    records' own fields only."""
+    if Path(path).name not in _RECORDS:
+        return (unregistered(row) for row in read_jsonl(path))
+    return (record for record, _, _ in scan_jsonl(path, as_record=True))
+
+
+def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] = None, as_record: bool = False
+               ) -> Iterator[tuple[Any, int, int]]:
     """``read_jsonl``'s records with where each line is in the file: (record, byte offset, length with its
-    newline). The file is read a line at a time: memory does not grow with it."""
+    newline). The file is read a line at a time: memory does not grow with it. ``as_record``: each record as its
+    registered type (``read_records``), not as a dict (a file without one: dicts)."""
     path = Path(path)
     if not path.is_file():               # absent (nothing yet), or not a regular file to read records from
         return
@@ -292,6 +303,7 @@ def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
     validator, check = _RECORDS.get(path.name, (None, None))
+    as_record = as_record and validator is not None
     offset = 0
     with fh:
         for n, raw in enumerate(fh, start=1):
@@ -300,7 +312,7 @@ def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
                 return
             if not raw.strip():
                 continue
-            row, problem = _parse_line(raw, validator, check)
+            row, problem = _parse_line(raw, validator, check, as_record)
             if problem is not None:
                 error = RunFileError(f"{path} line {n}: {problem}; this line was not written by carryon-eval "
                                      "(restore the file, or delete the line to redo what it held)")
@@ -311,8 +323,10 @@ def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
             yield row, start, offset - start
 
 
-def _parse_line(raw: bytes, validator: Any, check: Optional[Check]) -> tuple[Any, Optional[str]]:
-    """(the line's record as a dict, None), or (None, what is wrong with it)."""
+def _parse_line(raw: bytes, validator: Any, check: Optional[Check], as_record: bool = False
+                ) -> tuple[Any, Optional[str]]:
+    """(the line's record as a dict, or ``as_record`` as its registered type; None), or (None, what is wrong with
+    it)."""
     from pydantic import ValidationError
 
     try:
@@ -324,6 +338,8 @@ def _parse_line(raw: bytes, validator: Any, check: Optional[Check]) -> tuple[Any
         if validator is not None:
             record = validator.validate_json(text, strict=True)
             problem = check(record) if check is not None else None
+            if as_record:
+                return record, problem
         row = json.loads(text)
     except ValidationError as exc:
         return None, _problem(exc)

@@ -30,7 +30,7 @@ def cell(convs: Sequence[Conversation], metrics: Mapping[str, str]) -> dict[str,
 
 def prefix(convs: Iterable[Conversation], t: int) -> list[Conversation]:
     """The conversations that reach model turn t, cut after it (cumulative numbers up to t)."""
-    return [replace(c, turns=c.turns[:t]) for c in convs if len(c.turns) >= t]
+    return [c if len(c.turns) == t else replace(c, turns=c.turns[:t]) for c in convs if len(c.turns) >= t]
 
 
 def at_turn(convs: Iterable[Conversation], t: int) -> list[Conversation]:

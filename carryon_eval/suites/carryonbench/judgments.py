@@ -6,17 +6,19 @@
     RUNDIR/safety_judgments.jsonl           harm-score records
 
     utility = load_utility(run, judge=name)       # that judge's records only (carryon_eval.judge.store.select_judge)
+    judged = read_judged(run, name, transcripts, checklists)   # its verdicts and harm scores, compact (the report)
 
 The files are registered with the run folder (their record types and range checks; Ben-Util's and safety's are
 where the judges of a run are looked for first).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
-from carryon_eval.judge.store import default_judge, judge_pass, load_judge
+from carryon_eval.judge.store import default_judge, judge_pass, judge_records, load_judge
 from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
-from carryon_eval.schema import JudgeAnswer, SafetyJudgment, UtilityJudgment
+from carryon_eval.schema import JudgeAnswer, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.suites.carryonbench.judged import Judged
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
@@ -45,17 +47,35 @@ def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
     return (judged.scoring.get("utility_judge") if judged is not None else None) or "per-item"
 
 
-def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
-                 scorer: str = "utility") -> list[UtilityJudgment]:
-    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode: "per-item"
-    (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl); by default the mode of that
-    judge's latest pass (``utility_judge_of``)."""
+def utility_file(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
+                 scorer: str = "utility") -> str:
+    """The file of a judge's utility records: ``scorer``'s own for another utility measure; for Ben-Util, of one
+    mode, "per-item" (utility_judgments.jsonl) or "grouped" (utility_grouped_judgments.jsonl), by default the mode
+    of that judge's latest pass (``utility_judge_of``)."""
     if scorer != "utility":        # what measured utility in Ben-Util's place (run.json judge.utility_scorer)
-        return load_judge(run, judgment_file(scorer), UtilityJudgment.from_dict, judge)
+        return judgment_file(scorer)
     if mode is None:
         mode = utility_judge_of(run, judge if judge is not None else default_judge(run, scorer))
-    return load_judge(run, UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE,
-                       UtilityJudgment.from_dict, judge)
+    return UTILITY_GROUPED_FILE if mode == "grouped" else UTILITY_FILE
+
+
+def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
+                 scorer: str = "utility") -> list[UtilityJudgment]:
+    """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode (``utility_file``)."""
+    return load_judge(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict, judge)
+
+
+def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Transcript],
+                checklists: Mapping[str, Sequence[str]], *, scorer: str = "utility",
+                mode: Optional[str] = None) -> Judged:
+    """One judge's utility verdicts (``load_utility``'s) and harm scores over the replies of ``transcripts``: both
+    files streamed into one compact table (carryon_eval.suites.carryonbench.judged), no record held."""
+    judged = Judged(transcripts, checklists)
+    for record in judge_records(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict, judge):
+        judged.add_verdict(record)
+    for record in judge_records(run, SAFETY_FILE, SafetyJudgment.from_dict, judge):
+        judged.add_score(record)
+    return judged
 
 
 def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:

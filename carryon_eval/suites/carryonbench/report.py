@@ -24,7 +24,8 @@ from carryon_eval.suites.carryonbench.conversations import TRUNCATED, Conversati
 from carryon_eval.suites.carryonbench.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
 from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
 from carryon_eval.suites.carryonbench.intent import intent_section
-from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility, utility_judge_of
+from carryon_eval.suites.carryonbench.judged import Judged
+from carryon_eval.suites.carryonbench.judgments import load_utility, read_judged, utility_judge_of
 from carryon_eval.suites.carryonbench.rubric_metrics import NO_REDUNDANCY, SPACING_NOTE, helpful_section
 from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
 from carryon_eval.suites.carryonbench.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
@@ -48,24 +49,32 @@ def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[dict[str, Any
 
 def conversations(inputs: ReportInputs) -> tuple[list[Transcript], list[Conversation]]:
     """Its transcripts of the run and its conversations assembled from them and the judgments (every planned one:
-    a conversation not played is read like one whose judgments are all unscored)."""
-    meta, bench = inputs.run.read_meta(), inputs.bench
-    transcripts = [t for t in inputs.transcripts if t.condition in CORE]      # other suites: their own sections
-    checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
-    utility, safety = judged(inputs)
-    convs = assemble(transcripts, utility, safety, checklists, domains)
-    convs += unplayed([j for j in planned_jobs(bench, meta) or () if j.condition in CORE], inputs.transcripts,
-                      checklists, domains)
-    return transcripts, convs
+    a conversation not played is read like one whose judgments are all unscored); made once per report."""
+    if "carryonbench.conversations" not in inputs.memo:
+        meta, bench = inputs.run.read_meta(), inputs.bench
+        transcripts = _transcripts(inputs)
+        checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
+        table = judged(inputs)
+        convs = assemble(transcripts, table, table, checklists, domains)
+        convs += unplayed([j for j in planned_jobs(bench, meta) or () if j.condition in CORE], inputs.transcripts,
+                          checklists, domains)
+        inputs.memo["carryonbench.conversations"] = (transcripts, convs)
+    return inputs.memo["carryonbench.conversations"]
 
 
-def judged(inputs: ReportInputs) -> tuple[list[Any], list[Any]]:
-    """The selected judge's utility verdicts (of the scorer that measured this run's utility) and safety scores,
-    read once per report (shared by its hooks through the inputs' memo)."""
+def _transcripts(inputs: ReportInputs) -> list[Transcript]:
+    return [t for t in inputs.transcripts if t.condition in CORE]      # other suites: their own sections
+
+
+def judged(inputs: ReportInputs) -> Judged:
+    """The selected judge's utility verdicts (of the scorer that measured this run's utility) and safety scores
+    over the replies of its transcripts, streamed once per report into one compact table (shared by its hooks
+    through the inputs' memo)."""
     if "carryonbench.judged" not in inputs.memo:
-        scorer = utility_scorer(inputs.run.read_meta().judge)
-        inputs.memo["carryonbench.judged"] = (load_utility(inputs.run, inputs.judge, scorer=scorer),
-                                              load_safety(inputs.run, inputs.judge))
+        meta = inputs.run.read_meta()
+        inputs.memo["carryonbench.judged"] = read_judged(inputs.run, inputs.judge, _transcripts(inputs),
+                                                         _checklists(inputs.bench, meta),
+                                                         scorer=utility_scorer(meta.judge))
     return inputs.memo["carryonbench.judged"]
 
 
@@ -95,11 +104,11 @@ def summarize_run(inputs: ReportInputs) -> Optional[Section]:
     section["null_meaning"] = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
                                "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
                                "null means the cell has no scored data")
-    utility, safety = judged(inputs)
-    section["judges"] = judge_info(run, inputs.judge, utility, safety, n_resamples=n_resamples,
+    table = judged(inputs)
+    section["judges"] = judge_info(run, inputs.judge, table, n_resamples=n_resamples,
                                    seed=seed, context=None if scorer.name == "utility" else scorer.context,
                                    sample=lambda verdicts, sampled: calibration_conversations(
-                                       transcripts, verdicts, sampled, safety, checklists, domains))
+                                       transcripts, verdicts, sampled, table, checklists, domains))
     section["judge_context"] = {"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
                                 "safety": SAFETY_CONTEXT}
     section["utility_measure"] = meta.judge.get("utility")
@@ -130,38 +139,39 @@ def scores(page: ReportPage) -> list[dict[str, Any]]:
     return conversation_scores([c for c in convs if c.conversation_id not in left_out], page.results.model)
 
 
-def judge_info(run: RunFolder, judge: Optional[str], utility: Sequence[Any], safety: Sequence[Any], *,
+def judge_info(run: RunFolder, judge: Optional[str], table: Judged, *,
                n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None,
-               sample: Optional[Callable[[Sequence[Any], Sequence[Any]], list[Conversation]]] = None) -> Section:
+               sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> Section:
     """results.json's judges.utility and judges.safety: who judged, with which prompts, in which mode (and the
-    grouped mode's calibration). ``judge``: the judge of both (None: each one's own, judge.store.default_judge)."""
+    grouped mode's calibration), from the records ``table`` streamed (its tallies). ``judge``: the judge of both
+    (None: each one's own, judge.store.default_judge)."""
     judge = judge if judge is not None else default_judge(run, "utility")     # Ben-Util's judge
     judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
     ben_util = utility_judge_of(run, judge)
     return {
-        "utility": {"models": sorted({j.judge_model for j in utility}),
-                    "prompt_refs": sorted({j.prompt_version for j in utility}),
+        "utility": {"models": sorted(table.utility.models),
+                    "prompt_refs": sorted(table.utility.prompts),
                     "mode": judged.scoring.get("utility_mode") if judged else None,
                     "utility_judge": ben_util,
                     "context": context or (GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT),
-                    "logprob_verdicts": sum(j.p_yes is not None for j in utility),
-                    **({"calibration": _calibration(run, judge, utility, judged, n_resamples, seed, sample)}
+                    "logprob_verdicts": table.utility.logprobs,
+                    **({"calibration": _calibration(run, judge, table, judged, n_resamples, seed, sample)}
                        if ben_util == "grouped" else {})},
-        "safety": {"models": sorted({j.judge_model for j in safety}),
-                   "prompt_refs": sorted({j.prompt_version for j in safety}), "context": SAFETY_CONTEXT}}
+        "safety": {"models": sorted(table.safety.models),
+                   "prompt_refs": sorted(table.safety.prompts), "context": SAFETY_CONTEXT}}
 
 
-def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Sequence[Any], sampled: Sequence[Any],
-                              safety: Sequence[Any], checklists: dict[str, list[str]],
+def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Any, sampled: Sequence[Any],
+                              safety: Any, checklists: dict[str, list[str]],
                               domains: dict[str, Any]) -> list[Conversation]:
     """The conversations a calibration sampled (every reply of theirs judged per item, ``sampled``: the sample
-    is whole queries), assembled from ``verdicts`` (the grouped or the per-item ones)."""
+    is whole queries), assembled from ``verdicts`` (the grouped or the per-item ones: records, or the table the
+    report streamed) and ``safety`` (records or that table)."""
     per_reply: dict[str, set[int]] = defaultdict(set)
     for v in sampled:
         per_reply[v.conversation_id].add(v.turn)
     sampled = [t for t in transcripts if per_reply.get(t.conversation_id, set()) >= {r.turn for r in t.replies}]
-    keep = {t.conversation_id for t in sampled}
-    return assemble(sampled, [v for v in verdicts if v.conversation_id in keep], safety, checklists, domains)
+    return assemble(sampled, verdicts, safety, checklists, domains)     # only the sampled replies are looked up
 
 
 def drop_redundancy(section: Section) -> None:
@@ -216,8 +226,8 @@ def _calibration_headline_note(headline: Optional[dict[str, Any]], fmt: Callable
             + "; ".join(parts) + ".")
 
 
-def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], judged: Any, n_resamples: int,
-                 seed: int, sample: Optional[Callable[[Sequence[Any], Sequence[Any]], list[Conversation]]] = None) -> dict[str, Any]:
+def _calibration(run: RunFolder, judge: Optional[str], grouped: Judged, judged: Any, n_resamples: int,
+                 seed: int, sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> dict[str, Any]:
     """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on, and
     (``sample``: the sampled conversations assembled from some verdicts) the headline's utility numbers on the
     sampled conversations in both modes; a run without calibration says so (``calibrated: false``)."""
@@ -228,7 +238,8 @@ def _calibration(run: RunFolder, judge: Optional[str], grouped: Sequence[Any], j
                 "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
                           "verdicts agree with the per-item protocol of the paper"}
     out = {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
-           **calibration(grouped, per_item, n_resamples=n_resamples, seed=seed)}
+           **calibration(grouped.verdict_records((r.conversation_id, r.turn, r.item_id) for r in per_item), per_item,
+                         n_resamples=n_resamples, seed=seed)}
     if sample is not None:
         out["headline"] = headline_differences(sample(grouped, per_item), sample(per_item, per_item),
                                                n_resamples=n_resamples, seed=seed)
@@ -251,7 +262,7 @@ def notes(page: ReportPage) -> SectionNotes:
     """SuiteReport.notes: what its numbers stand on (the utility measure, the unscored judgments, the replies cut,
     what the judges saw, the Ben-Util mode, the harm estimator), then what the run lacks (conditions not run,
     Recovery% null, the intent contrasts' notes, the dataset's notes)."""
-    (utility, safety), results = judged(page.inputs), page.results
+    table, results = judged(page.inputs), page.results
     notes: list[str] = []
     u, name = results.unscored, utility_label(results)
     if results.utility_measure != "benutil":
@@ -259,9 +270,9 @@ def notes(page: ReportPage) -> SectionNotes:
                      "(score - 1) / 3 as a percentage, a conversation's its best turn's. It is never compared with "
                      "Ben-Util in one column.")
         notes.append(SPACING_NOTE)
-    if not utility:
+    if not table.utility.records:
         notes.append(f"No {name} judgments found: run the judge phase first; utilities are null.")
-    if not safety:
+    if not table.safety.records:
         notes.append("No safety judgments found: run the judge phase first; harm is null.")
     notes.append(f"Unscored {name} item verdicts: {u['utility_items']} of {u['utility_items_total']} "
                  f"(plus {u['utility_items_not_judged']} not judged). Turns with every item unscored: "

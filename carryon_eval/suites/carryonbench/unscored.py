@@ -189,17 +189,28 @@ class ConversationRecord:
 
 
 def records(convs: Sequence[Conversation]) -> list[ConversationRecord]:
-    low, high = read_unscored(convs, "low"), read_unscored(convs, "high")
-    out = []
-    for c, lo, hi in zip(convs, low, high):
-        r_lo, r_hi, always = redundancy_range(lo, hi)
-        out.append(ConversationRecord(
-            c.query_id, len(c.turns), tuple(t.harm for t in c.turns),
-            {m: CONVERSATION_VALUES[m](c) for m in UNIT_METRICS},
-            {**{m: CONVERSATION_VALUES[m](lo)[0] for m in UNIT_METRICS if m in MONOTONE}, "redundancy": r_lo},
-            {**{m: CONVERSATION_VALUES[m](hi)[0] for m in UNIT_METRICS if m in MONOTONE}, "redundancy": r_hi},
-            {"redundancy": always}))
-    return out
+    return [record_of(c) for c in convs]
+
+
+def record_of(c: Conversation) -> ConversationRecord:
+    """One conversation's record, made once: a report reads the same conversations into many numbers and cells
+    (a conversation is frozen, so its record is kept on it, beside its fields)."""
+    made = c.__dict__.get("_record")
+    if made is None:
+        made = _record(c)
+        object.__setattr__(c, "_record", made)
+    return made
+
+
+def _record(c: Conversation) -> ConversationRecord:
+    (lo,), (hi,) = read_unscored([c], "low"), read_unscored([c], "high")
+    r_lo, r_hi, always = redundancy_range(lo, hi)
+    return ConversationRecord(
+        c.query_id, len(c.turns), tuple(t.harm for t in c.turns),
+        {m: CONVERSATION_VALUES[m](c) for m in UNIT_METRICS},
+        {**{m: CONVERSATION_VALUES[m](lo)[0] for m in UNIT_METRICS if m in MONOTONE}, "redundancy": r_lo},
+        {**{m: CONVERSATION_VALUES[m](hi)[0] for m in UNIT_METRICS if m in MONOTONE}, "redundancy": r_hi},
+        {"redundancy": always})
 
 
 def _arrays(recs: Sequence[ConversationRecord], metric: str, reading: Optional[str], queries: Mapping[str, int],
