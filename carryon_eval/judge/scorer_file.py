@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -143,14 +144,14 @@ class ScorerRecords:
         self.answers = AnswerStore(run.path / answers_file(scorer.name)) \
             if getattr(scorer, "answers_once", False) else None
         self.kept: set[tuple] = set()
-        self._old: list[tuple[dict[str, Any], int, int]] = []      # (record's what-and-who, offset, length)
+        self._old = _Lines(judge_model)            # the file's lines as the pass finds them (where, whose, what)
         for r, offset, length in scan_jsonl(self.path, on_bad=_redo):
             key, judge = self.key(r), str(r.get("judge_model"))
-            self._old.append(({"key": key, "judge": judge, "value": self.value(r), "via": r.get("via"),
-                               "answer": r.get("answer"), "prompt": r.get("prompt_version")}, offset, length))
+            fresh = r.get("prompt_version") == self.shape.prompt_version and self.value(r) is not None
+            self._old.add(key, judge, self.value(r) is None, r.get("via"), r.get("answer"), length, offset, fresh)
             if judge != judge_model:
                 continue
-            if r.get("prompt_version") == self.shape.prompt_version and self.value(r) is not None:
+            if fresh:
                 self.kept.add(key)
             else:
                 self.kept.discard(key)             # a later record of the target wins
@@ -158,7 +159,8 @@ class ScorerRecords:
         self.appender: Optional[Appender] = None
 
     def key(self, record: dict[str, Any]) -> tuple:
-        return tuple(record.get(f) for f in self.shape.target_fields)
+        """The record's target; its text fields interned (a run's many records of one conversation share them)."""
+        return tuple(_interned(record.get(f)) for f in self.shape.target_fields)
 
     def value(self, record: dict[str, Any]) -> Any:
         return record.get(self.shape.value_field)
@@ -166,18 +168,17 @@ class ScorerRecords:
     def open(self) -> None:
         """Rewrite the file with the other judges' records, then this judge's kept ones (its stale ones left out);
         then append as calls finish."""
-        me = self.judge_model
-        others = [line for line in self._old if line[0]["judge"] != me]
-        mine = [line for line in self._old if line[0]["judge"] == me and line[0]["key"] in self.kept
-                and line[0]["value"] is not None and line[0]["prompt"] == self.shape.prompt_version]
-        self.lines.judges = list(dict.fromkeys(line[0]["judge"] for line in self._old))
-        with (open(self.path, "rb") if self._old else open(os.devnull, "rb")) as src, \
+        old, me = self._old, self._old.code("judge", self.judge_model)
+        mine = [i for i, who in enumerate(old.who) if who == me and old.fresh[i] and old.keys[i] in self.kept]
+        self.lines.judges = list(old.judges)
+        with (open(self.path, "rb") if old.keys else open(os.devnull, "rb")) as src, \
                 atomic_writer(self.path) as out:
-            for what, offset, length in [*others, *mine]:
-                src.seek(offset)
-                out.write(src.read(length).decode("utf-8"))
-                self.lines.add(what, length)
-        self._old = []
+            for i in [*(i for i, who in enumerate(old.who) if who != me), *mine]:
+                src.seek(old.offsets[i])
+                out.write(src.read(old.lengths[i]).decode("utf-8"))
+                self.lines.add(old.keys[i], old.name("judge", old.who[i]), bool(old.unscored[i]),
+                               old.name("via", old.via[i]), old.name("answer", old.answer[i]), old.lengths[i])
+        self._old = _Lines(self.judge_model)
         if self.answers is not None:
             self.answers.open()
         self.appender = Appender(self.path)
@@ -189,8 +190,7 @@ class ScorerRecords:
         if self.appender is None:
             return
         for (target, _), r, length in zip(split, records, self.appender.write(records)):
-            self.lines.add({"key": target, "judge": self.judge_model, "value": self.value(r), "via": r.get("via"),
-                            "answer": r.get("answer")}, length)
+            self.lines.add(target, self.judge_model, self.value(r) is None, r.get("via"), r.get("answer"), length)
 
     def close(self) -> None:
         if self.appender is not None:
@@ -226,9 +226,15 @@ class Written:
         self.named: set[str] = set()
 
 
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
+
+
 class _Lines:
-    """Where each line of the file this pass writes is (without holding the lines): per line its target, offset,
-    length, judge and a code for what the tally counts (unscored, via, the stored answer it names)."""
+    """Where each line of a judgment file is (without holding the lines): per line its target, offset, length,
+    judge and a code for what the tally counts (unscored, via, the stored answer it names), and whether it is
+    fresh (of the pass's prompt, scored: kept by a resume). Hundreds of thousands of lines at the paper's scale:
+    arrays, and one code per distinct judge, via and answer."""
 
     def __init__(self, judge: str) -> None:
         self.judge = judge
@@ -237,21 +243,33 @@ class _Lines:
         self.keys: list[tuple] = []
         self.offsets, self.lengths = array("q"), array("q")
         self.who, self.unscored, self.via, self.answer = array("q"), bytearray(), array("q"), array("q")
+        self.fresh = bytearray()
         self.codes: dict[Any, int] = {}
+        self.names: list[Any] = []                           # code -> its value
 
-    def _code(self, kind: str, value: Any) -> int:
-        return self.codes.setdefault((kind, value), len(self.codes))
+    def code(self, kind: str, value: Any) -> int:
+        found = self.codes.get((kind, value))
+        if found is None:
+            found = self.codes[(kind, value)] = len(self.names)
+            self.names.append(value)
+        return found
 
-    def add(self, what: dict[str, Any], length: int) -> None:
-        if what["judge"] not in self.judges:
-            self.judges.append(what["judge"])
-        self.keys.append(what["key"])
-        self.offsets.append(self.size)
+    def name(self, kind: str, code: int) -> Any:
+        return self.names[code]
+
+    def add(self, key: tuple, judge: str, unscored: bool, via: Any, answer: Any, length: int,
+            offset: Optional[int] = None, fresh: bool = True) -> None:
+        """One line: by default the next one of the file this pass writes (at its end)."""
+        if judge not in self.judges:
+            self.judges.append(judge)
+        self.keys.append(key)
+        self.offsets.append(self.size if offset is None else offset)
         self.lengths.append(length)
-        self.who.append(self._code("judge", what["judge"]))
-        self.unscored.append(what["value"] is None)
-        self.via.append(self._code("via", what["via"]))
-        self.answer.append(self._code("answer", what.get("answer")))
+        self.who.append(self.code("judge", judge))
+        self.unscored.append(unscored)
+        self.via.append(self.code("via", via))
+        self.answer.append(self.code("answer", answer))
+        self.fresh.append(fresh)
         self.size += length
 
     def present(self) -> list[str]:
@@ -263,7 +281,7 @@ class _Lines:
         ``present()`` order, the other judges' last line per target in first-appearance order, this judge's last
         line of each target of ``order`` (its transcript order), with ``keep_others`` then its lines of targets
         outside ``order`` (last of each, in first-appearance order)."""
-        me = self._code("judge", self.judge)
+        me = self.code("judge", self.judge)
         who = np.frombuffer(self.who, dtype=np.int64)
         where = {key: i for i, key in enumerate(order)}
         at = np.full(len(order), -1, dtype=np.int64)
@@ -275,7 +293,7 @@ class _Lines:
             elif judge != me or keep_others:
                 last.setdefault(judge, {})[key] = j
         del where
-        chosen = [np.fromiter(last.get(self._code("judge", judge), {}).values(), dtype=np.int64)
+        chosen = [np.fromiter(last.get(self.code("judge", judge), {}).values(), dtype=np.int64)
                   if judge != self.judge else np.concatenate([at[at >= 0], np.fromiter(
                       last.get(me, {}).values(), dtype=np.int64)]) for judge in self.present()]
         picked = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
