@@ -11,12 +11,14 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.eval_cli import invoke, remote, slowly, spawn
 from support.scripted_server import Fault
 from support.rollout_data import evaluator_handler as handler
 from support.cache_entries import stored
+from support.grouped_judge import consistent_handler
 
 from carryon_eval.model.cache import DATABASE
 
@@ -118,16 +120,11 @@ def test_a_run_folder_with_the_per_file_cache_of_earlier_versions_resumes_withou
     out = tmp_path / "run"
     assert invoke(*args, "--out", out).exit_code == 0
     before = results_of(out)
-    entries = stored(out / "cache")
+    entries = per_file_cache(out)
     assert len(entries) == srv.count()
     for path in out.iterdir():
         if path.name not in ("run.json", "cache"):
             path.unlink() if path.is_file() else None
-    for path in (out / "cache").iterdir():
-        path.unlink()
-    for key, payload in entries.items():
-        (out / "cache" / key[:2]).mkdir(exist_ok=True)
-        (out / "cache" / key[:2] / f"{key}.json").write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True))
     srv.reset()
     with caplog.at_level(logging.WARNING, logger="carryon.client"):
         resumed = invoke(*args, "--out", out)
@@ -137,3 +134,52 @@ def test_a_run_folder_with_the_per_file_cache_of_earlier_versions_resumes_withou
     assert len(said) == 1 and f"moved {len(entries)} entr(ies)" in said[0], said
     assert results_of(out) == before
     assert sorted(p.name for p in (out / "cache").iterdir()) == [DATABASE]
+
+
+def per_file_cache(out: Path) -> dict[str, Any]:
+    """Write the run's cache out in the per-file layout of earlier versions (RUNDIR/cache/ab/<key>.json, each
+    entry as they wrote it) in place of its database; returns the entries."""
+    entries = stored(out / "cache")
+    for path in (out / "cache").iterdir():
+        path.unlink()
+    for key, payload in entries.items():
+        (out / "cache" / key[:2]).mkdir(exist_ok=True)
+        (out / "cache" / key[:2] / f"{key}.json").write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True))
+    return entries
+
+
+def test_a_grouped_run_folder_of_the_previous_version_stopped_while_judging_resumes_without_paying_again(
+        scripted_server, dataset, tmp_path):
+    """A grouped run folder as the previous version left it when its judge phase stopped half-way: the per-file
+    cache, each grouped record repeating its call's raw answer (no answers file), judge.json without its record of
+    the files. The rerun asks nothing (what is missing comes from the cache), writes the results of the run never
+    stopped, and the grouped file as this version writes it: each raw answer once."""
+    srv = scripted_server(consistent_handler(), models=("tgt", "sim", "jdg"))
+    args = [*remote(srv), "--dataset", dataset, "--concurrency", 4, "--utility-judge", "grouped"]
+    out = tmp_path / "run"
+    assert invoke(*args, "--out", out).exit_code == 0
+    before = results_of(out)
+    per_file_cache(out)
+    answers = {a["answer"]: a["raw"] for a in rows_of(out / "utility_grouped_answers.jsonl")}
+    (out / "utility_grouped_answers.jsonl").unlink()
+    old = [{k: v for k, v in r.items() if k != "answer"} | {"raw": answers[r["answer"]]}
+           for r in rows_of(out / "utility_grouped_judgments.jsonl")]
+    (out / "utility_grouped_judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old[:len(old) // 2]))
+    summary = json.loads((out / "judge.json").read_text())
+    summary.pop("files")
+    (out / "judge.json").write_text(json.dumps(summary))
+    for name in ("results.json", "table.md", "report.html", "conversation_scores.jsonl"):
+        (out / name).unlink()
+    srv.reset()
+    resumed = invoke(*args, "--out", out)
+    assert resumed.exit_code == 0, resumed.output
+    assert srv.count() == 0
+    assert results_of(out) == before
+    kept = rows_of(out / "utility_grouped_judgments.jsonl")
+    assert len(kept) == len(old) and all("raw" not in r for r in kept[len(old) // 2:])
+    texts = [a["raw"] for a in rows_of(out / "utility_grouped_answers.jsonl")]
+    assert len(texts) == len(set(texts)) > 0
+
+
+def rows_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
