@@ -14,8 +14,10 @@ commands, each in a process of its own under ``/usr/bin/time -v``:
 
 Printed as JSON: per command its wall time, CPU (user + sys), peak resident memory (the process's own, from
 ``time -v``) and exit code, and for the run the calls the server answered and how long the run went on after the
-last of them (its report, and anything else it waits for); the run folder's size (bytes of its files, and the disk blocks they take: what ``du``
-counts) and file count; the machine's load average before and after.
+last of them (``after_last_call_s``), split at the judge phase's summary line into the judge phase's end
+(``judge_done_after_last_call_s``) and the report and what follows it (``report_in_run_s``); the run folder's
+size (bytes of its files, and the disk blocks they take: what ``du`` counts) and file count; the machine's load
+average before and after.
 ``--source`` runs the evaluator of another checkout (its folder goes first on PYTHONPATH), for before/after
 figures side by side. ``--keep DIR`` leaves the run folder there.
 """
@@ -49,12 +51,20 @@ def _seconds(clock: str) -> float:
 
 
 def timed(args: list[str], env: dict[str, str], log: Path) -> dict:
-    """One command under /usr/bin/time -v: wall, CPU, peak RSS, exit code (its output goes to ``log``)."""
+    """One command under /usr/bin/time -v: wall, CPU, peak RSS, exit code (its output goes to ``log``, each line
+    with the time it was read: ``lines``, (time, text) pairs)."""
     load = os.getloadavg()[0]
     started = time.time()
+    lines: list[tuple[float, str]] = []
     with open(log, "w") as fh:
-        proc = subprocess.run(["/usr/bin/time", "-v", *args], env=env, stdout=fh, stderr=subprocess.STDOUT,
-                              cwd=log.parent)        # not this checkout's folder: PYTHONPATH says which runs
+        proc = subprocess.Popen(["/usr/bin/time", "-v", *args], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace",
+                                cwd=log.parent)      # not this checkout's folder: PYTHONPATH says which runs
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.time(), line))
+            fh.write(line)
+        proc.wait()
     text = log.read_text(errors="replace")
     found = {k: re.findall(rx, text) for k, rx in TIME_FIELDS.items()}
     user, system = float(found["user"][-1]), float(found["sys"][-1])
@@ -62,7 +72,7 @@ def timed(args: list[str], env: dict[str, str], log: Path) -> dict:
             "cpu_s": round(user + system, 1), "user_s": user, "sys_s": system,
             "peak_rss_mb": round(int(found["peak_rss_mb"][-1]) / 1024, 1),
             "load_1min_before": round(load, 2), "load_1min_after": round(os.getloadavg()[0], 2),
-            "started": started, "ended": time.time()}
+            "started": started, "ended": time.time(), "lines": lines}
 
 
 def server_stats(url: str) -> dict:
@@ -92,7 +102,7 @@ def main() -> None:
     ap.add_argument("--source", type=Path, default=HERE.parent, help="the checkout whose evaluator runs")
     ap.add_argument("--keep", type=Path, help="leave the run folder here")
     args = ap.parse_args()
-    env = {**os.environ, "BENCH_NO_KEY": "none", "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, "BENCH_NO_KEY": "none", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",   # lines as said
            "PYTHONPATH": f"{args.source.resolve()}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     cli = [sys.executable, "-m", "carryon_eval.cli"]
     port = free_port()
@@ -114,14 +124,20 @@ def main() -> None:
                                    "--utility-judge", args.mode], env, work / "run.log")
             stats = server_stats(url)
             result["run"]["calls"] = stats["answered"]
-            # the end of the run after its last call: the report (and whatever else keeps the process up)
-            result["run"]["after_last_call_s"] = round(result["run"].pop("ended") - stats["last_answer"], 1)
+            # the end of the run after its last call: the judge phase's end (its summary line), then the report
+            # (and whatever else keeps the process up)
+            lines, ended = result["run"].pop("lines"), result["run"].pop("ended")
+            result["run"]["after_last_call_s"] = round(ended - stats["last_answer"], 1)
+            judged = [t for t, line in lines if line.startswith("judge (")]
+            if judged:
+                result["run"]["judge_done_after_last_call_s"] = round(judged[-1] - stats["last_answer"], 1)
+                result["run"]["report_in_run_s"] = round(ended - judged[-1], 1)
             result["run"].pop("started")
             result["folder"] = folder_stats(run)
             result["evaluator"] = subprocess.run([sys.executable, "-c", "import carryon_eval; print(carryon_eval.__file__)"],
                                                  env=env, cwd=work, capture_output=True, text=True).stdout.strip()
             result["report"] = timed([*cli, "report", str(run)], env, work / "report.log")
-            for key in ("started", "ended"):
+            for key in ("started", "ended", "lines"):
                 result["report"].pop(key)
             result["load_after"] = [round(x, 2) for x in os.getloadavg()]
             if args.keep:
