@@ -1,11 +1,13 @@
 """A finished run folder is a few dozen files whatever the run's size: the response cache is one database, each
-judgment file one file, and the report's transcripts at most MAX_PAGES pages. Counted on a 20-query run in both
-Ben-Util modes (grouped, calibrated on replies also judged per item: the judgment files of both), with the report
-paged as a large run's is."""
+judgment file one file, and the report's transcripts at most MAX_PAGES pages. Counted on a 20-query run in each
+Ben-Util mode (per item; grouped, calibrated on replies also judged per item: the judgment files of both), with the
+report paged as a large run's is."""
 from __future__ import annotations
 
 import uuid
 from pathlib import Path
+
+import pytest
 
 from support.eval_cli import invoke, remote
 from support.grouped_judge import consistent_handler
@@ -37,12 +39,20 @@ def twenty_queries(root: Path) -> Path:
     return write_dataset_folder(root, tables, "A made-up dataset of 20 queries.")
 
 
-def test_a_finished_run_folder_holds_at_most_50_files(scripted_server, tmp_path, monkeypatch):
+MODES = {   # Ben-Util mode -> its options and the judgment files a run of it ends with
+    "per-item": ((), {"utility_judgments.jsonl", "safety_judgments.jsonl"}),
+    "grouped": (("--utility-judge", "grouped", "--calibrate", "6"),
+                {"utility_grouped_judgments.jsonl", "utility_judgments.jsonl", "safety_judgments.jsonl"}),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_finished_run_folder_holds_at_most_50_files(scripted_server, tmp_path, monkeypatch, mode):
     monkeypatch.setattr(pages, "INLINE_LIMIT", 0)          # its transcripts paged, as a large run's are
     srv = scripted_server(consistent_handler(), models=("tgt", "sim", "jdg"))
     out = tmp_path / "run"
-    result = invoke(*remote(srv), "--dataset", twenty_queries(tmp_path / "data"), "--out", out,
-                    "--utility-judge", "grouped", "--calibrate", "6")
+    options, judgment_files = MODES[mode]
+    result = invoke(*remote(srv), "--dataset", twenty_queries(tmp_path / "data"), "--out", out, *options)
     assert result.exit_code == 0, result.output
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert len(files) <= MOST_FILES, files
@@ -50,6 +60,6 @@ def test_a_finished_run_folder_holds_at_most_50_files(scripted_server, tmp_path,
     paged = [f for f in files if f.startswith(pages.PAGES_DIR)]
     assert 0 < len(paged) <= pages.MAX_PAGES, paged
     judged = {f for f in files if f.endswith("_judgments.jsonl")}
-    assert judged == {"utility_grouped_judgments.jsonl", "utility_judgments.jsonl", "safety_judgments.jsonl"}, judged
-    assert "utility_grouped_answers.jsonl" in files
+    assert judged == judgment_files, judged
+    assert ("utility_grouped_answers.jsonl" in files) == (mode == "grouped")
     assert srv.count() > 20 * 10                           # every query played and judged: a run of its size
