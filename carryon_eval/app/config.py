@@ -85,7 +85,6 @@ class EvaluateConfig:
     judge_temperature: Any = None                      # None: 0
     seed: int = default("seed")
     shared_turn1: bool = default("shared_turn1")
-    fidelity: bool = default("fidelity")
     model_check: bool = default("model_check")      # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = default("judge_format")
     dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
@@ -108,9 +107,14 @@ class EvaluateConfig:
     #: a judge of its own for some scorers, by judge role (``ben_util_judge``: carryon_eval.suite.JudgeRole), as
     #: given; what a role does not set is the judge's (``resolve_judges``)
     judges: dict[str, RoleChoice] = dataclasses.field(default_factory=dict)
+    #: the suites' checks asked for, by name (``--<name>``: carryon_eval.suite.Suite.checks)
+    checks: tuple[str, ...] = ()
 
     def __getattr__(self, name: str) -> Any:
-        """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it)."""
+        """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it);
+        a check's name: whether it was asked for."""
+        if not name.startswith("_") and name in options.check_names():
+            return name in self.checks
         return _setting(self, name)
 
 
@@ -168,14 +172,16 @@ def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> Evalua
                                                                           "extra_body")}
         roles[role] = RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]),
                                  **request)
-    judged = options.judge_names()
+    judged, checked = options.judge_names(), options.check_names()
     scoring = {name: values.pop(name) for name in list(values) if name in judged}
+    checks = tuple(name for name in [n for n in list(values) if n in checked] if values.pop(name))
     judges = judge_choices(values)
     fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
     for name in ("conditions", "prices", "power_from"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, **fields)
+    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, checks=checks,
+                          **fields)
 
 
 def judge_choices(values: dict[str, Any]) -> dict[str, RoleChoice]:
