@@ -258,7 +258,7 @@ SERIALIZER = "carryon_eval/run/results.py"
 #: Modules outside the wings that still hold CarryOnBench names, with how many they hold: a ratchet (a module here
 #: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
 #: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions, the dataset's scoring record
-#: (its utility measures), the max-harm estimator's harm names, `agreement`'s harm-score lines, the 1-5 harm
+#: (its utility measures), `agreement`'s harm-score lines, the 1-5 harm
 #: judge's answer keys.
 PENDING = {
     "carryon_eval/cli_analysis.py": 1,
@@ -267,7 +267,6 @@ PENDING = {
     "carryon_eval/inspect_bridge/export.py": 33,
     "carryon_eval/inspect_bridge/importer.py": 1,
     "carryon_eval/inspect_bridge/task.py": 27,
-    "carryon_eval/metrics/estimators.py": 6,
     "carryon_eval/parsing.py": 1,
 }
 _TOKENS = re.compile(r"[_\-.]")
