@@ -264,17 +264,23 @@ def leave_out_empty(bench: Benchmark, cfg: EvaluateConfig, conditions: Sequence[
     """A condition of the default set (or of `all`) that has nothing to run on this dataset is left out of the run:
     (the conditions kept, one line for each left out; run.json's skipped still lists its conversations and why);
     a condition asked for by name is refused instead (refuse_empty_conditions)."""
-    from carryon_eval.dataset.scoring import why_not
     from carryon_eval.suite import default_conditions
 
     ran = {j.condition for j in jobs}
     if not ran or not (cfg.conditions_all or tuple(cfg.conditions) == default_conditions()):
         return list(conditions), []
-    supported = bench.scoring().conditions
-    lines = [f"condition {c} left out: dataset {bench.source} cannot play it ("
-             + (why_not(c) if c not in supported else f"it has no {c} conversation to run") + ")"
+    lines = [f"condition {c} left out: dataset {bench.source} cannot play it ({_why_left_out(bench, c)})"
              for c in conditions if c not in ran]
     return [c for c in conditions if c in ran], lines
+
+
+def _why_left_out(bench: Benchmark, condition: str) -> str:
+    """What the dataset lacks to play a condition, by its suite's word (Suite.unplayable)."""
+    from carryon_eval.suite import suite_of
+
+    hook = suite_of(condition).unplayable
+    why = hook(bench, condition) if hook is not None else f"it has no {condition} inputs"
+    return why or f"it has no {condition} conversation to run"
 
 
 def check_url(option: str, url: Optional[str]) -> None:

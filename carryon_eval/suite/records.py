@@ -225,6 +225,9 @@ class Suite:
     default: bool = True                        # in the default --conditions set
     optional: tuple[str, ...] = ()              # its conditions left out of the default set (``all`` has them)
     missing: Callable[["Benchmark"], Optional[str]] = lambda bench: None
+    #: (dataset, one of its conditions) -> why the dataset cannot play that condition (one clause, e.g. what its
+    #: build lacks), None when it can: said when a default run leaves the condition out
+    unplayable: Optional[Callable[["Benchmark", str], Optional[str]]] = None
     probes: tuple[Probe, ...] = ()
     report: Optional[SuiteReport] = None
     #: Checks of a run asked for by name (``--<name>`` on a run, ``carryon-eval <name> RUNDIR`` on a run folder; the

@@ -27,6 +27,7 @@ from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - 
 import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
 from carryon_eval.suites.carryonbench.measure import configure
+from carryon_eval.suites.carryonbench.dataset_support import why_unplayable
 from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
 from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
@@ -122,7 +123,7 @@ JUDGE_ROLES = (JudgeRole("ben_util", "Ben-Util", ("utility", GROUPED_SCORER)), J
 
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
-    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
+    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")), unplayable=why_unplayable,
     judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure, design=design_note,
     report=SuiteReport(section=TOP_LEVEL_SECTION, top_level=True, summarize=summarize_run, markdown=table_markdown,
                        html=section_html, notes=notes, status=status, scores=scores, appendix=appendix,
