@@ -17,8 +17,9 @@ from typing import Mapping, Optional, Sequence
 
 from carryon_eval.judge.store import default_judge, judge_pass, judge_records, load_judge
 from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
-from carryon_eval.schema import JudgeAnswer, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.schema import JudgeAnswer, Transcript
 from carryon_eval.suites.carryonbench.judged import Judged
+from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
