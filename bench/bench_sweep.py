@@ -36,8 +36,9 @@ from bench_grouped import free_port  # noqa: E402
 def plan(url: str, targets: list[str], concurrency: int, dataset: str) -> str:
     head = (f'user-endpoint = "{url}"\nuser-model = "sim"\njudge-endpoint = "{url}"\njudge-model = "jdg"\n'
             f"concurrency = {concurrency}\nno-model-check = true\n"
-            + (f'dataset = "{dataset}"\nutility-judge = "grouped"\ntarget-max-tokens = 64\n' if dataset else ""))
-    return head + "".join(f'\n[[target]]\nname = "{t}"\nendpoint = "{url}"\nmodel = "{t}"\n' for t in targets)
+            + (f'dataset = "{dataset}"\nutility-judge = "grouped"\n' if dataset else ""))
+    own = "target-max-tokens = 64\n" if dataset else ""          # a target's own key: in each [[target]] table
+    return head + "".join(f'\n[[target]]\nname = "{t}"\nendpoint = "{url}"\nmodel = "{t}"\n{own}' for t in targets)
 
 
 def children_cpu() -> float:
@@ -59,14 +60,17 @@ def timed_sweep(folder: Path, name: str, text: str) -> dict:
 
 def server_view(log: Path, start: float, end: float) -> dict:
     """From the server's log, the requests made between start and end: the last answer's time (so the run's
-    time after it) and the longest stretch with nothing in flight between the first request and the last."""
+    time after it) and the longest stretch with nothing in flight between the first request and the last (and when
+it began, seconds after the command started)."""
     spans = sorted((float(a), float(b)) for a, b, _ in (line.split() for line in log.read_text().splitlines())
                    if start <= float(a) <= end)
-    longest, busy_until = 0.0, spans[0][1]
+    longest, at, busy_until = 0.0, 0.0, spans[0][1]
     for a, b in spans[1:]:
-        longest = max(longest, a - busy_until)
+        if a - busy_until > longest:
+            longest, at = a - busy_until, busy_until
         busy_until = max(busy_until, b)
-    return {"requests": len(spans), "after_last_call": end - busy_until, "longest_idle": longest}
+    return {"requests": len(spans), "after_last_call": end - busy_until, "longest_idle": longest,
+            "longest_idle_from": at - start, "first_request": spans[0][0] - start, "last_answer": busy_until - start}
 
 
 def one_repeat(url: str, log: Path, targets: list[str], args: argparse.Namespace, dataset: str) -> dict:
