@@ -262,7 +262,6 @@ SERIALIZER = "carryon_eval/run/results.py"
 PENDING = {
     "carryon_eval/dataset/load.py": 1,
     "carryon_eval/inspect_bridge/export.py": 33,
-    "carryon_eval/inspect_bridge/importer.py": 1,
     "carryon_eval/inspect_bridge/task.py": 27,
 }
 _TOKENS = re.compile(r"[_\-.]")
