@@ -20,6 +20,7 @@ from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, 
                                              shared_queries)
 from carryon_eval.metrics import estimators as E
 from carryon_eval.suites.carryonbench.leaderboard import HARM_ESTIMATOR, LOCK_IN, RECOVERY, UNITS
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.report.comparison import Comparison
 from carryon_eval.run.results import JudgesInfo, Results
@@ -86,7 +87,7 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
              "nc": {n: 12.0 for n in LENGTHS}}
     results = Results(model=model, judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
                                                      safety={"models": ["j"], "prompt_refs": ["s@1"]}))
-    results.put_section("carryonbench", S.summarize(convs, n_resamples=40, plans=plans), top_level=True)
+    results.put_section(SECTION, CarryOnBenchSection.from_json(S.summarize(convs, n_resamples=40, plans=plans)))
     return RunEntry(model, f"runs/{model}", results, conversation_scores(convs, model))
 
 
