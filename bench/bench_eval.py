@@ -107,7 +107,7 @@ async def carryon(kind: str, data: Path, url: str, concurrency: int, work: Path,
     from carryon_eval.rollout.simulator import UserSimulator
     from carryon_eval.run.folder import RunFolder
     from carryon_eval.run.records import Generation, JudgeSettings
-    from carryon_eval.schema import CONDITIONS
+    from carryon_eval.suites.carryonbench.conditions import CONDITIONS
     from carryon_eval.suite import plan_jobs
 
     bench = load_benchmark(data)

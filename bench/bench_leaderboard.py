@@ -17,7 +17,7 @@ from carryon_eval.report.leaderboard import RunEntry, build_leaderboard
 from carryon_eval.report.leaderboard_page import render_page
 from carryon_eval.run.results import JudgesInfo, Results
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
-from carryon_eval.schema import CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 
 PLAN = ["turn1", "oracle"] + ["bc"] * 8 + ["nc"] * 5
 

@@ -1,4 +1,4 @@
-"""The records that flow between phases: dataset tables, transcripts, judgments.
+"""The records that flow between phases: dataset tables, transcripts, stored judge answers.
 
 Dataset side (what the builder writes and the evaluator reads):
     queries        query_id, category, domain, query, benign_intent, benign_context, malicious_context, safe_rate
@@ -9,16 +9,15 @@ Dataset side (what the builder writes and the evaluator reads):
 
 Run side (what the evaluator writes into RUNDIR, one JSON object per line):
     transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
-    utility_judgments.jsonl   one UtilityJudgment per (conversation, model turn, checklist item) and judge model
-    safety_judgments.jsonl    one SafetyJudgment per (conversation, model turn) and judge model
-    utility_grouped_answers.jsonl   one JudgeAnswer per distinct raw answer of the grouped Ben-Util judge (its
-                                    UtilityJudgment records name theirs by ``answer`` instead of repeating it)
+    <scorer>_judgments.jsonl   the records of one scorer, of the type its suite registers with the run folder
+                               (CarryOnBench's: carryon_eval.suites.carryonbench.judgment_records)
+    <scorer>_answers.jsonl     one JudgeAnswer per distinct raw answer of a judge whose records name theirs by
+                               ``answer`` instead of repeating it
 
 Conventions
 - Model turns are numbered t = 1, 2, ... ; a flow with k follow-up moves has 1 + k model turns and
   n_turns = 2 * (1 + k) messages.
-- Conditions of the evaluator: "turn1", "oracle", "bc", "nc". turn1 and oracle are single-turn
-  conversations whose conversation_id is "turn1:<query_id>" / "oracle:<query_id>".
+- A transcript's condition is one of the registered suites' conditions (carryon_eval.suite).
 - A verdict or score that could not be parsed is None ("unscored"), never False or 0.
 """
 from __future__ import annotations
@@ -51,15 +50,9 @@ ITEM_CATEGORIES: dict[str, str] = {
     "Other": "a benign information need that fits none of the categories above",
 }
 
-CONDITIONS: tuple[str, ...] = ("turn1", "oracle", "bc", "nc")
 # The triplet suite's condition (carryon_eval.suites.triplet.record); the suites register every condition.
 TRIPLET_CONDITION = "triplet"
 TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
-MULTI_TURN_CONDITIONS: tuple[str, ...] = ("bc", "nc")
-# Condition mc: the BC moves voiced with the query's malicious intent (not in the default set). Its numbers sit
-# beside the four above only when a run has it, so a run without it writes what it always wrote.
-MC_CONDITION = "mc"
-MALICIOUS_INTENT = "malicious_intent"          # the optional queries column the mc condition reveals
 
 
 # ---------------------------------------------------------------- run records
@@ -81,7 +74,7 @@ class Message:
 class Transcript:
     conversation_id: str
     query_id: str
-    condition: str                  # one of CONDITIONS
+    condition: str                  # one of the registered suites' conditions
     flow_id: Optional[str]          # None for turn1 / oracle
     moves: list[str]                # the flow's follow-up moves; [] for turn1 / oracle
     messages: list[Message]
@@ -103,54 +96,9 @@ class Transcript:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 
-def _flat_dict(record: Any) -> dict[str, Any]:
-    """``asdict`` of a record whose fields are all str/int/float/bool/None (the same dict, in field order)."""
-    return {name: getattr(record, name) for name in record.__dataclass_fields__}
-
-
-@dataclass
-class UtilityJudgment:
-    conversation_id: str
-    turn: int
-    item_id: str
-    verdict: Optional[bool]         # None = unscored (unparseable after retries)
-    judge_model: str
-    prompt_version: str
-    p_yes: Optional[float] = None   # logprob mode only
-    raw: Optional[str] = None
-    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
-    via: Optional[str] = None       # how the verdict was obtained: "json_schema" | "text" | "logprobs"
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
-
-
 @dataclass
 class JudgeAnswer:
     """A raw judge answer stored once for the records it gives (``<scorer>_answers.jsonl``): ``answer`` is a digest
     of the text (carryon_eval.judge.scorer_file.answer_id), the value of each such record's ``answer`` field."""
     answer: str
     raw: str
-
-
-@dataclass
-class SafetyJudgment:
-    conversation_id: str
-    turn: int
-    score: Optional[int]            # 1..5, None = unscored
-    judge_model: str
-    prompt_version: str
-    raw: Optional[str] = None
-    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
-    via: Optional[str] = None       # how the score was obtained: "json_schema" | "text"
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SafetyJudgment":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})

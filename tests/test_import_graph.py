@@ -182,12 +182,14 @@ CONDITION_NAMES = {"turn1", "oracle", "bc", "nc", "mc"}
 
 def conditions_named(path: Path) -> list[str]:
     """The string constants of a module that are a CarryOnBench condition or a column key of one ("bc.utility"),
-    and the condition lists and moves it imports (schema's ``*CONDITION*`` names, anything of ``moves``)."""
+    and the condition lists and moves it imports (``*CONDITION*`` names of the wing's ``conditions`` or of
+    schema, anything of ``moves``)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             found |= {node.value} if node.value.split(".")[0] in CONDITION_NAMES else set()
-        elif isinstance(node, ast.ImportFrom) and node.module in (f"{PACKAGE}.schema", f"{PACKAGE}.moves"):
+        elif isinstance(node, ast.ImportFrom) and node.module in (f"{PACKAGE}.schema", f"{PACKAGE}.moves",
+                                                                  f"{PACKAGE}.suites.carryonbench.conditions"):
             found |= {a.name for a in node.names if node.module.endswith("moves") or "CONDITION" in a.name}
     return sorted(found)
 

@@ -37,7 +37,9 @@ from carryon_eval.run.records import RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.run.paths import shared_local, shared_path
-from carryon_eval.schema import CONDITIONS, Message, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.schema import Message, Transcript
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
+from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 from carryon_eval.suites.opensafeintent.public import parse_conversation_id
 from carryon_eval.inspect_bridge import require_inspect
 from carryon_eval.progress import role_of as project_role

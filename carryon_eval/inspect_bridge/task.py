@@ -177,7 +177,8 @@ TURNS = "turns"                                # score metadata: the model turns
 def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, list[str]]) -> list[Conversation]:
     """The played conversations of a task's scores with their judgments, as carryon_eval.metrics assembles them
     (the triplet replies have their own section in the report, not these numbers)."""
-    from carryon_eval.schema import Message, SafetyJudgment, UtilityJudgment
+    from carryon_eval.schema import Message
+    from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 
     transcripts, utility, safety = [], [], []
     for s in scores:
@@ -252,7 +253,7 @@ class Judges:
 @scorer(metrics=[])
 def carryon_judges(judges: Judges) -> Any:
     """Ben-Util per reply and conversation, harm per reply and worst, as the project's scorers judge them."""
-    from carryon_eval.schema import SafetyJudgment, UtilityJudgment
+    from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 
     async def score(state: TaskState, target: Target) -> Score:
         data = state.store.get(TRANSCRIPT_KEY)

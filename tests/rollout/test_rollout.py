@@ -23,7 +23,8 @@ from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.play import Generation, rollout, turn_seed
 from carryon_eval.suite import PlanSettings, plan_jobs
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.schema import CONDITIONS, Message
+from carryon_eval.schema import Message
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suites.carryonbench.fidelity import parse_move, summarize_fidelity
 from carryon_eval.rollout.simulator import UserSimulator, clean_turn
 

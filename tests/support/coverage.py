@@ -13,7 +13,7 @@ import numpy as np
 from support.synthetic_runs import intent_run, synthetic_run, unscore
 
 from carryon_eval.metrics.stats import INTERVALS, Bootstrap, interval95
-from carryon_eval.schema import CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suites.carryonbench import conversations as C
 from carryon_eval.suites.carryonbench.intent import exploitation_side, headline_side, pairs
 from carryon_eval.suites.carryonbench.summary import condition_estimates, recovery_estimate

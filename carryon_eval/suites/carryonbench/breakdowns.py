@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from carryon_eval.metrics.number import BreakdownCell
 from carryon_eval.metrics.stats import difference_bounds
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.schema import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.conversations import (BINS, PCT, Conversation, Turn, by_condition,
                                                             mean_or_none, pooled_redundancy, redundancy_counts,
                                                             turn1_bin, turn_utility)

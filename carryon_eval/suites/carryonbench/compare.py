@@ -20,7 +20,7 @@ from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
-from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suite import CompareInputs, Section
 from carryon_eval.suites.carryonbench.table import has_conditions
 

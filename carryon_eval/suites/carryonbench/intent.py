@@ -37,7 +37,7 @@ import numpy as np
 
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, interval95
-from carryon_eval.schema import MC_CONDITION
+from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
 from carryon_eval.suites.carryonbench.conversations import PCT, VIOLATION_THRESHOLD, Conversation
 from carryon_eval.suites.carryonbench.unscored import ConversationRecord, decided_count, records, rule_replicates
 

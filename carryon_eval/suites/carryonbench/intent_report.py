@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.report.tables import html_table, markdown_table
-from carryon_eval.schema import MC_CONDITION
+from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
 
 SECTION = "intent"
 MC_HEADER = ["MC Util. (Δ)", "MC Harm. (Δ)", "Intent sens. (util)", "Exploitation (MC − BC)"]

@@ -16,7 +16,8 @@ from typing import Optional
 
 from carryon_eval.judge.store import default_judge, judge_pass, load_judge
 from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
-from carryon_eval.schema import JudgeAnswer, SafetyJudgment, UtilityJudgment
+from carryon_eval.schema import JudgeAnswer
+from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")

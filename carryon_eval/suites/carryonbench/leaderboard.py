@@ -21,7 +21,7 @@ from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, boot
                                             stat_estimate)
 from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.results import Results
-from carryon_eval.schema import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnComparison, Correlated, RunEntry, Stat,
                                        SuiteLeaderboard)

@@ -17,7 +17,8 @@ from carryon_eval.report.pages import QueryEntry, transcripts_section
 from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_SCORERS
-from carryon_eval.schema import CONDITIONS, Transcript
+from carryon_eval.schema import Transcript
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suite import ReportPage
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.conversations import (BINS, VIOLATION_THRESHOLD, Conversation, Turn,

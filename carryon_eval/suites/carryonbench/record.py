@@ -32,7 +32,7 @@ from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
 from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
-from carryon_eval.schema import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)

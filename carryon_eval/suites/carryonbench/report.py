@@ -17,7 +17,8 @@ from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import RunMeta
-from carryon_eval.schema import CONDITIONS, MC_CONDITION, Transcript
+from carryon_eval.schema import Transcript
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences

@@ -18,7 +18,7 @@ from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
                                         interval95)
-from carryon_eval.schema import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
                                                          redundancy_by_turn, turn1_bins)
 from carryon_eval.suites.carryonbench.conversations import (PCT, TRUNCATED, VIOLATION_THRESHOLD, Conversation,

@@ -13,7 +13,7 @@ import pytest
 from support.synthetic_runs import synthetic_run
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.schema import UtilityJudgment
+from carryon_eval.suites.carryonbench.judgment_records import UtilityJudgment
 from carryon_eval.suites.carryonbench import conversations as C
 from carryon_eval.suites.carryonbench import summary as S
 from carryon_eval.suites.carryonbench.calibration import HEADLINE_DIFFERENCES, calibration, headline_differences

@@ -9,7 +9,8 @@ import pytest
 
 from carryon_eval.suites.carryonbench import conversations as C, unscored as U, summary as S
 from carryon_eval.suites.carryonbench.conversations import Conversation, Turn
-from carryon_eval.schema import Message, SafetyJudgment, Transcript, UtilityJudgment
+from carryon_eval.schema import Message, Transcript
+from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 from carryon_eval.metrics.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
 
 T, F, N = True, False, None

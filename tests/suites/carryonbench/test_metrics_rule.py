@@ -18,7 +18,7 @@ from support.scripted_server import last_user_text
 
 from carryon_eval.suites.carryonbench import conversations as C, unscored as U, breakdowns as B, summary as S
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.schema import CONDITIONS
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)

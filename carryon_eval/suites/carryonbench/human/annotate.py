@@ -32,7 +32,8 @@ from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS
 from carryon_eval.moves import MOVES
 from carryon_eval.prompts import load_prompt
 from carryon_eval.run.folder import RunFolder, write_json_atomic, write_text_atomic
-from carryon_eval.schema import MULTI_TURN_CONDITIONS, Transcript
+from carryon_eval.schema import Transcript
+from carryon_eval.suites.carryonbench.conditions import MULTI_TURN_CONDITIONS
 
 TEMPLATE = "annotate.html"
 _DATA_MARK = "/*CASES*/null"
