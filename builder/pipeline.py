@@ -20,7 +20,7 @@ from .dataset_folder import card_yaml, check_out_folder, configs_note, render_ca
 from .flows import DEFAULT_SEED, POOL_QUOTA, POOL_SIZE, flow_pool, pool_flows
 from .sources import SOURCES, Source, SourceError, SourceQuery, file_sha256
 
-from carryon_eval.dataset.scoring import RUBRIC_SOURCE, scoring_record
+from carryon_eval.suites.carryonbench.dataset_support import RUBRIC_SOURCE, scoring_record
 
 # The card templates are package data: CASE-Bench's is the repository's dataset_card.md (builder/dataset_card.md
 # is a symlink to it; a wheel holds its content), each source names its own (Source.card.template).
@@ -101,7 +101,7 @@ def source_release_note(entry: dict[str, Any], upstream: Optional[dict[str, Any]
 
 def adds_later_records(source: str, release: str, llm: bool) -> bool:
     """Whether the build holds what was added after release v0.1.0 was frozen (the manifest's ``scoring`` record,
-    carryon_eval.dataset.scoring; the folder's CITATION.cff): every build but a `--no-llm` CASE-Bench build of a
+    carryon_eval.suites.carryonbench.dataset_support; the folder's CITATION.cff): every build but a `--no-llm` CASE-Bench build of a
     release before v0.2.0, which stays as release v0.1.0 froze it (the evaluator reads its scoring from its rows)."""
     return source != "casebench" or llm or documents_mc(release)
 

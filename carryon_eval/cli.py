@@ -2,7 +2,7 @@
 
     carryon-eval --endpoint URL --model NAME [--dataset DIR_OR_HUB_ID] [--out RUNDIR] ...
     carryon-eval rollout RUNDIR        continue the rollout of a run folder (settings from its run.json)
-    carryon-eval fidelity RUNDIR       move-fidelity check of the simulated user turns
+    carryon-eval fidelity RUNDIR       a suite's check on a run folder (CarryOnBench's move-fidelity check)
     carryon-eval judge RUNDIR          (re-)judge; only what is not cached is asked
     carryon-eval report RUNDIR         results.json, table.md, plots, report.html
     carryon-eval annotate RUNDIR       a sample of the run's judgments for people to label (HTML page)
@@ -66,7 +66,25 @@ class CliError(UsageError):
 
 
 class CliGroup(LateParams, OneLineGroup):
+    """`carryon-eval`: its own commands, and one command per registered suite's check (``carryon-eval NAME
+    RUNDIR``: carryon_eval.suite.Suite.checks), made when the command line is first read."""
     error = CliError
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *(c.name for c in _checks())})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        own = super().get_command(ctx, cmd_name)
+        if own is not None:
+            return own
+        check = next((c for c in _checks() if c.name == cmd_name), None)
+        return check_command(check.name, f"Run {check.help}") if check is not None else None
+
+
+def _checks() -> list[Any]:
+    from carryon_eval.suite import checks     # the wings are found when the command line is read
+
+    return checks()
 
 
 EXIT_CODES = """\b
@@ -169,10 +187,10 @@ def suite_option_keys() -> tuple[str, ...]:
 
 
 def with_suite_options(params: list[click.Parameter]) -> list[click.Parameter]:
-    """`carryon-eval`'s parameters with the registered suites' own options (carryon_eval.suite.SuiteOption) in
-    their place of the option table (before the option that follows SUITE_OPTIONS there), made when the command
+    """`carryon-eval`'s parameters with the registered suites' own options (carryon_eval.suite.SuiteOption), checks
+    and judge settings in their places of the option table (before the option that follows each), made when the command
     line is first read (CliGroup's late parameters), so that importing the CLI imports no wing."""
-    from carryon_eval.suite import judge_options, suite_options
+    from carryon_eval.suite import check_options, judge_options, suite_options
 
     made = []
     for o in suite_options():
@@ -183,8 +201,9 @@ def with_suite_options(params: list[click.Parameter]) -> list[click.Parameter]:
     params = place_params(params, made, before=table[table.index(options.SUITE_OPTIONS) + 1].name)
     params = place_params(params, click_params(options.judge_role_options()),
                           before=table[table.index(options.JUDGE_ROLE_OPTIONS) + 1].name)
-    return place_params(params, click_params(judge_options()),
-                        before=table[table.index(options.JUDGE_OPTIONS) + 1].name)
+    after_checks = table[table.index(options.JUDGE_OPTIONS) + 1].name      # the checks, then the judge settings
+    params = place_params(params, click_params(check_options()), before=after_checks)
+    return place_params(params, click_params(judge_options()), before=after_checks)
 
 
 def _conditions(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> list[str]:
@@ -227,7 +246,7 @@ def refuse_global_options(ctx: click.Context, opts: dict[str, Any]) -> None:
     """Options given before a subcommand are not silently dropped: the subcommand takes them (when it has an
     option of that name, ``carryon-eval --judge-model X judge RUNDIR`` judges with X), or they are refused with
     one line. ``--verbose`` applies to every command."""
-    sub = cli.commands.get(str(ctx.invoked_subcommand))
+    sub = cli.get_command(ctx, str(ctx.invoked_subcommand))
     own = {p.name for p in sub.params} if sub is not None else set()
     given = [name for name in opts if ctx.get_parameter_source(_alias_source(ctx, name, opts)) ==
              click.core.ParameterSource.COMMANDLINE]
@@ -364,12 +383,12 @@ def judge_command(**opts: Any) -> None:
     run_command(app.judge_folder(_judge_options(**opts), ClickOutput()))
 
 
-@cli.command("fidelity")
-@RUNDIR
-@judge_options
-def fidelity_command(**opts: Any) -> None:
-    """Check that every simulated user turn realises its move, and that NC turns do not leak the intent."""
-    run_command(app.fidelity_folder(_judge_options(**opts), ClickOutput()))
+def check_command(name: str, help: str) -> click.Command:
+    """`carryon-eval NAME RUNDIR`: a suite's check (Suite.checks) on a run folder, with the run's judge."""
+    def command(**opts: Any) -> None:
+        run_command(app.check_folder(name, _judge_options(**opts), ClickOutput()))
+
+    return click.command(name, help=help)(RUNDIR(judge_options(command)))
 
 
 @cli.command("report")

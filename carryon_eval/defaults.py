@@ -32,7 +32,6 @@ BOOTSTRAP_SEED = 0               # its seed (--bootstrap-seed)
 
 # ---------------------------------------------------------------- retry-until-usable budgets (carryon_eval.model.ask)
 EMPTY_REPLY_RETRIES = 2    # an empty reply is asked again this many times (empty replies are never cached)
-UTILITY_GROUP_SIZE = 25    # --utility-group-size: items per grouped Ben-Util call (the paper's checklists: 7-23)
 CALIBRATION_SEED = 0       # --calibrate N: which replies are also judged per item
 JUDGE_RETRIES = 2          # extra judge attempts after an unparseable answer
 REPAIRS = 2                # builder: repair prompts after a malformed reply

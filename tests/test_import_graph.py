@@ -243,16 +243,30 @@ def test_no_folder_imports_another_in_a_circle():
     assert not (ROOT / "human").exists() and (ROOT / "suites" / "carryonbench" / "human" / "__init__.py").exists()
 
 
-# ---------------------------------------------------------------- the stage folders speak no CarryOnBench
+# ---------------------------------------------------------------- the house speaks no CarryOnBench
 #: CarryOnBench's scorer and metric names (issue 40's acceptance): none is an identifier or a string constant of a
-#: stage folder, whole or as a `_` / `-` / `.`-separated run of tokens (``load_utility``, ``"utility.jsonl"``,
-#: ``"--utility-group-size"``); case-insensitive; CamelCase is not split.
+#: module outside the wings (every folder and root module of the package but suites/), whole or as a `_` / `-` /
+#: `.`-separated run of tokens (``load_utility``, ``"utility.jsonl"``, ``"--utility-group-size"``);
+#: case-insensitive; CamelCase is not split.
 CARRYONBENCH_NAMES = ("utility", "safety", "rubric_utility", "benutil", "ben_util", "rubric", "harm", "recovery",
                       "harm5_rate", "violation_rate", "harm_mean_turns", "utility_delta", "clarification_effect",
                       "grouped", "calibrate", "redundancy")
+#: The stage folders that take no suite by what it has (the lookup guard below).
 NAME_STAGES = ("app", "judge", "run", "report", "suite")
 #: The one module that knows CarryOnBench's section is results.json's top level: results.json's serializer.
 SERIALIZER = "carryon_eval/run/results.py"
+#: Modules outside the wings that still hold CarryOnBench names, with how many they hold: a ratchet (a module here
+#: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
+#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions, the dataset's note on
+#: queries without checklist items (Ben-Util's), `agreement`'s harm-score lines, the 1-5 harm judge's answer keys.
+PENDING = {
+    "carryon_eval/cli_analysis.py": 1,
+    "carryon_eval/dataset/load.py": 1,
+    "carryon_eval/inspect_bridge/export.py": 33,
+    "carryon_eval/inspect_bridge/importer.py": 1,
+    "carryon_eval/inspect_bridge/task.py": 27,
+    "carryon_eval/parsing.py": 1,
+}
 _TOKENS = re.compile(r"[_\-.]")
 
 
@@ -294,16 +308,30 @@ def carryonbench_names(source: str, filename: str = "<source>") -> list[tuple[in
     return sorted({(line, text, name) for line, text in _identifiers(tree) for name in _names_in(text)})
 
 
-def stage_name_offenders(root: Path = ROOT) -> dict[str, list[tuple[int, str, str]]]:
-    """Stage module (path from the repository) -> its CarryOnBench names; the serializer is left out."""
+def house_name_offenders(root: Path = ROOT) -> dict[str, list[tuple[int, str, str]]]:
+    """Module outside the wings (path from the repository) -> its CarryOnBench names; the serializer is left out."""
     out = {}
-    for stage in NAME_STAGES:
-        for path in sorted((root / stage).rglob("*.py")):
-            rel = path.relative_to(root.parent).as_posix()
-            found = [] if rel == SERIALIZER else carryonbench_names(path.read_text(encoding="utf-8"), rel)
-            if found:
-                out[rel] = found
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        if rel.startswith(f"{root.name}/suites/") or rel == SERIALIZER:
+            continue
+        found = carryonbench_names(path.read_text(encoding="utf-8"), rel)
+        if found:
+            out[rel] = found
     return out
+
+
+def test_the_house_finder_reads_root_modules_and_every_folder_but_the_wings(tmp_path):
+    pkg = tmp_path / PACKAGE
+    for folder in ("inspect_bridge", "dataset", "suites/x"):
+        (pkg / folder).mkdir(parents=True, exist_ok=True)
+    (pkg / "defaults.py").write_text("UTILITY_GROUP_SIZE = 25\n")
+    (pkg / "inspect_bridge" / "export.py").write_text("def f(harm_score):\n    return harm_score\n")
+    (pkg / "dataset" / "load.py").write_text("QUERIES = 'queries'\n")
+    (pkg / "suites" / "x" / "record.py").write_text("UTILITY = 'utility'\n")
+    found = house_name_offenders(pkg)
+    assert found == {f"{PACKAGE}/defaults.py": [(1, "UTILITY_GROUP_SIZE", "utility")],
+                     f"{PACKAGE}/inspect_bridge/export.py": [(1, "harm_score", "harm"), (2, "harm_score", "harm")]}
 
 
 def test_the_name_finder_sees_a_planted_name():
@@ -328,12 +356,23 @@ def test_the_name_finder_sees_a_planted_name():
     assert _names_in("harm_mean_turns") == ["harm", "harm_mean_turns"]
 
 
-def test_stage_folders_name_no_carryonbench_scorer_or_metric():
-    found = stage_name_offenders()
-    assert not found, (f"{sum(map(len, found.values()))} CarryOnBench names in the stage folders "
-                       f"(beyond {SERIALIZER}):\n" + "\n".join(f"{rel}:{line}:{text} ({name})"
-                                                               for rel, names in found.items()
-                                                               for line, text, name in names))
+def test_no_module_outside_the_wings_names_a_carryonbench_scorer_or_metric():
+    """Every folder and root module outside suites/: none holds a CarryOnBench name but the pending ones, each at
+    most as many as PENDING allows (and a module that holds none leaves PENDING)."""
+    found = house_name_offenders()
+    new = {rel: names for rel, names in found.items() if len(names) > PENDING.get(rel, 0)}
+    assert not new, (f"CarryOnBench names outside the wings (beyond {SERIALIZER} and PENDING's counts):\n" +
+                     "\n".join(f"{rel}:{line}:{text} ({name})" for rel, names in new.items()
+                               for line, text, name in names))
+    cleared = sorted(rel for rel in PENDING if rel not in found)
+    assert not cleared, f"modules that hold no CarryOnBench name any more: take them out of PENDING: {cleared}"
+    fewer = {rel: len(found[rel]) for rel in PENDING if rel in found and len(found[rel]) < PENDING[rel]}
+    assert not fewer, f"modules that hold fewer CarryOnBench names than PENDING says: lower their counts: {fewer}"
+
+
+def test_the_stage_folders_are_not_pending():
+    """The stage folders of issue 40 (app, judge, run, report, suite) stay clean, whatever PENDING holds."""
+    assert not [rel for rel in PENDING if rel.split("/")[1] in NAME_STAGES]
 
 
 # ---------------------------------------------------------------- no stage looks a suite up by what it has

@@ -1,7 +1,7 @@
 """The application layer of `carryon-eval`: one async function per command, run in one event loop.
 
-    asyncio.run(evaluate(EvaluateConfig(...), out))        # rollout -> [fidelity] -> judge -> report
-    asyncio.run(continue_rollout(RunOptions(rundir), out))  # and judge_folder, fidelity_folder, report_folder
+    asyncio.run(evaluate(EvaluateConfig(...), out))        # rollout -> judge -> [checks] -> report
+    asyncio.run(continue_rollout(RunOptions(rundir), out))  # and judge_folder, check_folder, report_folder
 
 The CLI (carryon_eval.cli) parses options into these config records, makes the one ``asyncio.run`` and
 turns the package's errors into its one-line error. Everything else is the application layer's: which
@@ -26,7 +26,7 @@ from carryon_eval.app.config import (BootstrapChoice, ConfigError, EvaluateConfi
                                      RoleChoice, RunOptions, configure, default_out, leave_out_empty, load_bench,
                                      new_run_meta, refuse_empty_conditions, resolve_judges, resolve_roles, self_notice,
                                      suite_options)
-from carryon_eval.app.phases import (RunIncomplete, fidelity_phase, judge_phase, report_phase,
+from carryon_eval.app.phases import (RunIncomplete, check_phase, judge_phase, report_phase,
                                      require_complete, require_scored, rollout_phase, run_jobs)
 from carryon_eval.app.reports import InProcess, Reports
 from carryon_eval.app.session import Session, check_configs, check_endpoints
@@ -72,7 +72,7 @@ def scorer_inputs(conditions: Sequence[str], scoring: dict[str, Any], records: d
 async def evaluate(cfg: EvaluateConfig, out: Output,
                    limits: Optional[dict[tuple[str, ...], Any]] = None,
                    reports: Optional[Reports] = None) -> Optional[Results]:
-    """The whole pipeline on a new (or resumed) run folder: rollout -> [fidelity] -> judge -> report; returns
+    """The whole pipeline on a new (or resumed) run folder: rollout -> judge -> [checks] -> report; returns
     the results (results.json's record), or None after a dry run and when no CarryOnBench condition ran (an
     OpenSafeIntent-only run writes its own files). ``limits``: the endpoint limiters shared with other runs in
     this event loop (a sweep's; app.session.Session), its requests waiting there by the run's place in the sweep;
@@ -268,7 +268,7 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
                   eps: dict[str, ChatEndpoint], jobs: Sequence[Any],
                   out: Output, before_report: Callable[[], None] = lambda: None,
                   reports: Reports = InProcess()) -> Results:
-    """The planned suites' phases: rollout (judged while it runs), fidelity, judge, probes, report
+    """The planned suites' phases: rollout (judged while it runs), the checks asked for, probes, report
     (``before_report``: e.g. run.json's record of what the endpoints refused, which the report states). A role
     that stops answering ends them; what there is is reported (marked incomplete) before the error goes on."""
     # the report shows the judge this command ran (a run whose scorers have judges of their own: each scorer's)
@@ -280,8 +280,8 @@ async def _phases(cfg: EvaluateConfig, bench: Benchmark, run: RunFolder, meta: R
             lambda done: rollout_phase(bench, run, meta, eps["target"], eps["user"], cfg.concurrency, out, done),
             lambda incoming: judge_phase(bench, run, eps["judge"], meta.judge, cfg.concurrency, out, incoming,
                                          conditions, judges=judge_endpoints(eps)))
-        if cfg.fidelity:
-            await fidelity_phase(bench, run, eps["judge"], cfg.concurrency, out, judges=judge_endpoints(eps))
+        if cfg.checks:
+            await check_phase(cfg.checks, bench, run, eps["judge"], cfg.concurrency, out, judges=judge_endpoints(eps))
     except (EndpointGone, RoleFailed, CallBudgetSpent) as exc:   # a role stopped answering (the judge's failed
         # calls are counted instead), or the --max-calls budget is spent: a resumable stop
         await _report_what_there_is(bench, run, out, judged_by, reports, stopped_note(exc))
@@ -449,13 +449,13 @@ async def judge_folder(opts: RunOptions, out: Output) -> None:
                             "rerun the same command to resume")
 
 
-async def fidelity_folder(opts: RunOptions, out: Output) -> None:
-    """`carryon-eval fidelity RUNDIR`: does every simulated user turn realise its move; do NC turns leak?"""
+async def check_folder(name: str, opts: RunOptions, out: Output) -> None:
+    """`carryon-eval NAME RUNDIR`: a suite's check of that name (Suite.checks) on a run folder."""
     async with Session(out, model_check=opts.model_check, give_up_after=opts.give_up_after) as session:
         run, meta, bench = open_run(RunFolder(opts.rundir), out)
-        session.hold(run, "carryon-eval fidelity")
+        session.hold(run, f"carryon-eval {name}")
         judge, own = await _checked_judge(session, run, meta, opts)
-        await fidelity_phase(bench, run, judge, opts.concurrency, out, judges=own)
+        await check_phase((name,), bench, run, judge, opts.concurrency, out, judges=own)
         session.print_usage()
 
 

@@ -85,7 +85,6 @@ class EvaluateConfig:
     judge_temperature: Any = None                      # None: 0
     seed: int = default("seed")
     shared_turn1: bool = default("shared_turn1")
-    fidelity: bool = default("fidelity")
     model_check: bool = default("model_check")      # False: --no-model-check (a server whose /models list is incomplete)
     judge_format: str = default("judge_format")
     dry_run: bool = default("dry_run")              # print the cost table and stop: nothing called, nothing written
@@ -108,9 +107,14 @@ class EvaluateConfig:
     #: a judge of its own for some scorers, by judge role (``ben_util_judge``: carryon_eval.suite.JudgeRole), as
     #: given; what a role does not set is the judge's (``resolve_judges``)
     judges: dict[str, RoleChoice] = dataclasses.field(default_factory=dict)
+    #: the suites' checks asked for, by name (``--<name>``: carryon_eval.suite.Suite.checks)
+    checks: tuple[str, ...] = ()
 
     def __getattr__(self, name: str) -> Any:
-        """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it)."""
+        """A suite's judge setting read as an attribute (``cfg.<setting>``, as the Python API has always read it);
+        a check's name: whether it was asked for."""
+        if not name.startswith("_") and name in options.check_names():
+            return name in self.checks
         return _setting(self, name)
 
 
@@ -168,14 +172,16 @@ def config_of(values: dict[str, Any], *, conditions_all: bool = False) -> Evalua
                                                                           "extra_body")}
         roles[role] = RoleChoice(str(urls[0]) if urls else None, model, key, pool=tuple(str(u) for u in urls[1:]),
                                  **request)
-    judged = options.judge_names()
+    judged, checked = options.judge_names(), options.check_names()
     scoring = {name: values.pop(name) for name in list(values) if name in judged}
+    checks = tuple(name for name in [n for n in list(values) if n in checked] if values.pop(name))
     judges = judge_choices(values)
     fields = {TARGET_FIELDS.get(name, name): value for name, value in values.items()}
     for name in ("conditions", "prices", "power_from"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, **fields)
+    return EvaluateConfig(**roles, conditions_all=conditions_all, scoring=scoring, judges=judges, checks=checks,
+                          **fields)
 
 
 def judge_choices(values: dict[str, Any]) -> dict[str, RoleChoice]:
@@ -258,17 +264,23 @@ def leave_out_empty(bench: Benchmark, cfg: EvaluateConfig, conditions: Sequence[
     """A condition of the default set (or of `all`) that has nothing to run on this dataset is left out of the run:
     (the conditions kept, one line for each left out; run.json's skipped still lists its conversations and why);
     a condition asked for by name is refused instead (refuse_empty_conditions)."""
-    from carryon_eval.dataset.scoring import why_not
     from carryon_eval.suite import default_conditions
 
     ran = {j.condition for j in jobs}
     if not ran or not (cfg.conditions_all or tuple(cfg.conditions) == default_conditions()):
         return list(conditions), []
-    supported = bench.scoring().conditions
-    lines = [f"condition {c} left out: dataset {bench.source} cannot play it ("
-             + (why_not(c) if c not in supported else f"it has no {c} conversation to run") + ")"
+    lines = [f"condition {c} left out: dataset {bench.source} cannot play it ({_why_left_out(bench, c)})"
              for c in conditions if c not in ran]
     return [c for c in conditions if c in ran], lines
+
+
+def _why_left_out(bench: Benchmark, condition: str) -> str:
+    """What the dataset lacks to play a condition, by its suite's word (Suite.unplayable)."""
+    from carryon_eval.suite import suite_of
+
+    hook = suite_of(condition).unplayable
+    why = hook(bench, condition) if hook is not None else f"it has no {condition} inputs"
+    return why or f"it has no {condition} conversation to run"
 
 
 def check_url(option: str, url: Optional[str]) -> None:

@@ -6,7 +6,8 @@ they cannot drift apart. Adding an option is one ``Option`` in ``EVALUATE`` (and
 of the same name, whose default is read from here). The subcommands on a run folder take some of the same
 options with "the run's" as default (``Option.of_run``). A suite's own judge settings are options of its record
 (``Suite.judge_options``): ``EVALUATE`` puts them where ``JUDGE_OPTIONS`` stands when it is first read, and the
-config records keep their values in ``scoring``.
+config records keep their values in ``scoring``; a suite's checks are asked for by ``--<name>`` options, in
+``CHECK_OPTIONS``' place, kept in ``checks``.
 
 The record itself (and a role's options, which the builder's CLI shares) is carryon_eval.option.
 """
@@ -44,11 +45,13 @@ SUITE_OPTIONS = Option("--<suite options>", name="suite_options", hidden=True,
                        help="Where the registered suites' own options go (carryon_eval.suite.SuiteOption).")
 JUDGE_OPTIONS = Option("--<suite judge options>", name="scoring", hidden=True,
                        help="Where the registered suites' judge settings go (carryon_eval.suite.Suite.judge_options).")
+CHECK_OPTIONS = Option("--<suite checks>", name="checks", hidden=True,
+                       help="Where the registered suites' checks go (--NAME: carryon_eval.suite.Suite.checks).")
 JUDGE_ROLE_OPTIONS = Option("--<judge role options>", name="judges", hidden=True,
                             help="Where the suites' judge roles' options go (--<role>-judge-model, ...: "
                                  "carryon_eval.suite.Suite.judge_roles).")
 #: The places of the suites' options in the table (the CLI makes them late: importing it imports no wing).
-PLACES = (SUITE_OPTIONS, JUDGE_OPTIONS, JUDGE_ROLE_OPTIONS)
+PLACES = (SUITE_OPTIONS, CHECK_OPTIONS, JUDGE_OPTIONS, JUDGE_ROLE_OPTIONS)
 #: The request options a judge role takes of its own (its token cap is the judges' one, --judge-max-tokens).
 ROLE_REQUEST = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
 
@@ -118,8 +121,7 @@ OWN: tuple[Option, ...] = (
     Option("--no-shared-turn1", name="shared_turn1", kind="flag", default=True, flag_value=False, show_default=False,
            help="Generate the first reply of every bc/nc conversation separately (default: one turn-1 reply "
                 "per query, shared)."),
-    Option("--fidelity", kind="flag", default=False, show_default=False,
-           help="Also run the move-fidelity check (fidelity.json)."),
+    CHECK_OPTIONS,
     JUDGE_OPTIONS,
     NO_MODEL_CHECK,
     JUDGE_FORMAT,
@@ -153,7 +155,8 @@ OWN: tuple[Option, ...] = (
 
 
 class OptionTable(Sequence[Option]):
-    """``OWN`` with the registered suites' judge options in their place (JUDGE_OPTIONS), made when first read, so
+    """``OWN`` with the registered suites' checks, judge options and judge roles' options in their places
+    (CHECK_OPTIONS, JUDGE_OPTIONS, JUDGE_ROLE_OPTIONS), made when first read, so
     that importing the table imports no wing (carryon_eval.suite finds the wings when first asked)."""
 
     def __init__(self, own: tuple[Option, ...]) -> None:
@@ -162,10 +165,11 @@ class OptionTable(Sequence[Option]):
 
     def _table(self) -> tuple[Option, ...]:
         if self._made is None:
-            from carryon_eval.suite import judge_options
+            from carryon_eval.suite import check_options, judge_options
 
             made = self.own
-            for place, more in ((JUDGE_OPTIONS, judge_options()), (JUDGE_ROLE_OPTIONS, judge_role_options())):
+            for place, more in ((CHECK_OPTIONS, check_options()), (JUDGE_OPTIONS, judge_options()),
+                                (JUDGE_ROLE_OPTIONS, judge_role_options())):
                 at = made.index(place)
                 made = (*made[:at], place, *more, *made[at + 1:])
             self._made = made
@@ -250,6 +254,13 @@ def judge_names() -> set[str]:
     return {o.name for o in judge_options()}
 
 
+def check_names() -> set[str]:
+    """The names of the suites' checks' options (their values travel in EvaluateConfig's ``checks``)."""
+    from carryon_eval.suite import check_options
+
+    return {o.name for o in check_options()}
+
+
 def read_conditions(value: Any) -> tuple[tuple[str, ...], bool]:
     """--conditions as given (a comma-separated text or a list; None: not given): the registered suites' default
     set, ``all``, or some of their conditions; and whether it was ``all`` (then suites with inputs of their own
@@ -277,4 +288,4 @@ def role_names(role: str) -> tuple[str, ...]:
     return (f"{prefix}endpoint", f"{prefix}model", f"{prefix}api_key_env")
 
 
-__all__ = ["BY_KEYWORD", "BY_NAME", "EVALUATE", "OWN", "Option", "default", "judge_names", "read_conditions", "role_names"]
+__all__ = ["BY_KEYWORD", "BY_NAME", "EVALUATE", "OWN", "Option", "check_names", "default", "judge_names", "read_conditions", "role_names"]

@@ -1,4 +1,5 @@
-"""The phases a command runs, each awaited in the command's one event loop: rollout, judge, fidelity and report,
+"""The phases a command runs, each awaited in the command's one event loop: rollout, judge, the checks asked for
+and report,
 and the checks on what they wrote (require_scored: exit 3, require_complete: exit 4)."""
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from carryon_eval.rollout.play import rollout
 from carryon_eval.run.folder import RunFolder, read_usage
 from carryon_eval.suite import Job, PlanSettings, ProbeContext, plan_jobs, suites
 from carryon_eval.rollout.simulator import UserSimulator
-
-NOT_JUDGED = "_not_judged"    # results.json unscored counts of this suffix: judgments missing (failed or not made)
 
 
 # ---------------------------------------------------------------- phases
@@ -45,13 +44,13 @@ async def rollout_phase(bench: Benchmark, run: RunFolder, meta: RunMeta, target:
                  "a rerun tries them again)")
 
 
-async def fidelity_phase(bench: Benchmark, run: RunFolder, judge: ChatEndpoint, concurrency: int,
-                         out: Output, judges: Optional[Mapping[str, ChatEndpoint]] = None) -> None:
-    """The suites' checks named "fidelity" (the CarryOnBench wing's move-fidelity check), with the judge (its
-    judge role's own among ``judges``, when it has one)."""
+async def check_phase(names: Sequence[str], bench: Benchmark, run: RunFolder, judge: ChatEndpoint,
+                      concurrency: int, out: Output, judges: Optional[Mapping[str, ChatEndpoint]] = None) -> None:
+    """The suites' checks of these names (Suite.checks), with the judge (its judge role's own among ``judges``,
+    when it has one)."""
     for suite in suites():
         for check in suite.checks:
-            if check.name == "fidelity":
+            if check.name in names:
                 asked = judge_of(check.name, judge, judges)
                 out.info(await check.run(ProbeContext(run, asked, None, concurrency, bench)))
 
@@ -135,7 +134,11 @@ class RunIncomplete(Exception):
 
 def require_complete(results: Results, run: RunFolder) -> None:
     """Raises RunIncomplete when some reply of the run has no judgment (a judge call failed)."""
-    missing = sum(n for key, n in results.unscored.items() if key.endswith(NOT_JUDGED) and isinstance(n, int))
+    missing = 0
+    for s in suites():
+        hook = s.report.not_judged if s.report is not None else None
+        section = results.section(s.report.section) if hook is not None else None
+        missing += hook(section) if section is not None else 0
     if missing or results.judges.complete is False:
         raise RunIncomplete(f"the run is incomplete: {missing} judgment(s) missing (judge calls that failed or were not made yet) "
                             f"(results.json and the report say so); rerun the same command to resume")

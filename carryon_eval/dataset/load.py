@@ -14,14 +14,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from carryon_eval.dataset import fingerprint
 from carryon_eval.moves import flow_problems, is_valid
 from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
-
-if TYPE_CHECKING:
-    from carryon_eval.dataset.scoring import Scoring
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 SAMPLE = "builtin:sample"          # the source recorded for the built-in sample (never its install path)
@@ -75,17 +72,6 @@ class Benchmark:
             return list(self.notes)
         return [f"{len(empty)} of {len(self.queries)} queries have no checklist items: their utility "
                 "cannot be computed and is reported as unscored", *self.notes]
-
-    def scoring(self) -> "Scoring":
-        """The utility measures and conditions this dataset supports: its build's record, else read from its rows
-        (carryon_eval.dataset.scoring says how)."""
-        from carryon_eval.dataset.scoring import read_scoring, rubric_source, scoring_record
-
-        convs = [(c["query_id"], conversation_condition(c, self.flows[c["flow_id"]])) for c in self.conversations
-                 if c["flow_id"] in self.flows]
-        n_items = sum(len(items) for items in self.checklists.values())
-        return read_scoring(self.manifest, scoring_record(self.queries.values(), n_items, convs,
-                                                          rubric_source(self.manifest)))
 
     def limited(self, n: Optional[int]) -> "Benchmark":
         """The first n queries (dataset order) with all their checklists and conversations."""

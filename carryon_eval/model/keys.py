@@ -1,7 +1,7 @@
 """Which API key each role sends: a key goes only to the endpoint it was given for.
 
 A role's key is the environment variable named for it (``--judge-api-key-env``, a plan's ``judge-api-key-env``,
-the builder's ``--harm-classifier-api-key-env``; an empty name sends none). A role given none takes the key
+a builder role's ``--<role>-api-key-env``; an empty name sends none). A role given none takes the key
 given for its endpoint: the one named for another role on the same base URL, or the default role's (the
 target's, the builder's ``--endpoint``) when it sits on that role's URL. A role on any other URL gets nobody
 else's key: it is refused (``KeyRefused``, one line naming the option that sets its key) while the key it would

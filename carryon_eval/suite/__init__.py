@@ -9,7 +9,7 @@ from carryon_eval.suite.records import (Configured, Job, JobGeneration, JudgeRol
                                         SectionNotes, Skipped, Suite, SuiteError, SuiteOption, SuiteReport,
                                         headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
-                                         default_conditions, discover, exporters, judge_options, judge_role_of, judge_roles,
+                                         default_conditions, discover, exporters, check_options, checks, judge_options, judge_role_of, judge_roles,
                                          load_inputs, load_wings, load_wings_of, plan_jobs,
                                          refuse_missing, register_suite, resolve_conditions, run_judge_options, scorer_uses, selected,
                                          suite_of, suite_options, suites, unregister_suite, without_inputs)
@@ -20,7 +20,7 @@ __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "
            "RUN_FOLDER", "RunEntry", "ScorerUse", "ScoringPlan", "Section", "SectionNotes", "Skipped", "Stat", "Suite", "SuiteError",
            "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",
            "all_conditions", "available",
-           "default_conditions", "discover", "exporters", "headline_unscored", "judge_options", "judge_role_of", "judge_roles",
+           "default_conditions", "discover", "exporters", "check_options", "checks", "headline_unscored", "judge_options", "judge_role_of", "judge_roles",
            "load_inputs", "load_wings", "load_wings_of", "plan_jobs",
            "refuse_missing", "register_suite", "resolve_conditions", "run_judge_options", "scorer_uses", "selected", "suite_of",
            "suite_options", "suites", "unregister_suite", "without_inputs"]

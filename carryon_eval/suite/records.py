@@ -96,6 +96,9 @@ class Probe:
     role: str
     up_to: Callable[[Sequence[Job]], int]
     run: Callable[[ProbeContext], Awaitable[str]]        # -> a line for the user
+    #: a check's (Suite.checks): what it is, after "Also run" in the help of the run's ``--<name>`` option that asks
+    #: for it, after "Run" in that of its command on a run folder, ``carryon-eval <name> RUNDIR``
+    help: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,9 @@ class SuiteReport:
     #: (section) -> what has replies but not one scored headline number (the run's exit 3: its conditions, named in
     #: the message), else an empty list
     nothing_scored: Optional[Callable[[SuiteSection], list[str]]] = None
+    #: (section) -> how many judgments of its replies are missing (judge calls that failed or were not made yet):
+    #: the run's exit 4 when any suite counts one
+    not_judged: Optional[Callable[[SuiteSection], int]] = None
     plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
     #: the numbers its paper reports, as leaderboard entries with the status "reported" (`compare --paper-rows`)
     reported: Optional[Callable[[], Sequence[RunEntry]]] = None
@@ -227,10 +233,14 @@ class Suite:
     default: bool = True                        # in the default --conditions set
     optional: tuple[str, ...] = ()              # its conditions left out of the default set (``all`` has them)
     missing: Callable[["Benchmark"], Optional[str]] = lambda bench: None
+    #: (dataset, one of its conditions) -> why the dataset cannot play that condition (one clause, e.g. what its
+    #: build lacks), None when it can: said when a default run leaves the condition out
+    unplayable: Optional[Callable[["Benchmark", str], Optional[str]]] = None
     probes: tuple[Probe, ...] = ()
     report: Optional[SuiteReport] = None
-    #: Checks of a run asked for by name (``--fidelity``, ``carryon-eval fidelity RUNDIR``): run before judging,
-    #: not part of the plan's calls. ``run(ctx)`` makes them and returns a line for the user.
+    #: Checks of a run asked for by name (``--<name>`` on a run, ``carryon-eval <name> RUNDIR`` on a run folder; the
+    #: CLI, the Python API and the config read them from here): run after judging, not part of the plan's calls.
+    #: ``run(ctx)`` makes them and returns a line for the user.
     checks: tuple[Probe, ...] = ()
     prompts: Callable[[], dict[str, str]] = dict   # {name: ref} of its prompt files, for run.json
     #: Inputs of its own beyond the dataset (e.g. a release folder): ``load(bench, options, recorded)`` reads
@@ -245,7 +255,7 @@ class Suite:
     #: folder's file names (carryon_eval.run.folder.register_file) when the suite is.
     files: tuple[RunFile, ...] = ()
     #: Options of `carryon-eval` that set its judge settings (run.records.register_setting; their values travel
-    #: in the config records' ``scoring``), placed after --fidelity; and the same on `carryon-eval judge RUNDIR`
+    #: in the config records' ``scoring``), placed after the checks' options; and the same on `carryon-eval judge RUNDIR`
     #: with "the run's" as default, placed before --judge-max-tokens.
     judge_options: tuple[Option, ...] = ()
     run_judge_options: tuple[Option, ...] = ()

@@ -28,7 +28,7 @@ from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import use_section_types
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.lazy import load_modules
-from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, ScorerUse, Skipped, Suite, SuiteError,
+from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteError,
                                         SuiteOption)
 
 if TYPE_CHECKING:       # types only: this module sits below every layer
@@ -118,6 +118,17 @@ def suite_options() -> list[SuiteOption]:
 def judge_options() -> list[Option]:
     """Every registered suite's options of `carryon-eval` that set its judge settings (Suite.judge_options)."""
     return [o for s in suites() for o in s.judge_options]
+
+
+def checks() -> list[Probe]:
+    """Every registered suite's checks (Suite.checks): each asked for by its name."""
+    return [c for s in suites() for c in s.checks]
+
+
+def check_options() -> list[Option]:
+    """The options of `carryon-eval` that ask for the suites' checks: ``--<name>``, a flag."""
+    return [Option(f"--{c.name}", kind="flag", default=False, show_default=False, help=f"Also run {c.help}")
+            for c in checks()]
 
 
 def run_judge_options() -> list[Option]:

@@ -65,7 +65,8 @@ def test_without_options_the_api_and_the_cli_build_the_same_config():
 
 def test_every_entry_sets_a_field_of_the_config_record():
     """An entry is an EvaluateConfig field, a role's (its endpoint options and request options), a suite's
-    judge setting (a key of the record's ``scoring``) or a scorer's own judge's (a key of the record's ``judges``)."""
+    judge setting (a key of the record's ``scoring``), a scorer's own judge's (a key of the record's ``judges``) or
+    a suite's check (a name of the record's ``checks``)."""
     from carryon_eval.app.config import ROLES, TARGET_FIELDS
     from carryon_eval.option import REQUEST_OPTIONS
     from carryon_eval.run.records import SCORING_SETTINGS
@@ -76,9 +77,20 @@ def test_every_entry_sets_a_field_of_the_config_record():
     requests = {f"{role}_{name}" for role in ROLES for name in REQUEST_OPTIONS}
     judges = {name for r in judge_roles() for name in options.judge_role_names(r.role)}
     assert options.judge_names() <= set(SCORING_SETTINGS)
+    checks = options.check_names()
+    assert "fidelity" in checks                     # CarryOnBench's move-fidelity check: --fidelity
     for option in options.EVALUATE:
         name = TARGET_FIELDS.get(option.name, option.name)
-        assert name in fields | roles | requests | judges, option.flag
+        assert name in fields | roles | requests | judges | checks, option.flag
+
+
+def test_a_check_is_asked_for_by_its_option_and_read_back_by_name():
+    """--fidelity (a suite's check, Suite.checks) lands in EvaluateConfig.checks; ``cfg.fidelity`` still reads it."""
+    from carryon_eval.api import evaluate_config
+
+    asked, not_asked = evaluate_config(fidelity=True), evaluate_config()
+    assert (asked.checks, asked.fidelity) == (("fidelity",), True)
+    assert (not_asked.checks, not_asked.fidelity) == ((), False)
 
 
 def test_the_config_records_defaults_are_the_tables():

@@ -27,7 +27,6 @@ import json
 import re
 from typing import Any, ClassVar, Optional, Sequence
 
-from carryon_eval import defaults
 from carryon_eval.judge.scorers import ITEM_TARGET, VIA_TEXT, Case, Judgment, PromptScorer, ScorerError, final_answer, register
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import strip_reasoning
@@ -149,4 +148,3 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-DEFAULT_GROUP_SIZE = defaults.UTILITY_GROUP_SIZE

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.dataset.scoring import RUBRIC_OPTION, why_not
+from carryon_eval.suites.carryonbench.dataset_support import RUBRIC_OPTION, dataset_scoring, why_not
 from carryon_eval.suite import Configured, ScoringPlan, SuiteError
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 
@@ -19,7 +19,7 @@ UTILITY_JUDGED = "utility"
 
 def configure(scoring: dict[str, Any], bench: Benchmark, conditions: Sequence[str]) -> Configured:
     """The run's utility measure: the one named (--utility), refused in one line when the dataset cannot support
-    it, else the first the dataset supports (carryon_eval.dataset.scoring); run.json's ``utility_choice`` when the
+    it, else the first the dataset supports (carryon_eval.suites.carryonbench.dataset_support); run.json's ``utility_choice`` when the
     dataset chose a measure other than Ben-Util (a run that measures Ben-Util records what it always did).
     Conditions whose replies no utility judge scores need no measure."""
     measure, choice = _measure(scoring, bench, conditions)
@@ -35,7 +35,7 @@ def _measure(scoring: dict[str, Any], bench: Benchmark,
     named = scoring.get("utility")
     if UTILITY_JUDGED not in ScoringPlan.of(conditions).scorers:
         return named or "benutil", None
-    supported = bench.scoring()
+    supported = dataset_scoring(bench)
     if named == "benutil" and "benutil" not in supported.utility:
         alt = (f"; or measure with {RUBRIC_OPTION}, which it supports" if "rubric" in supported.utility else "")
         raise SuiteError(f"--utility benutil: dataset {bench.source} cannot be scored with Ben-Util: "

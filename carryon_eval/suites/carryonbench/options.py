@@ -5,7 +5,7 @@ and the calibration of a grouped run. The option table (carryon_eval.app.options
 same ones with "the run's" as default (``RUN_OPTIONS``)."""
 from __future__ import annotations
 
-from carryon_eval import defaults
+from carryon_eval.suites.carryonbench.settings import DEFAULT_GROUP_SIZE
 from carryon_eval.option import Option
 from carryon_eval.run.records import setting_reader
 
@@ -21,7 +21,7 @@ UTILITY = Option("--utility", default=None, choices=("benutil", "rubric"), read=
 UTILITY_JUDGE = Option("--utility-judge", default="per-item", choices=("per-item", "grouped"),
                        help="Ben-Util calls: one per (reply, item) as in the paper, or grouped: one per reply "
                             "returning a verdict per item (an item it leaves unscored is asked alone).")
-UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=defaults.UTILITY_GROUP_SIZE,
+UTILITY_GROUP_SIZE = Option("--utility-group-size", kind="count", default=DEFAULT_GROUP_SIZE,
                             beside=("utility_judge", "grouped"),
                             help="Grouped: at most this many checklist items per call.")
 

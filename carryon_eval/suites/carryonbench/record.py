@@ -28,6 +28,7 @@ from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - 
 import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
 from carryon_eval.suites.carryonbench.measure import configure
+from carryon_eval.suites.carryonbench.dataset_support import why_unplayable
 from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
 from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
@@ -114,6 +115,18 @@ def conditions_without_numbers(section: CarryOnBenchSection) -> list[str]:
             and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
 
+NOT_JUDGED = "_not_judged"    # its unscored counts of this suffix: judgments missing (failed or not made)
+
+
+def judgments_missing(section: CarryOnBenchSection) -> int:
+    """Exit 4's count (SuiteReport.not_judged of its section): its unscored counts of
+    Ben-Util items and harm scores that have no judgment record at all."""
+    return sum(n for key, n in section.unscored.items() if key.endswith(NOT_JUDGED) and isinstance(n, int))
+
+
+#: The move-fidelity check's help: of a run's --fidelity and of `carryon-eval fidelity RUNDIR`
+FIDELITY_HELP = ("the move-fidelity check (fidelity.json): does every simulated user turn realise its move, "
+                 "and do NC turns leak the intent?")
 #: Its scorers' judges of their own (the paper: Gemini-2.5-Flash for Ben-Util, gpt-5.2 for safety)
 JUDGE_ROLES = (JudgeRole("ben_util", "Ben-Util", ("utility", GROUPED_SCORER)), JudgeRole("safety", "safety", ("safety",)),
                JudgeRole("rubric", "rubric utility", ("rubric_utility",)),
@@ -121,17 +134,17 @@ JUDGE_ROLES = (JudgeRole("ben_util", "Ben-Util", ("utility", GROUPED_SCORER)), J
 
 CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
-    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")),
+    rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")), unplayable=why_unplayable,
     judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure, design=design_note,
     report=SuiteReport(section=SECTION, record=CarryOnBenchSection, summarize=summarize_run,
                        markdown=section_markdown, html=section_page, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
                        compare=comparison, compare_markdown=compare_markdown, incomparable=incomparable,
-                       nothing_scored=conditions_without_numbers,
+                       nothing_scored=conditions_without_numbers, not_judged=judgments_missing,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     judge_roles=JUDGE_ROLES,
-    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
+    checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check, help=FIDELITY_HELP),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),
                      ORACLE_PROMPT: load_prompt(ORACLE_PROMPT).ref},
     description="the paper's conditions: turn 1, oracle, conversations with (bc) and without (nc) clarification; "

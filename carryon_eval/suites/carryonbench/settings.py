@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from carryon_eval import defaults
 from carryon_eval.run.results import register_status_line
 from carryon_eval.run.records import (JudgeSettings, ScoringSetting, SettingsError, register_note, register_pass_field,
                                       register_setting)
@@ -63,10 +62,11 @@ def grouped_note(settings: JudgeSettings) -> list[str]:
     return []
 
 
+DEFAULT_GROUP_SIZE = 25    # --utility-group-size: items per grouped Ben-Util call (the paper's checklists: 7-23)
 UTILITY_MODE = register_setting(ScoringSetting("utility_mode", "text", read_utility_mode, leads=True))
 UTILITY = register_setting(ScoringSetting("utility", "benutil", read_utility))
 UTILITY_JUDGE = register_setting(ScoringSetting("utility_judge", "per-item"))
-UTILITY_GROUP_SIZE = register_setting(ScoringSetting("utility_group_size", defaults.UTILITY_GROUP_SIZE))
+UTILITY_GROUP_SIZE = register_setting(ScoringSetting("utility_group_size", DEFAULT_GROUP_SIZE))
 CALIBRATE = register_setting(ScoringSetting("calibrate", 0))
 register_pass_field("utility_mode", leads=True)
 register_pass_field("utility_judge")

@@ -1,4 +1,4 @@
-"""How a dataset is scored: the utility measures its rows support and the conditions it can play.
+"""How a dataset is scored by CarryOnBench: the utility measures its rows support and the conditions it can play.
 
 A build records it in its MANIFEST.json under ``scoring`` (the builder writes ``scoring_record``'s result), e.g.
 the OpenSafeIntent ``--no-llm`` build's::
@@ -15,13 +15,17 @@ the OpenSafeIntent ``--no-llm`` build's::
 A dataset without the record (a build older than the record, release v0.1.0, a researcher's own folder) is read
 from its rows by the same rules (``rubric`` then from its manifest's source format), so both say the same.
 The evaluator scores with the first measure the dataset supports when the user names none
-(carryon_eval.app.config.choose_utility) and refuses a measure or a condition it cannot support, in one line
-naming what is missing and the flag or build step that gives it (``why_not``).
+(carryon_eval.suites.carryonbench.measure) and refuses a measure or a condition it cannot support, in one line
+naming what is missing and the flag or build step that gives it (``why_not``; a default run leaves such a
+condition out: the suite's ``unplayable`` hook, ``why_unplayable``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+
+if TYPE_CHECKING:
+    from carryon_eval.dataset.load import Benchmark
 
 UTILITY_MEASURES = ("benutil", "rubric")
 CONDITIONS = ("turn1", "oracle", "bc", "nc", "mc")
@@ -92,3 +96,19 @@ def rubric_source(manifest: Optional[Mapping[str, Any]]) -> bool:
 def why_not(name: str) -> str:
     """Why a dataset cannot support this measure or condition, and what gives it to it (one clause)."""
     return NEEDS.get(name, f"it has no {name} inputs")
+
+
+def dataset_scoring(bench: "Benchmark") -> Scoring:
+    """The utility measures and conditions a dataset supports: its build's record, else read from its rows."""
+    from carryon_eval.dataset.load import conversation_condition
+
+    convs = [(c["query_id"], conversation_condition(c, bench.flows[c["flow_id"]])) for c in bench.conversations
+             if c["flow_id"] in bench.flows]
+    n_items = sum(len(items) for items in bench.checklists.values())
+    return read_scoring(bench.manifest, scoring_record(bench.queries.values(), n_items, convs,
+                                                       rubric_source(bench.manifest)))
+
+
+def why_unplayable(bench: "Benchmark", condition: str) -> Optional[str]:
+    """Suite.unplayable: why a dataset cannot play one of CarryOnBench's conditions (one clause), None when it can."""
+    return None if condition in dataset_scoring(bench).conditions else why_not(condition)

@@ -21,7 +21,7 @@ from support.scripted_server import ScriptedServer, last_user_text
 from support.shared_data import CASEBENCH, OPENSAFEINTENT
 
 from carryon_eval.dataset.load import load_benchmark
-from carryon_eval.dataset.scoring import read_scoring
+from carryon_eval.suites.carryonbench.dataset_support import dataset_scoring, read_scoring
 
 RUBRIC_FILE = OPENSAFEINTENT / "prompts" / "metrics" / "helpfulness.txt"
 needs_osi = pytest.mark.skipif(not RUBRIC_FILE.is_file(), reason=f"the OpenSafeIntent release is not at "
@@ -79,7 +79,7 @@ def headlines(rundir: Path) -> dict[str, dict[str, object]]:
 def test_the_open_build_records_rubric_utility_and_the_conditions_it_plays(open_build):
     manifest = json.loads((open_build / "MANIFEST.json").read_text())
     assert manifest["scoring"] == {"utility": ["rubric"], "conditions": ["turn1", "oracle", "bc", "nc"]}
-    scoring = load_benchmark(open_build).scoring()
+    scoring = dataset_scoring(load_benchmark(open_build))
     assert scoring.recorded and scoring.utility == ("rubric",)
     assert scoring == read_scoring(manifest, {"utility": [], "conditions": []})     # the record wins over rows
 
@@ -91,7 +91,7 @@ def test_a_build_without_the_record_is_read_from_its_rows_the_same_way(open_buil
     manifest = json.loads((old / "MANIFEST.json").read_text())
     recorded = manifest.pop("scoring")
     (old / "MANIFEST.json").write_text(json.dumps(manifest))
-    scoring = load_benchmark(old).scoring()
+    scoring = dataset_scoring(load_benchmark(old))
     assert not scoring.recorded
     assert {"utility": list(scoring.utility), "conditions": list(scoring.conditions)} == recorded
 
@@ -137,7 +137,7 @@ def test_ben_util_asked_of_the_open_build_is_refused_naming_the_llm_build_and_th
 @needs_cb
 def test_a_no_llm_casebench_build_with_the_default_conditions_is_refused_naming_the_llm_build(casebench_build,
                                                                                           tmp_path):
-    scoring = load_benchmark(casebench_build).scoring()
+    scoring = dataset_scoring(load_benchmark(casebench_build))
     assert not scoring.recorded                       # a v0.1.0 manifest stays as the release froze it
     assert scoring.utility == () and scoring.conditions == ("turn1", "nc")
     with ScriptedServer(handler, models=("tgt", "sim", "jdg")) as srv:
