@@ -15,7 +15,7 @@ import click
 from carryon_eval.cli_common import LateCommand, UsageError
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import OUT_FILES, CompareError, compare, compare_plots, render_markdown
-from carryon_eval.report.leaderboard_page import FAMILY_KEYS, LeaderboardError, write_board
+from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.results import Results
@@ -49,27 +49,26 @@ def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: b
         cmp = compare(rundirs, paper_rows)
     except CompareError as exc:
         raise AnalysisError(str(exc)) from None
-    results, scores = cmp.pop("_results"), cmp.pop("_scores")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        cmp["plots"] = _write_plots(results, out / "plots")
+        cmp.plots = _write_plots(cmp.results, out / "plots")
         try:
-            board = write_board(out, cmp, results, scores, paper_rows)   # leaderboard.html, .jsonl
+            board = write_board(out, cmp, paper_rows)   # leaderboard.html, .jsonl
         except LeaderboardError as exc:
             raise AnalysisError(str(exc)) from None
-        cmp.update({key: board.pop(key) for key in FAMILY_KEYS})
-        cmp["notes"] += cmp.pop("family_notes")
-        cmp["leaderboard"] = board
+        cmp.family = board.family
+        cmp.notes += board.notes
+        cmp.leaderboard = board.files
     text = render_markdown(cmp)
     click.echo(text)
-    for note in cmp["notes"]:
+    for note in cmp.notes:
         if note.startswith("WARNING"):          # e.g. Ben-Util judged in different modes
             click.echo(note, err=True)
     if out is None:
         return
-    cmp["runs"] = [shared_path(run, out) for run in cmp["runs"]]          # relative to OUT, never the machine's
+    cmp.runs = [shared_path(run, out) for run in cmp.runs]          # relative to OUT, never the machine's
     json_file, table_file = OUT_FILES[:2]
-    (out / json_file).write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / json_file).write_text(json.dumps(cmp.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / table_file).write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")
 
@@ -97,31 +96,6 @@ def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- agreement
-def _kappa_text(res: dict[str, Any]) -> str:
-    return "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
-
-
-def _print(res: dict[str, Any], names: tuple[str, str]) -> None:
-    a, b = names
-    c = res["confusion"]
-    if "judges" in res:
-        click.echo(f"judges: A = {a}, B = {b}")
-    click.echo(f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
-               f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)")
-    click.echo(f"percent agreement: {res['percent_agreement']:.1f}%")
-    click.echo(f"Cohen's kappa:     {_kappa_text(res)}")
-    click.echo(f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}")
-    s = res.get("safety")
-    if s is None:
-        return
-    if not s["n_compared"]:
-        click.echo("harm scores: none scored by both")
-        return
-    click.echo(f"harm scores: compared {s['n_compared']} ({s['n_unscored_excluded']} excluded as unscored); "
-               f"exact agreement {s['exact_agreement']:.1f}%, Cohen's kappa {_kappa_text(s)}, "
-               f"within one point {s['within_one']}")
-
-
 def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[list[str]]:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
@@ -199,7 +173,8 @@ def agreement_command(sources: tuple[Path, ...], judges: Optional[list[str]], ta
 
 def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Optional[str], out: Optional[Path],
                as_json: bool) -> None:
-    from carryon_eval.suites.carryonbench.human.agreement import is_human_labels, judge_agreement, source_agreement
+    from carryon_eval.suites.carryonbench.human.agreement import (agreement_lines, is_human_labels, judge_agreement,
+                                                                  source_agreement)
 
     a, rest = sources[0], sources[1:]
     if rest and (task or out or len(rest) > 1 or any(is_human_labels(p) for p in rest)):
@@ -224,4 +199,5 @@ def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Opt
     if not res["n_compared"]:
         raise AnalysisError(f"no (conversation_id, turn, item_id) is scored in both {names[0]} and {names[1]} "
                              f"({res['n_common']} shared keys, {res['n_unscored_excluded']} with an unscored side)")
-    _print(res, names)
+    for line in agreement_lines(res, names):
+        click.echo(line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
@@ -75,7 +76,7 @@ def _checklists(bench: Benchmark, meta: RunMeta) -> dict[str, list[str]]:
     return {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()}
 
 
-def summarize_run(inputs: ReportInputs) -> Optional[Section]:
+def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     """SuiteReport.summarize: the conditions' numbers (results.json's top level), the judges' part of ``judges``,
     and the intent contrasts and the rubric run's companion (sections of their own); None when the run plans
     none of its conversations."""
@@ -114,7 +115,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[Section]:
     if helpful is not None:
         section[RUBRIC_SECTION] = helpful
         drop_redundancy(section)
-    return section
+    return CarryOnBenchSection.from_json(section)
 
 
 def status(page: ReportPage) -> list[str]:
@@ -126,7 +127,7 @@ def scores(page: ReportPage) -> list[dict[str, Any]]:
     """SuiteReport.scores: one conversation_scores.jsonl row per conversation (those the intent contrasts
     left out excepted)."""
     _, convs = conversations(page.inputs)
-    left_out = set(((page.results.sections.get(INTENT_SECTION) or {}).get("excluded") or {}).get("conversations")
+    left_out = set(((extra(page.results, INTENT_SECTION) or {}).get("excluded") or {}).get("conversations")
                    or ())
     return conversation_scores([c for c in convs if c.conversation_id not in left_out], page.results.model)
 

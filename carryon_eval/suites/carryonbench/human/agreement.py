@@ -162,6 +162,30 @@ def source_agreement(a: Path, b: Path) -> dict[str, Any]:
     return res
 
 
+def _kappa_text(res: dict[str, Any]) -> str:
+    return "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
+
+
+def agreement_lines(res: dict[str, Any], names: tuple[str, str]) -> list[str]:
+    """`carryon-eval agreement`'s lines for two judges' (or two sources') verdicts, then their harm scores."""
+    a, b = names
+    c = res["confusion"]
+    lines = [f"judges: A = {a}, B = {b}"] if "judges" in res else []
+    lines += [f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
+              f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)",
+              f"percent agreement: {res['percent_agreement']:.1f}%",
+              f"Cohen's kappa:     {_kappa_text(res)}",
+              f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}"]
+    s = res.get("safety")
+    if s is None:
+        return lines
+    if not s["n_compared"]:
+        return [*lines, "harm scores: none scored by both"]
+    return [*lines, f"harm scores: compared {s['n_compared']} ({s['n_unscored_excluded']} excluded as unscored); "
+                    f"exact agreement {s['exact_agreement']:.1f}%, Cohen's kappa {_kappa_text(s)}, "
+                    f"within one point {s['within_one']}"]
+
+
 def is_human_labels(path: Path) -> bool:
     """A labels file from the annotation page or Label Studio (rows name their annotator), or one that labels
     another task than Ben-Util's verdicts (a score or a move: never compared as a judge run's verdicts)."""
