@@ -11,11 +11,14 @@ bench/latency_server.py (its own process, ``--log``: one line per chat request) 
 (bench_grouped.write_dataset: 15 conversations per query, 18 checklist items). Each repeat runs every target alone
 (a one-target plan, the sweep's own code path) then all of them in one sweep, every run into a fresh folder, each
 command timed around its process (wall; CPU of the process and its children). From the server's log of the sweep:
-the last answer's time, so the time the sweep ran after its last call (its reports and its leaderboard), and the
-longest stretch with no request in flight between its first request and its last, each model's busy time (the
-sum of its requests' durations); the same phases (before the
-first request, first request to last answer, after the last answer) of each target alone. Printed per repeat, then
-the medians.
+the last answer's time, so the time the sweep ran after its last call (its reports and its leaderboard), the
+longest stretch with no request in flight between its first request and its last, and each model's busy time (the
+sum of its requests' durations); the same phases (before the first request, first request to last answer, after
+the last answer) of each target alone; and the sweep against its floor: the slowest alone, its calling phase as
+long as the shared simulator's or judge's busy time over ``--concurrency`` where that is longer (the judge the
+bottleneck). ``--end-parts``: then, each in a process of its own right after the sweep, one report (the last
+target's run, written again) and one leaderboard (`compare --out` over every run): what the sweep's end is held
+to. Printed per repeat, then the medians.
 """
 from __future__ import annotations
 
