@@ -22,7 +22,6 @@ from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMP
                                              suite_leaderboards)
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import RunMeta
-from carryon_eval.run.results import Results
 from carryon_eval.run.folder import write_text_atomic
 from carryon_eval.suite import suites
 
