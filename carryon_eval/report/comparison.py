@@ -14,11 +14,12 @@ and the leaderboard read) are never written.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from carryon_eval.codec import encode
-from carryon_eval.run.results import TOP_LEVEL_SECTION, Results, decode_section
+from carryon_eval.run.results import TOP_LEVEL_SECTION, PlotsInfo, Results, decode_section
 from carryon_eval.suite.records import SuiteSection
 
 #: the leaderboard's pairwise family, in compare.json's order (leaderboard_page.family_record)
@@ -38,7 +39,7 @@ class Comparison:
     parts: dict[str, Optional[SuiteSection]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)          # what a part could not compute here (one line each)
     reported: Optional[dict[str, Any]] = None                 # the papers' rows (`--paper-rows`), apart
-    plots: Optional[dict[str, Any]] = None                    # compare's figures ({"files", "skipped", "note"})
+    plots: Optional[PlotsInfo] = None                         # compare's figures (drawn, skipped and why)
     family: dict[str, Any] = field(default_factory=dict)      # FAMILY's keys, from the leaderboard
     leaderboard: Optional[dict[str, Any]] = None              # the leaderboard's files and figures
     results: list[Results] = field(default_factory=list)      # never written: each run's results
@@ -59,9 +60,10 @@ class Comparison:
         out.update((key, encode(part)) for key, part in self.parts.items() if key != TOP_LEVEL_SECTION)
         if self.missing:                          # only then: compare.json is what it was when nothing is missing
             out["missing"] = self.missing
-        for key in ("reported", "plots"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        if self.reported is not None:
+            out["reported"] = self.reported
+        if self.plots is not None:
+            out["plots"] = dataclasses.asdict(self.plots)
         out.update(self.family)
         if self.leaderboard is not None:
             out["leaderboard"] = self.leaderboard
@@ -84,6 +86,8 @@ class Comparison:
         parts.update((k, v if v is None else decode_section(types.get(k), v)) for k, v in d.items()
                      if k in types and k != TOP_LEVEL_SECTION)
         own = {k: v for k, v in d.items() if k in FRAME and k not in FAMILY}
+        if isinstance(own.get("plots"), dict):
+            own["plots"] = PlotsInfo(**own["plots"])
         return cls(**own, parts=parts, family={k: d[k] for k in FAMILY if k in d})
 
 
