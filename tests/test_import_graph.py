@@ -257,10 +257,8 @@ NAME_STAGES = ("app", "judge", "run", "report", "suite")
 SERIALIZER = "carryon_eval/run/results.py"
 #: Modules outside the wings that still hold CarryOnBench names, with how many they hold: a ratchet (a module here
 #: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
-#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions, the dataset's note on
-#: queries without checklist items (Ben-Util's).
+#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions.
 PENDING = {
-    "carryon_eval/dataset/load.py": 1,
     "carryon_eval/inspect_bridge/export.py": 33,
     "carryon_eval/inspect_bridge/task.py": 27,
 }

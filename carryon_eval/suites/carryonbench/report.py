@@ -19,6 +19,7 @@ from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import RunMeta
 from carryon_eval.schema import Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
+from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
@@ -292,7 +293,7 @@ def notes(page: ReportPage) -> SectionNotes:
     if results.recovery["value"] is None:
         after.append(f"Recovery% is null: {results.recovery['reason']}.")
     after.extend(mc_report.notes(results))
-    after.extend(page.inputs.bench.notes_for(results.utility_measure))
+    after.extend(dataset_notes(page.inputs.bench, results.utility_measure))
     return SectionNotes(notes, after)
 
 
