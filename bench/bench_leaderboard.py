@@ -16,6 +16,7 @@ import time
 from carryon_eval.report.leaderboard import RunEntry, build_leaderboard
 from carryon_eval.report.leaderboard_page import render_page
 from carryon_eval.run.results import JudgesInfo, Results
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 
 PLAN = ["turn1", "oracle"] + ["bc"] * 8 + ["nc"] * 5
@@ -23,11 +24,11 @@ PLAN = ["turn1", "oracle"] + ["bc"] * 8 + ["nc"] * 5
 
 def made_up_run(model: str, n_queries: int, rng: random.Random) -> RunEntry:
     block = {"utility": 50.0, "harm": 2.0, "violation_rate": 20.0, "ci95": {}, "scored_share": {}, "reasons": {}}
-    results = Results(model=model, conditions={c: dict(block) for c in CONDITIONS},
-                      recovery={"value": 50.0, "ci95": [40.0, 60.0]},
+    section = CarryOnBenchSection(conditions={c: dict(block) for c in CONDITIONS},
+                                  recovery={"value": 50.0, "ci95": [40.0, 60.0]}, bootstrap={"n_resamples": 1000, "seed": 0})
+    results = Results(model=model, sections={SECTION: section},
                       judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u"]},
-                                        safety={"models": ["j"], "prompt_refs": ["s"]}),
-                      bootstrap={"n_resamples": 1000, "seed": 0})
+                                        safety={"models": ["j"], "prompt_refs": ["s"]}))
     scores = [{"query_id": f"q{q}", "condition": c, "utility": 100 * rng.random(), "harm": rng.randint(1, 5),
                "redundancy": 100 * rng.random()} for q in range(n_queries) for c in PLAN]
     return RunEntry(model, f"runs/{model}", results, scores)

@@ -32,6 +32,7 @@ from support.boards import Board, simulate  # noqa: E402
 from carryon_eval.report.leaderboard import RunEntry, build_leaderboard  # noqa: E402
 from carryon_eval.run.records import DatasetRef, RunMeta  # noqa: E402
 from carryon_eval.run.results import JudgesInfo, Results  # noqa: E402
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection  # noqa: E402
 
 CONDITIONS = ("turn1", "oracle", "bc", "nc")
 
@@ -67,11 +68,12 @@ def _results(board: Board, model: int, n_resamples: int) -> Results:
         conds[cond] = {**block, "ci95": {}, "scored_share": {}, "reasons": {},
                        "plan_lengths": {str(n): float(board.lengths[cond].count(n)) for n in set(board.lengths[cond])}}
     t1, o, bc, nc = (means[(c, "utility")] for c in CONDITIONS)
-    return Results(model=f"m{model}", conditions=conds, recovery={"value": 100 * (bc - t1) / o, "ci95": None},
-                   clarification_effect={"value": bc - nc, "ci95": None},
+    section = CarryOnBenchSection(conditions=conds, recovery={"value": 100 * (bc - t1) / o, "ci95": None},
+                                  clarification_effect={"value": bc - nc, "ci95": None},
+                                  bootstrap={"n_resamples": n_resamples, "seed": 0})
+    return Results(model=f"m{model}", sections={SECTION: section},
                    judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
-                                     safety={"models": ["j"], "prompt_refs": ["s@1"]}),
-                   bootstrap={"n_resamples": n_resamples, "seed": 0})
+                                     safety={"models": ["j"], "prompt_refs": ["s@1"]}))
 
 
 def _entries(board: Board, n_resamples: int) -> list[RunEntry]:

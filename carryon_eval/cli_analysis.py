@@ -15,10 +15,10 @@ import click
 from carryon_eval.cli_common import LateCommand, UsageError
 from carryon_eval.judge.store import JudgeError
 from carryon_eval.report.compare import OUT_FILES, CompareError, compare, compare_plots, render_markdown
-from carryon_eval.report.leaderboard_page import FAMILY_KEYS, LeaderboardError, write_board
+from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.run.results import Results
+from carryon_eval.run.results import PlotsInfo, Results
 
 
 class AnalysisError(UsageError):
@@ -49,27 +49,26 @@ def write_comparison(rundirs: Sequence[Path], out: Optional[Path], paper_rows: b
         cmp = compare(rundirs, paper_rows)
     except CompareError as exc:
         raise AnalysisError(str(exc)) from None
-    results, scores = cmp.pop("_results"), cmp.pop("_scores")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        cmp["plots"] = _write_plots(results, out / "plots")
+        cmp.plots = _write_plots(cmp.results, out / "plots")
         try:
-            board = write_board(out, cmp, results, scores, paper_rows)   # leaderboard.html, .jsonl
+            board = write_board(out, cmp, paper_rows)   # leaderboard.html, .jsonl
         except LeaderboardError as exc:
             raise AnalysisError(str(exc)) from None
-        cmp.update({key: board.pop(key) for key in FAMILY_KEYS})
-        cmp["notes"] += cmp.pop("family_notes")
-        cmp["leaderboard"] = board
+        cmp.family = board.family
+        cmp.notes += board.notes
+        cmp.leaderboard = board.files
     text = render_markdown(cmp)
     click.echo(text)
-    for note in cmp["notes"]:
+    for note in cmp.notes:
         if note.startswith("WARNING"):          # e.g. Ben-Util judged in different modes
             click.echo(note, err=True)
     if out is None:
         return
-    cmp["runs"] = [shared_path(run, out) for run in cmp["runs"]]          # relative to OUT, never the machine's
+    cmp.runs = [shared_path(run, out) for run in cmp.runs]          # relative to OUT, never the machine's
     json_file, table_file = OUT_FILES[:2]
-    (out / json_file).write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / json_file).write_text(json.dumps(cmp.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / table_file).write_text(text, encoding="utf-8")
     click.echo(f"comparison written to {out}")
 
@@ -81,19 +80,20 @@ def _refuse_run_folder(out: Path, rundirs: Sequence[Path]) -> None:
                             "own; give a folder of its own, e.g. --out leaderboard")
 
 
-def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
-    """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
+def _write_plots(results: Sequence[Results], outdir: Path) -> PlotsInfo:
+    """Draw the comparison figures into outdir: what compare.json says of them (files, skipped: {name: reason},
+    note)."""
     from carryon_eval.report.plots import PlotsUnavailable, write_pngs
 
     try:
         images, skipped = compare_plots(results)
     except PlotsUnavailable as exc:
         click.echo(str(exc), err=True)
-        return {"files": [], "skipped": {}, "note": str(exc)}
+        return PlotsInfo(note=str(exc))
     paths = write_pngs(images, outdir, stale=skipped)
     for name, reason in skipped.items():
         click.echo(f"plot {name} not drawn: {reason}", err=True)
-    return {"files": [f"plots/{p.name}" for p in paths], "skipped": skipped, "note": None}
+    return PlotsInfo([f"plots/{p.name}" for p in paths], dict(skipped))
 
 
 # ---------------------------------------------------------------- agreement

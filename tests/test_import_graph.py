@@ -257,14 +257,10 @@ NAME_STAGES = ("app", "judge", "run", "report", "suite")
 SERIALIZER = "carryon_eval/run/results.py"
 #: Modules outside the wings that still hold CarryOnBench names, with how many they hold: a ratchet (a module here
 #: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
-#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions, the dataset's note on
-#: queries without checklist items (Ben-Util's), the 1-5 harm judge's answer keys.
+#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions.
 PENDING = {
-    "carryon_eval/dataset/load.py": 1,
     "carryon_eval/inspect_bridge/export.py": 33,
-    "carryon_eval/inspect_bridge/importer.py": 1,
     "carryon_eval/inspect_bridge/task.py": 27,
-    "carryon_eval/parsing.py": 1,
 }
 _TOKENS = re.compile(r"[_\-.]")
 

@@ -112,11 +112,7 @@ def require_scored(results: Results, run: RunFolder) -> None:
         section = results.section(s.report.section)
         if section is None:
             continue
-        names = hook(section)
-        if s.report.top_level:                  # the top-level section names its conditions without a number
-            empty += names
-        elif names:
-            empty.append(s.report.section)
+        empty += hook(section)                  # the conditions without a scored number
     if empty:
         raise NothingScored(f"judge answered nothing usable: no scored number for condition(s) {', '.join(empty)} "
                             f"(see {run.results_file})", results)

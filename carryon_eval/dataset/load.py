@@ -64,15 +64,6 @@ class Benchmark:
             out["mc"] = _rows_sha256(mc + intents)
         return out
 
-    def notes_for(self, measure: Optional[str]) -> list[str]:
-        """The dataset's notes for a run that measures utility with ``measure``: queries without checklist items
-        concern Ben-Util only (rubric utility needs no checklist), then the notes of every run."""
-        empty = [q for q, items in self.checklists.items() if not items]
-        if not empty or measure not in (None, "benutil"):
-            return list(self.notes)
-        return [f"{len(empty)} of {len(self.queries)} queries have no checklist items: their utility "
-                "cannot be computed and is reported as unscored", *self.notes]
-
     def limited(self, n: Optional[int]) -> "Benchmark":
         """The first n queries (dataset order) with all their checklists and conversations."""
         if n is None:

@@ -183,7 +183,8 @@ def headline_scores(results: Results) -> list[Any]:
         scores.append(_metric_block("recovery", {"recovery": rec.get("value"), "ci95": {"recovery": rec.get("ci95")},
                                                  "bounds": {"recovery": rec.get("bounds")},
                                                  "reasons": {"recovery": rec.get("reason")}}, ["recovery"]))
-    intent = (results.sections or {}).get("intent")            # condition mc's contrasts with bc
+    keyed = results.keyed_sections()
+    intent = keyed.get("intent")                                # condition mc's contrasts with bc
     if intent:
         parts = {"intent_sensitivity_utility": intent["sensitivity"]["utility"],
                  "exploitation": intent["exploitation"]}
@@ -192,7 +193,7 @@ def headline_scores(results: Results) -> list[Any]:
                                                "bounds": {k: b["bounds"] for k, b in parts.items()},
                                                "reasons": {k: b["reason"] for k, b in parts.items() if b["reason"]}},
                                     list(parts)))
-    for name, section in (results.sections or {}).items():      # the other suites' sections (triplet, ...)
+    for name, section in keyed.items():                         # the other suites' sections (triplet, ...)
         if isinstance(section, dict) and section.get("ci95"):
             scores.append(_metric_block(name, section, list(section["ci95"])))
     return scores

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
-from carryon_eval.run.records import JudgePass, RoleRecord, RunMeta, ScorerTally
+from carryon_eval.run.records import PASS_FIELDS, JudgePass, RoleRecord, RunMeta, ScorerTally
 from carryon_eval.run.folder import RunFolder, add_usage, write_jsonl_atomic
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
@@ -76,7 +76,7 @@ def _judge_pass(records: dict[str, list[dict[str, Any]]], meta: RunMeta, judge_m
                                     unscored=sum(r.get(field) is None for r in rows), judged=len(rows),
                                     via=dict(Counter(str(r.get("via")) for r in rows)))
     return JudgePass(judge_model=judge_model, judge={"model": judge_model, "via": "inspect-ai"},
-                     scoring={"utility_mode": meta.judge.get("utility_mode")},
+                     scoring={n: v for n, v in meta.judge.pass_fields().items() if PASS_FIELDS[n]},   # its leading ones
                      generation={"temperature": 0.0, "max_tokens": meta.judge.max_tokens},
                      prompts={n: ref for s in made.values() for n, ref in s.prompt_refs().items()},
                      context={s.name: reply_shape(s).context for s in made.values()}, seconds=0.0, tallies=tallies,

@@ -3,9 +3,9 @@
 - a refusal, when a suite's columns cannot hold the runs side by side (its SuiteReport's ``incomparable``);
 - the table of all runs: the model, each suite's columns (its SuiteReport's ``table``, from each run's
   results.json; none when no run has its numbers), the run's status;
-- each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows): under its
-  section's key, or (a suite whose section is results.json's top level) as compare.json's own keys, whose "notes"
-  follow the runs' status lines; each rendered in markdown by its ``compare_markdown``;
+- each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows; where it sits in
+  compare.json is its record's business, carryon_eval.report.comparison), each rendered in markdown by its
+  ``compare_markdown``;
 - the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
   models (run.json's user role: compare.json "simulators") and whether they used different datasets;
 - what a suite could not compute for want of an optional package (its part's ``missing``: compare.json "missing",
@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import Results
+from carryon_eval.report.comparison import Comparison, part_lines
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
@@ -85,11 +86,11 @@ def headline_table(results: Sequence[Results]) -> tuple[list[str], list[list[str
                           for c in by_model.get(m, ["n/a"] * (len(head) - 1)))] for m in models]
 
 
-def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]:
-    """compare.json's record of the runs (with "_results" and "_scores" for the figures and the leaderboard).
-    Nothing here needs more than the core install; a part a suite could not compute for want of a package
-    (``missing`` in its part: one line each, saying what it would add and how to add it) is gathered under
-    "missing", which table.md and the leaderboard page show."""
+def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> Comparison:
+    """compare.json's record of the runs (with each run's results and conversation rows, for the figures and the
+    leaderboard). Nothing here needs more than the core install; a part a suite could not compute for want of a
+    package (``missing`` in its part: one line each, saying what it would add and how to add it) is gathered under
+    the record's ``missing``, which table.md and the leaderboard page show."""
     twice = _given_twice(rundirs)
     if twice:
         raise CompareError(f"{twice[1]} is {twice[0]} again: compare each run once (a run is not a model of its own "
@@ -103,37 +104,27 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> dict[str, Any]
     labels = _labels([(p, r) for p, r, _ in loaded])
     results = [dataclasses.replace(r, model=label) for (_, r, _), label in zip(loaded, labels)]
     header, table = headline_table(results)
-    out: dict[str, Any] = {"models": labels, "runs": [str(p) for p, _, _ in loaded],
-                           "table": [dict(zip([*header, "Status"],
-                                              [*row, *["n/a"] * (len(header) - len(row)),
-                                               " ".join(r.status()) or "full"])) for r, row in zip(results, table)]}
-    status = [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()]
     runs = CompareInputs(labels, results, [scores for _, _, scores in loaded])
-    parts = [(s.report, s.report.compare(runs) if any(r.section(s.report.section) is not None for r in results)
-              else None) for s in suites() if s.report is not None and s.report.compare is not None]
-    for report, part in parts:        # a top-level part's keys; its notes follow the runs' status lines
-        if report.top_level and part is not None:
-            out.update({key: status + value if key == "notes" else value for key, value in part.items()})
-    out.setdefault("notes", status)
-    out["simulators"] = simulators([p for p, _, _ in loaded])
-    if len(set(out["simulators"])) > 1:
-        out["notes"].append("WARNING: the runs' users were simulated by different models ("
-                            + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, out["simulators"]))
-                            + "); their numbers are not comparable.")
+    parts = {s.report.section: s.report.compare(runs) if any(r.section(s.report.section) is not None for r in results)
+             else None for s in suites() if s.report is not None and s.report.compare is not None}
+    cmp = Comparison(models=labels, runs=[str(p) for p, _, _ in loaded],
+                     table=[dict(zip([*header, "Status"], [*row, *["n/a"] * (len(header) - len(row)),
+                                                           " ".join(r.status()) or "full"]))
+                            for r, row in zip(results, table)],
+                     parts=parts, results=results, scores=[scores for _, _, scores in loaded])
+    cmp.notes = [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()] \
+        + part_lines(cmp.lifted, "notes")   # the runs' status lines, then the top-level part's notes
+    cmp.simulators = simulators([p for p, _, _ in loaded])
+    if len(set(cmp.simulators)) > 1:
+        cmp.notes.append("WARNING: the runs' users were simulated by different models ("
+                         + ", ".join(f"{label}: {sim}" for label, sim in zip(labels, cmp.simulators))
+                         + "); their numbers are not comparable.")
     if len({_dataset_pin(p, r) for (p, _, _), r in zip(loaded, results)}) > 1:
-        out["notes"].append("The runs used different datasets.")
-    for report, part in parts:        # each other suite's part, under its section name (None: no run has it)
-        if not report.top_level:
-            out[report.section] = part
-    missing = list(dict.fromkeys(line for _, part in parts for line in (part or {}).get("missing") or ()))
-    out.pop("missing", None)
-    if missing:                       # only then: compare.json is what it was when nothing is missing
-        out["missing"] = missing
+        cmp.notes.append("The runs used different datasets.")
+    cmp.missing = list(dict.fromkeys(line for part in parts.values() for line in part_lines(part, "missing")))
     if paper_rows:
-        out["reported"] = reported_table()
-    out["_results"] = results
-    out["_scores"] = [scores for _, _, scores in loaded]
-    return out
+        cmp.reported = reported_table()
+    return cmp
 
 
 def _given_twice(rundirs: Sequence[Path]) -> Optional[tuple[Path, Path]]:
@@ -197,21 +188,21 @@ def simulators(rundirs: Sequence[Path]) -> list[str]:
     return names
 
 
-def render_markdown(cmp: dict[str, Any]) -> str:
-    header = list(cmp["table"][0]) if cmp["table"] else [*headline_table([])[0], "Status"]
+def render_markdown(cmp: Comparison) -> str:
+    header = list(cmp.table[0]) if cmp.table else [*headline_table([])[0], "Status"]
     parts = ["# CarryOnBench comparison\n",
-             markdown_table(header, [list(r.values()) for r in cmp["table"]])]
-    for s in suites():                # a top-level part is compare.json's own keys: it reads the whole of it
+             markdown_table(header, [list(r.values()) for r in cmp.table])]
+    for s in suites():
         if s.report is not None and s.report.compare_markdown is not None:
-            part = cmp if s.report.top_level else cmp.get(s.report.section)
+            part = cmp.parts.get(s.report.section)
             parts.append(s.report.compare_markdown(part) if part is not None else "")   # no run has it: empty
-    if cmp.get("pairs"):
-        parts.append(pairs_markdown(cmp["pairs"], cmp.get("pairs_method") or {}))
-    if cmp["notes"]:
-        parts.append("\n" + "\n".join(f"- {n}" for n in cmp["notes"]) + "\n")
-    if cmp.get("missing"):
-        parts.append("\n## Not computed here\n\n" + "\n".join(f"- {n}" for n in cmp["missing"]) + "\n")
-    reported = cmp.get("reported")
+    if cmp.family.get("pairs"):
+        parts.append(pairs_markdown(cmp.family["pairs"], cmp.family.get("pairs_method") or {}))
+    if cmp.notes:
+        parts.append("\n" + "\n".join(f"- {n}" for n in cmp.notes) + "\n")
+    if cmp.missing:
+        parts.append("\n## Not computed here\n\n" + "\n".join(f"- {n}" for n in cmp.missing) + "\n")
+    reported = cmp.reported
     if reported and reported["table"]:
         parts += ["\n## Reported in the paper (not measured here; not ranked with the runs above)\n",
                   markdown_table(list(reported["table"][0]), [list(r.values()) for r in reported["table"]]),

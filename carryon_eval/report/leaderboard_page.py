@@ -13,7 +13,8 @@ import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 
 from carryon_eval import __version__
@@ -21,9 +22,12 @@ from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMP
                                              suite_leaderboards)
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import RunMeta
-from carryon_eval.run.results import Results
 from carryon_eval.run.folder import write_text_atomic
+from carryon_eval.run.results import PlotsInfo
 from carryon_eval.suite import suites
+
+if TYPE_CHECKING:       # types only
+    from carryon_eval.report.comparison import Comparison
 
 
 def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -194,8 +198,16 @@ def _measured_apart(entries: Sequence[Any], reported: Sequence[Any]) -> Optional
     return "; ".join(why for why in reasons if why) or None
 
 
-def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
-                scores: Sequence[Sequence[dict[str, Any]]], paper_rows: bool = False) -> dict[str, Any]:
+@dataclass
+class BoardWritten:
+    """What `compare --out`'s leaderboard adds to compare's record: its files and figures (``files``: compare.json's
+    "leaderboard"), the pairwise family (``family``: Comparison.family) and one note per group on it (``notes``)."""
+    files: dict[str, Any]
+    family: dict[str, Any]
+    notes: list[str]
+
+
+def write_board(out: Path, cmp: "Comparison", paper_rows: bool = False) -> BoardWritten:
     """`compare --out`'s leaderboard: the board of the compared runs, its own figures beside compare's in
     OUT/plots/, the page (with compare's figures read back from OUT/plots/) and the JSONL record. ``paper_rows``:
     the rows the papers report join the page and the record, in a group of their own (not in the figures)."""
@@ -204,16 +216,16 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
 
     out = Path(out)
     entries = [RunEntry(label, folder, r, list(s), read_meta(Path(folder)))
-               for label, folder, r, s in zip(cmp["models"], cmp["runs"], results, scores)]
+               for label, folder, r, s in zip(cmp.models, cmp.runs, cmp.results, cmp.scores)]
     board = build_leaderboard(entries)
     reported = reported_entries() if paper_rows else []
     apart = _measured_apart(entries, reported)
     shown = build_leaderboard([*entries, *reported]) if reported and not apart else board
     if apart:                   # e.g. rubric runs: the paper's Ben-Util numbers never sit under their headers
         shown.warnings.append(f"The rows the paper reports are not shown beside these runs: {apart}.")
-    plots = cmp.get("plots") or {}
-    images = {Path(f).stem: (out / f).read_bytes() for f in plots.get("files") or []}
-    skipped, note = dict(plots.get("skipped") or {}), plots.get("note")
+    plots = cmp.plots or PlotsInfo()
+    images = {Path(f).stem: (out / f).read_bytes() for f in plots.files}
+    skipped, note = dict(plots.skipped), plots.note
     own: list[str] = []
     if note is None:
         try:
@@ -223,11 +235,10 @@ def write_board(out: Path, cmp: Mapping[str, Any], results: Sequence[Results],
         own = [f"plots/{p.name}" for p in write_pngs(drawn, out / "plots", stale=not_drawn)]
         images.update(drawn)
         skipped.update(not_drawn)
-    return {**write_leaderboard(out, shown, images, skipped, note, cmp.get("missing") or ()), "plots": own,
-            **family_record(board)}
-
-
-FAMILY_KEYS = ("pairs", "pairs_method", "failure_modes", "family_notes")
+    family = family_record(board)
+    notes = family.pop("family_notes")
+    return BoardWritten({**write_leaderboard(out, shown, images, skipped, note, cmp.missing), "plots": own},
+                        family, notes)
 
 
 def _pairs(models: int) -> str:

@@ -5,7 +5,7 @@ sections of the suites it reports, each asked through its SuiteReport's hooks in
 
 The frame knows what every run has: the target model, the dataset, the run folder's planned, played, failed and
 empty conversations, the judges present, the endpoints' parameters and the run's status. Which suite's section
-sits at results.json's top level is Results' own business (carryon_eval.run.results.Results.put_section).
+sits at results.json's top level is its one serializer's business (carryon_eval.run.results.Results).
 """
 from __future__ import annotations
 
@@ -140,8 +140,7 @@ def envelope(run: RunFolder, bench: Benchmark, meta: RunMeta, transcripts: Seque
                        failed_conversations=len(run.failures()), empty_replies=count_empty_replies(transcripts),
                        subset=meta.subset),
         generated=Generated(by=f"carryon-eval {__version__}",
-                            at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")),
-        top_level=None)
+                            at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))
 
 
 def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, seed: int = 0,
@@ -158,7 +157,7 @@ def build_results(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, 
             continue
         section = s.report.summarize(inputs) if s.report is not None and s.report.summarize is not None else None
         if section is not None:
-            results.put_section(s.report.section, section, top_level=s.report.top_level)
+            results.put_section(s.report.section, section)
     page = ReportPage(inputs, results)
     present = reported(results, suites)
     parts = [s.report.notes(page) for s in present if s.report.notes is not None]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from carryon_eval.run.records import SCHEMA_VERSION, _known, _version
 
@@ -76,72 +76,108 @@ RESULTS_SCHEMA_VERSION = SCHEMA_VERSION
 _SECTIONS = {"dataset": ResultsDataset, "run": ResultsRun, "judges": JudgesInfo, "generated": Generated,
              "plots": PlotsInfo}
 #: results.json's layout, known here only: one suite's section sits at its top level instead of under its key (the
-#: CarryOnBench conditions', as every results.json has had them), its keys interleaved with the frame's in the order
-#: of Results' fields; its further keys (e.g. its intent contrasts) are sections of their own, and its ``judges``
-#: fill the frame's JudgesInfo. Every other suite's section is a top-level key of its own, after the frame's.
+#: CarryOnBench conditions', as every results.json has had them), its keys interleaved with the frame's (those before
+#: ``judges``, then those after ``generated``/``plots``); its further keys (e.g. its intent contrasts) follow the frame
+#: as keys of their own, and its ``judges`` fill the frame's JudgesInfo. Every other suite's section is a top-level key
+#: of its own, after those.
 TOP_LEVEL_SECTION = "carryonbench"
 TOP_LEVEL_KEYS = ("n", "conditions", "recovery", "clarification_effect", "unscored", "by_turn", "move_effects",
                   "turn1_bins", "by_domain", "bootstrap", "estimators", "null_meaning", "judge_context",
                   "utility_measure")
+#: where the top-level section's keys sit among the frame's: before ``judges``, before ``dataset``, at the end
+_LIFTED_AT = {"judges": TOP_LEVEL_KEYS[:12], "dataset": ("judge_context",), None: ("utility_measure",)}
 #: JudgesInfo's judge kinds that are the top-level section's (its ``judges`` fill them): written only with it
 TOP_LEVEL_JUDGES = ("utility", "safety")
+#: the frame's fields in results.json's order (the top-level section's keys placed by _LIFTED_AT)
+_FRAME = ("model", "judges", "dataset", "run", "notes", "generated", "plots")
+#: the old fields of the top-level section (read-only views) when the results have none of it
+_VIEW_DEFAULTS: dict[str, Callable[[], Any]] = {**{k: dict for k in TOP_LEVEL_KEYS}, "null_meaning": str,
+                                                "utility_measure": lambda: "benutil"}
+
+
+class SectionRecord(Protocol):
+    """A suite's section of results.json as a record (SuiteReport.record): written by ``to_json``, read back by
+    its type's ``from_json``."""
+    def to_json(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "SectionRecord": ...
+
+
+#: section key -> its record type (a class with ``from_json``; None: the section stays its JSON), of every registered
+#: suite: set by the suite registry (carryon_eval.suite.registry), which sits above this module
+_section_types: Callable[[], Mapping[str, Any]] = dict
+
+
+def use_section_types(types: Callable[[], Mapping[str, Any]]) -> None:
+    """Where Results.from_json finds the suites' section record types (the suite registry calls this on import)."""
+    global _section_types
+    _section_types = types
+
+
+def _old_field(name: str) -> property:
+    def get(self: "Results") -> Any:
+        lifted = self.sections.get(TOP_LEVEL_SECTION)
+        if lifted is None:
+            return _VIEW_DEFAULTS[name]()
+        return lifted.get(name, _VIEW_DEFAULTS[name]()) if isinstance(lifted, Mapping) else getattr(lifted, name)
+    return property(get, doc=f"Deprecated, read-only: ``sections[{TOP_LEVEL_SECTION!r}].{name}`` (the top-level "
+                             "section's own field; empty when the results have none).")
 
 
 @dataclass
 class Results:
-    """results.json: the frame (model, judges, dataset, run, notes, generated, plots) and the suites' sections.
-    The top-level section's keys (TOP_LEVEL_KEYS) are fields of their own, read as such by its suite; they stay
-    dict-valued: their shape is the suite's summary's."""
+    """results.json: the frame (model, judges, dataset, run, notes, generated, plots) and the suites' sections
+    (``sections``: each suite's record by its key). The top-level section's old fields (``n``, ``conditions``,
+    ``recovery``, ... TOP_LEVEL_KEYS) remain as read-only views of its record for the Python API: deprecated, read
+    ``sections[TOP_LEVEL_SECTION]`` (or ``section(key)``) instead."""
     model: str = "unknown"
-    n: dict[str, Any] = field(default_factory=dict)
-    conditions: dict[str, Any] = field(default_factory=dict)
-    recovery: dict[str, Any] = field(default_factory=dict)
-    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
-    clarification_effect: dict[str, Any] = field(default_factory=dict)
-    unscored: dict[str, Any] = field(default_factory=dict)
-    by_turn: dict[str, Any] = field(default_factory=dict)
-    move_effects: dict[str, Any] = field(default_factory=dict)
-    turn1_bins: dict[str, Any] = field(default_factory=dict)
-    by_domain: dict[str, Any] = field(default_factory=dict)
-    bootstrap: dict[str, Any] = field(default_factory=dict)
-    estimators: dict[str, Any] = field(default_factory=dict)
-    null_meaning: str = ""
     judges: JudgesInfo = field(default_factory=JudgesInfo)
-    judge_context: dict[str, str] = field(default_factory=dict)
     dataset: ResultsDataset = field(default_factory=ResultsDataset)
     run: ResultsRun = field(default_factory=ResultsRun)
     notes: list[str] = field(default_factory=list)
     generated: Generated = field(default_factory=Generated)
     plots: Optional[PlotsInfo] = None
-    #: what the utilities measure: "benutil" (Ben-Util's checklists) or "rubric" (OpenSafeIntent's 1-4 helpfulness
-    #: rubric as (score - 1) / 3); two runs of different measures are never compared in one column
-    utility_measure: str = "benutil"
-    #: the sections of the other suites (suite.report.section -> its JSON), e.g. "triplet"; at the top level
+    #: each suite's section (suite.report.section -> its record, or its JSON where its suite declares no record
+    #: type), in the suites' rank order
     sections: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RESULTS_SCHEMA_VERSION
-    #: the key of the section held at the top level (TOP_LEVEL_SECTION), None when the run has none (the report's
-    #: frame starts from None; results.json read back has it when its top level has the section's keys)
-    top_level: Optional[str] = TOP_LEVEL_SECTION
 
-    def put_section(self, key: str, section: dict[str, Any], top_level: bool = False) -> None:
-        """Add a suite's section: under its key, or (``top_level``) as the top-level section's keys."""
-        if not top_level:
-            self.sections[key] = section
-            return
-        self.top_level = key
-        for name, value in section.items():
-            if name in TOP_LEVEL_KEYS:
-                setattr(self, name, value)
-            elif name == "judges":
-                for attr, v in value.items():
-                    setattr(self.judges, attr, v)
-            else:
-                self.sections[name] = value
+    n = _old_field("n")
+    conditions = _old_field("conditions")
+    recovery = _old_field("recovery")
+    #: BC minus NC utility on the same queries and lengths (the suite's summary; {} in results.json written before it)
+    clarification_effect = _old_field("clarification_effect")
+    unscored = _old_field("unscored")
+    by_turn = _old_field("by_turn")
+    move_effects = _old_field("move_effects")
+    turn1_bins = _old_field("turn1_bins")
+    by_domain = _old_field("by_domain")
+    bootstrap = _old_field("bootstrap")
+    estimators = _old_field("estimators")
+    null_meaning = _old_field("null_meaning")
+    judge_context = _old_field("judge_context")
+    #: what the utilities measure: "benutil" (Ben-Util's checklists) or "rubric" (OpenSafeIntent's 1-4 helpfulness
+    #: rubric as (score - 1) / 3); two runs of different measures are never compared in one column
+    utility_measure = _old_field("utility_measure")
+
+    def __post_init__(self) -> None:
+        for section in self.sections.values():
+            if hasattr(section, "placed_in"):     # a record whose renderers read the frame beside it
+                section.placed_in(self)
+
+    def put_section(self, key: str, section: Any) -> None:
+        """Add a suite's section (its record); the top-level one's ``judges`` fill the frame's JudgesInfo."""
+        self.sections[key] = section
+        if hasattr(section, "placed_in"):         # a record whose renderers read the frame beside it
+            section.placed_in(self)
+        if key == TOP_LEVEL_SECTION:
+            for attr, v in (getattr(section, "judges", None) or {}).items():
+                setattr(self.judges, attr, v)
 
     def section(self, key: str) -> Any:
-        """A suite's section: the results themselves for the top-level one (its keys are their fields), else
-        its JSON under its key (None when the run has none)."""
-        return self if key == self.top_level else self.sections.get(key)
+        """A suite's section record (None when the run has none)."""
+        return self.sections.get(key)
 
     def status(self) -> list[str]:
         """"smoke" and/or "incomplete" (results.json written before run.status existed: from the notice and
@@ -155,29 +191,64 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, keys in the order results.json has always had (schema_version first), the top-level
-        section's keys (and its kinds of ``judges``) only when the run has it, each other suite section last under
-        its own key."""
+        section's keys (and its kinds of ``judges``) only when the run has it, its further keys and each other
+        suite's section last, under their own keys."""
+        lifted = self.sections.get(TOP_LEVEL_SECTION)
+        own = _encode(lifted) if lifted is not None else {}
         out: dict[str, Any] = {"schema_version": self.schema_version}
-        for f in dataclasses.fields(self):
-            if f.name in ("schema_version", "sections", "top_level") or (f.name == "plots" and self.plots is None) \
-                    or (f.name in TOP_LEVEL_KEYS and self.top_level is None):
+        for name in (*_FRAME, None):
+            out.update((k, own[k]) for k in _LIFTED_AT.get(name, ()) if lifted is not None)
+            value = getattr(self, name) if name is not None else None
+            if name is None or (name == "plots" and value is None):
                 continue
-            value = getattr(self, f.name)
-            out[f.name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
-        if self.top_level is None:      # the judges' utility and safety kinds are the top-level section's
+            out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        if lifted is None:      # the judges' utility and safety kinds are the top-level section's
             out["judges"] = {k: v for k, v in out["judges"].items() if k not in TOP_LEVEL_JUDGES}
-        out.update((name, section) for name, section in self.sections.items() if section is not None)
+        out.update(self.keyed_sections())
+        return out
+
+    def keyed_sections(self) -> dict[str, Any]:
+        """results.json's keys that are sections of their own, as JSON: the top-level section's further keys (e.g.
+        its intent contrasts), then every other suite's section under its key."""
+        lifted = self.sections.get(TOP_LEVEL_SECTION)
+        own = _encode(lifted) if lifted is not None else {}
+        out = {k: v for k, v in own.items() if k not in TOP_LEVEL_KEYS and k != "judges" and v is not None}
+        out.update((name, _encode(section)) for name, section in self.sections.items()
+                   if name != TOP_LEVEL_SECTION and section is not None)
         return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Results":
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = _known(cls, d)
-        values.pop("top_level", None)
-        values["sections"] = {k: v for k, v in d.items() if k not in fields and isinstance(v, dict)}
-        for name, section in _SECTIONS.items():
+        """results.json read back: each section by its suite's record type (its JSON where it declares none); the
+        top-level section from its keys, its ``judges`` and the keys no suite's section claims."""
+        types = dict(_section_types())
+        values = {k: d[k] for k in _FRAME if k in d}
+        for name, record in _SECTIONS.items():
             if isinstance(values.get(name), dict):
-                values[name] = section(**_known(section, values[name]))
-        values["top_level"] = TOP_LEVEL_SECTION if "conditions" in d else None
-        values["schema_version"] = _version(d)
-        return cls(**values)
+                values[name] = record(**_known(record, values[name]))
+        sections: dict[str, Any] = {}
+        if "conditions" in d:
+            claimed = {*TOP_LEVEL_KEYS, *_FRAME, "schema_version", *types}
+            judges = d.get("judges") or {}
+            own = {**{k: d[k] for k in TOP_LEVEL_KEYS if k in d},
+                   "judges": {k: judges[k] for k in TOP_LEVEL_JUDGES if k in judges},
+                   **{k: v for k, v in d.items() if k not in claimed and isinstance(v, dict)}}
+            sections[TOP_LEVEL_SECTION] = decode_section(types.get(TOP_LEVEL_SECTION), own)
+        sections.update((k, decode_section(types.get(k), v)) for k, v in d.items()
+                        if k in types and k != TOP_LEVEL_SECTION and isinstance(v, dict))
+        if "conditions" not in d:     # no top-level section: a key no suite claims is kept as it was
+            sections.update((k, v) for k, v in d.items()
+                            if k not in _FRAME and k != "schema_version" and k not in types and isinstance(v, dict))
+        return cls(**values, sections=sections, schema_version=_version(d))
+
+
+def _encode(section: Any) -> Any:
+    return section.to_json() if hasattr(section, "to_json") else section
+
+
+def decode_section(record: Any, data: dict[str, Any]) -> Any:
+    """A section's JSON read as its record type (None: kept as JSON)."""
+    if record is None:
+        return data
+    record = record.resolve() if hasattr(record, "resolve") else record
+    return record.from_json(data)

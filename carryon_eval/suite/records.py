@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, Union
 
 from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.option import Option
 from carryon_eval.run.folder import RunFile
 from carryon_eval.run.records import Skipped
+from carryon_eval.run.results import SectionRecord
+from carryon_eval.suite.lazy import Hook
 from carryon_eval.suite.inputs import (CompareInputs, DesignNote, DesignView, InputsRecord, ProbeContext,
                                        ReportInputs, Section, SuiteLeaderboard, RunEntry, SuiteOptions, SuitePlots)
 
@@ -31,6 +33,10 @@ if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.run.results import Results
     from carryon_eval.schema import Transcript
+
+
+#: A suite's section: its record (SuiteReport.record), or its JSON where it declares none
+SuiteSection = Union[SectionRecord, Section]
 
 
 class SuiteError(Exception):
@@ -116,16 +122,18 @@ class SuiteReport:
     """How a suite's numbers reach the outputs; report/ owns the frame of every output and asks each suite for
     its part through these hooks, in the suites' rank order, skipping a suite whose section the run has not.
 
-    ``section`` is its results.json key; ``top_level``: its keys sit at results.json's top level instead (results.json's
-    layout, kept by its one serializer, carryon_eval.run.results.Results). ``summarize`` is pure: it takes the report
-    inputs (transcripts and judgment records read by the report phase) and returns a JSON-ready section, or None when
-    the run has none of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``),
-    the run's page (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""
+    ``section`` is its results.json key and ``record`` its section's record type (a class with ``from_json`` and
+    ``to_json``, or a lazy Hook naming one; None: its section is its JSON, a Section); where a section sits in
+    results.json and compare.json is their one serializer's business (carryon_eval.run.results.Results,
+    carryon_eval.report.comparison.Comparison). ``summarize`` is pure: it takes the report inputs (transcripts and
+    judgment records read by the report phase) and returns its section (its record), or None when the run has none
+    of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``), the run's page
+    (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""
     section: str
-    top_level: bool = False
-    summarize: Optional[Callable[[ReportInputs], Optional[Section]]] = None
-    markdown: Optional[Callable[[Any], str]] = None             # (its section) -> its part of table.md
-    html: Optional[Callable[[Any], str]] = None                 # (its section) -> its part of report.html
+    record: Optional[Union[type, Hook]] = None
+    summarize: Optional[Callable[[ReportInputs], Optional[SuiteSection]]] = None
+    markdown: Optional[Callable[[SuiteSection], str]] = None       # (its section) -> its part of table.md
+    html: Optional[Callable[[SuiteSection], str]] = None           # (its section) -> its part of report.html
     #: (page) -> its notes of results.json, around the run's own facts
     notes: Optional[Callable[[ReportPage], SectionNotes]] = None
     #: (page) -> the status words (run.status, STATUS_LINES' keys) its numbers add, e.g. "grouped"
@@ -134,9 +142,11 @@ class SuiteReport:
     scores: Optional[Callable[[ReportPage], list[dict[str, Any]]]] = None
     #: (page) -> its part of report.html after the notes and the plots (e.g. its transcripts)
     appendix: Optional[Callable[[ReportPage], str]] = None
-    #: (runs) -> its part of compare.json (under ``section``, or its top-level keys), None when no run has it
-    compare: Optional[Callable[[CompareInputs], Optional[Section]]] = None
-    compare_markdown: Optional[Callable[[Any], str]] = None     # (its compare part) -> markdown
+    #: (runs) -> its part of compare.json, None when no run has it; ``compare_record``: that part's record type (as
+    #: ``record``; None: its JSON, a Section)
+    compare: Optional[Callable[[CompareInputs], Optional[SuiteSection]]] = None
+    compare_record: Optional[Union[type, Hook]] = None
+    compare_markdown: Optional[Callable[[SuiteSection], str]] = None     # (its compare part) -> markdown
     #: (results of the runs) -> its columns of compare's table (header and one row per run, both starting with the
     #: model), None when no run has its numbers
     table: Optional[Callable[[Sequence["Results"]], Optional[tuple[list[str], list[list[str]]]]]] = None
@@ -145,12 +155,12 @@ class SuiteReport:
     incomparable: Optional[Callable[[Sequence[Path], Sequence["Results"]], Optional[str]]] = None
     leaderboard: Optional[SuiteLeaderboard] = None     # its part of the leaderboard: columns, labels, page sections
     export: Optional[Callable[[ReportInputs, Path], dict[str, Path]]] = None   # (report inputs, folder) -> written paths
-    #: (section) -> the names of its headline numbers when the section has replies but not one of them is
-    #: scored (the run's exit 3), else an empty list
-    nothing_scored: Optional[Callable[[Section], list[str]]] = None
+    #: (section) -> what has replies but not one scored headline number (the run's exit 3: its conditions, named in
+    #: the message), else an empty list
+    nothing_scored: Optional[Callable[[SuiteSection], list[str]]] = None
     #: (section) -> how many judgments of its replies are missing (judge calls that failed or were not made yet):
     #: the run's exit 4 when any suite counts one
-    not_judged: Optional[Callable[[Section], int]] = None
+    not_judged: Optional[Callable[[SuiteSection], int]] = None
     plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
     #: the numbers its paper reports, as leaderboard entries with the status "reported" (`compare --paper-rows`)
     reported: Optional[Callable[[], Sequence[RunEntry]]] = None

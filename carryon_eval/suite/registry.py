@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 from carryon_eval.option import Option
 from carryon_eval.run.folder import register_file
 from carryon_eval.run.paths import local_path
+from carryon_eval.run.results import use_section_types
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.lazy import load_modules
 from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteError,
@@ -84,6 +85,15 @@ def suites() -> list[Suite]:
         _loaded = True
         discover()
     return sorted(_REGISTRY.values(), key=lambda s: s.rank)
+
+
+def section_types() -> dict[str, object]:
+    """Each registered suite's section key -> its record type (SuiteReport.record; None: its JSON), what
+    Results.from_json reads the sections back as."""
+    return {s.report.section: s.report.record for s in suites() if s.report is not None}
+
+
+use_section_types(section_types)
 
 
 def load_wings_of(scorer: str) -> None:

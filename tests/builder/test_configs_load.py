@@ -16,6 +16,8 @@ import pytest
 from support.builder_models import JUDGE, MAIN_MODELS, SOURCE, Scripted, cli_args, run_cli
 from support.synthetic_source import row, write_llm_source
 
+from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
+
 from carryonbench_builder.dataset_folder import SCHEMAS, parquet_name, write_parquet
 from carryonbench_builder.files import file_entry
 from carryonbench_builder.declared import declared_config_names, feature_type, field_tables
@@ -60,7 +62,7 @@ def test_no_llm_build_of_the_shipped_source_loads_every_declared_config(tmp_path
     from carryon_eval.dataset.load import load_benchmark
     bench = load_benchmark(out)
     assert len(bench.queries) == 410 and not any(bench.checklists.values())
-    assert any("410 of 410 queries have no checklist items" in n for n in bench.notes_for("benutil"))
+    assert any("410 of 410 queries have no checklist items" in n for n in dataset_notes(bench, "benutil"))
     r = carryon_build("verify", out)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -221,5 +223,5 @@ def test_the_evaluator_loads_a_build_without_checklists(small_build):
     bench = load_benchmark(small_build)
     assert len(bench.queries) == 1 and bench.checklists == {q: [] for q in bench.queries}
     assert len(bench.conversations) == 15
-    assert any("1 of 1 queries have no checklist items" in n for n in bench.notes_for("benutil"))
-    assert not any("checklist" in n for n in bench.notes_for("rubric"))     # rubric utility needs no checklist
+    assert any("1 of 1 queries have no checklist items" in n for n in dataset_notes(bench, "benutil"))
+    assert not any("checklist" in n for n in dataset_notes(bench, "rubric"))     # rubric utility needs no checklist

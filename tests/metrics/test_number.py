@@ -19,6 +19,7 @@ from support.shared_data import FIXTURES, REPO
 
 from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.metrics.number import BreakdownCell, MetricBlock, Number
+from carryon_eval.report.comparison import Comparison
 from carryon_eval.report.leaderboard import Difference
 from carryon_eval.run.results import Results
 from carryon_eval.suite.inputs import Cell
@@ -148,3 +149,4 @@ def test_each_number_record_reads_back_what_a_real_run_wrote(real_outputs):
     assert pairs
     for d in pairs:
         same(Difference.from_json(d), d)
+    assert json.dumps(Comparison.from_json(cmp).to_json()) == json.dumps(cmp)

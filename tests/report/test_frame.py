@@ -10,6 +10,7 @@ import json
 import pytest
 
 from carryon_eval.run.results import TOP_LEVEL_KEYS, Results
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
 from carryon_eval.suites.opensafeintent.release import load_release
 from support.eval_cli import invoke
 from support.opensafeintent_scripted import handler
@@ -46,7 +47,7 @@ def test_results_json_has_the_frame_and_its_section_only(osi_run):
     assert results["run"]["status"] == [] and results["run"]["empty_replies"] == 0
     assert not any("Ben-Util" in n or "Recovery%" in n or "Condition turn1" in n for n in results["notes"])
     back = Results.from_json(results)
-    assert back.top_level is None and back.section("carryonbench") is None
+    assert back.section("carryonbench") is None and list(back.sections) == ["opensafeintent"]
     assert back.to_json() == results                      # read back, written again: the same keys
 
 
@@ -65,16 +66,18 @@ def test_the_serializer_alone_places_a_top_level_section():
     """Results.put_section: a top-level section's keys take their places among the frame's (results.json's order
     since before sections), its further keys become sections of their own before the later suites', its judges fill
     the frame's record; without one, results.json has none of its keys."""
-    frame = Results(model="m", top_level=None)
+    frame = Results(model="m")
     frame.put_section("short", {"share": 1.0})
     assert list(frame.to_json()) == [*FRAME[:-1], "short"]           # no plots recorded: no "plots" key
-    both = Results(model="m", top_level=None)
-    both.put_section("carryonbench", {"conditions": {"bc": {}}, "utility_measure": "benutil", "mc": {"x": 1},
-                                      "judges": {"utility": {"models": ["j"]}, "complete": False}}, top_level=True)
+    both = Results(model="m")
+    both.put_section("carryonbench", CarryOnBenchSection.from_json(
+        {"conditions": {"bc": {}}, "utility_measure": "benutil", "mc": {"x": 1},
+         "judges": {"utility": {"models": ["j"]}, "complete": False}}))
     both.put_section("short", {"share": 1.0})
     out = both.to_json()
     assert list(out) == ["schema_version", "model", *TOP_LEVEL_KEYS[:-2], "judges", "judge_context", *FRAME[3:-1],
                          "utility_measure", "mc", "short"]
     assert out["judges"]["utility"] == {"models": ["j"]} and out["judges"]["complete"] is False
-    assert both.section("carryonbench") is both and both.section("short") == {"share": 1.0}
+    assert both.section("carryonbench").conditions == both.conditions == {"bc": {}}      # the old field: a view
+    assert both.section("short") == {"share": 1.0}
     assert Results.from_json(out).to_json() == out

@@ -20,8 +20,10 @@ from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, 
                                              shared_queries)
 from carryon_eval.metrics import estimators as E
 from carryon_eval.suites.carryonbench.leaderboard import HARM_ESTIMATOR, LOCK_IN, RECOVERY, UNITS
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.report.leaderboard_page import render_page, script
-from carryon_eval.run.results import JudgesInfo, Results
+from carryon_eval.report.comparison import Comparison
+from carryon_eval.run.results import JudgesInfo, PlotsInfo, Results
 from support.leaderboard_entries import entry, row
 
 XSS = "<script>alert(1)</script>"
@@ -85,7 +87,7 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
              "nc": {n: 12.0 for n in LENGTHS}}
     results = Results(model=model, judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
                                                      safety={"models": ["j"], "prompt_refs": ["s@1"]}))
-    results.put_section("carryonbench", S.summarize(convs, n_resamples=40, plans=plans), top_level=True)
+    results.put_section(SECTION, CarryOnBenchSection.from_json(S.summarize(convs, n_resamples=40, plans=plans)))
     return RunEntry(model, f"runs/{model}", results, conversation_scores(convs, model))
 
 
@@ -228,7 +230,7 @@ def test_page_escapes_model_text_and_loads_nothing() -> None:
     assert "data:image/png;base64," in page
 
 
-def board_inputs(tmp_path: Path, note: Any = None) -> tuple[dict[str, Any], list[Results], list[list[dict]]]:
+def board_inputs(tmp_path: Path, note: Any = None) -> Comparison:
     runs = [entry("m1", 50), entry("m2", 40)]
     for e in runs:
         e.results.conditions["bc"].update(utility_delta=10.0, violation_rate_delta=5.0, redundancy=20.0,
@@ -236,18 +238,17 @@ def board_inputs(tmp_path: Path, note: Any = None) -> tuple[dict[str, Any], list
     folders = [tmp_path / e.label for e in runs]
     for f in folders:
         f.mkdir(parents=True)
-    cmp = {"models": [e.label for e in runs], "runs": [str(f) for f in folders],
-           "plots": {"files": [], "skipped": {}, "note": note}}
-    return cmp, [e.results for e in runs], [e.scores for e in runs]
+    return Comparison(models=[e.label for e in runs], runs=[str(f) for f in folders], table=[],
+                      plots=PlotsInfo(note=note),
+                      results=[e.results for e in runs], scores=[e.scores for e in runs])
 
 
 def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Path) -> None:
     from carryon_eval.report.leaderboard_page import write_board
 
     pytest.importorskip("matplotlib")
-    cmp, results, scores = board_inputs(tmp_path)
     out = tmp_path / "cmp"
-    info = write_board(out, cmp, results, scores)
+    info = write_board(out, board_inputs(tmp_path)).files
     assert info["plots"] == ["plots/recovery_cost.png", "plots/models_redundancy.png"]
     assert (out / "plots" / "recovery_cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (out / "leaderboard.html").read_text()
@@ -255,8 +256,7 @@ def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Pat
     assert [json.loads(x)["model"] for x in (out / "leaderboard.jsonl").read_text().splitlines()] == ["m1", "m2"]
     # compare found no matplotlib: no figure, the reason on the page
     note = "matplotlib is not installed, so the report has no plots"
-    cmp, results, scores = board_inputs(tmp_path / "again", note)
-    info = write_board(tmp_path / "cmp2", cmp, results, scores)
+    info = write_board(tmp_path / "cmp2", board_inputs(tmp_path / "again", note)).files
     page = (tmp_path / "cmp2" / "leaderboard.html").read_text()
     assert info["plots"] == [] and note in page and "data:image/png" not in page
 
@@ -264,10 +264,10 @@ def test_write_board_draws_its_figures_and_says_why_when_it_cannot(tmp_path: Pat
 def test_write_board_with_an_unreadable_run_json_is_one_error(tmp_path: Path) -> None:
     from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 
-    cmp, results, scores = board_inputs(tmp_path, "no plots here")
-    (Path(cmp["runs"][1]) / "run.json").write_text("{not json")
+    cmp = board_inputs(tmp_path, "no plots here")
+    (Path(cmp.runs[1]) / "run.json").write_text("{not json")
     with pytest.raises(LeaderboardError, match="m2"):
-        write_board(tmp_path / "cmp", cmp, results, scores)
+        write_board(tmp_path / "cmp", cmp)
     assert not (tmp_path / "cmp" / "leaderboard.html").exists()
 
 

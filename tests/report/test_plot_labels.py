@@ -15,6 +15,7 @@ from support.leaderboard_entries import entry  # noqa: E402
 from carryon_eval.moves import MOVES  # noqa: E402
 from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402
 from carryon_eval.suites.carryonbench.board_plots import recovery_cost_figure  # noqa: E402
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection  # noqa: E402
 from carryon_eval.report.plots import PCT_LIMITS  # noqa: E402
 from carryon_eval.suites.carryonbench.plots import move_effects_figure  # noqa: E402
 from carryon_eval.run.results import Results  # noqa: E402
@@ -34,7 +35,7 @@ def test_move_effect_labels_do_not_overlap():
     spots = [(0.1, 0.01), (0.15, 0.012), (0.2, 0.009), (0.12, 0.011), (-8.0, -0.3), (6.0, 0.25), (-3.0, 0.2)]
     moves = {m: {"group": groups[i % 3], "utility_dev": x, "harm_dev": y} for i, (m, (x, y)) in
              enumerate(zip(MOVES, spots))}
-    notes, overlaps = overlapping_labels(move_effects_figure(Results(move_effects={"moves": moves})))
+    notes, overlaps = overlapping_labels(move_effects_figure(Results(sections={SECTION: CarryOnBenchSection(move_effects={"moves": moves})})))
     assert len(notes) == len(moves) and overlaps == []
 
 

@@ -48,6 +48,12 @@ def test_results_json_round_trips_through_the_typed_record(judged_run: Path) -> 
     on_disk = json.loads((judged_run / "results.json").read_text())
     assert list(on_disk)[:2] == ["schema_version", "model"] and on_disk["schema_version"] == 1
     assert Results.from_json(on_disk).to_json() == on_disk == json.loads(json.dumps(written.to_json()))
+    from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
+
+    back = Results.from_json(on_disk)                       # its section read back as its suite's record
+    assert isinstance(back.sections["carryonbench"], CarryOnBenchSection) and list(back.sections) == ["carryonbench"]
+    assert back.sections["carryonbench"].conditions == on_disk["conditions"] == back.conditions   # the old field: a view
+    assert "power" in back.sections["carryonbench"].extra and "power" in on_disk
     del on_disk["schema_version"]                                         # a file from before the field
     assert Results.from_json(on_disk).schema_version == 1
 

@@ -91,12 +91,14 @@ def test_an_opensafeintent_run_imports_its_wing_and_writes_no_carryonbench_judge
 
 def test_the_judges_of_the_top_level_section_are_written_with_it_only():
     """results.json's serializer: ``judges.utility`` / ``judges.safety`` belong to the CarryOnBench section."""
-    alone = Results(model="m", judges=JudgesInfo(complete=True, selected="j", present=["j"]), top_level=None)
+    alone = Results(model="m", judges=JudgesInfo(complete=True, selected="j", present=["j"]))
     alone.put_section("opensafeintent", {"n_sets": 2})
     assert alone.to_json()["judges"] == {"complete": True, "selected": "j", "present": ["j"]}
     assert Results.from_json(alone.to_json()).to_json() == alone.to_json()
-    both = Results(model="m", top_level=None)
-    both.put_section("carryonbench", {"conditions": {}, "judges": {"utility": {"models": ["j"]}, "safety": {}}},
-                     top_level=True)
+    from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
+
+    both = Results(model="m")
+    both.put_section("carryonbench", CarryOnBenchSection.from_json(
+        {"conditions": {}, "judges": {"utility": {"models": ["j"]}, "safety": {}}}))
     assert list(both.to_json()["judges"])[:2] == ["utility", "safety"]
     assert both.to_json()["judges"]["utility"] == {"models": ["j"]}

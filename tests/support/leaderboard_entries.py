@@ -7,6 +7,7 @@ from typing import Any
 from carryon_eval.report.leaderboard import RunEntry
 from carryon_eval.run.records import DatasetRef, RunMeta
 from carryon_eval.run.results import JudgesInfo, Results
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 
 
 def row(q: str, cond: str, utility: Any = None, harm: Any = None, redundancy: Any = None) -> dict[str, Any]:
@@ -24,11 +25,12 @@ def results_for(model: str, utility: float, judge: str = "judge") -> Results:
     block = {"utility": utility, "harm": 2.0, "violation_rate": 10.0, "ci95": {"utility": [utility - 5, utility + 5]},
              "scored_share": {"utility": 90.0, "harm": 100.0}, "reasons": {}}
     conds = {c: dict(block) for c in ("turn1", "oracle", "bc", "nc")}
-    return Results(model=model, conditions=conds, recovery={"value": None, "ci95": None, "reason": "test"},
+    section = CarryOnBenchSection(conditions=conds, recovery={"value": None, "ci95": None, "reason": "test"},
+                                  by_domain={"Fraud": {"n_queries": 1, "bc": {"utility": utility, "harm": 2.0}}},
+                                  bootstrap={"n_resamples": 50, "seed": 0})
+    return Results(model=model, sections={SECTION: section},
                    judges=JudgesInfo(utility={"models": [judge], "prompt_refs": ["u@1"]},
-                                     safety={"models": [judge], "prompt_refs": ["s@1"]}),
-                   by_domain={"Fraud": {"n_queries": 1, "bc": {"utility": utility, "harm": 2.0}}},
-                   bootstrap={"n_resamples": 50, "seed": 0})
+                                     safety={"models": [judge], "prompt_refs": ["s@1"]}))
 
 
 def entry(model: str, utility: float, judge: str = "judge", content: str = "abc") -> RunEntry:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import figure, label_points, legend, png, require, spread_labels
 from carryon_eval.suite import BoardView
@@ -92,7 +93,7 @@ def recovery_exploitation(board: BoardView) -> bytes:
     """Every model with condition mc: Recovery% (x) against exploitation (y), 95% intervals, labels apart."""
     pts = []
     for e, g in zip(board.runs, board.groups):
-        rec, exploit = e.results.recovery or {}, ((e.results.sections or {}).get("intent") or {}).get("exploitation") or {}
+        rec, exploit = e.results.recovery or {}, (extra(e.results, "intent") or {}).get("exploitation") or {}
         if rec.get("value") is not None and exploit.get("value") is not None:
             pts.append((f"{e.label} ({g})" if len(board.group_info) > 1 else e.label, rec, exploit))
     require(bool(pts), "no model has both a Recovery% and an exploitation (condition mc)")
@@ -121,4 +122,4 @@ BOARD_PLOTS: dict[str, Callable[[BoardView], bytes]] = {
     "recovery_cost": recovery_cost, "models_redundancy": models_redundancy,
     "recovery_exploitation": recovery_exploitation}
 BOARD_WHEN: dict[str, Callable[[BoardView], bool]] = {      # drawn only when a run has condition mc
-    "recovery_exploitation": lambda board: any((e.results.sections or {}).get("intent") for e in board.runs)}
+    "recovery_exploitation": lambda board: any(extra(e.results, "intent") for e in board.runs)}

@@ -112,3 +112,13 @@ def dataset_scoring(bench: "Benchmark") -> Scoring:
 def why_unplayable(bench: "Benchmark", condition: str) -> Optional[str]:
     """Suite.unplayable: why a dataset cannot play one of CarryOnBench's conditions (one clause), None when it can."""
     return None if condition in dataset_scoring(bench).conditions else why_not(condition)
+
+
+def dataset_notes(bench: "Benchmark", measure: Optional[str]) -> list[str]:
+    """The dataset's notes for a run that measures utility with ``measure``: queries without checklist items
+    concern Ben-Util only (rubric utility needs no checklist), then the notes of every run."""
+    empty = [q for q, items in bench.checklists.items() if not items]
+    if not empty or measure not in (None, "benutil"):
+        return list(bench.notes)
+    return [f"{len(empty)} of {len(bench.queries)} queries have no checklist items: their utility "
+            "cannot be computed and is reported as unscored", *bench.notes]

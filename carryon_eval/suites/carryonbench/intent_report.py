@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.report.tables import html_table, markdown_table
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
 
@@ -30,7 +31,7 @@ def has_mc(results: Any) -> bool:
 
 
 def intent_of(results: Any) -> Optional[dict[str, Any]]:
-    return (results.sections or {}).get(SECTION)
+    return extra(results, SECTION)
 
 
 def mc_cells(results: Any) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.family import METHOD, standout, zero_tests
 from carryon_eval.metrics.stats import Bootstrap
@@ -187,7 +188,7 @@ def power_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     between two models, 80% of the time."""
     from carryon_eval.suites.carryonbench.power import NUMBERS
 
-    sections = [(e.results.sections or {}).get("power") for e in runs]
+    sections = [extra(e.results, "power") for e in runs]
     if not any(sections):
         return []
     out = []
@@ -219,7 +220,7 @@ def helpful_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]
     """Rubric runs' spacing-free companion (results.json's ``rubric_helpful``); [] when no run has it."""
     from carryon_eval.suites.carryonbench.rubric_metrics import SECTION
 
-    sections = [(e.results.sections or {}).get(SECTION) for e in runs]
+    sections = [extra(e.results, SECTION) for e in runs]
     if not any(sections):
         return []
     out = []

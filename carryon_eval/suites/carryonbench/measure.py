@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.suites.carryonbench.dataset_support import RUBRIC_OPTION, dataset_scoring, why_not
+from carryon_eval.suites.carryonbench.dataset_support import RUBRIC_OPTION, dataset_notes, dataset_scoring, why_not
 from carryon_eval.suite import Configured, ScoringPlan, SuiteError
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 
@@ -25,7 +25,7 @@ def configure(scoring: dict[str, Any], bench: Benchmark, conditions: Sequence[st
     measure, choice = _measure(scoring, bench, conditions)
     scoring = {**scoring, "utility": measure}
     lines = (utility_line(choice, bench),) if choice else ()
-    return Configured(scoring, lines=lines, notes=tuple(bench.notes_for(measure)), meta={CHOICE_KEY: choice or {}},
+    return Configured(scoring, lines=lines, notes=tuple(dataset_notes(bench, measure)), meta={CHOICE_KEY: choice or {}},
                       chosen_by=(f" (rubric utility is dataset {bench.source}'s measure: it has no checklists for "
                                  "Ben-Util)") if choice else "")
 

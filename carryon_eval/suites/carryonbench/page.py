@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.suites.carryonbench.human.judges_vs_people import section_html as agreement_html
 from carryon_eval.judge.scorers import make_scorer
@@ -115,7 +116,7 @@ def _clarification_html(results: Results) -> str:
     effect = results.clarification_effect or {}
     if not effect:
         return ""
-    more = [fidelity_text(effect.get("fidelity")), vs_nc_line(results), run_power_line(results.sections.get("power"))]
+    more = [fidelity_text(effect.get("fidelity")), vs_nc_line(results), run_power_line(extra(results, "power"))]
     return (f"<p>Clarification effect = BC util − NC util = <b>{_e(_f(effect.get('value')))}</b> "
             f"95% CI {_e(_ci(effect.get('ci95')))}, bounds {_e(_ci(effect.get('bounds')))}"
             f"{_e(' — null: ' + str(effect.get('reason')) if effect.get('value') is None else '')}</p>"
@@ -162,7 +163,7 @@ def section_html(results: Results) -> str:
         f"95% CI {_e(_ci(rec['ci95']))}, bounds {_e(_ci(rec.get('bounds')))}"
         f"{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
         _clarification_html(results),
-        f"<p>{_e(helpful_markdown(results).strip())}</p>" if results.sections.get(RUBRIC_SECTION) else "",
+        f"<p>{_e(helpful_markdown(results).strip())}</p>" if extra(results, RUBRIC_SECTION) else "",
         "".join(f'<p class="meta meaning">{_e(line)}.</p>' for line in meaning_lines(results)),
         _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
                      "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored",

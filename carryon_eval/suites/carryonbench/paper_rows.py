@@ -13,6 +13,7 @@ from typing import Any
 from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
 from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
 from carryon_eval.run.results import Generated
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite.inputs import RunEntry
 
 DATA_FILE = "paper_table2.json"
@@ -37,9 +38,11 @@ def _block(numbers: dict[str, float]) -> dict[str, Any]:
 def paper_results(row: dict[str, Any], doc: dict[str, Any]) -> Results:
     setup = doc["setup"]
     notes = [doc["differs"], f"Source: {doc['citation']}", *([f"{row['model']}: {row['note']}"] if row.get("note") else [])]
+    section = CarryOnBenchSection(
+        conditions={c: _block(row[c]) for c in setup["conditions"]},
+        recovery={"value": row["recovery"], "ci95": None, "scored_share": None, "reason": None})
     return Results(
-        model=row["model"], conditions={c: _block(row[c]) for c in setup["conditions"]},
-        recovery={"value": row["recovery"], "ci95": None, "scored_share": None, "reason": None},
+        model=row["model"], sections={SECTION: section},
         judges=JudgesInfo(utility={"models": [setup["utility_judge"]], "prompt_refs": ["the paper's"]},
                           safety={"models": [setup["safety_judge"]], "prompt_refs": ["the paper's"]}),
         dataset=ResultsDataset(source=setup["dataset"]), run=ResultsRun(folder="", status=[REPORTED]), notes=notes,

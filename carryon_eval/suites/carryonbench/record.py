@@ -10,14 +10,15 @@ With ``shared_turn1`` a query's turn-1 reply is generated once: it is the turn1 
 reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<query_id>``).
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are its section of
-results.json, held at the top level (``top_level``; carryon_eval.suites.carryonbench.summary through report.py's
+results.json (a CarryOnBenchSection, section.py, which results.json's serializer holds at its top level;
+carryon_eval.suites.carryonbench.summary through report.py's
 ``summarize_run``); its parts of table.md (table.py), report.html (page.py), compare (Table 2 through ``table``,
 compare.py) and the leaderboard (whose paired differences read its conversation_scores.jsonl rows back through its
 leaderboard's ``units``) are its SuiteReport's hooks, as every suite's.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
@@ -33,11 +34,12 @@ from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.run.results import TOP_LEVEL_SECTION
+from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison, incomparable
+from carryon_eval.suites.carryonbench.compare import (CarryOnBenchComparison, compare_markdown, comparison,
+                                                      incomparable)
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER
@@ -97,9 +99,19 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
-def conditions_without_numbers(section: Any) -> list[str]:
-    """Exit 3's rule (SuiteReport.nothing_scored of its section, the results' top level): the conditions that ran
-    (conversations > 0) whose headline numbers are all None."""
+def section_markdown(section: CarryOnBenchSection) -> str:
+    """SuiteReport.markdown: its part of table.md (its rows read the run's model and judges beside it)."""
+    return table_markdown(section.results)
+
+
+def section_page(section: CarryOnBenchSection) -> str:
+    """SuiteReport.html: its part of report.html."""
+    return section_html(section.results)
+
+
+def conditions_without_numbers(section: CarryOnBenchSection) -> list[str]:
+    """Exit 3's rule (SuiteReport.nothing_scored of its section): the conditions that ran (conversations > 0) whose
+    headline numbers are all None."""
     return [name for name, block in section.conditions.items() if block.get("n_conversations")
             and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
@@ -107,8 +119,8 @@ def conditions_without_numbers(section: Any) -> list[str]:
 NOT_JUDGED = "_not_judged"    # its unscored counts of this suffix: judgments missing (failed or not made)
 
 
-def judgments_missing(section: Any) -> int:
-    """Exit 4's count (SuiteReport.not_judged of its section, the results' top level): its unscored counts of
+def judgments_missing(section: CarryOnBenchSection) -> int:
+    """Exit 4's count (SuiteReport.not_judged of its section): its unscored counts of
     Ben-Util items and harm scores that have no judgment record at all."""
     return sum(n for key, n in section.unscored.items() if key.endswith(NOT_JUDGED) and isinstance(n, int))
 
@@ -125,11 +137,12 @@ CARRYONBENCH = register_suite(Suite(
     name="carryonbench", conditions=CONDITIONS + (MC_CONDITION,), optional=(MC_CONDITION,), plan=plan_conditions,
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")), unplayable=why_unplayable,
     judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure, design=design_note,
-    report=SuiteReport(section=TOP_LEVEL_SECTION, top_level=True, summarize=summarize_run, markdown=table_markdown,
-                       html=section_html, notes=notes, status=status, scores=scores, appendix=appendix,
+    report=SuiteReport(section=SECTION, record=CarryOnBenchSection, summarize=summarize_run,
+                       markdown=section_markdown, html=section_page, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
-                       compare=comparison, compare_markdown=compare_markdown, incomparable=incomparable,
-                       nothing_scored=conditions_without_numbers, not_judged=judgments_missing,
+                       compare=comparison, compare_record=CarryOnBenchComparison, compare_markdown=compare_markdown,
+                       incomparable=incomparable, nothing_scored=conditions_without_numbers,
+                       not_judged=judgments_missing,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     judge_roles=JUDGE_ROLES,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
@@ -18,6 +19,7 @@ from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import RunMeta
 from carryon_eval.schema import Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
+from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
@@ -84,7 +86,7 @@ def _checklists(bench: Benchmark, meta: RunMeta) -> dict[str, list[str]]:
     return {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()}
 
 
-def summarize_run(inputs: ReportInputs) -> Optional[Section]:
+def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     """SuiteReport.summarize: the conditions' numbers (results.json's top level), the judges' part of ``judges``,
     and the intent contrasts and the rubric run's companion (sections of their own); None when the run plans
     none of its conversations."""
@@ -123,7 +125,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[Section]:
     if helpful is not None:
         section[RUBRIC_SECTION] = helpful
         drop_redundancy(section)
-    return section
+    return CarryOnBenchSection.from_json(section)
 
 
 def status(page: ReportPage) -> list[str]:
@@ -135,7 +137,7 @@ def scores(page: ReportPage) -> list[dict[str, Any]]:
     """SuiteReport.scores: one conversation_scores.jsonl row per conversation (those the intent contrasts
     left out excepted)."""
     _, convs = conversations(page.inputs)
-    left_out = set(((page.results.sections.get(INTENT_SECTION) or {}).get("excluded") or {}).get("conversations")
+    left_out = set(((extra(page.results, INTENT_SECTION) or {}).get("excluded") or {}).get("conversations")
                    or ())
     return conversation_scores([c for c in convs if c.conversation_id not in left_out], page.results.model)
 
@@ -302,7 +304,7 @@ def notes(page: ReportPage) -> SectionNotes:
     if results.recovery["value"] is None:
         after.append(f"Recovery% is null: {results.recovery['reason']}.")
     after.extend(mc_report.notes(results))
-    after.extend(page.inputs.bench.notes_for(results.utility_measure))
+    after.extend(dataset_notes(page.inputs.bench, results.utility_measure))
     return SectionNotes(notes, after)
 
 

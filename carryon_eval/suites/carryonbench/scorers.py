@@ -19,7 +19,7 @@ from carryon_eval.judge.scorers import (ITEM_TARGET, TOP_LOGPROBS, VIA_LOGPROBS,
                                         final_answer, json_schema_format, register, reply_shape)
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError
-from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
+from carryon_eval.parsing import SCORE_KEYS, p_yes, parse_score, parse_yes_no
 from carryon_eval.prompts import load_prompt
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
@@ -132,6 +132,15 @@ class UtilityScorer(PromptScorer):
 
 
 # ---------------------------------------------------------------- safety
+#: The JSON keys the 1-5 safety judge's score is read from: any score's, and its own names for it
+HARM_KEYS = (*SCORE_KEYS, "harm", "harmfulness")
+
+
+def parse_harm(text: Optional[str]) -> Optional[int]:
+    """The safety judge's 1-5 harm score, or None (carryon_eval.parsing.parse_score)."""
+    return parse_score(text, HARM_KEYS)
+
+
 @register
 class SafetyScorer(PromptScorer):
     """A 1-5 harm score of one reply against the original query."""
@@ -145,7 +154,7 @@ class SafetyScorer(PromptScorer):
         self.strict = load_prompt(SAFETY_RETRY_PROMPT)
 
     async def score(self, endpoint: ChatEndpoint, case: Case) -> Judgment:
-        return await self.ask_judge(endpoint, self.content(case), parse_score, max_tokens=self.max_tokens,
+        return await self.ask_judge(endpoint, self.content(case), parse_harm, max_tokens=self.max_tokens,
                                     strict=self.strict.body, problem="not a single score from 1 to 5")
 
     def cases(self, transcript: Transcript, reply: Message, bench: Any) -> list[tuple[tuple, Case]]:

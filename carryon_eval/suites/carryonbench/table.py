@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
+from carryon_eval.suites.carryonbench.section import extra, of
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
@@ -33,12 +34,12 @@ def utility_label(results: Results) -> str:
 
 def has_conditions(results: Results) -> bool:
     """Whether results.json has the conditions' numbers (its top-level section)."""
-    return results.top_level is not None and bool(results.conditions)
+    return of(results) is not None and bool(results.conditions)
 
 
 def helpful_markdown(results: Results) -> str:
     """The rubric run's spacing-free companion (results.json's ``rubric_helpful``), one line."""
-    helpful = results.sections.get(RUBRIC_SECTION)
+    helpful = extra(results, RUBRIC_SECTION)
     if not helpful:
         return ""
     rates = ", ".join(f"{cond} {_f(b['value'])} {_ci(b['ci95'])}" for cond, b in helpful["conditions"].items())
@@ -201,7 +202,7 @@ def table_markdown(results: Results) -> str:
             out.append(f"\n{name}: {_f(rec['value'])} {_ci(rec['ci95'])}, bounds {_ci(rec.get('bounds'))}" +
                        (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
     out.extend(f"\n{line}\n" for line in (fidelity_text((results.clarification_effect or {}).get("fidelity")),
-                                           vs_nc_line(results), run_power_line(results.sections.get("power"))) if line)
+                                           vs_nc_line(results), run_power_line(extra(results, "power"))) if line)
     out.append(helpful_markdown(results))
     out.append(mc_report.intent_markdown(results))
     return "\n".join(out)
@@ -216,12 +217,12 @@ def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[
 
     def row(r: Results) -> list[str]:           # a run without the conditions' numbers: n/a
         return table_row(r) if has_conditions(r) else [r.model or "?", *["n/a"] * (len(TABLE_HEADER) - 1)]
-    if not any(r.sections.get(RUBRIC_SECTION) for r in results):
+    if not any(extra(r, RUBRIC_SECTION) for r in results):
         return header, [row(r) for r in results]
     # rubric runs: ranked by the spacing-free companion (BC − NC helpful rate), its numbers beside the row
 
     def helpful(r: Results) -> list[Optional[float]]:
-        h = r.sections.get(RUBRIC_SECTION) or {}
+        h = extra(r, RUBRIC_SECTION) or {}
         return [((h.get("conditions") or {}).get("bc") or {}).get("value"),
                 (h.get("bc_minus_turn1") or {}).get("value"), (h.get("bc_minus_nc") or {}).get("value")]
     ranked = sorted(results, key=lambda r: -(helpful(r)[2] if helpful(r)[2] is not None else -math.inf))

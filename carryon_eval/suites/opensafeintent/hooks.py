@@ -156,4 +156,5 @@ def compare(runs: CompareInputs) -> Optional[Section]:
 
 
 def nothing_scored(sec: Section) -> list[str]:
-    return headline_unscored(sec, HEADLINE)
+    """SuiteReport.nothing_scored: its condition, when its sets have replies and no headline number is scored."""
+    return [CONDITION] if headline_unscored(sec, HEADLINE) else []

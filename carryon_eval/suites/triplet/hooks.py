@@ -97,4 +97,5 @@ def compare_text(part: Optional[Section]) -> str:
 
 
 def nothing_scored(sec: Section) -> list[str]:
-    return [] if is_legacy(sec) else headline_unscored(sec, HEADLINE)
+    """SuiteReport.nothing_scored: its condition, when its sets have replies and no headline number is scored."""
+    return [TRIPLET_CONDITION] if not is_legacy(sec) and headline_unscored(sec, HEADLINE) else []
