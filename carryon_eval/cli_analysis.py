@@ -18,7 +18,7 @@ from carryon_eval.report.compare import OUT_FILES, CompareError, compare, compar
 from carryon_eval.report.leaderboard_page import LeaderboardError, write_board
 from carryon_eval.run.paths import shared_path
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.run.results import Results
+from carryon_eval.run.results import PlotsInfo, Results
 
 
 class AnalysisError(UsageError):
@@ -80,19 +80,20 @@ def _refuse_run_folder(out: Path, rundirs: Sequence[Path]) -> None:
                             "own; give a folder of its own, e.g. --out leaderboard")
 
 
-def _write_plots(results: Sequence[Results], outdir: Path) -> dict[str, Any]:
-    """Draw the comparison figures into outdir; {"files", "skipped": {name: reason}, "note"} for compare.json."""
+def _write_plots(results: Sequence[Results], outdir: Path) -> PlotsInfo:
+    """Draw the comparison figures into outdir: what compare.json says of them (files, skipped: {name: reason},
+    note)."""
     from carryon_eval.report.plots import PlotsUnavailable, write_pngs
 
     try:
         images, skipped = compare_plots(results)
     except PlotsUnavailable as exc:
         click.echo(str(exc), err=True)
-        return {"files": [], "skipped": {}, "note": str(exc)}
+        return PlotsInfo(note=str(exc))
     paths = write_pngs(images, outdir, stale=skipped)
     for name, reason in skipped.items():
         click.echo(f"plot {name} not drawn: {reason}", err=True)
-    return {"files": [f"plots/{p.name}" for p in paths], "skipped": skipped, "note": None}
+    return PlotsInfo([f"plots/{p.name}" for p in paths], dict(skipped))
 
 
 # ---------------------------------------------------------------- agreement

@@ -32,6 +32,7 @@ import hashlib
 import json
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -313,6 +314,8 @@ async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] 
             made = outcome_of(target.name, exc)
         else:
             made = Outcome(target.name, 0)
+        if not ended and len(plan.targets) > 1:
+            warm_leaderboard()
         ended[target.name] = made
         return made
 
@@ -323,6 +326,26 @@ async def run_plan(plan: Plan, out: Output, ended: Optional[dict[str, Outcome]] 
         raise
     reports.close()
     return done
+
+
+def warm_leaderboard() -> threading.Thread:
+    """Import what the sweep's leaderboard imports on first use (its pictures' matplotlib; the mixed models'
+    statsmodels and pandas, where installed) in a thread, once the first run has ended and while the others still
+    call: seconds of imports that would otherwise come after the sweep's last call."""
+    def warm() -> None:
+        from carryon_eval.metrics.stats import MIXED_MODELS_PACKAGES, missing_packages
+        from carryon_eval.report.plots import PlotsUnavailable, figure
+
+        if not missing_packages(MIXED_MODELS_PACKAGES):
+            import statsmodels.formula.api  # noqa: F401
+        try:
+            figure()
+        except PlotsUnavailable:
+            pass
+
+    thread = threading.Thread(target=warm, name="warm-leaderboard", daemon=True)
+    thread.start()
+    return thread
 
 
 def stopped_line(plan: Plan, ended: dict[str, Outcome], why: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import Results
-from carryon_eval.report.comparison import Comparison
+from carryon_eval.report.comparison import Comparison, part_lines
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
@@ -113,7 +113,7 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> Comparison:
                             for r, row in zip(results, table)],
                      parts=parts, results=results, scores=[scores for _, _, scores in loaded])
     cmp.notes = [f"{label}: {line}" for label, r in zip(labels, results) for line in r.status_lines()] \
-        + list((cmp.lifted or {}).get("notes") or [])   # the runs' status lines, then the top-level part's notes
+        + part_lines(cmp.lifted, "notes")   # the runs' status lines, then the top-level part's notes
     cmp.simulators = simulators([p for p, _, _ in loaded])
     if len(set(cmp.simulators)) > 1:
         cmp.notes.append("WARNING: the runs' users were simulated by different models ("
@@ -121,7 +121,7 @@ def compare(rundirs: Sequence[Path], paper_rows: bool = False) -> Comparison:
                          + "); their numbers are not comparable.")
     if len({_dataset_pin(p, r) for (p, _, _), r in zip(loaded, results)}) > 1:
         cmp.notes.append("The runs used different datasets.")
-    cmp.missing = list(dict.fromkeys(line for part in parts.values() for line in (part or {}).get("missing") or ()))
+    cmp.missing = list(dict.fromkeys(line for part in parts.values() for line in part_lines(part, "missing")))
     if paper_rows:
         cmp.reported = reported_table()
     return cmp

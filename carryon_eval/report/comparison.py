@@ -14,11 +14,13 @@ and the leaderboard read) are never written.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from carryon_eval.run.results import TOP_LEVEL_SECTION, Results
-from carryon_eval.suite import Section
+from carryon_eval.codec import encode
+from carryon_eval.run.results import TOP_LEVEL_SECTION, PlotsInfo, Results, decode_section
+from carryon_eval.suite.records import SuiteSection
 
 #: the leaderboard's pairwise family, in compare.json's order (leaderboard_page.family_record)
 FAMILY = ("pairs", "pairs_method", "failure_modes")
@@ -34,33 +36,34 @@ class Comparison:
     table: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     simulators: list[str] = field(default_factory=list)
-    parts: dict[str, Optional[Section]] = field(default_factory=dict)
+    parts: dict[str, Optional[SuiteSection]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)          # what a part could not compute here (one line each)
     reported: Optional[dict[str, Any]] = None                 # the papers' rows (`--paper-rows`), apart
-    plots: Optional[dict[str, Any]] = None                    # compare's figures ({"files", "skipped", "note"})
+    plots: Optional[PlotsInfo] = None                         # compare's figures (drawn, skipped and why)
     family: dict[str, Any] = field(default_factory=dict)      # FAMILY's keys, from the leaderboard
     leaderboard: Optional[dict[str, Any]] = None              # the leaderboard's files and figures
     results: list[Results] = field(default_factory=list)      # never written: each run's results
     scores: list[list[dict[str, Any]]] = field(default_factory=list)   # never written: each run's rows
 
     @property
-    def lifted(self) -> Optional[Section]:
+    def lifted(self) -> Optional[SuiteSection]:
         """The part held at compare.json's top level (None: no run has it)."""
         return self.parts.get(TOP_LEVEL_SECTION)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"models": self.models, "runs": self.runs, "table": self.table}
-        for key, value in (self.lifted or {}).items():
+        for key, value in (encode(self.lifted) or {}).items():
             if key != "missing":                  # gathered with every part's under the frame's "missing"
                 out[key] = self.notes if key == "notes" else value
         out.setdefault("notes", self.notes)
         out["simulators"] = self.simulators
-        out.update((key, part) for key, part in self.parts.items() if key != TOP_LEVEL_SECTION)
+        out.update((key, encode(part)) for key, part in self.parts.items() if key != TOP_LEVEL_SECTION)
         if self.missing:                          # only then: compare.json is what it was when nothing is missing
             out["missing"] = self.missing
-        for key in ("reported", "plots"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        if self.reported is not None:
+            out["reported"] = self.reported
+        if self.plots is not None:
+            out["plots"] = dataclasses.asdict(self.plots)
         out.update(self.family)
         if self.leaderboard is not None:
             out["leaderboard"] = self.leaderboard
@@ -72,11 +75,25 @@ class Comparison:
         frame's nor a suite's section is the top-level part's."""
         from carryon_eval.suite import suites
 
-        sections = {s.report.section for s in suites() if s.report is not None and s.report.compare is not None}
-        lifted = [k for k in d if k not in FRAME and k not in sections]
-        parts: dict[str, Optional[Section]] = {}
-        if lifted:        # its notes (the comparison's) keep their place among its keys
-            parts[TOP_LEVEL_SECTION] = {k: [] if k == "notes" else v for k, v in d.items() if k in lifted or k == "notes"}
-        parts.update((k, v) for k, v in d.items() if k in sections and k != TOP_LEVEL_SECTION)
+        types = {s.report.section: s.report.compare_record for s in suites()
+                 if s.report is not None and s.report.compare is not None}
+        lifted = [k for k in d if k not in FRAME and k not in types]
+        parts: dict[str, Optional[SuiteSection]] = {}
+        if lifted:        # its notes are the comparison's (the runs' status lines first)
+            parts[TOP_LEVEL_SECTION] = decode_section(types.get(TOP_LEVEL_SECTION),
+                                                      {k: [] if k == "notes" else v for k, v in d.items()
+                                                       if k in lifted or k == "notes"})
+        parts.update((k, v if v is None else decode_section(types.get(k), v)) for k, v in d.items()
+                     if k in types and k != TOP_LEVEL_SECTION)
         own = {k: v for k, v in d.items() if k in FRAME and k not in FAMILY}
+        if isinstance(own.get("plots"), dict):
+            own["plots"] = PlotsInfo(**own["plots"])
         return cls(**own, parts=parts, family={k: d[k] for k in FAMILY if k in d})
+
+
+def part_lines(part: Optional[SuiteSection], name: str) -> list[str]:
+    """A suite's part's lines the frame gathers (its ``notes``, what it ``missing`` here): its record's field or
+    its JSON's key (none: no run has the part)."""
+    if part is None:
+        return []
+    return list((part.get(name) if isinstance(part, dict) else getattr(part, name, None)) or [])

@@ -23,6 +23,7 @@ from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMP
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.folder import write_text_atomic
+from carryon_eval.run.results import PlotsInfo
 from carryon_eval.suite import suites
 
 if TYPE_CHECKING:       # types only
@@ -222,9 +223,9 @@ def write_board(out: Path, cmp: "Comparison", paper_rows: bool = False) -> Board
     shown = build_leaderboard([*entries, *reported]) if reported and not apart else board
     if apart:                   # e.g. rubric runs: the paper's Ben-Util numbers never sit under their headers
         shown.warnings.append(f"The rows the paper reports are not shown beside these runs: {apart}.")
-    plots = cmp.plots or {}
-    images = {Path(f).stem: (out / f).read_bytes() for f in plots.get("files") or []}
-    skipped, note = dict(plots.get("skipped") or {}), plots.get("note")
+    plots = cmp.plots or PlotsInfo()
+    images = {Path(f).stem: (out / f).read_bytes() for f in plots.files}
+    skipped, note = dict(plots.skipped), plots.note
     own: list[str] = []
     if note is None:
         try:

@@ -233,8 +233,8 @@ class Results:
             own = {**{k: d[k] for k in TOP_LEVEL_KEYS if k in d},
                    "judges": {k: judges[k] for k in TOP_LEVEL_JUDGES if k in judges},
                    **{k: v for k, v in d.items() if k not in claimed and isinstance(v, dict)}}
-            sections[TOP_LEVEL_SECTION] = _decode(types.get(TOP_LEVEL_SECTION), own)
-        sections.update((k, _decode(types.get(k), v)) for k, v in d.items()
+            sections[TOP_LEVEL_SECTION] = decode_section(types.get(TOP_LEVEL_SECTION), own)
+        sections.update((k, decode_section(types.get(k), v)) for k, v in d.items()
                         if k in types and k != TOP_LEVEL_SECTION and isinstance(v, dict))
         if "conditions" not in d:     # no top-level section: a key no suite claims is kept as it was
             sections.update((k, v) for k, v in d.items()
@@ -246,7 +246,7 @@ def _encode(section: Any) -> Any:
     return section.to_json() if hasattr(section, "to_json") else section
 
 
-def _decode(record: Any, data: dict[str, Any]) -> Any:
+def decode_section(record: Any, data: dict[str, Any]) -> Any:
     """A section's JSON read as its record type (None: kept as JSON)."""
     if record is None:
         return data

@@ -142,9 +142,11 @@ class SuiteReport:
     scores: Optional[Callable[[ReportPage], list[dict[str, Any]]]] = None
     #: (page) -> its part of report.html after the notes and the plots (e.g. its transcripts)
     appendix: Optional[Callable[[ReportPage], str]] = None
-    #: (runs) -> its part of compare.json, None when no run has it
-    compare: Optional[Callable[[CompareInputs], Optional[Section]]] = None
-    compare_markdown: Optional[Callable[[Section], str]] = None     # (its compare part) -> markdown
+    #: (runs) -> its part of compare.json, None when no run has it; ``compare_record``: that part's record type (as
+    #: ``record``; None: its JSON, a Section)
+    compare: Optional[Callable[[CompareInputs], Optional[SuiteSection]]] = None
+    compare_record: Optional[Union[type, Hook]] = None
+    compare_markdown: Optional[Callable[[SuiteSection], str]] = None     # (its compare part) -> markdown
     #: (results of the runs) -> its columns of compare's table (header and one row per run, both starting with the
     #: model), None when no run has its numbers
     table: Optional[Callable[[Sequence["Results"]], Optional[tuple[list[str], list[list[str]]]]]] = None

@@ -23,7 +23,7 @@ from carryon_eval.suites.carryonbench.leaderboard import HARM_ESTIMATOR, LOCK_IN
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.report.comparison import Comparison
-from carryon_eval.run.results import JudgesInfo, Results
+from carryon_eval.run.results import JudgesInfo, PlotsInfo, Results
 from support.leaderboard_entries import entry, row
 
 XSS = "<script>alert(1)</script>"
@@ -239,7 +239,7 @@ def board_inputs(tmp_path: Path, note: Any = None) -> Comparison:
     for f in folders:
         f.mkdir(parents=True)
     return Comparison(models=[e.label for e in runs], runs=[str(f) for f in folders], table=[],
-                      plots={"files": [], "skipped": {}, "note": note},
+                      plots=PlotsInfo(note=note),
                       results=[e.results for e in runs], scores=[e.scores for e in runs])
 
 

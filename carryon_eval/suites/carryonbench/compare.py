@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
+
+from carryon_eval.codec import OMIT_EMPTY, Record
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
@@ -24,11 +27,25 @@ from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_C
 from carryon_eval.suite import CompareInputs, Section
 from carryon_eval.suites.carryonbench.table import has_conditions
 
+@dataclass
+class CarryOnBenchComparison(Record):
+    """Its part of compare.json (whose serializer, carryon_eval.report.comparison, holds it at the top level, its
+    notes after the runs' status lines): Spearman per condition, the mixed models, the notes on what makes the runs'
+    utilities incomparable, what the mixed models would add where statsmodels is not installed (``missing``) and
+    the move effects across models."""
+    utility_measure: str = "benutil"
+    spearman: dict[str, Section] = field(default_factory=dict)
+    mixed_models: dict[str, Section] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
+    move_effects: Section = field(default_factory=dict)
+
+
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
 EFFECT_KEYS = ("utility_dev", "harm_dev")
 
 
-def comparison(runs: CompareInputs) -> Optional[Section]:
+def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
     runs' utilities incomparable, and the move effects across models; "missing": what the mixed models would add
     where statsmodels is not installed (numpy alone computes the rest)."""
@@ -40,31 +57,29 @@ def comparison(runs: CompareInputs) -> Optional[Section]:
     rows = [dict(s, model=label) for scores, label in zip(runs.scores, runs.labels)
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     measure = next((r.utility_measure for r in results if has_conditions(r)), "benutil")   # one: incomparable
-    out: dict[str, Any] = {"utility_measure": measure, "spearman": {}, "mixed_models": {}, "notes": []}
+    out = CarryOnBenchComparison(utility_measure=measure)
     for cond in CONDITIONS:
         util = [(r.conditions.get(cond) or {}).get("utility") for r in results]    # a run without it: None
         harm = [(r.conditions.get(cond) or {}).get("harm") for r in results]
-        out["spearman"][cond] = {"between": "model utility and model harm", **spearman(util, harm)}
+        out.spearman[cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
-        out["mixed_models"][outcome] = mixed_model(rows, outcome, predictors, group="model")
-    missing = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out["mixed_models"].values()
-                                 if m.get("missing")))
-    if missing:
-        out["missing"] = missing
-    out["move_effects"] = aggregate_move_effects(results)
+        out.mixed_models[outcome] = mixed_model(rows, outcome, predictors, group="model")
+    out.missing = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out.mixed_models.values()
+                                     if m.get("missing")))
+    out.move_effects = aggregate_move_effects(results)
     if len(results) < 2:
-        out["notes"].append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
+        out.notes.append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
     for kind, name, numbers in (("utility", UTILITY_NAMES.get(measure, measure), "utilities"),
                                 ("safety", "safety", "harm numbers")):
         judges = [", ".join(getattr(r.judges, kind).get("models") or []) or "none" for r in results]
         if len(set(judges)) > 1:
-            out["notes"].append(f"WARNING: the runs were judged by different {name} judges ("
+            out.notes.append(f"WARNING: the runs were judged by different {name} judges ("
                                 + "; ".join(f"{label}: {j}" for label, j in zip(runs.labels, judges))
                                 + f"); their {numbers} are not directly comparable (the leaderboard groups them "
                                 "apart).")
     modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
     if len(modes) > 1:
-        out["notes"].append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
+        out.notes.append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
                             "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
                             "are not directly comparable.")
     return out
@@ -109,19 +124,17 @@ def _p(p: Optional[float]) -> str:
     return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
 
 
-def compare_markdown(cmp: Section) -> str:
-    """The Spearman correlations, the mixed models and the move effects of compare.json, in markdown ("" when no
-    run had the conditions' numbers)."""
-    if "spearman" not in cmp:
-        return ""
-    measure = cmp.get("utility_measure", "benutil")
+def compare_markdown(cmp: CarryOnBenchComparison) -> str:
+    """The Spearman correlations, the mixed models and the move effects of its part of compare.json, in
+    markdown."""
+    measure = cmp.utility_measure
     parts = [*([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
                 "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
                                 [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
-                                 for c, s in cmp["spearman"].items()]))
-    for outcome, m in cmp["mixed_models"].items():
+                                 for c, s in cmp.spearman.items()]))
+    for outcome, m in cmp.mixed_models.items():
         parts.append(f"\n## Mixed linear model (REML): {m['formula']}, random intercept per model\n")
         if m["coefficients"] is None:
             parts.append(f"Not fitted: {m['reason']}\n")
@@ -132,7 +145,7 @@ def compare_markdown(cmp: Section) -> str:
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
         parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
                      + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
-    effects = cmp["move_effects"]
+    effects = cmp.move_effects
     parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
     parts.append(markdown_table(
         ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],

@@ -38,7 +38,8 @@ from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSectio
 from carryon_eval.suite import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.compare import compare_markdown, comparison, incomparable
+from carryon_eval.suites.carryonbench.compare import (CarryOnBenchComparison, compare_markdown, comparison,
+                                                      incomparable)
 from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER
@@ -139,8 +140,9 @@ CARRYONBENCH = register_suite(Suite(
     report=SuiteReport(section=SECTION, record=CarryOnBenchSection, summarize=summarize_run,
                        markdown=section_markdown, html=section_page, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
-                       compare=comparison, compare_markdown=compare_markdown, incomparable=incomparable,
-                       nothing_scored=conditions_without_numbers, not_judged=judgments_missing,
+                       compare=comparison, compare_record=CarryOnBenchComparison, compare_markdown=compare_markdown,
+                       incomparable=incomparable, nothing_scored=conditions_without_numbers,
+                       not_judged=judgments_missing,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
                                         captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
     judge_roles=JUDGE_ROLES,
