@@ -259,7 +259,7 @@ SERIALIZER = "carryon_eval/run/results.py"
 #: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
 #: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions.
 PENDING = {
-    "carryon_eval/inspect_bridge/export.py": 33,
+    "carryon_eval/inspect_bridge/export.py": 12,
     "carryon_eval/inspect_bridge/task.py": 27,
 }
 _TOKENS = re.compile(r"[_\-.]")

@@ -45,7 +45,8 @@ from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,
                                 refuse_missing, resolve_conditions, suites)
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
-from carryon_eval.inspect_bridge.export import _message, harm_score, utility_score
+from carryon_eval.inspect_bridge.export import _message
+from carryon_eval.suites.carryonbench.inspect_scores import harm_score, utility_score
 
 TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
