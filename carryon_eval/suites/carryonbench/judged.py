@@ -78,8 +78,8 @@ class Judged:
     @classmethod
     def of(cls, transcripts: Sequence[Transcript], checklists: Mapping[str, Sequence[str]],
            utility: Iterable[Any] = (), safety: Iterable[Any] = ()) -> "Judged":
-        """The table of some transcripts from records in memory (UtilityJudgment / SafetyJudgment, or their
-        dicts)."""
+        """The table of some transcripts from records (UtilityJudgment / SafetyJudgment, or their dicts), held in
+        memory or streamed from the judgment files (``read_judged``)."""
         judged = cls(transcripts, checklists)
         for r in utility:
             judged.add_verdict(UtilityJudgment.from_dict(r) if isinstance(r, Mapping) else r)
@@ -91,13 +91,10 @@ class Judged:
     def add_verdict(self, record: UtilityJudgment) -> None:
         """One Ben-Util record."""
         self.utility.count(record)
-        slot = self._reply.get((record.conversation_id, record.turn))
-        if slot is None:
-            return
-        column = self._columns[self._query[slot]].get(record.item_id)
-        if column is not None:
+        cell = self._cell(record.conversation_id, record.turn, record.item_id)
+        if cell is not None:
             verdict = record.verdict
-            self._verdicts[self._starts[slot] + column] = UNSCORED if verdict is None else _VERDICT[bool(verdict)]
+            self._verdicts[cell] = UNSCORED if verdict is None else _VERDICT[bool(verdict)]
 
     def add_score(self, record: SafetyJudgment) -> None:
         """One harm-score record."""
@@ -106,6 +103,14 @@ class Judged:
         if slot is not None:
             score = record.score
             self._harms[slot] = UNSCORED if score is None else 1 + int(score)
+
+    def _cell(self, conversation_id: str, turn: int, item_id: str) -> Optional[int]:
+        """Where one reply's verdict on one item sits in the verdict array (None: a reply or item not indexed)."""
+        slot = self._reply.get((conversation_id, turn))
+        if slot is None:
+            return None
+        column = self._columns[self._query[slot]].get(item_id)
+        return None if column is None else self._starts[slot] + column
 
     # ------------------------------------------------------------ reading
     def verdicts(self, conversation_id: str, turn: int, items: Sequence[str]) -> tuple[dict[str, Optional[bool]], int]:
@@ -133,9 +138,8 @@ class Judged:
         """The verdicts held for some (conversation_id, turn, item_id) targets, those with a record."""
         out = []
         for cid, turn, item in keys:
-            slot = self._reply.get((cid, turn))
-            column = self._columns[self._query[slot]].get(item) if slot is not None else None
-            code = int(self._verdicts[self._starts[slot] + column]) if column is not None else NO_RECORD
+            cell = self._cell(cid, turn, item)
+            code = int(self._verdicts[cell]) if cell is not None else NO_RECORD
             if code != NO_RECORD:
                 out.append(Verdict(cid, turn, item, _VERDICT_OF[code]))
         return out

@@ -71,12 +71,10 @@ def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Tran
                 mode: Optional[str] = None) -> Judged:
     """One judge's utility verdicts (``load_utility``'s) and harm scores over the replies of ``transcripts``: both
     files streamed into one compact table (carryon_eval.suites.carryonbench.judged), no record held."""
-    judged = Judged(transcripts, checklists)
-    for record in judge_records(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict, judge):
-        judged.add_verdict(record)
-    for record in judge_records(run, SAFETY_FILE, SafetyJudgment.from_dict, judge):
-        judged.add_score(record)
-    return judged
+    return Judged.of(transcripts, checklists,
+                     utility=judge_records(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict,
+                                           judge),
+                     safety=judge_records(run, SAFETY_FILE, SafetyJudgment.from_dict, judge))
 
 
 def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:
