@@ -12,6 +12,7 @@ comes down (lower it in the commit that lowers the figure), and the message says
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,24 +44,36 @@ NUMBER_KEY_MODULES = 23
 ONE_WAY_RECORDS = 2
 
 
-def _sources() -> Iterator[tuple[str, str]]:
+@functools.cache
+def _sources() -> tuple[tuple[str, str], ...]:
     """(path under the package, text) of every text file of the package (as the review's grep reads it)."""
+    out = []
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             try:
-                yield path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8")
+                out.append((path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8")))
             except UnicodeDecodeError:
                 continue
+    return tuple(out)
 
 
-def _modules() -> Iterator[tuple[str, str, ast.Module]]:
-    for rel, text in _sources():
-        if rel.endswith(".py"):
-            yield rel, text, ast.parse(text)
+@functools.cache
+def _modules() -> tuple[tuple[str, str, ast.Module], ...]:
+    return tuple((rel, text, ast.parse(text)) for rel, text in _sources() if rel.endswith(".py"))
 
 
 def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
     return (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _source(text: str, node: ast.AST) -> str:
+    lines = _lines(text)
+    return "\n".join(lines[node.lineno - 1:node.end_lineno])      # type: ignore[attr-defined]
+
+
+@functools.cache
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -78,7 +91,7 @@ def markup_functions() -> list[str]:
         if rel.startswith("report/"):
             continue
         for f in _functions(tree):
-            strings, source = _strings(f), ast.get_source_segment(text, f) or ""
+            strings, source = _strings(f), _source(text, f)
             if any(HTML_TAG.search(s) or s.startswith("| ") for s in strings) or \
                     re.search(r"\b(markdown_table|html_table)\(", source):
                 found.append(f"{rel}:{f.name}")
@@ -89,7 +102,7 @@ def formatters() -> list[str]:
     found = []
     for rel, text, tree in _modules():
         for f in _functions(tree):
-            source = ast.get_source_segment(text, f) or ""
+            source = _source(text, f)
             if "n/a" in _strings(f) and PRECISION.search(source) and len(source.splitlines()) <= 6:
                 found.append(f"{rel}:{f.name}")
     return found
