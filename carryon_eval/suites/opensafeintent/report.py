@@ -23,12 +23,13 @@ def _number(x: Any) -> Number:
 def section_blocks(sec: dict[str, Any], title: str = "OpenSafeIntent", section_id: str = SECTION) -> list[Block]:
     """The section in table.md and report.html: the six metrics, paraphrase robustness (table.md), the response
     modes and the intent probe."""
-    headline = [[m, Shown(_number(sec[m]), DIGITS), str(sec[m]["n"]), Shown(_number(sec[m]), DIGITS, INTERVAL)]
-                for m in HEADLINE]
+    numbers = {m: _number(sec[m]) for m in HEADLINE}
+    headline = [[m, Shown(n, DIGITS), str(n.n), Shown(n, DIGITS, INTERVAL)] for m, n in numbers.items()]
     p, rm, ip = sec["paraphrase"], sec["response_modes"], sec["intent_probe"]
-    paraphrase = Text(["Paraphrase robustness (", str(p["n"]), " sets): all unsafe ", _shown(p["all_unsafe"]),
-                       ", all safe ", _shown(p["all_safe"]), ", flip ", _shown(p["flip"]), "; utility variance ",
-                       _shown(p["utility_variance"]), f" (n {p['utility_variance']['n']})."])
+    robust = [_shown(p[k]) for k in ("all_unsafe", "all_safe", "flip", "utility_variance")]
+    paraphrase = Text([f"Paraphrase robustness ({p['n']} sets): all unsafe ", robust[0], ", all safe ", robust[1],
+                       ", flip ", robust[2], "; utility variance ", robust[3],
+                       f" (n {_number(p['utility_variance']).n})."])
     modes = [[a, _shown(rm["all"]["shares"][a]), _shown(rm["conditional_unsafe_rate"][a])] for a in rm["all"]["counts"]]
     probe = (f"Intent probe ({ip['considered']} dual-use replies with harm above 0): "
              + ", ".join(f"{k} {ip[k]['count']}" for k in PROBE_WORDS) + ".")
@@ -50,9 +51,9 @@ def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]])
     """`compare`'s OpenSafeIntent part: per model the six metrics (value, n); None when no run has the section."""
     if not any(sections):
         return None
-    return {"table": [{"model": m, **{k: (s[k]["value"] if s else None) for k in HEADLINE},
-                       **{f"{k}_n": (s[k]["n"] if s else None) for k in HEADLINE}}
-                      for m, s in zip(models, sections)]}
+    numbers = [{k: _number(s[k]) if s else Number() for k in HEADLINE} for s in sections]
+    return {"table": [{"model": m, **{k: n[k].value for k in HEADLINE}, **{f"{k}_n": n[k].n for k in HEADLINE}}
+                      for m, n in zip(models, numbers)]}
 
 
 def compare_markdown(part: Optional[dict[str, Any]],
