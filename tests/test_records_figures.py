@@ -30,7 +30,7 @@ SECTION_READERS = (
     "suites/carryonbench/page.py", "suites/carryonbench/report.py", "suites/carryonbench/intent_report.py",
     "suites/carryonbench/compare.py", "suites/carryonbench/table.py", "suites/carryonbench/plots.py",
     "suites/carryonbench/board_plots.py", "suites/carryonbench/leaderboard.py", "suites/carryonbench/compare_plots.py",
-    "suites/carryonbench/paper_rows.py", "suites/carryonbench/inspect_scores.py", "suites/carryonbench/fidelity.py",
+    "suites/carryonbench/paper_rows.py", "suites/carryonbench/inspect_eval/scores.py", "suites/carryonbench/fidelity.py",
     "suites/carryonbench/power.py", "inspect_bridge/export.py", "report/compare.py", "report/leaderboard.py",
     "report/leaderboard_page.py", "suites/opensafeintent/report.py",
 )

@@ -1,5 +1,5 @@
 """OpenSafeIntent's public API: what another wing may use of it (the triplet wing plays the dataset's triplets on
-this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric; the inspect-ai export leaves
+this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric; CarryOnBench's inspect-ai scores leave
 its replies out). Everything else in the wing is its own and may change without notice.
 
 - the release: ``load_release``, ``Release``, ``PromptSet``, ``PROMPT_NAMES``, ``ReleaseError``;
