@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from carryon_eval.report.blocks import Block
-from carryon_eval.schema import TRIPLET_CONDITION
+from carryon_eval.suites.triplet.record import TRIPLET_CONDITION
 from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Section,
                                 Skipped, SuiteOptions, headline_unscored)
 # OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
