@@ -24,16 +24,18 @@ from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
-from carryon_eval.suites.opensafeintent.report import compare_columns
+from carryon_eval.suites.opensafeintent.report import compare_markdown, section_blocks
+from carryon_eval.suites.opensafeintent.section import (OpenSafeIntentComparison, OpenSafeIntentSection, comparison,
+                                                        nothing_scored as headline_unscored)
 from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE,
                                                       PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                       TARGET_TEMPERATURE, Inputs, inputs_of, inputs_or_none,
                                                       keep_inputs, load_probes, plan, probe_file, probe_intent,
                                                       prompt_name, section, set_exports, target_model)
-from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
 from carryon_eval.suite import (RUN_FOLDER, CompareInputs, InputsRecord, Job, JobGeneration, PlanSettings, ProbeContext,
-                                ReportInputs, Section, Skipped, SuiteOptions, headline_unscored)
+                                ReportInputs, Skipped, SuiteOptions)
+from carryon_eval.report.blocks import Block
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -130,7 +132,7 @@ async def probe(ctx: ProbeContext) -> str:
     return await run_intent_probe(ctx)
 
 
-def summarize(inputs: ReportInputs) -> Optional[Section]:
+def summarize(inputs: ReportInputs) -> Optional[OpenSafeIntentSection]:
     """The section from the run's records; None when the run has no OpenSafeIntent replies."""
     mine = [t for t in inputs.transcripts if t.condition == CONDITION]
     loaded = inputs_or_none(inputs.bench)
@@ -138,6 +140,11 @@ def summarize(inputs: ReportInputs) -> Optional[Section]:
         return None
     return section(loaded.release, mine, judge_records(inputs), load_probes(inputs.run, target_model(mine)),
                    inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
+
+
+def blocks(sec: OpenSafeIntentSection) -> list[Block]:
+    """SuiteReport.blocks: its part of table.md and report.html (report.py's blocks, which read its JSON)."""
+    return section_blocks(sec.to_json())
 
 
 def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
@@ -151,10 +158,15 @@ def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
                                                     load_probes(inputs.run, model)))
 
 
-def compare(runs: CompareInputs) -> Optional[Section]:
-    return compare_columns(list(runs.labels), [r.sections.get(CONDITION) for r in runs.results])
+def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
+    return comparison(list(runs.labels), [r.section(CONDITION) for r in runs.results])
 
 
-def nothing_scored(sec: Section) -> list[str]:
+def compare_text(part: Optional[OpenSafeIntentComparison]) -> str:
+    """SuiteReport.compare_markdown: its part of compare's table.md."""
+    return compare_markdown(part.to_json() if part is not None else None)
+
+
+def nothing_scored(sec: OpenSafeIntentSection) -> list[str]:
     """SuiteReport.nothing_scored: its condition, when its sets have replies and no headline number is scored."""
-    return [CONDITION] if headline_unscored(sec, HEADLINE) else []
+    return [CONDITION] if headline_unscored(sec) else []
