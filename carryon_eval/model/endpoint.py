@@ -16,13 +16,14 @@ protocol rather than becoming special cases in the phases.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, runtime_checkable
 
-from carryon_eval.codec import OMIT_EMPTY, OMIT_NONE, Record, fields_of
+from carryon_eval.codec import OMIT_EMPTY, OMIT_NONE, Record, encode, fields_of
 from carryon_eval.model.redact import public_url
 from carryon_eval import defaults
 
@@ -119,6 +120,25 @@ class EndpointConfig:
 
 #: EndpointConfig's request options, in the order run.json lists them.
 REQUEST_OPTION_NAMES: tuple[str, ...] = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
+
+
+@dataclass(frozen=True)
+class GenParams(Record):
+    """One chat call's generation parameters, as its cache key holds them (``PARAM_NAMES``, the defaults of a call
+    that leaves them out), and a role's ``ROLE_PARAM_NAMES`` only when set: a call without them has the key it
+    always had."""
+    temperature: Any = 0.0                  # a number, or "default" (None): not sent, the provider's
+    max_tokens: int = 1024
+    seed: Optional[int] = None
+    response_format: Optional[dict[str, Any]] = None
+    top_logprobs: Optional[int] = None
+    reasoning_effort: Optional[str] = field(default=None, metadata=OMIT_NONE)
+    extra_body: Optional[dict[str, Any]] = field(default=None, metadata=OMIT_NONE)
+
+    @classmethod
+    def given(cls, values: dict[str, Any]) -> "GenParams":
+        """The parameters a chat call was given by name (``PARAM_NAMES``; the others left out take their default)."""
+        return cls(**{name: values[name] for name in PARAM_NAMES if name in values})
 
 
 @dataclass
@@ -242,23 +262,20 @@ def with_system_prompt(messages: list[dict], system_prompt: Optional[str]) -> li
 
 
 def keyed_request(config: EndpointConfig, messages: list[dict],
-                  params: dict[str, Any]) -> tuple[str, list[dict], dict[str, Any]]:
+                  params: GenParams) -> tuple[str, list[dict], GenParams]:
     """(cache key, messages, params) of one call as the client sends and keys it: the role's request options
-    applied (its temperature override, its system prompt before the messages), and reasoning_effort /
-    extra_body in the params only when set, so that a call without them has the key it always had."""
-    params = dict(params)
-    if config.temperature is not None:
-        params["temperature"] = config.temperature
-    for name in ROLE_PARAM_NAMES:
-        if getattr(config, name, None) is not None:
-            params[name] = getattr(config, name)
+    applied (its temperature override, its system prompt before the messages, its reasoning_effort / extra_body
+    when set)."""
+    role = {name: getattr(config, name) for name in ("temperature", *ROLE_PARAM_NAMES)
+            if getattr(config, name, None) is not None}
+    params = dataclasses.replace(params, **role)
     messages = with_system_prompt(messages, config.system_prompt)
     return cache_key(config.model, messages, params), messages, params
 
 
-def cache_key(model: str, messages: list[dict], params: dict) -> str:
+def cache_key(model: str, messages: list[dict], params: "GenParams | dict[str, Any]") -> str:
     """sha256 hex of the canonical JSON of (model, messages, generation params)."""
-    blob = json.dumps({"model": model, "messages": messages, "params": params},
+    blob = json.dumps({"model": model, "messages": messages, "params": encode(params)},
                       sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
