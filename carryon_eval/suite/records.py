@@ -142,11 +142,14 @@ class SuiteReport:
     results.json and compare.json is their one serializer's business (carryon_eval.run.results.Results,
     carryon_eval.report.comparison.Comparison). ``summarize`` is pure: it takes the report inputs (transcripts and
     judgment records read by the report phase) and returns its section (its record), or None when the run has none
-    of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``), the run's page
+    of its replies. Every other hook gets its section (``blocks``, ``nothing_scored``), the run's page
     (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""
     section: str
     record: Optional[Union[type, Hook]] = None
     summarize: Optional[Callable[[ReportInputs], Optional[SuiteSection]]] = None
+    #: (its section) -> its part of table.md and report.html, once, as blocks (carryon_eval.report.blocks' records:
+    #: the seam sits below report/, so it does not name their type; the frame renders them to both outputs)
+    blocks: Optional[Callable[[SuiteSection], Sequence[object]]] = None
     markdown: Optional[Callable[[SuiteSection], str]] = None       # (its section) -> its part of table.md
     html: Optional[Callable[[SuiteSection], str]] = None           # (its section) -> its part of report.html
     #: (page) -> its notes of results.json, around the run's own facts
