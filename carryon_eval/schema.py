@@ -50,11 +50,6 @@ ITEM_CATEGORIES: dict[str, str] = {
     "Other": "a benign information need that fits none of the categories above",
 }
 
-# The triplet suite's condition (carryon_eval.suites.triplet.record); the suites register every condition.
-TRIPLET_CONDITION = "triplet"
-TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
-
-
 # ---------------------------------------------------------------- run records
 @dataclass
 class Message:

@@ -146,7 +146,7 @@ def test_no_import_cycle_inside_the_builder():
 
 
 # ---------------------------------------------------------------- stage folders import no wing
-STAGES = ("model", "dataset", "run", "rollout", "judge", "metrics", "report", "app")
+STAGES = ("model", "dataset", "run", "rollout", "judge", "metrics", "report", "app", "inspect_bridge")
 WINGS = f"{PACKAGE}.suites"
 
 
@@ -255,13 +255,6 @@ CARRYONBENCH_NAMES = ("utility", "safety", "rubric_utility", "benutil", "ben_uti
 NAME_STAGES = ("app", "judge", "run", "report", "suite")
 #: The one module that knows CarryOnBench's section is results.json's top level: results.json's serializer.
 SERIALIZER = "carryon_eval/run/results.py"
-#: Modules outside the wings that still hold CarryOnBench names, with how many they hold: a ratchet (a module here
-#: may lose names, never gain any, and leaves the list once it holds none; no other module may hold one). What
-#: they hold is CarryOnBench's own: the inspect-ai task and export of its conditions.
-PENDING = {
-    "carryon_eval/inspect_bridge/export.py": 12,
-    "carryon_eval/inspect_bridge/task.py": 27,
-}
 _TOKENS = re.compile(r"[_\-.]")
 
 
@@ -352,22 +345,12 @@ def test_the_name_finder_sees_a_planted_name():
 
 
 def test_no_module_outside_the_wings_names_a_carryonbench_scorer_or_metric():
-    """Every folder and root module outside suites/: none holds a CarryOnBench name but the pending ones, each at
-    most as many as PENDING allows (and a module that holds none leaves PENDING)."""
+    """Every folder and root module outside suites/ (the stage folders, inspect_bridge/, the root modules): none
+    holds a CarryOnBench name; what is CarryOnBench's own (e.g. its inspect-ai task and scores) lives in its wing."""
     found = house_name_offenders()
-    new = {rel: names for rel, names in found.items() if len(names) > PENDING.get(rel, 0)}
-    assert not new, (f"CarryOnBench names outside the wings (beyond {SERIALIZER} and PENDING's counts):\n" +
-                     "\n".join(f"{rel}:{line}:{text} ({name})" for rel, names in new.items()
-                               for line, text, name in names))
-    cleared = sorted(rel for rel in PENDING if rel not in found)
-    assert not cleared, f"modules that hold no CarryOnBench name any more: take them out of PENDING: {cleared}"
-    fewer = {rel: len(found[rel]) for rel in PENDING if rel in found and len(found[rel]) < PENDING[rel]}
-    assert not fewer, f"modules that hold fewer CarryOnBench names than PENDING says: lower their counts: {fewer}"
-
-
-def test_the_stage_folders_are_not_pending():
-    """The stage folders of issue 40 (app, judge, run, report, suite) stay clean, whatever PENDING holds."""
-    assert not [rel for rel in PENDING if rel.split("/")[1] in NAME_STAGES]
+    assert not found, (f"CarryOnBench names outside the wings (beyond {SERIALIZER}):\n" +
+                       "\n".join(f"{rel}:{line}:{text} ({name})" for rel, names in found.items()
+                                  for line, text, name in names))
 
 
 # ---------------------------------------------------------------- no stage looks a suite up by what it has

@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from carryon_eval.dataset import fingerprint
 from carryon_eval.moves import flow_problems, is_valid
-from carryon_eval.schema import TABLE_COLUMNS, TRIPLET_COLUMNS
+from carryon_eval.dataset.configs import COLUMNS
+from carryon_eval.schema import TABLE_COLUMNS
 
 SAMPLE_DATASET = Path(__file__).parent / "sample_data"
 SAMPLE = "builtin:sample"          # the source recorded for the built-in sample (never its install path)
@@ -86,7 +87,7 @@ class Benchmark:
 # A dataset may leave these out: a build without the LLM stages declares no checklists config (a config with
 # no rows is never declared, since datasets cannot load an empty split); its queries then have no items.
 OPTIONAL_CONFIGS = ("checklists", "triplets")
-_COLUMNS = {**TABLE_COLUMNS, "triplets": TRIPLET_COLUMNS}
+_COLUMNS = COLUMNS      # each config's columns: the release tables' and those the wings declare (dataset.configs)
 # Fields that must hold a non-empty text in every row (ids, the query, the checklist question).
 TEXT_FIELDS = {"queries": ("query_id", "query"), "checklists": ("query_id", "item_id", "question"),
                "flows": ("flow_id",), "conversations": ("conversation_id", "query_id", "flow_id")}

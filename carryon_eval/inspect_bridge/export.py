@@ -5,20 +5,19 @@ becomes one ``EvalLog`` written with inspect's own ``write_eval_log``, so ``insp
 
 - one sample per transcript, id = its conversation id; its messages with their turn, move, author model and
   prompt version in each message's metadata; query, condition, flow, moves and domain in the sample metadata;
-- the judges' scores of its replies (those of the judge results.json reports): ``ben_util``
-  ``{"turn_1": U_1, ..., "conversation": U}`` with every item verdict in the score's metadata, ``harm``
-  ``{"turn_1": h_1, ..., "max": worst}`` (not for the triplet and OpenSafeIntent replies: their judges' records
-  are their suites' own, their numbers the sections' metrics); an unscored judgment (or a number it leaves undetermined) is None, never 0;
-- results.json's headline numbers as the log's metrics: one score per condition (``turn1``, ``oracle``,
-  ``bc``, ``nc``; ``recovery``) and one per other suite's section (``triplet``, ...), each metric with its 95% CI and unscored bounds in its metadata;
-  a number that is null in results.json is not a metric (inspect metrics are numbers) and its reason is in the
-  score's metadata under ``null``;
+- the judges' scores of its replies (those of the judge results.json reports), as its suite gives them (e.g.
+  CarryOnBench's per reply and per conversation, with every verdict in the score's metadata); an unscored judgment
+  (or a number it leaves undetermined) is None, never 0;
+- results.json's headline numbers as the log's metrics, as the suites give them (each metric with its 95% CI and
+  unscored bounds in its metadata); a number that is null in results.json is not a metric (inspect metrics are
+  numbers) and its reason is in the score's metadata under ``null``;
 - usage per role (target, user, grader) where the run folder recorded it (usage.json), the model roles of
   run.json (model names and base URLs; never a key), and metadata saying the log was exported.
 
 Metric values are copied from results.json, never recomputed: the report's metric functions stay the one
-source of the numbers. Per-sample scores use the same pure functions (carryon_eval.metrics). The scores and
-metrics are CarryOnBench's (carryon_eval.suites.carryonbench.inspect_scores); this module writes the log.
+source of the numbers. The scores, the metrics and what a sample's metadata adds are the suites' (each suite
+record's ``SuiteReport.inspect``, an InspectPart: e.g. carryon_eval.suites.carryonbench.inspect_eval.scores); this
+module writes the log and knows no suite.
 """
 from __future__ import annotations
 
@@ -29,19 +28,15 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
-from carryon_eval.suites.carryonbench.conversations import Conversation, assemble
-from carryon_eval.suites.carryonbench.inspect_scores import headline_scores, sample_scores
 from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, select_judge
-from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
 from carryon_eval.run.paths import shared_local, shared_path
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-from carryon_eval.suites.opensafeintent.public import parse_conversation_id
+from carryon_eval.suite import InspectPart, ReportInputs, suites
 from carryon_eval.inspect_bridge import require_inspect
 from carryon_eval.progress import role_of as project_role
 
@@ -90,21 +85,25 @@ def _message(m: Message) -> Any:
     return ChatMessageUser(content=m.content, metadata=meta)
 
 
+def inspect_parts() -> list[InspectPart]:
+    """The registered suites' parts of an inspect log, in their rank order."""
+    return [s.report.inspect for s in sorted(suites(), key=lambda s: s.rank)
+            if s.report is not None and s.report.inspect is not None]
+
+
 def sample_metadata(t: Transcript, bench: Benchmark) -> dict[str, Any]:
-    tid = parse_conversation_id(t.conversation_id)
-    query_id = tid[0] if tid else t.query_id
-    q = bench.queries.get(query_id, {})
+    q = bench.queries.get(t.query_id, {})
     meta = {"query_id": t.query_id, "query": q.get("query"), "condition": t.condition, "flow_id": t.flow_id,
             "moves": list(t.moves), "domain": q.get("domain"), "category": q.get("category"),
             "shared_turn1": t.shared_turn1, "target_model": t.target_model,
             "finish_reasons": t.meta.get("finish_reasons"), "user_model": t.meta.get("user_model")}
-    if tid is not None:
-        meta.update(prompt_name=tid[1])
+    for part in inspect_parts():
+        if part.metadata is not None:
+            meta.update(part.metadata(t))
     return meta
 
 
-def build_sample(t: Transcript, conv: Conversation, bench: Benchmark, utility: Sequence[UtilityJudgment],
-                 safety: Sequence[SafetyJudgment]) -> Any:
+def build_sample(t: Transcript, bench: Benchmark, scores: dict[str, Any]) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
 
@@ -112,7 +111,17 @@ def build_sample(t: Transcript, conv: Conversation, bench: Benchmark, utility: S
     last = t.replies[-1].content if t.replies else ""
     return EvalSample(id=t.conversation_id, epoch=1, input=t.messages[0].content if t.messages else "",
                       target="", messages=messages, output=ModelOutput.from_content(t.target_model, last),
-                      scores=sample_scores(conv, utility, safety), metadata=sample_metadata(t, bench))
+                      scores=scores, metadata=sample_metadata(t, bench))
+
+
+def transcript_scores(inputs: ReportInputs) -> dict[str, dict[str, Any]]:
+    """Every transcript's scores, as the suites give them (conversation_id -> score name -> Score)."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in inspect_parts():
+        if part.samples is not None:
+            for cid, scores in part.samples(inputs).items():
+                out.setdefault(cid, {}).update(scores)
+    return out
 
 
 # ---------------------------------------------------------------- usage and roles
@@ -152,18 +161,13 @@ def build_log(run: RunFolder, judge: Optional[str] = None, base: Optional[Path] 
     if judge is not None and judge != results.judges.selected:
         raise ExportError(f"{run.results_file} reports judge {results.judges.selected}, not {judge}; run "
                           f"`carryon-eval report {run.path} --judge {judge}` first")
+    transcripts = run.transcripts()
     try:
         judge = select_judge(run, results.judges.selected)
-        utility, safety = load_utility(run, judge), load_safety(run, judge)
+        scores = transcript_scores(ReportInputs(run, bench, transcripts, judge, n_resamples=0, seed=0))
     except JudgeError as exc:
         raise ExportError(str(exc)) from None
-    transcripts = run.transcripts()
-    convs = assemble(transcripts, utility, safety,
-                       {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
-                       {q: row.get("domain") for q, row in bench.queries.items()})
-    by_cid = _group(utility), _group(safety)
-    samples = [build_sample(t, c, bench, *(g.get(t.conversation_id, []) for g in by_cid))
-               for t, c in zip(transcripts, convs)]
+    samples = [build_sample(t, bench, scores.get(t.conversation_id, {})) for t in transcripts]
     roles, models = role_usage(read_usage(run))
     target = meta.role("target")
     # the paths it names relative to the log's folder ``base`` (carryon_eval.run.paths), never the machine's
@@ -184,18 +188,12 @@ def build_log(run: RunFolder, judge: Optional[str] = None, base: Optional[Path] 
                                                 "results.json's, not recomputed by inspect"})
     return EvalLog(status="success", eval=spec, plan=EvalPlan(),
                    results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
-                                       scores=headline_scores(results),
+                                       scores=[m for part in inspect_parts() if part.metrics is not None
+                                               for m in part.metrics(results)],
                                        metadata={"results_json": shared_local(run.results_file, here)}),
                    stats=EvalStats(started_at=_iso(meta.created), completed_at=_iso(results.generated.at),
                                    role_usage=roles, model_usage=models),
                    samples=samples)
-
-
-def _group(records: Sequence[Any]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for r in records:
-        out.setdefault(r.conversation_id, []).append(r)
-    return out
 
 
 def _iso(stamp: Optional[str]) -> str:

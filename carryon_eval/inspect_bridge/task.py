@@ -1,44 +1,36 @@
-"""`inspect eval carryon_eval/carryonbench`: CarryOnBench as an inspect-ai task.
-
-    inspect eval carryon_eval/carryonbench --model openai/gpt-4o-mini \\
-        --model-role user=openai/gpt-4o-mini --model-role grader=openai/gpt-4o \\
-        -T dataset=carryonbench -T conditions=turn1,oracle,bc,nc -T subset=quick -T limit=10
-    carryon-eval import logs/....eval --out runs/gpt-4o-mini && carryon-eval report runs/gpt-4o-mini
+"""The inspect-ai task's stage parts: a suite's inspect task (its ``InspectPart.task``, e.g. CarryOnBench's
+``inspect eval carryon_eval/carryonbench``, carryon_eval.suites.carryonbench.inspect_eval.task) is built of these.
 
 One sample per job of the registered suites' plans (carryon_eval.suite.plan_jobs: the same jobs, ids, opening
-messages and skips as `carryon-eval`, so every suite - the CarryOnBench conditions, any suite
-registered later - is a task too). The solver plays a job exactly as the rollout does (the rollout's own player:
-the project's user simulator and prompts on the model role ``user``, the same per-turn seeds, a shared first reply
-generated once per key and reused by its jobs); the evaluated model is inspect's model. The scorer runs the
-scorers the suites name for each transcript (carryon_eval.suite.ScoringPlan) on the model role ``grader``, each
-distinct case judged once per task as the judge phase does, and keeps every record in the score's metadata, so that `carryon-eval import` writes the run
-folder the report computes the numbers from. Both roles reach their models through one adapter
-(carryon_eval.inspect_bridge.endpoint).
-
-Task arguments: dataset (folder or Hub id; default the built-in sample), revision, conditions (comma-separated or
-"all"), subset ("full" or "quick"), limit (first N queries), shared_turn1, seed, utility_mode, judge_format.
+messages and skips as `carryon-eval`, so every suite is played by the task). The solver plays a job exactly as the
+rollout does (the rollout's own player: the project's user simulator and prompts on the model role ``user``, the
+same per-turn seeds, a shared first reply generated once per key and reused by its jobs); the evaluated model is
+inspect's model. ``Judges`` runs the scorers the suites name for each transcript (carryon_eval.suite.ScoringPlan) on
+the model role ``grader``, each distinct case judged once per task as the judge phase does; a suite's scorer keeps
+every record in the score's metadata (``RECORDS``, ``VALUE_FIELDS``, ``TURNS``), so that `carryon-eval import`
+writes the run folder the report computes the numbers from. Both roles reach their models through one adapter
+(carryon_eval.inspect_bridge.endpoint). ``plan_task`` reads a task's shared arguments (dataset, revision,
+conditions, subset, limit, shared_turn1, seed, judge_format) into what the task is built of.
 """
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, metric
 from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
-from carryon_eval.suites.carryonbench.conversations import Conversation, assemble
-from carryon_eval.suites.carryonbench.summary import summarize
 from carryon_eval.app.config import _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
 from carryon_eval.run.records import DatasetRef, Generation, JudgeSettings, RunGeneration, RunMeta
 from carryon_eval.rollout.play import Player
-from carryon_eval.schema import TRIPLET_CONDITION, Transcript
+from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorer_file import record_row
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.rollout.simulator import UserSimulator
@@ -46,7 +38,6 @@ from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, defa
                                 refuse_missing, resolve_conditions, suites)
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
 from carryon_eval.inspect_bridge.export import _message
-from carryon_eval.suites.carryonbench.inspect_scores import harm_score, utility_score
 
 TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
@@ -161,7 +152,7 @@ def play_conversation(conversations: Conversations) -> Any:
     return solve
 
 
-# ---------------------------------------------------------------- the scorer
+# ---------------------------------------------------------------- the judges
 @metric
 def unscored_judgments() -> Metric:
     """How many judgments of the log are unscored (None): the numbers themselves come from the report."""
@@ -175,46 +166,9 @@ def unscored_judgments() -> Metric:
 TURNS = "turns"                                # score metadata: the model turns of the conversation
 
 
-def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, list[str]]) -> list[Conversation]:
-    """The played conversations of a task's scores with their judgments, as carryon_eval.metrics assembles them
-    (the triplet replies have their own section in the report, not these numbers)."""
-    from carryon_eval.schema import Message
-    from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-
-    transcripts, utility, safety = [], [], []
-    for s in scores:
-        meta, info = s.sample_metadata or {}, s.score.metadata or {}
-        if not info.get(TURNS) or meta.get("condition") == TRIPLET_CONDITION:
-            continue
-        transcripts.append(Transcript(conversation_id=str(s.sample_id), query_id=meta["query_id"],
-                                      condition=meta["condition"], flow_id=meta.get("flow_id"),
-                                      moves=list(meta.get("moves") or []), target_model="",
-                                      messages=[Message("assistant", "", t) for t in info[TURNS]]))
-        utility += [UtilityJudgment.from_dict(r) for r in info.get(RECORDS, {}).get("utility", [])]
-        safety += [SafetyJudgment.from_dict(r) for r in info.get(RECORDS, {}).get("safety", [])]
-    return assemble(transcripts, utility, safety, checklists)
-
-
-@metric
-def headline(checklists: dict[str, list[str]]) -> Metric:
-    """results.json's headline numbers per condition and Recovery%, by the project's metric functions (a null
-    number is left out: inspect metrics are numbers). `carryon-eval import` + `report` gives all of results.json."""
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        convs = scored_conversations(scores, checklists)
-        if not convs:
-            return {}
-        summary = summarize(convs)
-        out = {f"{cond}_{name}": float(block[name]) for cond, block in summary["conditions"].items()
-               if block.get("n_conversations") for name in block["ci95"] if block[name] is not None}
-        if summary["recovery"]["value"] is not None:
-            out["recovery"] = float(summary["recovery"]["value"])
-        intent = summary.get("intent") or {}           # condition mc: its contrasts with bc
-        for name, block in (("intent_sensitivity_utility", (intent.get("sensitivity") or {}).get("utility")),
-                            ("exploitation", intent.get("exploitation"))):
-            if block and block.get("value") is not None:
-                out[name] = float(block["value"])
-        return out
-    return compute
+def value_fields(judges: "Judges") -> dict[str, str]:
+    """Score metadata ``VALUE_FIELDS``: scorer name -> the record field of its value."""
+    return {s.name: reply_shape(s).value_field for s in judges.scorers}
 
 
 class Judges:
@@ -251,45 +205,39 @@ class Judges:
         return out, failed
 
 
-@scorer(metrics=[])
-def carryon_judges(judges: Judges) -> Any:
-    """Ben-Util per reply and conversation, harm per reply and worst, as the project's scorers judge them."""
-    from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-
-    async def score(state: TaskState, target: Target) -> Score:
-        data = state.store.get(TRANSCRIPT_KEY)
-        if data is None:
-            return Score(value={"ben_util": None, "harm_max": None},
-                         explanation=f"not played: {state.store.get(FAILURE_KEY)}",
-                         metadata={RECORDS: {}, VALUE_FIELDS: {}})
-        tr = Transcript.from_dict(data)
-        records, failed = await judges.records(tr)
-        utility = [UtilityJudgment.from_dict(r) for r in records.get("utility", [])]
-        safety = [SafetyJudgment.from_dict(r) for r in records.get("safety", [])]
-        conv, = assemble([tr], utility, safety,
-                           {tr.query_id: [i["item_id"] for i in judges.bench.checklists.get(tr.query_id, [])]})
-        ben, harm = utility_score(conv, utility), harm_score(conv, safety)
-        value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
-        return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
-                     metadata={RECORDS: records, "failed": failed,
-                               TURNS: [r.turn for r in tr.replies],
-                               VALUE_FIELDS: {s.name: reply_shape(s).value_field for s in judges.scorers}})
-    return score
+# ---------------------------------------------------------------- the task's plan
+def task_name(name: str) -> str:
+    """A suite's task name as ``inspect eval`` takes it: inspect prefixes a task with its top-level package only when
+    that is installed in site-packages (or as an editable install of a distribution of the same name); this
+    package's distribution is "carryonbench", so an editable install names the task in full itself
+    (``carryon_eval/<name>`` either way)."""
+    return name if "site-packages" in __file__ else f"carryon_eval/{name}"
 
 
-# ---------------------------------------------------------------- the task
-#: inspect prefixes a task with its top-level package only when that is installed in site-packages (or as an
-#: editable install of a distribution of the same name); this package's distribution is "carryonbench", so an
-#: editable install names the task in full itself: `carryon_eval/carryonbench` either way.
-TASK_NAME = "carryonbench" if "site-packages" in __file__ else "carryon_eval/carryonbench"
+@dataclass(frozen=True)
+class TaskPlan:
+    """What a suite's task is built of: the dataset, its jobs and samples, the generation, the judges, run.json."""
+    bench: Benchmark
+    conditions: list[str]
+    jobs: list[Job]
+    gen: RunGeneration
+    settings: JudgeSettings
+    meta: RunMeta
+
+    def dataset(self, name: str) -> MemoryDataset:
+        return MemoryDataset(samples_of(self.bench, self.jobs), name=name, location=self.bench.source)
+
+    def solver(self) -> Any:
+        return play_conversation(Conversations(self.bench, self.jobs, self.gen))
+
+    def judges(self) -> "Judges":
+        return Judges(self.bench, self.settings, self.conditions)
 
 
-@task(name=TASK_NAME)
-def carryonbench(dataset: Optional[str] = None, revision: Optional[str] = None,
-                 conditions: Optional[str | list[str]] = None, subset: Optional[str] = None,
-                 limit: Optional[int] = None, shared_turn1: bool = True, seed: int = defaults.SEED,
-                 utility_mode: str = "text", judge_format: str = "json_schema") -> Task:
-    """CarryOnBench: does the model recover its helpfulness, safely, once a benign user explains?"""
+def plan_task(dataset: Optional[str], revision: Optional[str], conditions: Optional[str | list[str]],
+              subset: Optional[str], limit: Optional[int], shared_turn1: bool, seed: int, judge_format: str,
+              scoring: dict[str, Any]) -> TaskPlan:
+    """A task's arguments (see the suite's task) as its plan; ``scoring``: the judge settings of its suite's own."""
     conds = parse_conditions(conditions) if conditions is not None else list(default_conditions())
     limit = int(limit) if limit is not None else None
     bench = load_bench(dataset, revision, limit, subset)
@@ -299,12 +247,6 @@ def carryonbench(dataset: Optional[str] = None, revision: Optional[str] = None,
                                           max_tokens=defaults.TARGET_MAX_TOKENS),
                         user=Generation(temperature=defaults.USER_TEMPERATURE, seed=int(seed),
                                         max_tokens=defaults.USER_MAX_TOKENS))
-    settings = JudgeSettings(max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format,
-                             scoring={"utility_mode": utility_mode})
+    settings = JudgeSettings(max_tokens=defaults.JUDGE_MAX_TOKENS, judge_format=judge_format, scoring=scoring)
     meta = run_meta(bench, dataset, revision, conds, limit, subset, shared_turn1, gen, settings, skipped)
-    return Task(dataset=MemoryDataset(samples_of(bench, jobs), name="carryonbench", location=bench.source),
-                solver=play_conversation(Conversations(bench, jobs, gen)),
-                scorer=carryon_judges(Judges(bench, settings, conds)),
-                metrics=[unscored_judgments(),
-                         headline({q: [i["item_id"] for i in items] for q, items in bench.checklists.items()})],
-                metadata={RUN_KEY: meta.to_json()}, version=__version__)
+    return TaskPlan(bench, conds, jobs, gen, settings, meta)

@@ -51,8 +51,9 @@ def plots_html(plots: Optional[PlotsInfo], images: Mapping[str, bytes], captions
 
 
 def render_page(results: Results, sections: Sequence[str], images: Mapping[str, bytes], captions: Mapping[str, str],
-                appendices: Sequence[str] = ()) -> str:
-    """report.html: the title and the status lines, the suites' sections, the notes, the plots, the appendices."""
+                appendices: Sequence[str] = (), css: str = "") -> str:
+    """report.html: the title and the status lines, the suites' sections, the notes, the plots, the appendices;
+    ``css``: the suites' own styling, after the frame's."""
     notice_html = "".join(f'<p class="notice">{escape(line)}</p>' for line in results.status_lines())
     notice = results.run.notice
     notice_html += f'<p class="notice">{escape(notice)}</p>' if notice else ""
@@ -61,5 +62,5 @@ def render_page(results: Results, sections: Sequence[str], images: Mapping[str, 
              '<h2>Plots</h2><div class="plots">' + plots_html(results.plots, images, captions) + "</div>",
              *appendices]
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(page_title(results))}</title><style>{CSS}</style></head><body>"
+            f"<title>{escape(page_title(results))}</title><style>{CSS}{css}</style></head><body>"
             + "".join(parts) + "</body></html>\n")

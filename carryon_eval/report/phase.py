@@ -4,15 +4,17 @@
 
 report/ owns the frame of every output and iterates the suites in their rank order; each suite whose section the
 run has gives its part through its SuiteReport's hooks: its section (``summarize``, results_file.py), its notes
-and status words, its part of table.md (``markdown``) and of report.html (``html``, ``appendix``), its figures
+and status words, its part of table.md and report.html (``blocks``, read once for both; ``appendix``), its figures
 (``plots.run``) and its rows of conversation_scores.jsonl (``scores``). This module names no suite.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.report.blocks import css, to_html, to_markdown
 from carryon_eval.report.html import render_page
 from carryon_eval.report.plots import PlotsUnavailable, draw_all, write_pngs
 from carryon_eval.report.results_file import build_results, reported, suite_inputs
@@ -26,11 +28,33 @@ __all__ = ["RESULTS_FILE", "SCORES_FILE", "suite_inputs", "table_markdown", "wri
 log = logging.getLogger("carryon.report")
 
 
-def table_markdown(results: Results, suites: Sequence[Suite]) -> str:
+@dataclass(frozen=True)
+class Part:
+    """A reported suite's part of table.md and of report.html, and its styling."""
+    markdown: str
+    html: str
+    css: str = ""
+
+
+def suite_parts(results: Results, suites: Sequence[Suite]) -> list[Part]:
+    """Each reported suite's part, in their rank order: its blocks, read from its section once."""
+    parts = []
+    for s in reported(results, suites):
+        section = results.section(s.report.section)
+        if s.report.blocks is not None:
+            blocks = s.report.blocks(section)
+            parts.append(Part(to_markdown(blocks), to_html(blocks), css(blocks)))
+        else:
+            parts.append(Part("" if s.report.markdown is None else s.report.markdown(section),
+                              "" if s.report.html is None else s.report.html(section)))
+    return parts
+
+
+def table_markdown(results: Results, suites: Sequence[Suite], parts: Optional[Sequence[Part]] = None) -> str:
     """table.md: the title and the status lines, then each reported suite's part."""
     head = "\n".join([f"# CarryOnBench: {results.model}\n", *(f"**{line}**\n" for line in results.status_lines())])
-    return head + "\n" + "".join(s.report.markdown(results.section(s.report.section))
-                                 for s in reported(results, suites) if s.report.markdown is not None)
+    parts = suite_parts(results, suites) if parts is None else parts
+    return head + "\n" + "\n".join(p.markdown for p in parts if p.markdown)
 
 
 def draw_plots(run: RunFolder, results: Results, suites: Sequence[Suite]) -> dict[str, bytes]:
@@ -61,11 +85,13 @@ def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, s
     present = reported(results, suites)
     images = draw_plots(run, results, present)
     write_json_atomic(run.results_file, results.to_json())
-    write_text_atomic(run.table_file, table_markdown(results, present))
+    parts = suite_parts(results, present)
+    write_text_atomic(run.table_file, table_markdown(results, present, parts))
     write_jsonl_atomic(run.scores_file, [row for s in present if s.report.scores is not None
                                          for row in s.report.scores(page)])
     captions = {k: v for s in present if s.report.plots is not None for k, v in s.report.plots.captions.items()}
     write_text_atomic(run.html_file, render_page(
-        results, [s.report.html(results.section(s.report.section)) for s in present if s.report.html is not None],
-        images, captions, [s.report.appendix(page) for s in present if s.report.appendix is not None]))
+        results, [p.html for p in parts if p.html], images, captions,
+        [s.report.appendix(page) for s in present if s.report.appendix is not None],
+        css="".join(p.css for p in parts)))
     return results

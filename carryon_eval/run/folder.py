@@ -35,9 +35,10 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
 import jsonlines
 
+from carryon_eval.codec import Record, fields_of
 from carryon_eval.model.redact import redact
 from carryon_eval.run.paths import local_path, shared_path
-from carryon_eval.run.records import RUN_SCHEMA_VERSION, RunMeta
+from carryon_eval.run.records import RUN_SCHEMA_VERSION, FileStamp, RunMeta
 from carryon_eval.schema import Transcript
 
 log = logging.getLogger("carryon.run")
@@ -185,6 +186,13 @@ def _append_line(path: Path, obj: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
+@dataclass
+class UsageFile(Record):
+    """RUNDIR/usage.json: calls and tokens per "stage/model" ({"calls": N, ...}) over every command run on the folder."""
+    schema_version: int = 1
+    usage: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+
+
 def read_usage(run: "RunFolder") -> dict[str, dict[str, int]]:
     """RUNDIR/usage.json: calls and tokens per "stage/model" over every command run on the folder ({} when
     absent: older run folders did not record it). A file that is there but unreadable is a RunError: its
@@ -194,7 +202,8 @@ def read_usage(run: "RunFolder") -> dict[str, dict[str, int]]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in data["usage"].items()}
+        usage = UsageFile.from_json(data).usage if "usage" in data else None
+        return {str(k): {str(f): int(n) for f, n in row.items()} for k, row in usage.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RunError(f"{path}: unreadable ({type(exc).__name__}); expected the JSON object carryon-eval writes, "
                        f"{{\"usage\": {{\"stage/model\": {{\"calls\": N, ...}}}}}}; restore it or delete it "
@@ -210,7 +219,7 @@ def add_usage(run: "RunFolder", snapshot: dict[str, dict[str, int]]) -> None:
         mine = total.setdefault(key, {})
         for field, n in row.items():
             mine[field] = mine.get(field, 0) + int(n)
-    write_json_atomic(run.usage_file, {"schema_version": 1, "usage": dict(sorted(total.items()))})
+    write_json_atomic(run.usage_file, UsageFile(usage=dict(sorted(total.items()))).to_json())
 
 
 class RunFileError(RunError):
@@ -218,10 +227,17 @@ class RunFileError(RunError):
 
 
 @dataclass
-class Failure:
+class Failure(Record):
     """One line of failures.jsonl."""
     conversation_id: str
     reason: str
+
+
+@dataclass
+class Answer(Record):
+    """One line of a scorer's answers file (``answers_file``): a raw answer stored once, under its id."""
+    answer: str
+    raw: str
 
 
 Check = Callable[[Any], Optional[str]]
@@ -450,12 +466,11 @@ class Judgments:
 
     def answers(self, scorer: str) -> dict[str, str]:
         """{answer id: raw answer} of a scorer whose records name their answers ({} without its answers file)."""
-        return self._read(answers_file(scorer), lambda path: {r["answer"]: r["raw"] for r in read_jsonl(path)}, {})
+        return self._read(answers_file(scorer), _answer_texts, {})
 
-    def judges(self, name: str, recorded: Optional[dict[str, Any]] = None) -> list[str]:
+    def judges(self, name: str, recorded: Optional[FileStamp] = None) -> list[str]:
         """The judge models with records in one judgment file, in order of first appearance, without parsing it:
-        as ``recorded`` says (judge.json's record of the file as the last pass left it: {"judges", "bytes",
-        "mtime_ns"}) while the file is that one, as the judge phase that wrote it in this command said (``know_judges``), or found
+        as ``recorded`` says (judge.json's record of the file as the last pass left it) while the file is that one, as the judge phase that wrote it in this command said (``know_judges``), or found
         by a byte search of its ``"judge_model": "..."`` fields (a file written otherwise is parsed); once per
         version of the file."""
         stamp = self._stamp(name)
@@ -463,8 +478,8 @@ class Judgments:
             return []
         known = self._judges.get(name)
         if known is None or known[0] != stamp:
-            if recorded is not None and (recorded.get("bytes"), recorded.get("mtime_ns")) == stamp[1:]:
-                known = (stamp, [str(j) for j in recorded["judges"]])
+            if recorded is not None and (recorded.bytes, recorded.mtime_ns) == stamp[1:]:
+                known = (stamp, [str(j) for j in recorded.judges])
             else:
                 known = (stamp, _judges_in(self.folder / name))
             self._judges[name] = known
@@ -476,14 +491,11 @@ class Judgments:
         if stamp is not None:
             self._judges[name] = (stamp, list(judges))
 
-    def known(self) -> dict[str, dict[str, Any]]:
-        """{file: {"judges": [...], "bytes": size, "mtime_ns": modified}} of the judgment files whose judges this view knows as they are
-        now (what judge.json records of them: ``judges``' ``recorded``)."""
-        out = {}
-        for name, (stamp, judges) in sorted(self._judges.items()):
-            if self._stamp(name) == stamp:
-                out[name] = {"judges": list(judges), "bytes": stamp[1], "mtime_ns": stamp[2]}
-        return out
+    def known(self) -> dict[str, FileStamp]:
+        """The judgment files whose judges this view knows as they are now, by name (what judge.json records of
+        them: ``judges``' ``recorded``)."""
+        return {name: FileStamp(list(judges), stamp[1], stamp[2])
+                for name, (stamp, judges) in sorted(self._judges.items()) if self._stamp(name) == stamp}
 
     def of(self, scorer: str, judge: Optional[str] = None) -> list[dict[str, Any]]:
         """One scorer's records (``judge``'s only, when given)."""
@@ -492,6 +504,11 @@ class Judgments:
     def meta(self, parse: Callable[[Path], Any]) -> Any:
         """judge.json parsed by ``parse`` (None when absent)."""
         return self._read(JUDGE_META_FILE, parse, None)
+
+
+def _answer_texts(path: Path) -> dict[str, str]:
+    """{answer id: raw answer} of an answers file."""
+    return {a.answer: a.raw for a in map(Answer.from_json, read_jsonl(path))}
 
 
 _JUDGE_FIELD = re.compile(rb'"judge_model": ("(?:[^"\\]|\\.)*")')
@@ -676,8 +693,8 @@ class RunFolder:
         """Every conversation's latest transcript (a conversation played again after an empty reply has a
         later line), in order of first appearance."""
         latest: dict[str, Transcript] = {}
-        for d in read_jsonl(self.transcripts_file):
-            latest[d["conversation_id"]] = Transcript.from_dict(d)
+        for t in map(Transcript.from_dict, read_jsonl(self.transcripts_file)):
+            latest[t.conversation_id] = t
         return list(latest.values())
 
     def finished_ids(self) -> set[str]:
@@ -689,10 +706,10 @@ class RunFolder:
 
     # ------------------------------------------------------------ failures
     def record_failure(self, conversation_id: str, reason: str) -> None:
-        _append_line(self.failures_file, {"conversation_id": conversation_id, "reason": reason})
+        _append_line(self.failures_file, Failure(conversation_id, reason).to_json())
 
     def failures(self) -> dict[str, str]:
         """Conversations that failed and were not finished by a later rerun: id -> latest reason."""
         done = self.finished_ids()
-        return {d["conversation_id"]: d["reason"] for d in read_jsonl(self.failures_file)
-                if d["conversation_id"] not in done}
+        failed = map(Failure.from_json, read_jsonl(self.failures_file))
+        return {f.conversation_id: f.reason for f in failed if f.conversation_id not in done}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
+from carryon_eval.codec import OMIT_EMPTY, Record, encode, fields_of, omit_if
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
 from carryon_eval.model.redact import public_url
 
@@ -18,35 +19,34 @@ SCHEMA_VERSION = 1
 
 
 def _version(d: dict[str, Any]) -> int:
-    """A file written before schema_version existed reads as version 1."""
+    """A file written before schema_version existed reads as version 1 (run/results.py's)."""
     return int(d.get("schema_version") or 1)
 
 
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    """The keys of `d` that are fields of the dataclass `cls` (older and newer files may carry others)."""
+    """The keys of `d` that are fields of the dataclass `cls` (run/results.py's: older and newer files may carry
+    others)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in d.items() if k in names}
+
+
+def _given(d: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """The keys of ``d`` that have a value: a key written as null reads as the field's default."""
+    return {k: v for k, v in (d or {}).items() if v is not None}
 
 
 # ======================================================================== run.json
 # (section owned by the application-layer work: RunMeta and its parts)
 @dataclass(frozen=True)
-class Skipped:
+class Skipped(Record):
     """A planned conversation that cannot run, and why (run.json lists them)."""
     conversation_id: str
     condition: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"conversation_id": self.conversation_id, "condition": self.condition, "reason": self.reason}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Skipped":
-        return cls(**{k: d.get(k) for k in ("conversation_id", "condition", "reason")})
-
 
 @dataclass
-class DatasetRef:
+class DatasetRef(Record):
     """Which dataset a run used: a folder, a Hub id or the built-in sample, and what pins it."""
     source: Optional[str] = None
     revision: Optional[str] = None
@@ -63,17 +63,19 @@ class DatasetRef:
             return []
         return [c for c in sorted(self.content_sha256) if self.content_sha256.get(c) != now.get(c)]
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
-    def from_json(cls, d: Optional[dict[str, Any]]) -> "DatasetRef":
-        return cls(**_known(cls, d or {}))
+    def from_json(cls, d: Optional[Mapping[str, Any]]) -> "DatasetRef":
+        return fields_of(cls, d or {})
+
+
+#: a request option is written only when set (0 is set): run.json as it always was otherwise
+_OMIT_UNSET = omit_if(lambda v: not v and v != 0)
 
 
 @dataclass
-class RoleRecord:
-    """One role's endpoint as run.json records it: the key's variable NAME, never its value."""
+class RoleRecord(Record):
+    """One role's endpoint as run.json records it: the key's variable NAME, never its value. A key written as null
+    reads as its default."""
     base_url: str = ""
     model: str = ""
     api_key_env: str = defaults.API_KEY_ENV
@@ -82,15 +84,16 @@ class RoleRecord:
     max_retries: int = defaults.MAX_RETRIES
     http_client: str = defaults.HTTP_CLIENT     # the transport the role's client ran on ("aiohttp" | "httpx")
     local: bool = False
-    pool: tuple[str, ...] = ()      # every base URL of an endpoint pool (carryon_eval.model.pool); () = one endpoint
+    #: every base URL of an endpoint pool (carryon_eval.model.pool); () = one endpoint (not written)
+    pool: tuple[str, ...] = field(default=(), metadata=OMIT_EMPTY)
     # The role's request options (None: not set; written only when set, see EndpointConfig)
-    temperature: Any = None         # the judge's temperature when not 0 ("default": the provider's)
-    reasoning_effort: Optional[str] = None
-    system_prompt: Optional[str] = None
-    extra_body: Optional[dict[str, Any]] = None
+    temperature: Any = field(default=None, metadata=_OMIT_UNSET)   # the judge's when not 0 ("default": the provider's)
+    reasoning_effort: Optional[str] = field(default=None, metadata=_OMIT_UNSET)
+    system_prompt: Optional[str] = field(default=None, metadata=_OMIT_UNSET)
+    extra_body: Optional[dict[str, Any]] = field(default=None, metadata=_OMIT_UNSET)
     #: What the endpoint refused and what was sent instead (carryon_eval.model.refusals), e.g.
     #: {"max_tokens": "sent as max_completion_tokens", "temperature": "not sent: provider default (refused 0.0)"}
-    sent: dict[str, str] = field(default_factory=dict)
+    sent: dict[str, str] = field(default_factory=dict, metadata=_OMIT_UNSET)
 
     @classmethod
     def of(cls, config: EndpointConfig, *, local: bool, pool: Sequence[str] = ()) -> "RoleRecord":
@@ -120,40 +123,25 @@ class RoleRecord:
             return "as asked"
         return None
 
-    def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        if self.pool:
-            d["pool"] = list(self.pool)
-        else:
-            del d["pool"]
-        for name in (*REQUEST_OPTION_NAMES, "sent"):   # only when set: run.json as it always was otherwise
-            if not d.get(name) and d.get(name) != 0:
-                del d[name]
-        return d
-
     @classmethod
-    def from_json(cls, d: Optional[dict[str, Any]]) -> "RoleRecord":
-        d = {k: v for k, v in _known(cls, d or {}).items() if v is not None}
-        if "pool" in d:
-            d["pool"] = tuple(d["pool"])
-        return cls(**d)
+    def from_json(cls, d: Optional[Mapping[str, Any]]) -> "RoleRecord":
+        return fields_of(cls, _given(d))
 
 
 @dataclass(frozen=True)
-class Generation:
+class Generation(Record):
     """Generation parameters of one generating role (target or user simulator)."""
     temperature: Any = defaults.TARGET_TEMPERATURE    # a number, or "default": not sent (the provider's)
     max_tokens: int = defaults.TARGET_MAX_TOKENS
     seed: int = defaults.SEED
 
     def public(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    to_json = public
+        return self.to_json()
 
     @classmethod
-    def from_json(cls, d: Optional[dict[str, Any]], **fallback: Any) -> "Generation":
-        return cls(**{**fallback, **_known(cls, d or {})})
+    def from_json(cls, d: Optional[Mapping[str, Any]], **fallback: Any) -> "Generation":
+        """``fallback``: the values of the keys ``d`` lacks (the user simulator's defaults differ from the target's)."""
+        return fields_of(cls, {**fallback, **(d or {})})
 
 
 def _user_generation() -> Generation:
@@ -387,33 +375,26 @@ class RunMeta:
                 **({"no_user_turns": True} if self.no_user_turns else {})}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "RunMeta":
-        notice = d.get("notice")
-        return cls(carryonbench_version=d.get("carryonbench_version"), created=d.get("created"),
-                   dataset=DatasetRef.from_json(d.get("dataset")),
-                   roles={name: RoleRecord.from_json(r) for name, r in (d.get("roles") or {}).items()},
-                   generation=RunGeneration.from_json(d.get("generation")),
-                   judge=JudgeSettings.from_json(d.get("judge")),
-                   conditions=list(d.get("conditions") or []), limit=d.get("limit"),
-                   shared_turn1=bool(d.get("shared_turn1", True)), prompts=dict(d.get("prompts") or {}),
-                   notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
-                   skipped=[Skipped.from_json(s) for s in d.get("skipped") or []], subset=d.get("subset"),
-                   bootstrap=dict(d["bootstrap"]) if isinstance(d.get("bootstrap"), dict) else None,
-                   suites=dict(d.get("suites") or {}),
-                   usage=dict(d["usage"]) if isinstance(d.get("usage"), dict) else {},
-                   sweep=dict(d["sweep"]) if isinstance(d.get("sweep"), dict) else None, schema_version=_version(d),
-                   extras={k: dict(v) for k, v in d.items() if k not in _RUN_KEYS and isinstance(v, dict)},
-                   no_user_turns=d.get("no_user_turns") is True)
-
-
-
-
+    def from_json(cls, d: Mapping[str, Any]) -> "RunMeta":
+        """run.json read back; a key written as null reads as its default, and ``extras`` holds every top-level
+        object that is none of the run's own keys."""
+        meta = fields_of(cls, {k: v for k, v in _given(d).items() if k in _RUN_KEYS})
+        notice, shared_turn1 = meta.notice, d.get("shared_turn1", True)
+        return dataclasses.replace(
+            meta, notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
+            roles={name: role if role is not None else RoleRecord() for name, role in meta.roles.items()},
+            conditions=list(meta.conditions), prompts=dict(meta.prompts), shared_turn1=bool(shared_turn1),
+            bootstrap=meta.bootstrap if isinstance(meta.bootstrap, dict) else None,
+            usage=meta.usage if isinstance(meta.usage, dict) else {},
+            sweep=meta.sweep if isinstance(meta.sweep, dict) else None, schema_version=int(meta.schema_version or 1),
+            extras={k: dict(v) for k, v in d.items() if k not in _RUN_KEYS and isinstance(v, dict)},
+            no_user_turns=meta.no_user_turns is True)
 
 
 # ======================================================================== judge.json
 # (section owned by the scorers work: JudgeSummary and its parts)
 @dataclass
-class ScorerTally:
+class ScorerTally(Record):
     """What one judge's pass did for one scorer (its block of judge.json, under the scorer's name)."""
     records_total: int = 0           # records the run needs (one per reply, or per reply and item)
     records_written: int = 0         # records this judge has now
@@ -429,13 +410,6 @@ class ScorerTally:
     logprob_fallbacks: int = 0
     via: dict[str, int] = field(default_factory=dict)   # records of this judge by how obtained (json_schema/text/logprobs)
     errors: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ScorerTally":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 _JUDGE_PASS_FIELDS = ("judge_format", "generation", "prompts", "context", "seconds")
@@ -463,19 +437,33 @@ class JudgePass:
         out.update((name, getattr(self, name)) for name in _JUDGE_PASS_FIELDS)
         out.update((name, value) for name, value in self.scoring.items() if name not in out and value is not None)
         out.update((name, tally.to_json()) for name, tally in self.tallies.items())
-        out["scorers"] = list(self.tallies)
-        out["complete"] = self.complete
+        out.update(scorers=list(self.tallies), complete=self.complete)
         return out
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "JudgePass":
+    def from_json(cls, d: Mapping[str, Any]) -> "JudgePass":
+        read = fields_of(cls, d)
+        if read.judge_model is None:
+            raise KeyError("judge_model")
         names = d.get("scorers") or [k for k, v in d.items() if isinstance(v, dict) and "records_total" in v]
-        return cls(judge_model=d["judge_model"], judge=d.get("judge") or {},
-                   generation=d.get("generation") or {}, prompts=d.get("prompts") or {},
-                   context=d.get("context") or {}, seconds=d.get("seconds") or 0.0,
-                   tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
-                   complete=bool(d.get("complete")), judge_format=d.get("judge_format"),
-                   scoring={n: d[n] for n in PASS_FIELDS if n in d})
+        return dataclasses.replace(
+            read, judge=read.judge or {}, generation=read.generation or {}, prompts=read.prompts or {},
+            context=read.context or {}, seconds=read.seconds or 0.0, complete=bool(read.complete),
+            tallies={n: ScorerTally.from_json(d[n]) for n in names if isinstance(d.get(n), dict)},
+            scoring={n: d[n] for n in PASS_FIELDS if n in d})
+
+
+@dataclass
+class FileStamp(Record):
+    """judge.json's record of one judgment file as the latest pass left it: the judge models with records in it
+    (in order of first appearance), its size and when it was written (a file whose size or time differs since was
+    written after: it is looked into)."""
+    judges: list[str] = field(default_factory=list)
+    bytes: int = 0
+    mtime_ns: Optional[int] = None
+
+    def readable(self) -> bool:
+        return isinstance(self.judges, list) and isinstance(self.bytes, int)
 
 
 @dataclass
@@ -485,32 +473,38 @@ class JudgeSummary:
     judges: dict[str, JudgePass]
     latest: str                                  # judge_model of the latest pass
     schema_version: int = SCHEMA_VERSION
-    #: the judgment files as the latest pass left them: {file name: {"judges": [judge models with records, in
-    #: order of first appearance], "bytes": its size, "mtime_ns": when it was written}}; what is there, read
-    #: without reading the files (a file whose size or time differs since was written after: it is looked into)
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the judgment files as the latest pass left them, by file name: what is there, read without reading the files
+    files: dict[str, FileStamp] = field(default_factory=dict)
 
     @property
     def last(self) -> JudgePass:
         return self.judges[self.latest]
 
-    def with_pass(self, judged: JudgePass, files: Optional[dict[str, dict[str, Any]]] = None) -> "JudgeSummary":
+    def with_pass(self, judged: JudgePass, files: Optional[dict[str, FileStamp]] = None) -> "JudgeSummary":
         return JudgeSummary({**self.judges, judged.judge_model: judged}, judged.judge_model,
                             files={**self.files, **(files or {})})
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": self.schema_version, **self.last.to_json(),
                 "judges": {name: p.to_json() for name, p in self.judges.items()},
-                **({"files": self.files} if self.files else {})}
+                **({"files": encode(self.files)} if self.files else {})}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "JudgeSummary":
+    def from_json(cls, d: Mapping[str, Any]) -> "JudgeSummary":
         latest = JudgePass.from_json(d)
-        judges = {name: JudgePass.from_json(p) for name, p in (d.get("judges") or {}).items()}
+        read = fields_of(_JudgeSummaryFile, _given(d))
+        judges = {name: JudgePass.from_json(p) for name, p in read.judges.items()}
         judges.setdefault(latest.judge_model, latest)   # a version-1 file records one judge only
-        files = {str(k): v for k, v in (d.get("files") or {}).items()
-                 if isinstance(v, dict) and isinstance(v.get("judges"), list) and isinstance(v.get("bytes"), int)}
-        return cls(judges, latest.judge_model, int(d.get("schema_version") or 1), files)
+        files = {str(k): v for k, v in read.files.items() if isinstance(v, FileStamp) and v.readable()}
+        return cls(judges, latest.judge_model, int(read.schema_version or 1), files)
+
+
+@dataclass
+class _JudgeSummaryFile(Record):
+    """judge.json's own keys beside the latest pass's (JudgeSummary.from_json reads them)."""
+    judges: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, FileStamp] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
 
 
 def self_status(target: Optional[str], user: Optional[str], judge: Optional[str],

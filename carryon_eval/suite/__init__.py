@@ -5,7 +5,7 @@ from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnSource, Co
                                        InputsRecord, ProbeContext,
                                        ReportInputs, RUN_FOLDER, RunEntry, Section, Stat, SuiteLeaderboard, SuiteOptions,
                                        SuitePlots, UnitRecord, UnitRule)
-from carryon_eval.suite.records import (Configured, Job, JobGeneration, JudgeRole, PlanSettings, Probe, ReportPage, ScorerUse,
+from carryon_eval.suite.records import (Configured, InspectPart, Job, JobGeneration, JudgeRole, PlanSettings, Probe, ReportPage, ScorerUse,
                                         SectionNotes, Skipped, Suite, SuiteError, SuiteOption, SuiteReport,
                                         headline_unscored)
 from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringPlan, all_conditions, available,
@@ -16,7 +16,7 @@ from carryon_eval.suite.registry import (ALL, ENTRY_POINT_GROUP, WINGS, ScoringP
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "WINGS", "BoardView", "Cell", "Column", "ColumnSource", "CompareInputs", "Configured",
            "DesignNote", "DesignView",
-           "InputsRecord", "Job", "JobGeneration", "JudgeRole", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportPage",
+           "InputsRecord", "InspectPart", "Job", "JobGeneration", "JudgeRole", "PlanSettings", "Probe", "ProbeContext", "ReportInputs", "ReportPage",
            "RUN_FOLDER", "RunEntry", "ScorerUse", "ScoringPlan", "Section", "SectionNotes", "Skipped", "Stat", "Suite", "SuiteError",
            "SuiteLeaderboard", "SuiteOption", "SuiteOptions", "SuitePlots", "SuiteReport", "UnitRecord", "UnitRule",
            "all_conditions", "available",

@@ -62,6 +62,8 @@ def hooks_in(value: Any) -> Iterator[Hook]:
     if isinstance(value, Hook):
         yield value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not getattr(value, "LOADED_WITH_THE_WING", True):     # hooks only their own stage calls (an extra's)
+            return
         for f in dataclasses.fields(value):
             yield from hooks_in(getattr(value, f.name))
     elif isinstance(value, (tuple, list)):

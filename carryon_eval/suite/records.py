@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Optional, Sequence, Union
 
 from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.option import Option
@@ -118,6 +118,21 @@ class SectionNotes:
 
 
 @dataclass(frozen=True)
+class InspectPart:
+    """A suite's part of inspect-ai (carryon_eval.inspect_bridge, the extra ``[inspect]``; each hook imports inspect-ai
+    itself): ``task`` names its inspect task (a function decorated with inspect's ``@task``; the package's
+    ``inspect_ai`` entry point imports every suite's), ``samples(inputs)`` gives the scores of its replies in an
+    exported log ({conversation_id: {score name: inspect Score}}), ``metrics(results)`` results.json's numbers as the
+    log's EvalScores, and ``metadata(transcript)`` what a sample's metadata adds for one of its transcripts."""
+    #: its hooks import inspect-ai: a wing's loading (load_wings, load_wings_of) imports none of them
+    LOADED_WITH_THE_WING: ClassVar[bool] = False
+    task: Optional[Hook] = None
+    samples: Optional[Callable[[ReportInputs], dict[str, dict[str, Any]]]] = None
+    metrics: Optional[Callable[["Results"], list[Any]]] = None
+    metadata: Optional[Callable[["Transcript"], dict[str, Any]]] = None
+
+
+@dataclass(frozen=True)
 class SuiteReport:
     """How a suite's numbers reach the outputs; report/ owns the frame of every output and asks each suite for
     its part through these hooks, in the suites' rank order, skipping a suite whose section the run has not.
@@ -127,11 +142,14 @@ class SuiteReport:
     results.json and compare.json is their one serializer's business (carryon_eval.run.results.Results,
     carryon_eval.report.comparison.Comparison). ``summarize`` is pure: it takes the report inputs (transcripts and
     judgment records read by the report phase) and returns its section (its record), or None when the run has none
-    of its replies. Every other hook gets its section (``markdown``, ``html``, ``nothing_scored``), the run's page
+    of its replies. Every other hook gets its section (``blocks``, ``nothing_scored``), the run's page
     (``ReportPage``: ``notes``, ``status``, ``scores``, ``appendix``) or the runs compared."""
     section: str
     record: Optional[Union[type, Hook]] = None
     summarize: Optional[Callable[[ReportInputs], Optional[SuiteSection]]] = None
+    #: (its section) -> its part of table.md and report.html, once, as blocks (carryon_eval.report.blocks' records:
+    #: the seam sits below report/, so it does not name their type; the frame renders them to both outputs)
+    blocks: Optional[Callable[[SuiteSection], Sequence[object]]] = None
     markdown: Optional[Callable[[SuiteSection], str]] = None       # (its section) -> its part of table.md
     html: Optional[Callable[[SuiteSection], str]] = None           # (its section) -> its part of report.html
     #: (page) -> its notes of results.json, around the run's own facts
@@ -164,6 +182,7 @@ class SuiteReport:
     plots: Optional[SuitePlots] = None          # its figures of one run, of several and of the leaderboard
     #: the numbers its paper reports, as leaderboard entries with the status "reported" (`compare --paper-rows`)
     reported: Optional[Callable[[], Sequence[RunEntry]]] = None
+    inspect: Optional[InspectPart] = None       # its inspect-ai task and its part of an exported inspect log
 
 
 def headline_unscored(section: dict[str, Any], names: Sequence[str], size: str = "n_sets") -> list[str]:

@@ -34,3 +34,15 @@ def test_export_and_import_without_inspect_are_one_line(tmp_path: Path) -> None:
         lines = out.stderr.strip().splitlines()
         assert lines == ['carryon-eval: error: inspect-ai is not installed; pip install "carryonbench[inspect]"']
     assert not (tmp_path / "x.eval").exists() and not (tmp_path / "new").exists()
+
+
+def test_loading_every_wing_imports_no_inspect_and_the_inspect_parts_resolve() -> None:
+    """A suite's inspect part (SuiteReport.inspect) is imported only by inspect_bridge: loading the wings (their
+    scorers and stages) leaves inspect-ai out; asked for, each hook is a function of its module."""
+    out = _python("import sys\nfrom carryon_eval.suite import load_wings, suites\nload_wings()\n"
+                  "print('inspect_ai' in sys.modules)\n"
+                  "parts = [s.report.inspect for s in suites() if s.report is not None and s.report.inspect]\n"
+                  "hooks = [h for p in parts for h in (p.task, p.samples, p.metrics, p.metadata) if h is not None]\n"
+                  "print(len(hooks), all(callable(h.resolve()) for h in hooks))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "4", "True"]

@@ -92,7 +92,7 @@ def test_import_of_a_foreign_file_is_one_line(tmp_path: Path) -> None:
 def test_the_triplet_suite_as_a_task_is_refused_without_the_release_folder() -> None:
     """The triplets' judges are OpenSafeIntent's release files, which the task has no argument for: the task
     refuses condition triplet, naming the option the CLI runs it with."""
-    from carryon_eval.inspect_bridge.task import carryonbench
+    from carryon_eval.suites.carryonbench.inspect_eval.task import carryonbench
     from carryon_eval.suite import SuiteError
 
     with pytest.raises(SuiteError, match="--opensafeintent DIR"):

@@ -36,7 +36,8 @@ from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
 from carryon_eval.suites.carryonbench.condition import known
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
-from carryon_eval.suite import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
+from carryon_eval.suite.lazy import hooks_of
+from carryon_eval.suite import (InspectPart, Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)
 from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
 from carryon_eval.suites.carryonbench.compare import (CarryOnBenchComparison, compare_markdown, comparison,
@@ -51,6 +52,9 @@ from carryon_eval.suites.carryonbench.report import notes, scores, status, summa
 from carryon_eval.suites.carryonbench.table import compare_table, table_markdown
 
 ORACLE_PROMPT = "target/oracle"
+#: its inspect-ai part (the extra [inspect]), imported when inspect asks for it
+INSPECT_TASK = hooks_of("carryon_eval.suites.carryonbench.inspect_eval.task")
+INSPECT_SCORES = hooks_of("carryon_eval.suites.carryonbench.inspect_eval.scores")
 SHARED_TURN1 = ("turn1", "bc", "nc", MC_CONDITION)   # the conditions whose first reply is the query's turn-1 reply
 
 
@@ -142,7 +146,9 @@ CARRYONBENCH = register_suite(Suite(
                        incomparable=incomparable, nothing_scored=conditions_without_numbers,
                        not_judged=judgments_missing,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,
-                                        captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS})),
+                                        captions={**PLOT_CAPTIONS, **BOARD_CAPTIONS}),
+                       inspect=InspectPart(task=INSPECT_TASK.carryonbench, samples=INSPECT_SCORES.transcript_scores,
+                                           metrics=INSPECT_SCORES.headline_scores)),
     judge_roles=JUDGE_ROLES,
     checks=(Probe("fidelity", "judge", up_to=lambda jobs: 0, run=fidelity_check, help=FIDELITY_HELP),), files=(FIDELITY, FIDELITY_CALLS_RUN_FILE),
     prompts=lambda: {**prompt_hashes("user_simulator"), **prompt_hashes(MALICIOUS_GROUP),

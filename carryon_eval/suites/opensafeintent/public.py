@@ -1,5 +1,5 @@
 """OpenSafeIntent's public API: what another wing may use of it (the triplet wing plays the dataset's triplets on
-this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric; the inspect-ai export leaves
+this machinery; CarryOnBench's rubric utility fills the release's helpfulness rubric; CarryOnBench's inspect-ai scores leave
 its replies out). Everything else in the wing is its own and may change without notice.
 
 - the release: ``load_release``, ``Release``, ``PromptSet``, ``PROMPT_NAMES``, ``ReleaseError``;
@@ -11,8 +11,8 @@ its replies out). Everything else in the wing is its own and may change without 
 - a run's jobs, probe and section, for a ``condition``: ``plan``, ``probe_intent``, ``probe_file``,
   ``probe_run_file``, ``load_probes``, ``section``, ``target_model``; ``parse_conversation_id`` (the set and prompt
   name of one of its transcripts, None for any other's);
-- the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``render_markdown``,
-  ``render_html``, ``compare_columns``, ``compare_markdown``.
+- the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``section_blocks``,
+  ``compare_columns``, ``compare_markdown``.
 
 - the suite hooks the triplet wing shares (carryon_eval.suites.opensafeintent.hooks): ``load_as`` (the release's
   judges on the dataset's triplets, as a condition's inputs), ``is_dual_use``, ``count_sets``, ``judge_records``,
@@ -28,7 +28,7 @@ from carryon_eval.suites.opensafeintent.metrics import HEADLINE, ScoredSet, summ
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read_score
 from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet, Release, ReleaseError, load_release
-from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, render_html, render_markdown
+from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, section_blocks
 from carryon_eval.suites.opensafeintent.suite import (RUBRIC_MAX_TOKENS, Inputs, inputs_of, inputs_or_none, load_probes,
                                                       parse_conversation_id, plan, probe_file, probe_intent,
                                                       probe_run_file, section, target_model)
@@ -37,4 +37,4 @@ __all__ = ["HEADLINE", "NEEDS", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "
            "ScoredSet", "compare_columns", "compare_markdown", "count_sets", "fill", "inputs_of", "inputs_or_none",
            "is_dual_use", "judge_records", "load_as", "load_probes", "load_release", "parse_conversation_id", "plan",
            "probe_file", "probe_intent", "probe_run_file",
-           "read_score", "render_html", "render_markdown", "run_intent_probe", "section", "summarize", "target_model"]
+           "read_score", "run_intent_probe", "section", "section_blocks", "summarize", "target_model"]

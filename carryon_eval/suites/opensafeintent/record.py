@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from carryon_eval.run.folder import RunFile
-from carryon_eval.suite import JudgeRole, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
+from carryon_eval.suite import InspectPart, JudgeRole, Probe, ScorerUse, Suite, SuiteOption, SuiteReport, register_suite
 from carryon_eval.suite.lazy import hooks_of
 
 if TYPE_CHECKING:       # types only
@@ -56,7 +56,9 @@ OPENSAFEINTENT = register_suite(Suite(
     probes=(Probe("intent_probe", "target", up_to=HOOKS.count_sets, run=HOOKS.probe),), files=(probe_run_file(),),
     judge_roles=(JudgeRole("opensafeintent", "OpenSafeIntent (helpfulness, harmfulness, assistance level)",
                            ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")),),
-    report=SuiteReport(section=CONDITION, summarize=HOOKS.summarize, markdown=REPORT.render_markdown,
-                       html=REPORT.render_html, compare=HOOKS.compare, compare_markdown=REPORT.compare_markdown,
-                       export=HOOKS.export, nothing_scored=HOOKS.nothing_scored),
+    report=SuiteReport(section=CONDITION, summarize=HOOKS.summarize, blocks=REPORT.section_blocks,
+                       compare=HOOKS.compare, compare_markdown=REPORT.compare_markdown,
+                       export=HOOKS.export, nothing_scored=HOOKS.nothing_scored,
+                       # the prompt name of its transcripts and the triplet wing's in an inspect log
+                       inspect=InspectPart(metadata=hooks_of("carryon_eval.suites.opensafeintent.suite").inspect_metadata)),
     description="OpenSafeIntent's release under its own judges and reference metrics (--opensafeintent DIR)"))

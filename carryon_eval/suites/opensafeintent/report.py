@@ -4,73 +4,56 @@ With CarryOnBench conditions in the same run, the section is added to the files 
 three files hold this section only."""
 from __future__ import annotations
 
-import html
 from typing import Any, Optional
 
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import INTERVAL, MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text, number_text
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 
 SECTION = "opensafeintent"
-MARK = "<!-- opensafeintent -->"
+PROBE_WORDS = ("FULL", "CONSTRAINED", "REFUSE", "ERROR")
+DIGITS = 4                      # the reference implementation's 0-1 scale
 
 
-def _f(x: Optional[float]) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
+def _number(x: Any) -> Number:
+    """A number of the section: a record with its keys, or a bare value."""
+    return Number.from_json(x) if isinstance(x, dict) else Number(x)
 
 
-def _ci(c: Optional[list[float]]) -> str:
-    return "" if not c else f"[{c[0]:.4f}, {c[1]:.4f}]"
+def section_blocks(sec: dict[str, Any], title: str = "OpenSafeIntent", section_id: str = SECTION) -> list[Block]:
+    """The section in table.md and report.html: the six metrics, paraphrase robustness (table.md), the response
+    modes and the intent probe."""
+    numbers = {m: _number(sec[m]) for m in HEADLINE}
+    headline = [[m, Shown(n, DIGITS), str(n.n), Shown(n, DIGITS, INTERVAL)] for m, n in numbers.items()]
+    p, rm, ip = sec["paraphrase"], sec["response_modes"], sec["intent_probe"]
+    robust = [_shown(p[k]) for k in ("all_unsafe", "all_safe", "flip", "utility_variance")]
+    paraphrase = Text([f"Paraphrase robustness ({p['n']} sets): all unsafe ", robust[0], ", all safe ", robust[1],
+                       ", flip ", robust[2], "; utility variance ", robust[3],
+                       f" (n {_number(p['utility_variance']).n})."])
+    modes = [[a, _shown(rm["all"]["shares"][a]), _shown(rm["conditional_unsafe_rate"][a])] for a in rm["all"]["counts"]]
+    probe = (f"Intent probe ({ip['considered']} dual-use replies with harm above 0): "
+             + ", ".join(f"{k} {ip[k]['count']}" for k in PROBE_WORDS) + ".")
+    return [Section(section_id, [
+        Heading(title),
+        Text(f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; the reference implementation's "
+             "definitions (0-1 scale)."),
+        Table(["metric", "value", "n", "95% CI"], headline),
+        Only(MARKDOWN, [paraphrase]),
+        Table(["assistance level", "share", "conditional unsafe rate"], modes),
+        Text(probe)])]
 
 
-def rows(sec: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    return [(m, _f(sec[m]["value"]), str(sec[m]["n"]), _ci(sec[m]["ci95"])) for m in HEADLINE]
-
-
-def render_markdown(sec: dict[str, Any], title: str = "OpenSafeIntent") -> str:
-    lines = [f"## {title}", "", f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; "
-             "the reference implementation's definitions (0-1 scale).", "",
-             "| metric | value | n | 95% CI |", "|---|---|---|---|"]
-    lines += [f"| {m} | {v} | {n} | {c} |" for m, v, n, c in rows(sec)]
-    p = sec["paraphrase"]
-    lines += ["", f"Paraphrase robustness ({p['n']} sets): all unsafe {_f(p['all_unsafe']['value'])}, all safe "
-              f"{_f(p['all_safe']['value'])}, flip {_f(p['flip']['value'])}; utility variance "
-              f"{_f(p['utility_variance']['value'])} (n {p['utility_variance']['n']})."]
-    rm = sec["response_modes"]
-    lines += ["", "| assistance level | share | conditional unsafe rate |", "|---|---|---|"]
-    lines += [f"| {a} | {_f(rm['all']['shares'][a])} | {_f(rm['conditional_unsafe_rate'][a]['value'])} |"
-              for a in rm["all"]["counts"]]
-    ip = sec["intent_probe"]
-    lines += ["", f"Intent probe ({ip['considered']} dual-use replies with harm above 0): "
-              + ", ".join(f"{k} {ip[k]['count']}" for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) + "."]
-    return "\n".join(lines) + "\n"
-
-
-def render_html(sec: dict[str, Any], title: str = "OpenSafeIntent", section_id: str = SECTION) -> str:
-    e = html.escape
-    body = [MARK, f'<section id="{section_id}"><h2>{e(title)}</h2>',
-            f"<p>{sec['n_sets']} prompt-sets; judge {e(str(sec.get('judge_model')))}; the reference "
-            "implementation's definitions (0-1 scale).</p>",
-            "<table><tr><th>metric</th><th>value</th><th>n</th><th>95% CI</th></tr>"]
-    body += [f"<tr><td>{e(m)}</td><td>{v}</td><td>{n}</td><td>{c}</td></tr>" for m, v, n, c in rows(sec)]
-    body.append("</table>")
-    rm = sec["response_modes"]
-    body.append("<table><tr><th>assistance level</th><th>share</th><th>conditional unsafe rate</th></tr>")
-    body += [f"<tr><td>{a}</td><td>{_f(rm['all']['shares'][a])}</td>"
-             f"<td>{_f(rm['conditional_unsafe_rate'][a]['value'])}</td></tr>" for a in rm["all"]["counts"]]
-    body.append("</table>")
-    ip = sec["intent_probe"]
-    body.append(f"<p>Intent probe ({ip['considered']} dual-use replies with harm above 0): "
-                + ", ".join(f"{k} {ip[k]['count']}" for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) + "</p>")
-    body.append("</section>")
-    return "\n".join(body)
+def _shown(x: Any) -> Shown:
+    return Shown(_number(x), DIGITS)
 
 
 def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
     """`compare`'s OpenSafeIntent part: per model the six metrics (value, n); None when no run has the section."""
     if not any(sections):
         return None
-    return {"table": [{"model": m, **{k: (s[k]["value"] if s else None) for k in HEADLINE},
-                       **{f"{k}_n": (s[k]["n"] if s else None) for k in HEADLINE}}
-                      for m, s in zip(models, sections)]}
+    numbers = [{k: _number(s[k]) if s else Number() for k in HEADLINE} for s in sections]
+    return {"table": [{"model": m, **{k: n[k].value for k in HEADLINE}, **{f"{k}_n": n[k].n for k in HEADLINE}}
+                      for m, n in zip(models, numbers)]}
 
 
 def compare_markdown(part: Optional[dict[str, Any]],
@@ -80,6 +63,6 @@ def compare_markdown(part: Optional[dict[str, Any]],
     head = "| Model | " + " | ".join(HEADLINE) + " |"
     lines = ["", f"## {heading}", "", head,
              "|" + "---|" * (len(HEADLINE) + 1)]
-    lines += ["| " + " | ".join([r["model"], *(f"{_f(r[k])} (n {r[k + '_n']})" if r[k + "_n"] is not None
+    lines += ["| " + " | ".join([r["model"], *(f"{number_text(_shown(r[k]))} (n {r[k + '_n']})" if r[k + "_n"] is not None
                                              else "n/a" for k in HEADLINE)]) + " |" for r in part["table"]]
     return "\n".join(lines) + "\n"

@@ -102,6 +102,12 @@ def prompt_name(transcript: Transcript) -> Optional[str]:
     return None if key is None else key[1]
 
 
+def inspect_metadata(transcript: Transcript) -> dict[str, Any]:
+    """InspectPart.metadata: the prompt name of one of its transcripts (or the triplet wing's) in an inspect log."""
+    name = prompt_name(transcript)
+    return {} if name is None else {"prompt_name": name}
+
+
 def plan(inputs: Inputs, condition: str = CONDITION) -> list[Job]:
     """The 7 single-turn jobs of every set, each the exact prompt sent, with the reference's generation."""
     return [Job(conversation_id(s.set_id, n, condition), s.set_id, condition, prompt=text, meta=(("prompt_name", n),),

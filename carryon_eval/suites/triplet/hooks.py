@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from carryon_eval.schema import TRIPLET_CONDITION
+from carryon_eval.report.blocks import Block
+from carryon_eval.suites.triplet.record import TRIPLET_CONDITION
 from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Section,
                                 Skipped, SuiteOptions, headline_unscored)
 # OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
 from carryon_eval.suites.opensafeintent.public import (HEADLINE, NEEDS, Inputs, compare_columns, compare_markdown,
                                                        inputs_of, inputs_or_none, judge_records, load_as, load_probes,
-                                                       plan, render_html, render_markdown, run_intent_probe, section,
-                                                       target_model)
-from carryon_eval.suites.triplet.legacy import is_legacy, legacy_html, legacy_markdown, legacy_section
+                                                       plan, run_intent_probe, section, section_blocks, target_model)
+from carryon_eval.suites.triplet.legacy import is_legacy, legacy_blocks, legacy_section
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
@@ -66,12 +66,8 @@ def summarize(inputs: ReportInputs) -> Optional[Section]:
     return {"definitions": DEFINITIONS, **out}
 
 
-def markdown(sec: Section) -> str:
-    return legacy_markdown(sec) if is_legacy(sec) else render_markdown(sec, TITLE)
-
-
-def html(sec: Section) -> str:
-    return legacy_html(sec) if is_legacy(sec) else render_html(sec, TITLE, TRIPLET_CONDITION)
+def blocks(sec: Section) -> list[Block]:
+    return legacy_blocks(sec) if is_legacy(sec) else section_blocks(sec, TITLE, TRIPLET_CONDITION)
 
 
 def compare(runs: CompareInputs) -> Optional[Section]:

@@ -4,10 +4,11 @@ only when its outcome was decided). Those metrics are no longer computed; a run 
 reports: its results.json section is shown as it was, marked with the definitions it used."""
 from __future__ import annotations
 
-import html
 import json
 from typing import Any, Optional, Sequence
 
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text
 from carryon_eval.run.folder import RunFolder
 
 EARLIER = ("this project's earlier triplet definitions (harm >= 4 on 1-5 unsafe, Worst-Case Utility not weighted "
@@ -35,29 +36,13 @@ def legacy_section(run: RunFolder, transcripts: Sequence[Any]) -> dict[str, Any]
                     "again (re-run --conditions triplet --opensafeintent DIR into a new folder)"}
 
 
-def _f(x: Any) -> str:
-    return "n/a" if x is None else f"{x:.1f}"
-
-
-def legacy_markdown(sec: dict[str, Any]) -> str:
-    lines = ["## Triplet evaluation (this project's earlier definitions)", "", f"Definitions: {sec.get('definitions', EARLIER)}."]
+def legacy_blocks(sec: dict[str, Any]) -> list[Block]:
+    """The earlier section as it was reported, marked with its definitions; or why its replies are not scored."""
+    blocks: list[Block] = [Heading("Triplet evaluation (this project's earlier definitions)"),
+                           Text(f"Definitions: {sec.get('definitions', EARLIER)}.")]
     if sec.get("note"):
-        return "\n".join(lines + ["", f"{sec['n_replies']} replies: {sec['note']}."]) + "\n"
-    lines += ["", f"{sec.get('n_sets')} prompt-sets, as reported when the run was written.", "",
-              "| metric | value % |", "|---|---|"]
-    lines += [f"| {m} | {_f(sec.get(m))} |" for m in HEADLINE]
-    return "\n".join(lines) + "\n"
-
-
-def legacy_html(sec: dict[str, Any]) -> str:
-    e = html.escape
-    body = ['<section id="triplet"><h2>Triplet evaluation (this project\'s earlier definitions)</h2>',
-            f"<p>Definitions: {e(str(sec.get('definitions', EARLIER)))}.</p>"]
-    if sec.get("note"):
-        body.append(f"<p>{sec['n_replies']} replies: {e(sec['note'])}.</p>")
+        blocks.append(Text(f"{sec['n_replies']} replies: {sec['note']}."))
     else:
-        body.append("<table><tr><th>metric</th><th>value %</th></tr>")
-        body += [f"<tr><td>{m}</td><td>{_f(sec.get(m))}</td></tr>" for m in HEADLINE]
-        body.append("</table>")
-    body.append("</section>")
-    return "\n".join(body)
+        blocks += [Only(MARKDOWN, [Text(f"{sec.get('n_sets')} prompt-sets, as reported when the run was written.")]),
+                   Table(["metric", "value %"], [[m, Shown(Number(sec.get(m)))] for m in HEADLINE])]
+    return [Section("triplet", blocks)]

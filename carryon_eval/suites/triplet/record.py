@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from carryon_eval.schema import TRIPLET_CONDITION
+from carryon_eval.dataset.configs import register_columns
 from carryon_eval.suite import Probe, ScorerUse, Suite, SuiteReport, register_suite
 from carryon_eval.suite.lazy import hooks_of
 from carryon_eval.suites.opensafeintent.record import probe_run_file
@@ -30,6 +30,12 @@ from carryon_eval.suites.opensafeintent.record import probe_run_file
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.suite import InputsRecord, SuiteOptions
+
+TRIPLET_CONDITION = "triplet"
+#: the dataset's ``triplets`` config (the builder's triplet stage writes it): the columns each row has at least
+TRIPLET_CONFIG = "triplets"
+TRIPLET_COLUMNS: tuple[str, ...] = ("set_id", "variant", "paraphrase", "prompt", "domain", "category")
+register_columns(TRIPLET_CONFIG, TRIPLET_COLUMNS)
 
 HOOKS = hooks_of("carryon_eval.suites.triplet.hooks")
 SHARED = hooks_of("carryon_eval.suites.opensafeintent.hooks")     # OpenSafeIntent's, on the triplets' replies
@@ -49,10 +55,10 @@ TRIPLETS = register_suite(Suite(
           ScorerUse("osi_assistance_level", when=SHARED.is_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=SHARED.count_sets, run=HOOKS.probe),),
     files=(probe_run_file(TRIPLET_CONDITION),),
-    report=SuiteReport(section=TRIPLET_CONDITION, summarize=HOOKS.summarize, markdown=HOOKS.markdown,
-                       html=HOOKS.html, compare=HOOKS.compare, compare_markdown=HOOKS.compare_text,
+    report=SuiteReport(section=TRIPLET_CONDITION, summarize=HOOKS.summarize, blocks=HOOKS.blocks,
+                       compare=HOOKS.compare, compare_markdown=HOOKS.compare_text,
                        nothing_scored=HOOKS.nothing_scored),
     description="the dataset's benign / ambiguous / malicious prompt-sets under OpenSafeIntent's reference judges and "
                 "metrics (needs --opensafeintent DIR)"))
 
-__all__ = ["TRIPLETS"]
+__all__ = ["TRIPLETS", "TRIPLET_COLUMNS", "TRIPLET_CONDITION"]

@@ -1,4 +1,4 @@
-"""OpenSafeIntent's report section (render_html): the page checked in headless Chromium by what it shows. (The
+"""OpenSafeIntent's report section (its blocks in HTML): the page checked in headless Chromium by what it shows. (The
 section in a run's results.json, table.md and report.html: tests/suites/opensafeintent/test_opensafeintent_run.py.)"""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from support.browser import chromium, render_headless
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
-from carryon_eval.suites.opensafeintent.report import render_html
+from carryon_eval.report.blocks import to_html
+from carryon_eval.suites.opensafeintent.report import section_blocks
 from support.opensafeintent_fixture import fixture_sets
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
@@ -22,7 +23,7 @@ def sec():
 @needs_chromium
 def test_the_page_shows_the_six_metrics(tmp_path, sec):
     (tmp_path / "report.html").write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
-                                          f"</head><body>{render_html(sec)}</body></html>\n")
+                                          f"</head><body>{to_html(section_blocks(sec))}</body></html>\n")
     dom, console = render_headless(tmp_path / "report.html", profile_dir=tmp_path / "chrome-profile")
     assert not console, console
     section = dom[dom.index('id="opensafeintent"'):]

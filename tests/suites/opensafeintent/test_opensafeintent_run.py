@@ -22,7 +22,8 @@ from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.record import OPENSAFEINTENT
 from carryon_eval.suites.opensafeintent.release import load_release
-from carryon_eval.suites.opensafeintent.report import render_markdown
+from carryon_eval.report.blocks import to_markdown
+from carryon_eval.suites.opensafeintent.report import section_blocks
 from carryon_eval.suites.opensafeintent.suite import (PROBE_FILE, SCORERS, inputs_of, load_probes,
                                                      parse_conversation_id, replies)
 from carryon_eval.report.phase import suite_inputs
@@ -184,7 +185,7 @@ def test_section_matches_the_metrics_of_the_export(ran, bench, tmp_path):
     for key in (*HEADLINE, "variants", "paraphrase", "response_modes", "intent_probe", "failure_profile",
                 "by_harm_domain", "by_task_type"):
         assert back[key] == sec[key], key
-    md = render_markdown(sec)
+    md = to_markdown(section_blocks(sec))
     assert "## OpenSafeIntent" in md and "intent_calibrated_utility" in md
 
 

@@ -188,3 +188,22 @@ def test_a_run_given_a_relative_release_folder_reports_from_any_directory(tmp_pa
     result = invoke("report", "../run")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "run" / "table.md").read_text() == table
+
+
+def test_the_triplet_wing_declares_the_columns_of_its_config(tmp_path):
+    """The triplets config's columns are the triplet wing's (dataset/ names no suite's config): once the suites are
+    registered, a dataset whose triplets lack one is refused naming the column."""
+    from carryon_eval.dataset.configs import columns_of
+    from carryon_eval.dataset.load import DatasetError, load_benchmark
+    from carryon_eval.suite import suites
+    from carryon_eval.suites.triplet.record import TRIPLET_COLUMNS
+
+    suites()
+    assert columns_of("triplets") == TRIPLET_COLUMNS and "variant" in TRIPLET_COLUMNS
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_TRIPLETS.parent, data)
+    rows = [json.loads(line) for line in (data / "triplets.jsonl").read_text().splitlines() if line.strip()]
+    (data / "triplets.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "variant"}) + "\n"
+                                                 for r in rows))
+    with pytest.raises(DatasetError, match=r"config 'triplets' lacks column\(s\) \['variant'\]"):
+        load_benchmark(data)

@@ -1,16 +1,19 @@
-"""CarryOnBench's part of a run folder as an inspect-ai eval log (carryon_eval.inspect_bridge.export): each
-transcript's scores (Ben-Util per reply and of the conversation, harm per reply and its worst) and results.json's
-headline numbers as the log's metrics (one score per condition, Recovery%, mc's contrasts, and every other
-suite's section with intervals). inspect_ai is imported by the functions that make its records.
+"""CarryOnBench's part of a run folder as an inspect-ai eval log (carryon_eval.inspect_bridge.export asks for it
+through the suite record's ``InspectPart``): each transcript's scores (Ben-Util per reply and of the conversation,
+harm per reply and its worst: ``transcript_scores``) and results.json's headline numbers as the log's metrics (one
+score per condition, Recovery%, mc's contrasts, and every other suite's section with intervals:
+``headline_scores``). inspect_ai is imported by the functions that make its records.
 """
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
 from carryon_eval.run.results import Results
+from carryon_eval.suite import ReportInputs
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.conversations import Conversation, conversation_utility, turn_utility
+from carryon_eval.suites.carryonbench.conversations import Conversation, assemble, conversation_utility, turn_utility
 from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
 from carryon_eval.suites.opensafeintent.public import parse_conversation_id
 
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics
@@ -57,6 +60,26 @@ def sample_scores(conv: Conversation, utility: Sequence[UtilityJudgment],
         scores["ben_util"] = utility_score(conv, utility)
     scores["harm"] = harm_score(conv, safety)
     return scores
+
+
+def transcript_scores(inputs: ReportInputs) -> dict[str, dict[str, Any]]:
+    """InspectPart.samples: every transcript's scores (``sample_scores``) by the judge of ``inputs``."""
+    utility, safety = load_utility(inputs.run, inputs.judge), load_safety(inputs.run, inputs.judge)
+    bench = inputs.bench
+    convs = assemble(inputs.transcripts, utility, safety,
+                     {q: [i["item_id"] for i in items] for q, items in bench.checklists.items()},
+                     {q: row.get("domain") for q, row in bench.queries.items()})
+    by_utility, by_safety = _by_conversation(utility), _by_conversation(safety)
+    return {t.conversation_id: sample_scores(c, by_utility.get(t.conversation_id, []),
+                                             by_safety.get(t.conversation_id, []))
+            for t, c in zip(inputs.transcripts, convs)}
+
+
+def _by_conversation(records: Sequence[Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for r in records:
+        out.setdefault(r.conversation_id, []).append(r)
+    return out
 
 
 # ---------------------------------------------------------------- the log's metrics

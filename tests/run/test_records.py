@@ -1,0 +1,53 @@
+"""run.json and judge.json read back as records and written again: byte for byte what was read."""
+import json
+from pathlib import Path
+
+import carryon_eval.app.commands  # noqa: F401  (the wings register their judge settings)
+from carryon_eval.run.folder import Answer, Failure, UsageFile
+from carryon_eval.run.records import FileStamp, JudgeSummary, RoleRecord, RunMeta
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "run_v0_1_0"
+
+
+def _again(cls, d):
+    return json.dumps(cls.from_json(d).to_json())
+
+
+def test_a_run_json_of_every_part_is_written_back_as_read():
+    d = json.loads((FIXTURE / "run.json").read_text(encoding="utf-8"))
+    d["roles"]["target"].update(pool=["http://a/v1", "http://b/v1"], temperature=0, sent={"max_tokens": "as x"},
+                                extra_body={"a": {"b": 1}})
+    d.update(subset="pilot", bootstrap={"n_resamples": 10, "seed": 1}, suites={"o": {"files": ["q.jsonl"]}},
+             usage={"target": {"calls": 3}}, sweep={"plan": "p.json", "index": 0}, own_block={"x": 1},
+             no_user_turns=True)
+    once = RunMeta.from_json(d).to_json()
+    assert _again(RunMeta, once) == json.dumps(once)
+    assert list(once["roles"]["target"]) == ["base_url", "model", "api_key_env", "concurrency", "timeout", "max_retries",
+                                             "http_client", "local", "pool", "temperature", "extra_body", "sent"]
+    assert list(once)[-3:] == ["sweep", "own_block", "no_user_turns"]
+    meta = RunMeta.from_json(d)
+    assert meta.role("target").pool == ("http://a/v1", "http://b/v1") and meta.extras == {"own_block": {"x": 1}}
+
+
+def test_a_null_in_run_json_reads_as_the_default():
+    role = RoleRecord.from_json({"model": "m", "base_url": None, "temperature": None, "pool": None})
+    assert role == RoleRecord(model="m") and role.to_json() == RoleRecord(model="m").to_json()
+    meta = RunMeta.from_json({"roles": {"user": None}, "notice": ["a", "b"], "conditions": None, "usage": [1]})
+    assert meta.role("user") == RoleRecord() and meta.notice == "a b" and meta.conditions == [] and meta.usage == {}
+
+
+def test_a_judge_json_is_written_back_as_read_and_its_file_stamps_are_records():
+    d = json.loads((FIXTURE / "judge.json").read_text(encoding="utf-8"))
+    once = JudgeSummary.from_json(d).to_json()
+    assert _again(JudgeSummary, once) == json.dumps(once)
+    d["files"] = {"utility_judgments.jsonl": {"judges": ["j"], "bytes": 10, "mtime_ns": 5},
+                  "bad.jsonl": {"judges": "j", "bytes": 1}}
+    summary = JudgeSummary.from_json(d)
+    assert summary.files == {"utility_judgments.jsonl": FileStamp(["j"], 10, 5)}
+    assert JudgeSummary.from_json(summary.to_json()).to_json() == summary.to_json()
+
+
+def test_the_small_run_files_lines_are_records():
+    for cls, d in ((Failure, {"conversation_id": "c1", "reason": "timeout"}), (Answer, {"answer": "ab12", "raw": "Yes"}),
+                   (UsageFile, {"schema_version": 1, "usage": {"target/m": {"calls": 2, "prompt_tokens": 40}}})):
+        assert _again(cls, d) == json.dumps(d)
