@@ -225,6 +225,24 @@ class OpenSafeIntentSection(Metrics):
         return cls(**{f: getattr(metrics, f) for f in Metrics.__dataclass_fields__}, **header)
 
 
+# ---------------------------------------------------------------- run.json's record of its inputs
+@dataclass
+class ReleaseOptions(Record):
+    """The run's options this wing reads (its suite options: the CLI's, or a reopened folder's recorded ones)."""
+    opensafeintent: Any = None                           # --opensafeintent DIR (a path)
+    opensafeintent_sets: Optional[str] = None            # --opensafeintent-sets: release | triplets
+    limit: Optional[int] = None
+    temperature: Any = None                              # a number, or "default" (the provider's)
+    max_tokens: Optional[int] = None
+    run_folder: Any = None                               # run.json's folder (SuiteOptions' RUN_FOLDER key)
+
+
+@dataclass
+class RecordedRelease(Record):
+    """What run.json's ``suites.<condition>`` records of the release (the resume check reads its hashes)."""
+    sha256: dict[str, str] = field(default_factory=dict)
+
+
 # ---------------------------------------------------------------- compare.json's part
 @dataclass
 class CompareRow(Record):
