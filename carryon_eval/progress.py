@@ -56,9 +56,9 @@ def role_of(stage: str) -> str:
 def tokens_by_role(usage: UsageLedger) -> dict[str, int]:
     """{role: prompt + completion tokens} from a UsageLedger snapshot ({"stage/model": row})."""
     totals: dict[str, int] = {}
-    for name, row in usage.snapshot().items():
+    for name, row in usage.rows().items():
         role = role_of(name.split("/", 1)[0])
-        totals[role] = totals.get(role, 0) + row["prompt_tokens"] + row["completion_tokens"]
+        totals[role] = totals.get(role, 0) + row.prompt_tokens + row.completion_tokens
     order = {"target": 0, "user": 1, "judge": 2}          # the same order on every line, whoever answered first
     return dict(sorted(totals.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
 

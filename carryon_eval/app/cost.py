@@ -36,11 +36,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from carryon_eval.codec import OMIT_NONE, Record, fields_of
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.costing import CostNote, cost_notes
 from carryon_eval.judge.phase import reply_cases
 from carryon_eval.judge.scorer_file import ScorerRecords
 from carryon_eval.judge.scorers import Case, pick_replies, planned_uses, reply_scorers, reply_shape
+from carryon_eval.model.endpoint import Tokens
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_values
 from carryon_eval.run.folder import RunFolder
@@ -134,7 +136,7 @@ class Estimate:
 
 
 @dataclass(frozen=True)
-class Price:
+class Price(Record):
     """USD per 1M prompt (in) and completion (out) tokens; ``cached``: per 1M prompt tokens the provider served
     from its prompt cache (None: at the prompt rate)."""
     input: float
@@ -146,15 +148,17 @@ class Price:
         which prefixes a provider will have cached)."""
         return (row.prompt_tokens * self.input + row.completion_tokens * self.output) / 1e6
 
-    def spent(self, usage: dict[str, int]) -> float:
-        """USD of recorded usage (a usage.json row summed per role): cached prompt tokens at the cached rate."""
-        cached = int(usage.get("cached_prompt_tokens", 0))
+    def spent(self, usage: "RoleUsage") -> float:
+        """USD of recorded usage (usage.json's rows summed per role): cached prompt tokens at the cached rate."""
+        cached = usage.cached_prompt_tokens
         rate = self.input if self.cached is None else self.cached
-        return ((int(usage.get("prompt_tokens", 0)) - cached) * self.input + cached * rate
-                + int(usage.get("completion_tokens", 0)) * self.output) / 1e6
+        return ((usage.prompt_tokens - cached) * self.input + cached * rate + usage.completion_tokens * self.output) / 1e6
 
-    def to_json(self) -> dict[str, Any]:
-        return {"input": self.input, "output": self.output, "cached": self.cached}
+    @classmethod
+    def from_json(cls, d: Any) -> "Price":
+        """A price as run.json records it (its rates read as floats)."""
+        read = fields_of(cls, d)
+        return cls(float(read.input), float(read.output), None if read.cached is None else float(read.cached))
 
 
 def parse_prices(values: Iterable[str]) -> dict[str, Price]:
@@ -175,23 +179,36 @@ def parse_prices(values: Iterable[str]) -> dict[str, Price]:
     return prices
 
 
-USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
-                "reasoning_tokens")
+@dataclass
+class RoleUsage(Record):
+    """One role's calls and tokens summed over usage.json's rows (run.json's ``usage``), with ``usd`` where priced."""
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    usd: Optional[float] = field(default=None, metadata=OMIT_NONE)
+    price_per_1m: Optional[Price] = field(default=None, metadata=OMIT_NONE)
+
+    def add(self, row: Tokens) -> None:
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + int(getattr(row, name)))
 
 
-def usage_by_role(rows: dict[str, dict[str, int]], prices: Optional[dict[str, Price]] = None) -> dict[str, Any]:
+_COUNTS = tuple(f.name for f in dataclasses.fields(RoleUsage) if f.type == "int")
+
+
+def usage_by_role(rows: dict[str, dict[str, int]], prices: Optional[dict[str, Price]] = None) -> dict[str, RoleUsage]:
     """usage.json's rows ("stage/model") summed per role (target, user, judge), with ``usd`` where priced:
     what run.json's ``usage`` and the summary line report."""
     from carryon_eval.progress import role_of
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, RoleUsage] = {}
     for name, row in rows.items():
-        mine = out.setdefault(role_of(name.split("/", 1)[0]), {f: 0 for f in USAGE_FIELDS})
-        for f in USAGE_FIELDS:
-            mine[f] += int(row.get(f, 0))
+        out.setdefault(role_of(name.split("/", 1)[0]), RoleUsage()).add(Tokens.from_json(row))
     for role, price in (prices or {}).items():
         if role in out:
-            out[role]["usd"] = round(price.spent(out[role]), 6)
-            out[role]["price_per_1m"] = price.to_json()
+            out[role].usd, out[role].price_per_1m = round(price.spent(out[role]), 6), price
     order = {r: i for i, r in enumerate(ROLES)}
     return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
 

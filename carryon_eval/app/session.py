@@ -23,7 +23,7 @@ from carryon_eval.progress import human, tokens_by_role
 from carryon_eval.run.records import RoleRecord, RunMeta
 from carryon_eval.run.folder import RunFolder, add_usage, read_usage
 from carryon_eval.run.lock import hold
-from carryon_eval.app.cost import Price, parse_prices, usage_by_role
+from carryon_eval.app.cost import Price, RoleUsage, parse_prices, usage_by_role
 
 if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.client import Endpoint
@@ -184,12 +184,12 @@ class Session:
         if tokens:
             self.out.info("tokens: " + ", ".join(f"{role} {human(n)}" for role, n in tokens.items()))
         roles = usage_by_role(self.usage.snapshot(), self.prices)
-        cached = {r: u for r, u in roles.items() if u["cached_prompt_tokens"] or u["reasoning_tokens"]}
+        cached = {r: u for r, u in roles.items() if u.cached_prompt_tokens or u.reasoning_tokens}
         if cached:
             self.out.info("of which: " + "; ".join(
-                f"{role} {human(u['cached_prompt_tokens'])} of {human(u['prompt_tokens'])} prompt tokens cached by "
-                f"the provider, {human(u['reasoning_tokens'])} reasoning" for role, u in cached.items()))
-        priced = {r: u["usd"] for r, u in roles.items() if "usd" in u}
+                f"{role} {human(u.cached_prompt_tokens)} of {human(u.prompt_tokens)} prompt tokens cached by "
+                f"the provider, {human(u.reasoning_tokens)} reasoning" for role, u in cached.items()))
+        priced = {r: u.usd for r, u in roles.items() if u.usd is not None}
         if priced:
             self.out.info("cost: " + ", ".join(f"{role} {usd:,.4f} USD" for role, usd in priced.items())
                           + " (this command's calls at --price; cached prompt tokens at their own rate)")
@@ -202,11 +202,10 @@ class Session:
         meta = run.read_meta()
         prices = dict(self.prices)
         for role, u in meta.usage.items():
-            given = u.get("price_per_1m") if isinstance(u, dict) else None
-            if role not in prices and isinstance(given, dict):
-                prices[role] = Price(float(given["input"]), float(given["output"]),
-                                     None if given.get("cached") is None else float(given["cached"]))
-        usage = usage_by_role(read_usage(run), prices)
+            given = RoleUsage.from_json(u).price_per_1m if isinstance(u, dict) else None
+            if role not in prices and isinstance(given, Price):
+                prices[role] = given
+        usage = {role: u.to_json() for role, u in usage_by_role(read_usage(run), prices).items()}
         if usage != meta.usage:
             run.write_meta(dataclasses.replace(meta, usage=usage))
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from carryon_eval.codec import Record
 from carryon_eval.model.cache import ResponseCache, check_key, lookup
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, UsageLedger, keyed_request
@@ -174,18 +175,32 @@ class Imported:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Response(Record):
+    status_code: Any = None
+    body: Any = None
+
+
+@dataclass
+class ResultLine(Record):
+    """One line of an OpenAI Batch output file, the fields read from it (each as the file has it)."""
+    custom_id: Any = None
+    error: Any = None
+    response: Optional[_Response] = None
+
+
 def parse_result_line(row: dict[str, Any]) -> tuple[Optional[str], Optional[ChatResult], Optional[str]]:
     """(custom_id, result, problem) of one OpenAI Batch output line; result None when it failed."""
     from openai.types.chat import ChatCompletion
 
-
-    key = row.get("custom_id")
-    if row.get("error"):
-        return key, None, f"error: {json.dumps(row['error'])[:200]}"
-    response = row.get("response") or {}
-    if response.get("status_code") != 200:
-        return key, None, f"HTTP {response.get('status_code')}"
-    body = response.get("body") or {}
+    line = ResultLine.from_json(row)
+    key = line.custom_id
+    if line.error:
+        return key, None, f"error: {json.dumps(line.error)[:200]}"
+    response = line.response or _Response()
+    if response.status_code != 200:
+        return key, None, f"HTTP {response.status_code}"
+    body = response.body or {}
     try:
         ChatCompletion.model_validate(body)   # the whole shape, as the Batch API documents it
         result = parse_completion(body, want_logprobs=True)
@@ -221,10 +236,9 @@ def import_results(files: Sequence[Path], cache: ResponseCache, expected: Option
             if isinstance(row, dict) and "body" in row and "method" in row and "response" not in row:
                 raise BatchError(f"{path} line {n} is a batch request line (the exported requests file), not a "
                                  "result; give the output file the batch run wrote")
-            if not (isinstance(row, dict) and isinstance(row.get("custom_id"), str)
-                    and ("response" in row or "error" in row)):
+            key = ResultLine.from_json(row).custom_id if isinstance(row, dict) else None
+            if not (isinstance(key, str) and ("response" in row or "error" in row)):
                 raise BatchError(f"{path} line {n} is not an OpenAI batch result line")
-            key = row["custom_id"]
             try:
                 check_key(key)                       # a custom_id that is not a cache key is not ours
             except (ValueError, TypeError, AttributeError):

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from carryon_eval import defaults
 from carryon_eval.judge.scorer_file import Appender
+from carryon_eval.codec import Record
 from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.budget import CallBudgetSpent
 from carryon_eval.model.endpoint import ChatEndpoint, EndpointError, ModelRejected, ParameterRefused
@@ -112,8 +113,18 @@ class SideCallRecord:
 
     @classmethod
     def from_json(cls, row: dict[str, Any], key_fields: Sequence[str]) -> "SideCallRecord":
-        return cls({f: row.get(f) for f in key_fields}, row.get("raw"), str(row.get("model")),
-                   str(row.get("prompt_sha256")), row.get("error"))
+        answer = _Answer.from_json(row)
+        return cls({f: row.get(f) for f in key_fields}, answer.raw, str(answer.model), str(answer.prompt_sha256),
+                   answer.error)
+
+
+@dataclass(frozen=True)
+class _Answer(Record):
+    """The fields of a stored call after its key's (``RECORD_FIELDS``)."""
+    raw: Optional[str] = None
+    model: Optional[str] = None
+    prompt_sha256: Optional[str] = None
+    error: Optional[str] = None
 
 
 def read_side_calls(run: RunFolder, calls: SideCalls, model: Optional[str] = None) -> list[SideCallRecord]:
@@ -162,10 +173,10 @@ async def run_side_calls(run: RunFolder, calls: SideCalls, requests: Sequence[Si
     others: list[dict[str, Any]] = []
     mine: dict[tuple[Any, ...], SideCallRecord] = {}
     for row in read_jsonl(path, on_bad=lambda e: log.warning("%s; left out, asked again", str(e).split("; this")[0])):
-        if row.get("model") != model:
+        record = SideCallRecord.from_json(row, calls.key_fields)
+        if record.model != model:
             others.append(row)
         else:
-            record = SideCallRecord.from_json(row, calls.key_fields)
             mine[record.key] = record                   # the last record of a key wins
     kept = {c.key: mine[c.key] for c in requests if answered(mine.get(c.key), c)}
     todo = [c for c in requests if c.key not in kept]

@@ -19,10 +19,12 @@ import itertools
 import math
 import warnings
 from statistics import NormalDist
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
+
+from carryon_eval.codec import OMIT_NONE, Record
 
 from carryon_eval.defaults import BOOTSTRAP_RESAMPLES as N_RESAMPLES
 from carryon_eval.defaults import BOOTSTRAP_SEED as SEED
@@ -266,30 +268,37 @@ def t_two_sided(t: float, df: int) -> float:
     return min(1.0, max(0.0, 1.0 - inside))
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
-    """Spearman's rho with its p-value (Student's t with n - 2 degrees of freedom, as scipy.stats.spearmanr);
-    nulls with a reason when it cannot be computed."""
+@dataclass
+class RankCorrelation(Record):
+    """Spearman's rho over ``n`` pairs with its p-value; nulls with a reason when it cannot be computed."""
+    rho: Optional[float] = None
+    p: Optional[float] = None
+    n: int = 0
+    reason: Optional[str] = None
+    note: Optional[str] = None
+
+
+def rank_correlation(x: Sequence[float], y: Sequence[float]) -> RankCorrelation:
+    """Spearman's rho with its p-value (Student's t with n - 2 degrees of freedom, as scipy.stats.spearmanr)."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
-    out: dict[str, Any] = {"rho": None, "p": None, "n": len(pairs), "reason": None, "note": None}
     if len(pairs) < 2:
-        out["reason"] = f"needs at least 2 models with both numbers, got {len(pairs)}"
-        return out
+        return RankCorrelation(n=len(pairs), reason=f"needs at least 2 models with both numbers, got {len(pairs)}")
     xs, ys = zip(*pairs)
     if len(set(xs)) == 1 or len(set(ys)) == 1:
-        out["reason"] = "one of the two rankings is constant: rho is undefined"
-        return out
+        return RankCorrelation(n=len(pairs), reason="one of the two rankings is constant: rho is undefined")
     rho = spearman_rho(xs, ys)
-    out["rho"] = rho
     if len(pairs) < 3 or rho is None:
-        out["reason"] = "p-value undefined with fewer than 3 models"
-        return out
+        return RankCorrelation(rho=rho, n=len(pairs), reason="p-value undefined with fewer than 3 models")
     df = len(pairs) - 2
     with np.errstate(divide="ignore"):
         t = math.inf if abs(rho) >= 1 else rho * math.sqrt(df / ((1 + rho) * (1 - rho)))
-    out["p"] = t_two_sided(t, df)
-    if len(pairs) < 10:
-        out["note"] = "p from the t approximation; rough with fewer than 10 models"
-    return out
+    note = "p from the t approximation; rough with fewer than 10 models" if len(pairs) < 10 else None
+    return RankCorrelation(rho=rho, p=t_two_sided(t, df), n=len(pairs), note=note)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
+    """``rank_correlation`` as JSON ({"rho", "p", "n", "reason", "note"})."""
+    return rank_correlation(x, y).to_json()
 
 
 #: What the mixed linear models need beyond the core install, and what they add (compare.json, table.md and the
@@ -314,29 +323,45 @@ def missing_packages(names: Sequence[str]) -> list[str]:
     return absent
 
 
+@dataclass
+class MixedModel(Record):
+    """A REML linear mixed model ``formula`` with a random intercept per ``groups``: coefficients {name: {B, SE, z,
+    p, ci95}} and the group variance, null with a reason when it cannot be fitted (``missing``: the packages it
+    lacks, only when that is the reason)."""
+    formula: str
+    groups: str
+    n: int
+    n_groups: int
+    coefficients: Optional[dict[str, dict[str, Any]]] = None
+    group_var: Optional[dict[str, Any]] = None
+    converged: Optional[bool] = None
+    warnings: list[str] = field(default_factory=list)
+    reason: Optional[str] = None
+    missing: Optional[list[str]] = field(default=None, metadata=OMIT_NONE)
+
+
 def mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequence[str],
                 group: str = "model") -> dict[str, Any]:
-    """REML linear mixed model `outcome ~ predictors` with a random intercept per group.
+    """REML linear mixed model `outcome ~ predictors` with a random intercept per group: ``MixedModel`` as JSON."""
+    return fit_mixed_model(rows, outcome, predictors, group).to_json()
 
-    Returns {"formula", "n", "n_groups", "coefficients": {name: {B, SE, z, p, ci95}}, "group_var",
-    "converged", "warnings", "reason"}; coefficients are null with a reason when it cannot be fitted.
-    """
+
+def fit_mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequence[str],
+                    group: str = "model") -> MixedModel:
+    """REML linear mixed model `outcome ~ predictors` with a random intercept per group."""
     formula = f"{outcome} ~ " + " + ".join(predictors)
     keep = [r for r in rows if all(r.get(c) is not None for c in (outcome, group, *predictors))]
     groups = sorted({r[group] for r in keep})
-    out: dict[str, Any] = {"formula": formula, "groups": group, "n": len(keep), "n_groups": len(groups),
-                           "coefficients": None, "group_var": None, "converged": None, "warnings": [],
-                           "reason": None}
+    out = MixedModel(formula=formula, groups=group, n=len(keep), n_groups=len(groups))
     if len(groups) < 2:
-        out["reason"] = f"needs at least 2 models (random intercept per model), got {len(groups)}"
+        out.reason = f"needs at least 2 models (random intercept per model), got {len(groups)}"
         return out
     if len(keep) <= len(predictors) + 2:
-        out["reason"] = f"too few conversations ({len(keep)}) for {len(predictors)} predictors"
+        out.reason = f"too few conversations ({len(keep)}) for {len(predictors)} predictors"
         return out
     absent = missing_packages(MIXED_MODELS_PACKAGES)
     if absent:
-        out["reason"] = MIXED_MODELS_MISSING.format(missing=" and ".join(absent))
-        out["missing"] = absent
+        out.reason, out.missing = MIXED_MODELS_MISSING.format(missing=" and ".join(absent)), absent
         return out
     import pandas as pd
     import statsmodels.formula.api as smf
@@ -349,24 +374,24 @@ def mixed_model(rows: Sequence[dict[str, Any]], outcome: str, predictors: Sequen
         try:
             fit = smf.mixedlm(formula, df, groups=df[group]).fit(reml=True)
         except Exception as exc:  # noqa: BLE001 - singular designs raise several numpy/statsmodels types
-            out["reason"] = f"model could not be fitted: {type(exc).__name__}: {exc}"
+            out.reason = f"model could not be fitted: {type(exc).__name__}: {exc}"
             return out
-        out.update(_fitted(fit))
-    out["warnings"] = sorted({str(w.message).splitlines()[0] for w in caught})
+        out.converged, out.coefficients, out.group_var = _fitted(fit)
+    out.warnings = sorted({str(w.message).splitlines()[0] for w in caught})
     return out
 
 
-def _fitted(fit: Any) -> dict[str, Any]:
+def _fitted(fit: Any) -> tuple[bool, dict[str, dict[str, Any]], dict[str, Any]]:
     """A mixed model fit's coefficients (B, SE, z, p, ci95), its group variance and whether it converged."""
     names = list(fit.fe_params.index)
     conf = np.asarray(fit.conf_int())
     b, se = np.asarray(fit.fe_params), np.asarray(fit.bse_fe)
     z, p = np.asarray(fit.tvalues), np.asarray(fit.pvalues)
     bse_re = np.asarray(fit.bse_re).ravel()
-    return {"converged": bool(getattr(fit, "converged", True)),
-            "coefficients": {name: {"B": _num(b[i]), "SE": _num(se[i]), "z": _num(z[i]), "p": _num(p[i]),
-                                    "ci95": [_num(conf[i, 0]), _num(conf[i, 1])]} for i, name in enumerate(names)},
-            "group_var": {"var": _num(np.asarray(fit.cov_re)[0, 0]), "SE": _num(bse_re[0]) if bse_re.size else None}}
+    return (bool(getattr(fit, "converged", True)),
+            {name: {"B": _num(b[i]), "SE": _num(se[i]), "z": _num(z[i]), "p": _num(p[i]),
+                    "ci95": [_num(conf[i, 0]), _num(conf[i, 1])]} for i, name in enumerate(names)},
+            {"var": _num(np.asarray(fit.cov_re)[0, 0]), "SE": _num(bse_re[0]) if bse_re.size else None})
 
 
 def _num(x: Any) -> Optional[float]:

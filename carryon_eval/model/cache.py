@@ -40,14 +40,10 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from carryon_eval.model.endpoint import ChatResult, EndpointConfig, cache_key, keyed_request
+from carryon_eval.model.endpoint import ChatResult, EndpointConfig, GenParams, cache_key, keyed_request
 from carryon_eval.model.redact import redact_obj
 
 log = logging.getLogger("carryon.client")
-
-#: A chat call's generation parameters when the caller leaves them out (as carryon_eval.model.client.Endpoint.chat).
-DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 1024, "seed": None, "response_format": None,
-                                  "top_logprobs": None}
 
 DATABASE = "responses.sqlite3"
 COMMIT_COUNT = 256           # background mode: a commit as soon as this many entries wait
@@ -311,11 +307,11 @@ def migrate_files(directory: Path, conn: sqlite3.Connection) -> int:
 
 
 def lookup(cache: Optional[ResponseCache], model: "str | EndpointConfig", messages: list[dict],
-           given: dict[str, Any]) -> tuple[str, dict[str, Any], Optional[ChatResult]]:
+           given: dict[str, Any]) -> tuple[str, GenParams, Optional[ChatResult]]:
     """(cache key, full generation params, the cached reply or None) of one chat call, keyed exactly as
     the HTTP client keys it; for wrappers that look into the cache before (or instead of) calling. Given the
     endpoint's config (not only its model name), the role's request options are keyed as the client keys them."""
-    params = {name: given.get(name, default) for name, default in DEFAULT_PARAMS.items()}
+    params = GenParams.given(given)
     if isinstance(model, EndpointConfig):
         key, _, params = keyed_request(model, messages, params)
     else:

@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from carryon_eval.model.cache import ResponseCache
 
 from carryon_eval.defaults import HTTP_CLIENTS
-from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError,
+from carryon_eval.model.endpoint import (PARAM_NAMES, ChatResult, EndpointConfig, EndpointError, GenParams,
                                         EndpointRejected, MODEL_REJECTED, ModelRejected, ParameterRefused, UsageLedger,
                                         cache_key,
                                         keyed_request)
@@ -279,9 +279,8 @@ class Endpoint:
                    seed: Optional[int] = None, response_format: Optional[dict] = None,
                    top_logprobs: Optional[int] = None) -> ChatResult:
         """``temperature`` may be "default" (or None): not sent, the provider's default."""
-        key, messages, params = keyed_request(self.config, messages, {
-            "temperature": temperature, "max_tokens": max_tokens, "seed": seed, "response_format": response_format,
-            "top_logprobs": top_logprobs})
+        key, messages, params = keyed_request(self.config, messages, GenParams(
+            temperature, max_tokens, seed, response_format, top_logprobs))
         inflight = self._inflight
 
         # No await between the cache lookup and joining/starting the in-flight call, so two
@@ -324,8 +323,8 @@ class Endpoint:
         if self.usage is not None:
             self.usage.add(stage, self.config.model, result)
 
-    async def _fetch(self, key: str, messages: list[dict], params: dict, stage: str) -> ChatResult:
-        rf = params["response_format"]
+    async def _fetch(self, key: str, messages: list[dict], params: GenParams, stage: str) -> ChatResult:
+        rf = params.response_format
         probe: Optional[FormProbe] = self.structured_forms.probe(rf) if rf is not None else None
         result = await self._call_until_answered(messages, params, probe, stage)
         if probe is not None:
@@ -335,7 +334,7 @@ class Endpoint:
             self.cache.put(key, result.to_payload())
         return result
 
-    async def _call_until_answered(self, messages: list[dict], params: dict, probe: Optional[FormProbe],
+    async def _call_until_answered(self, messages: list[dict], params: GenParams, probe: Optional[FormProbe],
                                    stage: str) -> ChatResult:
         """One request sent until it is answered: a retryable failure is retried (max_retries, with backoff),
         a form or parameter the endpoint refuses is sent again without it for free, any other refusal raises."""
@@ -350,7 +349,7 @@ class Endpoint:
                 probe.refresh()   # the endpoint may have been learned while this request waited
             kwargs = self._request(messages, params, probe)
             try:
-                result = await self._attempt(kwargs, want_logprobs=params["top_logprobs"] is not None)
+                result = await self._attempt(kwargs, want_logprobs=params.top_logprobs is not None)
             except _Retry as exc:
                 limiter.release()
                 if await self._after_failure(exc, probe, generation, attempt, stage):
@@ -404,13 +403,13 @@ class Endpoint:
                 ModelRejected if exc.status_code in MODEL_REJECTED else EndpointRejected)
         raise kind(line) from None
 
-    def _request(self, messages: list[dict], params: dict, probe: Optional[FormProbe]) -> dict[str, Any]:
+    def _request(self, messages: list[dict], params: GenParams, probe: Optional[FormProbe]) -> dict[str, Any]:
         """The keyword arguments of one HTTP call (the structured-output form the probe is at)."""
         kwargs = request_fields(self.config.model, messages, params,
                                 response_format=probe.response_format if probe is not None else None)
         kwargs = self.refusals.adapt(kwargs)
-        if params.get("extra_body"):
-            kwargs["extra_body"] = dict(params["extra_body"])
+        if params.extra_body:
+            kwargs.update(extra_body=dict(params.extra_body))
         return kwargs
 
     def _learn_refusal(self, exc: openai.APIStatusError, kwargs: dict[str, Any]) -> bool:

@@ -16,12 +16,14 @@ protocol rather than becoming special cases in the phases.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, runtime_checkable
 
+from carryon_eval.codec import OMIT_EMPTY, OMIT_NONE, Record, encode, fields_of
 from carryon_eval.model.redact import public_url
 from carryon_eval import defaults
 
@@ -120,6 +122,25 @@ class EndpointConfig:
 REQUEST_OPTION_NAMES: tuple[str, ...] = ("temperature", "reasoning_effort", "system_prompt", "extra_body")
 
 
+@dataclass(frozen=True)
+class GenParams(Record):
+    """One chat call's generation parameters, as its cache key holds them (``PARAM_NAMES``, the defaults of a call
+    that leaves them out), and a role's ``ROLE_PARAM_NAMES`` only when set: a call without them has the key it
+    always had."""
+    temperature: Any = 0.0                  # a number, or "default" (None): not sent, the provider's
+    max_tokens: int = 1024
+    seed: Optional[int] = None
+    response_format: Optional[dict[str, Any]] = None
+    top_logprobs: Optional[int] = None
+    reasoning_effort: Optional[str] = field(default=None, metadata=OMIT_NONE)
+    extra_body: Optional[dict[str, Any]] = field(default=None, metadata=OMIT_NONE)
+
+    @classmethod
+    def given(cls, values: dict[str, Any]) -> "GenParams":
+        """The parameters a chat call was given by name (``PARAM_NAMES``; the others left out take their default)."""
+        return cls(**{name: values[name] for name in PARAM_NAMES if name in values})
+
+
 @dataclass
 class ChatResult:
     text: Optional[str]                     # None if the server returned no content
@@ -139,81 +160,94 @@ class ChatResult:
 
     def to_payload(self) -> dict[str, Any]:
         """What goes into the disk cache: the reply only."""
-        payload: dict[str, Any] = {
-            "text": self.text,
-            "finish_reason": self.finish_reason,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "top_logprobs": [[t, lp] for t, lp in self.top_logprobs] if self.top_logprobs is not None else None,
-        }
-        if self.structured is not None:   # only replies to structured requests say how they were obtained
-            payload["structured"] = self.structured
-        for name in ("cached_prompt_tokens", "reasoning_tokens"):    # only when the provider reported them
-            if getattr(self, name):
-                payload[name] = getattr(self, name)
-        return payload
+        top = [[t, lp] for t, lp in self.top_logprobs] if self.top_logprobs is not None else None
+        return CachedReply(self.text, self.finish_reason, self.prompt_tokens, self.completion_tokens, top,
+                           self.structured, self.cached_prompt_tokens, self.reasoning_tokens).to_json()
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> Optional["ChatResult"]:
         """A cached result, or None if the payload is not a usable cache entry."""
         try:
-            text = payload["text"]
-            if not isinstance(text, str) or text == "":
+            reply = CachedReply.from_json(payload)
+            if not isinstance(reply.text, str) or reply.text == "":
                 return None
-            top = payload.get("top_logprobs")
+            top = reply.top_logprobs
             return cls(
-                text=text,
-                finish_reason=payload.get("finish_reason"),
-                prompt_tokens=int(payload.get("prompt_tokens") or 0),
-                completion_tokens=int(payload.get("completion_tokens") or 0),
+                text=reply.text,
+                finish_reason=reply.finish_reason,
+                prompt_tokens=int(reply.prompt_tokens or 0),
+                completion_tokens=int(reply.completion_tokens or 0),
                 cached=True,
                 top_logprobs=[(str(t), float(lp)) for t, lp in top] if top is not None else None,
-                structured=payload.get("structured") if isinstance(payload.get("structured"), str) else None,
-                cached_prompt_tokens=int(payload.get("cached_prompt_tokens") or 0),
-                reasoning_tokens=int(payload.get("reasoning_tokens") or 0),
+                structured=reply.structured if isinstance(reply.structured, str) else None,
+                cached_prompt_tokens=int(reply.cached_prompt_tokens or 0),
+                reasoning_tokens=int(reply.reasoning_tokens or 0),
             )
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, TypeError, ValueError):
             return None
 
 
+@dataclass
+class CachedReply(Record):
+    """A reply as the disk cache holds it (ChatResult.to_payload / from_payload): only replies to structured
+    requests say how they were obtained, and the provider's cached and reasoning tokens only when it reported them."""
+    text: Optional[str]
+    finish_reason: Optional[str] = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    top_logprobs: Optional[list[list[Any]]] = None       # [[token, logprob], ...]
+    structured: Optional[str] = field(default=None, metadata=OMIT_NONE)
+    cached_prompt_tokens: int = field(default=0, metadata=OMIT_EMPTY)
+    reasoning_tokens: int = field(default=0, metadata=OMIT_EMPTY)
+
+
+@dataclass
+class Tokens(Record):
+    """Calls and tokens of one stage and model (a UsageLedger row, a row of usage.json): a cached (or shared
+    in-flight) result counts as a call and a cache hit, with no new tokens; ``cached_prompt_tokens`` (of
+    prompt_tokens, those the provider's prompt cache served) and ``reasoning_tokens`` (of completion_tokens, those
+    spent reasoning) are as the provider reported them."""
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, result: ChatResult) -> None:
+        self.calls += 1
+        if result.cached:
+            self.cache_hits += 1
+        else:
+            self.prompt_tokens += int(result.prompt_tokens or 0)
+            self.completion_tokens += int(result.completion_tokens or 0)
+            self.cached_prompt_tokens += int(result.cached_prompt_tokens or 0)
+            self.reasoning_tokens += int(result.reasoning_tokens or 0)
+
+
 class UsageLedger:
-    """Calls and tokens per (stage, model). Safe to share between threads and tasks.
-
-    A cached (or shared in-flight) result counts as a call and a cache hit, with no new tokens.
-    ``cached_prompt_tokens`` (of prompt_tokens, those the provider's prompt cache served) and
-    ``reasoning_tokens`` (of completion_tokens, those spent reasoning) are as the provider reported them.
-    """
-
-    _FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-               "reasoning_tokens")
+    """Calls and tokens (``Tokens``) per (stage, model). Safe to share between threads and tasks."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: dict[tuple[str, str], dict[str, int]] = {}
+        self._rows: dict[tuple[str, str], Tokens] = {}
 
     def add(self, stage: str, model: str, result: ChatResult) -> None:
         with self._lock:
-            row = self._rows.get((stage, model))
-            if row is None:
-                row = self._rows[(stage, model)] = {f: 0 for f in self._FIELDS}
-            row["calls"] += 1
-            if result.cached:
-                row["cache_hits"] += 1
-            else:
-                row["prompt_tokens"] += int(result.prompt_tokens or 0)
-                row["completion_tokens"] += int(result.completion_tokens or 0)
-                row["cached_prompt_tokens"] += int(result.cached_prompt_tokens or 0)
-                row["reasoning_tokens"] += int(result.reasoning_tokens or 0)
+            self._rows.setdefault((stage, model), Tokens()).add(result)
+
+    def rows(self) -> dict[str, Tokens]:
+        """{"stage/model": its Tokens (a copy)}, sorted."""
+        with self._lock:
+            return {f"{s}/{m}": fields_of(Tokens, row.to_json()) for (s, m), row in sorted(self._rows.items())}
 
     def snapshot(self) -> dict[str, dict[str, int]]:
-        """{"stage/model": {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-        "reasoning_tokens"}}, sorted."""
-        with self._lock:
-            return {f"{s}/{m}": dict(row) for (s, m), row in sorted(self._rows.items())}
+        """``rows`` as JSON (usage.json's rows)."""
+        return {name: row.to_json() for name, row in self.rows().items()}
 
     def total_tokens(self, stage: Optional[str] = None) -> int:
         with self._lock:
-            return sum(row["prompt_tokens"] + row["completion_tokens"]
+            return sum(row.prompt_tokens + row.completion_tokens
                        for (s, _), row in self._rows.items() if stage is None or s == stage)
 
 
@@ -228,23 +262,20 @@ def with_system_prompt(messages: list[dict], system_prompt: Optional[str]) -> li
 
 
 def keyed_request(config: EndpointConfig, messages: list[dict],
-                  params: dict[str, Any]) -> tuple[str, list[dict], dict[str, Any]]:
+                  params: GenParams) -> tuple[str, list[dict], GenParams]:
     """(cache key, messages, params) of one call as the client sends and keys it: the role's request options
-    applied (its temperature override, its system prompt before the messages), and reasoning_effort /
-    extra_body in the params only when set, so that a call without them has the key it always had."""
-    params = dict(params)
-    if config.temperature is not None:
-        params["temperature"] = config.temperature
-    for name in ROLE_PARAM_NAMES:
-        if getattr(config, name, None) is not None:
-            params[name] = getattr(config, name)
+    applied (its temperature override, its system prompt before the messages, its reasoning_effort / extra_body
+    when set)."""
+    role = {name: getattr(config, name) for name in ("temperature", *ROLE_PARAM_NAMES)
+            if getattr(config, name, None) is not None}
+    params = dataclasses.replace(params, **role)
     messages = with_system_prompt(messages, config.system_prompt)
     return cache_key(config.model, messages, params), messages, params
 
 
-def cache_key(model: str, messages: list[dict], params: dict) -> str:
+def cache_key(model: str, messages: list[dict], params: "GenParams | dict[str, Any]") -> str:
     """sha256 hex of the canonical JSON of (model, messages, generation params)."""
-    blob = json.dumps({"model": model, "messages": messages, "params": params},
+    blob = json.dumps({"model": model, "messages": messages, "params": encode(params)},
                       sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -12,7 +12,7 @@ from support.eval_cli import invoke
 from support.rollout_data import evaluator_handler
 from support.scripted_server import Reply
 
-from carryon_eval.app.cost import Price, parse_prices
+from carryon_eval.app.cost import Price, RoleUsage, parse_prices
 
 
 def remote(srv: Any) -> list[Any]:
@@ -66,7 +66,7 @@ def test_cached_and_reasoning_tokens_are_recorded_and_priced(scripted_server, da
 def test_price_takes_an_optional_cached_rate():
     assert parse_prices(["judge=1/4/0.5", "target=2/8"]) == {"judge": Price(1.0, 4.0, 0.5),
                                                            "target": Price(2.0, 8.0, None)}
-    assert Price(1, 4).spent({"prompt_tokens": 100, "cached_prompt_tokens": 60, "completion_tokens": 10}) \
+    assert Price(1, 4).spent(RoleUsage(prompt_tokens=100, cached_prompt_tokens=60, completion_tokens=10)) \
         == (100 + 40) / 1e6                              # no cached rate: every prompt token at the prompt rate
 
 
