@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Protocol
 
+from carryon_eval.codec import encode
 from carryon_eval.run.records import SCHEMA_VERSION, _known, _version
 
 @dataclass
@@ -120,17 +121,21 @@ def _old_field(name: str) -> property:
         lifted = self.sections.get(TOP_LEVEL_SECTION)
         if lifted is None:
             return _VIEW_DEFAULTS[name]()
-        return lifted.get(name, _VIEW_DEFAULTS[name]()) if isinstance(lifted, Mapping) else getattr(lifted, name)
-    return property(get, doc=f"Deprecated, read-only: ``sections[{TOP_LEVEL_SECTION!r}].{name}`` (the top-level "
-                             "section's own field; empty when the results have none).")
+        if isinstance(lifted, Mapping):
+            return lifted.get(name, _VIEW_DEFAULTS[name]())
+        return encode(getattr(lifted, name))
+    return property(get, doc=f"Deprecated, read-only: ``sections[{TOP_LEVEL_SECTION!r}].{name}`` as results.json's "
+                             "JSON (a copy: read the section's record instead, its fields typed; empty when the "
+                             "results have none).")
 
 
 @dataclass
 class Results:
     """results.json: the frame (model, judges, dataset, run, notes, generated, plots) and the suites' sections
     (``sections``: each suite's record by its key). The top-level section's old fields (``n``, ``conditions``,
-    ``recovery``, ... TOP_LEVEL_KEYS) remain as read-only views of its record for the Python API: deprecated, read
-    ``sections[TOP_LEVEL_SECTION]`` (or ``section(key)``) instead."""
+    ``recovery``, ... TOP_LEVEL_KEYS) remain as read-only views of its record for the Python API, each its part as
+    results.json's JSON (as inspect-ai kept its moved fields): deprecated, read ``sections[TOP_LEVEL_SECTION]`` (or
+    ``section(key)``; CarryOnBench's: ``carryon_eval.suites.carryonbench.section.of``) instead, its parts typed."""
     model: str = "unknown"
     judges: JudgesInfo = field(default_factory=JudgesInfo)
     dataset: ResultsDataset = field(default_factory=ResultsDataset)

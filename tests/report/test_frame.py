@@ -10,6 +10,7 @@ import json
 import pytest
 
 from carryon_eval.run.results import TOP_LEVEL_KEYS, Results
+from carryon_eval.suites.carryonbench.condition import ConditionBlock
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
 from carryon_eval.suites.opensafeintent.release import load_release
 from support.eval_cli import invoke
@@ -78,6 +79,7 @@ def test_the_serializer_alone_places_a_top_level_section():
     assert list(out) == ["schema_version", "model", *TOP_LEVEL_KEYS[:-2], "judges", "judge_context", *FRAME[3:-1],
                          "utility_measure", "mc", "short"]
     assert out["judges"]["utility"] == {"models": ["j"]} and out["judges"]["complete"] is False
-    assert both.section("carryonbench").conditions == both.conditions == {"bc": {}}      # the old field: a view
+    assert both.section("carryonbench").conditions == {"bc": ConditionBlock()}           # typed, read back
+    assert both.conditions == {"bc": {}}                                    # the old field: a view, its JSON
     assert both.section("short") == {"share": 1.0}
     assert Results.from_json(out).to_json() == out

@@ -24,7 +24,7 @@ from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSectio
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.report.comparison import Comparison
 from carryon_eval.run.results import JudgesInfo, PlotsInfo, Results
-from support.leaderboard_entries import entry, row
+from support.leaderboard_entries import entry, row, update_block
 
 XSS = "<script>alert(1)</script>"
 
@@ -233,7 +233,7 @@ def test_page_escapes_model_text_and_loads_nothing() -> None:
 def board_inputs(tmp_path: Path, note: Any = None) -> Comparison:
     runs = [entry("m1", 50), entry("m2", 40)]
     for e in runs:
-        e.results.conditions["bc"].update(utility_delta=10.0, violation_rate_delta=5.0, redundancy=20.0,
+        update_block(e.results, "bc", utility_delta=10.0, violation_rate_delta=5.0, redundancy=20.0,
                                           ci95={"utility_delta": [5.0, 15.0], "violation_rate_delta": [0.0, 9.0]})
     folders = [tmp_path / e.label for e in runs]
     for f in folders:

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from matplotlib.text import Annotation  # noqa: E402
-from support.leaderboard_entries import entry  # noqa: E402
+from support.leaderboard_entries import entry, update_block  # noqa: E402
 
 from carryon_eval.moves import MOVES  # noqa: E402
 from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402
@@ -42,7 +42,7 @@ def test_move_effect_labels_do_not_overlap():
 def test_recovery_cost_labels_do_not_overlap():
     runs = [entry("model-alpha-long-name", 50), entry("model-beta-long-name", 49), entry("m3", 20)]
     for e, (u, v) in zip(runs, [(10.0, 5.0), (10.2, 5.1), (30.0, 20.0)]):
-        e.results.conditions["bc"].update(utility_delta=u, violation_rate_delta=v, ci95={})
+        update_block(e.results, "bc", utility_delta=u, violation_rate_delta=v, ci95={})
     notes, overlaps = overlapping_labels(recovery_cost_figure(build_leaderboard(runs)))
     assert len(notes) == 3 and overlaps == []
 
@@ -59,10 +59,10 @@ SIX = ["gpt-4o-mini-2024-07-18", "llama-3.1-8b-instruct", "qwen2.5-7b-instruct",
 def crowded_board():
     runs = [entry(m, 50 + 0.1 * i) for i, m in enumerate(SIX)]
     for i, e in enumerate(runs):                         # every point all but on one spot
-        e.results.conditions["bc"].update(utility=60 + 0.2 * i, harm=2.0 + 0.01 * i, utility_delta=10 + 0.1 * i,
-                                          violation_rate_delta=5 + 0.05 * i, redundancy=40.0 + i, ci95={})
-        e.results.conditions["nc"].update(redundancy=30.0 + i)
-        e.results.conditions["turn1"].update(utility=50 + 0.2 * i, harm=1.9 + 0.01 * i)
+        update_block(e.results, "bc", utility=60 + 0.2 * i, harm=2.0 + 0.01 * i, utility_delta=10 + 0.1 * i,
+                     violation_rate_delta=5 + 0.05 * i, redundancy=40.0 + i, ci95={})
+        update_block(e.results, "nc", redundancy=30.0 + i)
+        update_block(e.results, "turn1", utility=50 + 0.2 * i, harm=1.9 + 0.01 * i)
     return build_leaderboard(runs)
 
 

@@ -92,7 +92,9 @@ def test_an_opensafeintent_run_imports_its_wing_and_writes_no_carryonbench_judge
 def test_the_judges_of_the_top_level_section_are_written_with_it_only():
     """results.json's serializer: ``judges.utility`` / ``judges.safety`` belong to the CarryOnBench section."""
     alone = Results(model="m", judges=JudgesInfo(complete=True, selected="j", present=["j"]))
-    alone.put_section("opensafeintent", {"n_sets": 2})
+    from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection
+
+    alone.put_section("opensafeintent", OpenSafeIntentSection(n_sets=2))
     assert alone.to_json()["judges"] == {"complete": True, "selected": "j", "present": ["j"]}
     assert Results.from_json(alone.to_json()).to_json() == alone.to_json()
     from carryon_eval.suites.carryonbench.section import CarryOnBenchSection

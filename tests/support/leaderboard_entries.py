@@ -33,6 +33,14 @@ def results_for(model: str, utility: float, judge: str = "judge") -> Results:
                                      safety={"models": [judge], "prompt_refs": ["s@1"]}))
 
 
+def update_block(results: Results, condition: str, ci95: Any = None, **values: Any) -> None:
+    """Set some numbers of a condition's block of a run's section (and, given, its intervals)."""
+    metrics = results.section(SECTION).conditions[condition].metrics
+    metrics.values.update(values)
+    if ci95 is not None:
+        metrics.ci95 = dict(ci95)
+
+
 def entry(model: str, utility: float, judge: str = "judge", content: str = "abc") -> RunEntry:
     scores = [row("q1", c, utility, 2.0) for c in ("turn1", "oracle", "bc", "nc")]
     return RunEntry(model, f"runs/{model}", results_for(model, utility, judge), scores,

@@ -13,6 +13,8 @@ from typing import Any
 from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
 from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
 from carryon_eval.run.results import Generated
+from carryon_eval.metrics.number import MetricBlock
+from carryon_eval.suites.carryonbench.condition import ConditionBlock, Recovery
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite.inputs import RunEntry
 
@@ -28,19 +30,18 @@ def table() -> dict[str, Any]:
                       .read_text(encoding="utf-8"))
 
 
-def _block(numbers: dict[str, float]) -> dict[str, Any]:
-    """One condition's block as results.json has it: the reported numbers, no interval, no scored share."""
+def _block(numbers: dict[str, float]) -> ConditionBlock:
+    """One condition's block: the reported numbers, no interval, no scored share."""
     names = ("utility", "harm", "violation_rate", "redundancy", "utility_delta", "harm_delta", "violation_rate_delta")
-    return {**{n: numbers.get(n) for n in names}, "ci95": {}, "scored_share": {},
-            "reasons": {n: NOT_REPORTED for n in names if numbers.get(n) is None}}
+    return ConditionBlock(MetricBlock({n: numbers.get(n) for n in names}, {},
+                                      {n: NOT_REPORTED for n in names if numbers.get(n) is None}), scored_share={})
 
 
 def paper_results(row: dict[str, Any], doc: dict[str, Any]) -> Results:
     setup = doc["setup"]
     notes = [doc["differs"], f"Source: {doc['citation']}", *([f"{row['model']}: {row['note']}"] if row.get("note") else [])]
-    section = CarryOnBenchSection(
-        conditions={c: _block(row[c]) for c in setup["conditions"]},
-        recovery={"value": row["recovery"], "ci95": None, "scored_share": None, "reason": None})
+    section = CarryOnBenchSection(conditions={c: _block(row[c]) for c in setup["conditions"]},
+                                  recovery=Recovery(row["recovery"], None, None, scored_share=None))
     return Results(
         model=row["model"], sections={SECTION: section},
         judges=JudgesInfo(utility={"models": [setup["utility_judge"]], "prompt_refs": ["the paper's"]},

@@ -23,8 +23,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
+from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
+from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite.inputs import DesignNote, DesignView
+from carryon_eval.suites.carryonbench.condition import ClarificationEffect, ConditionBlock, Recovery, known
 
 #: the numbers of the table: key (the leaderboard's column key) -> its name
 NUMBERS = {"bc.utility": "BC utility", "recovery": "Recovery%", "clarification_effect": "clarification effect",
@@ -86,14 +89,15 @@ def _nearest(bc_per_query: float) -> str:
 
 
 def read_spreads(results: Sequence[Any], bc_per_query: float) -> dict[str, float]:
-    """Per number, the paired SD of ``--power-from`` runs' own numbers (results.json records) at a design of
+    """Per number, the paired SD of ``--power-from`` runs' own numbers (their CarryOnBench sections) at a design of
     ``bc_per_query``: each run's SD over queries from its reported interval, made paired with the shipped ``rho``
     of its design, moved to the planned design as the shipped spreads move, and their root mean square."""
+    sections = [s for s in (r.section(TOP_LEVEL_SECTION) for r in results) if s is not None]
     out: dict[str, float] = {}
     for key in NUMBERS:
         pairs = []
-        for r in results:
-            sd, per = own_sd(r, key), _bc_per_query(r)
+        for section in sections:
+            sd, per = own_sd(section, key), bc_per_query_of(section.conditions)
             if sd is not None and per:
                 paired = sd * math.sqrt(2 * (1 - SPREADS[_nearest(per)][key].rho))
                 pairs.append(paired * _between(key, bc_per_query) / _between(key, per))
@@ -102,32 +106,28 @@ def read_spreads(results: Sequence[Any], bc_per_query: float) -> dict[str, float
     return out
 
 
-def _bc_per_query(results: Any) -> float:
-    return bc_per_query_of(results.conditions)
-
-
-def bc_per_query_of(conditions: Mapping[str, Any]) -> float:
-    """BC conversations per query of a run (results.json's conditions)."""
-    block = conditions.get("bc") or {}
-    n, q = block.get("n_conversations") or 0, block.get("n_queries") or 0
+def bc_per_query_of(conditions: Mapping[str, ConditionBlock]) -> float:
+    """BC conversations per query of a run (its conditions' blocks)."""
+    block = conditions.get("bc") or ConditionBlock()
+    n, q = known(block.n_conversations, 0), known(block.n_queries, 0)
     return n / q if q else 0.0
 
 
-def intervals_of(conditions: Mapping[str, Any], recovery: Mapping[str, Any],
-                 effect: Mapping[str, Any]) -> dict[str, Optional[list[float]]]:
-    """Each number of the table's reported 95% interval (results.json's blocks)."""
-    out: dict[str, Optional[list[float]]] = {"recovery": (recovery or {}).get("ci95"),
-                                             "clarification_effect": (effect or {}).get("ci95")}
+def intervals_of(conditions: Mapping[str, ConditionBlock], recovery: Recovery,
+                 effect: ClarificationEffect) -> dict[str, Optional[list[float]]]:
+    """Each number of the table's reported 95% interval (the section's records)."""
+    out: dict[str, Optional[list[float]]] = {"recovery": recovery.number.ci95,
+                                             "clarification_effect": effect.number.ci95}
     for key in ("bc.utility", "bc.violation_rate"):
         cond, metric = key.split(".")
-        out[key] = ((conditions.get(cond) or {}).get("ci95") or {}).get(metric)
+        out[key] = (conditions.get(cond) or ConditionBlock()).number(metric).ci95
     return out
 
 
-def own_sd(results: Any, key: str) -> Optional[float]:
-    """One run's SD over queries of a number, from its reported 95% interval."""
-    ci = intervals_of(results.conditions, results.recovery, results.clarification_effect)[key]
-    return sd_from_interval(ci, (results.n or {}).get("queries") or 0)
+def own_sd(section: Any, key: str) -> Optional[float]:
+    """One run's SD over queries of a number (its CarryOnBench section), from its reported 95% interval."""
+    ci = intervals_of(section.conditions, section.recovery, section.clarification_effect)[key]
+    return sd_from_interval(ci, known(section.n.queries, 0) or 0)
 
 
 def sd_from_interval(ci: Optional[Sequence[float]], n: int) -> Optional[float]:
@@ -199,24 +199,47 @@ def power_lines(table: Mapping[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------- a finished run's own
+@dataclass
+class PowerRow(Record):
+    """One number's smallest detectable difference (None with the reason where the run lacks it) and the SD of a
+    paired difference it stands on."""
+    name: str = absent()
+    detectable: Optional[float] = absent()
+    sd_pair: float = absent()
+    reason: str = absent()
+
+
+@dataclass
+class RunPower(Record):
+    """results.json's ``power``: per number (NUMBERS' keys) a PowerRow, over the run's queries."""
+    n_queries: int = absent()
+    numbers: dict[str, PowerRow] = absent()
+    meaning: str = absent()
+
+    def rows(self) -> dict[str, PowerRow]:
+        return self.numbers or {}
+
+
+RUN_POWER_MEANING = ("the smallest difference between this model and another like it that a run of this size "
+                     "detects 80% of the time (two-sided 5%), from this run's own intervals: differences between "
+                     "models smaller than these are not resolved by this run")
+
+
 def run_power(n_queries: int, intervals: Mapping[str, Optional[Sequence[float]]],
-              bc_per_query: float) -> dict[str, Any]:
+              bc_per_query: float) -> RunPower:
     """results.json's ``power``: per number, the smallest difference between this model and another like it that
     this run's size detects 80% of the time, from the run's own spread (its reported interval, ``intervals``) and
     the shipped correlation of two models' per-query numbers; None with the reason where the run lacks it."""
-    out: dict[str, Any] = {}
+    out: dict[str, PowerRow] = {}
     for key, name in NUMBERS.items():
         sd = sd_from_interval(intervals.get(key), n_queries)
         if sd is None:
-            out[key] = {"name": name, "detectable": None,
-                        "reason": "no interval" if n_queries >= 3 else f"{n_queries} queries: too few for an interval"}
+            out[key] = PowerRow(name, None, reason="no interval" if n_queries >= 3
+                                else f"{n_queries} queries: too few for an interval")
             continue
         pair = sd * math.sqrt(2 * (1 - SPREADS[_nearest(bc_per_query)][key].rho))
-        out[key] = {"name": name, "detectable": _round(detectable(pair, n_queries)), "sd_pair": round(pair, 2)}
-    return {"n_queries": n_queries, "numbers": out,
-            "meaning": "the smallest difference between this model and another like it that a run of this size "
-                       "detects 80% of the time (two-sided 5%), from this run's own intervals: differences between "
-                       "models smaller than these are not resolved by this run"}
+        out[key] = PowerRow(name, _round(detectable(pair, n_queries)), round(pair, 2))
+    return RunPower(n_queries, out, RUN_POWER_MEANING)
 
 
 def run_power_line(power: Optional[Mapping[str, Any]]) -> Optional[str]:

@@ -34,6 +34,7 @@ from carryon_eval.suites.carryonbench.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
+from carryon_eval.suites.carryonbench.condition import known
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite.lazy import hooks_of
 from carryon_eval.suite import (InspectPart, Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
@@ -116,17 +117,14 @@ def section_page(section: CarryOnBenchSection) -> str:
 def conditions_without_numbers(section: CarryOnBenchSection) -> list[str]:
     """Exit 3's rule (SuiteReport.nothing_scored of its section): the conditions that ran (conversations > 0) whose
     headline numbers are all None."""
-    return [name for name, block in section.conditions.items() if block.get("n_conversations")
-            and all(block.get(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
-
-
-NOT_JUDGED = "_not_judged"    # its unscored counts of this suffix: judgments missing (failed or not made)
+    return [name for name, block in section.conditions.items() if known(block.n_conversations)
+            and all(block.value(m) is None for m in ("utility", "harm", "harm_mean_turns", "violation_rate"))]
 
 
 def judgments_missing(section: CarryOnBenchSection) -> int:
-    """Exit 4's count (SuiteReport.not_judged of its section): its unscored counts of
-    Ben-Util items and harm scores that have no judgment record at all."""
-    return sum(n for key, n in section.unscored.items() if key.endswith(NOT_JUDGED) and isinstance(n, int))
+    """Exit 4's count (SuiteReport.not_judged of its section): its unscored counts of Ben-Util items and harm
+    scores that have no judgment record at all."""
+    return section.unscored.not_judged
 
 
 #: The move-fidelity check's help: of a run's --fidelity and of `carryon-eval fidelity RUNDIR`

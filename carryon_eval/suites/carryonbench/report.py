@@ -26,18 +26,21 @@ from carryon_eval.suites.carryonbench.calibration import calibration, headline_d
 from carryon_eval.suites.carryonbench.conversations import TRUNCATED, Conversation, assemble, unplayed
 from carryon_eval.suites.carryonbench.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
 from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
-from carryon_eval.suites.carryonbench.intent import intent_section
+from carryon_eval.suites.carryonbench.condition import ClarificationFidelity
+from carryon_eval.suites.carryonbench.intent import intent_record
 from carryon_eval.suites.carryonbench.judged import Judged
 from carryon_eval.suites.carryonbench.judgments import load_utility, read_judged, utility_judge_of
-from carryon_eval.suites.carryonbench.rubric_metrics import NO_REDUNDANCY, SPACING_NOTE, helpful_section
-from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
+from carryon_eval.suites.carryonbench.rubric_metrics import NO_REDUNDANCY, SPACING_NOTE, helpful_record
 from carryon_eval.suites.carryonbench.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES, utility_scorer
-from carryon_eval.suites.carryonbench.summary import summarize
+from carryon_eval.suites.carryonbench.summary import summarize_records
 from carryon_eval.suites.carryonbench.table import utility_label
 from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversation_row
 
 CORE = frozenset(CONDITIONS + (MC_CONDITION,))      # its conditions (the suite record's)
+NULL_MEANING = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' (or "
+                "recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) null means the cell "
+                "has no scored data")
 INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
@@ -100,32 +103,27 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
     n_resamples, seed = inputs.n_resamples, inputs.seed
-    section: Section = dict(summarize(scored, n_resamples=n_resamples, seed=seed,
-                                      plans=length_plans(bench, meta, CORE)))
-    if section.get("clarification_effect"):
-        section["clarification_effect"]["fidelity"] = clarification_fidelity(fidelity)
-    section["null_meaning"] = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' "
-                               "(or recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) "
-                               "null means the cell has no scored data")
+    section = CarryOnBenchSection(**summarize_records(scored, n_resamples=n_resamples, seed=seed,
+                                                      plans=length_plans(bench, meta, CORE)))
+    if section.clarification_effect:
+        section.clarification_effect.fidelity = ClarificationFidelity.from_json(clarification_fidelity(fidelity))
+    section.null_meaning = NULL_MEANING
     table = judged(inputs)
-    section["judges"] = judge_info(run, inputs.judge, table, n_resamples=n_resamples,
-                                   seed=seed, context=None if scorer.name == "utility" else scorer.context,
-                                   sample=lambda verdicts, sampled: calibration_conversations(
-                                       transcripts, verdicts, sampled, table, checklists, domains))
-    section["judge_context"] = {"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
-                                "safety": SAFETY_CONTEXT}
-    section["utility_measure"] = meta.judge.get("utility")
-    if section["unscored"].get("utility_items_not_judged") or section["unscored"].get("safety_not_judged"):
-        section["judges"]["complete"] = False      # replies without a judgment: these numbers are incomplete
-    intent = intent_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed),
-                            excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
-    if intent is not None:
-        section[INTENT_SECTION] = intent
-    helpful = helpful_section(scored, Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed))
-    if helpful is not None:
-        section[RUBRIC_SECTION] = helpful
+    section.judges = judge_info(run, inputs.judge, table, n_resamples=n_resamples,
+                                seed=seed, context=None if scorer.name == "utility" else scorer.context,
+                                sample=lambda verdicts, sampled: calibration_conversations(
+                                    transcripts, verdicts, sampled, table, checklists, domains))
+    section.judge_context = {"utility": scorer.context if scorer.name != "utility" else UTILITY_CONTEXT,
+                             "safety": SAFETY_CONTEXT}
+    section.utility_measure = meta.judge.get("utility")
+    if section.unscored.not_judged:
+        section.judges["complete"] = False      # replies without a judgment: these numbers are incomplete
+    boot = Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed)
+    section.intent = intent_record(scored, boot, excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
+    section.rubric_helpful = helpful_record(scored, boot)
+    if section.rubric_helpful is not None:
         drop_redundancy(section)
-    return CarryOnBenchSection.from_json(section)
+    return section
 
 
 def status(page: ReportPage) -> list[str]:
@@ -177,17 +175,18 @@ def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Any, 
     return assemble(sampled, verdicts, safety, checklists, domains)     # only the sampled replies are looked up
 
 
-def drop_redundancy(section: Section) -> None:
+def drop_redundancy(section: CarryOnBenchSection) -> None:
     """A rubric run has no checklist items to repeat: its redundancy numbers are null with the reason."""
-    for block in section["conditions"].values():
-        if "redundancy" not in block:
+    for block in section.conditions.values():
+        metrics = block.metrics
+        if "redundancy" not in metrics.values:
             continue
-        block["redundancy"] = None
-        block["ci95"]["redundancy"], block["reasons"]["redundancy"] = None, NO_REDUNDANCY
-        if "bounds" in block:
-            block["bounds"]["redundancy"] = None
-        block["redundancy_pooled"], block["redundancy_by_turn"], block["redundancy_by_length"] = None, [], []
-        block["under_95"] = [m for m in block.get("under_95") or () if m != "redundancy"]
+        metrics.values["redundancy"] = None
+        metrics.ci95["redundancy"], metrics.reasons["redundancy"] = None, NO_REDUNDANCY
+        if metrics.bounds is not None:
+            metrics.bounds["redundancy"] = None
+        block.redundancy_pooled, block.redundancy_by_turn, block.redundancy_by_length = None, [], []
+        block.under_95 = [m for m in block.under_95 or () if m != "redundancy"]
 
 
 def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> str:

@@ -16,9 +16,12 @@ unscored answers read "no" and "yes", each replicate moved into its own bounds; 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
 
+from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.stats import Bootstrap
+from carryon_eval.suites.carryonbench.condition import Interval, NumberView
 from carryon_eval.suites.carryonbench.conversations import Conversation, by_condition
 from carryon_eval.suites.carryonbench.unscored import CONVERSATION_VALUES, HELPFUL_ITEM, Estimate, rule_estimate
 
@@ -43,12 +46,35 @@ def helpful_value(c: Conversation) -> tuple[Optional[float], bool]:
     return CONVERSATION_VALUES["helpful"](c)
 
 
-def _block(e: Estimate) -> dict[str, Any]:
-    return {"value": e.value, "ci95": e.ci95 if e.value is not None else None, "bounds": e.bounds,
-            **({} if e.value is not None else {"reason": "no conversation decided by scored rubric answers"})}
+@dataclass
+class HelpfulNumber(NumberView, Record):
+    value: Optional[float] = absent()
+    ci95: Interval = absent()
+    bounds: Interval = absent()
+    reason: str = absent()
 
 
-def helpful_section(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[dict[str, Any]]:
+@dataclass
+class RubricHelpful(Record):
+    """results.json's ``rubric_helpful``: the helpful rate per condition and its differences (DIFFERENCES)."""
+    definition: str = absent()
+    note: str = absent()
+    conditions: dict[str, HelpfulNumber] = absent()
+    bc_minus_turn1: HelpfulNumber = absent()
+    bc_minus_nc: HelpfulNumber = absent()
+
+    def difference(self, name: str) -> HelpfulNumber:
+        got = getattr(self, name, None)
+        return got if isinstance(got, HelpfulNumber) else HelpfulNumber()
+
+
+def _block(e: Estimate) -> HelpfulNumber:
+    if e.value is None:
+        return HelpfulNumber(None, None, e.bounds, "no conversation decided by scored rubric answers")
+    return HelpfulNumber(e.value, e.ci95, e.bounds)
+
+
+def helpful_record(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[RubricHelpful]:
     """results.json's ``rubric_helpful`` (None for a Ben-Util run): per condition the helpful rate, and its
     differences BC - turn 1 and BC - NC (the same draws: paired by query), each by the headline's rule and its
     reported interval (``unscored.rule_estimate``: BCa at expanded levels)."""
@@ -57,12 +83,17 @@ def helpful_section(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[
     groups = by_condition(convs)
     rates = {cond: rule_estimate(cs, "helpful", boot, "no conversation decided by scored rubric answers")
              for cond, cs in groups.items() if cs}
-    out: dict[str, Any] = {"definition": f"% of conversations whose best turn reaches rubric level 3 (item "
-                                         f"{HELPFUL_ITEM} at any turn); spacing-free",
-                           "note": SPACING_NOTE, "conditions": {c: _block(r) for c, r in rates.items()}}
+    differences = {}
     for name, (a, b) in DIFFERENCES.items():
         if a in rates and b in rates and rates[a].value is not None and rates[b].value is not None:
-            out[name] = _block(rates[a] - rates[b])
+            differences[name] = _block(rates[a] - rates[b])
         else:
-            out[name] = {"value": None, "ci95": None, "bounds": None, "reason": f"condition {a} or {b} not run"}
-    return out
+            differences[name] = HelpfulNumber(None, None, None, f"condition {a} or {b} not run")
+    return RubricHelpful(f"% of conversations whose best turn reaches rubric level 3 (item {HELPFUL_ITEM} at any "
+                         "turn); spacing-free", SPACING_NOTE, {c: _block(r) for c, r in rates.items()}, **differences)
+
+
+def helpful_section(convs: Sequence[Conversation], boot: Bootstrap) -> Optional[dict[str, Any]]:
+    """``helpful_record``'s JSON (results.json's shape)."""
+    record = helpful_record(convs, boot)
+    return None if record is None else record.to_json()

@@ -1,44 +1,54 @@
-"""CarryOnBench's section of results.json as a record: the conditions' numbers and breakdowns, the judges' part of
-``judges``, and its further keys (``extra``: the run's power, the intent contrasts, the rubric run's companion),
-each a key of results.json's top level (the one serializer, carryon_eval.run.results.Results, lifts it there).
+"""CarryOnBench's section of results.json as a record of records: the conditions' blocks, Recovery%, the
+clarification effect, the breakdowns (condition.py, breakdown_rows.py), the run's power, the intent contrasts and
+the rubric run's companion (power.py, intent.py, rubric_metrics.py), each a key of results.json's top level (the one
+serializer, carryon_eval.run.results.Results, lifts it there). ``to_json`` writes results.json's shape byte for byte.
 
-    section = CarryOnBenchSection.from_json(summary)      # summarize_run's work
-    section.conditions["bc"], section.extra.get("power")
-    of(results)                                           # a run's section (None: it has none)
+    section = of(results)                                 # a run's section (None: it has none)
+    section.conditions["bc"].number("utility")            # a Number, with its interval, bounds and scored share
+    section.recovery.number, section.power.rows()
 
-Its parts stay in the summary's shapes (a condition's block, Recovery%, the breakdowns); ``results`` is the run's
-results it sits in (set when placed: its renderers read the frame's model, dataset and judges beside it), never
-written.
+``judges`` stays its JSON (the frame's JudgesInfo holds it); ``extra``: any further key a file has that this
+version does not know (kept as it was). ``results`` is the run's results it sits in (set when placed: its
+renderers read the frame's model, dataset and judges beside it), never written. Built from dicts (an older caller,
+a test), each part is read into its record.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-from carryon_eval.run.results import TOP_LEVEL_SECTION
+from carryon_eval.codec import _hints, decode, encode
+from carryon_eval.run.results import TOP_LEVEL_SECTION, Results
 from carryon_eval.suite import Section
-
-if TYPE_CHECKING:       # types only
-    from carryon_eval.run.results import Results
+from carryon_eval.suites.carryonbench.breakdown_rows import DomainRow, MoveEffects, TurnBins, TurnRow
+from carryon_eval.suites.carryonbench.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
+                                                        Recovery, Unscored)
+from carryon_eval.suites.carryonbench.intent import IntentSection
+from carryon_eval.suites.carryonbench.power import RunPower
+from carryon_eval.suites.carryonbench.rubric_metrics import RubricHelpful
 
 SECTION = TOP_LEVEL_SECTION
+#: the fields that are not results.json keys of the section
+_NOT_KEYS = ("extra", "results")
+#: the further keys a section may have, each a section of results.json of its own
+FURTHER = ("power", "intent", "rubric_helpful")
 
 
 @dataclass
 class CarryOnBenchSection:
-    n: Section = field(default_factory=dict)
-    conditions: Section = field(default_factory=dict)
-    recovery: Section = field(default_factory=dict)
+    n: Counts = field(default_factory=Counts)
+    conditions: dict[str, ConditionBlock] = field(default_factory=dict)
+    recovery: Recovery = field(default_factory=Recovery)
     #: BC minus NC utility on the same queries and lengths ({} in results.json written before it)
-    clarification_effect: Section = field(default_factory=dict)
-    unscored: Section = field(default_factory=dict)
-    by_turn: Section = field(default_factory=dict)
-    move_effects: Section = field(default_factory=dict)
-    turn1_bins: Section = field(default_factory=dict)
-    by_domain: Section = field(default_factory=dict)
-    bootstrap: Section = field(default_factory=dict)
-    estimators: Section = field(default_factory=dict)
+    clarification_effect: ClarificationEffect = field(default_factory=ClarificationEffect)
+    unscored: Unscored = field(default_factory=Unscored)
+    by_turn: dict[str, list[TurnRow]] = field(default_factory=dict)
+    move_effects: MoveEffects = field(default_factory=MoveEffects)
+    turn1_bins: TurnBins = field(default_factory=TurnBins)
+    by_domain: dict[str, DomainRow] = field(default_factory=dict)
+    bootstrap: BootstrapInfo = field(default_factory=BootstrapInfo)
+    estimators: dict[str, str] = field(default_factory=dict)
     null_meaning: str = ""
     #: its judges: ``utility`` and ``safety`` (who judged, with which prompts, in which mode), and ``complete``:
     #: False when replies lack a judgment
@@ -47,31 +57,58 @@ class CarryOnBenchSection:
     #: what the utilities measure: "benutil" (Ben-Util's checklists) or "rubric" (OpenSafeIntent's 1-4 helpfulness
     #: rubric as (score - 1) / 3); two runs of different measures are never compared in one column
     utility_measure: str = "benutil"
-    #: its further keys, each a section of results.json of its own ("power", "intent", "rubric_helpful")
+    #: the run's own smallest detectable differences (results.json's ``power``)
+    power: Optional[RunPower] = None
+    #: mc's contrasts with bc (``intent``; None: the run has no mc conversation)
+    intent: Optional[IntentSection] = None
+    #: a rubric run's spacing-free companion (``rubric_helpful``; None: a Ben-Util run)
+    rubric_helpful: Optional[RubricHelpful] = None
+    #: further keys this version does not know, kept as they were
     extra: dict[str, Section] = field(default_factory=dict)
-    results: Optional["Results"] = field(default=None, repr=False, compare=False)
+    results: Optional[Results] = field(default=None, repr=False, compare=False)
 
-    def placed_in(self, results: "Results") -> None:
+    def __post_init__(self) -> None:
+        """Parts given as JSON (an older caller, a test) are read into their records."""
+        for name in FURTHER:
+            if name in self.extra:
+                setattr(self, name, self.extra.pop(name))
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            if f.name not in _NOT_KEYS:
+                setattr(self, f.name, decode(hints[f.name], getattr(self, f.name)))
+
+    def placed_in(self, results: Results) -> None:
         """Results.put_section's call: the run's results it sits in."""
         self.results = results
 
     def to_json(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "results")}
+        out = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name not in _NOT_KEYS}
+        for name in FURTHER:
+            if out[name] is None:
+                del out[name]
         return {**out, **self.extra}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "CarryOnBenchSection":
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "results"}
+        names = {f.name for f in dataclasses.fields(cls)} - set(_NOT_KEYS)
         return cls(**{k: v for k, v in d.items() if k in names},
                    extra={k: v for k, v in d.items() if k not in names and isinstance(v, dict)})
 
+    def further(self, name: str) -> Optional[Section]:
+        """A further key's JSON (``power``, ``intent``, ``rubric_helpful`` or one this version does not know)."""
+        if name in FURTHER:
+            value = getattr(self, name)
+            return None if value is None else value.to_json()
+        return self.extra.get(name)
 
-def of(results: "Results") -> Optional[CarryOnBenchSection]:
+
+def of(results: Results) -> Optional[CarryOnBenchSection]:
     """The run's CarryOnBench section (None: it has none)."""
     return results.section(SECTION)
 
 
-def extra(results: "Results", name: str) -> Optional[Section]:
-    """A further key of the run's CarryOnBench section (None: the run has none of it)."""
+def extra(results: Results, name: str) -> Optional[Section]:
+    """A further key of the run's CarryOnBench section as its JSON (None: the run has none of it). Deprecated: read
+    the section's record (``of(results).power``, ``.intent``, ``.rubric_helpful``)."""
     section = of(results)
-    return section.extra.get(name) if section is not None else None
+    return section.further(name) if section is not None else None

@@ -24,21 +24,25 @@ from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
-from carryon_eval.suites.opensafeintent.report import compare_columns
+from carryon_eval.suites.opensafeintent.report import compare_markdown, section_blocks
+from carryon_eval.suites.opensafeintent.section import (OpenSafeIntentComparison, OpenSafeIntentSection,
+                                                        RecordedRelease, ReleaseOptions, comparison,
+                                                        nothing_scored as headline_unscored)
 from carryon_eval.suites.opensafeintent.suite import (ASSISTANCE_MAX_TOKENS, CONDITION, DUAL_USE,
                                                       PROBE_MAX_TOKENS, RUBRIC_MAX_TOKENS, SCORERS, TARGET_MAX_TOKENS,
                                                       TARGET_TEMPERATURE, Inputs, inputs_of, inputs_or_none,
                                                       keep_inputs, load_probes, plan, probe_file, probe_intent,
                                                       prompt_name, section, set_exports, target_model)
-from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 from carryon_eval.run.paths import shared_local
-from carryon_eval.suite import (RUN_FOLDER, CompareInputs, InputsRecord, Job, JobGeneration, PlanSettings, ProbeContext,
-                                ReportInputs, Section, Skipped, SuiteOptions, headline_unscored)
+from carryon_eval.suite import (CompareInputs, InputsRecord, Job, JobGeneration, PlanSettings, ProbeContext,
+                                ReportInputs, Skipped, SuiteOptions)
+from carryon_eval.report.blocks import Block
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
     from carryon_eval.schema import Transcript
 
+TRIPLET_SETS = "triplets"        # --opensafeintent-sets triplets: the dataset's own triplets under the release's judges
 NEEDS = "needs --opensafeintent DIR (an OpenSafeIntent release folder: dataset.json and prompts/metrics/)"
 
 
@@ -48,33 +52,35 @@ def triplets_sha256(rows: Sequence[dict[str, Any]]) -> str:
 
 def load(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord]) -> Optional[InputsRecord]:
     """Suite.load: the release into ``bench.extras``; run.json's record of it (None when no folder is given)."""
-    if options.get("opensafeintent") is None:
+    given = ReleaseOptions.from_json(options)
+    if given.opensafeintent is None:
         return None
-    return load_as(bench, options, recorded, CONDITION, options.get("opensafeintent_sets") or "release")
+    return load_as(bench, options, recorded, CONDITION, given.opensafeintent_sets or "release")
 
 
 def load_as(bench: "Benchmark", options: SuiteOptions, recorded: Optional[InputsRecord], condition: str,
             sets: str) -> InputsRecord:
     """The release (``sets``: its dataset.json, or the dataset's triplets under its judges) into
     ``bench.extras[condition]``; run.json's record of it (the triplet wing loads it as ``triplet``)."""
-    folder = options["opensafeintent"]
-    release = load_release(folder, options.get("limit"))
+    given = ReleaseOptions.from_json(options)
+    folder = given.opensafeintent
+    release = load_release(folder, given.limit)
     extra: dict[str, str] = {}
-    if sets == "triplets":
+    if sets == TRIPLET_SETS:
         if not bench.triplets:          # the real cause, not "nothing to run"
             raise ReleaseError(f"--opensafeintent-sets triplets: dataset {bench.source} has no triplets config "
                                "(no benign / dual-use / malicious prompt-sets of its own); give --opensafeintent-sets "
                                "release to play the release's dataset.json, or a dataset built with triplets")
-        extra = {"triplets": triplets_sha256(bench.triplets)}
-        release = with_triplets(release, bench.source, bench.triplets, extra["triplets"])
+        extra = {TRIPLET_SETS: triplets_sha256(bench.triplets)}
+        release = with_triplets(release, bench.source, bench.triplets, extra[TRIPLET_SETS])
     if recorded is not None:
-        check_resume(recorded.get("sha256", {}), release.folder, extra)
-    temperature = options.get("temperature")
+        check_resume(RecordedRelease.from_json(recorded).sha256, release.folder, extra)
+    temperature = given.temperature
     gen = JobGeneration(temperature=TARGET_TEMPERATURE if temperature is None else      # "default": the provider's
                         temperature if temperature == "default" else float(temperature),
-                        max_tokens=options.get("max_tokens") or TARGET_MAX_TOKENS, retry_empty=False)
+                        max_tokens=given.max_tokens or TARGET_MAX_TOKENS, retry_empty=False)
     keep_inputs(bench, Inputs(release, gen), condition)
-    base = options.get(RUN_FOLDER)     # run.json's folder: the release's path relative to it, never the machine's
+    base = given.run_folder     # run.json's folder: the release's path relative to it, never the machine's
     where = str(folder) if base is None else shared_local(folder, base)
     return {"folder": where, "layout": release.layout, "sets": len(release.sets),
             "rows_in_release": release.total_rows, "prompts": release.n_prompts, "sha256": dict(release.hashes),
@@ -130,7 +136,7 @@ async def probe(ctx: ProbeContext) -> str:
     return await run_intent_probe(ctx)
 
 
-def summarize(inputs: ReportInputs) -> Optional[Section]:
+def summarize(inputs: ReportInputs) -> Optional[OpenSafeIntentSection]:
     """The section from the run's records; None when the run has no OpenSafeIntent replies."""
     mine = [t for t in inputs.transcripts if t.condition == CONDITION]
     loaded = inputs_or_none(inputs.bench)
@@ -138,6 +144,11 @@ def summarize(inputs: ReportInputs) -> Optional[Section]:
         return None
     return section(loaded.release, mine, judge_records(inputs), load_probes(inputs.run, target_model(mine)),
                    inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, base=inputs.run.path)
+
+
+def blocks(sec: OpenSafeIntentSection) -> list[Block]:
+    """SuiteReport.blocks: its part of table.md and report.html (report.py's blocks, which read its JSON)."""
+    return section_blocks(sec.to_json())
 
 
 def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
@@ -151,10 +162,15 @@ def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
                                                     load_probes(inputs.run, model)))
 
 
-def compare(runs: CompareInputs) -> Optional[Section]:
-    return compare_columns(list(runs.labels), [r.sections.get(CONDITION) for r in runs.results])
+def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
+    return comparison(list(runs.labels), [r.section(CONDITION) for r in runs.results])
 
 
-def nothing_scored(sec: Section) -> list[str]:
+def compare_text(part: Optional[OpenSafeIntentComparison]) -> str:
+    """SuiteReport.compare_markdown: its part of compare's table.md."""
+    return compare_markdown(part.to_json() if part is not None else None)
+
+
+def nothing_scored(sec: OpenSafeIntentSection) -> list[str]:
     """SuiteReport.nothing_scored: its condition, when its sets have replies and no headline number is scored."""
-    return [CONDITION] if headline_unscored(sec, HEADLINE) else []
+    return [CONDITION] if headline_unscored(sec) else []

@@ -11,6 +11,8 @@ its replies out). Everything else in the wing is its own and may change without 
 - a run's jobs, probe and section, for a ``condition``: ``plan``, ``probe_intent``, ``probe_file``,
   ``probe_run_file``, ``load_probes``, ``section``, ``target_model``; ``parse_conversation_id`` (the set and prompt
   name of one of its transcripts, None for any other's);
+- the section's records and their parts of compare: ``OpenSafeIntentSection`` (its fields ``HEADER`` first),
+  ``OpenSafeIntentComparison``, ``comparison``, ``nothing_scored`` (its sets have replies, no metric is scored);
 - the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``section_blocks``,
   ``compare_columns``, ``compare_markdown``.
 
@@ -28,12 +30,14 @@ from carryon_eval.suites.opensafeintent.metrics import HEADLINE, ScoredSet, summ
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read_score
 from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet, Release, ReleaseError, load_release
+from carryon_eval.suites.opensafeintent.section import (HEADER, OpenSafeIntentComparison, OpenSafeIntentSection,
+                                                        comparison, nothing_scored)
 from carryon_eval.suites.opensafeintent.report import compare_columns, compare_markdown, section_blocks
 from carryon_eval.suites.opensafeintent.suite import (RUBRIC_MAX_TOKENS, Inputs, inputs_of, inputs_or_none, load_probes,
                                                       parse_conversation_id, plan, probe_file, probe_intent,
                                                       probe_run_file, section, target_model)
 
-__all__ = ["HEADLINE", "NEEDS", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
+__all__ = ["HEADER", "OpenSafeIntentComparison", "OpenSafeIntentSection", "comparison", "nothing_scored", "HEADLINE", "NEEDS", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
            "ScoredSet", "compare_columns", "compare_markdown", "count_sets", "fill", "inputs_of", "inputs_or_none",
            "is_dual_use", "judge_records", "load_as", "load_probes", "load_release", "parse_conversation_id", "plan",
            "probe_file", "probe_intent", "probe_run_file",

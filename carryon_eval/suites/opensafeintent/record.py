@@ -22,7 +22,7 @@ if TYPE_CHECKING:       # types only
 CONDITION = "opensafeintent"
 SETS = ("release", "triplets")
 HOOKS = hooks_of("carryon_eval.suites.opensafeintent.hooks")
-REPORT = hooks_of("carryon_eval.suites.opensafeintent.report")      # its section's Markdown and HTML
+SECTION = hooks_of("carryon_eval.suites.opensafeintent.section")    # its section's record types
 
 
 def probe_file(condition: str = CONDITION) -> str:
@@ -56,8 +56,9 @@ OPENSAFEINTENT = register_suite(Suite(
     probes=(Probe("intent_probe", "target", up_to=HOOKS.count_sets, run=HOOKS.probe),), files=(probe_run_file(),),
     judge_roles=(JudgeRole("opensafeintent", "OpenSafeIntent (helpfulness, harmfulness, assistance level)",
                            ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")),),
-    report=SuiteReport(section=CONDITION, summarize=HOOKS.summarize, blocks=REPORT.section_blocks,
-                       compare=HOOKS.compare, compare_markdown=REPORT.compare_markdown,
+    report=SuiteReport(section=CONDITION, record=SECTION.OpenSafeIntentSection, summarize=HOOKS.summarize,
+                       blocks=HOOKS.blocks, compare=HOOKS.compare, compare_record=SECTION.OpenSafeIntentComparison,
+                       compare_markdown=HOOKS.compare_text,
                        export=HOOKS.export, nothing_scored=HOOKS.nothing_scored,
                        # the prompt name of its transcripts and the triplet wing's in an inspect log
                        inspect=InspectPart(metadata=hooks_of("carryon_eval.suites.opensafeintent.suite").inspect_metadata)),

@@ -30,6 +30,7 @@ from carryon_eval.suites.opensafeintent.readings import read
 from carryon_eval.suites.opensafeintent.record import CONDITION, probe_file, probe_run_file
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
+from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection, ReleaseInfo
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.paths import shared_local
 from carryon_eval.schema import Transcript
@@ -178,17 +179,14 @@ def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) 
 
 def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
             probes: Sequence[SideCallRecord], judge_model: Optional[str], n_resamples: int = 1000,
-            record: Optional[dict[str, Any]] = None, seed: int = 0, condition: str = CONDITION,
-            base: Optional[Path] = None) -> dict[str, Any]:
+            seed: int = 0, condition: str = CONDITION, base: Optional[Path] = None) -> OpenSafeIntentSection:
     """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions);
     ``base``: the folder of results.json, the release's path is written relative to it (carryon_eval.run.paths)."""
     exports = set_exports(release, transcripts, records, probes, condition)
-    out = summarize([e.scores for e in exports], n_resamples, seed)
-    return {"reference": "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale",
-            "release": {"folder": str(release.folder) if base is None else shared_local(release.folder, base),
-                        "layout": release.layout, "sets": len(release.sets),
-                        "sha256": dict(release.hashes)},
-            "model": target_model(transcripts, condition), "judge_model": judge_model, "deviates_from_reference": False, **out}
+    folder = str(release.folder) if base is None else shared_local(release.folder, base)
+    return OpenSafeIntentSection.of(summarize([e.scores for e in exports], n_resamples, seed),
+                                    release=ReleaseInfo(folder, release.layout, len(release.sets), dict(release.hashes)),
+                                    model=target_model(transcripts, condition), judge_model=judge_model)
 
 
 # ---------------------------------------------------------------- the intent probe

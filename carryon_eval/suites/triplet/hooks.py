@@ -9,19 +9,21 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from carryon_eval.report.blocks import Block
 from carryon_eval.suites.triplet.record import TRIPLET_CONDITION
-from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Section,
-                                Skipped, SuiteOptions, headline_unscored)
+from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Skipped,
+                                SuiteOptions)
 # OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
-from carryon_eval.suites.opensafeintent.public import (HEADLINE, NEEDS, Inputs, compare_columns, compare_markdown,
-                                                       inputs_of, inputs_or_none, judge_records, load_as, load_probes,
-                                                       plan, run_intent_probe, section, section_blocks, target_model)
-from carryon_eval.suites.triplet.legacy import is_legacy, legacy_blocks, legacy_section
+from carryon_eval.suites.opensafeintent.public import (NEEDS, Inputs, OpenSafeIntentComparison, comparison,
+                                                       compare_markdown, inputs_of, inputs_or_none, judge_records,
+                                                       load_as, load_probes, nothing_scored as headline_unscored, plan,
+                                                       run_intent_probe, section, section_blocks, target_model)
+from carryon_eval.suites.triplet.legacy import legacy_blocks, legacy_section
+from carryon_eval.suites.opensafeintent.public import HEADER
+from carryon_eval.suites.triplet.section import TripletSectionRecord, EarlierTripletSection, TripletSection
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
 
 TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
-DEFINITIONS = "OpenSafeIntent's reference definitions (the release's judges and metrics), 0-1 scale"
 
 
 def triplet_inputs(bench: Optional["Benchmark"]) -> Optional[Inputs]:
@@ -51,47 +53,50 @@ async def probe(ctx: ProbeContext) -> str:
     return await run_intent_probe(ctx, TRIPLET_CONDITION)
 
 
-def summarize(inputs: ReportInputs) -> Optional[Section]:
+def summarize(inputs: ReportInputs) -> Optional[TripletSectionRecord]:
     """The section from the run's records; a folder written before, the earlier section marked as such."""
     mine = [t for t in inputs.transcripts if t.condition == TRIPLET_CONDITION]
     if not mine:
         return None
     loaded = triplet_inputs(inputs.bench)
     if loaded is None:
-        return legacy_section(inputs.run, mine)
+        return EarlierTripletSection(legacy_section(inputs.run, mine))
     out = section(loaded.release, mine, judge_records(inputs),
                   load_probes(inputs.run, target_model(mine, TRIPLET_CONDITION), TRIPLET_CONDITION),
                   inputs.judge, n_resamples=inputs.n_resamples, seed=inputs.seed, condition=TRIPLET_CONDITION,
                   base=inputs.run.path)
-    return {"definitions": DEFINITIONS, **out}
+    return TripletSection.of(out, **{k: getattr(out, k) for k in HEADER})
 
 
-def blocks(sec: Section) -> list[Block]:
-    return legacy_blocks(sec) if is_legacy(sec) else section_blocks(sec, TITLE, TRIPLET_CONDITION)
+def blocks(sec: TripletSectionRecord) -> list[Block]:
+    if isinstance(sec, EarlierTripletSection):
+        return legacy_blocks(sec.data)
+    return section_blocks(sec.to_json(), TITLE, TRIPLET_CONDITION)
 
 
-def compare(runs: CompareInputs) -> Optional[Section]:
+def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
     labels = runs.labels
-    sections = [r.sections.get(TRIPLET_CONDITION) for r in runs.results]
-    mine = [None if s is None or is_legacy(s) else s for s in sections]
-    part = compare_columns(list(labels), mine)
-    old = [label for label, s in zip(labels, sections) if s is not None and is_legacy(s)]
+    sections = [r.section(TRIPLET_CONDITION) for r in runs.results]
+    part = comparison(list(labels), [s if isinstance(s, TripletSection) else None for s in sections])
+    old = [label for label, s in zip(labels, sections) if isinstance(s, EarlierTripletSection)]
     if part is None and not old:
         return None
-    return {**(part or {"table": []}), "earlier_definitions": old}
+    out = part or OpenSafeIntentComparison()
+    out.earlier_definitions = old
+    return out
 
 
-def compare_text(part: Optional[Section]) -> str:
+def compare_text(part: Optional[OpenSafeIntentComparison]) -> str:
     if not part:
         return ""
-    text = compare_markdown(part, "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
-        if part.get("table") else ""
-    if part.get("earlier_definitions"):
-        text += ("\nTriplet sections of " + ", ".join(part["earlier_definitions"]) + " use this project's earlier "
+    text = compare_markdown(part.to_json(), "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
+        if part.table else ""
+    if part.earlier_definitions:
+        text += ("\nTriplet sections of " + ", ".join(part.earlier_definitions) + " use this project's earlier "
                  "triplet definitions and are not compared with OpenSafeIntent's.\n")
     return text
 
 
-def nothing_scored(sec: Section) -> list[str]:
+def nothing_scored(sec: TripletSectionRecord) -> list[str]:
     """SuiteReport.nothing_scored: its condition, when its sets have replies and no headline number is scored."""
-    return [TRIPLET_CONDITION] if not is_legacy(sec) and headline_unscored(sec, HEADLINE) else []
+    return [TRIPLET_CONDITION] if isinstance(sec, TripletSection) and headline_unscored(sec) else []

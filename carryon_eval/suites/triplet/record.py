@@ -55,7 +55,9 @@ TRIPLETS = register_suite(Suite(
           ScorerUse("osi_assistance_level", when=SHARED.is_dual_use)),
     probes=(Probe("intent_probe", "target", up_to=SHARED.count_sets, run=HOOKS.probe),),
     files=(probe_run_file(TRIPLET_CONDITION),),
-    report=SuiteReport(section=TRIPLET_CONDITION, summarize=HOOKS.summarize, blocks=HOOKS.blocks,
+    report=SuiteReport(section=TRIPLET_CONDITION, record=hooks_of("carryon_eval.suites.triplet.section").TripletSection,
+                       compare_record=hooks_of("carryon_eval.suites.triplet.section").OpenSafeIntentComparison,
+                       summarize=HOOKS.summarize, blocks=HOOKS.blocks,
                        compare=HOOKS.compare, compare_markdown=HOOKS.compare_text,
                        nothing_scored=HOOKS.nothing_scored),
     description="the dataset's benign / ambiguous / malicious prompt-sets under OpenSafeIntent's reference judges and "

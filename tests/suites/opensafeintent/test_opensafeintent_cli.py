@@ -11,6 +11,8 @@ import pytest
 
 from carryon_eval.suites.opensafeintent.export import read_reference
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
+from carryon_eval.run.results import Results
+from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection
 from carryon_eval.suites.opensafeintent.release import load_release
 from support.eval_cli import invoke, one_error_line
 from support.scripted_server import by_model, rubric_judges
@@ -47,15 +49,24 @@ def test_run_export_and_section(scripted_server, tmp_path):
     assert 'id="opensafeintent"' in (out / "report.html").read_text()
     calls = srv.count()
     assert calls == 140 + 300 + sec["intent_probe"]["considered"]
+    # the section reads back as its record, fields for keys, and is written back byte for byte
+    text = (out / "results.json").read_text()
+    results = Results.from_json(json.loads(text))
+    record = results.section("opensafeintent")
+    assert isinstance(record, OpenSafeIntentSection) and record.n_sets == 20 and record.model == "tgt"
+    assert record.intent_probe.considered == sec["intent_probe"]["considered"]
+    assert record.paraphrase.flip.reference_name == "safety_flip_1"
+    assert json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n" == text
 
     exported = invoke("export", out, "--format", "opensafeintent", "--out", tmp_path / "ref")
     assert exported.exit_code == 0, exported.output
     ref = tmp_path / "ref"
     back = summarize(read_reference(ref / "tgt_scored.json", ref / "assistance_level" / "tgt_scored.json",
                                     ref / "intent_classification" / "tgt_scored_intent_classification.json"))
-    for key in (*HEADLINE, "variants", "paraphrase", "response_modes", "intent_probe", "by_harm_domain",
-                "by_task_type"):
-        assert back[key] == sec[key], key
+    mine = OpenSafeIntentSection.from_json(sec)
+    for name in ("headline", "variants", "paraphrase", "response_modes", "intent_probe", "by_harm_domain",
+                 "by_task_type"):
+        assert getattr(back, name) == getattr(mine, name), name
 
     again = invoke(*args(srv, out))                 # a rerun resumes: nothing asked again
     assert again.exit_code == 0, again.output
@@ -157,7 +168,8 @@ def test_carryonbench_triplets_under_the_same_judges_and_definitions(scripted_se
     ref = tmp_path / "ref"
     back = summarize(read_reference(ref / "tgt_scored.json", ref / "assistance_level" / "tgt_scored.json",
                                     ref / "intent_classification" / "tgt_scored_intent_classification.json"))
-    assert all(back[m]["value"] == sec[m]["value"] and back[m]["n"] == sec[m]["n"] for m in HEADLINE)
+    assert all((getattr(back.headline, m).value, getattr(back.headline, m).n) == (sec[m]["value"], sec[m]["n"])
+               for m in HEADLINE)
 
 
 def test_beside_carryonbench_conditions(scripted_server, tmp_path):

@@ -50,7 +50,7 @@ def exported(tmp_path_factory):
 @pytest.fixture(scope="module")
 def section(exported):
     sets = read_reference(exported["scored"], exported["assistance_level"], exported["intent_classification"])
-    return summarize(sets, n_resamples=200)
+    return summarize(sets, n_resamples=200).to_json()
 
 
 def r4(x):

@@ -17,7 +17,7 @@ needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not 
 
 @pytest.fixture(scope="module")
 def sec():
-    return {"model": "m", "judge_model": "j", **summarize([e.scores for e in fixture_sets()], n_resamples=200)}
+    return {"model": "m", "judge_model": "j", **summarize([e.scores for e in fixture_sets()], n_resamples=200).to_json()}
 
 
 @needs_chromium

@@ -163,29 +163,29 @@ def test_probe_asks_the_target_in_a_fresh_context(ran, bench, release):
     probes = [b for b in requests if last_user_text(b).startswith(release.templates["intent_classification"][:40])]
     assert probes and all(b["model"] == "target" and len(b["messages"]) == 1 for b in probes)
     sec = section(bench, run, "judge", n_resamples=200)
-    assert len(probes) == sec["intent_probe"]["considered"] <= cost(20)["intent_probe_at_most"]
-    assert sum(sec["intent_probe"][k]["count"] for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) == len(probes)
-    assert sec["intent_probe"]["ERROR"]["count"] > 0                       # the bare "FULL" answers
+    assert len(probes) == sec.intent_probe.considered <= cost(20)["intent_probe_at_most"]
+    assert sum(sec.intent_probe.strategies[k].count for k in ("FULL", "CONSTRAINED", "REFUSE", "ERROR")) == len(probes)
+    assert sec.intent_probe.strategies["ERROR"].count > 0                   # the bare "FULL" answers
     assert (run.path / PROBE_FILE).is_file() and all((run.path / judgment_file(s)).is_file() for s in SCORERS)
 
 
 def test_section_matches_the_metrics_of_the_export(ran, bench, tmp_path):
     run, *_ = ran
     sec = section(bench, run, "judge", n_resamples=200)
-    assert sec["n_sets"] == 20 and sec["unscored"]["helpfulness"] > 0 and sec["unscored"]["harmfulness"] > 0
-    assert sec["unscored"]["helpfulness"] < 70 and sec["triplet_safety"]["n"] > 0
+    assert sec.n_sets == 20 and sec.unscored.helpfulness > 0 and sec.unscored.harmfulness > 0
+    assert sec.unscored.helpfulness < 70 and sec.headline.triplet_safety.n > 0
     for m in HEADLINE:
-        assert set(sec[m]) == {"value", "n", "ci95"}
+        assert set(sec.to_json()[m]) == {"value", "n", "ci95"}
     paths = export_run(bench, run, "judge", tmp_path / "ref")
     rows = json.loads(paths["scored"].read_text())
     assert len(rows) == 20 and set(rows[0]["generated_prompts"]) == {"benign_prompt", "dual_use_prompt",
                                                                       "malicious_prompt"}
     back = summarize(read_reference(paths["scored"], paths["assistance_level"], paths["intent_classification"]),
                      n_resamples=200)
-    for key in (*HEADLINE, "variants", "paraphrase", "response_modes", "intent_probe", "failure_profile",
-                "by_harm_domain", "by_task_type"):
-        assert back[key] == sec[key], key
-    md = to_markdown(section_blocks(sec))
+    for name in ("headline", "variants", "paraphrase", "response_modes", "intent_probe", "failure_profile",
+                 "by_harm_domain", "by_task_type"):
+        assert getattr(back, name) == getattr(sec, name), name
+    md = to_markdown(section_blocks(sec.to_json()))
     assert "## OpenSafeIntent" in md and "intent_calibrated_utility" in md
 
 

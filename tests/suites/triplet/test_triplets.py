@@ -207,3 +207,24 @@ def test_the_triplet_wing_declares_the_columns_of_its_config(tmp_path):
                                                  for r in rows))
     with pytest.raises(DatasetError, match=r"config 'triplets' lacks column\(s\) \['variant'\]"):
         load_benchmark(data)
+
+
+def test_the_triplet_section_is_a_record_written_back_byte_for_byte(ran, tmp_path):
+    """results.json's triplet section reads back as its record (TripletSection, or EarlierTripletSection for a folder
+    of the earlier definitions) and is written back byte for byte; its readers read fields."""
+    from carryon_eval.run.results import Results
+    from carryon_eval.suites.triplet.section import EarlierTripletSection, TripletSection
+
+    old = tmp_path / "old"
+    shutil.copytree(FIXTURE, old)
+    assert invoke("report", old).exit_code == 0
+    for folder, kind in ((ran[0], TripletSection), (old, EarlierTripletSection)):
+        text = (folder / "results.json").read_text()
+        results = Results.from_json(json.loads(text))
+        sec = results.section("triplet")
+        assert isinstance(sec, kind), folder
+        assert json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n" == text
+    sec = Results.from_json(json.loads((ran[0] / "results.json").read_text())).section("triplet")
+    assert sec.n_sets == 4 and sec.release.layout == "carryonbench-triplets"
+    assert sec.headline.triplet_safety.n == json.loads((ran[0] / "results.json").read_text())["triplet"][
+        "triplet_safety"]["n"]
