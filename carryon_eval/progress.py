@@ -24,7 +24,7 @@ import click
 
 from tqdm import tqdm
 
-from carryon_eval.model.endpoint import UsageLedger
+from carryon_eval.model.endpoint import Tokens, UsageLedger
 
 
 #: Stages whose role their name does not say (a wing's scorers and probes), registered by the wing.
@@ -56,9 +56,9 @@ def role_of(stage: str) -> str:
 def tokens_by_role(usage: UsageLedger) -> dict[str, int]:
     """{role: prompt + completion tokens} from a UsageLedger snapshot ({"stage/model": row})."""
     totals: dict[str, int] = {}
-    for name, row in usage.rows().items():
-        role = role_of(name.split("/", 1)[0])
-        totals[role] = totals.get(role, 0) + row.prompt_tokens + row.completion_tokens
+    for name, row in usage.snapshot().items():
+        role, tokens = role_of(name.split("/", 1)[0]), Tokens.from_json(row)
+        totals[role] = totals.get(role, 0) + tokens.prompt_tokens + tokens.completion_tokens
     order = {"target": 0, "user": 1, "judge": 2}          # the same order on every line, whoever answered first
     return dict(sorted(totals.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
 

@@ -22,8 +22,10 @@ Conventions
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from carryon_eval.codec import Record, fields_of
 
 # ---------------------------------------------------------------- dataset tables
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -52,7 +54,7 @@ ITEM_CATEGORIES: dict[str, str] = {
 
 # ---------------------------------------------------------------- run records
 @dataclass
-class Message:
+class Message(Record):
     role: str                      # "user" | "assistant"
     content: str
     turn: int                      # model turn this message belongs to (the user message before reply t has turn t)
@@ -62,11 +64,11 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Message":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        return fields_of(cls, d)
 
 
 @dataclass
-class Transcript:
+class Transcript(Record):
     conversation_id: str
     query_id: str
     condition: str                  # one of the registered suites' conditions
@@ -82,17 +84,17 @@ class Transcript:
         return [m for m in self.messages if m.role == "assistant"]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.to_json()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Transcript":
-        d = dict(d)
-        d["messages"] = [Message.from_dict(m) for m in d["messages"]]
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
+        if "messages" not in d:
+            raise KeyError("messages")
+        return fields_of(cls, d)
 
 
 @dataclass
-class JudgeAnswer:
+class JudgeAnswer(Record):
     """A raw judge answer stored once for the records it gives (``<scorer>_answers.jsonl``): ``answer`` is a digest
     of the text (carryon_eval.judge.scorer_file.answer_id), the value of each such record's ``answer`` field."""
     answer: str

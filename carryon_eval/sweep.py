@@ -47,6 +47,7 @@ from carryon_eval.cli_common import os_error_line
 from carryon_eval.model.pool import EndpointGone, RoleFailed
 from carryon_eval.report.compare import OUT_FILES
 from carryon_eval.option import Option
+from carryon_eval.run.records import SweepRef
 
 TARGET_TABLE = "target"
 #: the sweep's own settings: never in a plan (the command line gives them)
@@ -228,10 +229,8 @@ def read_plan(path: Path, out: Optional[Path] = None) -> Plan:
     digest = plan_hash(raw)
     seen: set[str] = set()
     made = [_target_config(shared, t, i, where, out, seen) for i, t in enumerate(targets)]
-    record = {"plan": path.name, "plan_sha256": digest, "targets": len(made)}
-    made = [dataclasses.replace(t, config=dataclasses.replace(t.config, sweep={**record, "target": t.name,
-                                                                               "index": t.index}))
-            for t in made]
+    made = [dataclasses.replace(t, config=dataclasses.replace(t.config, sweep=SweepRef(
+        path.name, digest, len(made), t.name, t.index))) for t in made]
     return Plan(path, digest, out, tuple(made), paper_rows)
 
 

@@ -86,7 +86,7 @@ async def evaluate(cfg: EvaluateConfig, out: Output,
     except ValueError as exc:                # a bad --price, before anything starts
         raise ConfigError(str(exc)) from None
     async with Session(out, model_check=cfg.model_check, give_up_after=cfg.give_up_after, prices=cfg.prices,
-                       limits=limits, priority=int((cfg.sweep or {}).get("index") or 0)) as session:
+                       limits=limits, priority=int(cfg.sweep.index or 0) if cfg.sweep else 0) as session:
         bench = load_bench(cfg.dataset, cfg.revision, cfg.limit, cfg.subset)
         target_name = LOCAL_MODEL_ALIAS if "target" in local else str(roles["target"].model)
         given = [v for v in cfg.suite_options.values() if isinstance(v, Path)]     # the suites' input folders

@@ -24,7 +24,7 @@ from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 from carryon_eval.run.records import (DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta,
-                                      self_status)
+                                      SweepRef, self_status)
 from carryon_eval.run.results import STATUS_LINES
 from carryon_eval.suite import Configured, SuiteError, suites
 
@@ -100,7 +100,7 @@ class EvaluateConfig:
     conditions_all: bool = False          # --conditions all: suites with inputs of their own join when given
     suite_options: dict[str, Any] = dataclasses.field(default_factory=dict)   # the suites' own options (Suite.load)
     http_client: str = default("http_client")   # the endpoints' HTTP transport, "aiohttp" or "httpx" (run.json roles)
-    sweep: Optional[dict[str, Any]] = None      # the sweep plan this run belongs to (run.json's sweep; app.sweep)
+    sweep: Optional[SweepRef] = None            # the sweep plan this run belongs to (run.json's sweep; app.sweep)
     #: the suites' judge settings by name (their options: Suite.judge_options; run.records.register_setting);
     #: one not given is its option's default
     scoring: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -20,7 +20,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.model.local import LocalModelServer, LocalServerCrashed
 from carryon_eval.model.crash import CrashRecord
 from carryon_eval.progress import human, tokens_by_role
-from carryon_eval.run.records import RoleRecord, RunMeta
+from carryon_eval.run.records import RunMeta
 from carryon_eval.run.folder import RunFolder, add_usage, read_usage
 from carryon_eval.run.lock import hold
 from carryon_eval.app.cost import Price, RoleUsage, parse_prices, usage_by_role

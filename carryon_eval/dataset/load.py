@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from carryon_eval.dataset import fingerprint
+from carryon_eval.dataset.rows import keys
 from carryon_eval.moves import flow_problems, is_valid
 from carryon_eval.dataset.configs import COLUMNS
 from carryon_eval.schema import TABLE_COLUMNS
@@ -59,8 +60,8 @@ class Benchmark:
                   "flows": list(self.flows.values()),
                   "conversations": [_without_mc(c, "condition") for c in self.conversations if not _is_mc(c)]}
         out = {name: _rows_sha256(rows) for name, rows in tables.items()}
-        intents = [{"query_id": q, "malicious_intent": r["malicious_intent"]} for q, r in self.queries.items()
-                   if r.get("malicious_intent")]
+        intents = [{"query_id": q, "malicious_intent": keys(r).malicious_intent} for q, r in self.queries.items()
+                   if keys(r).malicious_intent]
         if mc or intents:       # condition mc's rows: their own entry, so the others hash as they always did
             out["mc"] = _rows_sha256(mc + intents)
         return out
@@ -71,8 +72,8 @@ class Benchmark:
             return self
         keep = list(self.queries)[:n]
         keep_set = set(keep)
-        convs = [c for c in self.conversations if c["query_id"] in keep_set]
-        used_flows = {c["flow_id"] for c in convs}
+        convs = [c for c in self.conversations if keys(c).query_id in keep_set]
+        used_flows = {keys(c).flow_id for c in convs}
         return Benchmark(
             source=self.source, revision=self.revision,
             queries={q: self.queries[q] for q in keep},
@@ -176,7 +177,7 @@ def _rows(source: str, config: str, revision: Optional[str]) -> list[dict[str, A
 
 
 def _is_mc(conv: dict[str, Any]) -> bool:
-    return str(conv.get("condition") or "").upper() == "MC"
+    return str(keys(conv).condition or "").upper() == "MC"
 
 
 def _without_mc(row: dict[str, Any], column: str) -> dict[str, Any]:
@@ -209,9 +210,9 @@ def _read_manifest(source: str) -> Optional[dict[str, Any]]:
 
 
 def _flow_moves(source: str, i: int, row: dict[str, Any]) -> list[str]:
-    moves = row.get("moves")
+    moves = keys(row).moves
     if not isinstance(moves, (list, tuple)) or not all(isinstance(m, str) for m in moves):
-        raise DatasetError(f"dataset {source}: flows row {i}: flow {row.get('flow_id')}: 'moves' must be a list "
+        raise DatasetError(f"dataset {source}: flows row {i}: flow {keys(row).flow_id}: 'moves' must be a list "
                            f"of move names, got {json.dumps(moves, default=str)[:60]}")
     return list(moves)
 
@@ -219,27 +220,28 @@ def _flow_moves(source: str, i: int, row: dict[str, Any]) -> list[str]:
 def conversation_condition(conv: dict[str, Any], flow: dict[str, Any]) -> str:
     """A conversation row's condition (lower case): "mc" when its own optional ``condition`` says MC (a BC flow
     voiced with the malicious intent), else its flow's ("bc" / "nc")."""
-    own = str(conv.get("condition") or "").lower()
-    return "mc" if own == "mc" else str(flow["condition"]).lower()
+    own = str(keys(conv).condition or "").lower()
+    return "mc" if own == "mc" else str(keys(flow).condition).lower()
 
 
 def _conversation_condition_problem(row: dict[str, Any], flow: dict[str, Any], query: dict[str, Any]) -> Optional[str]:
     """What is wrong with a conversation row's optional ``condition`` (None: nothing): BC/NC must be its flow's;
     MC (the BC moves voiced with the malicious intent) needs a BC flow and a query with a malicious_intent."""
-    given = row.get("condition")
+    given = keys(row).condition
     if given is None:
         return None
-    flow_cond = str(flow["condition"]).upper()
+    flow_keys, intent = keys(flow), keys(query).malicious_intent
+    flow_cond = str(flow_keys.condition).upper()
     if not isinstance(given, str) or given.upper() not in ("BC", "NC", "MC"):
         return f"field 'condition' is {json.dumps(given, default=str)[:40]}; expected BC, NC or MC"
     if given.upper() == "MC":
         if flow_cond != "BC":
-            return f"condition MC needs a BC flow (its moves are BC's), but flow {flow['flow_id']} is {flow_cond}"
-        if not isinstance(query.get("malicious_intent"), str) or not query["malicious_intent"].strip():
-            return (f"condition MC needs the query's 'malicious_intent' text, and query {row['query_id']} "
+            return f"condition MC needs a BC flow (its moves are BC's), but flow {flow_keys.flow_id} is {flow_cond}"
+        if not isinstance(intent, str) or not intent.strip():
+            return (f"condition MC needs the query's 'malicious_intent' text, and query {keys(row).query_id} "
                     "has none")
     elif given.upper() != flow_cond:
-        return f"field 'condition' is {given!r}, but flow {flow['flow_id']} is {flow_cond}"
+        return f"field 'condition' is {given!r}, but flow {flow_keys.flow_id} is {flow_cond}"
     return None
 
 
@@ -350,23 +352,25 @@ def _load_folder(folder: str, source: str) -> Benchmark:
 def _read_tables(source: str, label: str) -> Benchmark:
     revision = None
     tables = {name: _rows(source, name, revision) for name in TABLE_COLUMNS}
-    if not tables["queries"] or not tables["conversations"]:
+    query_rows, item_rows, flow_rows, conversations = (tables[n] for n in ("queries", "checklists", "flows",
+                                                                           "conversations"))
+    if not query_rows or not conversations:
         raise DatasetError(f"dataset {source}: the dataset has no queries/conversations to run")
     _check_text_fields(source, tables)
-    queries = _index_queries(source, tables["queries"])
-    checklists = _index_checklists(source, tables["checklists"], queries)
-    flows = _index_flows(source, tables["flows"])
-    _check_conversations(source, tables["conversations"], queries, flows)
+    queries = _index_queries(source, query_rows)
+    checklists = _index_checklists(source, item_rows, queries)
+    flows = _index_flows(source, flow_rows)
+    _check_conversations(source, conversations, queries, flows)
 
     manifest = _read_manifest(source)
     triplets = _rows(source, "triplets", revision)
     bench = Benchmark(source=label, revision=revision, queries=queries, checklists=checklists,
-                      flows=flows, conversations=tables["conversations"], manifest=manifest, triplets=list(triplets))
-    if not any(r.get("benign_intent") for r in queries.values()):
+                      flows=flows, conversations=conversations, manifest=manifest, triplets=list(triplets))
+    if not any(keys(r).benign_intent for r in queries.values()):
         bench.notes.append("no query has a benign_intent: the oracle condition and benign clarification moves "
                            "cannot be run on this dataset")
     logging.getLogger("carryon.dataset").info("loaded %s: %d queries, %d conversations", label,
-                                              len(queries), len(tables["conversations"]))
+                                              len(queries), len(conversations))
     return bench
 
 
@@ -384,9 +388,10 @@ def _index_queries(source: str, rows: list[dict[str, Any]]) -> dict[str, dict[st
     """query_id -> its row; a duplicate id is refused."""
     queries: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(rows):
-        if row["query_id"] in queries:
-            raise DatasetError(f"dataset {source}: queries row {i}: duplicate query_id {row['query_id']!r}")
-        queries[row["query_id"]] = row
+        query_id = keys(row).query_id
+        if query_id in queries:
+            raise DatasetError(f"dataset {source}: queries row {i}: duplicate query_id {query_id!r}")
+        queries[query_id] = row
     return queries
 
 
@@ -396,13 +401,14 @@ def _index_checklists(source: str, rows: list[dict[str, Any]],
     checklists: dict[str, list[dict[str, Any]]] = {q: [] for q in queries}
     seen_items: set[tuple[str, str]] = set()
     for i, row in enumerate(rows):
-        if row["query_id"] not in queries:
-            raise DatasetError(f"dataset {source}: checklists row {i}: unknown query_id {row['query_id']!r}")
-        key = (row["query_id"], row["item_id"])
+        item = keys(row)
+        if item.query_id not in queries:
+            raise DatasetError(f"dataset {source}: checklists row {i}: unknown query_id {item.query_id!r}")
+        key = (item.query_id, item.item_id)
         if key in seen_items:
-            raise DatasetError(f"dataset {source}: checklists row {i}: duplicate item_id {row['item_id']!r}")
+            raise DatasetError(f"dataset {source}: checklists row {i}: duplicate item_id {item.item_id!r}")
         seen_items.add(key)
-        checklists[row["query_id"]].append(row)
+        checklists[item.query_id].append(row)
     return checklists
 
 
@@ -411,19 +417,19 @@ def _index_flows(source: str, rows: list[dict[str, Any]]) -> dict[str, dict[str,
     flows: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(rows):
         # the condition is checked case-insensitively: "bc"/"nc" in a researcher's own dataset is fine
-        moves = _flow_moves(source, i, row)
-        problems = flow_problems(moves, condition_given=str(row["condition"]).upper())
+        moves, flow = _flow_moves(source, i, row), keys(row)
+        problems = flow_problems(moves, condition_given=str(flow.condition).upper())
         if problems:
             what = "has " if is_valid(moves) else "is invalid: "
-            raise DatasetError(f"dataset {source}: flows row {i}: flow {row['flow_id']} {what}{'; '.join(problems)}")
-        if row["flow_id"] in flows:
-            raise DatasetError(f"dataset {source}: flows row {i}: duplicate flow_id {row['flow_id']!r}")
-        n_turns = row.get("n_turns")
+            raise DatasetError(f"dataset {source}: flows row {i}: flow {flow.flow_id} {what}{'; '.join(problems)}")
+        if flow.flow_id in flows:
+            raise DatasetError(f"dataset {source}: flows row {i}: duplicate flow_id {flow.flow_id!r}")
+        n_turns = flow.n_turns
         if n_turns is not None and n_turns != 2 * (1 + len(moves)):
             raise DatasetError(f"dataset {source}: flows row {i}: field 'n_turns' is {json.dumps(n_turns, default=str)}"
-                               f" but flow {row['flow_id']} has {len(moves)} move(s), so {2 * (1 + len(moves))} "
+                               f" but flow {flow.flow_id} has {len(moves)} move(s), so {2 * (1 + len(moves))} "
                                "messages (n_turns = 2 x (1 + moves))")
-        flows[row["flow_id"]] = row
+        flows[flow.flow_id] = row
     return flows
 
 
@@ -433,14 +439,15 @@ def _check_conversations(source: str, rows: list[dict[str, Any]], queries: dict[
     condition disagrees with its flow's."""
     seen_conversations: set[str] = set()
     for i, row in enumerate(rows):
-        if row["conversation_id"] in seen_conversations:
+        conv = keys(row)
+        if conv.conversation_id in seen_conversations:
             raise DatasetError(f"dataset {source}: conversations row {i}: duplicate conversation_id "
-                               f"{row['conversation_id']!r}")
-        seen_conversations.add(row["conversation_id"])
-        if row["query_id"] not in queries:
-            raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {row['query_id']!r}")
-        if row["flow_id"] not in flows:
-            raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {row['flow_id']!r}")
-        problem = _conversation_condition_problem(row, flows[row["flow_id"]], queries[row["query_id"]])
+                               f"{conv.conversation_id!r}")
+        seen_conversations.add(conv.conversation_id)
+        if conv.query_id not in queries:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown query_id {conv.query_id!r}")
+        if conv.flow_id not in flows:
+            raise DatasetError(f"dataset {source}: conversations row {i}: unknown flow_id {conv.flow_id!r}")
+        problem = _conversation_condition_problem(row, flows[conv.flow_id], queries[conv.query_id])
         if problem:
             raise DatasetError(f"dataset {source}: conversations row {i}: {problem}")

@@ -28,6 +28,7 @@ import hashlib
 from typing import Any, Optional
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
+from carryon_eval.dataset.rows import RowKeys, keys
 
 SUBSETS = ("full", "quick")
 
@@ -42,37 +43,39 @@ def _rank(text: str) -> str:
 
 def quick_conversations(bench: Benchmark) -> list[dict[str, Any]]:
     """The quick subset's conversation rows, in dataset order; see the module docstring."""
-    lengths = sorted({int(bench.flows[c["flow_id"]]["n_turns"]) for c in bench.conversations})
+    convs = [keys(c) for c in bench.conversations]
+    n_turns = {f: int(keys(row).n_turns) for f, row in bench.flows.items() if f in {c.flow_id for c in convs}}
+    lengths = sorted(set(n_turns.values()))
     if not lengths:
         return []
-    options: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-    for conv in bench.conversations:
-        flow = bench.flows[conv["flow_id"]]
-        options.setdefault((conv["query_id"], conversation_condition(conv, flow), int(flow["n_turns"])), []).append(conv)
+    options: dict[tuple[str, str, int], list[RowKeys]] = {}
+    for conv, row in zip(convs, bench.conversations):
+        condition = conversation_condition(row, bench.flows[conv.flow_id])
+        options.setdefault((conv.query_id, condition, n_turns[conv.flow_id]), []).append(conv)
     n = len(lengths)
     chosen: set[str] = set()
     for rank, qid in enumerate(sorted(bench.queries, key=_rank)):
         cycle = [lengths[(rank + k) % n] for k in range(n)]
         mc = _pick(options, qid, "mc", cycle)
         if mc is not None:           # the BC draw's length, and the BC conversation of its flow (a pair)
-            chosen.add(mc["conversation_id"])
-            length = int(bench.flows[mc["flow_id"]]["n_turns"])
-            twin = [c for c in options.get((qid, "bc", length), []) if c["flow_id"] == mc["flow_id"]]
+            chosen.add(mc.conversation_id)
+            length = n_turns[mc.flow_id]
+            twin = [c for c in options.get((qid, "bc", length), []) if c.flow_id == mc.flow_id]
             if twin:
                 options[(qid, "bc", length)] = twin
         for condition, shift in (("bc", 0), ("nc", n // 2)):
             conv = _pick(options, qid, condition, [lengths[(rank + shift + k) % n] for k in range(n)])
             if conv is not None:
-                chosen.add(conv["conversation_id"])
-    return [c for c in bench.conversations if c["conversation_id"] in chosen]
+                chosen.add(conv.conversation_id)
+    return [row for conv, row in zip(convs, bench.conversations) if conv.conversation_id in chosen]
 
 
-def _pick(options: dict[tuple[str, str, int], list[dict[str, Any]]], qid: str, condition: str,
-          lengths: list[int]) -> Optional[dict[str, Any]]:
+def _pick(options: dict[tuple[str, str, int], list[RowKeys]], qid: str, condition: str,
+          lengths: list[int]) -> Optional[RowKeys]:
     for length in lengths:
         convs = options.get((qid, condition, length))
         if convs:
-            return min(convs, key=lambda c: _rank(str(c["conversation_id"])))
+            return min(convs, key=lambda c: _rank(str(c.conversation_id)))
     return None
 
 
@@ -83,7 +86,7 @@ def apply_subset(bench: Benchmark, name: Optional[str]) -> Benchmark:
     if name != "quick":
         raise SubsetError(f"unknown subset {name!r}; expected one of {', '.join(SUBSETS)}")
     convs = quick_conversations(bench)
-    used = {c["flow_id"] for c in convs}
+    used = {keys(c).flow_id for c in convs}
     return Benchmark(source=bench.source, revision=bench.revision, queries=bench.queries,
                      checklists=bench.checklists, flows={f: r for f, r in bench.flows.items() if f in used},
                      conversations=convs, manifest=bench.manifest, notes=list(bench.notes))

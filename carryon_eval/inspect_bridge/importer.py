@@ -19,6 +19,7 @@ from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import PASS_FIELDS, JudgePass, RoleRecord, RunMeta, ScorerTally
 from carryon_eval.run.folder import RunFolder, add_usage, write_jsonl_atomic
+from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
 from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
@@ -55,14 +56,15 @@ def _role(config: Any, name: Optional[str] = None) -> RoleRecord:
 def run_meta(log: Any, transcripts: list[dict[str, Any]], judge_model: Optional[str]) -> RunMeta:
     meta = RunMeta.from_json((log.eval.metadata or {}).get(RUN_KEY) or log.eval.task_attribs[RUN_KEY])
     roles = log.eval.model_roles or {}
-    target = transcripts[0]["target_model"] if transcripts else _server_name(log.eval.model)
-    users = [t["meta"].get("user_model") for t in transcripts if t["meta"].get("user_model")]
+    played = [Transcript.from_dict(t) for t in transcripts]
+    target = played[0].target_model if played else _server_name(log.eval.model)
+    users = [t.meta.get("user_model") for t in played if t.meta.get("user_model")]
     meta.roles = {"target": RoleRecord(base_url=log.eval.model_base_url or "", model=target,
                                        api_key_env="(inspect provider)")}
     if USER_ROLE in roles:
-        meta.roles["user"] = _role(roles[USER_ROLE], users[0] if users else None)
+        meta.roles.update(user=_role(roles[USER_ROLE], users[0] if users else None))
     if GRADER_ROLE in roles:
-        meta.roles["judge"] = _role(roles[GRADER_ROLE], judge_model)
+        meta.roles.update(judge=_role(roles[GRADER_ROLE], judge_model))
     return meta
 
 

@@ -28,7 +28,8 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from carryon_eval.judge.scorers import Judgment, ReplyScorer, ReplyShape, reply_shape
-from carryon_eval.run.folder import (Answer, RunFolder, answers_file, atomic_writer, json_line, judgment_file, read_jsonl,
+from carryon_eval.schema import JudgeAnswer
+from carryon_eval.run.folder import (RunFolder, answers_file, atomic_writer, json_line, judgment_file, read_jsonl,
                                      scan_jsonl, write_jsonl_atomic)
 
 log = logging.getLogger("carryon.judge")
@@ -98,11 +99,11 @@ class AnswerStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.ids: dict[str, str] = {a.raw: a.answer for a in map(Answer.from_json, read_jsonl(path, on_bad=_redo))}
+        self.ids: dict[str, str] = {a.raw: a.answer for a in map(JudgeAnswer.from_json, read_jsonl(path, on_bad=_redo))}
         self.appender: Optional[Appender] = None
 
     def open(self) -> None:
-        write_jsonl_atomic(self.path, [Answer(i, raw).to_json() for raw, i in self.ids.items()])
+        write_jsonl_atomic(self.path, [JudgeAnswer(i, raw).to_json() for raw, i in self.ids.items()])
         self.appender = Appender(self.path)
 
     def id_of(self, raw: Optional[str]) -> Optional[str]:
@@ -113,7 +114,7 @@ class AnswerStore:
         if found is None:
             found = self.ids[raw] = answer_id(raw)
             if self.appender is not None:
-                self.appender.write([Answer(found, raw).to_json()])
+                self.appender.write([JudgeAnswer(found, raw).to_json()])
         return found
 
     def close(self) -> None:
@@ -125,7 +126,7 @@ class AnswerStore:
         """The final file: the answers some record names, by id."""
         self.close()
         texts = {i: raw for raw, i in self.ids.items() if i in named}
-        write_jsonl_atomic(self.path, [Answer(i, texts[i]).to_json() for i in sorted(texts)])
+        write_jsonl_atomic(self.path, [JudgeAnswer(i, texts[i]).to_json() for i in sorted(texts)])
 
 
 def _redo(error: Exception) -> None:

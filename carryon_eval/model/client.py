@@ -79,7 +79,7 @@ from carryon_eval.model.refusals import ParamRefusals, error_fields, named_param
 from carryon_eval.model.structured import FormProbe, StructuredForms
 from carryon_eval.model.wire import Malformed as _Malformed
 from carryon_eval.model.wire import parse_completion as _parse_completion
-from carryon_eval.model.wire import request_fields
+from carryon_eval.model.wire import ApiError, error_of, request_fields
 
 __all__ = ["PARAM_NAMES", "ChatResult", "Endpoint", "EndpointConfig", "EndpointError", "EndpointRejected",
            "UsageLedger", "cache_key"]
@@ -557,13 +557,15 @@ def _retry_after(headers: Any) -> Optional[float]:
 def _status_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
+        err = error_of(body)
+        said = ApiError.from_json(err).message if isinstance(err, dict) else None
+        if isinstance(said, str):
+            return said
         if isinstance(err, str):
             return err
-        if isinstance(body.get("message"), str):
-            return body["message"]
+        said = ApiError.from_json(body).message
+        if isinstance(said, str):
+            return said
     if isinstance(body, str) and body.strip():
         return body
     return re.sub(r"^Error code: \d+ - ?", "", exc.message or "") or "no message"

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
+from carryon_eval.model.wire import ApiError, error_of
+
 #: What the client does instead of sending a refused parameter (run.json's "sent" of the role).
 INSTEAD = {
     "max_tokens": "sent as max_completion_tokens",
@@ -46,14 +48,12 @@ _REFUSAL_WORDS = re.compile(r"unsupported|not supported|does not support|not all
 
 def error_fields(body: Any, message: str) -> tuple[Optional[str], Optional[str], str]:
     """(param, code, message) of an OpenAI-style error body; param and code None when it names none."""
-    err = body.get("error", body) if isinstance(body, dict) else None
-    param = code = None
-    if isinstance(err, dict):
-        param = err.get("param") if isinstance(err.get("param"), str) else None
-        code = err.get("code") if isinstance(err.get("code"), str) else None
-        if isinstance(err.get("message"), str):
-            message = err["message"]
-    return param, code, message
+    err = error_of(body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return None, None, message
+    read = ApiError.from_json(err)
+    return (read.param if isinstance(read.param, str) else None, read.code if isinstance(read.code, str) else None,
+            read.message if isinstance(read.message, str) else message)
 
 
 def named_param(param: Optional[str], message: str, sent: dict[str, Any]) -> Optional[str]:

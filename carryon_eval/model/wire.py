@@ -122,6 +122,25 @@ def _alternative(given: Any) -> tuple[str, float]:
     return str(alternative.token), float(alternative.logprob)
 
 
+@dataclass
+class ApiError(Record):
+    """An OpenAI-style error object, the fields read from it (each as the server sent it)."""
+    message: Any = None
+    param: Any = None
+    code: Any = None
+
+
+@dataclass
+class _ErrorBody(Record):
+    error: Any = absent()
+
+
+def error_of(body: dict[str, Any]) -> Any:
+    """The error an error body holds: its ``error`` (an object or a text), else the body itself."""
+    held = _ErrorBody.from_json(body).error
+    return held if present(held) else body
+
+
 def _count(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 

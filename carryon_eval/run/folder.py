@@ -35,11 +35,11 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
 import jsonlines
 
-from carryon_eval.codec import Record, fields_of
+from carryon_eval.codec import Record
 from carryon_eval.model.redact import redact
 from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.records import RUN_SCHEMA_VERSION, FileStamp, RunMeta
-from carryon_eval.schema import Transcript
+from carryon_eval.schema import JudgeAnswer, Transcript
 
 log = logging.getLogger("carryon.run")
 
@@ -231,13 +231,6 @@ class Failure(Record):
     """One line of failures.jsonl."""
     conversation_id: str
     reason: str
-
-
-@dataclass
-class Answer(Record):
-    """One line of a scorer's answers file (``answers_file``): a raw answer stored once, under its id."""
-    answer: str
-    raw: str
 
 
 Check = Callable[[Any], Optional[str]]
@@ -508,7 +501,7 @@ class Judgments:
 
 def _answer_texts(path: Path) -> dict[str, str]:
     """{answer id: raw answer} of an answers file."""
-    return {a.answer: a.raw for a in map(Answer.from_json, read_jsonl(path))}
+    return {a.answer: a.raw for a in map(JudgeAnswer.from_json, read_jsonl(path))}
 
 
 _JUDGE_FIELD = re.compile(rb'"judge_model": ("(?:[^"\\]|\\.)*")')

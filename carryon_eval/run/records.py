@@ -297,6 +297,17 @@ class JudgeSettings:
 RUN_SCHEMA_VERSION = SCHEMA_VERSION
 
 
+@dataclass(frozen=True)
+class SweepRef(Record):
+    """The sweep plan a run was started from (run.json's ``sweep``): the plan's file name and hash, how many targets
+    it has, and this run's target by name and place among them (0-based)."""
+    plan: Optional[str] = None
+    plan_sha256: Optional[str] = None
+    targets: Optional[int] = None
+    target: Optional[str] = None
+    index: Optional[int] = None
+
+
 #: run.json's own top-level keys (RunMeta.to_json); any other object in it is a suite's (RunMeta.extras)
 _RUN_KEYS = frozenset(("schema_version", "carryonbench_version", "created", "dataset", "roles", "generation", "judge",
                        "conditions", "limit", "shared_turn1", "prompts", "notice", "skipped", "subset", "bootstrap",
@@ -324,9 +335,7 @@ class RunMeta:
     #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
     #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
     usage: dict[str, Any] = field(default_factory=dict)
-    #: the sweep plan the run was started from: {"plan": file name, "plan_sha256", "target": its name, "index":
-    #: its place among the plan's targets (0-based), "targets": how many}; None: a run of its own
-    sweep: Optional[dict[str, Any]] = None
+    sweep: Optional[SweepRef] = None          # the sweep plan the run was started from; None: a run of its own
     schema_version: int = RUN_SCHEMA_VERSION
     #: the suites' own top-level keys of run.json ({key: its record}; Configured.meta), each written only when
     #: non-empty, after the run's own keys; read back: every top-level object that is none of the run's own keys
@@ -370,7 +379,7 @@ class RunMeta:
                 **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
-                **({"sweep": dict(self.sweep)} if self.sweep else {}),
+                **({"sweep": self.sweep.to_json()} if self.sweep else {}),
                 **{key: dict(value) for key, value in self.extras.items() if value},
                 **({"no_user_turns": True} if self.no_user_turns else {})}
 
@@ -386,7 +395,7 @@ class RunMeta:
             conditions=list(meta.conditions), prompts=dict(meta.prompts), shared_turn1=bool(shared_turn1),
             bootstrap=meta.bootstrap if isinstance(meta.bootstrap, dict) else None,
             usage=meta.usage if isinstance(meta.usage, dict) else {},
-            sweep=meta.sweep if isinstance(meta.sweep, dict) else None, schema_version=int(meta.schema_version or 1),
+            sweep=meta.sweep if isinstance(meta.sweep, SweepRef) else None, schema_version=int(meta.schema_version or 1),
             extras={k: dict(v) for k, v in d.items() if k not in _RUN_KEYS and isinstance(v, dict)},
             no_user_turns=meta.no_user_turns is True)
 

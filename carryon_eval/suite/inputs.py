@@ -205,17 +205,30 @@ class RunEntry:
         user = self.meta.role("user")
         return {"model": user.model or None, "local": user.local}
 
-    def dataset(self) -> dict[str, Any]:
+    def dataset_used(self) -> "DatasetUsed":
         ref, res = self.meta.dataset, self.results.dataset
-        return {"source": res.source or ref.source, "revision": res.revision or ref.revision,
-                "manifest_version": res.manifest_version, "manifest_sha256": ref.manifest_sha256,
-                "content_sha256": ref.content_sha256}
+        return DatasetUsed(res.source or ref.source, res.revision or ref.revision, res.manifest_version,
+                           ref.manifest_sha256, ref.content_sha256)
+
+    def dataset(self) -> dict[str, Any]:
+        return self.dataset_used().to_json()
 
     def dataset_id(self) -> str:
         """What pins the rows: their content hashes when recorded, else the manifest's, else source and revision."""
-        d = self.dataset()
-        pin = d["content_sha256"] or d["manifest_sha256"] or [d["source"], d["revision"]]
+        d = self.dataset_used()
+        pin = d.content_sha256 or d.manifest_sha256 or [d.source, d.revision]
         return hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class DatasetUsed(Record):
+    """The dataset a board's run used, as the leaderboard names it (results.json's source and revision, else
+    run.json's)."""
+    source: Optional[str] = None
+    revision: Optional[str] = None
+    manifest_version: Optional[str] = None
+    manifest_sha256: Optional[str] = None
+    content_sha256: Optional[dict[str, str]] = None
 
 
 ColumnSource = Callable[[Sequence[RunEntry]], list[tuple[Column, list[Cell]]]]

@@ -3,7 +3,8 @@ import json
 from pathlib import Path
 
 import carryon_eval.app.commands  # noqa: F401  (the wings register their judge settings)
-from carryon_eval.run.folder import Answer, Failure, UsageFile
+from carryon_eval.run.folder import Failure, UsageFile
+from carryon_eval.schema import JudgeAnswer as Answer, Transcript
 from carryon_eval.run.records import FileStamp, JudgeSummary, RoleRecord, RunMeta
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "run_v0_1_0"
@@ -51,3 +52,13 @@ def test_the_small_run_files_lines_are_records():
     for cls, d in ((Failure, {"conversation_id": "c1", "reason": "timeout"}), (Answer, {"answer": "ab12", "raw": "Yes"}),
                    (UsageFile, {"schema_version": 1, "usage": {"target/m": {"calls": 2, "prompt_tokens": 40}}})):
         assert _again(cls, d) == json.dumps(d)
+
+
+def test_a_transcript_is_written_back_as_read():
+    d = {"conversation_id": "c1", "query_id": "q1", "condition": "bc", "flow_id": "f1", "moves": ["ask"],
+         "messages": [{"role": "user", "content": "Hi", "turn": 1, "move": None, "model": None, "prompt_version": None},
+                      {"role": "assistant", "content": "Hello", "turn": 1, "move": None, "model": "m",
+                       "prompt_version": None}],
+         "target_model": "m", "shared_turn1": True, "meta": {"user_model": "u"}}
+    assert json.dumps(Transcript.from_dict(d).to_dict()) == json.dumps(d)
+    assert Transcript.from_dict(d).messages[1].content == "Hello"
