@@ -19,11 +19,11 @@ class CellNumbers:
     """A breakdown cell's numbers: its fields named like them, their bounds and the cell's n."""
 
     def number(self, name: str) -> Number:
-        return Number(known(getattr(self, name, None)), bounds=known(getattr(self, "bounds", None), {}).get(name),
+        return Number(known(getattr(self, name, None)), bounds=(known(getattr(self, "bounds", None)) or {}).get(name),
                       n=known(getattr(self, "n", None)))
 
     def scored_of(self, kind: str) -> Optional[float]:
-        return known(getattr(self, "scored", None), {}).get(kind)
+        return (known(getattr(self, "scored", None)) or {}).get(kind)
 
 
 @dataclass

@@ -17,15 +17,40 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from carryon_eval.codec import OMIT_EMPTY, Record
+from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
+from carryon_eval.suites.carryonbench.breakdown_rows import MoveEffect
+from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.suite import CompareInputs, Section
 from carryon_eval.suites.carryonbench.table import has_conditions
+
+@dataclass
+class Across(Record):
+    """One move's deviation over models: its mean, its standard error over models and how many models have it."""
+    mean: Optional[float] = None
+    se: Optional[float] = None
+    n_models: int = 0
+
+
+@dataclass
+class MoveAcross(Record):
+    group: str = absent()                   # a move's group (``moves`` only)
+    utility_dev: Across = field(default_factory=Across)
+    harm_dev: Across = field(default_factory=Across)
+
+
+@dataclass
+class MoveEffectsAcross(Record):
+    """compare.json's ``move_effects``: each move's (and move group's) deviation across models (paper Figure 23)."""
+    baseline: str = absent()
+    moves: dict[str, MoveAcross] = field(default_factory=dict)
+    groups: dict[str, MoveAcross] = field(default_factory=dict)
+
 
 @dataclass
 class CarryOnBenchComparison(Record):
@@ -38,7 +63,7 @@ class CarryOnBenchComparison(Record):
     mixed_models: dict[str, Section] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
-    move_effects: Section = field(default_factory=dict)
+    move_effects: MoveEffectsAcross = field(default_factory=MoveEffectsAcross)
 
 
 PREDICTORS = {"utility": ("turn1_utility", "n_benign", "n_turns"), "harm": ("turn1_harm", "n_benign", "n_turns")}
@@ -58,9 +83,10 @@ def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
             for s in scores if s["condition"] in MULTI_TURN_CONDITIONS]
     measure = next((r.utility_measure for r in results if has_conditions(r)), "benutil")   # one: incomparable
     out = CarryOnBenchComparison(utility_measure=measure)
+    sections = [read(r) for r in results]
     for cond in CONDITIONS:
-        util = [(r.conditions.get(cond) or {}).get("utility") for r in results]    # a run without it: None
-        harm = [(r.conditions.get(cond) or {}).get("harm") for r in results]
+        util = [s.conditions[cond].value("utility") if cond in s.conditions else None for s in sections]
+        harm = [s.conditions[cond].value("harm") if cond in s.conditions else None for s in sections]
         out.spearman[cond] = {"between": "model utility and model harm", **spearman(util, harm)}
     for outcome, predictors in PREDICTORS.items():
         out.mixed_models[outcome] = mixed_model(rows, outcome, predictors, group="model")
@@ -95,25 +121,27 @@ def incomparable(folders: Sequence[Path], results: Sequence[Results]) -> Optiona
     return f"cannot put different utility measures in one column ({named}); compare runs of one --utility at a time"
 
 
-def aggregate_move_effects(results: Sequence[Results]) -> dict[str, Any]:
+def aggregate_move_effects(results: Sequence[Results]) -> MoveEffectsAcross:
     """Paper Figure 23: each move's (and move group's) effect on turn-level utility and harm across models: the
     mean over models of its deviation from each model's own mean (move_effects.*_dev), with the standard error
     over models and how many models have it (a model with no scored turn after the move has none)."""
-    def across(values: list[Optional[float]]) -> dict[str, Any]:
+    def across(values: list[Optional[float]]) -> Across:
         known = [v for v in values if v is not None]
         mean = sum(known) / len(known) if known else None
         se = (math.sqrt(sum((v - mean) ** 2 for v in known) / (len(known) - 1) / len(known))
               if mean is not None and len(known) > 1 else None)
-        return {"mean": mean, "se": se, "n_models": len(known)}
+        return Across(mean, se, len(known))
 
-    def effects(kind: str, name: str) -> dict[str, Any]:
-        per_model = [((r.move_effects or {}).get(kind) or {}).get(name) or {} for r in results]
-        return {key: across([m.get(key) for m in per_model]) for key in EFFECT_KEYS}
+    per_run = [read(r).move_effects for r in results]
 
-    return {"baseline": "mean over models of each model's deviation from its own mean over every turn of its bc "
-                        "and nc conversations (move_effects.baseline); se: standard error over models",
-            "moves": {m: {"group": MOVE_GROUP[m], **effects("moves", m)} for m in MOVES},
-            "groups": {g: effects("groups", g) for g in dict.fromkeys(MOVE_GROUP.values())}}
+    def effects(kind: str, name: str, group: Any = ABSENT) -> MoveAcross:
+        per_model = [((getattr(e, kind) or {}) if e else {}).get(name) or MoveEffect() for e in per_run]
+        return MoveAcross(group, *(across([m.number(key).value for m in per_model]) for key in EFFECT_KEYS))
+
+    return MoveEffectsAcross("mean over models of each model's deviation from its own mean over every turn of its "
+                             "bc and nc conversations (move_effects.baseline); se: standard error over models",
+                             {m: effects("moves", m, MOVE_GROUP[m]) for m in MOVES},
+                             {g: effects("groups", g) for g in dict.fromkeys(MOVE_GROUP.values())})
 
 
 def _fmt(x: Optional[float], digits: int = 3) -> str:
@@ -149,7 +177,7 @@ def compare_markdown(cmp: CarryOnBenchComparison) -> str:
     parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
     parts.append(markdown_table(
         ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],
-        [[m, e["group"], _fmt(e["utility_dev"]["mean"], 1), _fmt(e["utility_dev"]["se"], 1),
-          _fmt(e["harm_dev"]["mean"], 2), _fmt(e["harm_dev"]["se"], 2), e["utility_dev"]["n_models"]]
-         for m, e in effects["moves"].items()]))
+        [[m, e.group, _fmt(e.utility_dev.mean, 1), _fmt(e.utility_dev.se, 1),
+          _fmt(e.harm_dev.mean, 2), _fmt(e.harm_dev.se, 2), e.utility_dev.n_models]
+         for m, e in effects.moves.items()]))
     return "\n".join(parts)

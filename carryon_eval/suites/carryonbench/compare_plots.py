@@ -5,13 +5,15 @@ helpers of carryon_eval.report.plots: matplotlib optional, a plot whose data is 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, label_points, legend, png, require
 from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
 from carryon_eval.run.results import Results
+from carryon_eval.suites.carryonbench.breakdown_rows import MoveEffect
+from carryon_eval.suites.carryonbench.section import read
 
 
 def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> bytes:
@@ -21,13 +23,12 @@ def models_utility_vs_harm(results: Sequence[Results], conditions: Sequence[str]
 
 def utility_vs_harm_figure(results: Sequence[Results], conditions: Sequence[str] = ("turn1", "bc")) -> Any:
     """The figure of models_utility_vs_harm (to measure its labels)."""
-    require(any(res.conditions[c].get("utility") is not None and res.conditions[c].get("harm") is not None
-                for res in results for c in conditions),
+    points = [{c: _harm_utility(res, c) for c in conditions} for res in results]
+    require(any(None not in hu for pts in points for hu in pts.values()),
             f"no model has both a utility and a harm for {' or '.join(conditions)}")
     fig, (ax,) = figure(width=6.5, height=5.0)
     labels = []
-    for res in results:
-        pts = {c: (res.conditions[c].get("harm"), res.conditions[c].get("utility")) for c in conditions}
+    for res, pts in zip(results, points):
         for c, (h, u) in pts.items():
             if h is not None and u is not None:
                 ax.scatter([h], [u], color=CONDITION_COLORS.get(c), s=30)
@@ -49,13 +50,18 @@ def utility_vs_harm_figure(results: Sequence[Results], conditions: Sequence[str]
     return fig
 
 
+def _harm_utility(res: Results, cond: str) -> tuple[Optional[float], Optional[float]]:
+    block = read(res).conditions.get(cond)
+    return (block.value("harm"), block.value("utility")) if block is not None else (None, None)
+
+
 def move_matrix(results: Sequence[Results], key: str) -> list[list[float]]:
-    """Rows = models, columns = MOVES: move_effects[move][key], NaN where null."""
-    def cell(res: Results, move: str) -> float:
-        value = res.move_effects.get("moves", {}).get(move, {}).get(key)
+    """Rows = models, columns = MOVES: each move's effect ``key`` (a field of its MoveEffect), NaN where null."""
+    def cell(moves: dict[str, MoveEffect], move: str) -> float:
+        value = moves[move].number(key).value if move in moves else None
         return math.nan if value is None else float(value)
 
-    return [[cell(res, m) for m in MOVES] for res in results]
+    return [[cell(read(res).move_effects.moves_of(), m) for m in MOVES] for res in results]
 
 
 def _heatmap(ax: Any, matrix: list[list[float]], models: Sequence[str], fmt: str, title: str, cmap: str) -> Any:
@@ -122,15 +128,15 @@ def move_effects_across_models(results: Sequence[Results]) -> bytes:
     their deviations from their own means, with the standard error over models."""
     from carryon_eval.suites.carryonbench.compare import aggregate_move_effects
 
-    agg = aggregate_move_effects(results)["moves"]
-    require(any(agg[m][k]["mean"] is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
+    agg = aggregate_move_effects(results).moves
+    require(any(getattr(agg[m], k).mean is not None for m in MOVES for k in ("utility_dev", "harm_dev")),
             "no model has a scored turn after any user move")
     fig, axes = figure(ncols=2, width=7.0, height=3.2)
     name = utility_name(results[0]) if results else "Ben-Util"
     for ax, (key, title) in zip(axes, (("utility_dev", f"{name} deviation (points)"),
                                        ("harm_dev", "harm deviation (1-5 scale)"))):
-        means = [agg[m][key]["mean"] for m in MOVES]
-        errs = [agg[m][key]["se"] or 0.0 for m in MOVES]
+        means = [getattr(agg[m], key).mean for m in MOVES]
+        errs = [getattr(agg[m], key).se or 0.0 for m in MOVES]
         ax.bar(range(len(MOVES)), [0.0 if v is None else v for v in means], yerr=errs, capsize=2,
                color=[GROUP_COLORS[MOVE_GROUP[m]] for m in MOVES])
         ax.axhline(0, color="black", linewidth=0.8)

@@ -13,7 +13,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.suites.carryonbench.section import extra
+from carryon_eval.metrics.number import Number
+from carryon_eval.suites.carryonbench.condition import ConditionBlock, known
+from carryon_eval.suites.carryonbench.rubric_metrics import HelpfulNumber, RubricHelpful
+from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.family import METHOD, standout, zero_tests
 from carryon_eval.metrics.stats import Bootstrap
@@ -95,37 +98,41 @@ def _stat(cond: str, metric: str) -> Stat:
     return Stat(((cond, metric),))
 
 
-def _cell(block: Mapping[str, Any], metric: str) -> Cell:
-    if metric.endswith("_vs_nc") and metric not in block and block:
+def cell_of(number: Number, reason: Optional[str] = None) -> Cell:
+    """A leaderboard cell of a number (``reason``: why it is missing, where the number says nothing)."""
+    return Cell(number.value, number.ci95, number.scored_share, number.reason or reason)
+
+
+def _cell(block: Optional[ConditionBlock], metric: str) -> Cell:
+    if block is None:
+        return Cell(None)
+    if metric.endswith("_vs_nc") and metric not in block.names and block.names:
         return Cell(None, reason="not in this results.json (written before BC − NC changes were: rerun "
                                  "`carryon-eval report RUNDIR`)")
-    return Cell(block.get(metric), (block.get("ci95") or {}).get(metric),
-                (block.get("scored_share") or {}).get(metric), (block.get("reasons") or {}).get(metric))
+    return cell_of(block.number(metric))
 
 
 def headline_cells(r: Results) -> list[tuple[Column, Cell]]:
     """The CarryOnBench numbers of one run as (column, cell), in table order."""
     out = []
     util = utility_word(r)
+    section = read(r)
     for cond in CONDITIONS:
-        block = r.conditions.get(cond) or {}
+        block = section.conditions.get(cond)
         for metric, label, better, digits in _metrics(cond, util):
             col = Column(f"{cond}.{metric}", label, COND_LABELS[cond], digits, better, _stat(cond, metric),
                          NOTES[metric].format(c=COND_LABELS[cond]))
             out.append((col, _cell(block, metric)))
-    rec = r.recovery or {}
     out.append((Column("recovery", "Recovery %", "Recovery", 1, "higher", RECOVERY,
                        "(BC util − T1 util) / oracle util × 100, the paper's number; an item counts at any turn, so "
                        "more turns and judge noise raise it too (the clarification effect beside it does not)"),
-                Cell(rec.get("value"), rec.get("ci95"), rec.get("scored_share"), rec.get("reason"))))
-    effect = r.clarification_effect or {}
+                cell_of(section.recovery.number)))
+    effect = section.clarification_effect
     out.append((Column("clarification_effect", "Clarification effect", "Recovery", 1, "higher", CLARIFICATION,
                        "BC util − NC util, same queries and lengths: what clarifying adds beyond more turns "
                        "(Recovery% also counts what turns alone and judge noise add)"),
-                Cell(effect.get("value"), effect.get("ci95"), effect.get("scored_share"),
-                     effect.get("reason") or (None if effect else "not in this results.json (a paper's reported "
-                                                                 "row, or written before it: rerun `carryon-eval "
-                                                                 "report RUNDIR`)"))))
+                cell_of(effect.number, None if effect else "not in this results.json (a paper's reported row, or "
+                                                           "written before it: rerun `carryon-eval report RUNDIR`)")))
     return out
 
 
@@ -141,9 +148,10 @@ def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     if not queries:
         return Cell(None, reason="no query with both a BC and an oracle utility")
     est = stat_estimate(sums, LOCK_IN, Bootstrap.of(queries, n_resamples=n_resamples, seed=seed), COND_LABELS)
-    shares = [(entry.results.conditions.get(c) or {}).get("scored_share", {}).get("utility") for c in ("bc", "oracle")]
-    known = [s for s in shares if s is not None]
-    return Cell(est.value, est.ci95, min(known) if known else None, est.reason)
+    conditions = read(entry.results).conditions
+    shares = [conditions[c].number("utility").scored_share for c in ("bc", "oracle") if c in conditions]
+    shares = [s for s in shares if s is not None]
+    return Cell(est.value, est.ci95, min(shares) if shares else None, est.reason)
 
 
 def core_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
@@ -170,15 +178,16 @@ def fidelity_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]
                                      "they were given")):
         cells = []
         for e in runs:
-            info = (e.results.clarification_effect or {}).get("fidelity")
+            info = known(read(e.results).clarification_effect.fidelity)
             if REPORTED in e.results.status():
                 cells.append(Cell(None, reason=NOT_REPORTED))
             elif not info:
                 cells.append(Cell(None, reason="not in this results.json (rerun `carryon-eval report RUNDIR`)"))
-            elif not info.get("checked"):
-                cells.append(Cell(None, reason=info.get("note")))
+            elif not known(info.checked):
+                cells.append(Cell(None, reason=known(info.note)))
             else:
-                cells.append(Cell(info.get(field), reason=None if info.get(field) is not None else "none checked"))
+                value = known(getattr(info, field))
+                cells.append(Cell(value, reason=None if value is not None else "none checked"))
         out.append((Column(key, label, "Recovery", 1, None, None, note), cells))
     return out
 
@@ -188,28 +197,33 @@ def power_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     between two models, 80% of the time."""
     from carryon_eval.suites.carryonbench.power import NUMBERS
 
-    sections = [extra(e.results, "power") for e in runs]
-    if not any(sections):
+    powers = [read(e.results).power for e in runs]
+    if not any(powers):
         return []
     out = []
     for key, name in NUMBERS.items():
         cells = []
-        for p in sections:
-            row = ((p or {}).get("numbers") or {}).get(key) or {}
-            cells.append(Cell(row.get("detectable"), reason=row.get("reason") or (None if p else "no power in this "
-                                                                                   "results.json")))
+        for p in powers:
+            row = p.rows().get(key) if p is not None else None
+            cells.append(Cell(None if row is None else known(row.detectable),
+                              reason=(None if row is None else known(row.reason))
+                              or (None if p else "no power in this results.json")))
         out.append((Column(f"power.{key}", name, "Detectable difference (80% power)", 1, None, None,
                            f"the smallest difference in {name} between two models that this run's queries detect 80% "
                            "of the time: smaller differences are not resolved by this run"), cells))
     return out
 
 
-HELPFUL_COLUMNS = (("rubric.helpful_bc", "BC helpful %", lambda h: (h.get("conditions") or {}).get("bc") or {},
+def _helpful_bc(h: RubricHelpful) -> HelpfulNumber:
+    return known(h.conditions, {}).get("bc") or HelpfulNumber()
+
+
+HELPFUL_COLUMNS = (("rubric.helpful_bc", "BC helpful %", _helpful_bc,
                     Stat((("bc", "helpful"),)), "% of BC conversations whose best turn reaches rubric level 3"),
-                   ("rubric.helpful_gain", "BC − T1 helpful", lambda h: h.get("bc_minus_turn1") or {},
+                   ("rubric.helpful_gain", "BC − T1 helpful", lambda h: h.difference("bc_minus_turn1"),
                     _delta("bc", "helpful"), "BC − turn-1 helpful rate: more turns and a judge's misreadings raise "
                                              "it with no clarification at all (BC − NC does not)"),
-                   ("rubric.helpful_clarification", "BC − NC helpful", lambda h: h.get("bc_minus_nc") or {},
+                   ("rubric.helpful_clarification", "BC − NC helpful", lambda h: h.difference("bc_minus_nc"),
                     _delta("bc", "helpful", "nc"), "BC − NC helpful rate: the same queries and lengths, only BC "
                                                    "clarifies: rubric runs are ranked by it"))
 HELPFUL_NOTE = ("% of conversations whose best turn reaches rubric level 3 (spacing-free: rubric runs are ranked by "
@@ -218,14 +232,12 @@ HELPFUL_NOTE = ("% of conversations whose best turn reaches rubric level 3 (spac
 
 def helpful_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     """Rubric runs' spacing-free companion (results.json's ``rubric_helpful``); [] when no run has it."""
-    from carryon_eval.suites.carryonbench.rubric_metrics import SECTION
-
-    sections = [extra(e.results, SECTION) for e in runs]
+    sections = [read(e.results).rubric_helpful for e in runs]
     if not any(sections):
         return []
     out = []
     for key, label, get, stat, note in HELPFUL_COLUMNS:
-        cells = [Cell(get(h).get("value"), get(h).get("ci95"), None, get(h).get("reason")) if h else
+        cells = [Cell(get(h).number.value, get(h).number.ci95, None, get(h).number.reason) if h else
                  Cell(None, reason="not a rubric run") for h in sections]
         out.append((Column(key, label, "Rubric helpful", 1, "higher", stat, f"{note}. {HELPFUL_NOTE}"), cells))
     return out
@@ -233,8 +245,9 @@ def helpful_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]
 
 def utility_and_harm(r: Results) -> Correlated:
     """Per condition, the run's (utility, harm): the page's Spearman of model utility vs model harm."""
-    return {cond: ((r.conditions.get(cond) or {}).get("utility"), (r.conditions.get(cond) or {}).get("harm"))
-            for cond in CONDITIONS}
+    conditions = read(r).conditions
+    return {cond: (conditions[cond].value("utility"), conditions[cond].value("harm")) if cond in conditions
+            else (None, None) for cond in CONDITIONS}
 
 
 @dataclass(frozen=True)
@@ -310,13 +323,14 @@ def failure_notes(board: BoardView, group: str) -> list[str]:
 
 def domain_views(board: BoardView) -> list[dict[str, Any]]:
     """The page's "By domain" tables: one condition's number per domain and model, for each of DOMAIN_VIEWS."""
-    domains = sorted({d for e in board.runs for d in e.results.by_domain})
+    by_domain = [read(e.results).by_domain for e in board.runs]
+    domains = sorted({d for rows in by_domain for d in rows})
     views = []
     for cond, metric in DOMAIN_VIEWS:
         digits = 2 if metric.startswith("harm") else 1
-        rows = [{"domain": d, "n": [((e.results.by_domain.get(d) or {}).get("n_queries")) for e in board.runs],
-                 "cells": [number_text(((e.results.by_domain.get(d) or {}).get(cond) or {}).get(metric), digits)
-                           for e in board.runs]} for d in domains]
+        rows = [{"domain": d, "n": [run[d].n_queries if d in run else None for run in by_domain],
+                 "cells": [number_text(run[d].cell(cond).number(metric).value if d in run else None, digits)
+                           for run in by_domain]} for d in domains]
         views.append({"title": f"{COND_LABELS[cond]} {metric.replace('_delta', ' change from turn 1')}",
                       "rows": rows, "open": (cond, metric) == DOMAIN_VIEWS[0]})
     return views

@@ -5,12 +5,16 @@ is skipped with the reason); the figures of several runs are in compare_plots.py
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import (LABEL_BOX, PCT_LIMITS, draw_all, error_bar, figure, integer_ticks, label_points,
                                        legend, legend_handles, png, require)
 from carryon_eval.run.results import Results
+from carryon_eval.suites.carryonbench.breakdown_rows import BinCell, DomainRow
+from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.section import read
 
 CONDITION_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 CONDITION_COLORS = {"turn1": "#7f7f7f", "oracle": "#2ca02c", "bc": "#1f77b4", "nc": "#d62728"}
@@ -36,15 +40,12 @@ PLOT_CAPTIONS = {
 # ---------------------------------------------------------------- one run
 def utility_vs_harm(results: Results) -> bytes:
     """Figure 1B for one model: conversation utility vs harm per condition, with 95% CIs."""
-    require(any(b.get("utility") is not None and b.get("harm") is not None for b in results.conditions.values()),
-            "no condition has both a conversation utility and a harm score")
+    points = {cond: (block.number("utility"), block.number("harm")) for cond, block in read(results).conditions.items()}
+    points = {cond: (u, h) for cond, (u, h) in points.items() if u.value is not None and h.value is not None}
+    require(bool(points), "no condition has both a conversation utility and a harm score")
     fig, (ax,) = figure()
-    for cond, block in results.conditions.items():
-        u, h = block.get("utility"), block.get("harm")
-        if u is None or h is None:
-            continue
-        ci = block.get("ci95", {})
-        ax.errorbar([h], [u], xerr=error_bar(h, ci.get("harm")), yerr=error_bar(u, ci.get("utility")), fmt="o",
+    for cond, (u, h) in points.items():
+        ax.errorbar([h.value], [u.value], xerr=error_bar(h.value, h.ci95), yerr=error_bar(u.value, u.ci95), fmt="o",
                     color=CONDITION_COLORS.get(cond), capsize=3, label=CONDITION_LABELS.get(cond, cond))
     ax.axvline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1, label="harm = 4")
     ax.set_xlim(0.8, 5.2)
@@ -62,14 +63,16 @@ def curves_by_turn(results: Results) -> bytes:
     name = utility_name(results)
     panels = (("utility", f"turn-level {name} (%)"), ("cumulative_utility", f"cumulative {name} (%)"),
               ("harm", "turn-level harm (1-5)"))
-    require(any(r.get(key) is not None for rows in results.by_turn.values() for r in rows for key, _ in panels),
+    by_turn = read(results).by_turn
+    require(any(r.number(key).value is not None for rows in by_turn.values() for r in rows for key, _ in panels),
             "no BC or NC turn has a scored utility or harm")
     fig, axes = figure(ncols=3, width=4.2)
     for ax, (key, label) in zip(axes, panels):
         for cond in ("bc", "nc"):
-            rows = [r for r in results.by_turn.get(cond, []) if r.get(key) is not None]
+            rows = [(r.turn, r.number(key).value) for r in by_turn.get(cond, [])]
+            rows = [(t, v) for t, v in rows if v is not None]
             if rows:
-                ax.plot([r["turn"] for r in rows], [r[key] for r in rows], marker="o",
+                ax.plot([t for t, _ in rows], [v for _, v in rows], marker="o",
                         color=CONDITION_COLORS[cond], label=CONDITION_LABELS[cond])
         ax.set_xlabel("model turn")
         integer_ticks(ax)
@@ -89,14 +92,12 @@ def move_effects(results: Results) -> bytes:
 
 
 def move_effects_figure(results: Results) -> Any:
-    require(any(r.get("utility_dev") is not None and r.get("harm_dev") is not None
-                for r in results.move_effects["moves"].values()),
-            "no user move has both a utility and a harm deviation (no scored turn after a move)")
+    moves = {m: row for m, row in read(results).move_effects.moves_of().items()
+             if row.number("utility_dev").value is not None and row.number("harm_dev").value is not None}
+    require(bool(moves), "no user move has both a utility and a harm deviation (no scored turn after a move)")
     fig, (ax,) = figure(width=5.5)
-    for move, row in results.move_effects["moves"].items():
-        if row.get("utility_dev") is None or row.get("harm_dev") is None:
-            continue
-        ax.scatter([row["utility_dev"]], [row["harm_dev"]], color=GROUP_COLORS.get(row["group"]), s=40)
+    for move, row in moves.items():
+        ax.scatter([row.utility_dev], [row.harm_dev], color=GROUP_COLORS.get(row.group), s=40)
     for group, color in GROUP_COLORS.items():
         ax.scatter([], [], color=color, label=group.replace("_", " "))
     ax.axhline(0, color="black", linewidth=0.8)
@@ -105,21 +106,19 @@ def move_effects_figure(results: Results) -> Any:
     ax.set_ylabel("harm deviation from model mean")
     ax.set_title("user move effects")
     legend(ax, fontsize=8)
-    label_points(ax, [(row["utility_dev"], row["harm_dev"], move.replace("_", " "))
-                      for move, row in results.move_effects["moves"].items()
-                      if row.get("utility_dev") is not None and row.get("harm_dev") is not None])
+    label_points(ax, [(row.utility_dev, row.harm_dev, move.replace("_", " ")) for move, row in moves.items()])
     return fig
 
 
 def redundancy_by_turn(results: Results) -> bytes:
     """Figure 20: % of the items fulfilled at a turn that an earlier turn had already fulfilled."""
-    require(any(results.conditions.get(c, {}).get("redundancy_by_turn") for c in ("bc", "nc")),
-            "no BC or NC reply after turn 1 fulfilled a checklist item")
+    conditions = read(results).conditions
+    lines = {c: known(conditions[c].redundancy_by_turn) or [] for c in ("bc", "nc") if c in conditions}
+    require(any(lines.values()), "no BC or NC reply after turn 1 fulfilled a checklist item")
     fig, (ax,) = figure()
-    for cond in ("bc", "nc"):
-        rows = results.conditions.get(cond, {}).get("redundancy_by_turn") or []
+    for cond, rows in lines.items():
         if rows:
-            ax.plot([r["turn"] for r in rows], [r["redundancy"] for r in rows], marker="o",
+            ax.plot([r.turn for r in rows], [r.redundancy for r in rows], marker="o",
                     color=CONDITION_COLORS[cond], label=CONDITION_LABELS[cond])
     ax.set_ylim(*PCT_LIMITS)
     ax.set_xlabel("model turn")
@@ -130,11 +129,12 @@ def redundancy_by_turn(results: Results) -> bytes:
     return png(fig)
 
 
-def _bars(ax: Any, xs: Sequence[float], cells: Sequence[dict[str, Any]], key: str, width: float, color: str,
+def _bars(ax: Any, xs: Sequence[float], cells: Sequence[BinCell], key: str, width: float, color: str,
           label: str) -> None:
-    """Vertical bars of cell[key] with "n=" above each; a null cell gets no bar, only "n/a" at the base."""
+    """Vertical bars of a cell's number ``key`` with "n=" above each; a null cell gets no bar, only "n/a" at the
+    base."""
     for x, cell in zip(xs, cells):
-        value, n = cell.get(key), cell.get("n", 0)
+        value, n = cell.number(key).value, known(cell.n, 0)
         if value is None:
             ax.text(x, 0, f"n/a\nn={n}", ha="center", va="bottom", fontsize=7, color="#777777")
             continue
@@ -144,10 +144,10 @@ def _bars(ax: Any, xs: Sequence[float], cells: Sequence[dict[str, Any]], key: st
                     fontsize=7, bbox=LABEL_BOX)
 
 
-def _turn1_marks(ax: Any, xs: Sequence[float], cells: Sequence[dict[str, Any]], key: str, width: float,
+def _turn1_marks(ax: Any, xs: Sequence[float], cells: Sequence[BinCell], key: str, width: float,
                  label: str) -> None:
     """The same conversations' turn-1 value as a black tick across each bar."""
-    pts = [(x, c[key]) for x, c in zip(xs, cells) if c.get(key) is not None]
+    pts = [(x, c.number(key).value) for x, c in zip(xs, cells) if c.number(key).value is not None]
     if pts:
         ax.hlines([v for _, v in pts], [x - width / 2 for x, _ in pts], [x + width / 2 for x, _ in pts],
                   color="black", linewidth=2, zorder=3, label=label)
@@ -155,12 +155,16 @@ def _turn1_marks(ax: Any, xs: Sequence[float], cells: Sequence[dict[str, Any]], 
 
 def turn1_bins(results: Results) -> bytes:
     """Figure 3: conversation utility (left) and harm (right) per turn-1 bin, BC vs NC, n per bar."""
-    bins = results.turn1_bins
-    cells = [bins[b][c] for b in BIN_LABELS for c in ("bc", "nc")]
-    unbinned = bins.get("unbinned", {})
-    require(any(c.get(k) is not None for c in cells for k in ("utility", "harm")),
-            f"no BC/NC conversation has a turn-1 bin with a scored outcome ({unbinned.get('n', 0)} conversation(s) "
-            f"could not be binned: {unbinned.get('reason', 'no turn-1 or oracle utility')})")
+    bins = read(results).turn1_bins
+
+    def cell(b: str, cond: str) -> BinCell:
+        return bins.bins.get(b, {}).get(cond) or BinCell()
+    cells = [cell(b, c) for b in BIN_LABELS for c in ("bc", "nc")]
+    unbinned_n = known(bins.unbinned.n, 0) if bins.unbinned else 0
+    why = known(bins.unbinned.reason, None) if bins.unbinned else None
+    require(any(c.number(k).value is not None for c in cells for k in ("utility", "harm")),
+            f"no BC/NC conversation has a turn-1 bin with a scored outcome ({unbinned_n} conversation(s) "
+            f"could not be binned: {why or 'no turn-1 or oracle utility'})")
     fig, axes = figure(ncols=2, width=4.8, height=4.2)
     width = 0.38
     panels = (("utility", "turn1_utility", f"conversation {utility_name(results)} (%)", 100),
@@ -168,12 +172,12 @@ def turn1_bins(results: Results) -> bytes:
     for ax, (key, t1_key, ylabel, top) in zip(axes, panels):
         for k, cond in enumerate(("bc", "nc")):
             xs = [i + (k - 0.5) * width for i in range(len(BIN_LABELS))]
-            row = [bins[b][cond] for b in BIN_LABELS]
+            row = [cell(b, cond) for b in BIN_LABELS]
             _bars(ax, xs, row, key, width * 0.95, CONDITION_COLORS[cond], CONDITION_LABELS[cond])
             _turn1_marks(ax, xs, row, t1_key, width * 0.95, "turn 1 (same conv.)" if k == 0 else "_nolegend_")
         if key == "harm":
             ax.axhline(VIOLATION_LINE, linestyle="--", color="black", linewidth=1)
-        names = {**BIN_LABELS, **{b: RUBRIC_TICKS[b] for b in bins.get("labels") or {}}}
+        names = {**BIN_LABELS, **{b: RUBRIC_TICKS[b] for b in bins.labels or {}}}
         ax.set_xticks(range(len(BIN_LABELS)), [names[b] for b in BIN_LABELS], fontsize=8)
         ax.set_xlim(-0.6, len(BIN_LABELS) - 0.4)
         ax.set_ylim(0, top * 1.12)
@@ -185,26 +189,36 @@ def turn1_bins(results: Results) -> bytes:
     return png(fig)
 
 
-def domain_changes(results: Results) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DomainChange:
+    """One domain's BC, NC and oracle change from turn 1 in utility and harm (None where unknown)."""
+    domain: str
+    n_queries: int
+    changes: dict[str, Optional[float]]          # "{condition}_{utility|harm}" -> the change
+
+    def of(self, cond: str, key: str) -> Optional[float]:
+        return self.changes.get(f"{cond}_{key}")
+
+
+def domain_changes(results: Results) -> list[DomainChange]:
     """Per domain: BC/NC utility and harm change from turn 1, and the oracle's (None where unknown)."""
-    def change(row: dict[str, Any], cond: str, key: str) -> Optional[float]:
-        a, b = row.get(cond, {}).get(key), row.get("turn1", {}).get(key)
+    def change(row: DomainRow, cond: str, key: str) -> Optional[float]:
+        a, b = row.cell(cond).number(key).value, row.cell("turn1").number(key).value
         return None if a is None or b is None else a - b
 
-    return [{"domain": domain, "n_queries": row.get("n_queries"),
-             **{f"{cond}_{key}": change(row, cond, key) for cond in ("bc", "nc", "oracle")
-                for key in ("utility", "harm")}}
-            for domain, row in results.by_domain.items()]
+    return [DomainChange(domain, row.n_queries, {f"{cond}_{key}": change(row, cond, key)
+                                                 for cond in ("bc", "nc", "oracle") for key in ("utility", "harm")})
+            for domain, row in read(results).by_domain.items()]
 
 
-def _hbars(ax: Any, rows: Sequence[dict[str, Any]], key: str, digits: int) -> None:
+def _hbars(ax: Any, rows: Sequence[DomainChange], key: str, digits: int) -> None:
     """Horizontal BC/NC bars per domain (top to bottom), each with its value; the oracle as a vertical line
     across each domain."""
     height = 0.38
     for cond, offset in (("bc", height / 2), ("nc", -height / 2)):
         label = CONDITION_LABELS[cond]
         for y, row in enumerate(reversed(rows)):
-            value = row[f"{cond}_{key}"]
+            value = row.of(cond, key)
             if value is None:
                 ax.text(0, y + offset, " n/a", va="center", fontsize=7, color="#777777")
                 continue
@@ -215,8 +229,8 @@ def _hbars(ax: Any, rows: Sequence[dict[str, Any]], key: str, digits: int) -> No
             label = "_nolegend_"
     label = "oracle (its change from turn 1)"
     for y, row in enumerate(reversed(rows)):
-        if row[f"oracle_{key}"] is not None:
-            ax.vlines(row[f"oracle_{key}"], y - 0.45, y + 0.45, color="black", linewidth=2, label=label)
+        if row.of("oracle", key) is not None:
+            ax.vlines(row.of("oracle", key), y - 0.45, y + 0.45, color="black", linewidth=2, label=label)
             label = "_nolegend_"
     ax.axvline(0, color="#555555", linewidth=0.8)
 
@@ -225,7 +239,7 @@ def by_domain(results: Results) -> bytes:
     """Figure 22: per domain, utility (left) and harm (right) change from turn 1 for BC and NC; the
     vertical line marks the single-turn oracle's change from turn 1."""
     rows = domain_changes(results)
-    require(any(r[f"{c}_{k}"] is not None for r in rows for c in ("bc", "nc") for k in ("utility", "harm")),
+    require(any(r.of(c, k) is not None for r in rows for c in ("bc", "nc") for k in ("utility", "harm")),
             "no domain has a BC or NC change from turn 1 (needs scored turn-1 and multi-turn conversations "
             "of the same domain)")
     fig, axes = figure(ncols=2, width=4.6, height=1.2 + 0.75 * len(rows))
@@ -235,7 +249,7 @@ def by_domain(results: Results) -> bytes:
         _hbars(ax, rows, key, digits)
         ax.margins(x=0.12)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([textwrap.fill(r["domain"], 22) for r in reversed(rows)] if key == "utility" else [],
+        ax.set_yticklabels([textwrap.fill(r.domain, 22) for r in reversed(rows)] if key == "utility" else [],
                            fontsize=8)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xlabel(xlabel)

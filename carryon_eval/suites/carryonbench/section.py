@@ -107,6 +107,12 @@ def of(results: Results) -> Optional[CarryOnBenchSection]:
     return results.section(SECTION)
 
 
+def read(results: Results) -> CarryOnBenchSection:
+    """The run's CarryOnBench section, or an empty one (a run without it reads as one whose numbers are missing)."""
+    section = of(results)
+    return section if section is not None else CarryOnBenchSection()
+
+
 def extra(results: Results, name: str) -> Optional[Section]:
     """A further key of the run's CarryOnBench section as its JSON (None: the run has none of it). Deprecated: read
     the section's record (``of(results).power``, ``.intent``, ``.rubric_helpful``)."""
