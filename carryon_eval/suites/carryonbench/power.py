@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
@@ -242,17 +242,19 @@ def run_power(n_queries: int, intervals: Mapping[str, Optional[Sequence[float]]]
     return RunPower(n_queries, out, RUN_POWER_MEANING)
 
 
-def run_power_line(power: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """One line of a run's own smallest detectable differences (table.md, report.html)."""
+def run_power_line(power: Union[RunPower, Mapping[str, Any], None]) -> Optional[str]:
+    """One line of a run's own smallest detectable differences (table.md, report.html); ``power``: its record (or
+    results.json's ``power``)."""
     if not power:
         return None
-    parts = [f"{row['name']} {row['detectable']:.1f}" for row in power["numbers"].values()
-             if row.get("detectable") is not None]
+    power = power if isinstance(power, RunPower) else RunPower.from_json(power)
+    rows = list(power.rows().values())
+    parts = [f"{row.name} {row.detectable:.1f}" for row in rows if known(row.detectable) is not None]
     if not parts:
-        reasons = sorted({row.get("reason") or "no interval" for row in power["numbers"].values()})
-        return (f"This run's {power['n_queries']} queries resolve no difference between two models "
+        reasons = sorted({known(row.reason) or "no interval" for row in rows})
+        return (f"This run's {power.n_queries} queries resolve no difference between two models "
                 f"({'; '.join(reasons)}): its numbers cannot be read as a ranking.")
-    return (f"Smallest difference between two models this run's {power['n_queries']} queries detect 80% of the time "
+    return (f"Smallest difference between two models this run's {power.n_queries} queries detect 80% of the time "
             f"(points): " + "; ".join(parts) + ". Smaller differences between models are not resolved by this run.")
 
 
