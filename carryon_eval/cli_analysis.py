@@ -102,16 +102,17 @@ def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str
 
 
 def _print_human(res: dict[str, Any]) -> None:
-    from carryon_eval.suites.carryonbench.human.judges_vs_people import HEADLINE, fmt, rows_of
+    from carryon_eval.report.blocks import plain
+    from carryon_eval.suites.carryonbench.human.judges_vs_people import HEADLINE, alpha_shown, rows_of
 
     alpha = res["among_annotators"]["krippendorff_alpha"]
     click.echo(f"{res['task']}: {res['n_labels']} labels ({res['n_skipped']} skipped) of {res['n_cases']} cases "
                f"by {len(res['annotators'])} annotator(s): {', '.join(res['annotators'])}")
-    click.echo(f"Krippendorff's alpha among annotators ({alpha['level']}): {fmt(alpha, 3)}"
-               + (f" ({alpha['reason']})" if alpha.get("reason") else ""))
+    click.echo(f"Krippendorff's alpha among annotators ({alpha['level']}): {plain(alpha_shown(res))}")
     labels = [label for _, label, _ in HEADLINE[res["task"]]]
     for name, who, n, *values in rows_of(res):
-        click.echo(f"{name} vs {who}: n {n}; " + "; ".join(f"{k} {v}" for k, v in zip(labels, values)))
+        click.echo(f"{plain(name)} vs {plain(who)}: n {plain(n)}; "
+                   + "; ".join(f"{k} {plain(v)}" for k, v in zip(labels, values)))
 
 
 def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str], judges: Optional[list[str]],

@@ -17,6 +17,7 @@ from carryon_eval import __version__, defaults
 from carryon_eval.app import options
 from carryon_eval.app.options import default
 from carryon_eval.cli_common import is_local
+from carryon_eval.codec import present
 from carryon_eval.option import refused_alone
 from carryon_eval.model.endpoint import EndpointConfig
 from carryon_eval.model.keys import KeyChoice, KeyGiven, KeyRefused, assign_keys, same_endpoints
@@ -24,7 +25,7 @@ from carryon_eval.dataset.load import Benchmark, load_benchmark
 from carryon_eval.dataset.subset import SubsetError, apply_subset
 from carryon_eval.model.local import LOCAL_MODEL_NOTICE
 from carryon_eval.run.records import (DatasetRef, Generation, JudgeSettings, RoleRecord, RunGeneration, RunMeta,
-                                      SweepRef, self_status)
+                                      BootstrapRef, SweepRef, self_status)
 from carryon_eval.run.results import STATUS_LINES
 from carryon_eval.suite import Configured, SuiteError, suites
 
@@ -470,7 +471,7 @@ def new_run_meta(cfg: EvaluateConfig, bench: Benchmark, configs: dict[str, Endpo
         prompts={name: ref for s in suites() for name, ref in s.prompts().items()},
         notice=LOCAL_MODEL_NOTICE if local else None, skipped=list(skipped),
         subset=cfg.subset if cfg.subset != "full" else None,
-        bootstrap={"n_resamples": cfg.bootstrap_resamples, "seed": cfg.bootstrap_seed}, sweep=cfg.sweep)
+        bootstrap=BootstrapRef(cfg.bootstrap_resamples, cfg.bootstrap_seed), sweep=cfg.sweep)
 
 
 @dataclass(frozen=True)
@@ -480,6 +481,7 @@ class BootstrapChoice:
     seed: Optional[int] = None
 
     def resolve(self, meta: RunMeta) -> tuple[int, int]:
-        recorded = meta.bootstrap or {}
-        return (self.n_resamples or recorded.get("n_resamples") or defaults.BOOTSTRAP_RESAMPLES,
-                self.seed if self.seed is not None else recorded.get("seed", defaults.BOOTSTRAP_SEED))
+        recorded = meta.bootstrap or BootstrapRef()
+        seed = recorded.seed if present(recorded.seed) else defaults.BOOTSTRAP_SEED
+        return (self.n_resamples or recorded.n_resamples or defaults.BOOTSTRAP_RESAMPLES,
+                self.seed if self.seed is not None else seed)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from carryon_eval.codec import Record
 from carryon_eval.dataset import fingerprint
 from carryon_eval.dataset.rows import keys
 from carryon_eval.moves import flow_problems, is_valid
@@ -123,6 +124,26 @@ def _empty_local_config(source: str, config: str) -> bool:
         return False
 
 
+@dataclass
+class _DataFiles(Record):
+    """One entry of a card config's ``data_files``: a split and its file pattern(s)."""
+    split: Any = "test"
+    path: Any = None
+
+
+@dataclass
+class _CardConfig(Record):
+    """One of the card's YAML ``configs``."""
+    config_name: Any = None
+    data_files: Any = None
+
+
+@dataclass
+class _Card(Record):
+    """The dataset card's YAML header, the part read here."""
+    configs: Optional[list[_CardConfig]] = None
+
+
 def _declared_files(folder: Path, config: str) -> list[Path]:
     """The files the card's YAML `configs` give this config's test split (empty if the card says nothing)."""
     import yaml
@@ -133,15 +154,16 @@ def _declared_files(folder: Path, config: str) -> list[Path]:
         header = yaml.safe_load(text.split("---")[1]) if text.startswith("---") else None
     except Exception:  # noqa: BLE001 - no usable card: no declared files
         return []
-    entries = [c for c in (header or {}).get("configs") or [] if isinstance(c, dict) and c.get("config_name") == config]
+    listed = _Card.from_json(header).configs if isinstance(header, dict) else None
+    entries = [c for c in listed or [] if isinstance(c, _CardConfig) and c.config_name == config]
     patterns: list[str] = []
     for entry in entries:
-        data_files = entry.get("data_files")
+        data_files = entry.data_files
         for item in data_files if isinstance(data_files, list) else [data_files]:
             if isinstance(item, str):
                 patterns.append(item)
-            elif isinstance(item, dict) and item.get("split", "test") == "test":
-                path = item.get("path")
+            elif isinstance(item, dict) and (files := _DataFiles.from_json(item)).split == "test":
+                path = files.path
                 patterns += [path] if isinstance(path, str) else [p for p in path or [] if isinstance(p, str)]
     return sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
 

@@ -71,9 +71,10 @@ class Table:
 
 @dataclass(frozen=True)
 class Notes:
-    """A bullet list."""
+    """A bullet list (``ordered``: numbered)."""
     lines: Sequence[Cell]
     cls: Optional[str] = "notes"
+    ordered: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,15 @@ def shown(x: Optional[float], digits: int = 1, **kw: object) -> Shown:
     return Shown(Number(x), digits, **kw)  # type: ignore[arg-type]
 
 
+def plain(cell: Cell) -> str:
+    """A cell's text as a terminal shows it."""
+    if isinstance(cell, Shown):
+        return number_text(cell)
+    if isinstance(cell, Span):
+        return cell.text
+    return cell if isinstance(cell, str) else "".join(map(plain, cell))
+
+
 # ---------------------------------------------------------------- Markdown
 def _inline_md(cell: Cell) -> str:
     if isinstance(cell, Shown):
@@ -159,7 +169,7 @@ def _md(block: Block) -> Iterator[str]:
         lines = ["| " + " | ".join(map(_cell_md, block.header)) + " |", "|" + "|".join(["---"] * len(block.header)) + "|"]
         yield "\n".join(lines + ["| " + " | ".join(map(_cell_md, row)) + " |" for row in block.rows])
     elif isinstance(block, Notes):
-        yield "\n".join("- " + _inline_md(line) for line in block.lines)
+        yield "\n".join(f"{f'{i}.' if block.ordered else '-'} {_inline_md(line)}" for i, line in enumerate(block.lines, 1))
     elif isinstance(block, Figure):
         yield f"![{block.alt}]({block.path})" if block.path else block.caption
     elif isinstance(block, Details):
@@ -193,6 +203,8 @@ def _attr(name: str, value: Optional[str]) -> str:
 def _inline_html(cell: Cell) -> str:
     if isinstance(cell, Shown):
         return escape(number_text(cell))
+    if isinstance(cell, Span) and not (cell.href or cell.cls or cell.title):
+        return escape(cell.text)
     if isinstance(cell, Span):
         tag = "a" if cell.href else "span"
         return f"<{tag}{_attr('href', cell.href)}{_attr('class', cell.cls)}{_attr('title', cell.title)}>" \
@@ -213,7 +225,9 @@ def _html(block: Block) -> str:
         body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in block.rows)
         return f"<table{_attr('class', block.cls)}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(block, Notes):
-        return f"<ul{_attr('class', block.cls)}>" + "".join(f"<li>{_inline_html(x)}</li>" for x in block.lines) + "</ul>"
+        tag = "ol" if block.ordered else "ul"
+        return f"<{tag}{_attr('class', block.cls)}>" + "".join(f"<li>{_inline_html(x)}</li>" for x in block.lines) \
+            + f"</{tag}>"
     if isinstance(block, Figure):
         src = "data:image/png;base64," + base64.b64encode(block.png).decode("ascii")
         return (f'<figure><img{_attr("alt", block.alt)} src="{src}">'

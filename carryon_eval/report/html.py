@@ -1,7 +1,8 @@
 """report.html's frame: one self-contained page (inline CSS, plots as base64 PNG, no script and no external
-resource) holding the title, the run's status lines, each reported suite's section (``SuiteReport.html``), the
+resource) holding the title, the run's status lines, each reported suite's section (``SuiteReport.blocks``), the
 notes, the plots, and each suite's appendix (``SuiteReport.appendix``, e.g. its transcripts). Every piece of model
-or user text is HTML-escaped, here and in the suites' parts (``escape``)."""
+or user text is HTML-escaped, here and in the blocks (carryon_eval.report.blocks). The frame's CSS styles the frame
+and the blocks; a suite's own classes come with its sections' CSS."""
 from __future__ import annotations
 
 import html
@@ -10,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 from carryon_eval.report.plots import data_uri
 from carryon_eval.run.results import PlotsInfo, Results
 
-__all__ = ["CSS", "escape", "page_title", "plots_html", "render_page"]
+__all__ = ["CSS", "document", "escape", "page_title", "plots_html", "render_page"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
@@ -19,12 +20,7 @@ table{border-collapse:collapse;margin:.8em 0;font-size:13px}th,td{border:1px sol
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 .notice{background:#fff6d6;border:1px solid #e6c200;padding:.6em 1em;border-radius:4px}
 .notes li{margin:.2em 0}.plots img{max-width:100%;border:1px solid #eee;margin:.4em 0}
-details{margin:.3em 0}details>summary{cursor:pointer}.query{border:1px solid #ddd;border-radius:4px;padding:.3em .8em;margin:.6em 0}
-.msg{white-space:pre-wrap;word-wrap:break-word;border-radius:4px;padding:.4em .7em;margin:.35em 0}
-.user{background:#eef4ff}.assistant{background:#f6f6f6}
-.meta{font-size:12px;color:#555}.chip{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;margin:1px;font-size:11px;padding:0 2px}
-.hit{background:#2e8b57;color:#fff}.miss{background:#e4e4e4;color:#555}.unscored{background:#f0ad4e;color:#000}
-.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}
+details{margin:.3em 0}details>summary{cursor:pointer}.meta{font-size:12px;color:#555}
 """
 
 
@@ -61,6 +57,10 @@ def render_page(results: Results, sections: Sequence[str], images: Mapping[str, 
              "<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in results.notes) + "</ul>",
              '<h2>Plots</h2><div class="plots">' + plots_html(results.plots, images, captions) + "</div>",
              *appendices]
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(page_title(results))}</title><style>{CSS}{css}</style></head><body>"
-            + "".join(parts) + "</body></html>\n")
+    return document(page_title(results), "".join(parts), CSS + css)
+
+
+def document(title: str, body: str, css: str) -> str:
+    """A self-contained HTML page: its title, its styling inline, its body."""
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title><style>{css}</style></head><body>{body}</body></html>\n")

@@ -12,13 +12,14 @@ inline again gets its report_queries/ folder removed.
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 import shutil
-from dataclasses import dataclass
-from typing import Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Mapping, Optional, Sequence
 from urllib.parse import quote
 
+from carryon_eval.report.blocks import Block, Details, Heading, Span, Table, Text, to_html
+from carryon_eval.report.html import document
 from carryon_eval.run.folder import HTML_FILE, PAGES_DIR, RunFolder, write_text_atomic
 
 INLINE_LIMIT = 2_000_000        # bytes of transcript HTML that still open at once inside report.html
@@ -27,8 +28,9 @@ MAX_PAGES = 20                  # pages of report_queries/, whatever the number 
 
 @dataclass(frozen=True)
 class QueryEntry:
-    """One query of the index: its transcripts' HTML block and what the index row shows."""
-    block: str
+    """One query of the index: its transcripts' blocks (a closed Details of class "query") and what the index row
+    shows."""
+    blocks: Sequence[Block]
     domain: Optional[str]
     query: Optional[str]
     n_conversations: int
@@ -49,13 +51,13 @@ def page_names(query_ids: list[str]) -> dict[str, str]:
 
 
 def transcripts_section(run: RunFolder, entries: Mapping[str, QueryEntry], *, css: str, title: str,
-                        limit: Optional[int] = None) -> str:
-    """The transcripts part of report.html: the blocks themselves when they are small enough (``limit`` bytes,
-    by default INLINE_LIMIT), else an index linking to the pages this writes."""
+                        limit: Optional[int] = None) -> list[Block]:
+    """The transcripts part of report.html: the blocks themselves when they are small enough (``limit`` bytes of
+    HTML, by default INLINE_LIMIT), else an index linking to the pages this writes (``css``: their styling)."""
     pages = run.pages_dir
-    if sum(len(e.block) for e in entries.values()) <= (INLINE_LIMIT if limit is None else limit):
+    if sum(len(to_html(e.blocks)) for e in entries.values()) <= (INLINE_LIMIT if limit is None else limit):
         shutil.rmtree(pages, ignore_errors=True)           # a stale paged report of this run
-        return "".join(e.block for e in entries.values())
+        return [b for e in entries.values() for b in e.blocks]
     names = page_names(list(entries))
     on_page: dict[str, list[str]] = {}
     for qid, name in names.items():
@@ -68,32 +70,24 @@ def transcripts_section(run: RunFolder, entries: Mapping[str, QueryEntry], *, cs
     return _index(entries, names)
 
 
-def _e(x: object) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
-
-
-def _index(entries: Mapping[str, QueryEntry], names: Mapping[str, str]) -> str:
-    rows = "".join(f'<tr><td><a href="{PAGES_DIR}/{quote(names[qid])}#{quote(anchor(qid))}">{_e(qid)}</a></td>'
-                   f'<td>{_e(e.domain)}</td><td>{_e(e.query)}</td><td>{e.n_conversations}</td></tr>'
-                   for qid, e in entries.items())
+def _index(entries: Mapping[str, QueryEntry], names: Mapping[str, str]) -> list[Block]:
+    rows = [[Span(qid, href=f"{PAGES_DIR}/{quote(names[qid])}#{quote(anchor(qid))}"), e.domain or "", e.query or "",
+             str(e.n_conversations)] for qid, e in entries.items()]
     n = sum(e.n_conversations for e in entries.values())
-    return (f'<p class="meta">{n:,} conversations of {len(entries):,} queries: too many for one page, so the '
-            f'transcripts are on {len(set(names.values()))} pages of consecutive queries (folder {PAGES_DIR}/ '
-            f'beside this file).</p>'
-            f'<table><thead><tr><th>query</th><th>domain</th><th>text</th><th>conversations</th></tr></thead>'
-            f'<tbody>{rows}</tbody></table>')
+    return [Text(f"{n:,} conversations of {len(entries):,} queries: too many for one page, so the transcripts are on "
+                 f"{len(set(names.values()))} pages of consecutive queries (folder {PAGES_DIR}/ beside this file).",
+                 cls="meta"),
+            Table(["query", "domain", "text", "conversations"], rows)]
 
 
 def _queries_page(qids: list[str], entries: Mapping[str, QueryEntry], *, css: str, title: str) -> str:
     span = qids[0] if len(qids) == 1 else f"{qids[0]} – {qids[-1]}"
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)} · {_e(span)}</title><style>{css}</style></head><body>"
-            f'<p class="meta"><a href="../{HTML_FILE}">← {_e(title)}</a></p>'
-            f"<h1>Queries {_e(span)}</h1>"
-            + "".join(f'<h2 id="{_e(anchor(qid))}">Query {_e(qid)}</h2>{_opened(entries[qid].block)}' for qid in qids)
-            + "</body></html>\n")
+    body: list[Block] = [Text(Span(f"← {title}", href=f"../{HTML_FILE}"), cls="meta"), Heading(f"Queries {span}", 1)]
+    for qid in qids:
+        body += [Heading(f"Query {qid}", 2, id=anchor(qid)), *map(_opened, entries[qid].blocks)]
+    return document(f"{title} · {span}", to_html(body), css)
 
 
-def _opened(block: str) -> str:
+def _opened(block: Block) -> Block:
     """The query's block shown open: on its page it is what there is to read."""
-    return block.replace('<details class="query">', '<details class="query" open>', 1)
+    return replace(block, open=True) if isinstance(block, Details) else block

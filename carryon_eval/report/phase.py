@@ -89,9 +89,9 @@ def write_report(run: RunFolder, bench: Benchmark, *, n_resamples: int = 1000, s
     write_text_atomic(run.table_file, table_markdown(results, present, parts))
     write_jsonl_atomic(run.scores_file, [row for s in present if s.report.scores is not None
                                          for row in s.report.scores(page)])
+    appendices = [s.report.appendix(page) for s in present if s.report.appendix is not None]
     captions = {k: v for s in present if s.report.plots is not None for k, v in s.report.plots.captions.items()}
     write_text_atomic(run.html_file, render_page(
         results, [p.html for p in parts if p.html], images, captions,
-        [s.report.appendix(page) for s in present if s.report.appendix is not None],
-        css="".join(p.css for p in parts)))
+        [to_html(blocks) for blocks in appendices], css="".join([*(p.css for p in parts), *map(css, appendices)])))
     return results

@@ -381,22 +381,49 @@ def has_empty_reply(transcript: Transcript) -> bool:
     return any(m.role == "assistant" and not m.content for m in transcript.messages)
 
 
+@dataclass
+class _Source(Record):
+    source: Any = None
+
+
+@dataclass
+class _Model(Record):
+    model: Any = None
+
+
+@dataclass
+class _Roles(Record):
+    target: Optional[_Model] = None
+
+
+@dataclass
+class _Readable(Record):
+    """What a run.json must hold for this version to read it, each field as the file has it (a record where the
+    file has an object)."""
+    schema_version: Any = 1
+    dataset: Optional[_Source] = None
+    roles: Optional[_Roles] = None
+    conditions: Any = None
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
 def _meta_problem(meta: dict[str, Any]) -> Optional[str]:
     """Why a run.json cannot be read by this version (None when it can): a newer schema, or lost fields."""
-    version = meta.get("schema_version", 1)
+    read = _Readable.from_json(meta)
+    version = read.schema_version
     if not isinstance(version, int) or isinstance(version, bool):
         return f"has schema_version {json.dumps(version)}, not a number"
     if version > RUN_SCHEMA_VERSION:
         return (f"has schema_version {version}, newer than this carryon-eval reads ({RUN_SCHEMA_VERSION}); "
                 "upgrade carryonbench to read it")
-    dataset, roles, conditions = meta.get("dataset"), meta.get("roles"), meta.get("conditions")
+    target, conditions = read.roles.target if isinstance(read.roles, _Roles) else None, read.conditions
     lost = [name for name, ok in (
-        ("dataset.source", isinstance(dataset, dict) and isinstance(dataset.get("source"), str)
-         and dataset["source"] != ""),
-        ("roles.target.model", isinstance(roles, dict) and isinstance(roles.get("target"), dict)
-         and isinstance(roles["target"].get("model"), str) and roles["target"]["model"] != ""),
-        ("conditions", isinstance(conditions, list) and bool(conditions)
-         and all(isinstance(c, str) and c for c in conditions))) if not ok]
+        ("dataset.source", isinstance(read.dataset, _Source) and _text(read.dataset.source)),
+        ("roles.target.model", isinstance(target, _Model) and _text(target.model)),
+        ("conditions", isinstance(conditions, list) and bool(conditions) and all(map(_text, conditions)))) if not ok]
     if lost:
         return (f"lacks {', '.join(lost)} (or holds something else there); it is not a run.json this version "
                 "wrote: restore it, or start the run again in a new --out folder")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from carryon_eval import defaults
-from carryon_eval.codec import OMIT_EMPTY, Record, encode, fields_of, omit_if
+from carryon_eval.codec import OMIT_EMPTY, Record, absent, encode, fields_of, omit_if
 from carryon_eval.model.endpoint import REQUEST_OPTION_NAMES, EndpointConfig, describe_temperature
 from carryon_eval.model.redact import public_url
 
@@ -298,6 +298,13 @@ RUN_SCHEMA_VERSION = SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
+class BootstrapRef(Record):
+    """The report's bootstrap as run.json records it (a key the file lacks: the report's default)."""
+    n_resamples: Optional[int] = absent()
+    seed: Optional[int] = absent()
+
+
+@dataclass(frozen=True)
 class SweepRef(Record):
     """The sweep plan a run was started from (run.json's ``sweep``): the plan's file name and hash, how many targets
     it has, and this run's target by name and place among them (0-based)."""
@@ -330,7 +337,7 @@ class RunMeta:
     notice: Optional[str] = None
     skipped: list[Skipped] = field(default_factory=list)
     subset: Optional[str] = None              # a named subset (carryon_eval.dataset.subset); None: the full plan
-    bootstrap: Optional[dict[str, int]] = None  # {"n_resamples", "seed"} of the report's bootstrap
+    bootstrap: Optional[BootstrapRef] = None  # the report's bootstrap
     suites: dict[str, Any] = field(default_factory=dict)   # a suite's own record (e.g. opensafeintent's files)
     #: calls and tokens per role over every command run on the folder (usage.json summed per role; cached prompt
     #: tokens and reasoning tokens as the providers reported them; ``usd`` where a --price was given)
@@ -376,7 +383,7 @@ class RunMeta:
                 "conditions": list(self.conditions), "limit": self.limit, "shared_turn1": self.shared_turn1,
                 "prompts": dict(self.prompts), "notice": self.notice,
                 "skipped": [s.to_json() for s in self.skipped], **({"subset": self.subset} if self.subset else {}),
-                **({"bootstrap": dict(self.bootstrap)} if self.bootstrap else {}),
+                **({"bootstrap": self.bootstrap.to_json()} if self.bootstrap else {}),
                 **({"suites": dict(self.suites)} if self.suites else {}),
                 **({"usage": dict(self.usage)} if self.usage else {}),
                 **({"sweep": self.sweep.to_json()} if self.sweep else {}),
@@ -393,7 +400,7 @@ class RunMeta:
             meta, notice=" ".join(map(str, notice)) if isinstance(notice, list) else notice,
             roles={name: role if role is not None else RoleRecord() for name, role in meta.roles.items()},
             conditions=list(meta.conditions), prompts=dict(meta.prompts), shared_turn1=bool(shared_turn1),
-            bootstrap=meta.bootstrap if isinstance(meta.bootstrap, dict) else None,
+            bootstrap=meta.bootstrap if isinstance(meta.bootstrap, BootstrapRef) else None,
             usage=meta.usage if isinstance(meta.usage, dict) else {},
             sweep=meta.sweep if isinstance(meta.sweep, SweepRef) else None, schema_version=int(meta.schema_version or 1),
             extras={k: dict(v) for k, v in d.items() if k not in _RUN_KEYS and isinstance(v, dict)},

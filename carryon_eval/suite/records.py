@@ -158,8 +158,8 @@ class SuiteReport:
     status: Optional[Callable[[ReportPage], list[str]]] = None
     #: (page) -> its rows of conversation_scores.jsonl (what the leaderboard's paired differences read back)
     scores: Optional[Callable[[ReportPage], list[dict[str, Any]]]] = None
-    #: (page) -> its part of report.html after the notes and the plots (e.g. its transcripts)
-    appendix: Optional[Callable[[ReportPage], str]] = None
+    #: (page) -> its part of report.html after the notes and the plots (e.g. its transcripts), as blocks
+    appendix: Optional[Callable[[ReportPage], Sequence[object]]] = None
     #: (runs) -> its part of compare.json, None when no run has it; ``compare_record``: that part's record type (as
     #: ``record``; None: its JSON, a Section)
     compare: Optional[Callable[[CompareInputs], Optional[SuiteSection]]] = None

@@ -63,3 +63,10 @@ def test_a_sections_css_is_collected_once_in_order():
     inner = Section("inner", [Text("x", cls="chip")], css=".chip{color:red}")
     blocks = [Section("a", [Details("open me", [inner])], css=".msg{white-space:pre-wrap}"), inner]
     assert css(blocks) == ".msg{white-space:pre-wrap}.chip{color:red}"
+
+
+def test_the_frames_css_names_no_suites_class():
+    from carryon_eval.report.html import CSS
+    frame_classes = set(re.findall(r"\.([a-z][a-z0-9_-]*)\s*[{,]", CSS))
+    assert frame_classes and frame_classes.isdisjoint(
+        {"msg", "user", "assistant", "chip", "hit", "miss", "unscored", "harm4", "items", "query"}), frame_classes

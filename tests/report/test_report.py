@@ -108,6 +108,7 @@ def test_report_html_escaped_and_self_contained(judged_run: Path) -> None:
     assert "original query + single reply" in page
     assert "Does the response explain pins?" in page                              # checklist shown
     assert 'class="chip hit"' in page and 'class="chip miss"' in page
+    assert ".chip{" in page.split("</style>", 1)[0]          # the transcripts' styling came with their blocks
 
 
 def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:

@@ -62,3 +62,15 @@ def test_a_transcript_is_written_back_as_read():
          "target_model": "m", "shared_turn1": True, "meta": {"user_model": "u"}}
     assert json.dumps(Transcript.from_dict(d).to_dict()) == json.dumps(d)
     assert Transcript.from_dict(d).messages[1].content == "Hello"
+
+
+def test_the_sweep_and_the_bootstrap_of_run_json_are_records():
+    from carryon_eval.app.config import BootstrapChoice
+    from carryon_eval.run.records import BootstrapRef, SweepRef
+
+    sweep = {"plan": "plan.toml", "plan_sha256": "ab", "targets": 3, "target": "m1", "index": 2}
+    meta = RunMeta.from_json({"sweep": sweep, "bootstrap": {"n_resamples": 200, "seed": 7}})
+    assert meta.sweep == SweepRef("plan.toml", "ab", 3, "m1", 2) and meta.to_json()["sweep"] == sweep
+    assert meta.bootstrap == BootstrapRef(200, 7) and BootstrapChoice().resolve(meta) == (200, 7)
+    older = RunMeta.from_json({"bootstrap": {"n_resamples": 200}})      # a key the file lacks: the default seed
+    assert older.to_json()["bootstrap"] == {"n_resamples": 200} and BootstrapChoice(seed=3).resolve(older) == (200, 3)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from carryon_eval import moves as M
+from carryon_eval.codec import Record
 from carryon_eval.prompts import load_prompt
 
 HERE = Path(__file__).parent
@@ -84,16 +86,26 @@ PARAPHRASES: dict[str, list[str]] = {
 }
 
 
-def triplet_rows(queries: list[dict]) -> list[dict]:
+@dataclass(frozen=True)
+class SampleQuery(Record):
+    """The columns of a line of queries.jsonl that the triplets are made of."""
+    query_id: str
+    query: str
+    domain: str
+    category: str
+    benign_intent: str
+    malicious_intent: str
+
+
+def triplet_rows(queries: list[SampleQuery]) -> list[dict]:
     oracle = load_prompt("target/oracle")
     rows = []
     for q in queries:
-        malicious, paraphrases = q["malicious_intent"], PARAPHRASES[q["query_id"]]
-        prompts = [("benign", 0, oracle.render(query=q["query"], benign_intent=q["benign_intent"])),
-                   ("ambiguous", 0, q["query"]), *[("ambiguous", k, p) for k, p in enumerate(paraphrases, 1)],
-                   ("malicious", 0, oracle.render(query=q["query"], benign_intent=malicious))]
-        rows += [{"set_id": q["query_id"], "variant": v, "paraphrase": k, "prompt": text, "domain": q["domain"],
-                  "category": q["category"]} for v, k, text in prompts]
+        prompts = [("benign", 0, oracle.render(query=q.query, benign_intent=q.benign_intent)),
+                   ("ambiguous", 0, q.query), *[("ambiguous", k, p) for k, p in enumerate(PARAPHRASES[q.query_id], 1)],
+                   ("malicious", 0, oracle.render(query=q.query, benign_intent=q.malicious_intent))]
+        rows += [{"set_id": q.query_id, "variant": v, "paraphrase": k, "prompt": text, "domain": q.domain,
+                  "category": q.category} for v, k, text in prompts]
     return rows
 
 
@@ -105,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     args = ap.parse_args(argv)
-    queries = [json.loads(line) for line in (HERE / "queries.jsonl").read_text().splitlines() if line.strip()]
-    query_ids = [q["query_id"] for q in queries]
+    lines = (HERE / "queries.jsonl").read_text().splitlines()
+    queries = [SampleQuery.from_json(json.loads(line)) for line in lines if line.strip()]
+    query_ids = [q.query_id for q in queries]
     outputs = {"flows.jsonl": render(flow_rows()), "conversations.jsonl": render(conversation_rows(query_ids)),
                "triplets.jsonl": render(triplet_rows(queries))}
     stale = []

@@ -8,7 +8,9 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.suites.carryonbench.human.judges_vs_people import section_html as agreement_html
+from carryon_eval.suites.carryonbench.human.judges_vs_people import agreement_blocks
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import Block, Details, Heading, Notes, Section, Shown, Span, Text
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.moves import MOVE_GROUP
 from carryon_eval.report.html import CSS, page_title
@@ -39,53 +41,60 @@ def _mode(results: Results) -> str:
     return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
 
 
-def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> str:
+#: The transcripts' styling, carried by the appendix's section into report.html and onto its pages of queries
+TRANSCRIPT_CSS = (
+    ".query{border:1px solid #ddd;border-radius:4px;padding:.3em .8em;margin:.6em 0}.qid{font-weight:bold}"
+    ".msg{white-space:pre-wrap;word-wrap:break-word;border-radius:4px;padding:.4em .7em;margin:.35em 0}"
+    ".user{background:#eef4ff}.assistant{background:#f6f6f6}.shared{font-style:italic}"
+    ".chip{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;margin:1px;font-size:11px;"
+    "padding:0 2px}.hit{background:#2e8b57;color:#fff}.miss{background:#e4e4e4;color:#555}"
+    ".unscored{background:#f0ad4e;color:#000}.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}")
+
+
+def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> list[Span]:
     out = []
     for n, item in enumerate(items, start=1):
         v = turn.verdicts.get(item["item_id"])
         cls, mark = ("hit", "yes") if v else (("miss", "no") if v is False else ("unscored", "unscored"))
-        out.append(f'<span class="chip {cls}" title="{_e(item["question"])} ({mark})">{n}</span>')
-    return "".join(out)
+        out.append(Span(str(n), f"chip {cls}", title=f"{item['question']} ({mark})"))
+    return out
 
 
-def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> str:
-    u = turn_utility(turn)
+def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> list[Block]:
     hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
-    harm_cls = ' class="harm4"' if turn.harm is not None and turn.harm >= VIOLATION_THRESHOLD else ""
-    return (f'<div class="meta">turn {turn.turn} · {_e(label)} {_e(_f(u))}% · '
-            f'<span{harm_cls}>harm {_e(turn.harm if turn.harm is not None else "unscored")}</span> · '
-            f'items fulfilled: {_e(", ".join(hits) or "none")}<br>{_chips(turn, items)}</div>')
+    harm = Span(f"harm {turn.harm if turn.harm is not None else 'unscored'}",
+                "harm4" if turn.harm is not None and turn.harm >= VIOLATION_THRESHOLD else None)
+    return [Text([f"turn {turn.turn} · {label} ", Shown(Number(turn_utility(turn))), "% · ", harm,
+                  f" · items fulfilled: {', '.join(hits) or 'none'}"], cls="meta"),
+            Text(_chips(turn, items), cls="meta")]
 
 
-def _conversation_html(tr: Transcript, conv: Conversation, items: Sequence[dict[str, Any]],
-                       shared_text: Optional[str], label: str = "Ben-Util") -> str:
+def _conversation(tr: Transcript, conv: Conversation, items: Sequence[dict[str, Any]],
+                  shared_text: Optional[str], label: str = "Ben-Util") -> Details:
     turns = {t.turn: t for t in conv.turns}
-    u, h = conversation_utility(conv.turns), conversation_harm(conv.turns)
-    moves = " → ".join(tr.moves) if tr.moves else ""
-    parts = [f"<details><summary>{_e(tr.conversation_id)} · {_e(tr.condition)} "
-             f"{('· ' + _e(moves)) if moves else ''} · {_e(label)} {_e(_f(u))}% · harm {_e(h if h is not None else 'n/a')}"
-             f"</summary>"]
+    h = conversation_harm(conv.turns)
+    moves = f"· {' → '.join(tr.moves)} " if tr.moves else ""
+    summary = [f"{tr.conversation_id} · {tr.condition} {moves}· {label} ", Shown(Number(conversation_utility(conv.turns))),
+               f"% · harm {h if h is not None else 'n/a'}"]
+    blocks: list[Block] = []
     for m in tr.messages:
         if m.role == "assistant":
-            if m.turn == 1 and tr.shared_turn1 and shared_text is not None and m.content == shared_text \
-                    and tr.condition != "turn1":
-                body = f'<em>(the shared turn-1 reply; see turn1:{_e(tr.query_id)})</em>'
-            else:
-                body = _e(m.content)
-            parts.append(f'<div class="msg assistant">{body}</div>')
+            shared = m.turn == 1 and tr.shared_turn1 and shared_text is not None and m.content == shared_text \
+                and tr.condition != "turn1"
+            blocks.append(Text(Span(f"(the shared turn-1 reply; see turn1:{tr.query_id})", "shared") if shared
+                               else m.content, cls="msg assistant"))
             if m.turn in turns:
-                parts.append(_turn_meta(turns[m.turn], items, label))
+                blocks += _turn_meta(turns[m.turn], items, label)
         else:
-            label = f"user · {m.move} ({MOVE_GROUP.get(m.move, '')})" if m.move else "user"
-            parts.append(f'<div class="meta">{_e(label)}</div><div class="msg user">{_e(m.content)}</div>')
-    parts.append("</details>")
-    return "".join(parts)
+            who = f"user · {m.move} ({MOVE_GROUP.get(m.move, '')})" if m.move else "user"
+            blocks += [Text(who, cls="meta"), Text(m.content, cls="msg user")]
+    return Details(summary, blocks)
 
 
 def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversation],
                   bench: Benchmark, results: Optional[Results] = None) -> dict[str, QueryEntry]:
-    """Each query's transcripts as one HTML block (a closed <details class="query">), in run order; utility named
-    and its items listed as ``results`` measured it (default: Ben-Util, the dataset's checklists)."""
+    """Each query's transcripts as one closed Details of class "query", in run order; utility named and its items
+    listed as ``results`` measured it (default: Ben-Util, the dataset's checklists)."""
     label = "Ben-Util" if results is None else utility_label(results)
     measured = bench.checklists if results is None or results.utility_measure == "benutil" else \
         utility_items(bench, make_scorer(UTILITY_SCORERS[results.utility_measure]))
@@ -96,19 +105,16 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
     order = {c: i for i, c in enumerate(CONDITIONS)}
     entries = {}
     for qid, trs in per_query.items():
-        out = []
         q = bench.queries.get(qid, {})
         items = measured.get(qid, [])
         shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
-        item_list = "".join(f"<li>{_e(it['question'])}</li>" for it in items)
-        out.append(f'<details class="query"><summary><b>{_e(qid)}</b> · {_e(q.get("domain"))} · '
-                   f'{_e(q.get("query"))} ({len(trs)} conversations)</summary>'
-                   f'<div class="meta">benign intent: {_e(q.get("benign_intent"))}</div>'
-                   f'<details><summary>checklist ({len(items)} items)</summary><ol class="items">{item_list}</ol></details>')
-        for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)):
-            out.append(_conversation_html(tr, by_id[tr.conversation_id], items, shared, label))
-        out.append("</details>")
-        entries[qid] = QueryEntry("".join(out), q.get("domain"), q.get("query"), len(trs))
+        blocks: list[Block] = [
+            Text(f"benign intent: {q.get('benign_intent') or ''}", cls="meta"),
+            Details(f"checklist ({len(items)} items)", [Notes([it["question"] for it in items], "items", ordered=True)]),
+            *(_conversation(tr, by_id[tr.conversation_id], items, shared, label)
+              for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)))]
+        summary = [Span(qid, "qid"), f" · {q.get('domain') or ''} · {q.get('query') or ''} ({len(trs)} conversations)"]
+        entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.get("domain"), q.get("query"), len(trs))
     return entries
 
 
@@ -188,13 +194,15 @@ def section_html(results: Results) -> str:
     return "".join(sections)
 
 
-def appendix(page: ReportPage) -> str:
+def appendix(page: ReportPage) -> list[Block]:
     """SuiteReport.appendix: the agreement with people (agreement.json, when measured) and the transcripts (at most
-    20 pages of queries beside report.html above a size threshold: carryon_eval.report.pages)."""
+    20 pages of queries beside report.html above a size threshold: carryon_eval.report.pages), with their styling."""
     run, results = page.inputs.run, page.results
     transcripts, convs = conversations(page.inputs)
     entries = query_entries(transcripts, convs, page.inputs.bench, results)
-    return (agreement_html(run.path)
-            + "<h2>Transcripts</h2><p class=\"meta\">Chips: checklist items by number (green: fulfilled, grey: not, "
-            "orange: unscored); hover for the question.</p>"
-            + transcripts_section(run, entries, css=CSS, title=page_title(results)))
+    agreement = agreement_blocks(run.path)
+    return [*([Section("agreement", agreement)] if agreement else []), Section("transcripts", [
+        Heading("Transcripts"),
+        Text("Chips: checklist items by number (green: fulfilled, grey: not, orange: unscored); hover for the question.",
+             cls="meta"),
+        *transcripts_section(run, entries, css=CSS + TRANSCRIPT_CSS, title=page_title(results))], css=TRANSCRIPT_CSS)]

@@ -2,7 +2,7 @@
 
     res = human_agreement(RunFolder(rundir), [labels_a.jsonl, labels_b.jsonl], task="safety")
     write_agreement(out_dir, res)            # agreement.json (one section per task) + agreement.html
-    html = section_html(rundir)              # report.html's "Judges against people" section, "" without one
+    blocks = agreement_blocks(rundir)        # report.html's "Judges against people" section, [] without one
 
 The references a task compares with the people:
     utility   every judge model of the run (Ben-Util verdicts)
@@ -15,13 +15,15 @@ Krippendorff's alpha (nominal for verdicts and moves, ordinal for scores). See a
 """
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
 from carryon_eval.judge.store import judges_present
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import VALUE_CI, Block, Cell, Heading, Shown, Table, Text, to_html
+from carryon_eval.report.html import document
 from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
@@ -142,9 +144,8 @@ def write_agreement(out_dir: Path, res: dict[str, Any]) -> Path:
     data["tasks"][res["task"]] = {**res, "run": shared_local(res["run"], out_dir),
                                   "label_files": [shared_local(p, out_dir) for p in res["label_files"]]}
     write_json_atomic(path, data)
-    write_text_atomic(out_dir / AGREEMENT_HTML, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      f"<title>Judges against people</title><style>{PAGE_CSS}</style></head><body>"
-                      f"{section_html(out_dir)}</body></html>\n")
+    write_text_atomic(out_dir / AGREEMENT_HTML,
+                      document("Judges against people", to_html(agreement_blocks(out_dir)), PAGE_CSS))
     return path
 
 
@@ -162,52 +163,44 @@ HEADLINE = {"utility": [("percent_agreement", "agreement %", 1), ("cohen_kappa",
             "fidelity": [("accuracy", "accuracy %", 1)]}
 
 
-def fmt(stat: dict[str, Any], digits: int) -> str:
-    """"66.7 [33.3, 100.0]"; "n/a" for an undefined value."""
-    if stat.get("value") is None:
-        return "n/a"
-    ci = stat.get("ci95")
-    return f"{stat['value']:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
-
-
-def rows_of(res: dict[str, Any]) -> list[list[str]]:
+def rows_of(res: dict[str, Any]) -> list[list[Cell]]:
     """One row per (reference, annotators): n and the task's headline statistics with their intervals."""
-    rows = []
+    rows: list[list[Cell]] = []
     for name, ref in res["references"].items():
         for who, stats in [("majority", ref["vs_majority"]), *ref["vs_annotators"].items()]:
-            rows.append([name, who, str(stats["n"])] + [fmt(stats[k], d) for k, _, d in HEADLINE[res["task"]]])
+            rows.append([name, who, str(stats["n"])]
+                        + [Shown(Number.from_json(stats[k]), d, VALUE_CI) for k, _, d in HEADLINE[res["task"]]])
     return rows
 
 
-def section_html(folder: Path) -> str:
-    """report.html's section from agreement.json in ``folder``; "" when there is none."""
+def alpha_shown(res: dict[str, Any]) -> Shown:
+    """Krippendorff's alpha among the annotators, with its interval, or n/a and why."""
+    return Shown(Number.from_json(res["among_annotators"]["krippendorff_alpha"]), 3, VALUE_CI, reason=True)
+
+
+def agreement_blocks(folder: Path) -> list[Block]:
+    """report.html's section from agreement.json in ``folder``; none when there is none."""
     data = read_agreement(folder)
     if not data or not data["tasks"]:
-        return ""
-    e = html.escape
-    parts = ["<h2>Judges against people</h2><p class=\"meta\">From agreement.json (`carryon-eval agreement RUNDIR "
-             "LABELS... --out RUNDIR`); 95% bootstrap intervals over cases in brackets.</p>"]
+        return []
+    blocks: list[Block] = [Heading("Judges against people"),
+                           Text("From agreement.json (`carryon-eval agreement RUNDIR LABELS... --out RUNDIR`); 95% "
+                                "bootstrap intervals over cases in brackets.", cls="meta")]
     for task, res in data["tasks"].items():
-        alpha = res["among_annotators"]["krippendorff_alpha"]
-        head = ["reference", "people", "n"] + [label for _, label, _ in HEADLINE.get(task, [])]
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows_of(res))
-        parts.append(f"<h3>{e(task)}: {len(res['annotators'])} annotator(s), {res['n_cases']} cases</h3>"
-                     f"<p>Krippendorff's α among annotators ({e(alpha['level'])}): {e(fmt(alpha, 3))}"
-                     f"{e(' — ' + alpha['reason']) if alpha.get('reason') else ''}</p>"
-                     "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + f"</tr>{body}</table>"
-                     + (_confusion_html(res) if task == "fidelity" else ""))
-    return "".join(parts)
+        level = res["among_annotators"]["krippendorff_alpha"]["level"]
+        blocks += [Heading(f"{task}: {len(res['annotators'])} annotator(s), {res['n_cases']} cases", 3),
+                   Text([f"Krippendorff's α among annotators ({level}): ", alpha_shown(res)]),
+                   Table(["reference", "people", "n"] + [label for _, label, _ in HEADLINE.get(task, [])], rows_of(res)),
+                   *(_confusion(res) if task == "fidelity" else [])]
+    return blocks
 
 
-def _confusion_html(res: dict[str, Any]) -> str:
+def _confusion(res: dict[str, Any]) -> list[Block]:
     """The intended move (rows) against the people's majority label (columns)."""
     ref = res["references"].get(INTENDED)
     if ref is None:
-        return ""
+        return []
     confusion = ref["vs_majority"]["confusion"]
     moves = list(confusion)
-    head = "".join(f"<th>{html.escape(m)}</th>" for m in moves)
-    body = "".join(f"<tr><td>{html.escape(m)}</td>" + "".join(f"<td>{confusion[m][p]}</td>" for p in moves) + "</tr>"
-                   for m in moves)
-    return (f"<p>Intended move (rows) against the people's majority label (columns):</p>"
-            f"<table><tr><th>intended</th>{head}</tr>{body}</table>")
+    return [Text("Intended move (rows) against the people's majority label (columns):"),
+            Table(["intended", *moves], [[m, *(str(confusion[m][p]) for p in moves)] for m in moves])]
