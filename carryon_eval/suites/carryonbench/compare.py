@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 
 from carryon_eval.metrics.stats import MixedModel, RankCorrelation
+from carryon_eval.metrics.number import INTERVAL
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.results import Results
@@ -163,6 +164,10 @@ def _fmt(x: Optional[float], digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def _interval(ci: Sequence[Optional[float]]) -> str:
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
 def _p(p: Optional[float]) -> str:
     return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
 
@@ -183,7 +188,7 @@ def compare_markdown(cmp: CarryOnBenchComparison) -> str:
             parts.append(f"Not fitted: {m.reason}\n")
             continue
         table = [[name, _fmt(c["B"]), _fmt(c["SE"]), _fmt(c["z"]), _p(c["p"]),
-                  f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for name, c in m.coefficients.items()]
+                  _interval(c[INTERVAL])] for name, c in m.coefficients.items()]
         group_var = m.group_var or {}
         table.append(["Group Var", _fmt(group_var.get("var")), _fmt(group_var.get("SE")), "", "", ""])
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
+from carryon_eval.metrics.number import REASON
 from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite.inputs import DesignNote, DesignView
 from carryon_eval.suites.carryonbench.condition import ClarificationEffect, ConditionBlock, Recovery, known
@@ -148,7 +149,7 @@ def design_power(design: Design, measured: Optional[Mapping[str, float]] = None,
     for key, name in NUMBERS.items():
         missing = [c for c in NEEDS[key] if c not in design.conditions]
         if missing:
-            numbers[key] = {"name": name, "detectable": None, "reason": f"the run has no {', '.join(missing)}"}
+            numbers[key] = {"name": name, "detectable": None, REASON: f"the run has no {', '.join(missing)}"}
             continue
         own = (measured or {}).get(key)
         sd = own or _between(key, design.bc_per_query)
@@ -186,7 +187,7 @@ def power_lines(table: Mapping[str, Any]) -> list[str]:
              f"queries ({table['bc_per_query']:g} BC conversations per query; spreads: {table['spreads']}):"]
     for row in table["numbers"].values():
         if row["detectable"] is None:
-            lines.append(f"  {row['name']:<22} n/a ({row.get('reason', 'too few queries')})")
+            lines.append(f"  {row['name']:<22} n/a ({row.get(REASON, 'too few queries')})")
             continue
         among = row.get(f"detectable_among_{models}")
         text = (f"  {row['name']:<22} {row['detectable']:6.1f} points (one pair among {models} models, adjusted: "

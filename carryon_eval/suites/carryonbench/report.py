@@ -13,6 +13,7 @@ from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, read
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
+from carryon_eval.metrics.number import INTERVAL, REASON
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
@@ -202,7 +203,7 @@ def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> st
                 "unscored was asked alone), NOT CALIBRATED: no per-item verdicts of this run measure how far "
                 "grouped verdicts agree with the paper's per-item protocol (--calibrate N).")
     def _f(block: dict[str, Any], digits: int) -> str:
-        v, ci = block.get("value"), block.get("ci95")
+        v, ci = block.get("value"), block.get(INTERVAL)
         return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
             f"was asked alone), calibrated on {cal['n_replies']} replies of whole queries also judged per item "
@@ -236,7 +237,7 @@ def _calibration(run: RunFolder, judge: Optional[str], grouped: Judged, judged: 
     per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
     if not per_item:
         return {"calibrated": False,
-                "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
+                REASON: "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
                           "verdicts agree with the per-item protocol of the paper"}
     out = {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
            **calibration(grouped.verdict_records((r.conversation_id, r.turn, r.item_id) for r in per_item), per_item,

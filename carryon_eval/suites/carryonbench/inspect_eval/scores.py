@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence
 
-from carryon_eval.metrics.number import INTERVAL, SCORED_SHARE, MetricBlock, Number
+from carryon_eval.metrics.number import BOUNDS, INTERVAL, SCORED_SHARE, MetricBlock, Number
 from carryon_eval.run.results import Results
 from carryon_eval.suite import ReportInputs
 from carryon_eval.suites.carryonbench.condition import known
@@ -94,11 +94,11 @@ def _metric_block(name: str, numbers: Mapping[str, Number], n_conversations: Opt
     """One EvalScore of some numbers: the non-null ones as metrics, the nulls with their reasons."""
     from inspect_ai.log import EvalMetric, EvalScore
 
-    metrics = {m: EvalMetric(name=m, value=n.value, metadata={"ci95": n.ci95, "bounds": n.bounds})
+    metrics = {m: EvalMetric(name=m, value=n.value, metadata={INTERVAL: n.ci95, BOUNDS: n.bounds})
                for m, n in numbers.items() if isinstance(n.value, (int, float))}
     null = {m: n.reason or "null in results.json" for m, n in numbers.items() if n.value is None}
     return EvalScore(name=name, scorer=SCORER, metrics=metrics,
-                     metadata={"null": null, "n_conversations": n_conversations, "scored_share": scored_share})
+                     metadata={"null": null, "n_conversations": n_conversations, SCORED_SHARE: scored_share})
 
 
 def headline_scores(results: Results) -> list[Any]:
