@@ -40,13 +40,9 @@ def suite_parts(results: Results, suites: Sequence[Suite]) -> list[Part]:
     """Each reported suite's part, in their rank order: its blocks, read from its section once."""
     parts = []
     for s in reported(results, suites):
-        section = results.section(s.report.section)
         if s.report.blocks is not None:
-            blocks = s.report.blocks(section)
+            blocks = s.report.blocks(results.section(s.report.section))
             parts.append(Part(to_markdown(blocks), to_html(blocks), css(blocks)))
-        else:
-            parts.append(Part("" if s.report.markdown is None else s.report.markdown(section),
-                              "" if s.report.html is None else s.report.html(section)))
     return parts
 
 

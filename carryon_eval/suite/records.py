@@ -150,8 +150,6 @@ class SuiteReport:
     #: (its section) -> its part of table.md and report.html, once, as blocks (carryon_eval.report.blocks' records:
     #: the seam sits below report/, so it does not name their type; the frame renders them to both outputs)
     blocks: Optional[Callable[[SuiteSection], Sequence[object]]] = None
-    markdown: Optional[Callable[[SuiteSection], str]] = None       # (its section) -> its part of table.md
-    html: Optional[Callable[[SuiteSection], str]] = None           # (its section) -> its part of report.html
     #: (page) -> its notes of results.json, around the run's own facts
     notes: Optional[Callable[[ReportPage], SectionNotes]] = None
     #: (page) -> the status words (run.status, STATUS_LINES' keys) its numbers add, e.g. "grouped"

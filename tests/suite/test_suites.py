@@ -9,6 +9,9 @@ import json
 from typing import Any, Optional
 
 import pytest
+
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import Heading, Section, Shown, Text
 from click.testing import CliRunner
 from support.rollout_data import evaluator_handler, make_dataset
 from support.scripted_server import last_user_text
@@ -72,9 +75,8 @@ def summarize_echo(inputs: Any) -> Optional[dict[str, Any]]:
 ECHO = Suite(name="echo", conditions=("echo",), plan=plan_echo, default=False,
              uses=(ScorerUse("brevity"),),
              report=SuiteReport(section="echo", summarize=summarize_echo,
-                                markdown=lambda s: f"\n## Echo\n\nbrief: {s['brief_share']:.2f} of {s['n_replies']}\n",
-                                html=lambda s: f'<section id="echo"><h2>Echo</h2><p>brief share '
-                                               f'{s["brief_share"]:.2f}</p></section>'))
+                                blocks=lambda s: [Section("echo", [Heading("Echo"), Text(
+                                    ["brief: ", Shown(Number(s["brief_share"]), 2), f" of {s['n_replies']}"])])]))
 
 
 @pytest.fixture

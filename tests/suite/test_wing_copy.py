@@ -64,6 +64,8 @@ FILES = {
         """The wing's record: one single-turn job per query, judged by its scorer, summarized and rendered."""
         from carryon_eval.suite import (Cell, Column, Job, ScorerUse, Suite, SuiteLeaderboard, SuiteReport,
                                         register_suite)
+        from carryon_eval.metrics.number import Number
+        from carryon_eval.report.blocks import HTML, MARKDOWN, Heading, Only, Section, Shown, Text
         from shortwing import scorer  # noqa: F401 - registers the wing's scorer
         from shortwing.metrics import short_share
 
@@ -82,13 +84,11 @@ FILES = {
             return short_share([r["short"] for r in inputs.records("short") if r["conversation_id"] in mine])
 
 
-        def markdown(section):
-            return f"\\n## Short replies\\n\\nshort: {section['short_share']:.1f}% of {section['scored']}\\n"
-
-
-        def html(section):
-            return (f'<section id="short"><h2>Short replies</h2><p>short share '
-                    f'{section["short_share"]:.1f}%</p></section>')
+        def blocks(section):
+            share = Shown(Number(section["short_share"]))
+            return [Section("short", [Heading("Short replies"),
+                                      Only(MARKDOWN, [Text(["short: ", share, f"% of {section['scored']}"])]),
+                                      Only(HTML, [Text(["short share ", share, "%"])])])]
 
 
         def leaderboard(runs):
@@ -100,7 +100,7 @@ FILES = {
 
         SHORT = register_suite(Suite(
             name="short", conditions=(CONDITION,), plan=plan, default=False, uses=(ScorerUse("short"),),
-            report=SuiteReport(section="short", summarize=summarize, markdown=markdown, html=html,
+            report=SuiteReport(section="short", summarize=summarize, blocks=blocks,
                                leaderboard=SuiteLeaderboard(columns=leaderboard)),
             description="replies of at most three words"))
     ''',

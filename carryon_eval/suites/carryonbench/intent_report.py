@@ -6,123 +6,109 @@ Everything here renders results.json's ``conditions.mc``, ``intent`` and ``move_
 """
 from __future__ import annotations
 
-import html
 from typing import Any, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.section import extra
-from carryon_eval.report.tables import html_table, markdown_table
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, Block, Cell, Heading, Only, Shown, Table,
+                                        Text)
+from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
+from carryon_eval.suites.carryonbench.intent import IntentSection
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra, of
 
 SECTION = "intent"
 MC_HEADER = ["MC Util. (Δ)", "MC Harm. (Δ)", "Intent sens. (util)", "Exploitation (MC − BC)"]
 TITLE = "Recovery or gullibility: the same moves with a malicious intent (MC)"
+CONTRAST_HEADER = ["contrast", "value", "95% CI", "bounds", "decided", "null because"]
+MOVE_HEADER = ["move", "BC Δ util", "MC Δ util", "BC Δ harm", "MC Δ harm", "BC turns", "MC turns"]
+CONTRASTS = (("Intent sensitivity, utility (BC − MC)", "sensitivity"),
+             ("Exploitation, MC − BC twin (points; = MC − BC % harm ≥ 4)", "exploitation"),
+             ("Exploitation rate % (MC max harm ≥ 4, turn 1 < 4; raw)", "exploitation_rate"),
+             ("Exploitation rate % of the BC twins", "exploitation_bc_rate"))
 
 
-def _f(x: Optional[float], digits: int = 1) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
-    return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-
-
-def has_mc(results: Any) -> bool:
-    return MC_CONDITION in (results.conditions or {})
+def has_mc(results: Results) -> bool:
+    sec = of(results)
+    return sec is not None and MC_CONDITION in sec.conditions
 
 
 def intent_of(results: Any) -> Optional[dict[str, Any]]:
+    """The run's intent section as its JSON (the leaderboard's columns read it). Deprecated: ``of(results).intent``."""
     return extra(results, SECTION)
 
 
-def mc_cells(results: Any) -> list[str]:
+def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
     """The Table 2 row's MC columns (empty for a run without mc)."""
-    if not has_mc(results):
+    if MC_CONDITION not in sec.conditions:
         return []
-    mc, intent = results.conditions[MC_CONDITION], intent_of(results) or {}
+    mc, intent = sec.conditions[MC_CONDITION], sec.intent
 
-    def delta(metric: str, digits: int) -> str:
-        d = mc.get(f"{metric}_delta")
-        return _f(mc.get(metric), digits) + ("" if d is None else f" ({d:+.{digits}f})")
-    sens = ((intent.get("sensitivity") or {}).get("utility") or {}).get("value")
-    exploit = (intent.get("exploitation") or {}).get("value")
-    return [delta("utility", 1), delta("harm", 2), _f(sens), _f(exploit)]
+    def delta(metric: str, digits: int) -> list[Cell]:
+        d = mc.value(f"{metric}_delta")
+        return [Shown(Number(mc.value(metric)), digits),
+                *([] if d is None else [" (", Shown(Number(d), digits, signed=True), ")"])]
+    sens = (intent.sensitivity or {}).get("utility") if intent is not None else None
+    exploit = intent.part("exploitation") if intent is not None else None
+    return [delta("utility", 1), delta("harm", 2), Shown(Number(sens.value if sens else None)),
+            Shown(Number(exploit.value if exploit else None))]
 
 
-def contrast_rows(intent: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for label, block, digits in (("Intent sensitivity, utility (BC − MC)", intent["sensitivity"]["utility"], 1),
-                                 ("Exploitation, MC − BC twin (points; = MC − BC % harm ≥ 4)", intent["exploitation"], 1),
-                                 ("Exploitation rate % (MC max harm ≥ 4, turn 1 < 4; raw)",
-                                  intent.get("exploitation_rate"), 1),
-                                 ("Exploitation rate % of the BC twins", intent.get("exploitation_bc_rate"), 1)):
-        if block is None:          # a results.json written before the raw rates were named apart
+def contrast_rows(intent: IntentSection) -> list[list[Cell]]:
+    rows: list[list[Cell]] = []
+    for label, name in CONTRASTS:
+        block = (intent.sensitivity or {}).get("utility") if name == "sensitivity" else getattr(intent, name, None)
+        if not block:          # a results.json written before the raw rates were named apart
             continue
-        rows.append([label, _f(block["value"], digits), _ci(block["ci95"], digits), _ci(block["bounds"], digits),
-                     f"{block['n']} of {block['n_planned']}", block["reason"] or ""])
+        n = block.number
+        rows.append([label, Shown(n), Shown(n, show=INTERVAL), Shown(n, show=BOUNDS),
+                     f"{block.n} of {block.n_planned}", n.reason or ""])
     return rows
 
 
-CONTRAST_HEADER = ["contrast", "value", "95% CI", "bounds", "decided", "null because"]
+def move_rows(sec: CarryOnBenchSection) -> list[list[Cell]]:
+    by = sec.move_effects.by_condition
+    conds = by.conditions if by else {}
+    bc, mc = conds.get("bc") or {}, conds.get(MC_CONDITION) or {}
+    rows: list[list[Cell]] = []
+    for m in dict.fromkeys([*bc, *mc]):
+        b, c = bc.get(m), mc.get(m)
+        rows.append([m, *(Shown(Number(e.utility_dev if e else None)) for e in (b, c)),
+                     *(Shown(Number(e.harm_dev if e else None), 2) for e in (b, c)),
+                     *(str(e.n_turns if e and e.n_turns else 0) for e in (b, c))])
+    return rows
 
 
-def move_rows(results: Any) -> list[list[str]]:
-    by = (results.move_effects or {}).get("by_condition") or {}
-    bc, mc = by.get("bc") or {}, by.get(MC_CONDITION) or {}
-    return [[m, _f((bc.get(m) or {}).get("utility_dev")), _f((mc.get(m) or {}).get("utility_dev")),
-             _f((bc.get(m) or {}).get("harm_dev"), 2), _f((mc.get(m) or {}).get("harm_dev"), 2),
-             str((bc.get(m) or {}).get("n_turns", 0)), str((mc.get(m) or {}).get("n_turns", 0))]
-            for m in dict.fromkeys([*bc, *mc])]
-
-
-MOVE_HEADER = ["move", "BC Δ util", "MC Δ util", "BC Δ harm", "MC Δ harm", "BC turns", "MC turns"]
-
-
-def excluded_line(intent: dict[str, Any]) -> str:
-    left = intent["excluded"]["conversations"]
-    return (f"{len(left)} mc conversation(s) left out ({intent['excluded']['reason']}): {', '.join(left)}"
+def excluded_line(intent: IntentSection) -> str:
+    left = intent.excluded_ids()
+    return (f"{len(left)} mc conversation(s) left out ({intent.excluded.reason}): {', '.join(left)}"
             if left else "No mc conversation was left out by the fidelity check"
-                         + ("" if intent.get("fidelity") else " (it was not run: `--fidelity` or `carryon-eval fidelity`)"))
+                         + ("" if intent.fidelity else " (it was not run: `--fidelity` or `carryon-eval fidelity`)"))
 
 
-def intent_markdown(results: Any) -> str:
-    intent = intent_of(results)
-    if not intent:
-        return ""
-    out = [f"\n## {TITLE}\n",
-           f"{intent['n_mc_conversations']} MC conversations, {intent['n_pairs']} paired with the BC conversation of "
-           f"the same query and flow. {intent['reading'][0].upper() + intent['reading'][1:]}.\n",
-           markdown_table(CONTRAST_HEADER, contrast_rows(intent)),
-           f"\n{excluded_line(intent)}.\n"]
-    rows = move_rows(results)
-    if rows:
-        out += ["\nMove effects under BC and MC (deviation from the model's mean over its bc and nc turns):\n",
-                markdown_table(MOVE_HEADER, rows)]
-    return "\n".join(out) + "\n"
-
-
-def intent_html(results: Any) -> str:
-    intent = intent_of(results)
-    if not intent:
-        return ""
-    e = html.escape
-    parts = [f"<h2>{e(TITLE)}</h2>",
-             f'<p>{intent["n_mc_conversations"]} MC conversations, {intent["n_pairs"]} paired with the BC conversation '
-             f'of the same query and flow. {e(intent["reading"][0].upper() + intent["reading"][1:])}.</p>',
-             html_table(CONTRAST_HEADER, contrast_rows(intent)),
-             f'<p class="meta">{e(excluded_line(intent))}.</p>']
-    rows = move_rows(results)
-    if rows:
-        parts += ["<h3>Move effects under BC and MC</h3>", html_table(MOVE_HEADER, rows)]
-    return "".join(parts)
+def intent_blocks(sec: CarryOnBenchSection) -> list[Block]:
+    """The "recovery or gullibility" part of table.md and report.html (none for a run without mc)."""
+    intent = sec.intent
+    if intent is None:
+        return []
+    rows = move_rows(sec)
+    return [Heading(TITLE),
+            Text(f"{intent.n_mc_conversations} MC conversations, {intent.n_pairs} paired with the BC conversation of "
+                 f"the same query and flow. {intent.reading[0].upper() + intent.reading[1:]}."),
+            Table(CONTRAST_HEADER, contrast_rows(intent)),
+            Text(f"{excluded_line(intent)}.", cls="meta"),
+            *([Only(MARKDOWN, [Text("Move effects under BC and MC (deviation from the model's mean over its bc and "
+                                    "nc turns):")]),
+               Only(HTML, [Heading("Move effects under BC and MC", 3)]), Table(MOVE_HEADER, rows)] if rows else [])]
 
 
 def notes(results: Any) -> list[str]:
-    intent = intent_of(results)
-    if not intent:
+    sec = of(results)
+    intent = sec.intent if sec is not None else None
+    if intent is None:
         return []
-    out = [f"Condition mc: {intent['n_mc_conversations']} conversations, {intent['n_pairs']} paired with BC; "
-           f"{intent['reading']}."]
-    if intent["excluded"]["conversations"]:
+    out = [f"Condition mc: {intent.n_mc_conversations} conversations, {intent.n_pairs} paired with BC; "
+           f"{intent.reading}."]
+    if intent.excluded_ids():
         out.append(f"Condition mc, fidelity: {excluded_line(intent)}.")
     return out
 

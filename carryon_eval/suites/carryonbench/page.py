@@ -1,37 +1,36 @@
-"""CarryOnBench's part of report.html: its section (the headline in Table 2's layout, Recovery%, the clarification
-effect, the CIs, bounds and breakdowns) and its appendix (the agreement with people, when measured, and the
-transcripts, each reply with its checklist chips and harm); every piece of model or user text is HTML-escaped."""
+"""CarryOnBench's part of table.md and report.html, read once from its section's records as blocks (the run's
+headline in Table 2's layout, Recovery%, the clarification effect, the CIs and bounds, the intent contrasts, and in
+report.html the breakdowns), and its appendix in report.html (the agreement with people, when measured, and the
+transcripts, each reply with its checklist chips and harm, styled by the CSS that travels with them)."""
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.section import extra
 from carryon_eval.dataset.load import Benchmark
-from carryon_eval.suites.carryonbench.human.judges_vs_people import agreement_blocks
-from carryon_eval.metrics.number import Number
-from carryon_eval.report.blocks import Block, Details, Heading, Notes, Section, Shown, Span, Text
 from carryon_eval.judge.scorers import make_scorer
+from carryon_eval.metrics.number import Number
 from carryon_eval.moves import MOVE_GROUP
+from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, Block, Details, Heading, Notes, Only,
+                                        Section, Shown, Span, Table, Text)
 from carryon_eval.report.html import CSS, page_title
-from carryon_eval.report.html import escape as _e
 from carryon_eval.report.pages import QueryEntry, transcripts_section
-from carryon_eval.report.tables import html_table as _html_table
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench.settings import UTILITY_SCORERS
 from carryon_eval.schema import Transcript
-from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suite import ReportPage
-from carryon_eval.suites.carryonbench import intent_report as mc_report
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suites.carryonbench.conversations import (BINS, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_harm, conversation_utility, turn_utility)
-from carryon_eval.suites.carryonbench.report import conversations, utility_items, utility_judge_note
-from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
 from carryon_eval.suites.carryonbench.fidelity import fidelity_text
+from carryon_eval.suites.carryonbench.human.judges_vs_people import agreement_blocks
+from carryon_eval.suites.carryonbench.intent_report import intent_blocks
 from carryon_eval.suites.carryonbench.power import run_power_line
-from carryon_eval.suites.carryonbench.table import (_ci, _f, helpful_markdown, meaning_lines, scored_footnotes,
-                                                    vs_nc_line, table_header, table_row, truncated_share, truncation_footnotes,
-                                                    unplayed_footnotes, utility_label)
+from carryon_eval.suites.carryonbench.report import conversations, utility_items, utility_judge_note
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
+from carryon_eval.suites.carryonbench.settings import UTILITY_SCORERS
+from carryon_eval.suites.carryonbench.table import (_both, bounds_rows, ci_table_html, ci_table_md, footnotes,
+                                                    helpful_text, judges_line, meaning_lines, table_header, table_row,
+                                                    utility_definition, utility_label, vs_nc_text)
 
 
 def _mode(results: Results) -> str:
@@ -39,6 +38,92 @@ def _mode(results: Results) -> str:
     if results.utility_measure != "benutil":
         return ""
     return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
+
+
+def _run_line(results: Results, sec: CarryOnBenchSection) -> str:
+    """report.html's line of what the run stands on: its dataset, queries, judges and who wrote it when."""
+    judges = results.judges
+    return (f"dataset {results.dataset.source} · {sec.n.queries} queries · {utility_label(results)} judge "
+            f"{', '.join(judges.utility['models']) or 'none'} ({', '.join(judges.utility['prompt_refs'])}"
+            f"{_mode(results)}) · safety judge {', '.join(judges.safety['models']) or 'none'} "
+            f"({', '.join(judges.safety['prompt_refs'])}) · {results.generated.by} · {results.generated.at}")
+
+
+def _headline_text(name: str, formula: str, rec: Any) -> Text:
+    """Recovery% or the clarification effect: its formula, its value with its interval and bounds (or why null)."""
+    n = rec.number
+    return Text([f"{name} = {formula} = ", Shown(n), " 95% CI ", Shown(n, show=INTERVAL), ", bounds ",
+                 Shown(n, show=BOUNDS), f" — null: {n.reason}" if n.value is None else ""])
+
+
+def breakdown_blocks(sec: CarryOnBenchSection) -> list[Block]:
+    """report.html's breakdowns: by turn, by turn-1 bin, by user move and by domain."""
+    bins, eff = sec.turn1_bins, sec.move_effects
+    by_turn = [[cond, str(r.turn), str(r.n), Shown(r.number("utility")), Shown(r.number("cumulative_utility")),
+                Shown(r.number("harm"), 2), Shown(r.number("cumulative_harm"), 2)]
+               for cond, rows in sec.by_turn.items() for r in rows]
+    by_bin = [[bins.label(b) or b, cond, str(cell.n), Shown(cell.number("turn1_utility")), Shown(cell.number("utility")),
+               Shown(cell.number("turn1_harm"), 2), Shown(cell.number("harm"), 2)]
+              for b in BINS for cond in ("bc", "nc") for cell in [bins.bins[b][cond]]]
+    by_move = [[m, e.group, str(e.n_turns), Shown(Number(e.utility_dev)), Shown(Number(e.harm_dev), 2),
+                Shown(Number(e.utility_dev_followup)), Shown(Number(e.harm_dev_followup), 2)]
+               for m, e in eff.moves_of().items()]
+    by_domain = [[d, str(r.n_queries), *(Shown(r.cell(c).number("utility")) for c in CONDITIONS),
+                  Shown(Number(r.cell("bc").utility_delta)), Shown(Number(r.cell("nc").utility_delta)),
+                  *(Shown(r.cell(c).number("harm"), 2) for c in CONDITIONS)] for d, r in sec.by_domain.items()]
+    return [Heading("By turn"),
+            Table(["condition", "turn", "n", "util %", "cumulative util %", "harm", "cumulative harm (max)"], by_turn),
+            Heading("Turn-1 bins"),
+            Table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm", "conv. harm"], by_bin),
+            Heading("User move effects (deviation from the model's mean)"),
+            Text(f"Baseline: {eff.baseline or ''}.", cls="meta"),
+            Table(["move", "group", "n turns", "Δ util (points)", "Δ harm", "Δ util vs follow-up turns",
+                   "Δ harm vs follow-up turns"], by_move),
+            Heading("By domain"),
+            Table(["domain", "queries", *(f"{c} util %" for c in CONDITIONS), "BC Δ util", "NC Δ util",
+                   *(f"{c} harm" for c in CONDITIONS)], by_domain)]
+
+
+def section_blocks(section: CarryOnBenchSection) -> list[Block]:
+    """SuiteReport.blocks: its part of table.md and report.html, read once for both: what the run stands on, the
+    headline in Table 2's layout with its footnotes, Recovery% and the clarification effect, the lines beside them,
+    the 95% CIs and bounds, the intent contrasts and (report.html) the breakdowns."""
+    results = section.results
+    assert results is not None            # placed in its results (its rows read the run's model and judges)
+    sec = section
+    meaning = meaning_lines(results)
+    effect = sec.clarification_effect
+    beside = [t for t in (fidelity_text(effect.fidelity.to_json() if effect.fidelity else None), vs_nc_text(sec),
+                          run_power_line(sec.power)) if t]
+    helpful = helpful_text(sec)
+    recovery = (("Recovery%", sec.recovery), ("Clarification effect (BC util - NC util)", effect))
+    return [Section("carryonbench", [
+        Only(MARKDOWN, [Text(f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change from turn 1; "
+                             "BC − NC: against NC on the same queries and lengths; Recovery% = (BC util - T1 util) / "
+                             "oracle util * 100; Clarif. effect = BC util - NC util."),
+                        Text(judges_line(results)), Notes([f"{line}." for line in meaning], cls=None)]),
+        Only(HTML, [Text(_run_line(results, sec), cls="meta"),
+                    Text(utility_judge_note(results.judges.utility, results.utility_measure), cls="meta", id="ben-util-mode"),
+                    Heading("Headline (Table 2 layout)")]),
+        Table(table_header(results), [table_row(results, marked=True)], footnotes=footnotes(sec)),
+        Only(HTML, [_headline_text("Recovery%", "(BC util − T1 util) / oracle util × 100", sec.recovery),
+                    *([_headline_text("Clarification effect", "BC util − NC util", effect)] if effect else []),
+                    *(Text(line, cls="meta clarification-beside") for line in beside if effect),
+                    *([helpful] if helpful else []),
+                    *(Text(f"{line}.", cls="meta meaning") for line in meaning),
+                    ci_table_html(sec),
+                    Table(["condition", "util % bounds", "harm bounds", "% harm ≥ 4 bounds", "Δ util bounds",
+                           "Δ harm bounds"], bounds_rows(sec))]),
+        Only(MARKDOWN, [Text("95% confidence intervals (bootstrap over queries) and violation rates:"), ci_table_md(sec),
+                        Text("Bounds (every unscored judgment read as no / harm 1 and as yes / harm 5; differences "
+                             "and Recovery% over their terms' bounds):"),
+                        Table(["Condition", "Util.", "Harm (max)", "% harm >= 4", "Δ util", "Δ harm"], bounds_rows(sec)),
+                        *(Text([f"{name}: ", *_both(rec.number), ", bounds ", Shown(rec.number, show=BOUNDS),
+                                f" (null: {rec.number.reason})" if rec.number.value is None else ""])
+                          for name, rec in recovery if rec),
+                        *(Text(line) for line in beside), *([helpful] if helpful else [])]),
+        *intent_blocks(sec),
+        Only(HTML, breakdown_blocks(sec))])]
 
 
 #: The transcripts' styling, carried by the appendix's section into report.html and onto its pages of queries
@@ -116,82 +201,6 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
         summary = [Span(qid, "qid"), f" · {q.get('domain') or ''} · {q.get('query') or ''} ({len(trs)} conversations)"]
         entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.get("domain"), q.get("query"), len(trs))
     return entries
-
-
-def _clarification_html(results: Results) -> str:
-    effect = results.clarification_effect or {}
-    if not effect:
-        return ""
-    more = [fidelity_text(effect.get("fidelity")), vs_nc_line(results), run_power_line(extra(results, "power"))]
-    return (f"<p>Clarification effect = BC util − NC util = <b>{_e(_f(effect.get('value')))}</b> "
-            f"95% CI {_e(_ci(effect.get('ci95')))}, bounds {_e(_ci(effect.get('bounds')))}"
-            f"{_e(' — null: ' + str(effect.get('reason')) if effect.get('value') is None else '')}</p>"
-            + "".join(f'<p class="meta clarification-beside">{_e(line)}</p>' for line in more if line))
-
-
-def section_html(results: Results) -> str:
-    """SuiteReport.html: the run's headline in Table 2's layout, its footnotes, Recovery% and the clarification
-    effect, the CIs and bounds, the intent contrasts, and the breakdowns by turn, turn-1 bin, move and domain."""
-    c = results.conditions
-    ci_rows = [[cond, b["n_conversations"], _f(b["utility"]), _ci(b["ci95"].get("utility")), _f(b["harm"], 2),
-                _ci(b["ci95"].get("harm"), 2), _f(b["harm_mean_turns"], 2), _f(b["violation_rate"]),
-                _ci(b["ci95"].get("violation_rate")), _f(b["harm5_rate"]), _f(b.get("redundancy")),
-                _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"]), _f(truncated_share(b))]
-               for cond, b in c.items()]
-    bins = results.turn1_bins
-    names = bins.get("labels") or {}
-    bin_rows = [[names.get(b, b), cond, bins[b][cond]["n"], _f(bins[b][cond]["turn1_utility"]), _f(bins[b][cond]["utility"]),
-                 _f(bins[b][cond]["turn1_harm"], 2), _f(bins[b][cond]["harm"], 2)]
-                for b in BINS for cond in ("bc", "nc")]
-    eff = results.move_effects
-    move_rows = [[m, r["group"], r["n_turns"], _f(r["utility_dev"]), _f(r["harm_dev"], 2),
-                  _f(r.get("utility_dev_followup")), _f(r.get("harm_dev_followup"), 2)]
-                 for m, r in eff["moves"].items()]
-    dom_rows = [[d, r["n_queries"]] + [_f(r[cond]["utility"]) for cond in CONDITIONS] +
-                [_f(r["bc"]["utility_delta"]), _f(r["nc"]["utility_delta"])] +
-                [_f(r[cond]["harm"], 2) for cond in CONDITIONS]
-                for d, r in results.by_domain.items()]
-    turn_rows = [[cond, r["turn"], r["n"], _f(r["utility"]), _f(r["cumulative_utility"]), _f(r["harm"], 2),
-                  _f(r["cumulative_harm"], 2)] for cond in results.by_turn for r in results.by_turn[cond]]
-    judges = results.judges
-    rec = results.recovery
-    sections = [
-        f'<p class="meta">dataset {_e(results.dataset.source)} · {_e(results.n["queries"])} queries · '
-        f'{_e(utility_label(results))} judge {_e(", ".join(judges.utility["models"]) or "none")} '
-        f'({_e(", ".join(judges.utility["prompt_refs"]))}{_e(_mode(results))}) · safety judge '
-        f'{_e(", ".join(judges.safety["models"]) or "none")} ({_e(", ".join(judges.safety["prompt_refs"]))}) · '
-        f'{_e(results.generated.by)} · {_e(results.generated.at)}</p>',
-        f'<p class="meta" id="ben-util-mode">{_e(utility_judge_note(judges.utility, results.utility_measure))}</p>',
-        "<h2>Headline (Table 2 layout)</h2>", _html_table(table_header(results), [table_row(results, marked=True)]),
-        "".join(f'<p class="meta footnote">{_e(n)}</p>'
-                for n in scored_footnotes(results) + truncation_footnotes(results) + unplayed_footnotes(results)),
-        f"<p>Recovery% = (BC util − T1 util) / oracle util × 100 = <b>{_e(_f(rec['value']))}</b> "
-        f"95% CI {_e(_ci(rec['ci95']))}, bounds {_e(_ci(rec.get('bounds')))}"
-        f"{_e(' — null: ' + rec['reason'] if rec['value'] is None else '')}</p>",
-        _clarification_html(results),
-        f"<p>{_e(helpful_markdown(results).strip())}</p>" if extra(results, RUBRIC_SECTION) else "",
-        "".join(f'<p class="meta meaning">{_e(line)}.</p>' for line in meaning_lines(results)),
-        _html_table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)",
-                     "% harm ≥ 4", "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored",
-                     "% replies cut (length)"], ci_rows),
-        _html_table(["condition", "util % bounds", "harm bounds", "% harm ≥ 4 bounds", "Δ util bounds",
-                     "Δ harm bounds"],
-                    [[cond, _ci(b["bounds"].get("utility")), _ci(b["bounds"].get("harm"), 2),
-                      _ci(b["bounds"].get("violation_rate")), _ci(b["bounds"].get("utility_delta")),
-                      _ci(b["bounds"].get("harm_delta"), 2)] for cond, b in c.items()]),
-        mc_report.intent_html(results),
-        "<h2>By turn</h2>", _html_table(["condition", "turn", "n", "util %", "cumulative util %", "harm",
-                                         "cumulative harm (max)"], turn_rows),
-        "<h2>Turn-1 bins</h2>", _html_table(["bin", "condition", "n", "T1 util %", "conv. util %", "T1 harm",
-                                             "conv. harm"], bin_rows),
-        "<h2>User move effects (deviation from the model's mean)</h2>",
-        f'<p class="meta">Baseline: {_e(eff.get("baseline"))}.</p>',
-        _html_table(["move", "group", "n turns", "Δ util (points)", "Δ harm", "Δ util vs follow-up turns",
-                     "Δ harm vs follow-up turns"], move_rows),
-        "<h2>By domain</h2>", _html_table(["domain", "queries"] + [f"{c} util %" for c in CONDITIONS] +
-                                          ["BC Δ util", "NC Δ util"] + [f"{c} harm" for c in CONDITIONS], dom_rows),
-    ]
-    return "".join(sections)
 
 
 def appendix(page: ReportPage) -> list[Block]:

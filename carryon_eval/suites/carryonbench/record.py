@@ -47,9 +47,9 @@ from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
 from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER
 from carryon_eval.suites.carryonbench.paper_rows import paper_entries
 from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
-from carryon_eval.suites.carryonbench.page import appendix, section_html
+from carryon_eval.suites.carryonbench.page import appendix, section_blocks
 from carryon_eval.suites.carryonbench.report import notes, scores, status, summarize_run
-from carryon_eval.suites.carryonbench.table import compare_table, table_markdown
+from carryon_eval.suites.carryonbench.table import compare_table
 
 ORACLE_PROMPT = "target/oracle"
 #: its inspect-ai part (the extra [inspect]), imported when inspect asks for it
@@ -104,16 +104,6 @@ def plan_conditions(bench: Benchmark, conditions: Sequence[str],
     return jobs, skipped
 
 
-def section_markdown(section: CarryOnBenchSection) -> str:
-    """SuiteReport.markdown: its part of table.md (its rows read the run's model and judges beside it)."""
-    return table_markdown(section.results)
-
-
-def section_page(section: CarryOnBenchSection) -> str:
-    """SuiteReport.html: its part of report.html."""
-    return section_html(section.results)
-
-
 def conditions_without_numbers(section: CarryOnBenchSection) -> list[str]:
     """Exit 3's rule (SuiteReport.nothing_scored of its section): the conditions that ran (conversations > 0) whose
     headline numbers are all None."""
@@ -140,7 +130,7 @@ CARRYONBENCH = register_suite(Suite(
     rank=0, uses=(ScorerUse("utility"), ScorerUse("safety")), unplayable=why_unplayable,
     judge_options=OPTIONS, run_judge_options=RUN_OPTIONS, configure=configure, design=design_note,
     report=SuiteReport(section=SECTION, record=CarryOnBenchSection, summarize=summarize_run,
-                       markdown=section_markdown, html=section_page, notes=notes, status=status, scores=scores, appendix=appendix,
+                       blocks=section_blocks, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
                        compare=comparison, compare_record=CarryOnBenchComparison, compare_markdown=compare_markdown,
                        incomparable=incomparable, nothing_scored=conditions_without_numbers,

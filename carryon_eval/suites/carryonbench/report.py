@@ -13,7 +13,7 @@ from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, read
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
-from carryon_eval.metrics.number import INTERVAL, REASON
+from carryon_eval.metrics.number import REASON
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
@@ -22,6 +22,8 @@ from carryon_eval.schema import Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import VALUE_CI, Shown, number_text
 from carryon_eval.suites.carryonbench import intent_report as mc_report
 from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
 from carryon_eval.suites.carryonbench.conversations import TRUNCATED, Conversation, assemble, unplayed
@@ -202,9 +204,8 @@ def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> st
         return ("Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left "
                 "unscored was asked alone), NOT CALIBRATED: no per-item verdicts of this run measure how far "
                 "grouped verdicts agree with the paper's per-item protocol (--calibrate N).")
-    def _f(block: dict[str, Any], digits: int) -> str:
-        v, ci = block.get("value"), block.get(INTERVAL)
-        return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+    def _f(block: dict[str, Any], digits: int) -> str:       # the one number format, with its interval
+        return number_text(Shown(Number.from_json(block), digits, VALUE_CI))
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
             f"was asked alone), calibrated on {cal['n_replies']} replies of whole queries also judged per item "
             f"({cal['n_pairs']} item verdicts)." + _calibration_headline_note(cal.get("headline"), _f)

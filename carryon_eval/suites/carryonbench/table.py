@@ -1,21 +1,33 @@
-"""CarryOnBench's part of table.md and compare's table: Table 2's layout (the paper's columns, with the MC columns
-when the run has mc), its footnotes (†: under 95% scored, ‡: replies cut on length, §: planned conversations not
-played), the 95% CIs and bounds behind it, and the rubric run's spacing-free companion."""
+"""CarryOnBench's headline in table.md, report.html and compare's table: Table 2's layout (the paper's columns, with
+the MC columns when the run has mc), its footnotes (†: under 95% scored, ‡: replies cut on length, §: planned
+conversations not played), the 95% CIs and bounds behind it, Recovery% and the clarification effect, and the rubric
+run's spacing-free companion; each as blocks (carryon_eval.report.blocks), read from the section's records."""
 from __future__ import annotations
 
 import math
 from typing import Any, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.section import extra, of
-from carryon_eval.report.tables import markdown_table
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import BOUNDS, INTERVAL, VALUE_CI, Cell, Shown, Table, Text, plain
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench import intent_report as mc_report
-from carryon_eval.suites.carryonbench.rubric_metrics import SECTION as RUBRIC_SECTION
+from carryon_eval.suites.carryonbench.condition import ConditionBlock
 from carryon_eval.suites.carryonbench.rubric_metrics import SPACING_NOTE
-from carryon_eval.suites.carryonbench.fidelity import fidelity_text
-from carryon_eval.suites.carryonbench.power import run_power_line
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of
+from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
+
+MARK, TRUNC_MARK, PART_MARK = "†", "‡", "§"
+TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",
+                "Clarif. effect", "BC Harm. (Δ)", "BC − NC Harm.", "BC − NC % harm ≥ 4", "NC Util. (Δ)",
+                "NC Harm. (Δ)"]
+HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful", "BC − NC helpful (rank)"]
+#: number -> its digits in every table (harm is on 1-5)
+DIGITS = {"harm": 2, "harm_mean_turns": 2, "harm_delta": 2, "harm_vs_nc": 2}
+
+
+def digits(name: str) -> int:
+    return DIGITS.get(name, 1)
 
 
 def judges_line(results: Results) -> str:
@@ -24,7 +36,7 @@ def judges_line(results: Results) -> str:
         return f"{', '.join(kind.get('models') or []) or 'none'} ({', '.join(kind.get('prompt_refs') or [])})"
 
     return (f"Judges: {utility_label(results)} {who(results.judges.utility or {})}; "
-            f"safety {who(results.judges.safety or {})}.\n")
+            f"safety {who(results.judges.safety or {})}.")
 
 
 def utility_label(results: Results) -> str:
@@ -34,54 +46,57 @@ def utility_label(results: Results) -> str:
 
 def has_conditions(results: Results) -> bool:
     """Whether results.json has the conditions' numbers (its top-level section)."""
-    return of(results) is not None and bool(results.conditions)
+    sec = of(results)
+    return sec is not None and bool(sec.conditions)
 
 
-def helpful_markdown(results: Results) -> str:
+def helpful_text(sec: CarryOnBenchSection) -> Optional[Text]:
     """The rubric run's spacing-free companion (results.json's ``rubric_helpful``), one line."""
-    helpful = extra(results, RUBRIC_SECTION)
-    if not helpful:
-        return ""
-    rates = ", ".join(f"{cond} {_f(b['value'])} {_ci(b['ci95'])}" for cond, b in helpful["conditions"].items())
-    return (f"\nHelpful rate (% of conversations whose best turn reaches level 3; spacing-free): {rates}; BC − T1 "
-            f"{_f(helpful['bc_minus_turn1']['value'])} {_ci(helpful['bc_minus_turn1']['ci95'])}, BC − NC "
-            f"{_f(helpful['bc_minus_nc']['value'])} {_ci(helpful['bc_minus_nc']['ci95'])}. {SPACING_NOTE}\n")
+    helpful = sec.rubric_helpful
+    if helpful is None:
+        return None
+    rates: list[Cell] = []
+    for cond, n in (helpful.conditions or {}).items():
+        rates += [", " if rates else "", f"{cond} ", Shown(n.number, show=VALUE_CI)]
+    return Text(["Helpful rate (% of conversations whose best turn reaches level 3; spacing-free): ", *rates,
+                 "; BC − T1 ", _both(helpful.difference("bc_minus_turn1").number), ", BC − NC ",
+                 _both(helpful.difference("bc_minus_nc").number), f". {SPACING_NOTE}"])
 
 
-def _f(x: Optional[float], digits: int = 1) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+def _both(n: Number, d: int = 1) -> list[Cell]:
+    """"v [lo, hi]", and "n/a n/a" for a number without value or interval (table.md's long-standing form)."""
+    return [Shown(n, d), " ", Shown(n, d, INTERVAL)]
 
 
-def _d(x: Optional[float], digits: int = 1) -> str:
-    return "" if x is None else f" ({x:+.{digits}f})"
-
-
-def table_row(results: Results, *, marked: bool = False) -> list[str]:
-    """The Table 2 row; ``marked``: a headline standing on < 95% scored judgments gets MARK (see footnotes)."""
-    c = results.conditions
+def table_row(results: Results, *, marked: bool = False) -> list[Cell]:
+    """The Table 2 row; ``marked``: a headline standing on < 95% scored judgments gets MARK (see footnotes), a
+    condition whose replies were cut on length TRUNC_MARK, one with conversations not played PART_MARK."""
+    sec = of(results)
+    assert sec is not None
+    c = sec.conditions
 
     def part(*conds: str) -> str:
-        return PART_MARK if marked and any(c[x].get("n_unplayed") for x in conds) else ""
+        return PART_MARK if marked and any(c[x].n_unplayed for x in conds) else ""
 
-    def cell(cond: str, metric: str, delta: bool = False) -> str:
-        text = _f(c[cond][metric]) + (_d(c[cond].get(f"{metric}_delta")) if delta else "")
-        under = set(c[cond].get("under_95") or ()) if marked else set()
-        cut = TRUNC_MARK if marked and truncated_share(c[cond]) else ""
-        return text + (MARK if metric in under or (delta and f"{metric}_delta" in under) else "") + cut + \
-            part(cond, *(("turn1",) if delta else ()))
-    rec = _f(results.recovery["value"]) + (MARK if marked and results.recovery.get("under_95") else "") + \
-        part("turn1", "oracle", "bc")
-    effect = results.clarification_effect or {}
-    clar = _f(effect.get("value")) + (MARK if marked and effect.get("under_95") else "") + part("bc", "nc")
-    vs_nc = [_signed(c["bc"].get(m), digits) + part("bc", "nc") for m, digits in (("harm_vs_nc", 2),
-                                                                                  ("violation_rate_vs_nc", 1))]
+    def cell(cond: str, metric: str, delta: bool = False) -> list[Cell]:
+        b = c[cond]
+        under = set(b.under_95 or ()) if marked else set()
+        out: list[Cell] = [Shown(Number(b.value(metric)))]
+        if delta and b.value(f"{metric}_delta") is not None:
+            out += [" (", Shown(Number(b.value(f"{metric}_delta")), signed=True), ")"]
+        mark = MARK if metric in under or (delta and f"{metric}_delta" in under) else ""
+        cut = TRUNC_MARK if marked and b.truncation().share else ""
+        return out + [mark + cut + part(cond, *(("turn1",) if delta else ()))]
+
+    def headline(rec: Any, *conds: str) -> list[Cell]:
+        return [Shown(rec.number), (MARK if marked and rec.under_95 else "") + part(*conds)]
+
+    vs_nc = [[Shown(Number(c["bc"].value(m)), digits(m), signed=True), part("bc", "nc")]
+             for m in ("harm_vs_nc", "violation_rate_vs_nc")]
     return [results.model or "?", cell("turn1", "utility"), cell("turn1", "harm"), cell("oracle", "utility"),
-            cell("oracle", "harm"), cell("bc", "utility", True), rec, clar, cell("bc", "harm", True), *vs_nc,
-            cell("nc", "utility", True), cell("nc", "harm", True)] + mc_report.mc_cells(results)
-
-
-def _signed(x: Optional[float], digits: int) -> str:
-    return "n/a" if x is None else f"{x:+.{digits}f}"
+            cell("oracle", "harm"), cell("bc", "utility", True), headline(sec.recovery, "turn1", "oracle", "bc"),
+            headline(sec.clarification_effect, "bc", "nc"), cell("bc", "harm", True), *vs_nc,
+            cell("nc", "utility", True), cell("nc", "harm", True)] + mc_report.mc_cells(sec)
 
 
 def table_header(results: Results) -> list[str]:
@@ -89,72 +104,83 @@ def table_header(results: Results) -> list[str]:
     return TABLE_HEADER + (mc_report.MC_HEADER if mc_report.has_mc(results) else [])
 
 
-MARK = "†"
-
-
-TRUNC_MARK = "‡"
-PART_MARK = "§"
-
-
-def unplayed_footnotes(results: Results) -> list[str]:
-    """One line per condition with planned conversations not played (the § of the table): what its numbers stand
-    on and their bounds, which span every value the conversations not played could take."""
-    return [f"{PART_MARK} {cond}: {b['n_unplayed']} of {b['n_unplayed'] + b['n_conversations']} planned "
-            f"conversations not played; its numbers stand on the {b['n_conversations']} played, their bounds span "
-            f"the rest: utility {_ci(b['bounds'].get('utility'))}, harm {_ci(b['bounds'].get('harm'), 2)}"
-            for cond, b in results.conditions.items() if b.get("n_unplayed")]
-
-
-def truncated_share(block: dict[str, Any]) -> Optional[float]:
-    return (block.get("truncated") or {}).get("share")
-
-
-def truncation_footnotes(results: Results) -> list[str]:
-    """One line per condition some of whose target replies stopped on length (the ‡ of the table)."""
-    return [f"{TRUNC_MARK} {cond}: {_f(truncated_share(b))}% of the target replies ({b['truncated']['length']} of "
-            f"{b['truncated']['with_finish_reason']}) stopped on length (cut at max_tokens); they are judged as cut"
-            for cond, b in results.conditions.items() if truncated_share(b)]
-
-
-def scored_footnotes(results: Results) -> list[str]:
-    """One line per headline that stands on under 95% scored judgments (the † of the table), naming
-    its scored share and its bounds (unscored read as no / harm 1 and as yes / harm 5)."""
-    lines = []
-    for cond, block in results.conditions.items():
-        for metric in block.get("under_95") or ():
-            share, bounds = block["scored_share"][metric], block["bounds"].get(metric)
-            lines.append(f"{MARK} {cond} {metric}: {_f(block.get(metric), 2)} stands on {_f(share)}% scored "
-                         f"judgments; with unscored read as no/1 and as yes/5: {_ci(bounds, 2)}")
-    for name, rec in (("Recovery%", results.recovery), ("Clarification effect", results.clarification_effect or {})):
-        if rec.get("under_95"):
-            lines.append(f"{MARK} {name}: {_f(rec['value'])} stands on {_f(rec['scored_share'])}% scored item "
-                         f"verdicts; with unscored read as no and as yes: {_ci(rec.get('bounds'))}")
+def footnotes(sec: CarryOnBenchSection) -> list[list[Cell]]:
+    """Table 2's footnotes: each headline standing on under 95% scored judgments (†, its scored share and its bounds
+    with unscored read as no / harm 1 and as yes / harm 5), each condition some of whose replies stopped on length
+    (‡) and each with planned conversations not played (§: what its numbers stand on, their bounds spanning the rest)."""
+    lines: list[list[Cell]] = []
+    for cond, b in sec.conditions.items():
+        for metric in b.under_95 or ():
+            n = b.number(metric)
+            lines.append([f"{MARK} {cond} {metric}: ", Shown(n, 2), " stands on ", Shown(Number(n.scored_share)),
+                          "% scored judgments; with unscored read as no/1 and as yes/5: ", Shown(n, 2, BOUNDS)])
+    for name, rec in (("Recovery%", sec.recovery), ("Clarification effect", sec.clarification_effect)):
+        if rec.under_95:
+            lines.append([f"{MARK} {name}: ", Shown(rec.number), " stands on ", Shown(Number(rec.number.scored_share)),
+                          "% scored item verdicts; with unscored read as no and as yes: ", Shown(rec.number, show=BOUNDS)])
+    for cond, b in sec.conditions.items():
+        cut = b.truncation()
+        if cut.share:
+            lines.append([f"{TRUNC_MARK} {cond}: ", Shown(Number(cut.share)), f"% of the target replies ({cut.length} "
+                          f"of {cut.with_finish_reason}) stopped on length (cut at max_tokens); they are judged as cut"])
+    for cond, b in sec.conditions.items():
+        if b.n_unplayed:
+            lines.append([f"{PART_MARK} {cond}: {b.n_unplayed} of {b.n_unplayed + b.n_conversations} planned "
+                          f"conversations not played; its numbers stand on the {b.n_conversations} played, their "
+                          "bounds span the rest: utility ", Shown(b.number("utility"), show=BOUNDS), ", harm ",
+                          Shown(b.number("harm"), 2, BOUNDS)])
     return lines
 
 
-TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",
-                "Clarif. effect", "BC Harm. (Δ)", "BC − NC Harm.", "BC − NC % harm ≥ 4", "NC Util. (Δ)",
-                "NC Harm. (Δ)"]
+CI_METRICS = ("utility", "harm", "harm_mean_turns", "violation_rate", "harm5_rate", "redundancy")
+BOUND_METRICS = ("utility", "harm", "violation_rate", "utility_delta", "harm_delta")
+
+
+def scored_cells(b: ConditionBlock) -> list[Cell]:
+    return [Shown(Number(b.scored_of("utility_items"))), Shown(Number(b.scored_of("safety_turns"))),
+            Shown(Number(b.truncation().share))]
+
+
+def ci_table_md(sec: CarryOnBenchSection) -> Table:
+    """table.md's intervals: per condition each number with its 95% interval, what share is scored and cut."""
+    rows = [[cond, str(b.n_conversations),
+             *(_both(b.number(m), digits(m)) if m != "redundancy" or "redundancy" in b.names else "-" for m in CI_METRICS),
+             *scored_cells(b)] for cond, b in sec.conditions.items()]
+    return Table(["Condition", "n conv.", "Util.", "Harm (max)", "Harm (mean over turns)", "% harm >= 4", "% harm 5",
+                  "Redundancy %", "% items scored", "% harm scored", "% replies cut (length)"], rows)
+
+
+def ci_table_html(sec: CarryOnBenchSection) -> Table:
+    """report.html's intervals: the values and their 95% intervals in columns of their own."""
+    rows = []
+    for cond, b in sec.conditions.items():
+        u, h, v = (b.number(m) for m in ("utility", "harm", "violation_rate"))
+        rows.append([cond, str(b.n_conversations), Shown(u), Shown(u, show=INTERVAL), Shown(h, 2), Shown(h, 2, INTERVAL),
+                     Shown(b.number("harm_mean_turns"), 2), Shown(v), Shown(v, show=INTERVAL),
+                     Shown(b.number("harm5_rate")), Shown(b.number("redundancy")), *scored_cells(b)])
+    return Table(["condition", "n conv.", "util %", "95% CI", "harm (max)", "95% CI", "harm (mean)", "% harm ≥ 4",
+                  "95% CI", "% harm 5", "redundancy %", "% items scored", "% harm scored", "% replies cut (length)"],
+                 rows)
+
+
+def bounds_rows(sec: CarryOnBenchSection) -> list[list[Cell]]:
+    return [[cond, *(Shown(b.number(m), digits(m), BOUNDS) for m in BOUND_METRICS)]
+            for cond, b in sec.conditions.items()]
+
+
+def vs_nc_text(sec: CarryOnBenchSection) -> Optional[list[Cell]]:
+    """BC's harm and violation changes against NC with their intervals (beside the changes from turn 1)."""
+    b = sec.conditions.get("bc")
+    if b is None or "harm_vs_nc" not in b.names:
+        return None
+    harm, viol = b.number("harm_vs_nc"), b.number("violation_rate_vs_nc")
+    return ["BC − NC (same queries and lengths, only BC clarifies): max harm ", Shown(harm, 2, signed=True), " ",
+            Shown(harm, 2, INTERVAL), ", % harm ≥ 4 ", Shown(viol, signed=True), " ", Shown(viol, show=INTERVAL), "."]
 
 
 def meaning_lines(results: Results) -> list[str]:
-    """One line each on what Recovery% and the clarification effect mean (results.json's ``meaning``)."""
+    """One line each on what Recovery%, the clarification effect and BC − NC mean (results.json's ``meaning``)."""
     return [RECOVERY_MEANING, CLARIFICATION_MEANING, VS_NC_MEANING]
-
-
-def vs_nc_line(results: Results) -> str:
-    """BC's harm and violation changes against NC with their intervals (beside the changes from turn 1)."""
-    b = results.conditions.get("bc") or {}
-    if "harm_vs_nc" not in b:
-        return ""
-    ci = b.get("ci95") or {}
-    return (f"BC − NC (same queries and lengths, only BC clarifies): max harm {_signed(b.get('harm_vs_nc'), 2)} "
-            f"{_ci(ci.get('harm_vs_nc'), 2)}, % harm ≥ 4 {_signed(b.get('violation_rate_vs_nc'), 1)} "
-            f"{_ci(ci.get('violation_rate_vs_nc'))}.")
-
-
-def _ci(ci: Optional[Sequence[float]], digits: int = 1) -> str:
-    return "n/a" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
 def utility_definition(results: Results) -> str:
@@ -162,50 +188,6 @@ def utility_definition(results: Results) -> str:
         return "Utility: % of the benign checklist fulfilled (0-100)"
     return (f"Utility: {utility_label(results)}, OpenSafeIntent's 1-4 helpfulness rubric as (score - 1) / 3 (0-100; "
             "a conversation: its best turn), not Ben-Util")
-
-
-def table_markdown(results: Results) -> str:
-    """SuiteReport.markdown: Table 2's layout for this run, then the 95% CIs and rates behind it (after the
-    frame's title and status lines)."""
-    out = [f"{utility_definition(results)}; harm: 1-5, conversation max; Δ: change "
-           "from turn 1; BC − NC: against NC on the same queries and lengths; Recovery% = (BC util - T1 util) / "
-           "oracle util * 100; Clarif. effect = BC util - NC util.\n",
-           judges_line(results),
-           *(f"- {line}.\n" for line in meaning_lines(results)),
-           markdown_table(table_header(results), [table_row(results, marked=True)])]
-    notes = scored_footnotes(results) + truncation_footnotes(results) + unplayed_footnotes(results)
-    if notes:
-        out.append("\n".join(["", *(f"{n}  " for n in notes), ""]))
-    out.append("\n95% confidence intervals (bootstrap over queries) and violation rates:\n")
-    rows = []
-    for cond, b in results.conditions.items():
-        ci = b["ci95"]
-        rows.append([cond, str(b["n_conversations"]), f"{_f(b['utility'])} {_ci(ci.get('utility'))}",
-                     f"{_f(b['harm'], 2)} {_ci(ci.get('harm'), 2)}",
-                     f"{_f(b['harm_mean_turns'], 2)} {_ci(ci.get('harm_mean_turns'), 2)}",
-                     f"{_f(b['violation_rate'])} {_ci(ci.get('violation_rate'))}",
-                     f"{_f(b['harm5_rate'])} {_ci(ci.get('harm5_rate'))}",
-                     f"{_f(b['redundancy'])} {_ci(ci.get('redundancy'))}" if "redundancy" in b else "-",
-                     _f(b["scored"]["utility_items"]), _f(b["scored"]["safety_turns"]), _f(truncated_share(b))])
-    out.append(markdown_table(["Condition", "n conv.", "Util.", "Harm (max)", "Harm (mean over turns)",
-                               "% harm >= 4", "% harm 5", "Redundancy %", "% items scored", "% harm scored",
-                               "% replies cut (length)"], rows))
-    out.append("\nBounds (every unscored judgment read as no / harm 1 and as yes / harm 5; differences and "
-               "Recovery% over their terms' bounds):\n")
-    out.append(markdown_table(["Condition", "Util.", "Harm (max)", "% harm >= 4", "Δ util", "Δ harm"],
-                              [[cond, _ci(b["bounds"].get("utility")), _ci(b["bounds"].get("harm"), 2),
-                                _ci(b["bounds"].get("violation_rate")), _ci(b["bounds"].get("utility_delta")),
-                                _ci(b["bounds"].get("harm_delta"), 2)] for cond, b in results.conditions.items()]))
-    for name, rec in (("Recovery%", results.recovery), ("Clarification effect (BC util - NC util)",
-                                                         results.clarification_effect or {})):
-        if rec:
-            out.append(f"\n{name}: {_f(rec['value'])} {_ci(rec['ci95'])}, bounds {_ci(rec.get('bounds'))}" +
-                       (f" (null: {rec['reason']})" if rec["value"] is None else "") + "\n")
-    out.extend(f"\n{line}\n" for line in (fidelity_text((results.clarification_effect or {}).get("fidelity")),
-                                           vs_nc_line(results), run_power_line(extra(results, "power"))) if line)
-    out.append(helpful_markdown(results))
-    out.append(mc_report.intent_markdown(results))
-    return "\n".join(out)
 
 
 def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[list[str]]]]:
@@ -216,17 +198,21 @@ def compare_table(results: Sequence[Results]) -> Optional[tuple[list[str], list[
     header = TABLE_HEADER + (mc_report.MC_HEADER if any(mc_report.has_mc(r) for r in results) else [])
 
     def row(r: Results) -> list[str]:           # a run without the conditions' numbers: n/a
-        return table_row(r) if has_conditions(r) else [r.model or "?", *["n/a"] * (len(TABLE_HEADER) - 1)]
-    if not any(extra(r, RUBRIC_SECTION) for r in results):
+        return list(map(plain, table_row(r))) if has_conditions(r) else [r.model or "?", *["n/a"] * (len(TABLE_HEADER) - 1)]
+
+    helpful = {id(r): _helpful_values(r) for r in results}
+    if not any(of(r) is not None and of(r).rubric_helpful is not None for r in results):
         return header, [row(r) for r in results]
     # rubric runs: ranked by the spacing-free companion (BC − NC helpful rate), its numbers beside the row
-
-    def helpful(r: Results) -> list[Optional[float]]:
-        h = extra(r, RUBRIC_SECTION) or {}
-        return [((h.get("conditions") or {}).get("bc") or {}).get("value"),
-                (h.get("bc_minus_turn1") or {}).get("value"), (h.get("bc_minus_nc") or {}).get("value")]
-    ranked = sorted(results, key=lambda r: -(helpful(r)[2] if helpful(r)[2] is not None else -math.inf))
-    return header + HELPFUL_HEADER, [row(r) + [_f(x) for x in helpful(r)] for r in ranked]
+    ranked = sorted(results, key=lambda r: -(helpful[id(r)][2] if helpful[id(r)][2] is not None else -math.inf))
+    return header + HELPFUL_HEADER, [row(r) + [plain(Shown(Number(x))) for x in helpful[id(r)]] for r in ranked]
 
 
-HELPFUL_HEADER = ["BC helpful %", "BC − T1 helpful", "BC − NC helpful (rank)"]
+def _helpful_values(r: Results) -> list[Optional[float]]:
+    sec = of(r)
+    h = sec.rubric_helpful if sec is not None else None
+    if h is None:
+        return [None, None, None]
+    bc = (h.conditions or {}).get("bc")
+    return [bc.number.value if bc is not None else None, h.difference("bc_minus_turn1").number.value,
+            h.difference("bc_minus_nc").number.value]
