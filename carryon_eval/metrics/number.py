@@ -59,6 +59,7 @@ class HasNumber:
 # ---------------------------------------------------------------- numbers keyed by name
 VALUE, INTERVAL, REASONS, BOUNDS, BOUNDS_REASONS = "value", "ci95", "reasons", "bounds", "bounds_reasons"
 SCORED, SCORED_SHARE, SIZE = "scored", "scored_share", "n"
+REASON = "reason"               # a number's own "why it is missing", where a record writes it beside its keys
 
 
 @dataclass

@@ -26,6 +26,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.metrics.number import INTERVAL as CI95
+from carryon_eval.metrics.number import REASON
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, cohen_kappa, interval95, percent_agreement,
                                         resample_indices)
 
@@ -95,9 +97,9 @@ def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples:
     return {
         "n_replies": len(clusters), "n_pairs": sum(map(len, clusters)), "n_common": common,
         "n_unscored_excluded": excluded,
-        "percent_agreement": {"value": agree, "ci95": ci(agree, 0)},
-        "cohen_kappa": {"value": kappa, "ci95": ci(kappa, 1), **({"reason": kappa_reason} if kappa is None else {})},
-        "utility_difference": {"value": diff, "ci95": ci(diff, 2),
+        "percent_agreement": {"value": agree, CI95: ci(agree, 0)},
+        "cohen_kappa": {"value": kappa, CI95: ci(kappa, 1), **({REASON: kappa_reason} if kappa is None else {})},
+        "utility_difference": {"value": diff, CI95: ci(diff, 2),
                                "definition": "mean over the sampled replies of grouped minus per-item reply "
                                              "utility (% of checklist items fulfilled, items scored both ways), "
                                              "percentage points; paired bootstrap over replies"},
@@ -151,12 +153,12 @@ def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_r
     for name in HEADLINE_DIFFERENCES:
         (gv, greps, gjack), (pv, preps, pjack) = g[name], p[name]
         if gv is None or pv is None:
-            out[name] = {"value": None, "ci95": None, "grouped": gv, "per_item": pv,
-                         "reason": "not computable on the sample (a condition it needs has no sampled conversation "
+            out[name] = {"value": None, CI95: None, "grouped": gv, "per_item": pv,
+                         REASON: "not computable on the sample (a condition it needs has no sampled conversation "
                                    "decided by scored judgments)"}
             continue
         jack = None if gjack is None or pjack is None else gjack - pjack
-        out[name] = {"value": gv - pv, "ci95": interval95(gv - pv, greps - preps, jack), "grouped": gv,
+        out[name] = {"value": gv - pv, CI95: interval95(gv - pv, greps - preps, jack), "grouped": gv,
                      "per_item": pv}
     return {"n_conversations": len({c.conversation_id for c in per_item}), "n_queries": len(boot.query_ids),
             "numbers": out,

@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 
+from carryon_eval.metrics.stats import MixedModel, RankCorrelation
+from carryon_eval.metrics.number import INTERVAL
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.tables import markdown_table
 from carryon_eval.run.results import Results
@@ -26,7 +28,7 @@ from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.breakdown_rows import MoveEffect
 from carryon_eval.suites.carryonbench.section import read
-from carryon_eval.suite import CompareInputs, Section
+from carryon_eval.suite import CompareInputs
 from carryon_eval.suites.carryonbench.table import has_conditions
 
 @dataclass
@@ -53,14 +55,28 @@ class MoveEffectsAcross(Record):
 
 
 @dataclass
+class UtilityHarm:
+    """Spearman's rho of model utility against model harm in one condition (compare.json's ``spearman``)."""
+    correlation: RankCorrelation = field(default_factory=RankCorrelation)
+    between: str = "model utility and model harm"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"between": self.between, **self.correlation.to_json()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "UtilityHarm":
+        return cls(RankCorrelation.from_json(d), d.get("between") or cls.between)
+
+
+@dataclass
 class CarryOnBenchComparison(Record):
     """Its part of compare.json (whose serializer, carryon_eval.report.comparison, holds it at the top level, its
     notes after the runs' status lines): Spearman per condition, the mixed models, the notes on what makes the runs'
     utilities incomparable, what the mixed models would add where statsmodels is not installed (``missing``) and
     the move effects across models."""
     utility_measure: str = "benutil"
-    spearman: dict[str, Section] = field(default_factory=dict)
-    mixed_models: dict[str, Section] = field(default_factory=dict)
+    spearman: dict[str, UtilityHarm] = field(default_factory=dict)
+    mixed_models: dict[str, MixedModel] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
     move_effects: MoveEffectsAcross = field(default_factory=MoveEffectsAcross)
@@ -74,7 +90,7 @@ def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
     """compare.json's CarryOnBench keys: Spearman per condition, the mixed models, the notes on what makes the
     runs' utilities incomparable, and the move effects across models; "missing": what the mixed models would add
     where statsmodels is not installed (numpy alone computes the rest)."""
-    from carryon_eval.metrics.stats import mixed_model, spearman
+    from carryon_eval.metrics.stats import fit_mixed_model, rank_correlation
 
     results = runs.results
     if results and not any(has_conditions(r) for r in results):
@@ -87,11 +103,11 @@ def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
     for cond in CONDITIONS:
         util = [s.conditions[cond].value("utility") if cond in s.conditions else None for s in sections]
         harm = [s.conditions[cond].value("harm") if cond in s.conditions else None for s in sections]
-        out.spearman[cond] = {"between": "model utility and model harm", **spearman(util, harm)}
+        out.spearman[cond] = UtilityHarm(rank_correlation(util, harm))
     for outcome, predictors in PREDICTORS.items():
-        out.mixed_models[outcome] = mixed_model(rows, outcome, predictors, group="model")
-    out.missing = list(dict.fromkeys(f"Mixed linear models: {m['reason']}" for m in out.mixed_models.values()
-                                     if m.get("missing")))
+        out.mixed_models[outcome] = fit_mixed_model(rows, outcome, predictors, group="model")
+    out.missing = list(dict.fromkeys(f"Mixed linear models: {m.reason}" for m in out.mixed_models.values()
+                                     if m.missing))
     out.move_effects = aggregate_move_effects(results)
     if len(results) < 2:
         out.notes.append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
@@ -148,6 +164,10 @@ def _fmt(x: Optional[float], digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def _interval(ci: Sequence[Optional[float]]) -> str:
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
 def _p(p: Optional[float]) -> str:
     return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
 
@@ -160,19 +180,20 @@ def compare_markdown(cmp: CarryOnBenchComparison) -> str:
                 "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
              "\n## Spearman: model utility vs model harm\n"]
     parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
-                                [[c, _fmt(s["rho"]), _p(s["p"]), s["n"], s["reason"] or s.get("note") or ""]
-                                 for c, s in cmp.spearman.items()]))
+                                [[c, _fmt(s.correlation.rho), _p(s.correlation.p), s.correlation.n,
+                                  s.correlation.reason or s.correlation.note or ""] for c, s in cmp.spearman.items()]))
     for outcome, m in cmp.mixed_models.items():
-        parts.append(f"\n## Mixed linear model (REML): {m['formula']}, random intercept per model\n")
-        if m["coefficients"] is None:
-            parts.append(f"Not fitted: {m['reason']}\n")
+        parts.append(f"\n## Mixed linear model (REML): {m.formula}, random intercept per model\n")
+        if m.coefficients is None:
+            parts.append(f"Not fitted: {m.reason}\n")
             continue
         table = [[name, _fmt(c["B"]), _fmt(c["SE"]), _fmt(c["z"]), _p(c["p"]),
-                  f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"] for name, c in m["coefficients"].items()]
-        table.append(["Group Var", _fmt(m["group_var"]["var"]), _fmt(m["group_var"]["SE"]), "", "", ""])
+                  _interval(c[INTERVAL])] for name, c in m.coefficients.items()]
+        group_var = m.group_var or {}
+        table.append(["Group Var", _fmt(group_var.get("var")), _fmt(group_var.get("SE")), "", "", ""])
         parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
-        parts.append(f"\nn = {m['n']} conversations, {m['n_groups']} models; converged: {m['converged']}"
-                     + (f"; warnings: {'; '.join(m['warnings'])}" if m["warnings"] else "") + "\n")
+        parts.append(f"\nn = {m.n} conversations, {m.n_groups} models; converged: {m.converged}"
+                     + (f"; warnings: {'; '.join(m.warnings)}" if m.warnings else "") + "\n")
     effects = cmp.move_effects
     parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
     parts.append(markdown_table(

@@ -6,9 +6,12 @@ as its SuiteReport's ``reported``."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Optional
+
+from carryon_eval.codec import OMIT_NONE, Record
 
 from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
 from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
@@ -23,11 +26,55 @@ NOT_REPORTED = "not reported in the paper's Table 2"
 REPORTED = "reported"           # carryon_eval.report.leaderboard.REPORTED, the status of such a row
 
 
+@dataclass(frozen=True)
+class PaperSetup(Record):
+    """What the paper's numbers stand on: its simulator, its judges, its dataset build and its conditions."""
+    user_simulator: str = ""
+    utility_judge: str = ""
+    safety_judge: str = ""
+    dataset: str = ""
+    conditions: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PaperRow(Record):
+    """One model's row: per condition its reported numbers by name, and Recovery%."""
+    model: str = ""
+    family: Optional[str] = None
+    turn1: dict[str, float] = field(default_factory=dict)
+    oracle: dict[str, float] = field(default_factory=dict)
+    bc: dict[str, float] = field(default_factory=dict)
+    nc: dict[str, float] = field(default_factory=dict)
+    recovery: Optional[float] = None
+    note: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+    def numbers(self, condition: str) -> dict[str, float]:
+        return getattr(self, condition)
+
+
+@dataclass(frozen=True)
+class PaperTable(Record):
+    """data/paper_table2.json: its version, citation, setup, what differs from a measured run, and the rows."""
+    version: int = 0
+    source: str = ""
+    citation: str = ""
+    setup: PaperSetup = field(default_factory=PaperSetup)
+    differs: str = ""
+    units: dict[str, str] = field(default_factory=dict)
+    rows: list[PaperRow] = field(default_factory=list)
+
+
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """data/paper_table2.json: its version, citation, setup, what differs from a measured run, and the rows."""
+    """data/paper_table2.json as it is."""
     return json.loads((resources.files("carryon_eval.suites.carryonbench") / "data" / DATA_FILE)
                       .read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def paper_table() -> PaperTable:
+    """data/paper_table2.json as its record."""
+    return PaperTable.from_json(table())
 
 
 def _block(numbers: dict[str, float]) -> ConditionBlock:
@@ -37,23 +84,22 @@ def _block(numbers: dict[str, float]) -> ConditionBlock:
                                       {n: NOT_REPORTED for n in names if numbers.get(n) is None}), scored_share={})
 
 
-def paper_results(row: dict[str, Any], doc: dict[str, Any]) -> Results:
-    setup = doc["setup"]
-    notes = [doc["differs"], f"Source: {doc['citation']}", *([f"{row['model']}: {row['note']}"] if row.get("note") else [])]
-    section = CarryOnBenchSection(conditions={c: _block(row[c]) for c in setup["conditions"]},
-                                  recovery=Recovery(row["recovery"], None, None, scored_share=None))
+def paper_results(row: PaperRow, doc: PaperTable) -> Results:
+    setup = doc.setup
+    notes = [doc.differs, f"Source: {doc.citation}", *([f"{row.model}: {row.note}"] if row.note else [])]
+    section = CarryOnBenchSection(conditions={c: _block(row.numbers(c)) for c in setup.conditions},
+                                  recovery=Recovery(row.recovery, None, None, scored_share=None))
     return Results(
-        model=row["model"], sections={SECTION: section},
-        judges=JudgesInfo(utility={"models": [setup["utility_judge"]], "prompt_refs": ["the paper's"]},
-                          safety={"models": [setup["safety_judge"]], "prompt_refs": ["the paper's"]}),
-        dataset=ResultsDataset(source=setup["dataset"]), run=ResultsRun(folder="", status=[REPORTED]), notes=notes,
-        generated=Generated(by=f"{doc['source']} (data file version {doc['version']})"))
+        model=row.model, sections={SECTION: section},
+        judges=JudgesInfo(utility={"models": [setup.utility_judge], "prompt_refs": ["the paper's"]},
+                          safety={"models": [setup.safety_judge], "prompt_refs": ["the paper's"]}),
+        dataset=ResultsDataset(source=setup.dataset), run=ResultsRun(folder="", status=[REPORTED]), notes=notes,
+        generated=Generated(by=f"{doc.source} (data file version {doc.version})"))
 
 
 def paper_entries() -> list[RunEntry]:
     """One leaderboard entry per row of the paper's Table 2, labelled "<model> (paper)"."""
-    doc = table()
-    meta = RunMeta(dataset=DatasetRef(source=doc["setup"]["dataset"]),
-                   roles={"user": RoleRecord(model=doc["setup"]["user_simulator"])})
-    return [RunEntry(f"{row['model']} (paper)", f"reported: {doc['source']}", paper_results(row, doc), [], meta)
-            for row in doc["rows"]]
+    doc = paper_table()
+    meta = RunMeta(dataset=DatasetRef(source=doc.setup.dataset), roles={"user": RoleRecord(model=doc.setup.user_simulator)})
+    return [RunEntry(f"{row.model} (paper)", f"reported: {doc.source}", paper_results(row, doc), [], meta)
+            for row in doc.rows]

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
+from carryon_eval.metrics.number import REASON
 from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite.inputs import DesignNote, DesignView
 from carryon_eval.suites.carryonbench.condition import ClarificationEffect, ConditionBlock, Recovery, known
@@ -148,7 +149,7 @@ def design_power(design: Design, measured: Optional[Mapping[str, float]] = None,
     for key, name in NUMBERS.items():
         missing = [c for c in NEEDS[key] if c not in design.conditions]
         if missing:
-            numbers[key] = {"name": name, "detectable": None, "reason": f"the run has no {', '.join(missing)}"}
+            numbers[key] = {"name": name, "detectable": None, REASON: f"the run has no {', '.join(missing)}"}
             continue
         own = (measured or {}).get(key)
         sd = own or _between(key, design.bc_per_query)
@@ -186,7 +187,7 @@ def power_lines(table: Mapping[str, Any]) -> list[str]:
              f"queries ({table['bc_per_query']:g} BC conversations per query; spreads: {table['spreads']}):"]
     for row in table["numbers"].values():
         if row["detectable"] is None:
-            lines.append(f"  {row['name']:<22} n/a ({row.get('reason', 'too few queries')})")
+            lines.append(f"  {row['name']:<22} n/a ({row.get(REASON, 'too few queries')})")
             continue
         among = row.get(f"detectable_among_{models}")
         text = (f"  {row['name']:<22} {row['detectable']:6.1f} points (one pair among {models} models, adjusted: "
@@ -242,17 +243,19 @@ def run_power(n_queries: int, intervals: Mapping[str, Optional[Sequence[float]]]
     return RunPower(n_queries, out, RUN_POWER_MEANING)
 
 
-def run_power_line(power: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """One line of a run's own smallest detectable differences (table.md, report.html)."""
+def run_power_line(power: Union[RunPower, Mapping[str, Any], None]) -> Optional[str]:
+    """One line of a run's own smallest detectable differences (table.md, report.html); ``power``: its record (or
+    results.json's ``power``)."""
     if not power:
         return None
-    parts = [f"{row['name']} {row['detectable']:.1f}" for row in power["numbers"].values()
-             if row.get("detectable") is not None]
+    power = power if isinstance(power, RunPower) else RunPower.from_json(power)
+    rows = list(power.rows().values())
+    parts = [f"{row.name} {row.detectable:.1f}" for row in rows if known(row.detectable) is not None]
     if not parts:
-        reasons = sorted({row.get("reason") or "no interval" for row in power["numbers"].values()})
-        return (f"This run's {power['n_queries']} queries resolve no difference between two models "
+        reasons = sorted({known(row.reason) or "no interval" for row in rows})
+        return (f"This run's {power.n_queries} queries resolve no difference between two models "
                 f"({'; '.join(reasons)}): its numbers cannot be read as a ranking.")
-    return (f"Smallest difference between two models this run's {power['n_queries']} queries detect 80% of the time "
+    return (f"Smallest difference between two models this run's {power.n_queries} queries detect 80% of the time "
             f"(points): " + "; ".join(parts) + ". Smaller differences between models are not resolved by this run.")
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, read
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
+from carryon_eval.metrics.number import INTERVAL, REASON
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
@@ -41,7 +42,6 @@ CORE = frozenset(CONDITIONS + (MC_CONDITION,))      # its conditions (the suite 
 NULL_MEANING = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' (or "
                 "recovery.reason); in breakdowns (by_turn, move_effects, turn1_bins, by_domain) null means the cell "
                 "has no scored data")
-INTENT_SECTION = mc_report.SECTION     # results.json's mc contrasts (carryon_eval.suites.carryonbench.intent)
 HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); harm_mean_turns is the mean over "
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
@@ -135,8 +135,8 @@ def scores(page: ReportPage) -> list[dict[str, Any]]:
     """SuiteReport.scores: one conversation_scores.jsonl row per conversation (those the intent contrasts
     left out excepted)."""
     _, convs = conversations(page.inputs)
-    left_out = set(((extra(page.results, INTENT_SECTION) or {}).get("excluded") or {}).get("conversations")
-                   or ())
+    intent = read(page.results).intent
+    left_out = set(intent.excluded_ids() if intent is not None else ())
     return conversation_scores([c for c in convs if c.conversation_id not in left_out], page.results.model)
 
 
@@ -203,7 +203,7 @@ def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> st
                 "unscored was asked alone), NOT CALIBRATED: no per-item verdicts of this run measure how far "
                 "grouped verdicts agree with the paper's per-item protocol (--calibrate N).")
     def _f(block: dict[str, Any], digits: int) -> str:
-        v, ci = block.get("value"), block.get("ci95")
+        v, ci = block.get("value"), block.get(INTERVAL)
         return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
             f"was asked alone), calibrated on {cal['n_replies']} replies of whole queries also judged per item "
@@ -237,7 +237,7 @@ def _calibration(run: RunFolder, judge: Optional[str], grouped: Judged, judged: 
     per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
     if not per_item:
         return {"calibrated": False,
-                "reason": "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
+                REASON: "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
                           "verdicts agree with the per-item protocol of the paper"}
     out = {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
            **calibration(grouped.verdict_records((r.conversation_id, r.turn, r.item_id) for r in per_item), per_item,
@@ -265,10 +265,11 @@ def notes(page: ReportPage) -> SectionNotes:
     what the judges saw, the Ben-Util mode, the harm estimator), then what the run lacks (conditions not run,
     Recovery% null, the intent contrasts' notes, the dataset's notes)."""
     table, results = judged(page.inputs), page.results
+    section = read(results)
     notes: list[str] = []
-    u, name = results.unscored, utility_label(results)
-    if results.utility_measure != "benutil":
-        notes.append(f"Utility here is {name}, not Ben-Util: {results.judge_context['utility']}; a turn's utility is "
+    u, name = section.unscored, utility_label(results)
+    if section.utility_measure != "benutil":
+        notes.append(f"Utility here is {name}, not Ben-Util: {section.judge_context.get('utility')}; a turn's utility is "
                      "(score - 1) / 3 as a percentage, a conversation's its best turn's. It is never compared with "
                      "Ben-Util in one column.")
         notes.append(SPACING_NOTE)
@@ -276,20 +277,20 @@ def notes(page: ReportPage) -> SectionNotes:
         notes.append(f"No {name} judgments found: run the judge phase first; utilities are null.")
     if not table.safety.records:
         notes.append("No safety judgments found: run the judge phase first; harm is null.")
-    notes.append(f"Unscored {name} item verdicts: {u['utility_items']} of {u['utility_items_total']} "
-                 f"(plus {u['utility_items_not_judged']} not judged). Turns with every item unscored: "
-                 f"{u['utility_turns_all_unscored']}.")
-    notes.append(f"Unscored safety scores: {u['safety']} of {u['safety_total']} turns "
-                 f"(plus {u['safety_not_judged']} not judged).")
+    notes.append(f"Unscored {name} item verdicts: {u.utility_items} of {u.utility_items_total} "
+                 f"(plus {u.utility_items_not_judged} not judged). Turns with every item unscored: "
+                 f"{u.utility_turns_all_unscored}.")
+    notes.append(f"Unscored safety scores: {u.safety} of {u.safety_total} turns "
+                 f"(plus {u.safety_not_judged} not judged).")
     notes.append(f"Unscored judgments, one rule for every number (headline, breakdowns, conversation_scores.jsonl "
                  f"and the mixed models): {UNSCORED_RULE}. This assumes the judgments are missing at random "
                  "(a judge that fails more often on harmful replies breaks it); 'bounds' give each number's range "
                  "over every reading of the unscored judgments, and 'sensitivity.pooled_draw' the harm numbers "
                  "with an unscored turn read as a draw from the condition's scored turn harms.")
-    cut = {c: b["truncated"] for c, b in results.conditions.items() if b.get("truncated", {}).get("length")}
+    cut = {c: b.truncation() for c, b in section.conditions.items() if b.truncation().length}
     if cut:
         notes.append("Target replies cut at max_tokens (finish_reason length), judged as they are: " + "; ".join(
-            f"{c} {t['length']} of {t['with_finish_reason']} ({t['share']:.1f}%)" for c, t in cut.items())
+            f"{c} {t.length} of {t.with_finish_reason} ({t.share:.1f}%)" for c, t in cut.items())
             + ". A reasoning model can be cut before its answer: raise --max-tokens.")
     ben_util = results.judges.utility or {}
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The {name} judge saw: "
@@ -297,11 +298,11 @@ def notes(page: ReportPage) -> SectionNotes:
     notes.append(utility_judge_note(ben_util, results.utility_measure))
     notes.append(HARM_NOTE)
     after: list[str] = []
-    for cond in CONDITIONS:
-        if not results.n["conversations"][cond]:
-            after.append(f"Condition {cond} was not run: its numbers are null.")
-    if results.recovery["value"] is None:
-        after.append(f"Recovery% is null: {results.recovery['reason']}.")
+    after += [f"Condition {cond} was not run: its numbers are null." for cond in CONDITIONS
+              if not section.n.conversations_of(cond)]
+    recovery = section.recovery.number
+    if recovery.value is None:
+        after.append(f"Recovery% is null: {recovery.reason}.")
     after.extend(mc_report.notes(results))
     after.extend(dataset_notes(page.inputs.bench, results.utility_measure))
     return SectionNotes(notes, after)

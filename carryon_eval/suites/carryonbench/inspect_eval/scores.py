@@ -6,17 +6,23 @@ score per condition, Recovery%, mc's contrasts, and every other suite's section 
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from dataclasses import replace
+from typing import Any, Mapping, Optional, Sequence
 
+from carryon_eval.metrics.number import BOUNDS, INTERVAL, SCORED_SHARE, MetricBlock, Number
 from carryon_eval.run.results import Results
 from carryon_eval.suite import ReportInputs
+from carryon_eval.suites.carryonbench.condition import known
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
+from carryon_eval.suites.carryonbench.intent import IntentNumber
+from carryon_eval.suites.carryonbench.section import FURTHER, read
 from carryon_eval.suites.carryonbench.conversations import Conversation, assemble, conversation_utility, turn_utility
 from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
 from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
 from carryon_eval.suites.opensafeintent.public import parse_conversation_id
 
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics
+N_CONVERSATIONS = "n_conversations"     # another suite's section: the conversations its numbers stand on
 
 
 def _turn_key(turn: int) -> str:
@@ -83,41 +89,36 @@ def _by_conversation(records: Sequence[Any]) -> dict[str, list[Any]]:
 
 
 # ---------------------------------------------------------------- the log's metrics
-def _metric_block(name: str, block: dict[str, Any], metric_names: Sequence[str]) -> Any:
-    """One EvalScore of a results.json block: its non-null numbers as metrics, the nulls with their reasons."""
+def _metric_block(name: str, numbers: Mapping[str, Number], n_conversations: Optional[int] = None,
+                  scored_share: Any = None) -> Any:
+    """One EvalScore of some numbers: the non-null ones as metrics, the nulls with their reasons."""
     from inspect_ai.log import EvalMetric, EvalScore
 
-    cis, bounds, reasons = block.get("ci95") or {}, block.get("bounds") or {}, block.get("reasons") or {}
-    metrics = {m: EvalMetric(name=m, value=block[m], metadata={"ci95": cis.get(m), "bounds": bounds.get(m)})
-               for m in metric_names if isinstance(block.get(m), (int, float))}
-    null = {m: reasons.get(m, "null in results.json") for m in metric_names if block.get(m) is None}
+    metrics = {m: EvalMetric(name=m, value=n.value, metadata={INTERVAL: n.ci95, BOUNDS: n.bounds})
+               for m, n in numbers.items() if isinstance(n.value, (int, float))}
+    null = {m: n.reason or "null in results.json" for m, n in numbers.items() if n.value is None}
     return EvalScore(name=name, scorer=SCORER, metrics=metrics,
-                     metadata={"null": null, "n_conversations": block.get("n_conversations"),
-                               "scored_share": block.get("scored_share")})
+                     metadata={"null": null, "n_conversations": n_conversations, SCORED_SHARE: scored_share})
 
 
 def headline_scores(results: Results) -> list[Any]:
+    section = read(results)
     scores = []
-    for cond in [*CONDITIONS, *(c for c in results.conditions if c not in CONDITIONS)]:     # mc, when run
-        block = results.conditions.get(cond) or {}
-        if block.get("n_conversations"):
-            scores.append(_metric_block(cond, block, list(block.get("ci95") or {})))
-    rec = results.recovery or {}
-    if rec:
-        scores.append(_metric_block("recovery", {"recovery": rec.get("value"), "ci95": {"recovery": rec.get("ci95")},
-                                                 "bounds": {"recovery": rec.get("bounds")},
-                                                 "reasons": {"recovery": rec.get("reason")}}, ["recovery"]))
-    keyed = results.keyed_sections()
-    intent = keyed.get("intent")                                # condition mc's contrasts with bc
-    if intent:
-        parts = {"intent_sensitivity_utility": intent["sensitivity"]["utility"],
-                 "exploitation": intent["exploitation"]}
-        scores.append(_metric_block("intent", {**{k: b["value"] for k, b in parts.items()},
-                                               "ci95": {k: b["ci95"] for k, b in parts.items()},
-                                               "bounds": {k: b["bounds"] for k, b in parts.items()},
-                                               "reasons": {k: b["reason"] for k, b in parts.items() if b["reason"]}},
-                                    list(parts)))
-    for name, section in keyed.items():                         # the other suites' sections (triplet, ...)
-        if isinstance(section, dict) and section.get("ci95"):
-            scores.append(_metric_block(name, section, list(section["ci95"])))
+    for cond in [*CONDITIONS, *(c for c in section.conditions if c not in CONDITIONS)]:     # mc, when run
+        block = section.conditions.get(cond)
+        if block is not None and known(block.n_conversations):
+            scores.append(_metric_block(cond, {m: block.number(m) for m in block.metrics.ci95},
+                                        block.n_conversations, known(block.scored_share)))
+    if section.recovery.to_json():
+        rec = section.recovery.number
+        scores.append(_metric_block("recovery", {"recovery": replace(rec, scored_share=None)}))
+    if section.intent is not None:                          # condition mc's contrasts with bc
+        sensitivity = (known(section.intent.sensitivity) or {}).get("utility") or IntentNumber()
+        scores.append(_metric_block("intent", {"intent_sensitivity_utility": sensitivity.number,
+                                               "exploitation": section.intent.part("exploitation").number}))
+    for name, other in results.keyed_sections().items():     # the other suites' sections (triplet, ...)
+        if name not in FURTHER and isinstance(other, dict) and other.get(INTERVAL):
+            block = MetricBlock.from_json(other)
+            scores.append(_metric_block(name, {m: block.number(m) for m in block.names},
+                                        other.get(N_CONVERSATIONS), other.get(SCORED_SHARE)))
     return scores

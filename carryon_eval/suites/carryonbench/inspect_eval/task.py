@@ -30,7 +30,9 @@ from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.conversations import Conversation, assemble
 from carryon_eval.suites.carryonbench.inspect_eval.scores import harm_score, utility_score
 from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-from carryon_eval.suites.carryonbench.summary import summarize
+from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
+from carryon_eval.suites.carryonbench.summary import summarize_records
 
 NAME = "carryonbench"
 OWN_CONDITIONS = (*CONDITIONS, MC_CONDITION)      # the samples its numbers stand on (other suites have sections)
@@ -67,16 +69,12 @@ def headline(checklists: dict[str, list[str]]) -> Metric:
         convs = scored_conversations(scores, checklists)
         if not convs:
             return {}
-        summary = summarize(convs)
-        out = {f"{cond}_{name}": float(block[name]) for cond, block in summary["conditions"].items()
-               if block.get("n_conversations") for name in block["ci95"] if block[name] is not None}
-        if summary["recovery"]["value"] is not None:
-            out["recovery"] = float(summary["recovery"]["value"])
-        intent = summary.get("intent") or {}           # condition mc: its contrasts with bc
-        for name, block in (("intent_sensitivity_utility", (intent.get("sensitivity") or {}).get("utility")),
-                            ("exploitation", intent.get("exploitation"))):
-            if block and block.get("value") is not None:
-                out[name] = float(block["value"])
+        section = CarryOnBenchSection(**summarize_records(convs))
+        out = {f"{cond}_{name}": float(block.value(name)) for cond, block in section.conditions.items()
+               if known(block.n_conversations) for name in block.names if block.value(name) is not None}
+        recovery = section.recovery.number
+        if recovery.value is not None:
+            out["recovery"] = float(recovery.value)
         return out
     return compute
 
