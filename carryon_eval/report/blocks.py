@@ -59,14 +59,17 @@ class Text:
     """A paragraph: text, Numbers and spans; ``footnotes`` follow it, one line each."""
     text: Cell
     cls: Optional[str] = None
-    footnotes: Sequence[str] = ()
+    footnotes: Sequence[Cell] = ()
+    id: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class Table:
+    """A table of text and shown Numbers; ``footnotes`` follow it, one line each (the marks its cells carry)."""
     header: Sequence[str]
     rows: Sequence[Sequence[Cell]]
     cls: Optional[str] = None
+    footnotes: Sequence[Cell] = ()
 
 
 @dataclass(frozen=True)
@@ -164,10 +167,12 @@ def _md(block: Block) -> Iterator[str]:
     if isinstance(block, Heading):
         yield "#" * block.level + " " + block.text
     elif isinstance(block, Text):
-        yield "\n".join([_inline_md(block.text), *block.footnotes])
+        yield _inline_md(block.text)
+        yield from _footnotes_md(block.footnotes)
     elif isinstance(block, Table):
         lines = ["| " + " | ".join(map(_cell_md, block.header)) + " |", "|" + "|".join(["---"] * len(block.header)) + "|"]
         yield "\n".join(lines + ["| " + " | ".join(map(_cell_md, row)) + " |" for row in block.rows])
+        yield from _footnotes_md(block.footnotes)
     elif isinstance(block, Notes):
         yield "\n".join(f"{f'{i}.' if block.ordered else '-'} {_inline_md(line)}" for i, line in enumerate(block.lines, 1))
     elif isinstance(block, Figure):
@@ -184,6 +189,17 @@ def _md(block: Block) -> Iterator[str]:
         raise TypeError(f"not a block: {block!r}")
 
 
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table of values as text (a part still written as Markdown by hand: its values' own str)."""
+    return to_markdown([Table(header, [[str(c) for c in row] for row in rows])])
+
+
+def _footnotes_md(lines: Sequence[Cell]) -> Iterator[str]:
+    """Footnotes: one paragraph, a line each (Markdown's hard line breaks)."""
+    if lines:
+        yield "\n".join(_inline_md(line) + "  " for line in lines)
+
+
 def to_markdown(blocks: Sequence[Block]) -> str:
     """The blocks as Markdown: one paragraph each, a blank line between, a newline at the end."""
     parts = [p for b in blocks for p in _md(b)]
@@ -191,13 +207,13 @@ def to_markdown(blocks: Sequence[Block]) -> str:
 
 
 # ---------------------------------------------------------------- HTML
-def escape(x: object, quote: bool = False) -> str:
-    """HTML text of a value (None is empty); ``quote``: quotes escaped too (an attribute's value)."""
-    return html.escape("" if x is None else str(x), quote=quote)
+def escape(x: object) -> str:
+    """HTML text of a value (None is empty), quotes escaped too (text and attribute values alike)."""
+    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _attr(name: str, value: Optional[str]) -> str:
-    return f' {name}="{escape(value, quote=True)}"' if value else ""
+    return f' {name}="{escape(value)}"' if value else ""
 
 
 def _inline_html(cell: Cell) -> str:
@@ -218,12 +234,13 @@ def _html(block: Block) -> str:
     if isinstance(block, Heading):
         return f"<h{block.level}{_attr('id', block.id)}>{escape(block.text)}</h{block.level}>"
     if isinstance(block, Text):
-        return f"<p{_attr('class', block.cls)}>{_inline_html(block.text)}</p>" + \
-               "".join(f'<p class="meta">{escape(f)}</p>' for f in block.footnotes)
+        return f"<p{_attr('id', block.id)}{_attr('class', block.cls)}>{_inline_html(block.text)}</p>" + \
+            _footnotes_html(block.footnotes)
     if isinstance(block, Table):
         head = "".join(f"<th>{_inline_html(h)}</th>" for h in block.header)
         body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in block.rows)
-        return f"<table{_attr('class', block.cls)}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return f"<table{_attr('class', block.cls)}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>" + \
+            _footnotes_html(block.footnotes)
     if isinstance(block, Notes):
         tag = "ol" if block.ordered else "ul"
         return f"<{tag}{_attr('class', block.cls)}>" + "".join(f"<li>{_inline_html(x)}</li>" for x in block.lines) \
@@ -240,6 +257,10 @@ def _html(block: Block) -> str:
     if isinstance(block, Section):
         return f'<section{_attr("id", block.id)}>{to_html(block.blocks)}</section>'
     raise TypeError(f"not a block: {block!r}")
+
+
+def _footnotes_html(lines: Sequence[Cell]) -> str:
+    return "".join(f'<p class="meta footnote">{_inline_html(line)}</p>' for line in lines)
 
 
 def to_html(blocks: Sequence[Block]) -> str:

@@ -4,8 +4,8 @@
 - the table of all runs: the model, each suite's columns (its SuiteReport's ``table``, from each run's
   results.json; none when no run has its numbers), the run's status;
 - each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows; where it sits in
-  compare.json is its record's business, carryon_eval.report.comparison), each rendered in markdown by its
-  ``compare_markdown``;
+  compare.json is its record's business, carryon_eval.report.comparison), each given as blocks by its
+  ``compare_blocks`` (or as Markdown by its ``compare_markdown``) and rendered here;
 - the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
   models (run.json's user role: compare.json "simulators") and whether they used different datasets;
 - what a suite could not compute for want of an optional package (its part's ``missing``: compare.json "missing",
@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import Results
 from carryon_eval.report.comparison import Comparison, part_lines
-from carryon_eval.report.tables import markdown_table
+from carryon_eval.report.blocks import Block, Heading, Notes, Table, number_text, shown, to_markdown
 from carryon_eval.run.folder import RESULTS_FILE, SCORES_FILE, RunError, RunFolder
 from carryon_eval.suite import CompareInputs, suites
 
@@ -150,17 +150,18 @@ def _dataset_pin(folder: Path, results: Results) -> str:
     return json.dumps([local_path(results.dataset.source, folder), results.dataset.revision])
 
 
-def pairs_markdown(pairs: dict[str, list[dict[str, Any]]], method: dict[str, Any]) -> str:
+def pairs_blocks(pairs: dict[str, list[dict[str, Any]]], method: dict[str, Any]) -> list[Block]:
     """compare.json's pairs as a table: per column and group, how many pairs differ after adjustment, and which."""
     rows = []
     for key, diffs in pairs.items():
         for group in dict.fromkeys(d["group"] for d in diffs):
             mine = [d for d in diffs if d["group"] == group]
             hit = [d for d in mine if d["differs"]]
-            which = "; ".join(f"{d['a']} {'>' if d['value'] > 0 else '<'} {d['b']} ({d['value']:+.2f})" for d in hit)
-            rows.append([key, group, len(mine), len(hit), which or "none"])
-    return (f"\n## Pairwise differences that stand after adjustment ({method.get('method', 'n/a')})\n\n"
-            + markdown_table(["Column", "Group", "Pairs", "Differ", "Which"], rows))
+            which = "; ".join(f"{d['a']} {'>' if d['value'] > 0 else '<'} {d['b']} "
+                              f"({number_text(shown(d['value'], 2, signed=True))})" for d in hit)
+            rows.append([key, group, str(len(mine)), str(len(hit)), which or "none"])
+    return [Heading(f"Pairwise differences that stand after adjustment ({method.get('method', 'n/a')})"),
+            Table(["Column", "Group", "Pairs", "Differ", "Which"], rows)]
 
 
 def reported_table() -> dict[str, Any]:
@@ -189,25 +190,33 @@ def simulators(rundirs: Sequence[Path]) -> list[str]:
 
 
 def render_markdown(cmp: Comparison) -> str:
+    """compare's table.md: the runs' table, each suite's part, the pairs that differ, the notes, what is not
+    computed here and the paper's reported rows."""
     header = list(cmp.table[0]) if cmp.table else [*headline_table([])[0], "Status"]
-    parts = ["# CarryOnBench comparison\n",
-             markdown_table(header, [list(r.values()) for r in cmp.table])]
+    parts = [to_markdown([Heading("CarryOnBench comparison", 1), _table(header, cmp.table)])]
     for s in suites():
-        if s.report is not None and s.report.compare_markdown is not None:
-            part = cmp.parts.get(s.report.section)
-            parts.append(s.report.compare_markdown(part) if part is not None else "")   # no run has it: empty
+        part = cmp.parts.get(s.report.section) if s.report is not None else None
+        if part is not None and s.report.compare_blocks is not None:
+            parts.append(to_markdown(s.report.compare_blocks(part)))
+        elif part is not None and s.report.compare_markdown is not None:
+            parts.append(s.report.compare_markdown(part))
+    tail: list[Block] = []
     if cmp.family.get("pairs"):
-        parts.append(pairs_markdown(cmp.family["pairs"], cmp.family.get("pairs_method") or {}))
+        tail += pairs_blocks(cmp.family["pairs"], cmp.family.get("pairs_method") or {})
     if cmp.notes:
-        parts.append("\n" + "\n".join(f"- {n}" for n in cmp.notes) + "\n")
+        tail.append(Notes(cmp.notes))
     if cmp.missing:
-        parts.append("\n## Not computed here\n\n" + "\n".join(f"- {n}" for n in cmp.missing) + "\n")
+        tail += [Heading("Not computed here"), Notes(cmp.missing)]
     reported = cmp.reported
     if reported and reported["table"]:
-        parts += ["\n## Reported in the paper (not measured here; not ranked with the runs above)\n",
-                  markdown_table(list(reported["table"][0]), [list(r.values()) for r in reported["table"]]),
-                  "\n" + "\n".join(f"- {n}" for n in reported["notes"]) + "\n"]
-    return "\n".join(parts)
+        tail += [Heading("Reported in the paper (not measured here; not ranked with the runs above)"),
+                 _table(list(reported["table"][0]), reported["table"]), Notes(reported["notes"])]
+    return "\n".join(p for p in [*parts, to_markdown(tail)] if p)
+
+
+def _table(header: list[str], rows: Sequence[dict[str, Any]]) -> Table:
+    """A table of compare.json's rows (their values as they are written there)."""
+    return Table(header, [[str(v) for v in r.values()] for r in rows])
 
 
 def compare_plots(results: Sequence[Results]) -> tuple[dict[str, bytes], dict[str, str]]:

@@ -70,3 +70,9 @@ def test_the_frames_css_names_no_suites_class():
     frame_classes = set(re.findall(r"\.([a-z][a-z0-9_-]*)\s*[{,]", CSS))
     assert frame_classes and frame_classes.isdisjoint(
         {"msg", "user", "assistant", "chip", "hit", "miss", "unscored", "harm4", "items", "query"}), frame_classes
+
+
+def test_a_tables_footnotes_follow_it_in_both_outputs():
+    table = Table(["h"], [[Shown(N, mark="†")]], footnotes=[["† stands on ", Shown(Number(90.04)), "% scored"]])
+    assert to_markdown([table]).endswith("| 61.2† |\n\n† stands on 90.0% scored  \n")
+    assert to_html([table]).endswith('</table><p class="meta footnote">† stands on 90.0% scored</p>')

@@ -22,7 +22,7 @@ from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 from carryon_eval.metrics.stats import MixedModel, RankCorrelation
 from carryon_eval.metrics.number import INTERVAL
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.report.tables import markdown_table
+from carryon_eval.report.blocks import markdown_table, number_text, shown
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
@@ -161,7 +161,7 @@ def aggregate_move_effects(results: Sequence[Results]) -> MoveEffectsAcross:
 
 
 def _fmt(x: Optional[float], digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    return number_text(shown(x, digits))                # the one number format (carryon_eval.report.blocks)
 
 
 def _interval(ci: Sequence[Optional[float]]) -> str:

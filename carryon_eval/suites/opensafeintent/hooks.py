@@ -24,7 +24,7 @@ from carryon_eval.suites.opensafeintent.export import write_reference
 from carryon_eval.suites.opensafeintent.errors import ReleaseError
 from carryon_eval.suites.opensafeintent.release import check_resume, load_release, with_triplets
 from carryon_eval.suites.opensafeintent import scorers  # noqa: F401 - registers its three judges
-from carryon_eval.suites.opensafeintent.report import compare_markdown, section_blocks
+from carryon_eval.suites.opensafeintent.report import compare_blocks, section_blocks
 from carryon_eval.suites.opensafeintent.section import (OpenSafeIntentComparison, OpenSafeIntentSection,
                                                         RecordedRelease, ReleaseOptions, comparison,
                                                         nothing_scored as headline_unscored)
@@ -166,9 +166,9 @@ def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
     return comparison(list(runs.labels), [r.section(CONDITION) for r in runs.results])
 
 
-def compare_text(part: Optional[OpenSafeIntentComparison]) -> str:
-    """SuiteReport.compare_markdown: its part of compare's table.md."""
-    return compare_markdown(part.to_json() if part is not None else None)
+def compare_part(part: Optional[OpenSafeIntentComparison]) -> list[Block]:
+    """SuiteReport.compare_blocks: its part of compare's table.md."""
+    return compare_blocks(part.to_json() if part is not None else None)
 
 
 def nothing_scored(sec: OpenSafeIntentSection) -> list[str]:

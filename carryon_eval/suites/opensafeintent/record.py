@@ -58,7 +58,7 @@ OPENSAFEINTENT = register_suite(Suite(
                            ("osi_helpfulness", "osi_harmfulness", "osi_assistance_level")),),
     report=SuiteReport(section=CONDITION, record=SECTION.OpenSafeIntentSection, summarize=HOOKS.summarize,
                        blocks=HOOKS.blocks, compare=HOOKS.compare, compare_record=SECTION.OpenSafeIntentComparison,
-                       compare_markdown=HOOKS.compare_text,
+                       compare_blocks=HOOKS.compare_part,
                        export=HOOKS.export, nothing_scored=HOOKS.nothing_scored,
                        # the prompt name of its transcripts and the triplet wing's in an inspect log
                        inspect=InspectPart(metadata=hooks_of("carryon_eval.suites.opensafeintent.suite").inspect_metadata)),

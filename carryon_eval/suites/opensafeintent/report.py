@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from carryon_eval.metrics.number import Number
-from carryon_eval.report.blocks import INTERVAL, MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text, number_text
+from carryon_eval.report.blocks import INTERVAL, MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
 
 SECTION = "opensafeintent"
@@ -56,13 +56,11 @@ def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]])
                       for m, n in zip(models, numbers)]}
 
 
-def compare_markdown(part: Optional[dict[str, Any]],
-                     heading: str = "OpenSafeIntent (the reference implementation's definitions, 0-1)") -> str:
+def compare_blocks(part: Optional[dict[str, Any]],
+                   heading: str = "OpenSafeIntent (the reference implementation's definitions, 0-1)") -> list[Block]:
+    """`compare`'s table of the six metrics, one row per model: each value and the sets it stands on."""
     if not part:
-        return ""
-    head = "| Model | " + " | ".join(HEADLINE) + " |"
-    lines = ["", f"## {heading}", "", head,
-             "|" + "---|" * (len(HEADLINE) + 1)]
-    lines += ["| " + " | ".join([r["model"], *(f"{number_text(_shown(r[k]))} (n {r[k + '_n']})" if r[k + "_n"] is not None
-                                             else "n/a" for k in HEADLINE)]) + " |" for r in part["table"]]
-    return "\n".join(lines) + "\n"
+        return []
+    rows = [[r["model"], *([_shown(r[k]), f" (n {r[k + '_n']})"] if r[k + "_n"] is not None else "n/a"
+                           for k in HEADLINE)] for r in part["table"]]
+    return [Heading(heading), Table(["Model", *HEADLINE], rows)]

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from carryon_eval.report.blocks import Block
+from carryon_eval.report.blocks import Block, Text
 from carryon_eval.suites.triplet.record import TRIPLET_CONDITION
 from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Skipped,
                                 SuiteOptions)
 # OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
 from carryon_eval.suites.opensafeintent.public import (NEEDS, Inputs, OpenSafeIntentComparison, comparison,
-                                                       compare_markdown, inputs_of, inputs_or_none, judge_records,
+                                                       compare_blocks, inputs_of, inputs_or_none, judge_records,
                                                        load_as, load_probes, nothing_scored as headline_unscored, plan,
                                                        run_intent_probe, section, section_blocks, target_model)
 from carryon_eval.suites.triplet.legacy import legacy_blocks, legacy_section
@@ -86,15 +86,16 @@ def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
     return out
 
 
-def compare_text(part: Optional[OpenSafeIntentComparison]) -> str:
+def compare_part(part: Optional[OpenSafeIntentComparison]) -> list[Block]:
+    """SuiteReport.compare_blocks: its part of compare's table.md."""
     if not part:
-        return ""
-    text = compare_markdown(part.to_json(), "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
-        if part.table else ""
+        return []
+    blocks = compare_blocks(part.to_json(), "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
+        if part.table else []
     if part.earlier_definitions:
-        text += ("\nTriplet sections of " + ", ".join(part.earlier_definitions) + " use this project's earlier "
-                 "triplet definitions and are not compared with OpenSafeIntent's.\n")
-    return text
+        blocks.append(Text("Triplet sections of " + ", ".join(part.earlier_definitions) + " use this project's "
+                           "earlier triplet definitions and are not compared with OpenSafeIntent's."))
+    return blocks
 
 
 def nothing_scored(sec: TripletSectionRecord) -> list[str]:

@@ -58,7 +58,7 @@ TRIPLETS = register_suite(Suite(
     report=SuiteReport(section=TRIPLET_CONDITION, record=hooks_of("carryon_eval.suites.triplet.section").TripletSection,
                        compare_record=hooks_of("carryon_eval.suites.triplet.section").OpenSafeIntentComparison,
                        summarize=HOOKS.summarize, blocks=HOOKS.blocks,
-                       compare=HOOKS.compare, compare_markdown=HOOKS.compare_text,
+                       compare=HOOKS.compare, compare_blocks=HOOKS.compare_part,
                        nothing_scored=HOOKS.nothing_scored),
     description="the dataset's benign / ambiguous / malicious prompt-sets under OpenSafeIntent's reference judges and "
                 "metrics (needs --opensafeintent DIR)"))
