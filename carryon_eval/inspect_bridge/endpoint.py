@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from carryon_eval import defaults
 from carryon_eval.model.endpoint import ChatResult, EndpointConfig, EndpointError, UsageLedger
+from carryon_eval.model.structured import ResponseFormat, form_of
 
 _STOP = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter"}
 
@@ -79,14 +80,13 @@ def _inspect_messages(messages: list[dict]) -> list[Any]:
 
 def _schema(response_format: Optional[dict]) -> Any:
     """The project's OpenAI ``response_format`` (a json_schema) as inspect's ResponseSchema."""
-    if not response_format or response_format.get("type") != "json_schema":
+    if not response_format or form_of(response_format) != "json_schema":
         return None
     from inspect_ai.model import ResponseSchema
     from inspect_ai.util import JSONSchema
 
-    spec = response_format["json_schema"]
-    return ResponseSchema(name=spec["name"], json_schema=JSONSchema.model_validate(spec["schema"]),
-                          strict=spec.get("strict"))
+    spec = ResponseFormat.from_json(response_format).json_schema
+    return ResponseSchema(name=spec.name, json_schema=JSONSchema.model_validate(spec.schema), strict=spec.strict)
 
 
 def _top_logprobs(output: Any) -> Optional[list[tuple[str, float]]]:

@@ -21,7 +21,10 @@ the form its reply was obtained with.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
+
+from carryon_eval.codec import Record
 
 #: The forms, most specific first. "none": no response_format (the prompt alone asks for JSON).
 FORMS: tuple[str, ...] = ("json_schema", "json_object", "none")
@@ -33,20 +36,36 @@ def names_form(message: str) -> bool:
     return any(word in text for word in ("response_format", "response format", "json_schema", "json_object"))
 
 
+@dataclass
+class JsonSchemaSpec(Record):
+    """A json_schema response_format's ``json_schema``: its name, schema and strictness (each as given)."""
+    name: Any = None
+    schema: Any = None
+    strict: Any = None
+
+
+@dataclass
+class ResponseFormat(Record):
+    """A request's response_format, the fields read from it: its form (``type``) and the schema either form
+    carries (json_schema's in ``json_schema``, json_object's own ``schema``)."""
+    type: Any = None
+    json_schema: Optional[JsonSchemaSpec] = None
+    schema: Any = None
+
+
 def form_of(response_format: Optional[dict[str, Any]]) -> Optional[str]:
     """The form a response_format asks for (its "type"), or None when there is none."""
     if response_format is None:
         return None
-    return str(response_format.get("type") or "none")
+    return str(ResponseFormat.from_json(response_format).type or "none")
 
 
 def schema_of(response_format: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The JSON schema carried by either form, if any."""
+    read = ResponseFormat.from_json(response_format)
     if form_of(response_format) == "json_schema":
-        inner = response_format.get("json_schema")
-        return inner.get("schema") if isinstance(inner, dict) else None
-    schema = response_format.get("schema")
-    return schema if isinstance(schema, dict) else None
+        return read.json_schema.schema if isinstance(read.json_schema, JsonSchemaSpec) else None
+    return read.schema if isinstance(read.schema, dict) else None
 
 
 def ladder(response_format: dict[str, Any]) -> list[tuple[str, Optional[dict[str, Any]]]]:

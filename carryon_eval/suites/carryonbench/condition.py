@@ -149,9 +149,10 @@ class ConditionBlock(Record):
 
 
 @dataclass
-class Recovery(NumberView, Record):
-    """Recovery%: its number's fields, its formula and meaning (and, since written, the scored share it stands on
-    and whether that is under 95%)."""
+class DerivedNumber(NumberView, Record):
+    """A headline number derived from the conditions' (Recovery%, the clarification effect): its number's fields,
+    its formula and meaning, the scored share it stands on and whether that is under 95% (the last three: since
+    written)."""
     value: Optional[float] = absent()
     ci95: Interval = absent()
     reason: Optional[str] = absent()
@@ -160,6 +161,11 @@ class Recovery(NumberView, Record):
     meaning: str = absent()
     scored_share: Optional[float] = absent()
     under_95: bool = absent()
+
+
+@dataclass
+class Recovery(DerivedNumber):
+    """Recovery%: (BC utility - turn-1 utility) / oracle utility * 100."""
 
 
 @dataclass
@@ -177,17 +183,9 @@ class ClarificationFidelity(Record):
 
 
 @dataclass
-class ClarificationEffect(NumberView, Record):
+class ClarificationEffect(DerivedNumber):
     """BC minus NC utility on the same queries and lengths ({} in results.json written before it: every field
     ABSENT); ``fidelity``: what the simulator's check says of it."""
-    value: Optional[float] = absent()
-    ci95: Interval = absent()
-    reason: Optional[str] = absent()
-    formula: str = absent()
-    bounds: Interval = absent()
-    meaning: str = absent()
-    scored_share: Optional[float] = absent()
-    under_95: bool = absent()
     fidelity: ClarificationFidelity = absent()
 
     def __bool__(self) -> bool:
