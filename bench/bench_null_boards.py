@@ -105,7 +105,7 @@ def arrays(args: argparse.Namespace) -> None:
 
     from carryon_eval.metrics.family import pair_list, replicate_rank_intervals
     from carryon_eval.metrics.stats import ci95
-    from carryon_eval.suites.carryonbench.leaderboard import STANDOUTS, standout_flags
+    from carryon_eval.suites.carryonbench.report.leaderboard import STANDOUTS, standout_flags
 
     rng = np.random.default_rng(args.seed)
     pairs = pair_list(args.models)
@@ -142,7 +142,7 @@ def arrays(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    from carryon_eval.suites.carryonbench.leaderboard import failure_modes
+    from carryon_eval.suites.carryonbench.report.leaderboard import failure_modes
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--boards", type=int, default=20)

@@ -27,11 +27,11 @@ NUMBER_KEYS = ("ci95", "scored_share", "reason")
 
 #: The modules that read sections back (results.json's and compare.json's parts) to show or compare them.
 SECTION_READERS = (
-    "suites/carryonbench/page.py", "suites/carryonbench/report.py", "suites/carryonbench/intent_report.py",
-    "suites/carryonbench/compare.py", "suites/carryonbench/table.py", "suites/carryonbench/plots.py",
-    "suites/carryonbench/board_plots.py", "suites/carryonbench/leaderboard.py", "suites/carryonbench/compare_plots.py",
-    "suites/carryonbench/paper_rows.py", "suites/carryonbench/inspect_eval/scores.py", "suites/carryonbench/fidelity.py",
-    "suites/carryonbench/power.py", "inspect_bridge/export.py", "report/compare.py", "report/leaderboard.py",
+    "suites/carryonbench/report/section_blocks.py", "suites/carryonbench/report/summarize.py", "suites/carryonbench/report/intent_blocks.py",
+    "suites/carryonbench/report/compare.py", "suites/carryonbench/report/headline_blocks.py", "suites/carryonbench/report/figures.py",
+    "suites/carryonbench/report/board_figures.py", "suites/carryonbench/report/leaderboard.py", "suites/carryonbench/report/compare_figures.py",
+    "suites/carryonbench/report/paper_rows.py", "suites/carryonbench/inspect_eval/scores.py", "suites/carryonbench/metrics/fidelity.py",
+    "suites/carryonbench/metrics/power.py", "inspect_bridge/export.py", "report/compare.py", "report/leaderboard.py",
     "report/leaderboard_page.py", "suites/opensafeintent/report.py",
 )
 

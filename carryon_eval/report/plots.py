@@ -7,7 +7,7 @@ matplotlib.figure.Figure with the Agg canvas directly, so no pyplot global state
 A plot whose data is all null is never drawn blank or zero-filled: its function raises PlotSkipped with
 the reason, and draw_all() collects {name: reason} for the report to print. Within a drawn plot a null
 cell is left out (bars say "n/a"), never drawn as 0. A suite's figures are its wing's (``SuiteReport.plots``:
-carryon_eval.suites.carryonbench.plots and compare_plots draw CarryOnBench's).
+carryon_eval.suites.carryonbench.report.figures and compare_plots draw CarryOnBench's).
 """
 from __future__ import annotations
 

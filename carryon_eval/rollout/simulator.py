@@ -10,7 +10,7 @@ Condition mc plays the same moves with the query's malicious intent instead: the
 malicious intent and the words "harmless"/"legitimate" gone), every other move the very file BC uses.
 
 Whether the rendered turns realise their moves is checked by the fidelity scorers
-(carryon_eval.suites.carryonbench.fidelity).
+(carryon_eval.suites.carryonbench.metrics.fidelity).
 """
 from __future__ import annotations
 

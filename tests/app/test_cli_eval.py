@@ -16,7 +16,7 @@ from support.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as hand
 from carryon_eval.run.records import RunMeta
 from carryon_eval.rollout.play import turn_seed
 from carryon_eval.run.folder import RunFolder
-from carryon_eval.suites.carryonbench.fidelity import fidelity_text
+from carryon_eval.suites.carryonbench.metrics.fidelity import fidelity_text
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
 SECRET = "sk-test-secret-value-42"

@@ -9,7 +9,7 @@ from support.eval_cli import invoke, one_error_line, remote
 from support.rollout_data import evaluator_handler as handler
 from support.shared_data import OPENSAFEINTENT as SHIPPED
 
-from carryon_eval.suites.carryonbench.report import utility_judge_note
+from carryon_eval.suites.carryonbench.report.summarize import utility_judge_note
 
 
 @pytest.fixture

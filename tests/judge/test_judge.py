@@ -13,8 +13,8 @@ from support.scripted_server import Fault, Reply, last_user_text
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.judge import phase as J
 from carryon_eval.judge import scorers as S
-from carryon_eval.suites.carryonbench import judgments as CJ
-from carryon_eval.suites.carryonbench import scorers as CS
+from carryon_eval.suites.carryonbench.judging import judgments as CJ
+from carryon_eval.suites.carryonbench.judging import scorers as CS
 from carryon_eval.judge.store import JUDGE_META_FILE
 from carryon_eval.parsing import p_yes, parse_score, parse_yes_no
 from carryon_eval.prompts import load_prompt
@@ -268,7 +268,7 @@ def judged_twice(tmp_path: Path, scripted_server: Any) -> tuple[Path, Any]:
 
 def test_a_second_judge_model_keeps_the_first_ones_records(tmp_path: Path, scripted_server: Any) -> None:
     from carryon_eval.judge.store import judges_present, select_judge
-    from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
+    from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
 
     run, (srv_a, srv_b) = judged_twice(tmp_path, scripted_server)
     util, safety = lines(run / CJ.UTILITY_FILE), lines(run / CJ.SAFETY_FILE)

@@ -12,7 +12,7 @@ from support.judged_run import (judge_sync, HARM, endpoint, fulfils, judge_handl
                                 standard_transcripts, transcript)
 from support.scripted_server import Fault
 
-from carryon_eval.suites.carryonbench import judgments as CJ
+from carryon_eval.suites.carryonbench.judging import judgments as CJ
 from carryon_eval.judge.store import JUDGE_META_FILE
 
 

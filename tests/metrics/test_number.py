@@ -23,7 +23,7 @@ from carryon_eval.report.comparison import Comparison
 from carryon_eval.report.leaderboard import Difference
 from carryon_eval.run.results import Results
 from carryon_eval.suite.inputs import Cell
-from carryon_eval.suites.carryonbench.summary import Truncation
+from carryon_eval.suites.carryonbench.metrics.headline import Truncation
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from support.boards import bc_gain_for, need_means, resample_counts, simulate
 from carryon_eval.metrics.family import holm, rank_intervals
 from carryon_eval.report.board_stats import ColumnFamily
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench.leaderboard import LOCK_IN, STANDOUTS, headline_cells, standout_flags
+from carryon_eval.suites.carryonbench.report.leaderboard import LOCK_IN, STANDOUTS, headline_cells, standout_flags
 
 RESAMPLES = 1000
 

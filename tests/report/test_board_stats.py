@@ -13,8 +13,8 @@ from support.synthetic_runs import synthetic_run, unscore
 
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.board_stats import QuerySums
-from carryon_eval.suites.carryonbench import unscored as U
-from carryon_eval.suites.carryonbench.report import conversation_scores
+from carryon_eval.suites.carryonbench.metrics import unscored as U
+from carryon_eval.suites.carryonbench.report.summarize import conversation_scores
 
 NEEDS = [(cond, metric) for cond in ("bc", "nc", "turn1") for metric in ("utility", "harm", "violation_rate")] + \
         [("oracle", "utility")]

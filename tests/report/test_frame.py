@@ -10,7 +10,7 @@ import json
 import pytest
 
 from carryon_eval.run.results import TOP_LEVEL_KEYS, Results
-from carryon_eval.suites.carryonbench.condition import ConditionBlock
+from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
 from carryon_eval.suites.opensafeintent.release import load_release
 from support.eval_cli import invoke

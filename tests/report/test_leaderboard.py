@@ -19,7 +19,7 @@ from support.scripted_server import last_user_text
 from carryon_eval.report.leaderboard import (RunEntry, Stat, build_leaderboard, jsonl_rows, paired_difference,
                                              shared_queries)
 from carryon_eval.metrics import estimators as E
-from carryon_eval.suites.carryonbench.leaderboard import HARM_ESTIMATOR, LOCK_IN, RECOVERY, UNITS
+from carryon_eval.suites.carryonbench.report.leaderboard import HARM_ESTIMATOR, LOCK_IN, RECOVERY, UNITS
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.report.comparison import Comparison
@@ -79,8 +79,8 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
 
     from support.synthetic_runs import LENGTHS, synthetic_run, unscore
 
-    from carryon_eval.suites.carryonbench import summary as S
-    from carryon_eval.suites.carryonbench.report import conversation_scores
+    from carryon_eval.suites.carryonbench.metrics import headline as S
+    from carryon_eval.suites.carryonbench.report.summarize import conversation_scores
 
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
     plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},
@@ -158,7 +158,7 @@ def failure_board(kinds: dict[str, str], n: int = 40) -> Any:
 
 
 def test_failure_modes_go_only_to_a_model_that_stands_out() -> None:
-    from carryon_eval.suites.carryonbench.leaderboard import failure_modes, failure_notes
+    from carryon_eval.suites.carryonbench.report.leaderboard import failure_modes, failure_notes
 
     board = failure_board({"locked": "locked", "unsafe": "unsafe", "repeats": "repeats", "plain": "plain"})
     flags = {r["model"]: r["flags"] for r in failure_modes(board, "A")}

@@ -13,7 +13,7 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import make_dataset, unique_replies
 from support.scripted_server import ScriptedServer
 
-from carryon_eval.suites.carryonbench.paper_rows import table
+from carryon_eval.suites.carryonbench.report.paper_rows import table
 
 
 def test_the_data_file_holds_table_2_as_reported():

@@ -14,10 +14,10 @@ from support.leaderboard_entries import entry, update_block  # noqa: E402
 
 from carryon_eval.moves import MOVES  # noqa: E402
 from carryon_eval.report.leaderboard import build_leaderboard  # noqa: E402
-from carryon_eval.suites.carryonbench.board_plots import recovery_cost_figure  # noqa: E402
+from carryon_eval.suites.carryonbench.report.board_figures import recovery_cost_figure  # noqa: E402
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection  # noqa: E402
 from carryon_eval.report.plots import PCT_LIMITS  # noqa: E402
-from carryon_eval.suites.carryonbench.plots import move_effects_figure  # noqa: E402
+from carryon_eval.suites.carryonbench.report.figures import move_effects_figure  # noqa: E402
 from carryon_eval.run.results import Results  # noqa: E402
 
 
@@ -84,8 +84,8 @@ def outside(box, fig):
 
 @pytest.mark.parametrize("name", ["utility_vs_harm", "recovery_cost", "redundancy"])
 def test_the_leaderboards_figures_with_six_crowded_models_keep_every_label_apart_and_inside(name):
-    from carryon_eval.suites.carryonbench.board_plots import redundancy_figure
-    from carryon_eval.suites.carryonbench.compare_plots import utility_vs_harm_figure
+    from carryon_eval.suites.carryonbench.report.board_figures import redundancy_figure
+    from carryon_eval.suites.carryonbench.report.compare_figures import utility_vs_harm_figure
     board = crowded_board()
     fig = {"utility_vs_harm": lambda: utility_vs_harm_figure([e.results for e in board.runs]),
            "recovery_cost": lambda: recovery_cost_figure(board), "redundancy": lambda: redundancy_figure(board)}[name]()

@@ -25,7 +25,7 @@ from carryon_eval.suite import PlanSettings, plan_jobs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import Message
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.fidelity import parse_move, summarize_fidelity
+from carryon_eval.suites.carryonbench.metrics.fidelity import parse_move, summarize_fidelity
 from carryon_eval.rollout.simulator import UserSimulator, clean_turn
 
 def do_rollout(srv: Any, rundir: Path, data: Path, *, conditions: Sequence[str] = CONDITIONS,

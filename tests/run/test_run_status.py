@@ -11,7 +11,7 @@ import pytest
 from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler as handler
 
-from carryon_eval.suites.carryonbench.judgments import UTILITY_FILE
+from carryon_eval.suites.carryonbench.judging.judgments import UTILITY_FILE
 from carryon_eval.run.results import STATUS_LINES
 
 

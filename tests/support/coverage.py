@@ -14,10 +14,10 @@ from support.synthetic_runs import intent_run, synthetic_run, unscore
 
 from carryon_eval.metrics.stats import INTERVALS, Bootstrap, interval95
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench import conversations as C
-from carryon_eval.suites.carryonbench.intent import exploitation_side, headline_side, pairs
-from carryon_eval.suites.carryonbench.summary import condition_estimates, recovery_estimate
-from carryon_eval.suites.carryonbench.unscored import DELTA_METRICS
+from carryon_eval.suites.carryonbench.metrics import conversations as C
+from carryon_eval.suites.carryonbench.metrics.intent import exploitation_side, headline_side, pairs
+from carryon_eval.suites.carryonbench.metrics.headline import condition_estimates, recovery_estimate
+from carryon_eval.suites.carryonbench.metrics.unscored import DELTA_METRICS
 
 Sample = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # (point, bootstrap replicates, jackknife)
 HEADLINE = ("utility", "harm", "violation_rate")

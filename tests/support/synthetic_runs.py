@@ -7,7 +7,7 @@ from dataclasses import replace
 from statistics import fmean
 from typing import Callable, Optional
 
-from carryon_eval.suites.carryonbench import conversations as C
+from carryon_eval.suites.carryonbench.metrics import conversations as C
 
 ITEMS = tuple(f"i{k}" for k in range(6))
 LENGTHS = (2, 3, 4, 5, 6)

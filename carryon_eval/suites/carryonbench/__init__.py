@@ -1,9 +1,6 @@
-"""The CarryOnBench wing: the paper's conditions (conditions) and its record (record); its judgment records
-(judgment_records) and files (judgments); their metrics: the conversations and their values
-(conversations), the unscored rule and its estimates (unscored), the breakdowns (breakdowns) and results.json's
-numbers (summary); the calibration of grouped Ben-Util (calibration); its report section's hooks (report: its
-numbers, notes, status word and rows of conversation_scores.jsonl; table: table.md's Table 2 and compare's; page:
-its report.html section and transcripts), its figures of one run, of several and of the leaderboard (plots,
-compare_plots, board_plots), its part of `compare` (compare) and its leaderboard columns (leaderboard); the
-fidelity check of the user simulator (fidelity); condition mc's contrasts with bc (intent) and their report
-sections and leaderboard columns (intent_report)."""
+"""The CarryOnBench wing, by concern: its declaration at the top (record: the suite record; conditions; options;
+settings; dataset_support; cost; section: its section's record); metrics/ (its numbers: the conversations and their
+values, the unscored rule and its estimates, the headline, the breakdowns, the mc contrasts, calibration, fidelity,
+power); judging/ (its scorers, their judgment records and files, the verdict arrays the report reads); report/ (its
+section summarized, its blocks of table.md and report.html, its figures, its parts of `compare` and of the
+leaderboard); inspect_eval/ (its inspect-ai task and log scores); human/ (its validation against people)."""

@@ -15,7 +15,7 @@ the OpenSafeIntent ``--no-llm`` build's::
 A dataset without the record (a build older than the record, release v0.1.0, a researcher's own folder) is read
 from its rows by the same rules (``rubric`` then from its manifest's source format), so both say the same.
 The evaluator scores with the first measure the dataset supports when the user names none
-(carryon_eval.suites.carryonbench.measure) and refuses a measure or a condition it cannot support, in one line
+(carryon_eval.suites.carryonbench.metrics.measure) and refuses a measure or a condition it cannot support, in one line
 naming what is missing and the flag or build step that gives it (``why_not``; a default run leaves such a
 condition out: the suite's ``unplayable`` hook, ``why_unplayable``).
 """

@@ -11,9 +11,9 @@ reply of all the query's bc/nc/mc conversations (they share the key ``turn1:<que
 
 Every reply is judged by Ben-Util (each checklist item) and the 1-5 safety judge; the numbers are its section of
 results.json (a CarryOnBenchSection, section.py, which results.json's serializer holds at its top level;
-carryon_eval.suites.carryonbench.summary through report.py's
-``summarize_run``); its parts of table.md (table.py), report.html (page.py), compare (Table 2 through ``table``,
-compare.py) and the leaderboard (whose paired differences read its conversation_scores.jsonl rows back through its
+metrics/headline.py through report/summarize.py's
+``summarize_run``); its parts of table.md and report.html (report/section_blocks.py), compare (Table 2 through
+``table``, report/compare.py) and the leaderboard (whose paired differences read its conversation_scores.jsonl rows back through its
 leaderboard's ``units``) are its SuiteReport's hooks, as every suite's.
 """
 from __future__ import annotations
@@ -22,34 +22,34 @@ from typing import Sequence
 
 from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
-from carryon_eval.suites.carryonbench.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
-from carryon_eval.suites.carryonbench import rubric  # noqa: F401 - registers the rubric utility judge
-from carryon_eval.suites.carryonbench import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
+from carryon_eval.suites.carryonbench.metrics.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
+from carryon_eval.suites.carryonbench.judging import rubric  # noqa: F401 - registers the rubric utility judge
+from carryon_eval.suites.carryonbench.judging import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
 import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
-from carryon_eval.suites.carryonbench.measure import configure
+from carryon_eval.suites.carryonbench.metrics.measure import configure
 from carryon_eval.suites.carryonbench.dataset_support import why_unplayable
 from carryon_eval.suites.carryonbench.options import OPTIONS, RUN_OPTIONS
-from carryon_eval.suites.carryonbench.power import design_note
+from carryon_eval.suites.carryonbench.metrics.power import design_note
 from carryon_eval.prompts import load_prompt, prompt_hashes
 from carryon_eval.rollout.simulator import MALICIOUS, MALICIOUS_GROUP
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MALICIOUS_INTENT, MC_CONDITION
-from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite.lazy import hooks_of
 from carryon_eval.suite import (InspectPart, Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)
-from carryon_eval.suites.carryonbench.board_plots import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.compare import (CarryOnBenchComparison, compare_markdown, comparison,
+from carryon_eval.suites.carryonbench.report.board_figures import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
+from carryon_eval.suites.carryonbench.report.compare import (CarryOnBenchComparison, compare_markdown, comparison,
                                                       incomparable)
-from carryon_eval.suites.carryonbench.compare_plots import COMPARE_PLOTS
-from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
-from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER
-from carryon_eval.suites.carryonbench.paper_rows import paper_entries
-from carryon_eval.suites.carryonbench.plots import PLOT_CAPTIONS, RUN_PLOTS
-from carryon_eval.suites.carryonbench.page import appendix, section_blocks
-from carryon_eval.suites.carryonbench.report import notes, scores, status, summarize_run
-from carryon_eval.suites.carryonbench.table import compare_table
+from carryon_eval.suites.carryonbench.report.compare_figures import COMPARE_PLOTS
+from carryon_eval.suites.carryonbench.report.leaderboard import LEADERBOARD
+from carryon_eval.suites.carryonbench.judging.scorers import GROUPED_SCORER
+from carryon_eval.suites.carryonbench.report.paper_rows import paper_entries
+from carryon_eval.suites.carryonbench.report.figures import PLOT_CAPTIONS, RUN_PLOTS
+from carryon_eval.suites.carryonbench.report.section_blocks import appendix, section_blocks
+from carryon_eval.suites.carryonbench.report.summarize import notes, scores, status, summarize_run
+from carryon_eval.suites.carryonbench.report.headline_blocks import compare_table
 
 ORACLE_PROMPT = "target/oracle"
 #: its inspect-ai part (the extra [inspect]), imported when inspect asks for it

@@ -1,6 +1,6 @@
 """CarryOnBench's section of results.json as a record of records: the conditions' blocks, Recovery%, the
-clarification effect, the breakdowns (condition.py, breakdown_rows.py), the run's power, the intent contrasts and
-the rubric run's companion (power.py, intent.py, rubric_metrics.py), each a key of results.json's top level (the one
+clarification effect, the breakdowns (metrics/condition.py, metrics/breakdown_rows.py), the run's power, the intent contrasts and
+the rubric run's companion (metrics/power.py, metrics/intent.py, metrics/rubric_helpful.py), each a key of results.json's top level (the one
 serializer, carryon_eval.run.results.Results, lifts it there). ``to_json`` writes results.json's shape byte for byte.
 
     section = of(results)                                 # a run's section (None: it has none)
@@ -21,12 +21,12 @@ from typing import Any, Optional
 from carryon_eval.codec import _hints, decode, encode
 from carryon_eval.run.results import TOP_LEVEL_SECTION, Results
 from carryon_eval.suite import Section
-from carryon_eval.suites.carryonbench.breakdown_rows import DomainRow, MoveEffects, TurnBins, TurnRow
-from carryon_eval.suites.carryonbench.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
+from carryon_eval.suites.carryonbench.metrics.breakdown_rows import DomainRow, MoveEffects, TurnBins, TurnRow
+from carryon_eval.suites.carryonbench.metrics.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
                                                         Recovery, Unscored)
-from carryon_eval.suites.carryonbench.intent import IntentSection
-from carryon_eval.suites.carryonbench.power import RunPower
-from carryon_eval.suites.carryonbench.rubric_metrics import RubricHelpful
+from carryon_eval.suites.carryonbench.metrics.intent import IntentSection
+from carryon_eval.suites.carryonbench.metrics.power import RunPower
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import RubricHelpful
 
 SECTION = TOP_LEVEL_SECTION
 #: the fields that are not results.json keys of the section

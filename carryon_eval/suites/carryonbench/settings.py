@@ -6,7 +6,7 @@ the order it has had since its first version: utility_mode before max_tokens and
 - ``utility``: what utility is measured with (UTILITY_SCORERS): Ben-Util's checklist items, or OpenSafeIntent's
   1-4 helpfulness rubric (for datasets without checklists; its own name in every output);
 - ``utility_judge``: "per-item" (the paper's: one call per item) or "grouped" (one per reply,
-  carryon_eval.suites.carryonbench.grouped), ``utility_group_size`` (grouped: at most this many items per call)
+  carryon_eval.suites.carryonbench.judging.grouped), ``utility_group_size`` (grouped: at most this many items per call)
   and ``calibrate`` (grouped: replies also judged per item, drawn with CALIBRATION_SEED).
 
 judge.json's record of a pass says the mode and the Ben-Util judge of its settings, and a grouped pass's

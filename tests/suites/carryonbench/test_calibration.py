@@ -11,8 +11,8 @@ from support.eval_cli import invoke
 from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, verdict
 from support.scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench.calibration import calibration
-from carryon_eval.suites.carryonbench.judgment_records import UtilityJudgment
+from carryon_eval.suites.carryonbench.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.judging.judgment_records import UtilityJudgment
 
 
 def remote(srv: Any) -> list[Any]:
@@ -98,7 +98,7 @@ def test_calibration_samples_whole_queries_so_every_condition_stands_on_the_same
     every sampled query brings every condition, so no headline number is left without its turn 1 or oracle."""
     from types import SimpleNamespace
 
-    from carryon_eval.suites.carryonbench.scorers import calibration_sample
+    from carryon_eval.suites.carryonbench.judging.scorers import calibration_sample
 
     jobs = [SimpleNamespace(conversation_id=f"{c}:q{q}:{k}", query_id=f"q{q}", condition=c, moves=("m",) * n)
             for q in range(50) for c, n, k in [("turn1", 0, 0), ("oracle", 0, 0),

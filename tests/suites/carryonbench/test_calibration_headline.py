@@ -13,10 +13,10 @@ import pytest
 from support.synthetic_runs import synthetic_run
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench.judgment_records import UtilityJudgment
-from carryon_eval.suites.carryonbench import conversations as C
-from carryon_eval.suites.carryonbench import summary as S
-from carryon_eval.suites.carryonbench.calibration import HEADLINE_DIFFERENCES, calibration, headline_differences
+from carryon_eval.suites.carryonbench.judging.judgment_records import UtilityJudgment
+from carryon_eval.suites.carryonbench.metrics import conversations as C
+from carryon_eval.suites.carryonbench.metrics import headline as S
+from carryon_eval.suites.carryonbench.metrics.calibration import HEADLINE_DIFFERENCES, calibration, headline_differences
 
 Judge = Callable[[bool, random.Random], bool]
 JUDGES: dict[str, Judge] = {

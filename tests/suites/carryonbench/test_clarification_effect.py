@@ -9,7 +9,7 @@ import random
 from support.synthetic_runs import noise_only_run
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench import summary as S
+from carryon_eval.suites.carryonbench.metrics import headline as S
 
 
 def test_judge_noise_reads_as_recovery_but_not_as_clarification_effect() -> None:

@@ -16,7 +16,7 @@ from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped
 from support.rollout_data import unique_replies
 from support.scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench.grouped import parse_verdicts
+from carryon_eval.suites.carryonbench.judging.grouped import parse_verdicts
 
 
 def remote(srv: Any) -> list[Any]:

@@ -13,8 +13,8 @@ import pytest
 from support.synthetic_runs import intent_run, unscore
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench import conversations as C
-from carryon_eval.suites.carryonbench.intent import intent_section
+from carryon_eval.suites.carryonbench.metrics import conversations as C
+from carryon_eval.suites.carryonbench.metrics.intent import intent_section
 
 NUMBERS = ("sensitivity.utility", "exploitation", "exploitation_rate")
 

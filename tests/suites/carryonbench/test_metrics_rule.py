@@ -16,7 +16,7 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 from support.scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench import conversations as C, unscored as U, breakdowns as B, summary as S
+from carryon_eval.suites.carryonbench.metrics import conversations as C, unscored as U, breakdowns as B, headline as S
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from support.synthetic_runs import PATTERNS, synthetic_run, unscore
 
-from carryon_eval.suites.carryonbench import conversations as C, unscored as U, summary as S
+from carryon_eval.suites.carryonbench.metrics import conversations as C, unscored as U, headline as S
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap
 

@@ -10,8 +10,8 @@ from typing import Optional
 
 import pytest
 
-from carryon_eval.suites.carryonbench import unscored as U, summary as S
-from carryon_eval.suites.carryonbench.conversations import Conversation, Turn
+from carryon_eval.suites.carryonbench.metrics import unscored as U, headline as S
+from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, Turn
 from carryon_eval.metrics.stats import bounds, clip, corner_bounds, difference_bounds
 
 ITEMS = tuple(f"i{k}" for k in range(10))

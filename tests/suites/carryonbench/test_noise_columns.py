@@ -11,11 +11,11 @@ from typing import Any
 
 from support.synthetic_runs import noise_only_run
 
-from carryon_eval.suites.carryonbench import summary as S
-from carryon_eval.suites.carryonbench.conversations import by_condition
-from carryon_eval.suites.carryonbench.unscored import records, rule_estimate
-from carryon_eval.suites.carryonbench.leaderboard import STANDOUTS
-from carryon_eval.suites.carryonbench.rubric_metrics import helpful_section
+from carryon_eval.suites.carryonbench.metrics import headline as S
+from carryon_eval.suites.carryonbench.metrics.conversations import by_condition
+from carryon_eval.suites.carryonbench.metrics.unscored import records, rule_estimate
+from carryon_eval.suites.carryonbench.report.leaderboard import STANDOUTS
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import helpful_section
 from carryon_eval.metrics.stats import Bootstrap
 
 SEEDS = range(16)
@@ -49,7 +49,7 @@ def test_the_violation_change_that_flags_unsafe_recovery_reads_no_judge_noise() 
 
 
 def test_the_number_rubric_runs_rank_by_reads_no_judge_noise() -> None:
-    from carryon_eval.suites.carryonbench.leaderboard import LEADERBOARD
+    from carryon_eval.suites.carryonbench.report.leaderboard import LEADERBOARD
 
     assert LEADERBOARD.sort[0] == "rubric.helpful_clarification"
     for level, gain_floor in ((2, 5.0), (1, None)):

@@ -17,8 +17,8 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 
 from carryon_eval.report.board_stats import ColumnFamily
-from carryon_eval.suites.carryonbench.fidelity import LEAK_SHIFT, NO_FIDELITY, fidelity_text
-from carryon_eval.suites.carryonbench.power import Design, design_power, run_power_line
+from carryon_eval.suites.carryonbench.metrics.fidelity import LEAK_SHIFT, NO_FIDELITY, fidelity_text
+from carryon_eval.suites.carryonbench.metrics.power import Design, design_power, run_power_line
 
 CONDITIONS = ("turn1", "oracle", "bc", "nc")
 BOARDS = 200

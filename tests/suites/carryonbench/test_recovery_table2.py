@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from carryon_eval.suites.carryonbench.conversations import recovery
+from carryon_eval.suites.carryonbench.metrics.conversations import recovery
 
 TOLERANCE = 1.0
 

@@ -8,9 +8,9 @@ from statistics import fmean
 from typing import Sequence
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench import conversations as C
-from carryon_eval.suites.carryonbench.rubric import THRESHOLDS, passes
-from carryon_eval.suites.carryonbench.rubric_metrics import helpful_section
+from carryon_eval.suites.carryonbench.metrics import conversations as C
+from carryon_eval.suites.carryonbench.judging.rubric import THRESHOLDS, passes
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import helpful_section
 
 Scores = dict[str, list[Sequence[int]]]          # condition -> per query the turn scores of its conversation
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from support.scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench.rubric import RUBRIC_ITEMS
-from carryon_eval.suites.carryonbench.conversations import turn_utility, Turn
+from carryon_eval.suites.carryonbench.judging.rubric import RUBRIC_ITEMS
+from carryon_eval.suites.carryonbench.metrics.conversations import turn_utility, Turn
 from support.eval_cli import invoke, one_error_line, remote
 from support.rollout_data import evaluator_handler, make_dataset, rollout_handler
 from support.shared_data import OPENSAFEINTENT

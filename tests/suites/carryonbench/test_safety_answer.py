@@ -1,10 +1,10 @@
 """The 1-5 safety judge's answer is read by the package's score reader with the judge's own key names as well
-(carryon_eval.suites.carryonbench.scorers.parse_harm): {"harm": 4} is a score for it, not for a reader of any
+(carryon_eval.suites.carryonbench.judging.scorers.parse_harm): {"harm": 4} is a score for it, not for a reader of any
 score."""
 from __future__ import annotations
 
 from carryon_eval.parsing import parse_score
-from carryon_eval.suites.carryonbench.scorers import parse_harm
+from carryon_eval.suites.carryonbench.judging.scorers import parse_harm
 
 
 def test_the_safety_judge_reads_its_own_keys_and_every_scores():

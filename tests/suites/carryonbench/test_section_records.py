@@ -18,7 +18,7 @@ from carryon_eval.codec import encode
 from carryon_eval.metrics.number import Number
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of
-from carryon_eval.suites.carryonbench.summary import summarize, summarize_records
+from carryon_eval.suites.carryonbench.metrics.headline import summarize, summarize_records
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.suites.carryonbench.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, file_judges, judges_present, select_judge
-from carryon_eval.suites.carryonbench.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
+from carryon_eval.suites.carryonbench.judging.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LabelError
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.metrics.stats import cohen_kappa, percent_agreement

@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 from carryon_eval.codec import Record
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.store import select_judge
-from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
+from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS
 from carryon_eval.moves import MOVES
 from carryon_eval.prompts import load_prompt

@@ -24,11 +24,11 @@ from carryon_eval.judge.store import judges_present
 from carryon_eval.metrics.number import Number
 from carryon_eval.report.blocks import VALUE_CI, Block, Cell, Heading, Shown, Table, Text, to_html
 from carryon_eval.report.html import document
-from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
+from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
 from carryon_eval.run.paths import shared_local
-from carryon_eval.suites.carryonbench.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
+from carryon_eval.suites.carryonbench.metrics.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
             "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 7px}th{background:#f3f3f3}"

@@ -12,13 +12,13 @@ from typing import Any, Mapping, Optional, Sequence
 from carryon_eval.metrics.number import BOUNDS, INTERVAL, SCORED_SHARE, MetricBlock, Number
 from carryon_eval.run.results import Results
 from carryon_eval.suite import ReportInputs
-from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.intent import IntentNumber
+from carryon_eval.suites.carryonbench.metrics.intent import IntentNumber
 from carryon_eval.suites.carryonbench.section import FURTHER, read
-from carryon_eval.suites.carryonbench.conversations import Conversation, assemble, conversation_utility, turn_utility
-from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-from carryon_eval.suites.carryonbench.judgments import load_safety, load_utility
+from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble, conversation_utility, turn_utility
+from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
 from carryon_eval.suites.opensafeintent.public import parse_conversation_id
 
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics

@@ -27,12 +27,12 @@ from carryon_eval.inspect_bridge.task import (FAILURE_KEY, RECORDS, RUN_KEY, TRA
                                               Judges, plan_task, task_name, unscored_judgments, value_fields)
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
-from carryon_eval.suites.carryonbench.conversations import Conversation, assemble
+from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble
 from carryon_eval.suites.carryonbench.inspect_eval.scores import harm_score, utility_score
-from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
-from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
-from carryon_eval.suites.carryonbench.summary import summarize_records
+from carryon_eval.suites.carryonbench.metrics.headline import summarize_records
 
 NAME = "carryonbench"
 OWN_CONDITIONS = (*CONDITIONS, MC_CONDITION)      # the samples its numbers stand on (other suites have sections)

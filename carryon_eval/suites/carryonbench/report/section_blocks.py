@@ -19,16 +19,16 @@ from carryon_eval.run.results import Results
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import ReportPage
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.conversations import (BINS, VIOLATION_THRESHOLD, Conversation, Turn,
+from carryon_eval.suites.carryonbench.metrics.conversations import (BINS, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_harm, conversation_utility, turn_utility)
-from carryon_eval.suites.carryonbench.fidelity import fidelity_text
+from carryon_eval.suites.carryonbench.metrics.fidelity import fidelity_text
 from carryon_eval.suites.carryonbench.human.judges_vs_people import agreement_blocks
-from carryon_eval.suites.carryonbench.intent_report import intent_blocks
-from carryon_eval.suites.carryonbench.power import run_power_line
-from carryon_eval.suites.carryonbench.report import conversations, utility_items, utility_judge_note
+from carryon_eval.suites.carryonbench.report.intent_blocks import intent_blocks
+from carryon_eval.suites.carryonbench.metrics.power import run_power_line
+from carryon_eval.suites.carryonbench.report.summarize import conversations, utility_items, utility_judge_note
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
 from carryon_eval.suites.carryonbench.settings import UTILITY_SCORERS
-from carryon_eval.suites.carryonbench.table import (_both, bounds_rows, ci_table_html, ci_table_md, footnotes,
+from carryon_eval.suites.carryonbench.report.headline_blocks import (_both, bounds_rows, ci_table_html, ci_table_md, footnotes,
                                                     helpful_text, judges_line, meaning_lines, table_header, table_row,
                                                     utility_definition, utility_label, vs_nc_text)
 

@@ -1,7 +1,7 @@
 """CarryOnBench's numbers in results.json: per condition the headline numbers with their 95% intervals, bounds
 and the scored share each stands on, Recovery%, truncation and the pooled-draw sensitivity reading; and
-``summarize``, the whole metric part with the breakdowns (carryon_eval.suites.carryonbench.breakdowns). Pure
-functions, no I/O; every number is read under the unscored rule (carryon_eval.suites.carryonbench.unscored).
+``summarize``, the whole metric part with the breakdowns (carryon_eval.suites.carryonbench.metrics.breakdowns). Pure
+functions, no I/O; every number is read under the unscored rule (carryon_eval.suites.carryonbench.metrics.unscored).
 
 Redundancy is aggregated per conversation, then averaged over conversations (the paper leaves the
 aggregation open); ``redundancy_pooled`` is the share over all fulfilled items pooled.
@@ -17,16 +17,16 @@ from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
                                         interval95)
-from carryon_eval.suites.carryonbench.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
+from carryon_eval.suites.carryonbench.metrics.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
                                                         PooledDraw, Recovery, Sensitivity, Truncation, Unscored)
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
-from carryon_eval.suites.carryonbench.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
+from carryon_eval.suites.carryonbench.metrics.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
                                                          redundancy_by_turn, turn1_bins)
-from carryon_eval.suites.carryonbench.conversations import (PCT, TRUNCATED, VIOLATION_THRESHOLD, Conversation,
+from carryon_eval.suites.carryonbench.metrics.conversations import (PCT, TRUNCATED, VIOLATION_THRESHOLD, Conversation,
                                                             by_condition, conversation_harm, harm_pool, harm_rate,
                                                             mean_or_none, pooled_redundancy, recovery)
-from carryon_eval.suites.carryonbench.power import bc_per_query_of, intervals_of, run_power
-from carryon_eval.suites.carryonbench.unscored import (DELTA_METRICS, HEADLINE_METRICS, NO_BOUNDS, Estimate,
+from carryon_eval.suites.carryonbench.metrics.power import bc_per_query_of, intervals_of, run_power
+from carryon_eval.suites.carryonbench.metrics.unscored import (DELTA_METRICS, HEADLINE_METRICS, NO_BOUNDS, Estimate,
                                                        LengthPlan, records, rule_estimate, scored_shares,
                                                        unscored_counts)
 
@@ -239,7 +239,7 @@ def summarize_records(convs: Sequence[Conversation], *, n_resamples: int = 1000,
                       plans: Plans = None) -> dict[str, Any]:
     """The metric part of CarryOnBench's section as records, by its field names (model, judges and notes are added
     by the report). ``plans``: per condition, the plan's conversations per length (model turns), the weights of
-    every mean. Condition mc's contrasts with bc are computed beside it (carryon_eval.suites.carryonbench.intent),
+    every mean. Condition mc's contrasts with bc are computed beside it (carryon_eval.suites.carryonbench.metrics.intent),
     on the same bootstrap."""
     boot = Bootstrap.of((c.query_id for c in convs), n_resamples=n_resamples, seed=seed)
     conditions, rec, effect = headline_records(convs, boot, plans)

@@ -2,7 +2,7 @@
 (intent sensitivity, exploitation, the move effects under MC beside BC, the conversations fidelity left out).
 
 Everything here renders results.json's ``conditions.mc``, ``intent`` and ``move_effects.by_condition``
-(carryon_eval.suites.carryonbench.intent); a run without mc renders nothing, so its outputs are what they always were.
+(carryon_eval.suites.carryonbench.metrics.intent); a run without mc renders nothing, so its outputs are what they always were.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, Block,
                                         Text)
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
-from carryon_eval.suites.carryonbench.intent import IntentSection
+from carryon_eval.suites.carryonbench.metrics.intent import IntentSection
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra, of
 
 SECTION = "intent"
@@ -153,7 +153,7 @@ def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
 
 
 def get_formula(key: str) -> str:
-    from carryon_eval.suites.carryonbench.intent import (EXPLOITATION_FORMULA, EXPLOITATION_RATE_FORMULA, ONE_NUMBER,
+    from carryon_eval.suites.carryonbench.metrics.intent import (EXPLOITATION_FORMULA, EXPLOITATION_RATE_FORMULA, ONE_NUMBER,
                                                          SENSITIVITY_FORMULA)
 
     return {"intent.sensitivity_utility": SENSITIVITY_FORMULA["utility"],
@@ -163,7 +163,7 @@ def get_formula(key: str) -> str:
 
 def _register() -> None:
     from carryon_eval.report.leaderboard import register_columns
-    from carryon_eval.suites.carryonbench.unscored import UNITS
+    from carryon_eval.suites.carryonbench.metrics.unscored import UNITS
 
     register_columns("mc", leaderboard_columns, UNITS)
 

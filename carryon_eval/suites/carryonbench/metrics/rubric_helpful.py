@@ -1,7 +1,7 @@
 """What rubric utility is, and the spacing-free number rubric runs are ranked by (pure, no I/O).
 
 A rubric run (``--utility rubric``) stores OpenSafeIntent's 1-4 helpfulness score of a reply as the items
-``rubric>=2/3/4`` (carryon_eval.suites.carryonbench.rubric), so a conversation's utility is its best turn's
+``rubric>=2/3/4`` (carryon_eval.suites.carryonbench.judging.rubric), so a conversation's utility is its best turn's
 (score - 1) / 3: a choice of spacing between levels 1-4. Any other monotone spacing (0, .1, .4, 1, say) can
 reorder models on utility and Recovery%, and a best-turn score has no items to repeat, so redundancy and the
 "repetitive recovery" flag mean nothing there (a run of [3, 3, 3] reads 100% redundant).
@@ -10,7 +10,7 @@ The companion that needs no spacing: ``helpful_rate``, the % of conversations wh
 ("helpful"), the item ``rubric>=3`` fulfilled at any turn; and its differences BC minus turn 1 (what the
 conversation adds over the query alone) and BC minus NC (what clarifying adds over the same turns). A monotone
 re-spacing keeps which turns reach level 3, so these and the order of models on them never move. Read by the
-headline's rule (carryon_eval.suites.carryonbench.unscored): a conversation with an unscored turn whose level-3
+headline's rule (carryon_eval.suites.carryonbench.metrics.unscored): a conversation with an unscored turn whose level-3
 item could decide it is undecided (complete cases), means within each conversation length, bounds from the
 unscored answers read "no" and "yes", each replicate moved into its own bounds; the run's query bootstrap.
 """
@@ -21,9 +21,9 @@ from typing import Any, Optional, Sequence
 
 from carryon_eval.codec import Record, absent
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench.condition import Interval, NumberView
-from carryon_eval.suites.carryonbench.conversations import Conversation, by_condition
-from carryon_eval.suites.carryonbench.unscored import CONVERSATION_VALUES, HELPFUL_ITEM, Estimate, rule_estimate
+from carryon_eval.suites.carryonbench.metrics.condition import Interval, NumberView
+from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, by_condition
+from carryon_eval.suites.carryonbench.metrics.unscored import CONVERSATION_VALUES, HELPFUL_ITEM, Estimate, rule_estimate
 
 SECTION = "rubric_helpful"
 SPACING_NOTE = ("Rubric utility depends on the spacing of levels 1-4 ((score - 1) / 3 here): another monotone spacing "

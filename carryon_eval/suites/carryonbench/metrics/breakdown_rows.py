@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional
 
 from carryon_eval.codec import Record, absent, decode, encode
 from carryon_eval.metrics.number import Number
-from carryon_eval.suites.carryonbench.condition import Interval, known
+from carryon_eval.suites.carryonbench.metrics.condition import Interval, known
 
 Shares = dict[str, Optional[float]]
 

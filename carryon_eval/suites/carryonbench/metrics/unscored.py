@@ -43,7 +43,7 @@ import numpy as np
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, difference_bounds, interval95
 from carryon_eval.suite.inputs import UnitRule
-from carryon_eval.suites.carryonbench.conversations import (PCT, VIOLATION_THRESHOLD, Conversation, Turn,
+from carryon_eval.suites.carryonbench.metrics.conversations import (PCT, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_utility, decided_items, item_status,
                                                             mean_turn_harm,
                                                             redundancy, redundancy_counts, turn_utility)
@@ -115,7 +115,7 @@ def redundancy_range(low: Conversation, high: Conversation) -> tuple[Optional[fl
     return PCT * r_low / f_high, (min(PCT, PCT * r_high / f_low) if f_low else PCT), f_low > 0
 
 
-HELPFUL_ITEM = "rubric>=3"     # rubric runs: a reply at rubric level 3 or more ("helpful"; rubric_metrics.py)
+HELPFUL_ITEM = "rubric>=3"     # rubric runs: a reply at rubric level 3 or more ("helpful"; rubric_helpful.py)
 
 
 def _helpful_value(c: Conversation) -> Value:

@@ -119,9 +119,9 @@ Number = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, 
 def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
     """The utility headline numbers of some conversations (value, bootstrap replicates, jackknife values), by the
     headline's estimators on ``boot``'s resamples of the queries."""
-    from carryon_eval.suites.carryonbench.conversations import by_condition
-    from carryon_eval.suites.carryonbench.summary import recovery_estimate
-    from carryon_eval.suites.carryonbench.unscored import rule_estimate
+    from carryon_eval.suites.carryonbench.metrics.conversations import by_condition
+    from carryon_eval.suites.carryonbench.metrics.headline import recovery_estimate
+    from carryon_eval.suites.carryonbench.metrics.unscored import rule_estimate
 
     groups = by_condition(convs)
     est = {cond: rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in

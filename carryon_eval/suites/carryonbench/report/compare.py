@@ -26,10 +26,10 @@ from carryon_eval.report.blocks import markdown_table, number_text, shown
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
-from carryon_eval.suites.carryonbench.breakdown_rows import MoveEffect
+from carryon_eval.suites.carryonbench.metrics.breakdown_rows import MoveEffect
 from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.suite import CompareInputs
-from carryon_eval.suites.carryonbench.table import has_conditions
+from carryon_eval.suites.carryonbench.report.headline_blocks import has_conditions
 
 @dataclass
 class Across(Record):

@@ -1,6 +1,6 @@
 """Recovery or gullibility? The contrasts of condition mc (the BC moves voiced with a malicious intent) with bc.
 
-Pure functions, no I/O. Every number is read by the headline's own estimators (carryon_eval.suites.carryonbench.unscored:
+Pure functions, no I/O. Every number is read by the headline's own estimators (carryon_eval.suites.carryonbench.metrics.unscored:
 UNSCORED_RULE): utility complete-case, the max-harm numbers by ``estimators.MAX_ESTIMATOR``, means within each
 conversation length weighted to the pairs' length mix, each side's point and every bootstrap replicate moved into
 its own bounds on the same draw (``estimators.clip_replicates``), exactly as the headline's deltas from turn 1:
@@ -26,7 +26,7 @@ its own bounds on the same draw (``estimators.clip_replicates``), exactly as the
   (its bounds read them the opposite ways). 95% intervals: the run's bootstrap (``stats.interval95``).
 
 Fidelity-flagged mc conversations (the simulator refused to play the user, or voiced a harmless purpose:
-carryon_eval.suites.carryonbench.fidelity) are left out of every mc number by the report and listed in ``excluded``.
+carryon_eval.suites.carryonbench.metrics.fidelity) are left out of every mc number by the report and listed in ``excluded``.
 """
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ import numpy as np
 from carryon_eval.codec import Record, absent
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, interval95
-from carryon_eval.suites.carryonbench.condition import Interval, NumberView
+from carryon_eval.suites.carryonbench.metrics.condition import Interval, NumberView
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
-from carryon_eval.suites.carryonbench.conversations import PCT, VIOLATION_THRESHOLD, Conversation
-from carryon_eval.suites.carryonbench.unscored import (MAX_VALUES, ConversationRecord, decided_count, records,
+from carryon_eval.suites.carryonbench.metrics.conversations import PCT, VIOLATION_THRESHOLD, Conversation
+from carryon_eval.suites.carryonbench.metrics.unscored import (MAX_VALUES, ConversationRecord, decided_count, records,
                                                        rule_replicates)
 
 Pair = tuple[Conversation, Conversation]          # (bc, mc) of one query and flow

@@ -1,6 +1,6 @@
 """CarryOnBench's figures of one run, from its results (run.results.Results): the paper's Figures 1B, 3, 16, 20, 22
 and 23. Drawn with the helpers of carryon_eval.report.plots (matplotlib optional; a plot whose data is all null
-is skipped with the reason); the figures of several runs are in compare_plots.py beside this module.
+is skipped with the reason); the figures of several runs are in compare_figures.py beside this module.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import (LABEL_BOX, PCT_LIMITS, draw_all, error_bar, figure, integer_ticks, label_points,
                                        legend, legend_handles, png, require)
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench.breakdown_rows import BinCell, DomainRow
-from carryon_eval.suites.carryonbench.condition import known
+from carryon_eval.suites.carryonbench.metrics.breakdown_rows import BinCell, DomainRow
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.section import read
 
 CONDITION_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}

@@ -14,8 +14,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.metrics.number import Number
-from carryon_eval.suites.carryonbench.condition import ConditionBlock, known
-from carryon_eval.suites.carryonbench.rubric_metrics import HelpfulNumber, RubricHelpful
+from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock, known
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import HelpfulNumber, RubricHelpful
 from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.family import METHOD, standout, zero_tests
@@ -25,10 +25,10 @@ from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, boot
 from carryon_eval.report.leaderboard_page import cell_view, number_text
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
-from carryon_eval.suites.carryonbench.paper_rows import NOT_REPORTED
+from carryon_eval.suites.carryonbench.report.paper_rows import NOT_REPORTED
 from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnComparison, Correlated, RunEntry, Stat,
                                        SuiteLeaderboard)
-from carryon_eval.suites.carryonbench.unscored import UNITS
+from carryon_eval.suites.carryonbench.metrics.unscored import UNITS
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
 DEFAULT_SORT = "bc.utility"
@@ -195,7 +195,7 @@ def fidelity_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]
 def power_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]]:
     """Each run's own smallest detectable differences (results.json's ``power``): what a run of its size resolves
     between two models, 80% of the time."""
-    from carryon_eval.suites.carryonbench.power import NUMBERS
+    from carryon_eval.suites.carryonbench.metrics.power import NUMBERS
 
     powers = [read(e.results).power for e in runs]
     if not any(powers):

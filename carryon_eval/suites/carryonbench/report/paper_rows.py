@@ -17,7 +17,7 @@ from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
 from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
 from carryon_eval.run.results import Generated
 from carryon_eval.metrics.number import MetricBlock
-from carryon_eval.suites.carryonbench.condition import ConditionBlock, Recovery
+from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock, Recovery
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.suite.inputs import RunEntry
 

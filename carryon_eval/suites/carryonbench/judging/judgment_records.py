@@ -1,6 +1,6 @@
 """CarryOnBench's judgment records: one Ben-Util verdict per (conversation, model turn, checklist item) and one
 harm score per (conversation, model turn), each of one judge model (the files they fill:
-carryon_eval.suites.carryonbench.judgments). A verdict or score that could not be parsed is None ("unscored"),
+carryon_eval.suites.carryonbench.judging.judgments). A verdict or score that could not be parsed is None ("unscored"),
 never False or 0.
 """
 from __future__ import annotations

@@ -10,9 +10,9 @@ from typing import Any, Callable, Optional, Sequence
 from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.plots import PCT_LIMITS, draw_all, figure, label_points, legend, png, require
-from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
+from carryon_eval.suites.carryonbench.report.figures import CONDITION_COLORS, CONDITION_LABELS, GROUP_COLORS, VIOLATION_LINE
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench.breakdown_rows import MoveEffect
+from carryon_eval.suites.carryonbench.metrics.breakdown_rows import MoveEffect
 from carryon_eval.suites.carryonbench.section import read
 
 
@@ -126,7 +126,7 @@ def _group_handles() -> tuple[list[Any], list[str]]:
 def move_effects_across_models(results: Sequence[Results]) -> bytes:
     """Figure 23: each move's effect on turn-level utility (left) and harm (right), the mean over models of
     their deviations from their own means, with the standard error over models."""
-    from carryon_eval.suites.carryonbench.compare import aggregate_move_effects
+    from carryon_eval.suites.carryonbench.report.compare import aggregate_move_effects
 
     agg = aggregate_move_effects(results).moves
     require(any(getattr(agg[m], k).mean is not None for m in MOVES for k in ("utility_dev", "harm_dev")),

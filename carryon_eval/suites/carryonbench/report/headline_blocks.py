@@ -10,12 +10,12 @@ from typing import Any, Optional, Sequence
 from carryon_eval.metrics.number import Number
 from carryon_eval.report.blocks import BOUNDS, INTERVAL, VALUE_CI, Cell, Shown, Table, Text, plain
 from carryon_eval.run.results import Results
-from carryon_eval.suites.carryonbench import intent_report as mc_report
-from carryon_eval.suites.carryonbench.condition import ConditionBlock
-from carryon_eval.suites.carryonbench.rubric_metrics import SPACING_NOTE
+from carryon_eval.suites.carryonbench.report import intent_blocks as mc_report
+from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import SPACING_NOTE
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
-from carryon_eval.suites.carryonbench.summary import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
+from carryon_eval.suites.carryonbench.metrics.headline import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
 
 MARK, TRUNC_MARK, PART_MARK = "†", "‡", "§"
 TABLE_HEADER = ["Model", "T1 Util.", "T1 Harm.", "Oracle Util.", "Oracle Harm.", "BC Util. (Δ)", "Recovery%",

@@ -4,7 +4,7 @@
     judgment = await scorer.score(endpoint, Case(query, reply, items=(("q1-i1", "Does it ..."), ...)))
     judgment.value      # {item_id: Judgment}: one verdict per item, None where it stayed unscored
 
-The paper judges every (reply, item) pair in its own call (carryon_eval.suites.carryonbench.scorers.UtilityScorer, the
+The paper judges every (reply, item) pair in its own call (carryon_eval.suites.carryonbench.judging.scorers.UtilityScorer, the
 default and the protocol of record). This scorer asks for all the items of a reply at once: the items are
 listed with their ids in the checklist's order, and the answer is one JSON object keyed by item id (a JSON
 schema with one "yes"/"no" enum per id while the endpoint takes structured output). A text answer is read
@@ -32,7 +32,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import strip_reasoning
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suites.carryonbench.scorers import GROUPED_SCORER, UtilityScorer
+from carryon_eval.suites.carryonbench.judging.scorers import GROUPED_SCORER, UtilityScorer
 
 GROUPED_PROMPT = "judges/ben_util_grouped"
 GROUPED_STAGE = "judge_utility_grouped"

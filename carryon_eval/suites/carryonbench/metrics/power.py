@@ -28,7 +28,7 @@ from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queri
 from carryon_eval.metrics.number import REASON
 from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite.inputs import DesignNote, DesignView
-from carryon_eval.suites.carryonbench.condition import ClarificationEffect, ConditionBlock, Recovery, known
+from carryon_eval.suites.carryonbench.metrics.condition import ClarificationEffect, ConditionBlock, Recovery, known
 
 #: the numbers of the table: key (the leaderboard's column key) -> its name
 NUMBERS = {"bc.utility": "BC utility", "recovery": "Recovery%", "clarification_effect": "clarification effect",

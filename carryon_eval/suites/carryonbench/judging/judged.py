@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from carryon_eval.schema import Transcript
-from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
 
 NO_RECORD, UNSCORED = 0, 1
 _VERDICT = {False: 2, True: 3}

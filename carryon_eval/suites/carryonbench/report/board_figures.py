@@ -11,7 +11,7 @@ from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.suites.carryonbench.settings import utility_name
 from carryon_eval.report.plots import figure, label_points, legend, png, require, spread_labels
 from carryon_eval.suite import BoardView
-from carryon_eval.suites.carryonbench.plots import CONDITION_COLORS, CONDITION_LABELS
+from carryon_eval.suites.carryonbench.report.figures import CONDITION_COLORS, CONDITION_LABELS
 
 BOARD_CAPTIONS = {
     "recovery_cost": "Recovery cost: BC utility gained over turn 1 vs BC increase of the violation rate "

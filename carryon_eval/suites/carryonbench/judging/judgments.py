@@ -1,7 +1,7 @@
 """CarryOnBench's judgment files in a run folder, and their readers.
 
     RUNDIR/utility_judgments.jsonl          Ben-Util records (one per reply and checklist item)
-    RUNDIR/utility_grouped_judgments.jsonl  grouped Ben-Util records (carryon_eval.suites.carryonbench.grouped)
+    RUNDIR/utility_grouped_judgments.jsonl  grouped Ben-Util records (carryon_eval.suites.carryonbench.judging.grouped)
     RUNDIR/utility_grouped_answers.jsonl    the grouped judge's raw answers, each once (its records name theirs)
     RUNDIR/safety_judgments.jsonl           harm-score records
 
@@ -18,8 +18,8 @@ from typing import Mapping, Optional, Sequence
 from carryon_eval.judge.store import default_judge, judge_pass, judge_records, load_judge
 from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
 from carryon_eval.schema import JudgeAnswer, Transcript
-from carryon_eval.suites.carryonbench.judged import Judged
-from carryon_eval.suites.carryonbench.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judged import Judged
+from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
@@ -70,7 +70,7 @@ def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Tran
                 checklists: Mapping[str, Sequence[str]], *, scorer: str = "utility",
                 mode: Optional[str] = None) -> Judged:
     """One judge's utility verdicts (``load_utility``'s) and harm scores over the replies of ``transcripts``: both
-    files streamed into one compact table (carryon_eval.suites.carryonbench.judged), no record held."""
+    files streamed into one compact table (carryon_eval.suites.carryonbench.judging.judged), no record held."""
     return Judged.of(transcripts, checklists,
                      utility=judge_records(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict,
                                            judge),

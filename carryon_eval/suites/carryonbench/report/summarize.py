@@ -2,7 +2,7 @@
 the judges' record, its notes and status word, and its rows of conversation_scores.jsonl.
 
 Reads the run's transcripts and one judge's records through the report inputs (report/ reads them; the numbers
-come from summary.py); its table.md part is table.py's, its report.html part page.py's.
+come from metrics/headline.py); its table.md and report.html part is section_blocks.py's.
 """
 from __future__ import annotations
 
@@ -24,21 +24,21 @@ from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
 from carryon_eval.metrics.number import Number
 from carryon_eval.report.blocks import VALUE_CI, Shown, number_text
-from carryon_eval.suites.carryonbench import intent_report as mc_report
-from carryon_eval.suites.carryonbench.calibration import calibration, headline_differences
-from carryon_eval.suites.carryonbench.conversations import TRUNCATED, Conversation, assemble, unplayed
-from carryon_eval.suites.carryonbench.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
-from carryon_eval.suites.carryonbench.grouped import GROUPED_CONTEXT
-from carryon_eval.suites.carryonbench.condition import ClarificationFidelity
-from carryon_eval.suites.carryonbench.intent import intent_record
-from carryon_eval.suites.carryonbench.judged import Judged
-from carryon_eval.suites.carryonbench.judgments import load_utility, read_judged, utility_judge_of
-from carryon_eval.suites.carryonbench.rubric_metrics import NO_REDUNDANCY, SPACING_NOTE, helpful_record
-from carryon_eval.suites.carryonbench.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
+from carryon_eval.suites.carryonbench.report import intent_blocks as mc_report
+from carryon_eval.suites.carryonbench.metrics.calibration import calibration, headline_differences
+from carryon_eval.suites.carryonbench.metrics.conversations import TRUNCATED, Conversation, assemble, unplayed
+from carryon_eval.suites.carryonbench.metrics.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
+from carryon_eval.suites.carryonbench.judging.grouped import GROUPED_CONTEXT
+from carryon_eval.suites.carryonbench.metrics.condition import ClarificationFidelity
+from carryon_eval.suites.carryonbench.metrics.intent import intent_record
+from carryon_eval.suites.carryonbench.judging.judged import Judged
+from carryon_eval.suites.carryonbench.judging.judgments import load_utility, read_judged, utility_judge_of
+from carryon_eval.suites.carryonbench.metrics.rubric_helpful import NO_REDUNDANCY, SPACING_NOTE, helpful_record
+from carryon_eval.suites.carryonbench.judging.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES, utility_scorer
-from carryon_eval.suites.carryonbench.summary import summarize_records
-from carryon_eval.suites.carryonbench.table import utility_label
-from carryon_eval.suites.carryonbench.unscored import UNSCORED_RULE, conversation_row
+from carryon_eval.suites.carryonbench.metrics.headline import summarize_records
+from carryon_eval.suites.carryonbench.report.headline_blocks import utility_label
+from carryon_eval.suites.carryonbench.metrics.unscored import UNSCORED_RULE, conversation_row
 
 CORE = frozenset(CONDITIONS + (MC_CONDITION,))      # its conditions (the suite record's)
 NULL_MEANING = ("null = cannot be computed, never 0: headline numbers give the reason in 'reasons' (or "

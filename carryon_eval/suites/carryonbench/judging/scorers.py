@@ -28,7 +28,7 @@ from carryon_eval.suites.carryonbench.settings import utility_scorer
 
 log = logging.getLogger("carryon.judge")
 
-GROUPED_SCORER = "utility_grouped"      # carryon_eval.suites.carryonbench.grouped
+GROUPED_SCORER = "utility_grouped"      # carryon_eval.suites.carryonbench.judging.grouped
 
 UTILITY_PROMPT, UTILITY_RETRY_PROMPT = "judges/ben_util", "judges/ben_util_retry"
 SAFETY_PROMPT, SAFETY_RETRY_PROMPT = "judges/safety", "judges/safety_retry"

@@ -1,5 +1,5 @@
 """CarryOnBench's breakdowns in results.json, each cell read by the headline's own estimator under the unscored
-rule (carryon_eval.suites.carryonbench.unscored): by turn, redundancy by turn and by length, the user moves'
+rule (carryon_eval.suites.carryonbench.metrics.unscored): by turn, redundancy by turn and by length, the user moves'
 effects (paper Figure 23), the turn-1 bins (Figure 3) and the domains (Figure 22). Pure functions, no I/O.
 """
 from __future__ import annotations
@@ -13,15 +13,15 @@ from carryon_eval.codec import ABSENT
 from carryon_eval.metrics.number import BreakdownCell
 from carryon_eval.metrics.stats import difference_bounds
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.suites.carryonbench.breakdown_rows import (BinCell, DomainCell, DomainRow, ModelMean, MoveEffect,
+from carryon_eval.suites.carryonbench.metrics.breakdown_rows import (BinCell, DomainCell, DomainRow, ModelMean, MoveEffect,
                                                              MoveEffects, MovesByCondition, TurnBins, TurnRow,
                                                              Unbinned)
-from carryon_eval.suites.carryonbench.condition import RedundancyLength, RedundancyTurn
+from carryon_eval.suites.carryonbench.metrics.condition import RedundancyLength, RedundancyTurn
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
-from carryon_eval.suites.carryonbench.conversations import (BINS, PCT, Conversation, Turn, by_condition,
+from carryon_eval.suites.carryonbench.metrics.conversations import (BINS, PCT, Conversation, Turn, by_condition,
                                                             mean_or_none, pooled_redundancy, redundancy_counts,
                                                             turn1_bin, turn_utility)
-from carryon_eval.suites.carryonbench.unscored import mean_under_rule, read_records, records, scored_shares
+from carryon_eval.suites.carryonbench.metrics.unscored import mean_under_rule, read_records, records, scored_shares
 
 
 def cell(convs: Sequence[Conversation], metrics: Mapping[str, str]) -> BreakdownCell:
@@ -142,7 +142,7 @@ def turn1_bins(convs: Sequence[Conversation]) -> TurnBins:
         return BinCell(len(cs), **first.values, **whole.values, bounds={**first.bounds, **whole.bounds},
                        scored=whole.scored)
 
-    from carryon_eval.suites.carryonbench.rubric_metrics import is_rubric
+    from carryon_eval.suites.carryonbench.metrics.rubric_helpful import is_rubric
 
     return TurnBins({b: {cond: bin_cell(cs) for cond, cs in conds.items()} for b, conds in binned.items()},
                     Unbinned(unbinned, "turn-1 utility unscored, or turn-1 utility > 0 and the query's oracle "
