@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from carryon_eval import __version__
 from carryon_eval.report.leaderboard import (HTML_FILE, JSONL_FILE, SCRIPT, TEMPLATE, Board, Cell, jsonl_rows, labels,
                                              suite_leaderboards)
+from carryon_eval.report.blocks import number_text as shown_text
+from carryon_eval.report.blocks import shown
 from carryon_eval.report.plots import PlotSkipped, data_uri, figure
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.folder import write_text_atomic
@@ -49,7 +51,8 @@ def board_plots(board: Board) -> tuple[dict[str, bytes], dict[str, str]]:
 
 # ---------------------------------------------------------------- the page's view of the board
 def number_text(x: Optional[float], digits: int) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    """A bare value in the one number format (carryon_eval.report.blocks)."""
+    return shown_text(shown(x, digits))
 
 
 def cell_view(cell: Cell, digits: int) -> dict[str, Any]:
