@@ -30,6 +30,7 @@ from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
 from carryon_eval.run.paths import shared_local
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.metrics.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
@@ -82,21 +83,6 @@ class AgreementFile(Record):
     tasks: dict[str, TaskAgreement] = field(default_factory=dict)
 
 
-@dataclass
-class _FidelityTurn(Record):
-    """A turn of fidelity.json's ``turns`` as this comparison reads it: the move the classifier saw."""
-    conversation_id: str = ""
-    turn: int = 0
-    predicted: Optional[str] = None
-
-
-@dataclass
-class _FidelityMoves(Record):
-    """What this comparison reads of fidelity.json (carryon_eval.suites.carryonbench.metrics.fidelity)."""
-    judge_model: Optional[str] = None
-    turns: list[_FidelityTurn] = field(default_factory=list)
-
-
 # ---------------------------------------------------------------- what the people are compared with
 def _judge_references(run: RunFolder, task: str, judges: Optional[Sequence[str]]) -> dict[str, dict[Key, Any]]:
     names = list(judges) if judges else judges_present(run)
@@ -111,9 +97,8 @@ def _fidelity_references(run: RunFolder) -> dict[str, dict[Key, Any]]:
     refs = {INTENDED: intended}
     data = read_fidelity(run)
     if data is not None:
-        fidelity = _FidelityMoves.from_json(data)
-        refs[f"fidelity judge ({fidelity.judge_model})"] = {
-            (r.conversation_id, int(r.turn)): r.predicted for r in fidelity.turns}
+        refs[f"fidelity judge ({data.judge_model})"] = {
+            (r.conversation_id, int(r.turn)): known(r.predicted) for r in data.turns}
     return refs
 
 
