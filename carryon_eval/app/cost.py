@@ -48,7 +48,7 @@ from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suite import DesignView, Job, ScoringPlan, selected
+from carryon_eval.suite import DesignView, Job, ScoringPlan, all_conditions, selected
 
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
@@ -489,10 +489,9 @@ def _role_row(table: Estimate, role: str) -> Row:
 
 # ---------------------------------------------------------------- the printed table
 def _order(condition: str) -> int:
-    return _COND_ORDER.get(condition, 9)
-
-
-_COND_ORDER = {"turn1": 0, "oracle": 1, "bc": 2, "nc": 3, "mc": 4}
+    """A row's place: the conditions in the suites' order (registry.all_conditions), anything else after them."""
+    order = all_conditions()
+    return order.index(condition) if condition in order else len(order)
 
 
 def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:
