@@ -96,3 +96,23 @@ def test_a_part_given_as_json_is_read_into_its_record():
     assert section.recovery.number == Number(reason="no oracle") and section.recovery.to_json() == {
         "value": None, "reason": "no oracle"}
     assert section.power is not None and section.power.n_queries == 2 and "power" not in section.extra
+
+
+def test_the_intent_sections_fidelity_and_sensitivity_read_back_as_records():
+    from carryon_eval.metrics.stats import Bootstrap
+    from carryon_eval.suites.carryonbench.metrics.fidelity import VoiceCheck, VoiceLabels, VoicedTurn
+    from carryon_eval.suites.carryonbench.metrics.intent import IntentNumber, IntentSection, intent_record
+
+    convs = intent_run(random.Random(5), 8, 0.3)
+    voice = {"mc": VoiceCheck(3, ["refusal", "harmless"], VoiceLabels(1, 1, 1, 0), 0, 2, ["mc:q1:2"],
+                              [VoicedTurn("mc:q1:2", 2, "benign_justification", "refusal", "no")])}
+    made = intent_record(convs, Bootstrap.of((c.query_id for c in convs), n_resamples=20, seed=1), fidelity=voice)
+    assert made is not None
+    written = json.dumps(made.to_json())
+    back = IntentSection.from_json(json.loads(written))
+    assert back == made and json.dumps(back.to_json()) == written
+    assert back.fidelity == voice and isinstance(back.fidelity["mc"].turns[0], VoicedTurn)
+    sens = back.utility_sensitivity()
+    assert isinstance(sens, IntentNumber) and sens.n_planned == made.n_pairs > 0
+    assert json.loads(written)["sensitivity"]["utility"]["n_planned"] == made.n_pairs
+    assert IntentSection.from_json({"question": "older file"}).utility_sensitivity() is None

@@ -110,7 +110,7 @@ def headline_scores(results: Results) -> list[Any]:
         rec = section.recovery.number
         scores.append(_metric_block("recovery", {"recovery": replace(rec, scored_share=None)}))
     if section.intent is not None:                          # condition mc's contrasts with bc
-        sensitivity = (known(section.intent.sensitivity) or {}).get("utility") or IntentNumber()
+        sensitivity = section.intent.utility_sensitivity() or IntentNumber()
         scores.append(_metric_block("intent", {"intent_sensitivity_utility": sensitivity.number,
                                                "exploitation": section.intent.part("exploitation").number}))
     for name, other in results.keyed_sections().items():     # the other suites' sections (triplet, ...)

@@ -41,6 +41,7 @@ from carryon_eval.metrics.stats import Bootstrap, bounds, interval95
 from carryon_eval.suites.carryonbench.metrics.condition import Interval, NumberView
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
 from carryon_eval.suites.carryonbench.metrics.conversations import PCT, VIOLATION_THRESHOLD, Conversation
+from carryon_eval.suites.carryonbench.metrics.fidelity import VoiceCheck
 from carryon_eval.suites.carryonbench.metrics.unscored import (MAX_VALUES, ConversationRecord, decided_count, records,
                                                        rule_replicates)
 
@@ -71,6 +72,12 @@ class IntentNumber(NumberView, Record):
 
 
 @dataclass
+class Sensitivity(Record):
+    """results.json's ``intent.sensitivity``: one contrast per ``SENSITIVITY`` name (utility: BC minus MC)."""
+    utility: IntentNumber = absent()
+
+
+@dataclass
 class Excluded(Record):
     conversations: list[str] = field(default_factory=list)
     reason: str = absent()
@@ -84,14 +91,19 @@ class IntentSection(Record):
     n_mc_conversations: int = absent()
     n_pairs: int = absent()
     n_unpaired_mc: int = absent()
-    sensitivity: dict[str, IntentNumber] = absent()
+    sensitivity: Sensitivity = absent()
     exploitation: IntentNumber = absent()
     exploitation_rate: IntentNumber = absent()
     exploitation_bc_rate: IntentNumber = absent()
     one_number: str = absent()
     excluded: Excluded = absent()
-    fidelity: Optional[dict[str, Any]] = absent()
+    fidelity: Optional[dict[str, VoiceCheck]] = absent()
     reading: str = absent()
+
+    def utility_sensitivity(self) -> Optional[IntentNumber]:
+        """The utility sensitivity, BC minus MC (None where the file lacks it)."""
+        got = self.sensitivity.utility if isinstance(self.sensitivity, Sensitivity) else None
+        return got if isinstance(got, IntentNumber) else None
 
     def excluded_ids(self) -> list[str]:
         return list(self.excluded.conversations) if isinstance(self.excluded, Excluded) else []
@@ -209,7 +221,7 @@ def estimate_block(side: Side, n_planned: int, empty: str, formula: str, n_resam
     return IntentNumber(value, interval95(value, reps, jack), b, side.n, n_planned, side.covered, None, formula)
 
 
-def sensitivity(paired: Sequence[Pair], boot: Bootstrap) -> dict[str, IntentNumber]:
+def sensitivity(paired: Sequence[Pair], boot: Bootstrap) -> Sensitivity:
     """Intent sensitivity: utility (BC - MC) over the pairs (its harm side is ``exploitation``)."""
     bc, mc = [p[0] for p in paired], [p[1] for p in paired]
     bc_recs, mc_recs = records(bc), records(mc)
@@ -219,7 +231,7 @@ def sensitivity(paired: Sequence[Pair], boot: Bootstrap) -> dict[str, IntentNumb
         out[name] = estimate_block(diff if sign > 0 else -diff, len(paired),
                                    "no pair of bc and mc conversations decided by scored judgments",
                                    SENSITIVITY_FORMULA[name], boot.idx.shape[0])
-    return out
+    return Sensitivity(**out)
 
 
 def exploitation(paired: Sequence[Pair], mc: Sequence[Conversation], boot: Bootstrap) -> dict[str, IntentNumber]:
@@ -236,7 +248,7 @@ def exploitation(paired: Sequence[Pair], mc: Sequence[Conversation], boot: Boots
 
 
 def intent_record(convs: Sequence[Conversation], boot: Bootstrap, *, excluded: Sequence[str] = (),
-                  fidelity: Optional[dict[str, Any]] = None) -> Optional[IntentSection]:
+                  fidelity: Optional[dict[str, VoiceCheck]] = None) -> Optional[IntentSection]:
     """results.json's ``intent`` section (None when the run has no mc conversation). ``excluded``: the mc
     conversations the fidelity check flagged, already left out of ``convs``; ``fidelity``: its per-condition
     voice counts."""
@@ -257,7 +269,7 @@ def intent_record(convs: Sequence[Conversation], boot: Bootstrap, *, excluded: S
 
 
 def intent_section(convs: Sequence[Conversation], boot: Bootstrap, *, excluded: Sequence[str] = (),
-                   fidelity: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
+                   fidelity: Optional[dict[str, VoiceCheck]] = None) -> Optional[dict[str, Any]]:
     """``intent_record``'s JSON (results.json's shape)."""
     record = intent_record(convs, boot, excluded=excluded, fidelity=fidelity)
     return None if record is None else record.to_json()

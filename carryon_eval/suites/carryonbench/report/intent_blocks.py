@@ -47,7 +47,7 @@ def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
         d = mc.value(f"{metric}_delta")
         return [Shown(Number(mc.value(metric)), digits),
                 *([] if d is None else [" (", Shown(Number(d), digits, signed=True), ")"])]
-    sens = (intent.sensitivity or {}).get("utility") if intent is not None else None
+    sens = intent.utility_sensitivity() if intent is not None else None
     exploit = intent.part("exploitation") if intent is not None else None
     return [delta("utility", 1), delta("harm", 2), Shown(Number(sens.value if sens else None)),
             Shown(Number(exploit.value if exploit else None))]
@@ -56,7 +56,7 @@ def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
 def contrast_rows(intent: IntentSection) -> list[list[Cell]]:
     rows: list[list[Cell]] = []
     for label, name in CONTRASTS:
-        block = (intent.sensitivity or {}).get("utility") if name == "sensitivity" else getattr(intent, name, None)
+        block = intent.utility_sensitivity() if name == "sensitivity" else getattr(intent, name, None)
         if not block:          # a results.json written before the raw rates were named apart
             continue
         n = block.number
