@@ -190,7 +190,7 @@ def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Opt
         if not a.is_dir():
             raise AnalysisError(f"{a}: one argument must be a run folder judged by two judge models")
         res = judge_agreement(RunFolder(a), judges)
-        names = (res["judges"][0], res["judges"][1])
+        names = (res.judges[0], res.judges[1])
     elif judges is not None:
         raise AnalysisError("--judges compares two judges of one run folder; give one RUNDIR with it")
     else:
@@ -199,8 +199,8 @@ def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Opt
     if as_json:
         click.echo(json.dumps(res.to_json(), indent=2))
         return
-    if not res["n_compared"]:
+    if not res.n_compared:
         raise AnalysisError(f"no (conversation_id, turn, item_id) is scored in both {names[0]} and {names[1]} "
-                             f"({res['n_common']} shared keys, {res['n_unscored_excluded']} with an unscored side)")
+                             f"({res.n_common} shared keys, {res.n_unscored_excluded} with an unscored side)")
     for line in agreement_lines(res, names):
         click.echo(line)

@@ -25,10 +25,11 @@ which `carryon-eval report` shows in report.html when DIR is the run folder.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from carryon_eval.codec import present
+from carryon_eval.codec import Record, absent, present
 from carryon_eval.suites.carryonbench.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, file_judges, judges_present, select_judge
 from carryon_eval.suites.carryonbench.judging.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
@@ -95,39 +96,80 @@ def load_labels(source: Path | RunFolder) -> dict[Key, Optional[bool]]:
 
 
 # ---------------------------------------------------------------- the numbers (pure)
-def _compared(a: dict[Key, Any], b: dict[Key, Any]) -> tuple[list[Key], list[Any], list[Any], dict[str, int]]:
+@dataclass
+class Compared(Record):
+    """How many keys each side has, share, and compare (both scored); those excluded as unscored; those one-sided."""
+    n_a: int = 0
+    n_b: int = 0
+    n_common: int = 0
+    n_compared: int = 0
+    n_unscored_excluded: int = 0
+    only_in_a: int = 0
+    only_in_b: int = 0
+
+
+@dataclass
+class Confusion(Record):
+    """Two sets of yes/no verdicts crossed: A's answer, then B's."""
+    yes_yes: int = 0
+    yes_no: int = 0
+    no_yes: int = 0
+    no_no: int = 0
+
+
+@dataclass
+class ScoreAgreement(Compared):
+    """Two sets of 1-5 harm scores: exact agreement (%), Cohen's kappa over the scores as labels (None: undefined,
+    and why), and how many pairs differ by at most one point."""
+    exact_agreement: Optional[float] = None
+    cohen_kappa: Optional[float] = None
+    kappa_reason: Optional[str] = None
+    within_one: int = 0
+
+
+@dataclass
+class VerdictAgreement(Compared):
+    """Two sets of yes/no verdicts: percent agreement, Cohen's kappa (None: undefined, and why) and the confusion
+    counts; the two judges compared (ABSENT: two sources) and their harm scores' agreement (ABSENT: not compared)."""
+    percent_agreement: Optional[float] = None
+    cohen_kappa: Optional[float] = None
+    kappa_reason: Optional[str] = None
+    confusion: Confusion = field(default_factory=Confusion)
+    judges: list[str] = absent()
+    safety: ScoreAgreement = absent()
+
+
+def _compared(a: dict[Key, Any], b: dict[Key, Any]) -> tuple[list[Any], list[Any], Compared]:
     common = sorted(set(a) & set(b))
     both = [k for k in common if a[k] is not None and b[k] is not None]
-    counts = {"n_a": len(a), "n_b": len(b), "n_common": len(common), "n_compared": len(both),
-              "n_unscored_excluded": len(common) - len(both),
-              "only_in_a": len(set(a) - set(b)), "only_in_b": len(set(b) - set(a))}
-    return both, [a[k] for k in both], [b[k] for k in both], counts
+    counts = Compared(n_a=len(a), n_b=len(b), n_common=len(common), n_compared=len(both),
+                      n_unscored_excluded=len(common) - len(both),
+                      only_in_a=len(set(a) - set(b)), only_in_b=len(set(b) - set(a)))
+    return [a[k] for k in both], [b[k] for k in both], counts
 
 
-def agreement(a: dict[Key, Optional[bool]], b: dict[Key, Optional[bool]]) -> dict[str, Any]:
+def agreement(a: dict[Key, Optional[bool]], b: dict[Key, Optional[bool]]) -> VerdictAgreement:
     """Percent agreement, Cohen's kappa and the confusion counts of two sets of yes/no verdicts."""
-    _, va, vb, counts = _compared(a, b)
+    va, vb, counts = _compared(a, b)
     kappa, reason = cohen_kappa(va, vb)
-    return {
-        **counts,
-        "percent_agreement": percent_agreement(va, vb), "cohen_kappa": kappa, "kappa_reason": reason,
-        "confusion": {"yes_yes": sum(x and y for x, y in zip(va, vb)),
-                      "yes_no": sum(x and not y for x, y in zip(va, vb)),
-                      "no_yes": sum(not x and y for x, y in zip(va, vb)),
-                      "no_no": sum(not x and not y for x, y in zip(va, vb))},
-    }
+    return VerdictAgreement(
+        **vars(counts), percent_agreement=percent_agreement(va, vb), cohen_kappa=kappa, kappa_reason=reason,
+        confusion=Confusion(yes_yes=sum(x and y for x, y in zip(va, vb)),
+                            yes_no=sum(x and not y for x, y in zip(va, vb)),
+                            no_yes=sum(not x and y for x, y in zip(va, vb)),
+                            no_no=sum(not x and not y for x, y in zip(va, vb))))
 
 
-def score_agreement(a: dict[Key, Optional[int]], b: dict[Key, Optional[int]]) -> dict[str, Any]:
+def score_agreement(a: dict[Key, Optional[int]], b: dict[Key, Optional[int]]) -> ScoreAgreement:
     """Exact agreement of two sets of 1-5 harm scores, Cohen's kappa over the scores as labels, and
     how many pairs differ by at most one point."""
-    _, va, vb, counts = _compared(a, b)
+    va, vb, counts = _compared(a, b)
     kappa, reason = cohen_kappa(va, vb)
-    return {**counts, "exact_agreement": percent_agreement(va, vb), "cohen_kappa": kappa, "kappa_reason": reason,
-            "within_one": sum(abs(x - y) <= 1 for x, y in zip(va, vb))}
+    return ScoreAgreement(**vars(counts), exact_agreement=percent_agreement(va, vb), cohen_kappa=kappa,
+                          kappa_reason=reason, within_one=sum(abs(x - y) <= 1 for x, y in zip(va, vb)))
 
 
-def judge_agreement(run: RunFolder, judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
+def judge_agreement(run: RunFolder, judges: Optional[Sequence[str]] = None) -> VerdictAgreement:
     """Ben-Util and harm agreement between two judge models of one run folder (``judges``, or the
     only two present)."""
     present = judgment_sets(run)
@@ -147,44 +189,44 @@ def judge_agreement(run: RunFolder, judges: Optional[Sequence[str]] = None) -> d
                              "verdicts, there only after `judge --utility-judge grouped`)")
     a, b = judges
     res = agreement(run_verdicts(run, a), run_verdicts(run, b))
-    res["judges"] = [a, b]
+    res.judges = [a, b]
     models = [j[: -len(GROUPED_SUFFIX)] if j.endswith(GROUPED_SUFFIX) else j for j in (a, b)]
     if models[0] != models[1]:        # two modes of one judge share its harm scores: nothing to compare
-        res["safety"] = score_agreement(run_scores(run, models[0]), run_scores(run, models[1]))
+        res.safety = score_agreement(run_scores(run, models[0]), run_scores(run, models[1]))
     return res
 
 
-def source_agreement(a: Path, b: Path) -> dict[str, Any]:
+def source_agreement(a: Path, b: Path) -> VerdictAgreement:
     """Ben-Util agreement of two sources; harm agreement too when both are run folders (each opened once)."""
     ra, rb = (RunFolder(x) if x.is_dir() else x for x in (a, b))
     res = agreement(load_labels(ra), load_labels(rb))
     if isinstance(ra, RunFolder) and isinstance(rb, RunFolder):
-        res["safety"] = score_agreement(run_scores(ra), run_scores(rb))
+        res.safety = score_agreement(run_scores(ra), run_scores(rb))
     return res
 
 
-def _kappa_text(res: dict[str, Any]) -> str:
-    return "undefined (" + res["kappa_reason"] + ")" if res["cohen_kappa"] is None else f"{res['cohen_kappa']:.3f}"
+def _kappa_text(res: VerdictAgreement | ScoreAgreement) -> str:
+    return f"undefined ({res.kappa_reason})" if res.cohen_kappa is None else f"{res.cohen_kappa:.3f}"
 
 
-def agreement_lines(res: dict[str, Any], names: tuple[str, str]) -> list[str]:
+def agreement_lines(res: VerdictAgreement, names: tuple[str, str]) -> list[str]:
     """`carryon-eval agreement`'s lines for two judges' (or two sources') verdicts, then their harm scores."""
     a, b = names
-    c = res["confusion"]
-    lines = [f"judges: A = {a}, B = {b}"] if "judges" in res else []
-    lines += [f"compared {res['n_compared']} verdicts ({res['n_unscored_excluded']} excluded as unscored; "
-              f"{res['only_in_a']} only in A, {res['only_in_b']} only in B)",
-              f"percent agreement: {res['percent_agreement']:.1f}%",
+    c = res.confusion
+    lines = [f"judges: A = {a}, B = {b}"] if present(res.judges) else []
+    lines += [f"compared {res.n_compared} verdicts ({res.n_unscored_excluded} excluded as unscored; "
+              f"{res.only_in_a} only in A, {res.only_in_b} only in B)",
+              f"percent agreement: {res.percent_agreement:.1f}%",
               f"Cohen's kappa:     {_kappa_text(res)}",
-              f"A yes/B yes {c['yes_yes']}, A yes/B no {c['yes_no']}, A no/B yes {c['no_yes']}, A no/B no {c['no_no']}"]
-    s = res.get("safety")
-    if s is None:
+              f"A yes/B yes {c.yes_yes}, A yes/B no {c.yes_no}, A no/B yes {c.no_yes}, A no/B no {c.no_no}"]
+    s = res.safety
+    if not present(s):
         return lines
-    if not s["n_compared"]:
+    if not s.n_compared:
         return [*lines, "harm scores: none scored by both"]
-    return [*lines, f"harm scores: compared {s['n_compared']} ({s['n_unscored_excluded']} excluded as unscored); "
-                    f"exact agreement {s['exact_agreement']:.1f}%, Cohen's kappa {_kappa_text(s)}, "
-                    f"within one point {s['within_one']}"]
+    return [*lines, f"harm scores: compared {s.n_compared} ({s.n_unscored_excluded} excluded as unscored); "
+                    f"exact agreement {s.exact_agreement:.1f}%, Cohen's kappa {_kappa_text(s)}, "
+                    f"within one point {s.within_one}"]
 
 
 def is_human_labels(path: Path) -> bool:
