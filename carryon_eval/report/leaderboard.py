@@ -175,7 +175,7 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
     # nor is an incomplete run: its numbers stand on part of its plan (bounds span the rest), so it is not ranked
-    keys = [json.dumps([run_judges(e), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
+    keys = [json.dumps([run_judges(e), e.dataset_id(), "smoke" in e.results.status(), e.simulator().to_json(),
                         REPORTED in e.results.status()]
                        + (["incomplete"] if "incomplete" in e.results.status() else []), sort_keys=True) for e in runs]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
@@ -199,8 +199,8 @@ def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[s
     if len({json.dumps(run_judges(e), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
-    simulators = sorted({str(e.simulator()["model"]) for e in runs})
-    if len({json.dumps(e.simulator(), sort_keys=True) for e in runs}) > 1:
+    simulators = sorted({str(e.simulator().model) for e in runs})
+    if len({e.simulator() for e in runs}) > 1:
         warnings.append(f"These runs' users were simulated by different models ({', '.join(simulators)}): their "
                         "numbers are not comparable, so they are ranked and compared only within their group.")
     warnings += [w for w in (lb.mismatch(runs) for lb in suite_leaderboards() if lb.mismatch is not None) if w]
@@ -277,7 +277,7 @@ def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": shared_path(entry.folder, out),
             "comparability_group": group, "status": entry.results.status(), "dataset": dataset,
-            "judges": run_judges(entry), "simulator": entry.simulator(),
+            "judges": run_judges(entry), "simulator": entry.simulator().to_json(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
             "n_queries": entry.results.n.get("queries"),
