@@ -36,12 +36,12 @@ SECTION_READERS = (
 )
 
 # ceilings: today's figure (the target in each test's message)
-PACKAGE_KEY_READS = 503
+PACKAGE_KEY_READS = 508
 SECTION_READER_KEY_READS = 125
 MARKUP_FUNCTIONS = 1
 FORMATTERS = 2
 NUMBER_KEY_MODULES = 4
-ONE_WAY_RECORDS = 2
+ONE_WAY_RECORDS = 0
 
 
 @functools.cache
