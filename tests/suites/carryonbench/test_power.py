@@ -17,6 +17,8 @@ from support.eval_cli import invoke, remote
 from support.rollout_data import evaluator_handler
 
 from carryon_eval.report.board_stats import ColumnFamily
+from carryon_eval.report.blocks import plain
+from carryon_eval.suites.carryonbench.metrics.condition import ClarificationFidelity
 from carryon_eval.suites.carryonbench.metrics.fidelity import LEAK_SHIFT, NO_FIDELITY, fidelity_text
 from carryon_eval.suites.carryonbench.metrics.power import Design, design_power, run_power_line
 
@@ -84,7 +86,8 @@ def test_dry_run_prints_the_power_and_reads_spreads_from_a_finished_run(scripted
     assert html.escape(line) in (tmp_path / "run" / "report.html").read_text()
     # no fidelity check ran: one line beside the clarification effect says what a leaking simulator does to it
     assert results["clarification_effect"]["fidelity"] == {"checked": False, "note": NO_FIDELITY}
-    assert fidelity_text(results["clarification_effect"]["fidelity"]) in (tmp_path / "run" / "table.md").read_text()
+    beside = ClarificationFidelity.from_json(results["clarification_effect"]["fidelity"])
+    assert plain(fidelity_text(beside)) in (tmp_path / "run" / "table.md").read_text()
     # the leaderboard states the run's own detectable differences beside its numbers
     assert invoke("compare", tmp_path / "run", "--out", tmp_path / "cmp").exit_code == 0
     (row,) = [json.loads(r) for r in (tmp_path / "cmp" / "leaderboard.jsonl").read_text().splitlines()]
