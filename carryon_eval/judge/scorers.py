@@ -183,8 +183,8 @@ def judgment_record(cls: Any) -> type:
     names = dict.fromkeys([*getattr(cls, "target_fields", REPLY_TARGET), getattr(cls, "value_field", "value"),
                            "judge_model", "prompt_version", *getattr(cls, "record_fields", ()), "raw", "answer",
                            "attempts", "via", *getattr(cls, "constants", {})])
-    return dataclasses.make_dataclass(f"{cls.__name__}Record", [(n, Any, dataclasses.field(default=None)) for n in names],
-                                      namespace={"__module__": cls.__module__})
+    fields = [(name, Any, dataclasses.field(default=None)) for name in names]
+    return dataclasses.make_dataclass(f"{cls.__name__}Record", fields, namespace={"__module__": cls.__module__})
 
 
 def make_scorer(name: str, options: JudgeSettings = JudgeSettings()) -> Scorer:

@@ -29,7 +29,8 @@ import numpy as np
 from carryon_eval.judge.store import judge_records
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import Transcript
-from carryon_eval.suites.carryonbench.judging.judgments import SAFETY_FILE, SafetyJudgment, UtilityJudgment, utility_file
+from carryon_eval.suites.carryonbench.judging.judgments import (SAFETY_FILE, SafetyJudgment, UtilityJudgment,
+                                                                utility_file)
 
 NO_RECORD, UNSCORED = 0, 1
 _VERDICT = {False: 2, True: 3}
@@ -162,5 +163,5 @@ def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Tran
                 mode: Optional[str] = None) -> Judged:
     """One judge's utility verdicts (judgments.load_utility's) and harm scores over the replies of ``transcripts``:
     both files streamed into one compact table, no record held."""
-    return Judged.of(transcripts, checklists, utility=judge_records(run, utility_file(run, judge, mode, scorer), judge),
-                     safety=judge_records(run, SAFETY_FILE, judge))
+    utility = judge_records(run, utility_file(run, judge, mode, scorer), judge)
+    return Judged.of(transcripts, checklists, utility=utility, safety=judge_records(run, SAFETY_FILE, judge))
