@@ -28,6 +28,7 @@ from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
 from carryon_eval.run.paths import shared_local
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.metrics.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
@@ -55,8 +56,8 @@ def _fidelity_references(run: RunFolder) -> dict[str, dict[Key, Any]]:
     refs = {INTENDED: intended}
     data = read_fidelity(run)
     if data is not None:
-        refs[f"fidelity judge ({data.get('judge_model')})"] = {
-            (r["conversation_id"], int(r["turn"])): r.get("predicted") for r in data.get("turns", [])}
+        refs[f"fidelity judge ({data.judge_model})"] = {
+            (r.conversation_id, int(r.turn)): known(r.predicted) for r in data.turns}
     return refs
 
 
