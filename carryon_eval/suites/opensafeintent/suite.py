@@ -27,11 +27,10 @@ from carryon_eval.suites.opensafeintent.export import SetExport
 from carryon_eval.suites.opensafeintent.metrics import dual_use_harm_above_0, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read
-from carryon_eval.suites.opensafeintent.record import CONDITION, probe_file, probe_run_file
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
 from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection, ReleaseInfo
-from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.folder import RunFile, RunFolder
 from carryon_eval.run.paths import shared_local
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
@@ -39,6 +38,7 @@ from carryon_eval.suite import Job, JobGeneration
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
 
+CONDITION = "opensafeintent"        # its condition (suite.toml declares it)
 TRIPLET = "triplet"                 # the triplet wing: the dataset's triplets under the same judges and metrics
 CONDITIONS = (CONDITION, TRIPLET)
 TARGET_MAX_TOKENS = 1000          # the reference's MAX_COMPLETION_TOKENS
@@ -80,6 +80,15 @@ def inputs_of(bench: Optional["Benchmark"], condition: str = CONDITION) -> Input
 def keep_inputs(bench: "Benchmark", inputs: Inputs, condition: str = CONDITION) -> None:
     """Record ``inputs`` as the ones of ``condition`` (its suite's ``load``): the one write of the wings' extras."""
     bench.extras[condition] = inputs
+
+
+def probe_file(condition: str = CONDITION) -> str:
+    """The run folder's file of a condition's intent probe records (its suite.toml declares it among its files)."""
+    return f"{condition}_probe.jsonl"
+
+
+def probe_run_file(condition: str = CONDITION) -> RunFile:
+    return RunFile(probe_file(condition), f"the intent probe's records of condition {condition}")
 
 
 PROBE_FILE = probe_file(CONDITION)
@@ -140,16 +149,17 @@ def load_probes(run: RunFolder, model: Optional[str] = None, condition: str = CO
     return read_side_calls(run, PROBES[condition], model)
 
 
-def judge_answers(records: Mapping[str, Sequence[dict[str, Any]]]) -> dict[tuple[str, str], Optional[str]]:
-    """(conversation_id, judge) -> the raw answer, from the scorers' stored records ({scorer: records})."""
+def judge_answers(records: Mapping[str, Sequence[Any]]) -> dict[tuple[str, str], Optional[str]]:
+    """(conversation_id, judge) -> the raw answer, from the scorers' stored records ({scorer: its records, of the
+    record type its judgment file has: RunFolder.judgments().of})."""
     out: dict[tuple[str, str], Optional[str]] = {}
-    for scorer, rows in records.items():
-        for r in rows:
-            out[(str(r.get("conversation_id")), SCORERS[scorer])] = r.get("raw")
+    for scorer, mine in records.items():
+        for r in mine:
+            out[(str(r.conversation_id), SCORERS[scorer])] = r.raw
     return out
 
 
-def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
+def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[Any]],
                 probes: Sequence[SideCallRecord] = (), condition: str = CONDITION) -> list[SetExport]:
     """Every set with all 7 replies, scored from the judges' records (read the reference's way) and the probe."""
     got = replies(transcripts, condition)
@@ -177,7 +187,7 @@ def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) 
     return next((t.target_model for t in transcripts if t.condition == condition), None)
 
 
-def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
+def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[Any]],
             probes: Sequence[SideCallRecord], judge_model: Optional[str], n_resamples: int = 1000,
             seed: int = 0, condition: str = CONDITION, base: Optional[Path] = None) -> OpenSafeIntentSection:
     """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions);
@@ -197,7 +207,7 @@ def _reads(raw: Optional[str]) -> Optional[str]:
 
 
 async def probe_intent(release: Release, run: RunFolder, transcripts: Sequence[Transcript],
-                       records: Mapping[str, Sequence[dict[str, Any]]], target: ChatEndpoint,
+                       records: Mapping[str, Sequence[Any]], target: ChatEndpoint,
                        concurrency: int = 8, condition: str = CONDITION) -> list[SideCallRecord]:
     """The target, in a fresh context, on each dual-use original whose harmfulness (in ``records``) is above 0,
     through the side-call runner (one user message, temperature 0, asked once; its resume rule)."""

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Mapping, Optional, Sequence
 
 from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 
-from carryon_eval.metrics.stats import MixedModel, RankCorrelation
-from carryon_eval.metrics.number import Interval, Number
+from carryon_eval.metrics.stats import Coefficient, MixedModel, RankCorrelation
+from carryon_eval.metrics.number import Number
 from carryon_eval.moves import MOVE_GROUP, MOVES
 from carryon_eval.report.blocks import INTERVAL, P_VALUE, Block, Cell, Heading, Shown, Table, Text, shown
 from carryon_eval.run.results import Results
@@ -164,17 +164,6 @@ def aggregate_move_effects(results: Sequence[Results]) -> MoveEffectsAcross:
 
 
 @dataclass
-class Coefficient(Record):
-    """One coefficient of a fitted mixed model as compare.json holds it (MixedModel.coefficients' values), read as a
-    record: its estimate, standard error, z, p-value and 95% interval."""
-    B: Optional[float] = None
-    SE: Optional[float] = None
-    z: Optional[float] = None
-    p: Optional[float] = None
-    ci95: Interval = None
-
-
-@dataclass
 class GroupVariance(Record):
     """A fitted mixed model's random-intercept variance and its standard error (MixedModel.group_var)."""
     var: Optional[float] = None
@@ -187,7 +176,7 @@ def mixed_model_blocks(m: MixedModel) -> list[Block]:
     if m.coefficients is None:
         return [heading, Text(f"Not fitted: {m.reason}")]
     coefficients = {name: Coefficient.from_json(c) for name, c in m.coefficients.items()}
-    rows: list[list[Cell]] = [[name, shown(c.B, 3), shown(c.SE, 3), shown(c.z, 3), shown(c.p, 3, show=P_VALUE),
+    rows: list[list[Cell]] = [[name, shown(c.b, 3), shown(c.se, 3), shown(c.z, 3), shown(c.p, 3, show=P_VALUE),
                                Shown(Number(ci95=c.ci95), 3, INTERVAL)] for name, c in coefficients.items()]
     group = GroupVariance.from_json(m.group_var or {})
     rows.append(["Group Var", shown(group.var, 3), shown(group.SE, 3), "", "", ""])
