@@ -13,7 +13,7 @@ from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.report import intent_blocks as mc_report
 from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock
 from carryon_eval.suites.carryonbench.metrics.rubric_helpful import SPACING_NOTE
-from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of, read
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.metrics.headline import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
 
@@ -32,11 +32,11 @@ def digits(name: str) -> int:
 
 def judges_line(results: Results) -> str:
     """Who judged each number: the utility judge and the safety judge (each scorer's own), with their prompts."""
-    def who(kind: dict[str, Any]) -> str:
-        return f"{', '.join(kind.get('models') or []) or 'none'} ({', '.join(kind.get('prompt_refs') or [])})"
+    def who(kind: Any) -> str:
+        return f"{', '.join(kind.model_names()) or 'none'} ({', '.join(kind.prompt_names())})"
 
-    return (f"Judges: {utility_label(results)} {who(results.judges.utility or {})}; "
-            f"safety {who(results.judges.safety or {})}.")
+    judges = read(results).judges
+    return f"Judges: {utility_label(results)} {who(judges.utility)}; safety {who(judges.safety)}."
 
 
 def utility_label(results: Results) -> str:

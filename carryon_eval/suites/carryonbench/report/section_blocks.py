@@ -33,20 +33,20 @@ from carryon_eval.suites.carryonbench.report.headline_blocks import (_both, boun
                                                     utility_definition, utility_label, vs_nc_text)
 
 
-def _mode(results: Results) -> str:
+def _mode(results: Results, sec: CarryOnBenchSection) -> str:
     """The header's "; mode M" of a Ben-Util run (a rubric run has no Ben-Util mode)."""
     if results.utility_measure != "benutil":
         return ""
-    return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
+    return f"; mode {sec.judges.utility.ben_util_mode}"
 
 
 def _run_line(results: Results, sec: CarryOnBenchSection) -> str:
     """report.html's line of what the run stands on: its dataset, queries, judges and who wrote it when."""
-    judges = results.judges
+    utility, safety = sec.judges.utility, sec.judges.safety
     return (f"dataset {results.dataset.source} · {sec.n.queries} queries · {utility_label(results)} judge "
-            f"{', '.join(judges.utility['models']) or 'none'} ({', '.join(judges.utility['prompt_refs'])}"
-            f"{_mode(results)}) · safety judge {', '.join(judges.safety['models']) or 'none'} "
-            f"({', '.join(judges.safety['prompt_refs'])}) · {results.generated.by} · {results.generated.at}")
+            f"{', '.join(utility.model_names()) or 'none'} ({', '.join(utility.prompt_names())}"
+            f"{_mode(results, sec)}) · safety judge {', '.join(safety.model_names()) or 'none'} "
+            f"({', '.join(safety.prompt_names())}) · {results.generated.by} · {results.generated.at}")
 
 
 def _headline_text(name: str, formula: str, rec: Any) -> Text:
@@ -103,7 +103,7 @@ def section_blocks(section: CarryOnBenchSection) -> list[Block]:
                              "oracle util * 100; Clarif. effect = BC util - NC util."),
                         Text(judges_line(results)), Notes([f"{line}." for line in meaning], cls=None)]),
         Only(HTML, [Text(_run_line(results, sec), cls="meta"),
-                    Text(utility_judge_note(results.judges.utility, results.utility_measure), cls="meta", id="ben-util-mode"),
+                    Text(utility_judge_note(sec.judges.utility, results.utility_measure), cls="meta", id="ben-util-mode"),
                     Heading("Headline (Table 2 layout)")]),
         Table(table_header(results), [table_row(results, marked=True)], footnotes=footnotes(sec)),
         Only(HTML, [_headline_text("Recovery%", "(BC util − T1 util) / oracle util × 100", sec.recovery),
