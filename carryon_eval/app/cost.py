@@ -34,7 +34,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from carryon_eval.codec import OMIT_NONE, Record, fields_of
 from carryon_eval.dataset.load import Benchmark
@@ -123,16 +123,37 @@ class Estimate:
                 for r in mine.values():
                     total.add(r.calls, r.prompt_tokens, r.completion_tokens)
                     total.cached += r.cached
-                roles[role] = {**{c: r.to_json() for c, r in mine.items()}, "all": total.to_json()}
+                roles[role] = {**{c: r.to_json() for c, r in mine.items()}, ALL: total.to_json()}
         up: dict[str, dict[str, int]] = {}
         for (role, probe), n in self.up_to.items():
             up.setdefault(role, {})[probe] = n
         return {"conversations_to_run": self.conversations, "roles": roles, "judge_by_scorer": self.judge_by_scorer,
                 "judge_records_before_dedupe": sum(self.judge_before_dedupe.values()), "up_to": up,
                 **{k: v for note in self.notes for k, v in note.json.items()},
-                "note": "calls are the ones still to make; cached ones are already paid. The judge calls are "
-                        "exact when no two target replies are identical (identical replies are judged once) and "
-                        "every answer parses at the first attempt; up_to calls depend on the verdicts."}
+                "note": ESTIMATE_NOTE}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Estimate":
+        """An estimate as ``--dry-run --json`` wrote it: its rows, judge calls per scorer, up_to calls and the wings'
+        keys (one note, without its printed lines, which the JSON does not hold). The JSON holds the judge records
+        before dedupe in total only: they are read back under ``ALL`` (what every reader of them sums). A priced
+        estimate's ``usd`` is its prices' view of the rows, not part of the estimate: it is not read back."""
+        rows = {(role, cond): Row.from_json(r) for role, conds in (d.get("roles") or {}).items()
+                for cond, r in conds.items() if cond != ALL}
+        up_to = {(role, probe): int(n) for role, probes in (d.get("up_to") or {}).items() for probe, n in probes.items()}
+        extra = {k: v for k, v in d.items() if k not in _ESTIMATE_KEYS}
+        return cls(rows, {ALL: int(d.get("judge_records_before_dedupe") or 0)},
+                   {k: int(v) for k, v in (d.get("judge_by_scorer") or {}).items()}, up_to,
+                   int(d.get("conversations_to_run") or 0), [CostNote(json=extra)] if extra else [])
+
+
+ALL = "all"     # a role's total row (and the judge records before dedupe read back from the JSON)
+ESTIMATE_NOTE = ("calls are the ones still to make; cached ones are already paid. The judge calls are exact when no "
+                 "two target replies are identical (identical replies are judged once) and every answer parses at "
+                 "the first attempt; up_to calls depend on the verdicts.")
+#: the keys of Estimate.to_json's object (and the price's "usd"); any other key is a wing's (its CostNote's)
+_ESTIMATE_KEYS = ("conversations_to_run", "roles", "judge_by_scorer", "judge_records_before_dedupe", "up_to", "note",
+                  "usd")
 
 
 @dataclass(frozen=True)
@@ -486,7 +507,7 @@ def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> 
         for cond, r in sorted(role_rows, key=lambda cr: _order(cr[0])):
             lines.append(_line(role, cond, r, prices.get(role)))
         if role_rows:
-            lines.append(_line(role, "all", _role_row(table, role), prices.get(role)))
+            lines.append(_line(role, ALL, _role_row(table, role), prices.get(role)))
             total_cost += prices[role].cost(_role_row(table, role)) if role in prices else 0.0
     before = sum(table.judge_before_dedupe.values())
     lines.append(f"judge calls before dedupe of shared replies and identical items: {before:,}; after: "
