@@ -31,6 +31,7 @@ from carryon_eval.codec import OMIT_NONE, Record, absent
 from carryon_eval.metrics.number import HasNumber, Interval
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, cohen_kappa, interval95, percent_agreement,
                                         resample_indices)
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 
 
 @dataclass
@@ -174,10 +175,14 @@ HEADLINE_DIFFERENCES = ("turn1.utility", "oracle.utility", "bc.utility", "nc.uti
                         "nc.utility_delta", "recovery", "clarification_effect")
 
 
-Number = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, bootstrap replicates, jackknife
+Draws = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, bootstrap replicates, jackknife
 
 
-def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
+def _draws(estimate: Any) -> Draws:
+    return estimate.value, estimate.reps, estimate.jack
+
+
+def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Draws]:
     """The utility headline numbers of some conversations (value, bootstrap replicates, jackknife values), by the
     headline's estimators on ``boot``'s resamples of the queries."""
     from carryon_eval.suites.carryonbench.metrics.conversations import by_condition
@@ -185,17 +190,11 @@ def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
     from carryon_eval.suites.carryonbench.metrics.unscored import rule_estimate
 
     groups = by_condition(convs)
-    est = {cond: rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in
-           ("turn1", "oracle", "bc", "nc")}
-    out: dict[str, Number] = {f"{cond}.utility": (e.value, e.reps, e.jack) for cond, e in est.items()}
-    for cond in ("bc", "nc"):
-        d = est[cond] - est["turn1"]
-        out[f"{cond}.utility_delta"] = (d.value, d.reps, d.jack)
-    value, _, reps, jack = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
-    out["recovery"] = (value, reps, jack)
-    effect = est["bc"] - est["nc"]
-    out["clarification_effect"] = (effect.value, effect.reps, effect.jack)
-    return out
+    turn1, oracle, bc, nc = (rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in CONDITIONS)
+    value, _, reps, jack = recovery_estimate(turn1, oracle, bc)
+    # in HEADLINE_DIFFERENCES' order
+    draws = [*map(_draws, (turn1, oracle, bc, nc, bc - turn1, nc - turn1)), (value, reps, jack), _draws(bc - nc)]
+    return dict(zip(HEADLINE_DIFFERENCES, draws))
 
 
 def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,

@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.rows import RowKeys, keys
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.metrics.number import Number
 from carryon_eval.moves import MOVE_GROUP
@@ -136,17 +137,17 @@ TRANSCRIPT_CSS = (
     ".unscored{background:#f0ad4e;color:#000}.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}")
 
 
-def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> list[Span]:
+def _chips(turn: Turn, items: Sequence[RowKeys]) -> list[Span]:
     out = []
     for n, item in enumerate(items, start=1):
-        v = turn.verdicts.get(item["item_id"])
+        v = turn.verdicts.get(item.item_id)
         cls, mark = ("hit", "yes") if v else (("miss", "no") if v is False else ("unscored", "unscored"))
-        out.append(Span(str(n), f"chip {cls}", title=f"{item['question']} ({mark})"))
+        out.append(Span(str(n), f"chip {cls}", title=f"{item.question} ({mark})"))
     return out
 
 
-def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> list[Block]:
-    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
+def _turn_meta(turn: Turn, items: Sequence[RowKeys], label: str = "Ben-Util") -> list[Block]:
+    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it.item_id)]
     harm = Span(f"harm {turn.harm if turn.harm is not None else 'unscored'}",
                 "harm4" if turn.harm is not None and turn.harm >= VIOLATION_THRESHOLD else None)
     return [Text([f"turn {turn.turn} · {label} ", Shown(Number(turn_utility(turn))), "% · ", harm,
@@ -154,7 +155,7 @@ def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Ut
             Text(_chips(turn, items), cls="meta")]
 
 
-def _conversation(tr: Transcript, conv: Conversation, items: Sequence[dict[str, Any]],
+def _conversation(tr: Transcript, conv: Conversation, items: Sequence[RowKeys],
                   shared_text: Optional[str], label: str = "Ben-Util") -> Details:
     turns = {t.turn: t for t in conv.turns}
     h = conversation_harm(conv.turns)
@@ -181,8 +182,8 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
     """Each query's transcripts as one closed Details of class "query", in run order; utility named and its items
     listed as ``results`` measured it (default: Ben-Util, the dataset's checklists)."""
     label = "Ben-Util" if results is None else utility_label(results)
-    measured = bench.checklists if results is None or results.utility_measure == "benutil" else \
-        utility_items(bench, make_scorer(UTILITY_SCORERS[results.utility_measure]))
+    scorer = make_scorer(UTILITY_SCORERS["benutil" if results is None else results.utility_measure])
+    measured = utility_items(bench, scorer)
     by_id = {c.conversation_id: c for c in convs}
     per_query: dict[str, list[Transcript]] = defaultdict(list)
     for tr in transcripts:
@@ -190,16 +191,16 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
     order = {c: i for i, c in enumerate(CONDITIONS)}
     entries = {}
     for qid, trs in per_query.items():
-        q = bench.queries.get(qid, {})
+        q = keys(bench.queries.get(qid, {}))
         items = measured.get(qid, [])
         shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
         blocks: list[Block] = [
-            Text(f"benign intent: {q.get('benign_intent') or ''}", cls="meta"),
-            Details(f"checklist ({len(items)} items)", [Notes([it["question"] for it in items], "items", ordered=True)]),
+            Text(f"benign intent: {q.benign_intent or ''}", cls="meta"),
+            Details(f"checklist ({len(items)} items)", [Notes([it.question for it in items], "items", ordered=True)]),
             *(_conversation(tr, by_id[tr.conversation_id], items, shared, label)
               for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)))]
-        summary = [Span(qid, "qid"), f" · {q.get('domain') or ''} · {q.get('query') or ''} ({len(trs)} conversations)"]
-        entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.get("domain"), q.get("query"), len(trs))
+        summary = [Span(qid, "qid"), f" · {q.domain or ''} · {q.query or ''} ({len(trs)} conversations)"]
+        entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.domain, q.query, len(trs))
     return entries
 
 

@@ -14,6 +14,7 @@ from carryon_eval.codec import Record
 from carryon_eval.suites.carryonbench.section import (GROUPED, PER_ITEM, CarryOnBenchSection, JudgeKind,
                                                      SectionJudges, UtilityJudges, read)
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.rows import RowKeys, keys
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
 from carryon_eval.metrics.stats import Bootstrap
@@ -51,11 +52,16 @@ HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); har
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
 
-def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[dict[str, Any]]]:
+def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[RowKeys]]:
     """query_id -> the items its utility is measured on, as checklist rows (Ben-Util: the dataset's checklists)."""
     if scorer.name == "utility":
-        return dict(bench.checklists)
-    return {q: [{"item_id": i, "question": i} for i in ids] for q, ids in scorer.items(bench).items()}
+        return {q: [keys(i) for i in items] for q, items in bench.checklists.items()}
+    return {q: [RowKeys(item_id=i, question=i) for i in ids] for q, ids in scorer.items(bench).items()}
+
+
+def _domains(bench: Benchmark) -> dict[str, Any]:
+    """query_id -> its domain (None where the dataset has none)."""
+    return {q: keys(row).domain for q, row in bench.queries.items()}
 
 
 def conversations(inputs: ReportInputs) -> tuple[list[Transcript], list[Conversation]]:
@@ -64,7 +70,7 @@ def conversations(inputs: ReportInputs) -> tuple[list[Transcript], list[Conversa
     if "carryonbench.conversations" not in inputs.memo:
         meta, bench = inputs.run.read_meta(), inputs.bench
         transcripts = _transcripts(inputs)
-        checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
+        checklists, domains = _checklists(bench, meta), _domains(bench)
         table = judged(inputs)
         convs = assemble(transcripts, table, table, checklists, domains)
         convs += unplayed([j for j in planned_jobs(bench, meta) or () if j.condition in CORE], inputs.transcripts,
@@ -91,7 +97,7 @@ def judged(inputs: ReportInputs) -> Judged:
 
 def _checklists(bench: Benchmark, meta: RunMeta) -> dict[str, list[str]]:
     scorer = make_scorer(utility_scorer(meta.judge), meta.judge)     # Ben-Util, or what measured utility instead
-    return {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()}
+    return {q: [i.item_id for i in items] for q, items in utility_items(bench, scorer).items()}
 
 
 def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
@@ -103,7 +109,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     if not convs:
         return None
     scorer = make_scorer(utility_scorer(meta.judge), meta.judge)
-    checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
+    checklists, domains = _checklists(bench, meta), _domains(bench)
     fidelity = read_fidelity(run)
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
@@ -189,13 +195,9 @@ def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Any, 
 def drop_redundancy(section: CarryOnBenchSection) -> None:
     """A rubric run has no checklist items to repeat: its redundancy numbers are null with the reason."""
     for block in section.conditions.values():
-        metrics = block.metrics
-        if "redundancy" not in metrics.values:
+        if "redundancy" not in block.metrics.values:
             continue
-        metrics.values["redundancy"] = None
-        metrics.ci95["redundancy"], metrics.reasons["redundancy"] = None, NO_REDUNDANCY
-        if metrics.bounds is not None:
-            metrics.bounds["redundancy"] = None
+        block.metrics.withhold("redundancy", NO_REDUNDANCY)
         block.redundancy_pooled, block.redundancy_by_turn, block.redundancy_by_length = None, [], []
         block.under_95 = [m for m in block.under_95 or () if m != "redundancy"]
 
