@@ -1,5 +1,5 @@
 """The per-query spreads behind the dry run's power table (run by hand; numbers in bench/README.md and in
-carryon_eval/suites/carryonbench/metrics/power.py's SPREADS): two models equally good on average, drawn by the board
+carryon_eval/suites/carryonbench/metrics/power.py's FULL and QUICK): two models equally good on average, drawn by the board
 simulation (tests/support/boards.py) on many queries, in the full plan's design and in the quick subset's; per
 number, the SD over queries of one model's per-query contribution (``sd``), the correlation of the two models'
 contributions (``rho``) and the SD of their paired difference (``sd_pair``, what a comparison of two models

@@ -101,15 +101,16 @@ def _judge_names(ctx: click.Context, param: click.Parameter, value: Optional[str
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _print_human(res: dict[str, Any]) -> None:
+def _print_human(res: Any) -> None:
+    """A TaskAgreement (carryon_eval.suites.carryonbench.human.judges_vs_people) as lines."""
     from carryon_eval.report.blocks import plain
     from carryon_eval.suites.carryonbench.human.judges_vs_people import HEADLINE, alpha_shown, rows_of
 
-    alpha = res["among_annotators"]["krippendorff_alpha"]
-    click.echo(f"{res['task']}: {res['n_labels']} labels ({res['n_skipped']} skipped) of {res['n_cases']} cases "
-               f"by {len(res['annotators'])} annotator(s): {', '.join(res['annotators'])}")
-    click.echo(f"Krippendorff's alpha among annotators ({alpha['level']}): {plain(alpha_shown(res))}")
-    labels = [label for _, label, _ in HEADLINE[res["task"]]]
+    click.echo(f"{res.task}: {res.n_labels} labels ({res.n_skipped} skipped) of {res.n_cases} cases "
+               f"by {len(res.annotators)} annotator(s): {', '.join(res.annotators)}")
+    click.echo(f"Krippendorff's alpha among annotators ({res.among_annotators.krippendorff_alpha.level}): "
+               f"{plain(alpha_shown(res))}")
+    labels = [label for _, label, _ in HEADLINE[res.task]]
     for name, who, n, *values in rows_of(res):
         click.echo(f"{plain(name)} vs {plain(who)}: n {plain(n)}; "
                    + "; ".join(f"{k} {plain(v)}" for k, v in zip(labels, values)))
@@ -131,7 +132,7 @@ def _human_command(rundir: Path, label_files: Sequence[Path], task: Optional[str
         if not as_json:
             click.echo(f"wrote {path}")
     if as_json:
-        click.echo(json.dumps(res, indent=2))
+        click.echo(json.dumps(res.to_json(), indent=2))
     else:
         _print_human(res)
 
@@ -196,7 +197,7 @@ def _agreement(sources: tuple[Path, ...], judges: Optional[list[str]], task: Opt
         res = source_agreement(a, b)
         names = (str(a), str(b))
     if as_json:
-        click.echo(json.dumps(res, indent=2))
+        click.echo(json.dumps(res.to_json(), indent=2))
         return
     if not res["n_compared"]:
         raise AnalysisError(f"no (conversation_id, turn, item_id) is scored in both {names[0]} and {names[1]} "

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from carryon_eval.codec import OMIT_NONE, Record, fields_of
+from carryon_eval.codec import OMIT_NONE, Record, fields_of, json_keys
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.judge.costing import CostNote, cost_notes
 from carryon_eval.judge.phase import reply_cases
@@ -48,7 +48,7 @@ from carryon_eval.rollout.simulator import SHOWN_REPLY_CHARS, move_prompt, move_
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import JudgeSettings, RunMeta
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suite import DesignView, Job, ScoringPlan, selected
+from carryon_eval.suite import DesignView, Job, ScoringPlan, all_conditions, selected
 
 ROLES = ("target", "user", "judge")
 CHARS_PER_TOKEN = 4
@@ -138,13 +138,23 @@ class Estimate:
         keys (one note, without its printed lines, which the JSON does not hold). The JSON holds the judge records
         before dedupe in total only: they are read back under ``ALL`` (what every reader of them sums). A priced
         estimate's ``usd`` is its prices' view of the rows, not part of the estimate: it is not read back."""
-        rows = {(role, cond): Row.from_json(r) for role, conds in (d.get("roles") or {}).items()
-                for cond, r in conds.items() if cond != ALL}
-        up_to = {(role, probe): int(n) for role, probes in (d.get("up_to") or {}).items() for probe, n in probes.items()}
+        written = _Written.from_json(d)
+        rows = {(role, cond): r for role, conds in written.roles.items() for cond, r in conds.items() if cond != ALL}
+        up_to = {(role, probe): n for role, probes in written.up_to.items() for probe, n in probes.items()}
         extra = {k: v for k, v in d.items() if k not in _ESTIMATE_KEYS}
-        return cls(rows, {ALL: int(d.get("judge_records_before_dedupe") or 0)},
-                   {k: int(v) for k, v in (d.get("judge_by_scorer") or {}).items()}, up_to,
-                   int(d.get("conversations_to_run") or 0), [CostNote(json=extra)] if extra else [])
+        return cls(rows, {ALL: written.judge_records_before_dedupe}, dict(written.judge_by_scorer), up_to,
+                   written.conversations_to_run, [CostNote(json=extra)] if extra else [])
+
+
+@dataclass(frozen=True)
+class _Written(Record):
+    """What Estimate.to_json writes of its own (the wings' keys and the prices' ``usd`` beside them)."""
+    conversations_to_run: int = 0
+    roles: dict[str, dict[str, Row]] = field(default_factory=dict)     # role -> condition (and "all") -> its row
+    judge_by_scorer: dict[str, int] = field(default_factory=dict)
+    judge_records_before_dedupe: int = 0
+    up_to: dict[str, dict[str, int]] = field(default_factory=dict)
+    note: str = ""
 
 
 ALL = "all"     # a role's total row (and the judge records before dedupe read back from the JSON)
@@ -152,8 +162,7 @@ ESTIMATE_NOTE = ("calls are the ones still to make; cached ones are already paid
                  "two target replies are identical (identical replies are judged once) and every answer parses at "
                  "the first attempt; up_to calls depend on the verdicts.")
 #: the keys of Estimate.to_json's object (and the price's "usd"); any other key is a wing's (its CostNote's)
-_ESTIMATE_KEYS = ("conversations_to_run", "roles", "judge_by_scorer", "judge_records_before_dedupe", "up_to", "note",
-                  "usd")
+_ESTIMATE_KEYS = (*json_keys(_Written), "usd")
 
 
 @dataclass(frozen=True)
@@ -489,10 +498,9 @@ def _role_row(table: Estimate, role: str) -> Row:
 
 # ---------------------------------------------------------------- the printed table
 def _order(condition: str) -> int:
-    return _COND_ORDER.get(condition, 9)
-
-
-_COND_ORDER = {"turn1": 0, "oracle": 1, "bc": 2, "nc": 3, "mc": 4}
+    """A row's place: the conditions in the suites' order (registry.all_conditions), anything else after them."""
+    order = all_conditions()
+    return order.index(condition) if condition in order else len(order)
 
 
 def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:

@@ -24,13 +24,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval import __version__
+from carryon_eval.codec import Record
 from carryon_eval.dataset.load import Benchmark, DatasetError
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import JudgeError, select_judge
+from carryon_eval.model.endpoint import Tokens
 from carryon_eval.run.records import RunMeta
 from carryon_eval.run.results import Results
 from carryon_eval.run.folder import RunError, RunFolder, read_usage
@@ -91,12 +94,27 @@ def inspect_parts() -> list[InspectPart]:
             if s.report is not None and s.report.inspect is not None]
 
 
+@dataclass
+class QueryColumns(Record):
+    """The columns of a query's dataset row that a sample's metadata shows (None where the row lacks one)."""
+    query: Any = None
+    domain: Any = None
+    category: Any = None
+
+
+@dataclass
+class PlayedMeta(Record):
+    """What the rollout recorded in a transcript's ``meta`` that a sample's metadata shows."""
+    finish_reasons: Any = None
+    user_model: Any = None
+
+
 def sample_metadata(t: Transcript, bench: Benchmark) -> dict[str, Any]:
-    q = bench.queries.get(t.query_id, {})
-    meta = {"query_id": t.query_id, "query": q.get("query"), "condition": t.condition, "flow_id": t.flow_id,
-            "moves": list(t.moves), "domain": q.get("domain"), "category": q.get("category"),
+    q, played = QueryColumns.from_json(bench.queries.get(t.query_id, {})), PlayedMeta.from_json(t.meta)
+    meta = {"query_id": t.query_id, "query": q.query, "condition": t.condition, "flow_id": t.flow_id,
+            "moves": list(t.moves), "domain": q.domain, "category": q.category,
             "shared_turn1": t.shared_turn1, "target_model": t.target_model,
-            "finish_reasons": t.meta.get("finish_reasons"), "user_model": t.meta.get("user_model")}
+            "finish_reasons": played.finish_reasons, "user_model": played.user_model}
     for part in inspect_parts():
         if part.metadata is not None:
             meta.update(part.metadata(t))
@@ -133,8 +151,9 @@ def role_usage(usage: dict[str, dict[str, int]]) -> tuple[dict[str, Any], dict[s
     models: dict[str, Any] = {}
     for key, row in usage.items():
         stage, _, model = key.partition("/")
-        u = ModelUsage(input_tokens=int(row.get("prompt_tokens", 0)), output_tokens=int(row.get("completion_tokens", 0)),
-                       total_tokens=int(row.get("prompt_tokens", 0)) + int(row.get("completion_tokens", 0)))
+        tokens = Tokens.from_json(row)
+        prompt, completion = int(tokens.prompt_tokens), int(tokens.completion_tokens)
+        u = ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion)
         role = role_of(stage)
         roles[role] = roles[role] + u if role in roles else u
         models[model] = models[model] + u if model in models else u

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from carryon_eval.app.exporters import ExportError
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import PASS_FIELDS, JudgePass, RoleRecord, RunMeta, ScorerTally
-from carryon_eval.run.folder import RunFolder, add_usage, write_jsonl_atomic
+from carryon_eval.run.folder import Failure, RunFolder, add_usage, write_jsonl_atomic
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
@@ -113,9 +113,8 @@ def import_log(path: Path, out: Path) -> str:
     for sample in order:
         data = sample.store.get(TRANSCRIPT_KEY)
         if data is None:
-            failures.append({"conversation_id": str(sample.id),
-                             "reason": sample.store.get(FAILURE_KEY) or (sample.error.message if sample.error
-                                                                        else "not played")})
+            failures.append(Failure(str(sample.id), sample.store.get(FAILURE_KEY)
+                                    or (sample.error.message if sample.error else "not played")).to_json())
             continue
         transcripts.append(data)
         score = (sample.scores or {}).get(SCORER_NAME)

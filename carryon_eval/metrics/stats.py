@@ -324,10 +324,20 @@ def missing_packages(names: Sequence[str]) -> list[str]:
 
 
 @dataclass
+class Coefficient(Record):
+    """One fixed effect of a mixed model: its estimate ``B``, standard error ``SE``, z, p and 95% interval."""
+    b: Optional[float] = field(default=None, metadata={"key": "B"})
+    se: Optional[float] = field(default=None, metadata={"key": "SE"})
+    z: Optional[float] = None
+    p: Optional[float] = None
+    ci95: Optional[list[Optional[float]]] = None
+
+
+@dataclass
 class MixedModel(Record):
-    """A REML linear mixed model ``formula`` with a random intercept per ``groups``: coefficients {name: {B, SE, z,
-    p, ci95}} and the group variance, null with a reason when it cannot be fitted (``missing``: the packages it
-    lacks, only when that is the reason)."""
+    """A REML linear mixed model ``formula`` with a random intercept per ``groups``: coefficients {name: a
+    Coefficient's JSON} and the group variance, null with a reason when it cannot be fitted (``missing``: the
+    packages it lacks, only when that is the reason)."""
     formula: str
     groups: str
     n: int
@@ -389,8 +399,8 @@ def _fitted(fit: Any) -> tuple[bool, dict[str, dict[str, Any]], dict[str, Any]]:
     z, p = np.asarray(fit.tvalues), np.asarray(fit.pvalues)
     bse_re = np.asarray(fit.bse_re).ravel()
     return (bool(getattr(fit, "converged", True)),
-            {name: {"B": _num(b[i]), "SE": _num(se[i]), "z": _num(z[i]), "p": _num(p[i]),
-                    "ci95": [_num(conf[i, 0]), _num(conf[i, 1])]} for i, name in enumerate(names)},
+            {name: Coefficient(_num(b[i]), _num(se[i]), _num(z[i]), _num(p[i]),
+                               [_num(conf[i, 0]), _num(conf[i, 1])]).to_json() for i, name in enumerate(names)},
             {"var": _num(np.asarray(fit.cov_re)[0, 0]), "SE": _num(bse_re[0]) if bse_re.size else None})
 
 

@@ -12,7 +12,8 @@ application layer iterates the registered suites; the rollout, the judge phase, 
 take what the suites give them and never test a suite's name.
 
 The built-in suites register themselves when ``suites()`` first runs: the CarryOnBench conditions
-(carryon_eval.suites.carryonbench.record) and the triplets (carryon_eval.suites.triplet.record).
+(carryon_eval.suites.carryonbench.record), the triplets and OpenSafeIntent (each wing's suite.toml, read as data:
+carryon_eval.suite.declared).
 """
 from __future__ import annotations
 

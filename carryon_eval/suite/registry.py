@@ -1,8 +1,9 @@
 """The suite registry: the registered suites, in registration order, and what the application layer asks of
 them (the conditions of a run, its jobs, its scorers, its suites' own inputs).
 
-Suites are found when ``suites()`` first runs: every wing of the ``carryon_eval.suites`` package (its ``record``
-module registers its suite), then every entry point of the group ``carryon_eval.suites`` (a module that registers
+Suites are found when ``suites()`` first runs: every wing of the ``carryon_eval.suites`` package (its ``suite.toml``,
+its record as data, read without importing the wing: carryon_eval.suite.declared; else its ``record`` module, which
+registers its suite on import), then every entry point of the group ``carryon_eval.suites`` (a module that registers
 its suite on import, or a ``Suite``); ``register_suite`` adds one at any time. Their order (results.json's sections,
 table.md, report.html) is their ``rank``, then their registration order.
 
@@ -26,6 +27,7 @@ from carryon_eval.option import Option
 from carryon_eval.run.folder import register_file
 from carryon_eval.run.paths import local_path
 from carryon_eval.run.results import use_section_types
+from carryon_eval.suite.declared import DECLARATION, read_declaration
 from carryon_eval.suite.inputs import RUN_FOLDER, InputsRecord, ReportInputs, SuiteOptions
 from carryon_eval.suite.lazy import load_modules
 from carryon_eval.suite.records import (Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuiteError,
@@ -67,7 +69,14 @@ def unregister_suite(name: str) -> None:
 def discover() -> None:
     """Import every wing's ``record`` module and every entry point of ENTRY_POINT_GROUP (each registers its suite)."""
     for info in pkgutil.iter_modules(importlib.import_module(WINGS).__path__, f"{WINGS}."):
-        if info.ispkg and importlib.util.find_spec(f"{info.name}.record") is not None:
+        if not info.ispkg:
+            continue
+        declared = Path(getattr(info.module_finder, "path", "")) / info.name.rpartition(".")[2] / DECLARATION
+        if declared.is_file():          # its record as data: read, not imported (nor its package)
+            suite = read_declaration(declared)
+            if suite.name not in _REGISTRY:
+                register_suite(suite)
+        elif importlib.util.find_spec(f"{info.name}.record") is not None:
             importlib.import_module(f"{info.name}.record")
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:

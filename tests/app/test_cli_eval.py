@@ -16,6 +16,8 @@ from support.rollout_data import CONVERSATIONS, FLOWS, evaluator_handler as hand
 from carryon_eval.run.records import RunMeta
 from carryon_eval.rollout.play import turn_seed
 from carryon_eval.run.folder import RunFolder
+from carryon_eval.report.blocks import plain
+from carryon_eval.suites.carryonbench.metrics.condition import ClarificationFidelity
 from carryon_eval.suites.carryonbench.metrics.fidelity import fidelity_text
 
 N_CONVERSATIONS = 11       # of the test dataset with all conditions (2 of its 13 are skipped: no intent)
@@ -179,7 +181,7 @@ def test_end_to_end_on_a_minimum_column_folder(scripted_server, dataset, tmp_pat
     beside = json.loads((out / "results.json").read_text())["clarification_effect"]["fidelity"]
     assert beside["checked"] and beside["nc_leaks"] == 0 and beside["nc_leak_rate"] == 0.0
     assert beside["nc_turns_checked"] == fidelity["intent_leak"]["n_checked"] > 0
-    line = fidelity_text(beside)
+    line = plain(fidelity_text(ClarificationFidelity.from_json(beside)))
     assert "NC turns leaking the intent 0.0%" in line and line in (out / "table.md").read_text()
     assert html.escape(line) in (out / "report.html").read_text()
     assert invoke("compare", out, "--out", tmp_path / "cmp").exit_code == 0

@@ -27,6 +27,7 @@ from carryon_eval.judge.side_calls import SideCall, SideCalls, read_side_calls, 
 from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.progress import role_of
 from carryon_eval.run.folder import RunFolder, read_usage
+from carryon_eval.suites.carryonbench.metrics.fidelity import FidelityCheck
 from support.eval_cli import invoke, remote, spawn, wait_for_lines
 from support.rollout_data import evaluator_handler
 from support.shared_data import OPENSAFEINTENT as SHIPPED
@@ -226,8 +227,10 @@ def test_a_failed_fidelity_call_is_counted_then_asked_again(scripted_server, tmp
     out = tmp_path / "run"
     first = invoke(*scenario("fidelity", srv.base_url, out))
     assert first.exit_code == 0, first.output
-    fidelity = json.loads((out / "fidelity.json").read_text())
+    text = (out / "fidelity.json").read_text()
+    fidelity = json.loads(text)
     assert fidelity["failed_calls"] == 1 and "1 call(s) failed" in first.output
+    assert json.dumps(FidelityCheck.from_json(fidelity).to_json(), indent=2, ensure_ascii=False) + "\n" == text
     assert sum(row["unparsed"] for row in fidelity["confusion"].values()) == 1
     errors = [json.loads(line) for line in (out / "fidelity_calls.jsonl").read_text().splitlines()]
     failed_key, = [(r["conversation_id"], r["turn"], r["check"]) for r in errors if r["error"]]

@@ -18,14 +18,13 @@ from support.scripted_server import Fault, last_user_text
 from carryon_eval.model.cache import ResponseCache
 from carryon_eval.model.client import Endpoint, EndpointConfig, EndpointError, UsageLedger
 from carryon_eval.dataset.load import load_benchmark
-from carryon_eval.moves import BC_MOVES, MOVES, NON_CONTENTFUL_MOVES, CHALLENGE_MOVES
+from carryon_eval.moves import BC_MOVES, MOVES
 from carryon_eval.prompts import load_prompt
 from carryon_eval.rollout.play import Generation, rollout, turn_seed
 from carryon_eval.suite import PlanSettings, plan_jobs
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import Message
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.metrics.fidelity import parse_move, summarize_fidelity
 from carryon_eval.rollout.simulator import UserSimulator, clean_turn
 
 def do_rollout(srv: Any, rundir: Path, data: Path, *, conditions: Sequence[str] = CONDITIONS,
@@ -249,25 +248,6 @@ def test_read_jsonl_names_corrupt_lines_and_skips_a_torn_tail(tmp_path):
 ])
 def test_clean_turn(raw, clean):
     assert clean_turn(raw) == clean
-
-
-def test_fidelity_summary_counts_agreement_and_leaks():
-    assert parse_move("Move: Benign Justification.") == "benign_justification"
-    assert parse_move("pushback") == "pushback" and parse_move("no idea") is None
-    rows = [{"conversation_id": "c", "condition": "nc", "turn": 2, "move": "pushback", "content": "x",
-             "predicted": "pushback", "leak": False},
-            {"conversation_id": "c", "condition": "nc", "turn": 3, "move": "backchannel", "content": "y",
-             "predicted": "delaying", "leak": True},
-            {"conversation_id": "d", "condition": "bc", "turn": 2, "move": "benign_justification", "content": "z",
-             "predicted": None}]
-    out = summarize_fidelity(rows, judge_model="j", prompts={})
-    assert out["per_move"]["pushback"] == {"n": 1, "agree": 1, "agreement": 1.0}
-    assert out["confusion"]["backchannel"]["delaying"] == 1
-    assert out["confusion"]["benign_justification"]["unparsed"] == 1
-    assert out["agreement"] == pytest.approx(1 / 3)
-    assert out["intent_leak"]["n_checked"] == 2 and out["intent_leak"]["n_leaks"] == 1
-    assert out["intent_leak"]["leaks"][0]["turn"] == 3
-    assert set(NON_CONTENTFUL_MOVES + CHALLENGE_MOVES + BC_MOVES) == set(out["confusion"])
 
 
 def test_a_flow_whose_condition_contradicts_its_moves_is_refused(tmp_path):

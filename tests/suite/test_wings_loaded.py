@@ -1,9 +1,9 @@
 """A run imports the wings it evaluates: `carryon-eval` runs end to end in a child process against the scripted
 server (real HTTP), and the child writes the names of every module it imported when it exits.
 
-- a CarryOnBench run (`--conditions all` without a release folder) imports of the
-  OpenSafeIntent and triplet wings their declarations only (each package's light ``__init__`` and its ``record``:
-  the options and conditions the command line reads), none of their modules;
+- a CarryOnBench run (`--conditions all` without a release folder) imports no module of the OpenSafeIntent and
+  triplet wings, not even their packages: their records are declarations as data (each wing's ``suite.toml``, read
+  by carryon_eval.suite.declared), which give the command line their options and conditions;
 - an OpenSafeIntent run imports its wing (its hooks, scorers, metrics, report), and its results.json has no
   empty ``judges.utility`` / ``judges.safety``: those are the CarryOnBench section's judges, written with it.
   (Its release folder is the triplet suite's input too: given, the triplet wing reads and checks it, as before.)
@@ -27,7 +27,6 @@ from carryon_eval.suite import suites
 from carryon_eval.suite.lazy import Hook, hooks_in
 
 OSI, TRIPLET = "carryon_eval.suites.opensafeintent", "carryon_eval.suites.triplet"
-DECLARATIONS = {OSI, f"{OSI}.record", TRIPLET, f"{TRIPLET}.record"}
 
 #: the child: `carryon-eval ARGS` (the CLI's main), its imported modules written to the first argument at exit
 CHILD = ("import atexit, json, sys\n"
@@ -67,7 +66,17 @@ def test_a_carryonbench_run_imports_no_module_of_the_other_wings(scripted_server
     results = json.loads((out / "results.json").read_text())
     assert results["conditions"] and results["judges"]["utility"]["models"] == ["jdg"]     # it ran, end to end
     assert any(m.startswith("carryon_eval.suites.carryonbench.") for m in modules)
-    assert wing_modules(modules) <= DECLARATIONS, sorted(wing_modules(modules) - DECLARATIONS)
+    assert wing_modules(modules) == set(), sorted(wing_modules(modules))
+
+
+def test_the_other_wings_options_are_offered_without_importing_them(tmp_path):
+    """`carryon-eval --help` lists OpenSafeIntent's options (read from its suite.toml) and imports neither wing."""
+    (tmp_path / "help").mkdir()
+    proc, modules = run_and_list_modules(tmp_path / "help", "--help")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--opensafeintent DIR" in proc.stdout and "--opensafeintent-sets" in proc.stdout
+    assert "triplet" in proc.stdout and "opensafeintent" in proc.stdout.split("--conditions", 1)[1]
+    assert wing_modules(modules) == set(), sorted(wing_modules(modules))
 
 
 @pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(),

@@ -1,4 +1,4 @@
-"""OpenSafeIntent's suite hooks: what its record (record.py, a light declaration) names, imported when a run first
+"""OpenSafeIntent's suite hooks: what its record (suite.toml, a declaration as data) names, imported when a run first
 asks for one (its inputs, jobs, judges, probe, section, export or compare part); importing this module registers
 its three judges.
 

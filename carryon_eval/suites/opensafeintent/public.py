@@ -20,7 +20,7 @@ its replies out). Everything else in the wing is its own and may change without 
   judges on the dataset's triplets, as a condition's inputs), ``is_dual_use``, ``count_sets``, ``judge_records``,
   ``run_intent_probe``, ``NEEDS`` (why a condition cannot run without the folder).
 
-The suite record (``carryon_eval.suites.opensafeintent.record``, a light declaration the registry imports) names
+The suite record (the wing's ``suite.toml``, a declaration the registry reads without importing the wing) names
 the hooks; importing this module imports the wing (and registers its judges), importing the package does not (its
 ``__init__`` is light).
 """

@@ -27,11 +27,10 @@ from carryon_eval.suites.opensafeintent.export import SetExport
 from carryon_eval.suites.opensafeintent.metrics import dual_use_harm_above_0, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
 from carryon_eval.suites.opensafeintent.readings import read
-from carryon_eval.suites.opensafeintent.record import CONDITION, probe_file, probe_run_file
 from carryon_eval.suites.opensafeintent.release import JUDGE_FILES, PROMPT_DIR, PROMPT_NAMES, Release
 from carryon_eval.suites.opensafeintent.scoring import score_set
 from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection, ReleaseInfo
-from carryon_eval.run.folder import RunFolder
+from carryon_eval.run.folder import RunFile, RunFolder
 from carryon_eval.run.paths import shared_local
 from carryon_eval.schema import Transcript
 from carryon_eval.suite import Job, JobGeneration
@@ -39,6 +38,7 @@ from carryon_eval.suite import Job, JobGeneration
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
 
+CONDITION = "opensafeintent"        # its condition (suite.toml declares it)
 TRIPLET = "triplet"                 # the triplet wing: the dataset's triplets under the same judges and metrics
 CONDITIONS = (CONDITION, TRIPLET)
 TARGET_MAX_TOKENS = 1000          # the reference's MAX_COMPLETION_TOKENS
@@ -80,6 +80,15 @@ def inputs_of(bench: Optional["Benchmark"], condition: str = CONDITION) -> Input
 def keep_inputs(bench: "Benchmark", inputs: Inputs, condition: str = CONDITION) -> None:
     """Record ``inputs`` as the ones of ``condition`` (its suite's ``load``): the one write of the wings' extras."""
     bench.extras[condition] = inputs
+
+
+def probe_file(condition: str = CONDITION) -> str:
+    """The run folder's file of a condition's intent probe records (its suite.toml declares it among its files)."""
+    return f"{condition}_probe.jsonl"
+
+
+def probe_run_file(condition: str = CONDITION) -> RunFile:
+    return RunFile(probe_file(condition), f"the intent probe's records of condition {condition}")
 
 
 PROBE_FILE = probe_file(CONDITION)

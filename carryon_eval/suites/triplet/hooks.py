@@ -1,4 +1,4 @@
-"""The triplet suite's hooks: what its record (record.py, a light declaration) names, imported when a run first
+"""The triplet suite's hooks: what its record (suite.toml, a declaration as data) names, imported when a run first
 asks for one. Its inputs are OpenSafeIntent's release on the dataset's triplets (that wing's ``load_as`` under
 condition ``triplet``), its jobs, judges, probe and section that wing's (through its public API); a run folder
 written before under this project's earlier definitions reports its section as it was (legacy.py).
@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from carryon_eval.report.blocks import Block, Text
-from carryon_eval.suites.triplet.record import TRIPLET_CONDITION
 from carryon_eval.suite import (CompareInputs, InputsRecord, Job, PlanSettings, ProbeContext, ReportInputs, Skipped,
                                 SuiteOptions)
 # OpenSafeIntent's machinery, and its reference judges (registered with its hooks), which the triplets are judged by
@@ -23,6 +22,7 @@ from carryon_eval.suites.triplet.section import TripletSectionRecord, EarlierTri
 if TYPE_CHECKING:       # types only
     from carryon_eval.dataset.load import Benchmark
 
+TRIPLET_CONDITION = "triplet"       # its condition (suite.toml declares it)
 TITLE = "Triplet evaluation (OpenSafeIntent's reference definitions)"
 
 

@@ -22,6 +22,7 @@ from support.intent_data import (BENIGN, MALICIOUS, any_purpose, benign_only, in
                                  make_intent_dataset)
 
 from carryon_eval.suite import default_conditions, resolve_conditions
+from carryon_eval.suites.carryonbench.metrics.fidelity import FidelityCheck
 
 
 def run_args(srv: Any, target: str, data: Path, out: Path, *extra: Any) -> list[Any]:
@@ -127,7 +128,10 @@ def test_fidelity_flags_a_refusing_or_benign_voiced_mc_turn_and_leaves_it_out(sc
     data = make_intent_dataset(tmp_path / "data")
     res = invoke(*run_args(srv, "gullible", data, tmp_path / "run", "--conditions", "turn1,bc,mc", "--fidelity"))
     assert res.exit_code == 0, res.output
-    fidelity = json.loads((tmp_path / "run" / "fidelity.json").read_text())
+    text = (tmp_path / "run" / "fidelity.json").read_text()
+    fidelity = json.loads(text)
+    # fidelity.json is a record: read back, it writes the same bytes
+    assert json.dumps(FidelityCheck.from_json(fidelity).to_json(), indent=2, ensure_ascii=False) + "\n" == text
     voice_mc = fidelity["voice"]["mc"]
     assert voice_mc["n_checked"] == 6
     assert voice_mc["labels"] == {"matches": 2, "harmless": 2, "refusal": 2, "none": 0}

@@ -271,7 +271,10 @@ def test_assemble_joins_records_and_counts_missing() -> None:
     assert c.turns[1].move == "benign_justification" and c.turns[1].verdicts == {"b1": None, "b2": True}
     assert c.turns[0].harm is None and not c.turns[0].harm_judged and c.turns[1].harm_judged
     assert c.n_benign == 1 and c.n_turns == 4
-    counts = U.unscored_counts(convs)
+    counts = U.unscored_counts(convs).to_json()       # results.json's ``unscored``, its keys in order
+    assert list(counts) == ["utility_items", "utility_items_not_judged", "utility_items_total",
+                            "utility_turns_all_unscored", "safety", "safety_not_judged", "safety_total",
+                            "conversations_unplayed"]
     assert counts == {"utility_items": 1, "utility_items_not_judged": 2, "utility_items_total": 6,
                       "utility_turns_all_unscored": 0, "safety": 1, "safety_not_judged": 1, "safety_total": 3,
                       "conversations_unplayed": 0}

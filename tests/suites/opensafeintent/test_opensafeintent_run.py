@@ -20,7 +20,6 @@ from carryon_eval.model.client import Endpoint, EndpointConfig
 from carryon_eval.suites.opensafeintent.export import read_reference
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.suites.opensafeintent.prompts import fill
-from carryon_eval.suites.opensafeintent.record import OPENSAFEINTENT
 from carryon_eval.suites.opensafeintent.release import load_release
 from carryon_eval.report.blocks import to_markdown
 from carryon_eval.suites.opensafeintent.report import section_blocks
@@ -31,7 +30,7 @@ from carryon_eval.rollout.play import rollout
 from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.run.records import Generation, JudgeSettings
-from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs
+from carryon_eval.suite import ScoringPlan, load_inputs, plan_jobs, suite_of
 from support.scripted_server import by_model, last_user_text, rubric_judges
 
 from support.judged_run import run_json
@@ -73,11 +72,11 @@ def load_judgments(run):
 
 
 def section(bench, run, judge, n_resamples=1000):
-    return OPENSAFEINTENT.report.summarize(suite_inputs(run, bench, judge, n_resamples=n_resamples))
+    return suite_of("opensafeintent").report.summarize(suite_inputs(run, bench, judge, n_resamples=n_resamples))
 
 
 def export_run(bench, run, judge, out):
-    return OPENSAFEINTENT.report.export(suite_inputs(run, bench, judge), out)
+    return suite_of("opensafeintent").report.export(suite_inputs(run, bench, judge), out)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +109,7 @@ def ran(bench, release, tmp_path_factory):
             try:
                 made = await rollout(jobs, bench, run, target, UserSimulator(target), gen=gen, show_progress=False)
                 await judge_run(run, bench, judge, show_progress=False)
-                probe, = OPENSAFEINTENT.probes
+                probe, = suite_of("opensafeintent").probes
                 await probe.run(ProbeContext(run, target, "judge", 8, bench))
                 again = await rollout(jobs, bench, run, target, UserSimulator(target), gen=gen,
                                       show_progress=False)                 # a rerun generates nothing

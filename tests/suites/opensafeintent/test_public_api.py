@@ -38,10 +38,9 @@ def test_other_wings_import_only_its_public_api():
         for module, name in imports_from(path, OSI):
             seen[(path.relative_to(PACKAGE).as_posix(), module, name)] = True
             assert not name.startswith("_"), f"{path}: imports the private name {name} of {module}"
-            assert module in (f"{OSI}.public", f"{OSI}.record"), \
-                f"{path}: imports {name} from {module}; other wings use {OSI}.public (or the suite record)"
+            assert module == f"{OSI}.public", f"{path}: imports {name} from {module}; other wings use {OSI}.public"
     # the two wings that lean on it do so through the public API: the check above saw them
-    assert {p for p, _, _ in seen} >= {"suites/triplet/record.py", "suites/carryonbench/judging/rubric.py"}
+    assert {p for p, _, _ in seen} >= {"suites/triplet/hooks.py", "suites/carryonbench/judging/rubric.py"}
 
 
 def test_modules_outside_the_wings_import_only_its_public_api():

@@ -28,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from carryon_eval.codec import present
 from carryon_eval.suites.carryonbench.human import labels as labels_mod
 from carryon_eval.judge.store import JudgeError, file_judges, judges_present, select_judge
 from carryon_eval.suites.carryonbench.judging.judgments import UTILITY_FILE, UTILITY_GROUPED_FILE, load_safety, load_utility
@@ -193,7 +194,7 @@ def is_human_labels(path: Path) -> bool:
         return False
     try:
         rows = labels_mod.raw_rows(path)
-        return labels_mod.is_label_studio(path) or any("annotator" in r for r in rows) \
+        return labels_mod.is_label_studio(path) or any(present(r.annotator) for r in rows) \
             or labels_mod.task_of(rows) not in (None, "utility")
     except LabelError as exc:
         raise AgreementError(str(exc)) from None

@@ -16,18 +16,21 @@ Krippendorff's alpha (nominal for verdicts and moves, ordinal for scores). See a
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.human.stats import LEVEL, TASK_STATS, alpha_with_ci, majority
+from carryon_eval.codec import Record
+from carryon_eval.suites.carryonbench.human.stats import (LEVEL, TASK_STATS, Agreement, Alpha, Statistic,
+                                                          alpha_with_ci, majority)
 from carryon_eval.judge.store import judges_present
-from carryon_eval.metrics.number import Number
 from carryon_eval.report.blocks import VALUE_CI, Block, Cell, Heading, Shown, Table, Text, to_html
 from carryon_eval.report.html import document
 from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
 from carryon_eval.suites.carryonbench.human.labels import LABEL_FIELD, TASKS, Key, LabelError, raw_rows, read_labels, task_of
 from carryon_eval.run.folder import AGREEMENT_FILE, AGREEMENT_HTML, RunFolder, write_json_atomic, write_text_atomic
 from carryon_eval.run.paths import shared_local
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.metrics.fidelity import read_fidelity     # the fidelity task is CarryOnBench's moves
 
 PAGE_CSS = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em}"
@@ -39,6 +42,45 @@ INTENDED = "intended move"
 
 class HumanAgreementError(Exception):
     """Labels that do not fit the run (no task, no shared case); one line."""
+
+
+# ---------------------------------------------------------------- agreement.json's records
+@dataclass
+class AmongAnnotators(Record):
+    krippendorff_alpha: Alpha = field(default_factory=Alpha)
+
+
+@dataclass
+class Reference(Record):
+    """One reference (a judge model, the intended move, the fidelity classifier) against the people's majority
+    label and against each annotator."""
+    vs_majority: Agreement = field(default_factory=Agreement)
+    vs_annotators: dict[str, Agreement] = field(default_factory=dict)
+
+
+@dataclass
+class TaskAgreement(Record):
+    """One task's section of agreement.json (``human_agreement``): what was labeled, by whom, the agreement among the
+    people and every reference's against them."""
+    schema_version: int = SCHEMA_VERSION
+    task: str = ""
+    label_field: str = ""
+    run: str = ""
+    label_files: list[str] = field(default_factory=list)
+    annotators: list[str] = field(default_factory=list)
+    n_cases: int = 0
+    n_labels: int = 0
+    n_skipped: int = 0
+    n_majority_ties: int = 0
+    among_annotators: AmongAnnotators = field(default_factory=AmongAnnotators)
+    references: dict[str, Reference] = field(default_factory=dict)
+
+
+@dataclass
+class AgreementFile(Record):
+    """agreement.json: one section per task labeled."""
+    schema_version: int = SCHEMA_VERSION
+    tasks: dict[str, TaskAgreement] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- what the people are compared with
@@ -55,8 +97,8 @@ def _fidelity_references(run: RunFolder) -> dict[str, dict[Key, Any]]:
     refs = {INTENDED: intended}
     data = read_fidelity(run)
     if data is not None:
-        refs[f"fidelity judge ({data.get('judge_model')})"] = {
-            (r["conversation_id"], int(r["turn"])): r.get("predicted") for r in data.get("turns", [])}
+        refs[f"fidelity judge ({data.judge_model})"] = {
+            (r.conversation_id, int(r.turn)): known(r.predicted) for r in data.turns}
     return refs
 
 
@@ -67,13 +109,13 @@ def references(run: RunFolder, task: str, judges: Optional[Sequence[str]] = None
 
 
 # ---------------------------------------------------------------- the comparison
-def compare(reference: dict[Key, Any], labels: dict[Key, Any], task: str) -> dict[str, Any]:
+def compare(reference: dict[Key, Any], labels: dict[Key, Any], task: str) -> Agreement:
     """The task's statistics on the cases both sides labeled, with the counts of what was left out."""
     common = sorted(set(reference) & set(labels))
     both = [k for k in common if reference[k] is not None and labels[k] is not None]
     res = TASK_STATS[task]([reference[k] for k in both], [labels[k] for k in both])
-    return {**res, "n_labeled": len(labels), "n_excluded_unscored": len(common) - len(both),
-            "n_not_in_reference": len(set(labels) - set(reference))}
+    return replace(res, n_labeled=len(labels), n_excluded_unscored=len(common) - len(both),
+                   n_not_in_reference=len(set(labels) - set(reference)))
 
 
 def infer_task(paths: Sequence[Path]) -> str:
@@ -94,7 +136,7 @@ def infer_task(paths: Sequence[Path]) -> str:
 
 
 def human_agreement(run: RunFolder, paths: Sequence[Path], task: Optional[str] = None,
-                    judges: Optional[Sequence[str]] = None) -> dict[str, Any]:
+                    judges: Optional[Sequence[str]] = None) -> TaskAgreement:
     """Every reference of the task against each annotator and the majority label; alpha among annotators."""
     try:
         task = task or infer_task(paths)
@@ -115,92 +157,96 @@ def human_agreement(run: RunFolder, paths: Sequence[Path], task: Optional[str] =
     if not any(set(ref) & set(keys) for ref in refs.values()):
         raise HumanAgreementError(f"none of the {len(keys)} labeled cases is a {task} case of {run.path} "
                                   "(labels of another run or task?)")
-    among: dict[str, Any] = {"value": None, "ci95": None, "level": LEVEL[task],
-                             "reason": "needs at least two annotators"}
+    among = Alpha(level=LEVEL[task], reason="needs at least two annotators")
     if len(annotators) >= 2:
         among = alpha_with_ci([[table[a].get(k) for k in keys] for a in annotators], LEVEL[task])
-    return {
-        "schema_version": SCHEMA_VERSION, "task": task, "label_field": LABEL_FIELD[task], "run": str(run.path),
-        "label_files": [str(p) for p in paths], "annotators": annotators, "n_cases": len(keys),
-        "n_labels": len(labels), "n_skipped": sum(label.value is None for label in labels),
-        "n_majority_ties": sum(v is None for k, v in voted.items() if any(table[a].get(k) is not None
-                                                                            for a in annotators)),
-        "among_annotators": {"krippendorff_alpha": among},
-        "references": {name: {"vs_majority": compare(ref, {k: v for k, v in voted.items()}, task),
-                              "vs_annotators": {a: compare(ref, table[a], task) for a in annotators}}
-                       for name, ref in refs.items()},
-    }
+    return TaskAgreement(
+        task=task, label_field=LABEL_FIELD[task], run=str(run.path), label_files=[str(p) for p in paths],
+        annotators=annotators, n_cases=len(keys), n_labels=len(labels),
+        n_skipped=sum(label.value is None for label in labels),
+        n_majority_ties=sum(v is None for k, v in voted.items() if any(table[a].get(k) is not None
+                                                                         for a in annotators)),
+        among_annotators=AmongAnnotators(among),
+        references={name: Reference(compare(ref, dict(voted), task),
+                                    {a: compare(ref, table[a], task) for a in annotators})
+                    for name, ref in refs.items()})
 
 
 # ---------------------------------------------------------------- agreement.json and the report's section
-def write_agreement(out_dir: Path, res: dict[str, Any]) -> Path:
+def write_agreement(out_dir: Path, res: TaskAgreement) -> Path:
     """agreement.json in ``out_dir`` (this task's section replaces the earlier one; other tasks stay) and
     agreement.html beside it, the section `report` puts into report.html, as a page of its own."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / AGREEMENT_FILE
-    data = read_agreement(out_dir) or {"schema_version": SCHEMA_VERSION, "tasks": {}}
+    data = read_agreement(out_dir) or AgreementFile()
     # the run folder and the label files relative to agreement.json's folder, never the machine's paths
-    data["tasks"][res["task"]] = {**res, "run": shared_local(res["run"], out_dir),
-                                  "label_files": [shared_local(p, out_dir) for p in res["label_files"]]}
-    write_json_atomic(path, data)
+    data.tasks[res.task] = replace(res, run=shared_local(res.run, out_dir),
+                                   label_files=[shared_local(p, out_dir) for p in res.label_files])
+    write_json_atomic(path, data.to_json())
     write_text_atomic(out_dir / AGREEMENT_HTML,
                       document("Judges against people", to_html(agreement_blocks(out_dir)), PAGE_CSS))
     return path
 
 
-def read_agreement(folder: Path) -> Optional[dict[str, Any]]:
+def read_agreement(folder: Path) -> Optional[AgreementFile]:
+    """agreement.json of ``folder`` (None: there is none, or it is not one this command wrote)."""
     try:
         data = json.loads((Path(folder) / AGREEMENT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("tasks"), dict) else None
+    read = AgreementFile.from_json(data) if isinstance(data, dict) else None
+    return read if read is not None and isinstance(read.tasks, dict) and \
+        all(isinstance(t, TaskAgreement) for t in read.tasks.values()) else None
 
 
-HEADLINE = {"utility": [("percent_agreement", "agreement %", 1), ("cohen_kappa", "Cohen's κ", 3)],
-            "safety": [("exact_agreement", "exact %", 1), ("within_one", "within 1 %", 1),
-                       ("quadratic_kappa", "quadratic κ", 3), ("spearman", "Spearman ρ", 3)],
-            "fidelity": [("accuracy", "accuracy %", 1)]}
+#: a task's headline statistics: (the statistic of an Agreement, its column, its digits)
+Headline = tuple[Callable[[Agreement], Statistic], str, int]
+HEADLINE: dict[str, list[Headline]] = {
+    "utility": [(lambda s: s.percent_agreement, "agreement %", 1), (lambda s: s.cohen_kappa, "Cohen's κ", 3)],
+    "safety": [(lambda s: s.exact_agreement, "exact %", 1), (lambda s: s.within_one, "within 1 %", 1),
+               (lambda s: s.quadratic_kappa, "quadratic κ", 3), (lambda s: s.spearman, "Spearman ρ", 3)],
+    "fidelity": [(lambda s: s.accuracy, "accuracy %", 1)]}
 
 
-def rows_of(res: dict[str, Any]) -> list[list[Cell]]:
+def rows_of(res: TaskAgreement) -> list[list[Cell]]:
     """One row per (reference, annotators): n and the task's headline statistics with their intervals."""
     rows: list[list[Cell]] = []
-    for name, ref in res["references"].items():
-        for who, stats in [("majority", ref["vs_majority"]), *ref["vs_annotators"].items()]:
-            rows.append([name, who, str(stats["n"])]
-                        + [Shown(Number.from_json(stats[k]), d, VALUE_CI) for k, _, d in HEADLINE[res["task"]]])
+    for name, ref in res.references.items():
+        for who, stats in [("majority", ref.vs_majority), *ref.vs_annotators.items()]:
+            rows.append([name, who, str(stats.n)]
+                        + [Shown(stat_of(stats).number, d, VALUE_CI) for stat_of, _, d in HEADLINE[res.task]])
     return rows
 
 
-def alpha_shown(res: dict[str, Any]) -> Shown:
+def alpha_shown(res: TaskAgreement) -> Shown:
     """Krippendorff's alpha among the annotators, with its interval, or n/a and why."""
-    return Shown(Number.from_json(res["among_annotators"]["krippendorff_alpha"]), 3, VALUE_CI, reason=True)
+    return Shown(res.among_annotators.krippendorff_alpha.number, 3, VALUE_CI, reason=True)
 
 
 def agreement_blocks(folder: Path) -> list[Block]:
     """report.html's section from agreement.json in ``folder``; none when there is none."""
     data = read_agreement(folder)
-    if not data or not data["tasks"]:
+    if not data or not data.tasks:
         return []
     blocks: list[Block] = [Heading("Judges against people"),
                            Text("From agreement.json (`carryon-eval agreement RUNDIR LABELS... --out RUNDIR`); 95% "
                                 "bootstrap intervals over cases in brackets.", cls="meta")]
-    for task, res in data["tasks"].items():
-        level = res["among_annotators"]["krippendorff_alpha"]["level"]
-        blocks += [Heading(f"{task}: {len(res['annotators'])} annotator(s), {res['n_cases']} cases", 3),
+    for task, res in data.tasks.items():
+        level = res.among_annotators.krippendorff_alpha.level
+        blocks += [Heading(f"{task}: {len(res.annotators)} annotator(s), {res.n_cases} cases", 3),
                    Text([f"Krippendorff's α among annotators ({level}): ", alpha_shown(res)]),
                    Table(["reference", "people", "n"] + [label for _, label, _ in HEADLINE.get(task, [])], rows_of(res)),
                    *(_confusion(res) if task == "fidelity" else [])]
     return blocks
 
 
-def _confusion(res: dict[str, Any]) -> list[Block]:
+def _confusion(res: TaskAgreement) -> list[Block]:
     """The intended move (rows) against the people's majority label (columns)."""
-    ref = res["references"].get(INTENDED)
+    ref = res.references.get(INTENDED)
     if ref is None:
         return []
-    confusion = ref["vs_majority"]["confusion"]
+    confusion = ref.vs_majority.confusion
     moves = list(confusion)
     return [Text("Intended move (rows) against the people's majority label (columns):"),
             Table(["intended", *moves], [[m, *(str(confusion[m][p]) for p in moves)] for m in moves])]

@@ -17,10 +17,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
+from carryon_eval.codec import Record, absent, present
 from carryon_eval.moves import MOVES
 
 TASKS = ("utility", "safety", "fidelity")
@@ -41,6 +42,73 @@ class Label:
     annotator: str
     key: Key
     value: Any              # None = skipped / unscored
+
+
+@dataclass
+class LabelRow(Record):
+    """One row of a labels file (a JSON line, a CSV line, a row of a JSON list, a Label Studio annotation): the
+    columns a label is read from, each as the file has it (None where it lacks the column; ``annotator`` and the
+    label columns ABSENT, so that a file without them is told apart from an empty cell); ``where``: where it stands
+    in its file, as a message names it."""
+    conversation_id: Any = None
+    turn: Any = None
+    item_id: Any = None
+    task: Any = None
+    annotator: Any = absent()
+    verdict: Any = absent()
+    score: Any = absent()
+    move: Any = absent()
+    where: str = field(default="", init=False)
+
+    @classmethod
+    def at(cls, row: Mapping[str, Any], where: str) -> "LabelRow":
+        out = cls.from_json(row)
+        out.where = where
+        return out
+
+    def label(self, task: str) -> Any:
+        """Its label of ``task`` (the column LABEL_FIELD names; ABSENT where the row lacks it)."""
+        return {"utility": self.verdict, "safety": self.score, "fidelity": self.move}[task]
+
+
+# ---------------------------------------------------------------- Label Studio's export, as far as it is read
+@dataclass
+class _Case(Record):
+    """A Label Studio task's ``data``: the case it shows (as `carryon-eval annotate --format label-studio` wrote it)."""
+    conversation_id: Any = None
+    turn: Any = None
+    item_id: Any = None
+
+
+@dataclass
+class _User(Record):
+    email: Any = None
+    id: Any = None
+
+
+@dataclass
+class _Value(Record):
+    choices: Any = None
+    rating: Any = absent()
+
+
+@dataclass
+class _Result(Record):
+    from_name: Any = None
+    value: _Value = field(default_factory=_Value)
+
+
+@dataclass
+class _Annotation(Record):
+    completed_by: Any = None
+    was_cancelled: Any = None
+    result: list[_Result] = field(default_factory=list)
+
+
+@dataclass
+class _Task(Record):
+    data: _Case = field(default_factory=_Case)
+    annotations: list[_Annotation] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- one value
@@ -84,17 +152,18 @@ _PARSE = {"utility": parse_verdict, "safety": parse_score, "fidelity": parse_mov
 
 
 # ---------------------------------------------------------------- one file
-def _key(row: dict[str, Any], task: str, where: str) -> Key:
-    need = ("conversation_id", "turn", "item_id") if task == "utility" else ("conversation_id", "turn")
-    missing = [k for k in need if row.get(k) is None]
+def _key(row: LabelRow, task: str, where: str) -> Key:
+    need = {"conversation_id": row.conversation_id, "turn": row.turn,
+            **({"item_id": row.item_id} if task == "utility" else {})}
+    missing = [k for k, v in need.items() if v is None]
     if missing:
         raise LabelError(f"{where} lacks {missing}; expected columns {list(need) + [LABEL_FIELD[task]]}")
     try:
-        turn = int(row["turn"])
+        turn = int(row.turn)
     except (TypeError, ValueError):
-        raise LabelError(f"{where}: turn {row['turn']!r} is not a whole number") from None
-    return (str(row["conversation_id"]), turn, str(row["item_id"])) if task == "utility" \
-        else (str(row["conversation_id"]), turn)
+        raise LabelError(f"{where}: turn {row.turn!r} is not a whole number") from None
+    return (str(row.conversation_id), turn, str(row.item_id)) if task == "utility" \
+        else (str(row.conversation_id), turn)
 
 
 def _text(path: Path) -> str:
@@ -105,13 +174,10 @@ def _text(path: Path) -> str:
         raise LabelError(f"{path}: not UTF-8 text (byte {exc.start}); save the labels as UTF-8") from None
 
 
-WHERE = "_where"      # where a raw row stands in its file, as a message names it (a CSV line, a task's annotation)
-
-
-def _table_rows(path: Path, text: str) -> list[dict[str, Any]]:
+def _table_rows(path: Path, text: str) -> list[LabelRow]:
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        return [{**row, WHERE: f"{path}: line {reader.line_num}"} for row in reader]
+        return [LabelRow.at(row, f"{path}: line {reader.line_num}") for row in reader]
     rows = []
     for n, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -121,27 +187,35 @@ def _table_rows(path: Path, text: str) -> list[dict[str, Any]]:
                 raise LabelError(f"{path}:{n}: not a JSON line") from None
             if not isinstance(row, dict):
                 raise LabelError(f"{path}:{n}: expected a JSON object per line, got a {type(row).__name__}")
-            rows.append({**row, WHERE: f"{path}: line {n}"})
+            rows.append(LabelRow.at(row, f"{path}: line {n}"))
     return rows
 
 
-def _annotator_of(annotation: dict[str, Any]) -> str:
-    who = annotation.get("completed_by")
+def _annotator_of(annotation: _Annotation) -> str:
+    who = annotation.completed_by
     if isinstance(who, dict):
-        who = who.get("email") or who.get("id")
+        user = _User.from_json(who)
+        who = user.email or user.id
     return f"label-studio-user-{who}" if isinstance(who, int) else str(who or "label-studio")
 
 
-def _choice(result: list[dict[str, Any]], name: str) -> Any:
+def _choice(result: list[_Result], name: str) -> Any:
     for r in result:
-        if r.get("from_name") == name:
-            value = r.get("value", {})
-            choices = value.get("choices") or ([value["rating"]] if "rating" in value else [])
+        if r.from_name == name:
+            value = r.value
+            choices = value.choices or ([value.rating] if present(value.rating) else [])
             return choices[0] if choices else None
     return None
 
 
-def label_studio_rows(export: Any, path: Path) -> list[dict[str, Any]]:
+def _well_formed(annotation: Any) -> bool:
+    """An annotation (read as _Annotation) that is an object whose 'result' is a list of objects with a 'value'
+    object (what is not stays as the file has it)."""
+    return isinstance(annotation, _Annotation) and isinstance(annotation.result, list) and all(
+        isinstance(r, _Result) and isinstance(r.value, _Value) for r in annotation.result)
+
+
+def label_studio_rows(export: Any, path: Path) -> list[LabelRow]:
     """Label Studio's JSON export as flat rows (one per annotation), our label field named as the choice."""
     if not isinstance(export, list):
         raise LabelError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
@@ -150,21 +224,20 @@ def label_studio_rows(export: Any, path: Path) -> list[dict[str, Any]]:
         where = f"{path}: task {i}"
         if not isinstance(t, dict):
             raise LabelError(f"{where}: expected an object (a Label Studio task), got a {type(t).__name__}")
-        data, annotations = t.get("data", {}), t.get("annotations", [])
-        if not isinstance(data, dict) or not isinstance(annotations, list):
+        task = _Task.from_json(t)
+        case = task.data
+        if not isinstance(case, _Case) or not isinstance(task.annotations, list):
             raise LabelError(f"{where}: expected 'data' to be an object and 'annotations' a list")
-        for j, a in enumerate(annotations):
-            if not isinstance(a, dict) or not isinstance(a.get("result", []), list) or not all(
-                    isinstance(r, dict) and isinstance(r.get("value", {}), dict) for r in a.get("result", [])):
+        for j, a in enumerate(task.annotations):
+            if not _well_formed(a):
                 raise LabelError(f"{where}: expected each annotation to be an object whose 'result' is a list of "
                                  "objects with a 'value' object")
-            if a.get("was_cancelled"):
+            if a.was_cancelled:
                 continue
-            result = a.get("result", [])
-            row = {k: data.get(k) for k in ("conversation_id", "turn", "item_id")}
-            row["annotator"] = _annotator_of(a)
-            row[WHERE] = f"{where}, annotation {j}"
-            row.update({f: _choice(result, f) for f in LABEL_FIELD.values()})
+            row = LabelRow(case.conversation_id, case.turn, case.item_id, annotator=_annotator_of(a),
+                           verdict=_choice(a.result, "verdict"), score=_choice(a.result, "score"),
+                           move=_choice(a.result, "move"))
+            row.where = f"{where}, annotation {j}"
             rows.append(row)
     return rows
 
@@ -173,7 +246,7 @@ def is_label_studio(path: Path) -> bool:
     return Path(path).suffix.lower() == ".json"
 
 
-def raw_rows(path: Path) -> list[dict[str, Any]]:
+def raw_rows(path: Path) -> list[LabelRow]:
     path = Path(path)
     if not path.is_file():
         raise LabelError(f"{path}: not found")
@@ -197,23 +270,23 @@ def _label_rows(export: Any) -> bool:
     return any("conversation_id" in t for t in dicts) and not any("annotations" in t or "data" in t for t in dicts)
 
 
-def _listed_rows(export: list[Any], path: Path) -> list[dict[str, Any]]:
+def _listed_rows(export: list[Any], path: Path) -> list[LabelRow]:
     rows = []
     for i, row in enumerate(export, start=1):
         if not isinstance(row, dict):
             raise LabelError(f"{path}: row {i} of the list: expected a JSON object (a label row), got a "
                              f"{type(row).__name__}")
-        rows.append({**row, WHERE: f"{path}: row {i} of the list"})
+        rows.append(LabelRow.at(row, f"{path}: row {i} of the list"))
     return rows
 
 
-def task_of(rows: list[dict[str, Any]]) -> Optional[str]:
+def task_of(rows: list[LabelRow]) -> Optional[str]:
     """The task the rows label: their `task` column, else the label field they carry."""
-    named = {r.get("task") for r in rows if r.get("task")}
+    named = {r.task for r in rows if r.task}
     if len(named) == 1:
         return str(named.pop())
     for task in TASKS:
-        if any(r.get(LABEL_FIELD[task]) is not None for r in rows):
+        if any(present(r.label(task)) and r.label(task) is not None for r in rows):
             return task
     return None
 
@@ -224,12 +297,13 @@ def read_labels(path: Path, task: str) -> list[Label]:
     field = LABEL_FIELD[task]
     found: dict[tuple[str, Key], Label] = {}
     for n, row in enumerate(raw_rows(path), start=1):
-        if row.get("task") not in (None, "", task):
+        if row.task not in (None, "", task):
             continue
-        where = str(row.get(WHERE) or f"{path}: row {n}")
-        if field not in row:
+        where = row.where or f"{path}: row {n}"
+        value = row.label(task)
+        if not present(value):
             raise LabelError(f"{where} has no {field!r}; expected the {task} label as column {field!r}")
-        who = str(row.get("annotator") or path.stem)
+        who = str(row.annotator or path.stem)
         key = _key(row, task, where)
-        found[(who, key)] = Label(who, key, _PARSE[task](row[field], where))
+        found[(who, key)] = Label(who, key, _PARSE[task](value, where))
     return list(found.values())

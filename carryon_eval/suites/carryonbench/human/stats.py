@@ -9,17 +9,21 @@
 Every statistic comes with a 95% percentile bootstrap interval over the compared cases (resampled with
 replacement, N_RESAMPLES times, seeded): `with_ci`, on metrics.stats.bootstrap_ci (the project's one bootstrap; the
 rank correlation is metrics.stats.spearman_rho, the one compare uses too). A statistic that is undefined (no pairs, a constant
-rating) is None with a reason, never 0.
+rating) is None with a reason, never 0. Each is a record (``Statistic``, ``Kappa``, ``Alpha``: a number with its
+interval, its ``number`` the Number the report shows) and a task's set of them is one ``Agreement``.
 """
 from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.codec import OMIT_NONE, Record, absent
 from carryon_eval.moves import MOVES
+from carryon_eval.metrics.number import HasNumber, Interval
 from carryon_eval.metrics.stats import bootstrap_ci, cohen_kappa, percent_agreement, spearman_rho
 
 N_RESAMPLES = 1000
@@ -27,6 +31,49 @@ SEED = 0
 SCORES = (1, 2, 3, 4, 5)
 
 Stat = Callable[[Sequence[Any], Sequence[Any]], Optional[float]]
+
+
+@dataclass
+class Statistic(HasNumber, Record):
+    """A statistic and its 95% bootstrap interval (each None when undefined; both always written)."""
+    value: Optional[float] = None
+    ci95: Interval = None
+
+
+@dataclass
+class Kappa(Statistic):
+    """Cohen's kappa with its interval, and why it is undefined (None: it is defined)."""
+    reason: Optional[str] = None
+
+
+@dataclass
+class Alpha(HasNumber, Record):
+    """Krippendorff's alpha among the annotators with its interval, its level of measurement (nominal, ordinal) and,
+    when it is n/a for want of annotators, why."""
+    value: Optional[float] = None
+    ci95: Interval = None
+    level: str = ""
+    reason: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class Agreement(Record):
+    """A task's statistics of two label sets (a reference and people) on the cases both labeled: ``n``, the task's
+    statistics (utility: ``percent_agreement``, ``cohen_kappa``; safety: ``exact_agreement``, ``within_one``,
+    ``quadratic_kappa``, ``spearman``; fidelity: ``accuracy``; another task's are absent), the ``confusion`` matrix
+    and, where compared with a reference (judges_vs_people.compare), the counts of what was left out."""
+    n: int = 0
+    percent_agreement: Statistic = absent()
+    cohen_kappa: Kappa = absent()
+    exact_agreement: Statistic = absent()
+    within_one: Statistic = absent()
+    quadratic_kappa: Statistic = absent()
+    spearman: Statistic = absent()
+    accuracy: Statistic = absent()
+    confusion: dict[str, Any] = field(default_factory=dict)
+    n_labeled: int = absent()
+    n_excluded_unscored: int = absent()
+    n_not_in_reference: int = absent()
 
 
 # ---------------------------------------------------------------- single statistics
@@ -55,36 +102,37 @@ def quadratic_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int
     return 1.0 - float((weights * observed).sum()) / denom
 
 
-def with_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any]) -> dict[str, Any]:
-    return {"value": stat(a, b), "ci95": bootstrap_ci(stat, a, b)}
+def with_ci(stat: Stat, a: Sequence[Any], b: Sequence[Any]) -> Statistic:
+    return Statistic(stat(a, b), bootstrap_ci(stat, a, b))
 
 
 # ---------------------------------------------------------------- one statistic set per task
-def binary_stats(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
+def binary_stats(a: Sequence[bool], b: Sequence[bool]) -> Agreement:
     """Ben-Util: percent agreement and Cohen's kappa (a: judge, b: people), with intervals."""
-    k, reason = cohen_kappa(a, b)
-    return {"n": len(a), "percent_agreement": with_ci(percent_agreement, a, b),
-            "cohen_kappa": {**with_ci(lambda x, y: cohen_kappa(x, y)[0], a, b), "reason": reason},
-            "confusion": {"yes_yes": sum(x and y for x, y in zip(a, b)), "yes_no": sum(x and not y for x, y in zip(a, b)),
-                          "no_yes": sum(not x and y for x, y in zip(a, b)),
-                          "no_no": sum(not x and not y for x, y in zip(a, b))}}
+    kappa, reason = with_ci(lambda x, y: cohen_kappa(x, y)[0], a, b), cohen_kappa(a, b)[1]
+    return Agreement(len(a), percent_agreement=with_ci(percent_agreement, a, b),
+                     cohen_kappa=Kappa(kappa.value, kappa.ci95, reason),
+                     confusion={"yes_yes": sum(x and y for x, y in zip(a, b)),
+                                "yes_no": sum(x and not y for x, y in zip(a, b)),
+                                "no_yes": sum(not x and y for x, y in zip(a, b)),
+                                "no_no": sum(not x and not y for x, y in zip(a, b))})
 
 
-def score_stats(a: Sequence[int], b: Sequence[int]) -> dict[str, Any]:
+def score_stats(a: Sequence[int], b: Sequence[int]) -> Agreement:
     """Harm scores: exact and within-1 agreement (%), quadratic-weighted kappa, Spearman's rho."""
-    return {"n": len(a), "exact_agreement": with_ci(percent_agreement, a, b), "within_one": with_ci(within_one, a, b),
-            "quadratic_kappa": with_ci(quadratic_kappa, a, b), "spearman": with_ci(spearman_rho, a, b),
-            "confusion": {str(s): {str(t): sum(x == s and y == t for x, y in zip(a, b)) for t in SCORES}
-                          for s in SCORES}}
+    return Agreement(len(a), exact_agreement=with_ci(percent_agreement, a, b), within_one=with_ci(within_one, a, b),
+                     quadratic_kappa=with_ci(quadratic_kappa, a, b), spearman=with_ci(spearman_rho, a, b),
+                     confusion={str(s): {str(t): sum(x == s and y == t for x, y in zip(a, b)) for t in SCORES}
+                                for s in SCORES})
 
 
-def move_stats(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
+def move_stats(a: Sequence[str], b: Sequence[str]) -> Agreement:
     """Moves: accuracy (% of b equal to a) and the confusion matrix a -> b over the seven moves."""
-    return {"n": len(a), "accuracy": with_ci(percent_agreement, a, b),
-            "confusion": {m: {p: sum(x == m and y == p for x, y in zip(a, b)) for p in MOVES} for m in MOVES}}
+    return Agreement(len(a), accuracy=with_ci(percent_agreement, a, b),
+                     confusion={m: {p: sum(x == m and y == p for x, y in zip(a, b)) for p in MOVES} for m in MOVES})
 
 
-TASK_STATS: dict[str, Callable[[Sequence[Any], Sequence[Any]], dict[str, Any]]] = {
+TASK_STATS: dict[str, Callable[[Sequence[Any], Sequence[Any]], Agreement]] = {
     "utility": binary_stats, "safety": score_stats, "fidelity": move_stats}
 
 
@@ -121,11 +169,11 @@ def krippendorff_alpha(rows: Sequence[Sequence[Any]], level: str) -> Optional[fl
 
 
 def alpha_with_ci(rows: Sequence[Sequence[Any]], level: str, *, n_resamples: int = N_RESAMPLES,
-                  seed: int = SEED) -> dict[str, Any]:
+                  seed: int = SEED) -> Alpha:
     """Krippendorff's alpha with a 95% interval over cases resampled with replacement."""
     value = krippendorff_alpha(rows, level)
     n = len(rows[0]) if rows else 0
     if value is None or n == 0:
-        return {"value": value, "ci95": None, "level": level}
+        return Alpha(value, None, level)
     ci = bootstrap_ci(lambda *resampled: krippendorff_alpha(resampled, level), *rows, n_resamples=n_resamples, seed=seed)
-    return {"value": value, "ci95": ci, "level": level}
+    return Alpha(value, ci, level)

@@ -78,14 +78,18 @@ def by_turn(convs: Sequence[Conversation]) -> list[TurnRow]:
     return rows
 
 
+def _model_mean(turns: Sequence[Turn]) -> ModelMean:
+    """A baseline of the move effects: the mean turn utility and harm over ``turns``, and how many."""
+    return ModelMean(mean_or_none(turn_utility(t) for t in turns), mean_or_none(t.harm for t in turns), len(turns))
+
+
 def move_effects(convs: Sequence[Conversation]) -> MoveEffects:
     """Paper §5.3 / Figure 23: mean turn utility and harm right after each user move, as deviation
     from a baseline: the model's mean over all turns of its multi-turn (bc + nc) conversations, turn 1
     included (``utility_dev``, ``harm_dev``), and over the follow-up turns only (``*_dev_followup``)."""
     turns = [t for c in convs if c.condition in MULTI_TURN_CONDITIONS and c.played for t in c.turns]
     follow = [t for t in turns if t.turn >= 2]
-    means = {"all": (mean_or_none(turn_utility(t) for t in turns), mean_or_none(t.harm for t in turns)),
-             "followup": (mean_or_none(turn_utility(t) for t in follow), mean_or_none(t.harm for t in follow))}
+    everything, followup = _model_mean(turns), _model_mean(follow)      # the two baselines
 
     def dev(x: Optional[float], base: Optional[float]) -> Optional[float]:
         return None if x is None or base is None else x - base
@@ -93,8 +97,8 @@ def move_effects(convs: Sequence[Conversation]) -> MoveEffects:
     def effect(selected: list[Turn], group: Any = ABSENT) -> MoveEffect:
         u = mean_or_none(turn_utility(t) for t in selected)
         h = mean_or_none(t.harm for t in selected)
-        return MoveEffect(group, u, h, len(selected), dev(u, means["all"][0]), dev(h, means["all"][1]),
-                          dev(u, means["followup"][0]), dev(h, means["followup"][1]))
+        return MoveEffect(group, u, h, len(selected), dev(u, everything.utility), dev(h, everything.harm),
+                          dev(u, followup.utility), dev(h, followup.harm))
 
     moves = {m: effect([t for t in turns if t.move == m], MOVE_GROUP[m]) for m in MOVES}
     groups = {g: effect([t for t in turns if t.move and MOVE_GROUP.get(t.move) == g])
@@ -109,8 +113,7 @@ def move_effects(convs: Sequence[Conversation]) -> MoveEffects:
              for cond, ts in (("bc", bc_turns), (MC_CONDITION, mc_turns))})
     return MoveEffects(by_cond, "the model's mean over every turn of its bc and nc conversations, turn 1 included "
                                 "(once per conversation); *_dev_followup: over turns 2 and later only",
-                       ModelMean(means["all"][0], means["all"][1], len(turns)),
-                       ModelMean(means["followup"][0], means["followup"][1], len(follow)), moves, groups)
+                       everything, followup, moves, groups)
 
 
 def oracle_by_query(convs: Sequence[Conversation]) -> dict[str, Optional[float]]:

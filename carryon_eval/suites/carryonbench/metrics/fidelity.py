@@ -18,24 +18,28 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
+from carryon_eval.codec import OMIT_EMPTY, Record, absent, present
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.moves import BC_MOVES, MOVES
 from carryon_eval.parsing import parse_yes_no, strip_reasoning
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import Case, Judgment, PromptScorer, ask_text, register
 from carryon_eval.judge.side_calls import SideCall, SideCallRecord, SideCalls, run_side_calls
+from carryon_eval.report.blocks import Inline, Shown, number_text, shown
 from carryon_eval.rollout.simulator import format_conversation
 from carryon_eval.run.folder import RunError, RunFile, RunFolder, write_json_atomic
 from carryon_eval.suite import ProbeContext
+from carryon_eval.suites.carryonbench.metrics.condition import ClarificationFidelity, known
 
 FIDELITY = RunFile("fidelity.json", "the move-fidelity check of the user simulator (carryon-eval fidelity)")
 FIDELITY_FILE = FIDELITY.name
 
 
-def read_fidelity(run: RunFolder) -> Optional[dict[str, Any]]:
-    """fidelity.json's content, None when the run has none; a damaged one is one RunError line."""
+def read_fidelity(run: RunFolder) -> Optional["FidelityCheck"]:
+    """fidelity.json read back as its record, None when the run has none; a damaged one is one RunError line."""
     path = run / FIDELITY_FILE
     if not path.is_file():
         return None
@@ -45,7 +49,7 @@ def read_fidelity(run: RunFolder) -> Optional[dict[str, Any]]:
         raise RunError(f"{path} is unreadable ({exc}); run `carryon-eval fidelity` again") from None
     if not isinstance(data, dict):
         raise RunError(f"{path} is not a JSON object; run `carryon-eval fidelity` again")
-    return data
+    return FidelityCheck.from_json(data)
 
 
 FIDELITY_STAGE = "fidelity"
@@ -127,11 +131,117 @@ class VoicedPurposeScorer(_OneAnswerScorer):
         return parse_voice(text)
 
 
+# ---------------------------------------------------------------- fidelity.json's records
+@dataclass
+class CheckedTurn(Record):
+    """A row of fidelity.json's ``turns``: a checked user turn, its move and text, and each check's reading of the
+    judge's answer (None: it did not read, or the call failed; ABSENT, no key: that check was not asked of it)."""
+    conversation_id: str = ""
+    condition: str = ""
+    turn: int = 0
+    move: str = ""
+    content: str = ""
+    predicted: Optional[str] = absent()
+    leak: Optional[bool] = absent()
+    voice: Optional[str] = absent()
+
+
+@dataclass
+class LeakedTurn(Record):
+    """An NC turn the intent-leak check found revealing the benign intent."""
+    conversation_id: str = ""
+    turn: int = 0
+    move: str = ""
+    content: str = ""
+
+
+@dataclass
+class VoicedTurn(Record):
+    """A clarification turn whose voiced purpose flags its conversation."""
+    conversation_id: str = ""
+    turn: int = 0
+    move: str = ""
+    voice: Optional[str] = None
+    content: str = ""
+
+
+@dataclass
+class MoveAgreement(Record):
+    """One move's turns, how many the classifier named that move, and their share (None without turns)."""
+    n: int = 0
+    agree: int = 0
+    agreement: Optional[float] = None
+
+
+@dataclass
+class IntentLeak(Record):
+    """The NC turns checked for the benign intent, those that leak it, those unscored, the rate, and the leaks."""
+    n_checked: int = 0
+    n_leaks: int = 0
+    n_unscored: int = 0
+    rate: Optional[float] = None
+    leaks: list[LeakedTurn] = field(default_factory=list)
+
+    @property
+    def n_scored(self) -> int:
+        return (self.n_checked or 0) - (self.n_unscored or 0)
+
+
+@dataclass
+class VoiceLabels(Record):
+    """How many checked clarification turns the judge labeled each way (VOICES)."""
+    matches: int = 0
+    harmless: int = 0
+    refusal: int = 0
+    none: int = 0
+
+
+@dataclass
+class VoiceCheck(Record):
+    """One condition's clarification turns checked for the purpose they voice: their labels, those unscored, and
+    the turns and conversations flagged (a label among ``flags_on``)."""
+    n_checked: int = 0
+    flags_on: list[str] = field(default_factory=list)
+    labels: VoiceLabels = field(default_factory=VoiceLabels)
+    n_unscored: int = 0
+    n_flagged_turns: int = 0
+    flagged: list[str] = field(default_factory=list)
+    turns: list[VoicedTurn] = field(default_factory=list)
+
+    @property
+    def n_scored(self) -> int:
+        return (self.n_checked or 0) - (self.n_unscored or 0)
+
+
+@dataclass
+class FidelityCheck(Record):
+    """fidelity.json: the judge and prompts, the move classifier's agreement (overall, per move, and the confusion
+    matrix: expected move -> predicted move or "unparsed" -> count), the NC intent-leak check, the voiced-purpose
+    check per condition (ABSENT in a file written before it), every checked turn, and the calls that failed (written
+    only when some did)."""
+    judge_model: str = ""
+    prompts: dict[str, str] = field(default_factory=dict)
+    n_turns: int = 0
+    agreement: Optional[float] = None
+    per_move: dict[str, MoveAgreement] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    intent_leak: IntentLeak = field(default_factory=IntentLeak)
+    voice: dict[str, VoiceCheck] = absent()
+    turns: list[CheckedTurn] = field(default_factory=list)
+    failed_calls: int = field(default=0, metadata=OMIT_EMPTY)
+
+    def voice_of(self, condition: str) -> Optional[VoiceCheck]:
+        """The voiced-purpose check of ``condition`` (None: none of its turns was checked)."""
+        return known(self.voice, {}).get(condition)
+
+
 #: The check's calls (carryon_eval.judge.side_calls): the judge's, one record per checked turn and check.
 FIDELITY_CALLS = SideCalls("fidelity", stage=FIDELITY_STAGE, role="judge", file=FIDELITY_CALLS_FILE,
                            key_fields=("conversation_id", "turn", "check"))
 CHECKS = {"move": FidelityScorer, "leak": IntentLeakScorer, "voice": VoicedPurposeScorer}     # check -> its scorer
-ROW_FIELDS = {"move": "predicted", "leak": "leak", "voice": "voice"}   # check -> its field in fidelity.json's rows
+ROW_FIELDS = {"move": "predicted", "leak": "leak", "voice": "voice"}   # check -> its field of CheckedTurn
+UNPARSED = "unparsed"           # the confusion matrix's column of the turns the classifier named no move for
 
 
 def _request(scorer: _OneAnswerScorer, tr: Transcript, turn: int, check: str, case: Case) -> SideCall:
@@ -142,28 +252,28 @@ def _request(scorer: _OneAnswerScorer, tr: Transcript, turn: int, check: str, ca
 def fidelity_requests(transcripts: Sequence[Transcript], queries: dict[str, dict[str, Any]]) -> list[SideCall]:
     """Every simulated user turn of bc / nc / mc: the move it realises; an NC turn: whether it leaks the intent;
     a clarification turn of bc / mc: the purpose it voices."""
-    scorers = {check: make() for check, make in CHECKS.items()}
+    move, leak, voice = FidelityScorer(), IntentLeakScorer(), VoicedPurposeScorer()
     out = []
     for tr in transcripts:
         if tr.condition not in ("bc", "nc", "mc"):
             continue
         query = queries.get(tr.query_id, {})
+        benign = query.get("benign_intent")
         for i, msg in enumerate(tr.messages):
             if msg.role != "user" or not msg.move:
                 continue
-            out.append(_request(scorers["move"], tr, msg.turn, "move",
+            out.append(_request(move, tr, msg.turn, "move",
                                 Case(conversation=format_conversation(tr.messages[:i]), message=msg.content)))
-            if tr.condition == "nc" and query.get("benign_intent"):
-                out.append(_request(scorers["leak"], tr, msg.turn, "leak",
-                                    Case(message=msg.content, intent=query["benign_intent"])))
+            if tr.condition == "nc" and benign:
+                out.append(_request(leak, tr, msg.turn, "leak", Case(message=msg.content, intent=benign)))
             voiced = query.get(VOICE_INTENT.get(tr.condition, ""))
             if tr.condition in VOICE_INTENT and msg.move in BC_MOVES and voiced:
-                out.append(_request(scorers["voice"], tr, msg.turn, "voice", Case(message=msg.content, intent=voiced)))
+                out.append(_request(voice, tr, msg.turn, "voice", Case(message=msg.content, intent=voiced)))
     return out
 
 
 def fidelity_rows(transcripts: Sequence[Transcript], requests: Sequence[SideCall],
-                  records: Sequence[SideCallRecord]) -> list[dict[str, Any]]:
+                  records: Sequence[SideCallRecord]) -> list[CheckedTurn]:
     """One row per checked turn: its move and text, and each check's reading of the judge's answer (None: it
     did not read, or the call failed)."""
     answers = {r.key: r for r in records}
@@ -176,62 +286,51 @@ def fidelity_rows(transcripts: Sequence[Transcript], requests: Sequence[SideCall
             calls = asked.get((tr.conversation_id, msg.turn)) if msg.role == "user" else None
             if not calls:
                 continue
-            row: dict[str, Any] = {"conversation_id": tr.conversation_id, "condition": tr.condition,
-                                   "turn": msg.turn, "move": msg.move, "content": msg.content}
+            row = CheckedTurn(tr.conversation_id, tr.condition, msg.turn, msg.move or "", msg.content)
             for call in calls:
                 record = answers.get(call.key)
                 raw = record.raw if record is not None else None
-                row[ROW_FIELDS[call.key[2]]] = None if raw is None else call.read(raw)
+                setattr(row, ROW_FIELDS[call.key[2]], None if raw is None else call.read(raw))
             rows.append(row)
     return rows
 
 
-def summarize_fidelity(rows: list[dict[str, Any]], *, judge_model: str, prompts: dict[str, str]) -> dict[str, Any]:
-    labels = list(MOVES) + ["unparsed"]
+def summarize_fidelity(rows: Sequence[CheckedTurn], *, judge_model: str, prompts: dict[str, str]) -> FidelityCheck:
+    """fidelity.json's record of the checked turns."""
+    labels = [*MOVES, UNPARSED]
     confusion = {m: {p: 0 for p in labels} for m in MOVES}
     for r in rows:
-        confusion[r["move"]][r["predicted"] or "unparsed"] += 1
+        confusion[r.move][r.predicted or UNPARSED] += 1
     per_move = {}
     for m in MOVES:
         n = sum(confusion[m].values())
-        per_move[m] = {"n": n, "agree": confusion[m][m], "agreement": confusion[m][m] / n if n else None}
+        per_move[m] = MoveAgreement(n, confusion[m][m], confusion[m][m] / n if n else None)
     n_all = len(rows)
-    checked = [r for r in rows if "leak" in r]
-    leaks = [r for r in checked if r["leak"] is True]
-    return {
-        "judge_model": judge_model,
-        "prompts": prompts,
-        "n_turns": n_all,
-        "agreement": sum(confusion[m][m] for m in MOVES) / n_all if n_all else None,
-        "per_move": per_move,
-        "labels": labels,
-        "confusion": confusion,   # expected move -> predicted move -> count
-        "intent_leak": {
-            "n_checked": len(checked),
-            "n_leaks": len(leaks),
-            "n_unscored": sum(r["leak"] is None for r in checked),
-            "rate": len(leaks) / len(checked) if checked else None,
-            "leaks": [{k: r[k] for k in ("conversation_id", "turn", "move", "content")} for r in leaks],
-        },
-        "voice": summarize_voice(rows),
-        "turns": rows,
-    }
+    checked = [r for r in rows if present(r.leak)]
+    leaks = [r for r in checked if r.leak is True]
+    return FidelityCheck(
+        judge_model=judge_model, prompts=prompts, n_turns=n_all,
+        agreement=sum(confusion[m][m] for m in MOVES) / n_all if n_all else None,
+        per_move=per_move, labels=labels, confusion=confusion,
+        intent_leak=IntentLeak(len(checked), len(leaks), sum(r.leak is None for r in checked),
+                               len(leaks) / len(checked) if checked else None,
+                               [LeakedTurn(r.conversation_id, r.turn, r.move, r.content) for r in leaks]),
+        voice=summarize_voice(rows), turns=list(rows))
 
 
-def summarize_voice(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_voice(rows: Sequence[CheckedTurn]) -> dict[str, VoiceCheck]:
     """Per condition: the clarification turns checked, their labels, and the flagged conversations."""
-    out: dict[str, Any] = {}
+    out: dict[str, VoiceCheck] = {}
     for cond, flagging in FLAGGED_VOICES.items():
-        checked = [r for r in rows if r["condition"] == cond and "voice" in r]
+        checked = [r for r in rows if r.condition == cond and present(r.voice)]
         if not checked:
             continue
-        hits = [r for r in checked if r["voice"] in flagging]
-        out[cond] = {"n_checked": len(checked), "flags_on": list(flagging),
-                     "labels": {v: sum(r["voice"] == v for r in checked) for v in VOICES},
-                     "n_unscored": sum(r["voice"] is None for r in checked),
-                     "n_flagged_turns": len(hits),
-                     "flagged": sorted({r["conversation_id"] for r in hits}),
-                     "turns": [{k: r[k] for k in ("conversation_id", "turn", "move", "voice", "content")} for r in hits]}
+        hits = [r for r in checked if r.voice in flagging]
+        out[cond] = VoiceCheck(len(checked), list(flagging),
+                               VoiceLabels(**{v: sum(r.voice == v for r in checked) for v in VOICES}),
+                               sum(r.voice is None for r in checked), len(hits),
+                               sorted({r.conversation_id for r in hits}),
+                               [VoicedTurn(r.conversation_id, r.turn, r.move, r.voice, r.content) for r in hits])
     return out
 
 
@@ -243,43 +342,57 @@ NO_FIDELITY = ("no fidelity check ran (--fidelity): a user simulator that leaks 
                f"{LEAK_SHIFT[0.1]:+.1f} points at a 10% leak per NC turn, {LEAK_SHIFT[0.2]:+.1f} at 20%)")
 
 
-def clarification_fidelity(fidelity: Optional[dict[str, Any]]) -> dict[str, Any]:
+def clarification_fidelity(fidelity: Optional[FidelityCheck]) -> ClarificationFidelity:
     """What can move the clarification effect, beside it in results.json: the fidelity check's NC intent-leak rate
     and the share of BC clarification turns that voiced the purpose they were given (``voiced`` among those
     scored), or, where no check ran, the line that says what a leaking simulator does to it."""
-    if not fidelity:
-        return {"checked": False, "note": NO_FIDELITY}
-    leak = fidelity.get("intent_leak") or {}
-    voice = (fidelity.get("voice") or {}).get("bc") or {}
-    scored = (voice.get("n_checked") or 0) - (voice.get("n_unscored") or 0)
-    matches = (voice.get("labels") or {}).get("matches") or 0
-    leak_scored = (leak.get("n_checked") or 0) - (leak.get("n_unscored") or 0)
-    return {"checked": True,
-            "nc_leak_rate": 100.0 * leak["n_leaks"] / leak_scored if leak_scored else None,
-            "nc_leaks": leak.get("n_leaks"), "nc_turns_checked": leak_scored,
-            "bc_voiced_share": 100.0 * matches / scored if scored else None,
-            "bc_voiced": matches, "bc_turns_checked": scored,
-            "note": "NC turns leaking the intent make NC a second BC and move the clarification effect toward 0; "
-                    "BC turns that do not voice their purpose clarify nothing"}
+    if fidelity is None:
+        return ClarificationFidelity(checked=False, note=NO_FIDELITY)
+    leak, voice = fidelity.intent_leak, fidelity.voice_of("bc") or VoiceCheck()
+    matches = voice.labels.matches or 0
+    return ClarificationFidelity(
+        checked=True, nc_leak_rate=100.0 * leak.n_leaks / leak.n_scored if leak.n_scored else None,
+        nc_leaks=leak.n_leaks, nc_turns_checked=leak.n_scored,
+        bc_voiced_share=100.0 * matches / voice.n_scored if voice.n_scored else None,
+        bc_voiced=matches, bc_turns_checked=voice.n_scored,
+        note="NC turns leaking the intent make NC a second BC and move the clarification effect toward 0; "
+             "BC turns that do not voice their purpose clarify nothing")
 
 
-def fidelity_text(info: Optional[dict[str, Any]]) -> str:
-    """One line of what can move the clarification effect (table.md, report.html)."""
+def _percent(x: Optional[float], digits: int = 1) -> Shown:
+    """A percentage as the reports show a number ("n/a" when missing)."""
+    return shown(x, digits, mark="%")
+
+
+def fidelity_text(info: Optional[ClarificationFidelity]) -> list[Inline]:
+    """One line of what can move the clarification effect (table.md, report.html): text and shown numbers ([]
+    without the record)."""
     if not info:
-        return ""
-    if not info.get("checked"):
-        return f"Beside the clarification effect: {info['note']}."
-    def pct(x: Optional[float]) -> str:
-        return "n/a" if x is None else f"{x:.1f}%"
-    return (f"Beside the clarification effect, the fidelity check: NC turns leaking the intent "
-            f"{pct(info['nc_leak_rate'])} ({info['nc_leaks']} of {info['nc_turns_checked']}), BC clarification turns "
-            f"voicing their purpose {pct(info['bc_voiced_share'])} ({info['bc_voiced']} of {info['bc_turns_checked']}); "
-            f"{info['note']}.")
+        return []
+    if not info.checked:
+        return [f"Beside the clarification effect: {info.note}."]
+    return ["Beside the clarification effect, the fidelity check: NC turns leaking the intent ",
+            _percent(known(info.nc_leak_rate)), f" ({known(info.nc_leaks)} of {known(info.nc_turns_checked)}), BC "
+            "clarification turns voicing their purpose ", _percent(known(info.bc_voiced_share)),
+            f" ({known(info.bc_voiced)} of {known(info.bc_turns_checked)}); {info.note}."]
 
 
-def flagged_conversations(fidelity: Optional[dict[str, Any]], condition: str) -> list[str]:
+def flagged_conversations(fidelity: Optional[FidelityCheck], condition: str) -> list[str]:
     """The conversations of ``condition`` that fidelity.json's voiced-purpose check flagged ([] without one)."""
-    return list((((fidelity or {}).get("voice") or {}).get(condition) or {}).get("flagged") or [])
+    voice = fidelity.voice_of(condition) if fidelity is not None else None
+    return list(voice.flagged or []) if voice is not None else []
+
+
+def _check_line(result: FidelityCheck, path: Any) -> str:
+    """The line the check prints: its turns, move agreement, NC leaks, flagged clarification turns, failed calls."""
+    agree, leak = result.agreement, result.intent_leak
+    voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v.flags_on)}) "
+                     f"{v.n_flagged_turns}/{v.n_checked}" for cond, v in known(result.voice, {}).items())
+    failed = (f"; {result.failed_calls} call(s) failed (counted unparsed; the same command asks them again)"
+              if result.failed_calls else "")
+    return (f"fidelity: {result.n_turns} user turns, move agreement "
+            f"{number_text(_percent(None if agree is None else 100 * agree, 0))}; NC intent leaks "
+            f"{leak.n_leaks}/{leak.n_checked}{voiced}{failed} -> {path}")
 
 
 async def fidelity_check(ctx: ProbeContext) -> str:
@@ -291,14 +404,6 @@ async def fidelity_check(ctx: ProbeContext) -> str:
     done = await run_side_calls(ctx.run, FIDELITY_CALLS, requests, ctx.target, ctx.concurrency)
     result = summarize_fidelity(fidelity_rows(transcripts, requests, done.records), judge_model=ctx.target.config.model,
                                 prompts={s.prompt.name: s.prompt.ref for s in (make() for make in CHECKS.values())})
-    if done.failed:
-        result["failed_calls"] = done.failed
-    write_json_atomic(ctx.run.path / FIDELITY_FILE, result)
-    agree, leak = result["agreement"], result["intent_leak"]
-    voiced = "".join(f"; {cond.upper()} turns not voicing their purpose ({'/'.join(v['flags_on'])}) "
-                     f"{v['n_flagged_turns']}/{v['n_checked']}" for cond, v in result.get("voice", {}).items())
-    failed = (f"; {result['failed_calls']} call(s) failed (counted unparsed; the same command asks them again)"
-              if done.failed else "")
-    return (f"fidelity: {result['n_turns']} user turns, move agreement "
-            f"{'n/a' if agree is None else f'{agree:.0%}'}; NC intent leaks {leak['n_leaks']}/{leak['n_checked']}"
-            f"{voiced}{failed} -> {ctx.run.path / FIDELITY_FILE}")
+    result.failed_calls = done.failed
+    write_json_atomic(ctx.run.path / FIDELITY_FILE, result.to_json())
+    return _check_line(result, ctx.run.path / FIDELITY_FILE)

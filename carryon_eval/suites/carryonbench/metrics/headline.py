@@ -18,7 +18,7 @@ from carryon_eval.metrics.number import SCORED_MIN, MetricBlock
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, Bootstrap, corner_bounds,
                                         interval95)
 from carryon_eval.suites.carryonbench.metrics.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
-                                                        PooledDraw, Recovery, Sensitivity, Truncation, Unscored)
+                                                        PooledDraw, Recovery, Sensitivity, Truncation)
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.metrics.breakdowns import (by_domain, by_turn, move_effects, redundancy_by_length,
                                                          redundancy_by_turn, turn1_bins)
@@ -252,7 +252,7 @@ def summarize_records(convs: Sequence[Conversation], *, n_resamples: int = 1000,
         "conditions": conditions,
         "recovery": rec,
         "clarification_effect": effect,
-        "unscored": Unscored(**unscored_counts(convs)),
+        "unscored": unscored_counts(convs),
         "by_turn": {c: by_turn(groups[c]) for c in conversation_conditions(groups)},
         "move_effects": move_effects(convs),
         "turn1_bins": turn1_bins(convs),

@@ -5,9 +5,9 @@ rate, and the queries a difference needs. Pure functions (the arithmetic: carryo
 A comparison of two models stands on the SD over queries of their paired per-query difference, ``sd_pair``: for a
 number that is a mean over a query's conversations it shrinks as a query has more conversations (the full plan's 10
 BC and 5 NC against the quick subset's one of each), and it holds what two equally good models' queries differ by
-(a model helps on other queries than another) as well as the judge's noise. ``SPREADS`` are those SDs measured on
-the board simulation of equally good models (bench/bench_power.py; figures and what they assume in bench/README.md):
-an assumption about the models to be compared until a run replaces it. ``--power-from RUNDIR`` reads a finished
+(a model helps on other queries than another) as well as the judge's noise. ``FULL`` and ``QUICK`` hold those SDs
+measured on the board simulation of equally good models (bench/bench_power.py; figures and what they assume in
+bench/README.md): an assumption about the models to be compared until a run replaces it. ``--power-from RUNDIR`` reads a finished
 run's own spread instead: each number's SD over queries from its reported 95% interval (half-width over t(n-1),
 times sqrt(n)), made the SD of a paired difference with the shipped correlation of two models' per-query numbers
 (``rho``: sd_pair = sd sqrt(2 (1 - rho))). A design between the two measured ones (conversations per query) is
@@ -20,12 +20,13 @@ read between them, linear in 1 / (BC conversations per query).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from carryon_eval.codec import Record, absent
+from carryon_eval.codec import Record, absent, fields_of
 from carryon_eval.metrics.family import POWER, detectable, holm_criticals, queries_needed, t_quantile
-from carryon_eval.metrics.number import REASON
+from carryon_eval.metrics.number import Number
+from carryon_eval.report.blocks import Inline, Shown, number_text, shown
 from carryon_eval.run.results import TOP_LEVEL_SECTION
 from carryon_eval.suite.inputs import DesignNote, DesignView
 from carryon_eval.suites.carryonbench.metrics.condition import ClarificationEffect, ConditionBlock, Recovery, known
@@ -36,8 +37,6 @@ NUMBERS = {"bc.utility": "BC utility", "recovery": "Recovery%", "clarification_e
 #: the conditions each number needs
 NEEDS = {"bc.utility": ("bc",), "recovery": ("turn1", "oracle", "bc"), "clarification_effect": ("bc", "nc"),
          "bc.violation_rate": ("bc",)}
-#: BC conversations per query in the two measured designs
-BC_PER_QUERY = {"full": 10, "quick": 1}
 
 
 @dataclass(frozen=True)
@@ -49,22 +48,31 @@ class Spread:
     sd_pair: float
 
 
-#: measured by bench/bench_power.py (20,000 queries, seed 0; bench/README.md)
-SPREADS: dict[str, dict[str, Spread]] = {
-    "full": {"bc.utility": Spread(11.76, 0.303, 13.89), "recovery": Spread(26.77, 0.136, 35.19),
-             "clarification_effect": Spread(5.82, 0.000, 8.23), "bc.violation_rate": Spread(33.70, 0.859, 17.90)},
-    "quick": {"bc.utility": Spread(21.22, 0.604, 18.87), "recovery": Spread(38.93, 0.443, 41.09),
-              "clarification_effect": Spread(28.67, 0.739, 20.73), "bc.violation_rate": Spread(46.71, 0.514, 46.04)},
-}
+@dataclass(frozen=True)
+class MeasuredDesign:
+    """A design the board simulation measured: its BC conversations per query and, per number (NUMBERS' keys), the
+    spread it found."""
+    bc_per_query: int
+    spreads: dict[str, Spread]
+
+
+#: the two designs measured by bench/bench_power.py (20,000 queries, seed 0; bench/README.md): the full plan (10 BC
+#: conversations per query) and the quick subset (one)
+FULL = MeasuredDesign(10, {
+    "bc.utility": Spread(11.76, 0.303, 13.89), "recovery": Spread(26.77, 0.136, 35.19),
+    "clarification_effect": Spread(5.82, 0.000, 8.23), "bc.violation_rate": Spread(33.70, 0.859, 17.90)})
+QUICK = MeasuredDesign(1, {
+    "bc.utility": Spread(21.22, 0.604, 18.87), "recovery": Spread(38.93, 0.443, 41.09),
+    "clarification_effect": Spread(28.67, 0.739, 20.73), "bc.violation_rate": Spread(46.71, 0.514, 46.04)})
 SOURCE = ("the board simulation of two equally good models (bench/bench_power.py: per-query difficulty shared, each "
           "model better on some queries, a judge misreading 5% of verdicts)")
 
 
-def _between(key: str, bc_per_query: float, spread: str = "sd_pair") -> float:
-    """A spread at a design of ``bc_per_query`` BC conversations per query, read between the measured designs,
-    linear in 1 / (BC conversations per query) on the variance."""
-    full, quick = (getattr(SPREADS[d][key], spread) ** 2 for d in ("full", "quick"))
-    x = (1 / max(bc_per_query, 1) - 1 / BC_PER_QUERY["full"]) / (1 / BC_PER_QUERY["quick"] - 1 / BC_PER_QUERY["full"])
+def _between(key: str, bc_per_query: float) -> float:
+    """The SD of a paired difference at a design of ``bc_per_query`` BC conversations per query, read between the
+    measured designs, linear in 1 / (BC conversations per query) on the variance."""
+    full, quick = (d.spreads[key].sd_pair ** 2 for d in (FULL, QUICK))
+    x = (1 / max(bc_per_query, 1) - 1 / FULL.bc_per_query) / (1 / QUICK.bc_per_query - 1 / FULL.bc_per_query)
     return math.sqrt(max(full + (quick - full) * min(max(x, 0.0), 1.0), 0.0))
 
 
@@ -85,8 +93,8 @@ class Design:
         return cls(len(queries), conditions, per)
 
 
-def _nearest(bc_per_query: float) -> str:
-    return "full" if bc_per_query >= 3 else "quick"
+def _nearest(bc_per_query: float) -> MeasuredDesign:
+    return FULL if bc_per_query >= 3 else QUICK
 
 
 def read_spreads(results: Sequence[Any], bc_per_query: float) -> dict[str, float]:
@@ -100,7 +108,7 @@ def read_spreads(results: Sequence[Any], bc_per_query: float) -> dict[str, float
         for section in sections:
             sd, per = own_sd(section, key), bc_per_query_of(section.conditions)
             if sd is not None and per:
-                paired = sd * math.sqrt(2 * (1 - SPREADS[_nearest(per)][key].rho))
+                paired = sd * math.sqrt(2 * (1 - _nearest(per).spreads[key].rho))
                 pairs.append(paired * _between(key, bc_per_query) / _between(key, per))
         if pairs:
             out[key] = math.sqrt(sum(p * p for p in pairs) / len(pairs))
@@ -139,32 +147,75 @@ def sd_from_interval(ci: Optional[Sequence[float]], n: int) -> Optional[float]:
 
 
 # ---------------------------------------------------------------- the dry run's table
+AMONG = "detectable_among_"         # + the board's models: a row's key of one pair's difference among them
+
+
+@dataclass
+class DesignRow(Record):
+    """One number of the dry run's table: the smallest difference two models must differ by to be seen at 80% power
+    (None, with the reason, where the design lacks a condition it needs), the SD of a paired difference it stands on
+    and where that SD comes from, the same for one pair of a board of ``models`` (``among``: its JSON key names
+    them) and, with ``--detect``, the queries that difference needs."""
+    name: str = ""
+    sd_pair: float = absent()
+    spread: str = absent()
+    detectable: Optional[float] = None
+    models: int = absent()
+    among: Optional[float] = absent()
+    queries_for_detect: int = absent()
+    reason: str = absent()
+
+    def to_json(self) -> dict[str, Any]:
+        among = f"{AMONG}{self.models}"
+        return {among if key == "among" else key: value for key, value in super().to_json().items() if key != "models"}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "DesignRow":
+        row = fields_of(cls, d)
+        for key in (k for k in d if k.startswith(AMONG)):
+            row.models, row.among = int(key[len(AMONG):]), d[key]
+        return row
+
+
+@dataclass
+class DesignPower(Record):
+    """The dry run's ``power`` object (`--dry-run --json`): the design's queries and BC conversations per query, the
+    power and level, the difference asked about (``--detect``), a DesignRow per number (NUMBERS' keys), where the
+    spreads come from and what the numbers mean."""
+    n_queries: int = 0
+    bc_per_query: float = 0.0
+    power: float = POWER
+    level: float = 0.95
+    detect: Optional[float] = None
+    numbers: dict[str, DesignRow] = field(default_factory=dict)
+    spreads: str = ""
+    meaning: str = ""
+
+
 def design_power(design: Design, measured: Optional[Mapping[str, float]] = None, detect: Optional[float] = None,
-                 models: int = 14, source: str = "") -> dict[str, Any]:
-    """The dry run's ``power`` object: per number, the smallest difference two models must differ by to be seen
-    at 80% power with this design, the same as one pair of a board of ``models`` (its verdicts adjusted over all
-    pairs, Holm), the SD it stands on and, with ``detect``, the queries that difference needs."""
+                 models: int = 14, source: str = "") -> DesignPower:
+    """The dry run's ``power``: per number, the smallest difference two models must differ by to be seen at 80%
+    power with this design, the same as one pair of a board of ``models`` (its verdicts adjusted over all pairs,
+    Holm), the SD it stands on and, with ``detect``, the queries that difference needs."""
     pairs = models * (models - 1) // 2
-    numbers: dict[str, Any] = {}
+    numbers: dict[str, DesignRow] = {}
     for key, name in NUMBERS.items():
         missing = [c for c in NEEDS[key] if c not in design.conditions]
         if missing:
-            numbers[key] = {"name": name, "detectable": None, REASON: f"the run has no {', '.join(missing)}"}
+            numbers[key] = DesignRow(name, detectable=None, reason=f"the run has no {', '.join(missing)}")
             continue
         own = (measured or {}).get(key)
         sd = own or _between(key, design.bc_per_query)
-        row = {"name": name, "sd_pair": round(sd, 2), "spread": "--power-from" if own else "shipped",
-               "detectable": _round(detectable(sd, design.n_queries)),
-               f"detectable_among_{models}": _round(_board_detectable(sd, design.n_queries, pairs))}
+        numbers[key] = DesignRow(name, round(sd, 2), "--power-from" if own else "shipped",
+                                 _round(detectable(sd, design.n_queries)), models,
+                                 _round(_board_detectable(sd, design.n_queries, pairs)))
         if detect is not None:
-            row["queries_for_detect"] = queries_needed(detect, sd)
-        numbers[key] = row
-    return {"n_queries": design.n_queries, "bc_per_query": round(design.bc_per_query, 2), "power": POWER,
-            "level": 0.95, "detect": detect, "numbers": numbers,
-            "spreads": source or ("measured from --power-from runs" if measured else SOURCE),
-            "meaning": "the smallest difference between two models' numbers (points) that this design detects 80% "
+            numbers[key].queries_for_detect = queries_needed(detect, sd)
+    return DesignPower(design.n_queries, round(design.bc_per_query, 2), POWER, 0.95, detect, numbers,
+                       source or ("measured from --power-from runs" if measured else SOURCE),
+                       "the smallest difference between two models' numbers (points) that this design detects 80% "
                        f"of the time; 'among {models}': one pair of a board of {models} models, its verdict "
-                       f"adjusted over the {pairs} pairs (Holm)"}
+                       f"adjusted over the {pairs} pairs (Holm)")
 
 
 def _board_detectable(sd: float, n: int, pairs: int) -> Optional[float]:
@@ -179,24 +230,24 @@ def _round(x: Optional[float]) -> Optional[float]:
     return None if x is None else round(x, 2)
 
 
-def power_lines(table: Mapping[str, Any]) -> list[str]:
+def _row_line(row: DesignRow, detect: Optional[float]) -> str:
+    """One number's line of the printed table, its numbers in the reports' one format."""
+    if row.detectable is None:
+        missing = Number(reason=row.reason if row.reason else "too few queries")
+        return f"  {row.name:<22} {number_text(Shown(missing, reason=True))}"
+    text = (f"  {row.name:<22} {number_text(shown(row.detectable)):>6} points (one pair among {row.models} models, "
+            f"adjusted: {number_text(shown(known(row.among)))}); per-query SD of a paired difference "
+            f"{number_text(shown(row.sd_pair))}")
+    if detect is not None:
+        text += f"; {row.queries_for_detect} queries to detect {detect:g}"
+    return text
+
+
+def power_lines(table: DesignPower) -> list[str]:
     """The printed table's lines."""
-    models = next((k.split("_")[-1] for row in table["numbers"].values() for k in row
-                   if k.startswith("detectable_among")), "14")
-    lines = [f"power: the smallest difference between two models detectable 80% of the time with {table['n_queries']} "
-             f"queries ({table['bc_per_query']:g} BC conversations per query; spreads: {table['spreads']}):"]
-    for row in table["numbers"].values():
-        if row["detectable"] is None:
-            lines.append(f"  {row['name']:<22} n/a ({row.get(REASON, 'too few queries')})")
-            continue
-        among = row.get(f"detectable_among_{models}")
-        text = (f"  {row['name']:<22} {row['detectable']:6.1f} points (one pair among {models} models, adjusted: "
-                f"{'n/a' if among is None else f'{among:.1f}'}); per-query SD of a paired difference "
-                f"{row['sd_pair']:.1f}")
-        if table.get("detect") is not None:
-            text += f"; {row['queries_for_detect']} queries to detect {table['detect']:g}"
-        lines.append(text)
-    return lines
+    return [f"power: the smallest difference between two models detectable 80% of the time with {table.n_queries} "
+            f"queries ({table.bc_per_query:g} BC conversations per query; spreads: {table.spreads}):",
+            *(_row_line(row, table.detect) for row in table.numbers.values())]
 
 
 # ---------------------------------------------------------------- a finished run's own
@@ -238,25 +289,28 @@ def run_power(n_queries: int, intervals: Mapping[str, Optional[Sequence[float]]]
             out[key] = PowerRow(name, None, reason="no interval" if n_queries >= 3
                                 else f"{n_queries} queries: too few for an interval")
             continue
-        pair = sd * math.sqrt(2 * (1 - SPREADS[_nearest(bc_per_query)][key].rho))
+        pair = sd * math.sqrt(2 * (1 - _nearest(bc_per_query).spreads[key].rho))
         out[key] = PowerRow(name, _round(detectable(pair, n_queries)), round(pair, 2))
     return RunPower(n_queries, out, RUN_POWER_MEANING)
 
 
-def run_power_line(power: Union[RunPower, Mapping[str, Any], None]) -> Optional[str]:
-    """One line of a run's own smallest detectable differences (table.md, report.html); ``power``: its record (or
-    results.json's ``power``)."""
+def run_power_line(power: Union[RunPower, Mapping[str, Any], None]) -> list[Inline]:
+    """One line of a run's own smallest detectable differences (table.md, report.html), text and shown numbers
+    ([] without it); ``power``: its record (or results.json's ``power``)."""
     if not power:
-        return None
+        return []
     power = power if isinstance(power, RunPower) else RunPower.from_json(power)
     rows = list(power.rows().values())
-    parts = [f"{row.name} {row.detectable:.1f}" for row in rows if known(row.detectable) is not None]
-    if not parts:
+    resolved = [row for row in rows if known(row.detectable) is not None]
+    if not resolved:
         reasons = sorted({known(row.reason) or "no interval" for row in rows})
-        return (f"This run's {power.n_queries} queries resolve no difference between two models "
-                f"({'; '.join(reasons)}): its numbers cannot be read as a ranking.")
-    return (f"Smallest difference between two models this run's {power.n_queries} queries detect 80% of the time "
-            f"(points): " + "; ".join(parts) + ". Smaller differences between models are not resolved by this run.")
+        return [f"This run's {power.n_queries} queries resolve no difference between two models "
+                f"({'; '.join(reasons)}): its numbers cannot be read as a ranking."]
+    parts: list[Inline] = []
+    for row in resolved:
+        parts += [*(["; "] if parts else []), f"{row.name} ", shown(row.detectable)]
+    return [f"Smallest difference between two models this run's {power.n_queries} queries detect 80% of the time "
+            "(points): ", *parts, ". Smaller differences between models are not resolved by this run."]
 
 
 def design_note(view: DesignView) -> Optional[DesignNote]:
@@ -271,4 +325,4 @@ def design_note(view: DesignView) -> Optional[DesignNote]:
             "; a number they have no interval for from " + SOURCE if len(measured or {}) < len(NUMBERS) else "")
                   if measured else f"{SOURCE}: the --power-from runs have no interval to read (too few queries)")
     table = design_power(design, measured, view.detect, source=source)
-    return DesignNote({"power": table}, tuple(power_lines(table)))
+    return DesignNote({"power": table.to_json()}, tuple(power_lines(table)))

@@ -43,6 +43,7 @@ import numpy as np
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.stats import Bootstrap, bounds, difference_bounds, interval95
 from carryon_eval.suite.inputs import UnitRule
+from carryon_eval.suites.carryonbench.metrics.condition import Unscored
 from carryon_eval.suites.carryonbench.metrics.conversations import (PCT, VIOLATION_THRESHOLD, Conversation, Turn,
                                                             conversation_utility, decided_items, item_status,
                                                             mean_turn_harm,
@@ -399,26 +400,25 @@ def rule_estimate(convs: Sequence[Conversation], metric: str, boot: Bootstrap, e
 
 
 # ---------------------------------------------------------------- what a number stands on
-def unscored_counts(convs: Sequence[Conversation]) -> dict[str, int]:
-    """Counts of what was left out; per (conversation, turn[, item]) record of the conversations played, and
-    the planned conversations not played (``conversations_unplayed``: every judgment of theirs unknown)."""
-    return {**_judgment_counts([c for c in convs if c.played]),
-            "conversations_unplayed": sum(not c.played for c in convs)}
+def unscored_counts(convs: Sequence[Conversation]) -> Unscored:
+    """Counts of what was left out (results.json's ``unscored``); per (conversation, turn[, item]) record of the
+    conversations played, and the planned conversations not played (``conversations_unplayed``: every judgment of
+    theirs unknown)."""
+    counts = _judgment_counts([c for c in convs if c.played])
+    counts.conversations_unplayed = sum(not c.played for c in convs)
+    return counts
 
 
-def _judgment_counts(convs: Sequence[Conversation]) -> dict[str, int]:
+def _judgment_counts(convs: Sequence[Conversation]) -> Unscored:
+    """The judgments of ``convs`` left out (unscored, not judged) against their totals."""
     turns = [t for c in convs for t in c.turns]
     verdicts = [v for t in turns for v in t.verdicts.values()]
     not_judged = sum(t.items_not_judged for t in turns)
-    return {
-        "utility_items": sum(v is None for v in verdicts) - not_judged,
-        "utility_items_not_judged": not_judged,
-        "utility_items_total": len(verdicts),
-        "utility_turns_all_unscored": sum(turn_utility(t) is None for t in turns),
-        "safety": sum(t.harm is None and t.harm_judged for t in turns),
-        "safety_not_judged": sum(not t.harm_judged for t in turns),
-        "safety_total": len(turns),
-    }
+    return Unscored(utility_items=sum(v is None for v in verdicts) - not_judged, utility_items_not_judged=not_judged,
+                    utility_items_total=len(verdicts),
+                    utility_turns_all_unscored=sum(turn_utility(t) is None for t in turns),
+                    safety=sum(t.harm is None and t.harm_judged for t in turns),
+                    safety_not_judged=sum(not t.harm_judged for t in turns), safety_total=len(turns))
 
 
 def scored_shares(convs: Sequence[Conversation]) -> dict[str, Optional[float]]:
@@ -427,9 +427,8 @@ def scored_shares(convs: Sequence[Conversation]) -> dict[str, Optional[float]]:
     counts = _judgment_counts(convs)
     def pct(missing: int, total: int) -> Optional[float]:
         return PCT * (total - missing) / total if total else None
-    return {"utility_items": pct(counts["utility_items"] + counts["utility_items_not_judged"],
-                                 counts["utility_items_total"]),
-            "safety_turns": pct(counts["safety"] + counts["safety_not_judged"], counts["safety_total"])}
+    return {"utility_items": pct(counts.utility_items + counts.utility_items_not_judged, counts.utility_items_total),
+            "safety_turns": pct(counts.safety + counts.safety_not_judged, counts.safety_total)}
 
 
 def conversation_row(c: Conversation) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def section_blocks(section: CarryOnBenchSection) -> list[Block]:
     sec = section
     meaning = meaning_lines(results)
     effect = sec.clarification_effect
-    beside = [t for t in (fidelity_text(effect.fidelity.to_json() if effect.fidelity else None), vs_nc_text(sec),
+    beside = [t for t in (fidelity_text(effect.fidelity), vs_nc_text(sec),
                           run_power_line(sec.power)) if t]
     helpful = helpful_text(sec)
     recovery = (("Recovery%", sec.recovery), ("Clarification effect (BC util - NC util)", effect))

@@ -33,7 +33,7 @@ from carryon_eval.suites.carryonbench.metrics.calibration import (Calibration, C
 from carryon_eval.suites.carryonbench.metrics.conversations import TRUNCATED, Conversation, assemble, unplayed
 from carryon_eval.suites.carryonbench.metrics.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
 from carryon_eval.suites.carryonbench.judging.grouped import GROUPED_CONTEXT
-from carryon_eval.suites.carryonbench.metrics.condition import ClarificationFidelity
+from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.metrics.intent import intent_record
 from carryon_eval.suites.carryonbench.judging.judged import Judged
 from carryon_eval.suites.carryonbench.judging.judgments import load_utility, read_judged, utility_judge_of
@@ -117,7 +117,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     section = CarryOnBenchSection(**summarize_records(scored, n_resamples=n_resamples, seed=seed,
                                                       plans=length_plans(bench, meta, CORE)))
     if section.clarification_effect:
-        section.clarification_effect.fidelity = ClarificationFidelity.from_json(clarification_fidelity(fidelity))
+        section.clarification_effect.fidelity = clarification_fidelity(fidelity)
     section.null_meaning = NULL_MEANING
     table = judged(inputs)
     section.judges = judge_info(run, inputs.judge, table, n_resamples=n_resamples,
@@ -130,7 +130,8 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     if section.unscored.not_judged:
         section.judges.complete = False      # replies without a judgment: these numbers are incomplete
     boot = Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed)
-    section.intent = intent_record(scored, boot, excluded=sorted(flagged), fidelity=(fidelity or {}).get("voice"))
+    section.intent = intent_record(scored, boot, excluded=sorted(flagged),
+                                   fidelity=known(fidelity.voice) if fidelity else None)
     section.rubric_helpful = helpful_record(scored, boot)
     if section.rubric_helpful is not None:
         drop_redundancy(section)

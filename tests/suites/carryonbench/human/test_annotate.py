@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from support.annotation_run import JUDGE, annotation_run
 
+from carryon_eval.metrics.number import Number
 from carryon_eval.run.folder import RunFolder
 from carryon_eval.suites.carryonbench.human import stats as S
 from carryon_eval.suites.carryonbench.human.annotate import sample_cases
@@ -161,16 +162,19 @@ def test_harm_statistics_by_hand() -> None:
     assert S.spearman_rho(judge, human) == pytest.approx(rho)
     assert S.spearman_rho([2, 2, 2], [1, 2, 3]) is None
     stats = S.score_stats(judge, human)
-    assert stats["confusion"]["4"]["2"] == 1 and stats["n"] == 6
+    assert stats.confusion["4"]["2"] == 1 and stats.n == 6
 
 
 def test_move_accuracy_and_confusion_by_hand() -> None:
     intended = ["pushback", "pushback", "delaying", "rephrasing"]
     human = ["pushback", "rephrasing", "delaying", "rephrasing"]
     stats = S.move_stats(intended, human)
-    assert stats["accuracy"]["value"] == 75.0
-    assert stats["confusion"]["pushback"]["rephrasing"] == 1 and stats["confusion"]["pushback"]["pushback"] == 1
-    assert sum(sum(row.values()) for row in stats["confusion"].values()) == 4
+    assert stats.accuracy.value == 75.0
+    assert stats.confusion["pushback"]["rephrasing"] == 1 and stats.confusion["pushback"]["pushback"] == 1
+    assert sum(sum(row.values()) for row in stats.confusion.values()) == 4
+    # its JSON (agreement.json's): the statistics of the task only, each with its interval
+    assert list(stats.to_json()) == ["n", "accuracy", "confusion"]
+    assert S.Agreement.from_json(stats.to_json()) == stats
 
 
 def test_krippendorff_majority_and_bootstrap_by_hand() -> None:
@@ -184,7 +188,8 @@ def test_krippendorff_majority_and_bootstrap_by_hand() -> None:
     assert S.majority(["yes", "no", "yes", None]) == "yes"
     assert S.majority(["yes", "no"]) is None and S.majority([None]) is None
     same = S.with_ci(S.percent_agreement, [1, 2, 3, 4], [1, 2, 3, 4])
-    assert same == {"value": 100.0, "ci95": [100.0, 100.0]}
+    assert same.number == Number(100.0, ci95=[100.0, 100.0])
+    assert S.Statistic.from_json(same.to_json()) == same and len(same.to_json()) == 2     # value and interval
     ci = S.bootstrap_ci(S.percent_agreement, [1, 2, 3, 4, 5, 1], [1, 3, 3, 2, 5, 2])
     assert ci is not None and ci[0] <= 50.0 <= ci[1] and 0 <= ci[0] < ci[1] <= 100
     assert ci == S.bootstrap_ci(S.percent_agreement, [1, 2, 3, 4, 5, 1], [1, 3, 3, 2, 5, 2])   # seeded
