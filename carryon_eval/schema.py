@@ -9,8 +9,8 @@ Dataset side (what the builder writes and the evaluator reads):
 
 Run side (what the evaluator writes into RUNDIR, one JSON object per line):
     transcripts.jsonl   one Transcript per finished conversation (append-only, flushed per conversation)
-    <scorer>_judgments.jsonl   the records of one scorer, of the type its suite registers with the run folder
-                               (CarryOnBench's: carryon_eval.suites.carryonbench.judging.judgment_records)
+    <scorer>_judgments.jsonl   the records of one scorer, of the record type its scorer declares (registered with the run folder)
+                               (CarryOnBench's: carryon_eval.suites.carryonbench.judging.judgments)
     <scorer>_answers.jsonl     one JudgeAnswer per distinct raw answer of a judge whose records name theirs by
                                ``answer`` instead of repeating it
 

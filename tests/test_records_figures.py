@@ -36,7 +36,7 @@ SECTION_READERS = (
 )
 
 # ceilings: today's figure (the target in each test's message)
-PACKAGE_KEY_READS = 402
+PACKAGE_KEY_READS = 392
 SECTION_READER_KEY_READS = 90
 MARKUP_FUNCTIONS = 1
 FORMATTERS = 1

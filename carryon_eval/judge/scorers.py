@@ -30,6 +30,7 @@ it is put into a judge prompt (the transcript keeps the raw reply).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence, runtime_checkable
@@ -39,8 +40,9 @@ from carryon_eval.model.ask import Request, ask, strict_suffix
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import strict_json_value, strip_reasoning
 from carryon_eval.prompts import load_prompt
+from carryon_eval.run.folder import answers_file, judgment_file, register_record
 from carryon_eval.run.records import JUDGE_FORMATS, JudgeSettings  # noqa: F401 - re-exported
-from carryon_eval.schema import Message, Transcript
+from carryon_eval.schema import JudgeAnswer, Message, Transcript
 
 log = logging.getLogger("carryon.judge")
 
@@ -156,9 +158,33 @@ REGISTRY: dict[str, Callable[[JudgeSettings], Scorer]] = {}
 
 
 def register(cls: Any) -> Any:
-    """Class decorator: make the scorer available as ``make_scorer(cls.name, options)``."""
+    """Class decorator: make the scorer available as ``make_scorer(cls.name, options)``, and register its judgment
+    file's record type with the run folder (``judgment_record``: what ``RunFolder.judgments().of(name)`` returns and
+    what every line of the file is checked against, with the type's ``out_of_range(record)``, when it has one).
+    Optional class attributes: ``record_type`` (its record type), ``listed_first`` (its file is where the judges of a
+    run are looked for first)."""
     REGISTRY[cls.name] = cls
+    record = judgment_record(cls)
+    register_record(judgment_file(cls.name), record, getattr(record, "out_of_range", None),
+                    first=bool(getattr(cls, "listed_first", False)))
+    if getattr(cls, "answers_once", False):
+        register_record(answers_file(cls.name), JudgeAnswer)
     return cls
+
+
+def judgment_record(cls: Any) -> type:
+    """The record type of a scorer's judgment file: the one it declares (``record_type``: a dataclass whose fields are
+    those its records carry), else one made from its shape, named after it: the fields the judge phase writes
+    (carryon_eval.judge.scorer_file.record_row: its target fields, its value field, judge_model, prompt_version, its
+    ``record_fields``, raw, answer, attempts, via and its ``constants``), each as stored (None when absent)."""
+    declared = getattr(cls, "record_type", None)
+    if declared is not None:
+        return declared
+    names = dict.fromkeys([*getattr(cls, "target_fields", REPLY_TARGET), getattr(cls, "value_field", "value"),
+                           "judge_model", "prompt_version", *getattr(cls, "record_fields", ()), "raw", "answer",
+                           "attempts", "via", *getattr(cls, "constants", {})])
+    fields = [(name, Any, dataclasses.field(default=None)) for name in names]
+    return dataclasses.make_dataclass(f"{cls.__name__}Record", fields, namespace={"__module__": cls.__module__})
 
 
 def make_scorer(name: str, options: JudgeSettings = JudgeSettings()) -> Scorer:

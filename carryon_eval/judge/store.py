@@ -8,7 +8,8 @@ beside the first one's. A reader picks one judge:
 
     run = RunFolder(rundir)                       # once per command: its judgments() view parses each file once
     name = select_judge(run)                      # the run's own judge (run.json), or the only one present
-    records = load_judge(run, judgment_file("fidelity"), dict, judge=name)   # that judge's records only
+    records = load_judge(run, judgment_file("safety"), judge=name)   # that judge's records only, as its scorer's
+                                                                     # record type (Judgments.records)
 
 An unknown judge name is a JudgeError naming the judges present. A run whose scorers have judges of their own
 (run.json's roles ``<name>_judge``, carryon_eval.suite.JudgeRole: Ben-Util by one model, safety by another) is read
@@ -128,24 +129,24 @@ def _file_judge(run: RunFolder, name: str, judge: Optional[str]) -> Optional[str
     return select_judge(run, scorer=name[:-len(JUDGMENT_SUFFIX)]) if has_judge_roles(run) else select_judge(run)
 
 
-def load_judge(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]) -> list[Any]:
-    """One judge's records of one file: ``judge``, or by default ``select_judge``'s choice. A named judge
-    is checked against the judges present only when it has no records here."""
+def load_judge(run: RunFolder, name: str, judge: Optional[str] = None) -> list[Any]:
+    """One judge's records of one file, as the record type registered for it (through the run's one judgments view):
+    ``judge``'s, or by default ``select_judge``'s choice. A named judge is checked against the judges present only
+    when it has no records here."""
     judge = _file_judge(run, name, judge)
-    records = [read(row) for row in run.judgments().rows(name) if judge is None or row.get("judge_model") == judge]
+    records = run.judgments().records(name, judge)
     if not records and judge is not None:
         select_judge(run, judge)             # raises for a judge that judged nothing in the run
     return records
 
 
-def judge_records(run: RunFolder, name: str, read: Callable[[dict[str, Any]], Any], judge: Optional[str]
-                  ) -> Iterator[Any]:
-    """``load_judge``'s records, one at a time, as the file's registered record type (else made by ``read``): the
-    file is streamed and nothing is held, for a reader that folds them into something compact (a raw answer stored
-    once stays named by its ``answer``)."""
+def judge_records(run: RunFolder, name: str, judge: Optional[str] = None) -> Iterator[Any]:
+    """``load_judge``'s records, one at a time, as the file's registered record type: the file is streamed and
+    nothing is held, for a reader that folds them into something compact (a raw answer stored once stays named by
+    its ``answer``)."""
     judge = _file_judge(run, name, judge)
     found = False
-    for record in read_records(run.path / name, read):
+    for record in read_records(run.path / name):
         if judge is None or record.judge_model == judge:
             found = True
             yield record

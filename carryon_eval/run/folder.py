@@ -234,7 +234,17 @@ class Failure(Record):
 
 
 Check = Callable[[Any], Optional[str]]
-_RECORDS: dict[str, tuple[Any, Optional[Check]]] = {}      # file name -> (pydantic validator, range check)
+
+
+@dataclass(frozen=True)
+class _Registered:
+    """A JSONL run file's record type, its pydantic validator and its range check."""
+    record_type: type
+    validator: Any
+    check: Optional[Check]
+
+
+_RECORDS: dict[str, _Registered] = {}      # file name -> its record type
 
 
 _FIRST: dict[str, None] = {}      # judgment files whose judges are looked for first (Judgments.files)
@@ -247,9 +257,15 @@ def register_record(file: str, record_type: type, check: Optional[Check] = None,
     (in registration order) wherever the judges of a run are looked for."""
     from pydantic import TypeAdapter
 
-    _RECORDS[file] = (TypeAdapter(record_type), check)
+    _RECORDS[file] = _Registered(record_type, TypeAdapter(record_type), check)
     if first:
         _FIRST[file] = None
+
+
+def record_type(file: str) -> Optional[type]:
+    """The record type registered for a JSONL run file (None: none is)."""
+    found = _RECORDS.get(file)
+    return found.record_type if found is not None else None
 
 
 def _check_transcript(t: Transcript) -> Optional[str]:
@@ -287,13 +303,13 @@ def read_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
     return (row for row, _, _ in scan_jsonl(path, on_bad=on_bad))
 
 
-def read_records(path: Path, unregistered: Callable[[dict[str, Any]], Any]) -> Iterator[Any]:
-    """The lines of a JSONL run file as records, one at a time: of a registered record type, as that type
-    (validated as ``read_jsonl`` validates them, a bad line one RunFileError naming it), without parsing each line
-    a second time into a dict; else each line's dict made into one by ``unregistered``. For a reader that needs the
-    records' own fields only."""
+def read_records(path: Path) -> Iterator[Any]:
+    """The lines of a JSONL run file as the record type registered for it, one at a time (validated as
+    ``read_jsonl`` validates them, a bad line one RunFileError naming it), each line parsed once, never into a dict
+    first. For a reader that needs the records' own fields only; a file without a registered type is a RunError."""
     if Path(path).name not in _RECORDS:
-        return (unregistered(row) for row in read_jsonl(path))
+        raise RunError(f"{path}: no record type is registered for this file (the wing of its scorer is not "
+                       "loaded); it cannot be read as records")
     return (record for record, _, _ in scan_jsonl(path, as_record=True))
 
 
@@ -311,7 +327,8 @@ def scan_jsonl(path: Path, *, on_bad: Optional[Callable[[RunFileError], None]] =
         return
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc.strerror or exc}") from None
-    validator, check = _RECORDS.get(path.name, (None, None))
+    registered = _RECORDS.get(path.name)
+    validator, check = (registered.validator, registered.check) if registered is not None else (None, None)
     as_record = as_record and validator is not None
     offset = 0
     with fh:
@@ -437,7 +454,8 @@ class Judgments:
     """The judgment files of one run folder (``*_judgments.jsonl``, judge.json), read through this one view: a
     file is parsed once while it is unchanged (same inode, size and modification time), however many readers
     of a command ask for it; one the judge phase has appended to since is parsed again. ``parses`` counts the
-    parses per file name."""
+    parses per file name. A judgment file's records come as the record type registered for it (its scorer
+    declares it: carryon_eval.judge.scorers.register), each line parsed straight into one: readers read fields."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -469,20 +487,22 @@ class Judgments:
         others = sorted(p.name for p in self.folder.glob(f"*{JUDGMENT_SUFFIX}") if p.name not in first)
         return [*first, *others]
 
-    def rows(self, name: str) -> list[dict[str, Any]]:
-        """Every record of one judgment file (``judgment_file(scorer)``), of every judge, as stored ([] when
-        absent), a raw answer stored once (``answer``) put back in its records' ``raw``. The rows are shared by
-        the readers of the view: they read them, never change them."""
-        return list(self._read(name, self._parse_rows, []))
+    def records(self, name: str, judge: Optional[str] = None) -> list[Any]:
+        """The records of one judgment file (``judgment_file(scorer)``), of every judge or ``judge``'s only, as the
+        record type registered for the file (``register_record``: its scorer's, carryon_eval.judge.scorers.register),
+        each line parsed once, straight into it ([] when absent); a raw answer stored once (``answer``) put back in
+        its records' ``raw``. The records are shared by the readers of the view: they read them, never change them."""
+        records = self._read(name, self._parse_records, [])
+        return list(records) if judge is None else [r for r in records if r.judge_model == judge]
 
-    def _parse_rows(self, path: Path) -> list[dict[str, Any]]:
-        rows = list(read_jsonl(path))
-        if any("answer" in r for r in rows):
-            texts = self.answers(path.name[:-len(JUDGMENT_SUFFIX)])
-            for r in rows:
-                if r.get("raw") is None and r.get("answer") is not None:
-                    r["raw"] = texts.get(r["answer"])
-        return rows
+    def _parse_records(self, path: Path) -> list[Any]:
+        records = list(read_records(path))
+        if "answer" in getattr(record_type(path.name), "__dataclass_fields__", {}):
+            named = [r for r in records if r.raw is None and r.answer is not None]
+            texts = self.answers(path.name[:-len(JUDGMENT_SUFFIX)]) if named else {}
+            for r in named:
+                r.raw = texts.get(r.answer)
+        return records
 
     def answers(self, scorer: str) -> dict[str, str]:
         """{answer id: raw answer} of a scorer whose records name their answers ({} without its answers file)."""
@@ -517,9 +537,9 @@ class Judgments:
         return {name: FileStamp(list(judges), stamp[1], stamp[2])
                 for name, (stamp, judges) in sorted(self._judges.items()) if self._stamp(name) == stamp}
 
-    def of(self, scorer: str, judge: Optional[str] = None) -> list[dict[str, Any]]:
-        """One scorer's records (``judge``'s only, when given)."""
-        return [r for r in self.rows(judgment_file(scorer)) if judge is None or r.get("judge_model") == judge]
+    def of(self, scorer: str, judge: Optional[str] = None) -> list[Any]:
+        """One scorer's records (``judge``'s only, when given), of the record type registered for its file."""
+        return self.records(judgment_file(scorer), judge)
 
     def meta(self, parse: Callable[[Path], Any]) -> Any:
         """judge.json parsed by ``parse`` (None when absent)."""

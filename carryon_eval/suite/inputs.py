@@ -65,8 +65,9 @@ class ReportInputs:
             return self.judge
         return self.scorer_judge(scorer)
 
-    def records(self, scorer: str) -> list[dict[str, Any]]:
-        """One scorer's records of its selected judge, as stored (through the run's one judgments view)."""
+    def records(self, scorer: str) -> list[Any]:
+        """One scorer's records of its selected judge, of the record type the scorer declares (carryon_eval.judge.
+        scorers.judgment_record), through the run's one judgments view: read their fields."""
         return self.run.judgments().of(scorer, self.judge_of(scorer))
 
 

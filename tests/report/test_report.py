@@ -128,7 +128,7 @@ def test_report_without_judgments_is_null_with_reasons(tmp_path: Path) -> None:
 
 
 def test_run_without_oracle_or_turn1_skips_bins_plot_with_reason(tmp_path: Path) -> None:
-    from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+    from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 
     bench = make_bench()
     trs = [transcript(f"{qid}-{cond}", qid, cond, ["r", "r"], (move,))
@@ -173,7 +173,7 @@ def _judged_without_server(path: Path, model: str, seed: int) -> Path:
     """A run whose judgments are written directly: utility rises with benign moves, varies by seed."""
     import random
 
-    from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+    from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 
     rng = random.Random(seed)
     bench = make_bench()

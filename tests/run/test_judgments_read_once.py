@@ -86,6 +86,7 @@ def test_evaluate_report_and_compare_parse_each_judgment_file_once(scripted_serv
 
 
 def test_the_view_parses_a_file_again_only_once_it_changed(tmp_path):
+    suites()                                                # the wing whose scorer declares the file's record type
     run = RunFolder(tmp_path)
     path = run / judgment_file("utility")
     row = ('{"conversation_id": "c1", "query_id": "q1", "condition": "bc", "turn": 1, "item_id": "i1", '
@@ -93,16 +94,17 @@ def test_the_view_parses_a_file_again_only_once_it_changed(tmp_path):
     path.write_text(row)
     view = run.judgments()
     with judgment_reads() as reads:
-        first = view.rows(path.name)
-        again = view.rows(path.name)
+        first = view.records(path.name)
+        again = view.records(path.name)
     assert first == again and len(first) == 1 and reads == Counter({path.name: 1})
+    assert type(first[0]).__name__ == "UtilityJudgment" and first[0].verdict is True     # read as its scorer's record
     assert view.parses[path.name] == 1 and run.judgments() is view
     with open(path, "a", encoding="utf-8") as fh:           # the judge phase appends a record
         fh.write(row.replace('"c1"', '"c2"'))
     with judgment_reads() as reads:
-        grown = view.rows(path.name)
-    assert [r["conversation_id"] for r in grown] == ["c1", "c2"] and reads == Counter({path.name: 1})
-    assert view.rows(judgment_file("nobody")) == [] and view.parses[path.name] == 2
+        grown = view.records(path.name)
+    assert [r.conversation_id for r in grown] == ["c1", "c2"] and reads == Counter({path.name: 1})
+    assert view.records(judgment_file("nobody")) == [] and view.parses[path.name] == 2
 
 
 def test_a_wing_declares_its_own_run_files():

@@ -64,7 +64,7 @@ def plan_echo(bench: Any, conditions: Any, settings: PlanSettings) -> tuple[list
 
 def summarize_echo(inputs: Any) -> Optional[dict[str, Any]]:
     mine = {t.conversation_id for t in inputs.transcripts if t.condition == "echo"}
-    verdicts = [r["brief"] for r in inputs.records("brevity") if r["conversation_id"] in mine]
+    verdicts = [r.brief for r in inputs.records("brevity") if r.conversation_id in mine]
     if not mine:
         return None
     scored = [v for v in verdicts if v is not None]
@@ -83,6 +83,7 @@ ECHO = Suite(name="echo", conditions=("echo",), plan=plan_echo, default=False,
 def echo_suite(monkeypatch: pytest.MonkeyPatch) -> Any:
     suites()                                           # the built-in ones first
     monkeypatch.setitem(S.REGISTRY, "brevity", BrevityScorer)
+    S.register(BrevityScorer)                          # and the record type of its judgment file
     register_suite(ECHO)
     yield ECHO
     unregister_suite("echo")

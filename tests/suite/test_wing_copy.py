@@ -81,7 +81,7 @@ FILES = {
             mine = {t.conversation_id for t in inputs.transcripts if t.condition == CONDITION}
             if not mine:
                 return None
-            return short_share([r["short"] for r in inputs.records("short") if r["conversation_id"] in mine])
+            return short_share([r.short for r in inputs.records("short") if r.conversation_id in mine])
 
 
         def blocks(section):

@@ -24,7 +24,7 @@ from carryon_eval.dataset.load import Benchmark, conversation_condition
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.suites.carryonbench.metrics.fidelity import FIDELITY, FIDELITY_CALLS_RUN_FILE, fidelity_check   # (and registers the fidelity judges)
 from carryon_eval.suites.carryonbench.judging import rubric  # noqa: F401 - registers the rubric utility judge
-from carryon_eval.suites.carryonbench.judging import grouped, judgments  # noqa: F401 - register the grouped Ben-Util scorer and the judgment files
+from carryon_eval.suites.carryonbench.judging import grouped  # noqa: F401 - registers the Ben-Util (per item, grouped) and safety scorers, their judgment files with them
 import carryon_eval.suites.carryonbench.settings  # noqa: F401 - registers the judge settings
 from carryon_eval.suites.carryonbench import cost  # noqa: F401 - registers Ben-Util's two modes in the cost table
 from carryon_eval.suites.carryonbench.metrics.measure import configure

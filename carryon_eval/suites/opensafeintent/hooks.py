@@ -116,8 +116,9 @@ def count_sets(jobs: Sequence[Job]) -> int:
     return sum(1 for j in jobs if dict(j.meta).get("prompt_name") == DUAL_USE)
 
 
-def judge_records(inputs: ReportInputs) -> dict[str, list[dict[str, Any]]]:
-    """{scorer: the selected judge's stored records} of the three reference judges (SCORERS)."""
+def judge_records(inputs: ReportInputs) -> dict[str, list[Any]]:
+    """{scorer: the selected judge's stored records, of its judgment file's record type} of the three reference
+    judges (SCORERS)."""
     return {scorer: inputs.records(scorer) for scorer in SCORERS}
 
 

@@ -149,16 +149,17 @@ def load_probes(run: RunFolder, model: Optional[str] = None, condition: str = CO
     return read_side_calls(run, PROBES[condition], model)
 
 
-def judge_answers(records: Mapping[str, Sequence[dict[str, Any]]]) -> dict[tuple[str, str], Optional[str]]:
-    """(conversation_id, judge) -> the raw answer, from the scorers' stored records ({scorer: records})."""
+def judge_answers(records: Mapping[str, Sequence[Any]]) -> dict[tuple[str, str], Optional[str]]:
+    """(conversation_id, judge) -> the raw answer, from the scorers' stored records ({scorer: its records, of the
+    record type its judgment file has: RunFolder.judgments().of})."""
     out: dict[tuple[str, str], Optional[str]] = {}
-    for scorer, rows in records.items():
-        for r in rows:
-            out[(str(r.get("conversation_id")), SCORERS[scorer])] = r.get("raw")
+    for scorer, mine in records.items():
+        for r in mine:
+            out[(str(r.conversation_id), SCORERS[scorer])] = r.raw
     return out
 
 
-def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
+def set_exports(release: Release, transcripts: Iterable[Transcript], records: Mapping[str, Sequence[Any]],
                 probes: Sequence[SideCallRecord] = (), condition: str = CONDITION) -> list[SetExport]:
     """Every set with all 7 replies, scored from the judges' records (read the reference's way) and the probe."""
     got = replies(transcripts, condition)
@@ -186,7 +187,7 @@ def target_model(transcripts: Iterable[Transcript], condition: str = CONDITION) 
     return next((t.target_model for t in transcripts if t.condition == condition), None)
 
 
-def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[dict[str, Any]]],
+def section(release: Release, transcripts: Sequence[Transcript], records: Mapping[str, Sequence[Any]],
             probes: Sequence[SideCallRecord], judge_model: Optional[str], n_resamples: int = 1000,
             seed: int = 0, condition: str = CONDITION, base: Optional[Path] = None) -> OpenSafeIntentSection:
     """The results.json section ``opensafeintent`` (or ``triplet``: the dataset's triplets, same definitions);
@@ -206,7 +207,7 @@ def _reads(raw: Optional[str]) -> Optional[str]:
 
 
 async def probe_intent(release: Release, run: RunFolder, transcripts: Sequence[Transcript],
-                       records: Mapping[str, Sequence[dict[str, Any]]], target: ChatEndpoint,
+                       records: Mapping[str, Sequence[Any]], target: ChatEndpoint,
                        concurrency: int = 8, condition: str = CONDITION) -> list[SideCallRecord]:
     """The target, in a fresh context, on each dual-use original whose harmfulness (in ``records``) is above 0,
     through the side-call runner (one user message, temperature 0, asked once; its resume rule)."""

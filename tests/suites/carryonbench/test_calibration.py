@@ -12,7 +12,7 @@ from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped
 from support.scripted_server import last_user_text
 
 from carryon_eval.suites.carryonbench.metrics.calibration import Calibration, calibration
-from carryon_eval.suites.carryonbench.judging.judgment_records import UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import UtilityJudgment
 
 
 def remote(srv: Any) -> list[Any]:

@@ -13,7 +13,7 @@ import pytest
 from support.synthetic_runs import synthetic_run
 
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.suites.carryonbench.judging.judgment_records import UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import UtilityJudgment
 from carryon_eval.suites.carryonbench.metrics import conversations as C
 from carryon_eval.suites.carryonbench.metrics import headline as S
 from carryon_eval.suites.carryonbench.metrics.calibration import HEADLINE_DIFFERENCES, calibration, headline_differences

@@ -130,8 +130,8 @@ def test_the_grouped_judgment_file_holds_each_raw_answer_once(scripted_server, d
     assert len(datasets.load_dataset("json", data_files=str(folder), split="train")) == len(items)
     assert datasets.load_dataset("json", data_files=str(out / "utility_grouped_answers.jsonl"),
                                  split="train")["raw"] == list(answers.values())
-    rows = RunFolder(out).judgments().rows("utility_grouped_judgments.jsonl")
-    assert [answers[r["answer"]] for r in items] == [r["raw"] for r in rows]
+    held = RunFolder(out).judgments().records("utility_grouped_judgments.jsonl")
+    assert [answers[r["answer"]] for r in items] == [r.raw for r in held]          # each answer put back in its records
 
 
 def test_an_item_unscored_alone_too_stays_unscored(scripted_server, dataset, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from carryon_eval.suites.carryonbench.metrics import conversations as C, unscored as U, headline as S
 from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, Turn
 from carryon_eval.schema import Message, Transcript
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 from carryon_eval.metrics.stats import Bootstrap, ci95, cohen_kappa, percent_agreement
 
 T, F, N = True, False, None

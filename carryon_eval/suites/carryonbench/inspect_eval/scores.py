@@ -18,8 +18,7 @@ from carryon_eval.suites.carryonbench.conditions import CONDITIONS
 from carryon_eval.suites.carryonbench.metrics.intent import IntentNumber
 from carryon_eval.suites.carryonbench.section import FURTHER, read
 from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble, conversation_utility, turn_utility
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
-from carryon_eval.suites.carryonbench.judging.judgments import load_safety, load_utility
+from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment, load_safety, load_utility
 from carryon_eval.suites.opensafeintent.public import parse_conversation_id
 
 SCORER = "carryonbench"            # the scorer name of the log's headline metrics

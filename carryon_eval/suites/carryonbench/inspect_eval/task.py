@@ -29,7 +29,7 @@ from carryon_eval.schema import Message, Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble
 from carryon_eval.suites.carryonbench.inspect_eval.scores import harm_score, utility_score
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.section import CarryOnBenchSection
 from carryon_eval.suites.carryonbench.metrics.headline import summarize_records

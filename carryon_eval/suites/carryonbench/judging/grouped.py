@@ -32,6 +32,7 @@ from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.parsing import strip_reasoning
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
+from carryon_eval.suites.carryonbench.judging.judgments import UtilityJudgment
 from carryon_eval.suites.carryonbench.judging.scorers import GROUPED_SCORER, UtilityScorer
 
 GROUPED_PROMPT = "judges/ben_util_grouped"
@@ -80,6 +81,7 @@ class GroupedUtilityScorer(PromptScorer):
     context, value_field, target_fields, record_fields = GROUPED_CONTEXT, "verdict", ITEM_TARGET, ("asked",)
     schema: ClassVar[dict[str, Any]] = {}           # none of its own: each call sends grouped_schema(its ids)
     constants: ClassVar[dict[str, Any]] = {"mode": "grouped"}     # stored in every record
+    record_type: ClassVar[type] = UtilityJudgment
     mode: ClassVar[str] = "grouped"
     answers_once: ClassVar[bool] = True       # its raw answers in utility_grouped_answers.jsonl, each once
 

@@ -1,7 +1,7 @@
 """One judge's CarryOnBench judgments of a run as its numbers read them: compact arrays, filled as the judgment
 files stream past, never a Python object per record held at once.
 
-    judged = read_judged(run, judge, transcripts, checklists, ...)   # judgments.py: the files streamed into one
+    judged = read_judged(run, judge, transcripts, checklists, ...)   # the judgment files streamed into one
     verdicts, not_judged = judged.verdicts(conversation_id, turn, items)
     harm, harm_judged = judged.harm(conversation_id, turn)
 
@@ -15,7 +15,8 @@ not hold (another condition's reply, an item no longer in the checklist) is coun
 reads it.
 
 ``Judged.of(transcripts, checklists, utility=records, safety=records)`` fills the same table from records in
-memory (the metric tests, the inspect bridge, calibration's per-item sample).
+memory (the metric tests, the inspect bridge, calibration's per-item sample): UtilityJudgment and SafetyJudgment
+(judgments.py), read by their fields.
 """
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.judge.store import judge_records
+from carryon_eval.run.folder import RunFolder
 from carryon_eval.schema import Transcript
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import (SAFETY_FILE, SafetyJudgment, UtilityJudgment,
+                                                                utility_file)
 
 NO_RECORD, UNSCORED = 0, 1
 _VERDICT = {False: 2, True: 3}
@@ -77,14 +81,14 @@ class Judged:
 
     @classmethod
     def of(cls, transcripts: Sequence[Transcript], checklists: Mapping[str, Sequence[str]],
-           utility: Iterable[Any] = (), safety: Iterable[Any] = ()) -> "Judged":
-        """The table of some transcripts from records (UtilityJudgment / SafetyJudgment, or their dicts), held in
-        memory or streamed from the judgment files (``read_judged``)."""
+           utility: Iterable[UtilityJudgment] = (), safety: Iterable[SafetyJudgment] = ()) -> "Judged":
+        """The table of some transcripts from records, held in memory or streamed from the judgment files
+        (``read_judged``)."""
         judged = cls(transcripts, checklists)
-        for r in utility:
-            judged.add_verdict(UtilityJudgment.from_dict(r) if isinstance(r, Mapping) else r)
-        for r in safety:
-            judged.add_score(SafetyJudgment.from_dict(r) if isinstance(r, Mapping) else r)
+        for u in utility:
+            judged.add_verdict(u)
+        for s in safety:
+            judged.add_score(s)
         return judged
 
     # ------------------------------------------------------------ filling
@@ -152,3 +156,12 @@ class Verdict:
     turn: int
     item_id: str
     verdict: Optional[bool]
+
+
+def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Transcript],
+                checklists: Mapping[str, Sequence[str]], *, scorer: str = "utility",
+                mode: Optional[str] = None) -> Judged:
+    """One judge's utility verdicts (judgments.load_utility's) and harm scores over the replies of ``transcripts``:
+    both files streamed into one compact table, no record held."""
+    utility = judge_records(run, utility_file(run, judge, mode, scorer), judge)
+    return Judged.of(transcripts, checklists, utility=utility, safety=judge_records(run, SAFETY_FILE, judge))

@@ -1,46 +1,97 @@
-"""CarryOnBench's judgment files in a run folder, and their readers.
+"""CarryOnBench's judgments: its records (one Ben-Util verdict per conversation, model turn and checklist item; one
+harm score per conversation and model turn; each of one judge model), the run-folder files they fill, and their
+readers.
 
     RUNDIR/utility_judgments.jsonl          Ben-Util records (one per reply and checklist item)
     RUNDIR/utility_grouped_judgments.jsonl  grouped Ben-Util records (carryon_eval.suites.carryonbench.judging.grouped)
     RUNDIR/utility_grouped_answers.jsonl    the grouped judge's raw answers, each once (its records name theirs)
+    RUNDIR/rubric_utility_judgments.jsonl   the rubric utility judge's records (judging/rubric.py), Ben-Util's shape
     RUNDIR/safety_judgments.jsonl           harm-score records
 
     utility = load_utility(run, judge=name)       # that judge's records only (carryon_eval.judge.store.select_judge)
-    judged = read_judged(run, name, transcripts, checklists)   # its verdicts and harm scores, compact (the report)
+    judged = read_judged(run, name, transcripts, checklists)   # judged.py: its verdicts and harm scores, compact
 
-The files are registered with the run folder (their record types and range checks; Ben-Util's and safety's are
-where the judges of a run are looked for first).
+A verdict or score that could not be parsed is None ("unscored"), never False or 0. Each scorer declares its
+record type (``record_type``: judging/scorers.py, grouped.py, rubric.py), which registers it with the run folder:
+every line of its file is read straight into one and checked (``out_of_range``); Ben-Util's and safety's files are
+where the judges of a run are looked for first.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
 
-from carryon_eval.judge.store import default_judge, judge_pass, judge_records, load_judge
-from carryon_eval.run.folder import RunFolder, answers_file, judgment_file, register_record
-from carryon_eval.schema import JudgeAnswer, Transcript
-from carryon_eval.suites.carryonbench.judging.judged import Judged
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.judge.store import default_judge, judge_pass, load_judge
+from carryon_eval.run.folder import RunFolder, judgment_file
 
 UTILITY_FILE, SAFETY_FILE = judgment_file("utility"), judgment_file("safety")
 UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
 
 
-def _check_utility(j: UtilityJudgment) -> Optional[str]:
-    if j.turn < 1:
-        return f"turn {j.turn} is below 1"
-    if j.p_yes is not None and not 0.0 <= j.p_yes <= 1.0:
-        return f"p_yes {j.p_yes} is not a probability (0 to 1)"
-    return None
+# ---------------------------------------------------------------- the records
+def _flat_dict(record: Any) -> dict[str, Any]:
+    """``asdict`` of a record whose fields are all str/int/float/bool/None (the same dict, in field order)."""
+    return {name: getattr(record, name) for name in record.__dataclass_fields__}
 
 
-def _check_safety(j: SafetyJudgment) -> Optional[str]:
-    if j.turn < 1:
-        return f"turn {j.turn} is below 1"
-    if j.score is not None and not 1 <= j.score <= 5:
-        return f"score {j.score} is outside the harm scale 1 to 5"
-    return None
+@dataclass
+class UtilityJudgment:
+    conversation_id: str
+    turn: int
+    item_id: str
+    verdict: Optional[bool]         # None = unscored (unparseable after retries)
+    judge_model: str
+    prompt_version: str
+    p_yes: Optional[float] = None   # logprob mode only
+    raw: Optional[str] = None
+    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
+    via: Optional[str] = None       # how the verdict was obtained: "json_schema" | "text" | "logprobs"
+    answer: Optional[str] = None    # grouped: the id of its raw answer, stored once (``raw`` is filled from it)
+
+    def out_of_range(self) -> Optional[str]:
+        """Why the record cannot be one of a Ben-Util file (None: it can)."""
+        if self.turn < 1:
+            return f"turn {self.turn} is below 1"
+        if self.p_yes is not None and not 0.0 <= self.p_yes <= 1.0:
+            return f"p_yes {self.p_yes} is not a probability (0 to 1)"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
+@dataclass
+class SafetyJudgment:
+    conversation_id: str
+    turn: int
+    score: Optional[int]            # 1..5, None = unscored
+    judge_model: str
+    prompt_version: str
+    raw: Optional[str] = None
+    attempts: Optional[int] = None  # calls behind the answer (None in files written before it was recorded)
+    via: Optional[str] = None       # how the score was obtained: "json_schema" | "text"
+
+    def out_of_range(self) -> Optional[str]:
+        """Why the record cannot be one of the safety file (None: it can)."""
+        if self.turn < 1:
+            return f"turn {self.turn} is below 1"
+        if self.score is not None and not 1 <= self.score <= 5:
+            return f"score {self.score} is outside the harm scale 1 to 5"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SafetyJudgment":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+# ---------------------------------------------------------------- the files and their readers
 def utility_judge_of(run: RunFolder, judge: Optional[str]) -> str:
     """Which Ben-Util judgment set a judge's numbers stand on: the mode of its latest pass (judge.json's
     ``utility_judge``), "per-item" for passes recorded before there was a choice."""
@@ -63,26 +114,9 @@ def utility_file(run: RunFolder, judge: Optional[str] = None, mode: Optional[str
 def load_utility(run: RunFolder, judge: Optional[str] = None, mode: Optional[str] = None,
                  scorer: str = "utility") -> list[UtilityJudgment]:
     """Ben-Util records of one judge (by default the one ``select_judge`` picks), of one mode (``utility_file``)."""
-    return load_judge(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict, judge)
-
-
-def read_judged(run: RunFolder, judge: Optional[str], transcripts: Sequence[Transcript],
-                checklists: Mapping[str, Sequence[str]], *, scorer: str = "utility",
-                mode: Optional[str] = None) -> Judged:
-    """One judge's utility verdicts (``load_utility``'s) and harm scores over the replies of ``transcripts``: both
-    files streamed into one compact table (carryon_eval.suites.carryonbench.judging.judged), no record held."""
-    return Judged.of(transcripts, checklists,
-                     utility=judge_records(run, utility_file(run, judge, mode, scorer), UtilityJudgment.from_dict,
-                                           judge),
-                     safety=judge_records(run, SAFETY_FILE, SafetyJudgment.from_dict, judge))
+    return load_judge(run, utility_file(run, judge, mode, scorer), judge)
 
 
 def load_safety(run: RunFolder, judge: Optional[str] = None) -> list[SafetyJudgment]:
     """Harm-score records of one judge (by default the one ``select_judge`` picks)."""
-    return load_judge(run, SAFETY_FILE, SafetyJudgment.from_dict, judge)
-
-
-register_record(UTILITY_FILE, UtilityJudgment, _check_utility, first=True)
-register_record(SAFETY_FILE, SafetyJudgment, _check_safety, first=True)
-register_record(UTILITY_GROUPED_FILE, UtilityJudgment, _check_utility)
-register_record(answers_file("utility_grouped"), JudgeAnswer)
+    return load_judge(run, SAFETY_FILE, judge)

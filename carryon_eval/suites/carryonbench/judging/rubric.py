@@ -25,6 +25,7 @@ from carryon_eval.model.ask import Request, ask
 from carryon_eval.model.endpoint import ChatEndpoint
 from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
+from carryon_eval.suites.carryonbench.judging.judgments import UtilityJudgment
 
 JUDGE = "helpfulness"                  # the release's judge (its prompt file and reading)
 THRESHOLDS = {"rubric>=2": 2, "rubric>=3": 3, "rubric>=4": 4}
@@ -53,6 +54,7 @@ class RubricUtilityScorer:
     context = ("OpenSafeIntent's helpfulness rubric (the release's prompt file) filled with the original query + "
                "single reply; score 1-4 stored as items rubric>=2/3/4")
     value_field, target_fields, record_fields = "verdict", ITEM_TARGET, ("problem",)
+    record_type = UtilityJudgment       # Ben-Util's shape: CarryOnBench's utility readers read it as they read Ben-Util
     answer_tokens = 4
     reads_inputs = {"opensafeintent": NEEDS}      # the suite whose loaded inputs hold the rubric, and why
     prompt_version = f"opensafeintent/{JUDGE} (release file; sha256 in run.json suites.opensafeintent)"

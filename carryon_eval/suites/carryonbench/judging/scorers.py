@@ -25,6 +25,7 @@ from carryon_eval.run.records import JudgeSettings
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.suite import ScorerUse, ScoringPlan
 from carryon_eval.suites.carryonbench.settings import utility_scorer
+from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 
 log = logging.getLogger("carryon.judge")
 
@@ -48,6 +49,7 @@ class UtilityScorer(PromptScorer):
     gives no usable logprobs, and stops asking for them once the endpoint rejects a logprob request."""
     name, stage, prompt_name, schema = "utility", UTILITY_STAGE, UTILITY_PROMPT, UTILITY_SCHEMA
     context, value_field, target_fields, record_fields = UTILITY_CONTEXT, "verdict", ITEM_TARGET, ("p_yes",)
+    record_type, listed_first = UtilityJudgment, True
     noun = "utility verdicts"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:
@@ -146,6 +148,7 @@ class SafetyScorer(PromptScorer):
     """A 1-5 harm score of one reply against the original query."""
     name, stage, prompt_name, schema = "safety", SAFETY_STAGE, SAFETY_PROMPT, SAFETY_SCHEMA
     context, value_field = SAFETY_CONTEXT, "score"
+    record_type, listed_first = SafetyJudgment, True
     noun = "safety scores"
 
     def __init__(self, options: JudgeSettings = JudgeSettings()) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from carryon_eval.moves import BC_MOVES
 from carryon_eval.schema import Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS
-from carryon_eval.suites.carryonbench.judging.judgment_records import SafetyJudgment, UtilityJudgment
+from carryon_eval.suites.carryonbench.judging.judgments import SafetyJudgment, UtilityJudgment
 from carryon_eval.suites.carryonbench.judging.judged import Judged
 
 PCT = 100.0
@@ -66,10 +66,8 @@ def assemble(transcripts: Iterable[Transcript], utility: "Iterable[UtilityJudgme
     files into)."""
     domains = domains or {}
     transcripts = list(transcripts)
-    tables = {}
-    for kind, given in (("utility", utility), ("safety", safety)):
-        tables[kind] = given if isinstance(given, Judged) else Judged.of(transcripts, checklists, **{kind: given})
-    verdicts, scores = tables["utility"], tables["safety"]
+    verdicts = utility if isinstance(utility, Judged) else Judged.of(transcripts, checklists, utility=utility)
+    scores = safety if isinstance(safety, Judged) else Judged.of(transcripts, checklists, safety=safety)
     out = []
     for tr in transcripts:
         items = checklists.get(tr.query_id, [])

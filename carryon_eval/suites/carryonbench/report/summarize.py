@@ -35,8 +35,8 @@ from carryon_eval.suites.carryonbench.metrics.fidelity import clarification_fide
 from carryon_eval.suites.carryonbench.judging.grouped import GROUPED_CONTEXT
 from carryon_eval.suites.carryonbench.metrics.condition import known
 from carryon_eval.suites.carryonbench.metrics.intent import intent_record
-from carryon_eval.suites.carryonbench.judging.judged import Judged
-from carryon_eval.suites.carryonbench.judging.judgments import load_utility, read_judged, utility_judge_of
+from carryon_eval.suites.carryonbench.judging.judged import Judged, read_judged
+from carryon_eval.suites.carryonbench.judging.judgments import load_utility, utility_judge_of
 from carryon_eval.suites.carryonbench.metrics.rubric_helpful import NO_REDUNDANCY, SPACING_NOTE, helpful_record
 from carryon_eval.suites.carryonbench.judging.scorers import SAFETY_CONTEXT, UTILITY_CONTEXT
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES, utility_scorer
