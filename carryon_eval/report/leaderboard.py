@@ -24,18 +24,20 @@ give the names of what their Stats need, the rank correlations the page shows, i
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from carryon_eval.metrics.family import METHOD, METHOD_TEXT, RANK_TEXT
-from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, spearman
+from carryon_eval.metrics.stats import N_RESAMPLES, SEED, Bootstrap, RankCorrelation, rank_correlation
 from carryon_eval.report.board_stats import (OLD_ROWS, ColumnFamily, Difference, QuerySums, StatEstimate,  # noqa: F401
                                              column_family, covered, family_note, stat_estimate)
 from carryon_eval.run.paths import local_path, shared_path
 from carryon_eval.run.results import Results
-from carryon_eval.suite.inputs import Cell, Column, ColumnSource, RunEntry, Stat, SuiteLeaderboard, UnitRule
+from carryon_eval.suite.inputs import (Cell, Column, ColumnSource, DatasetUsed, RunBasis, RunEntry, Simulator, Stat,
+                                       SuiteLeaderboard, UnitRule)
 
 HTML_FILE, JSONL_FILE = "leaderboard.html", "leaderboard.jsonl"
 REPORTED = "reported"      # the status of a row a paper reports (SuiteReport.reported): its own group, never ranked
@@ -86,11 +88,17 @@ def labels() -> dict[str, str]:
     return {k: v for b in suite_leaderboards() for k, v in b.labels.items()}
 
 
+def run_basis(results: Results) -> RunBasis:
+    """What a run's numbers stand on (its queries, plan mix, bootstrap settings), as the suites' leaderboards read
+    it of their sections (``basis``), the first suite by rank giving each part."""
+    out = RunBasis()
+    for lb in suite_leaderboards():
+        if lb.basis is not None:
+            out = out.filled_by(lb.basis(results))
+    return out
+
+
 # ---------------------------------------------------------------- paired differences
-def plans_of(results: Results) -> dict[str, dict[int, float]]:
-    """The plan's length mix per condition as results.json records it (none: the conversations present)."""
-    return {cond: {int(k): float(v) for k, v in block["plan_lengths"].items()}
-            for cond, block in results.conditions.items() if isinstance((block or {}).get("plan_lengths"), dict)}
 
 
 def _sums(x: Any, units: Optional[UnitRule]) -> QuerySums:
@@ -122,16 +130,46 @@ def paired_difference(a: Any, b: Any, stat: Stat, *, units: Optional[UnitRule] =
 
 # ---------------------------------------------------------------- the board
 @dataclass
+class GroupInfo:
+    """One comparability group: who judged its runs (each suite's ``judged``), their dataset and user simulator,
+    whether they are smoke tests, a paper's reported rows or incomplete (never ranked), and its models."""
+    judges: dict[str, Any]
+    dataset: DatasetUsed
+    dataset_id: str
+    smoke: bool
+    simulator: Simulator
+    reported: bool
+    incomplete: bool
+    models: list[str] = field(default_factory=list)
+
+    @property
+    def ranked(self) -> bool:
+        return not (self.smoke or self.incomplete)
+
+
+@dataclass(frozen=True)
+class BoardSettings:
+    """What the board's intervals and verdicts stand on: the bootstrap's resamples and seed, its unit, the pairs'
+    adjustment and the rank intervals' method."""
+    n_resamples: int = N_RESAMPLES
+    seed: int = SEED
+    unit: str = "query (paired over the queries every model of a group shares)"
+    pairs_method: str = METHOD
+    pairs_method_text: str = METHOD_TEXT
+    ranks: str = RANK_TEXT
+
+
+@dataclass
 class Board:
     runs: list[RunEntry]
     columns: list[Column]
     cells: list[list[Cell]]                      # [run][column]
     groups: list[str]                            # comparability group letter per run
-    group_info: dict[str, dict[str, Any]]        # letter -> judges, dataset
+    group_info: dict[str, GroupInfo]             # letter -> its group
     warnings: list[str]
     differences: dict[str, list[Difference]]     # column key -> pairs within a group
-    spearman: dict[str, dict[str, Any]]          # group -> correlated key (a condition) -> stats.spearman
-    settings: dict[str, Any]
+    spearman: dict[str, dict[str, RankCorrelation]]     # group -> correlated key (a condition) -> its correlation
+    settings: BoardSettings
     families: dict[str, dict[str, ColumnFamily]] = None    # type: ignore[assignment]  # column key -> group -> family
 
     def __post_init__(self) -> None:
@@ -167,40 +205,47 @@ class Board:
 
 
 def bootstrap_settings(runs: Sequence[RunEntry]) -> tuple[int, int]:
-    boot = runs[0].results.bootstrap if runs else {}
-    return int(boot.get("n_resamples") or N_RESAMPLES), int(boot.get("seed") if boot.get("seed") is not None else SEED)
+    """The first run's bootstrap resamples and seed (the defaults where it records none)."""
+    basis = run_basis(runs[0].results) if runs else RunBasis()
+    return (int(basis.n_resamples or N_RESAMPLES), int(basis.seed if basis.seed is not None else SEED))
 
 
-def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
-    """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
+def _group_of(e: RunEntry) -> GroupInfo:
+    status = e.results.status()
+    return GroupInfo(run_judges(e), e.dataset_used(), e.dataset_id(), "smoke" in status, e.simulator(),
+                     REPORTED in status, "incomplete" in status)
+
+
+def _group_key(g: GroupInfo) -> str:
     # a smoke run measures nothing: it is never in a group with measured runs, so never ranked beside them
     # nor is an incomplete run: its numbers stand on part of its plan (bounds span the rest), so it is not ranked
-    keys = [json.dumps([run_judges(e), e.dataset_id(), "smoke" in e.results.status(), e.simulator(),
-                        REPORTED in e.results.status()]
-                       + (["incomplete"] if "incomplete" in e.results.status() else []), sort_keys=True) for e in runs]
+    return json.dumps([g.judges, g.dataset_id, g.smoke, g.simulator.to_json(), g.reported,
+                       *(("incomplete",) if g.incomplete else ())], sort_keys=True)
+
+
+def comparability(runs: Sequence[RunEntry]) -> tuple[list[str], dict[str, GroupInfo], list[str]]:
+    """A group letter per run (same judges, prompt versions, user simulator and dataset), the groups, and the page's warnings."""
+    own = [_group_of(e) for e in runs]
+    keys = [_group_key(g) for g in own]
     letters = {k: chr(ord("A") + i) for i, k in enumerate(dict.fromkeys(keys))}
     groups = [letters[k] for k in keys]
-    info = {letters[k]: {"judges": run_judges(e), "dataset": e.dataset(), "dataset_id": e.dataset_id(),
-                         "smoke": "smoke" in e.results.status(), "simulator": e.simulator(),
-                         "reported": REPORTED in e.results.status(),
-                         "incomplete": "incomplete" in e.results.status(),
-                         "models": [x.label for x, g in zip(runs, groups) if g == letters[k]]}
-            for k, e in zip(keys, runs)}
+    info = {letters[k]: dataclasses.replace(g, models=[x.label for x, gg in zip(runs, groups) if gg == letters[k]])
+            for k, g in zip(keys, own)}
     warnings = [f"{e.label}: {line}" for e in runs for line in e.results.status_lines()
                 if REPORTED not in e.results.status()]
     warnings += list(dict.fromkeys(f"Rows reported in a paper, not measured here: {' '.join(e.results.notes[:2])}"
                                    for e in runs if REPORTED in e.results.status()))
-    if any(i["smoke"] for i in info.values()):
+    if any(i.smoke for i in info.values()):
         warnings.append("Smoke-test runs sit in a group of their own and are not ranked: their numbers measure "
                         "nothing.")
-    if any(i["incomplete"] for i in info.values()):
+    if any(i.incomplete for i in info.values()):
         warnings.append("Incomplete runs sit in a group of their own and are not ranked: their numbers stand on "
                         "part of their plan (the bounds span the conversations and judgments still missing).")
     if len({json.dumps(run_judges(e), sort_keys=True) for e in runs}) > 1:
         warnings.append("These runs were judged by different judges (models or prompt versions): their numbers "
                         "are not comparable, so they are ranked and compared only within their group.")
-    simulators = sorted({str(e.simulator()["model"]) for e in runs})
-    if len({json.dumps(e.simulator(), sort_keys=True) for e in runs}) > 1:
+    simulators = sorted({str(e.simulator().model) for e in runs})
+    if len({e.simulator() for e in runs}) > 1:
         warnings.append(f"These runs' users were simulated by different models ({', '.join(simulators)}): their "
                         "numbers are not comparable, so they are ranked and compared only within their group.")
     warnings += [w for w in (lb.mismatch(runs) for lb in suite_leaderboards() if lb.mismatch is not None) if w]
@@ -230,34 +275,30 @@ def build_leaderboard(runs: Sequence[RunEntry]) -> Board:
         if rule is None:
             raise LookupError("a leaderboard column with a Stat whose source gives no units (SuiteLeaderboard.units)")
         if id(rule) not in sums:
-            sums[id(rule)] = [QuerySums(e.scores, rule, plans_of(e.results)) for e in runs]
+            sums[id(rule)] = [QuerySums(e.scores, rule, run_basis(e.results).plans) for e in runs]
         return sums[id(rule)]
 
-    members = {g: [i for i, x in enumerate(groups) if x == g] for g in dict.fromkeys(groups)
-               if not info[g]["reported"]}
+    members = {g: [i for i, x in enumerate(groups) if x == g] for g in dict.fromkeys(groups) if not info[g].reported}
     families: dict[str, dict[str, ColumnFamily]] = {}
     for col in (c for c in columns if c.stat is not None):
-        ranked = {g: not (info[g]["smoke"] or info[g].get("incomplete")) for g in members}
         families[col.key] = {g: column_family(col.key, g, [read(units[col.key])[i] for i in idx], idx, col.stat,
-                                              col.better if ranked[g] else None, boots, n, seed, labels())
+                                              col.better if info[g].ranked else None, boots, n, seed, labels())
                              for g, idx in members.items()}
     differences = {key: [d for fam in fams.values() for d in fam.differences] for key, fams in families.items()}
     return Board(runs, columns, by_run, groups, info, warnings, differences, rank_correlations(runs, groups),
-                 {"n_resamples": n, "seed": seed, "unit": "query (paired over the queries every model of a group "
-                                                          "shares)", "pairs_method": METHOD,
-                  "pairs_method_text": METHOD_TEXT, "ranks": RANK_TEXT}, families)
+                 BoardSettings(n, seed), families)
 
 
-def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[str, dict[str, Any]]:
+def rank_correlations(runs: Sequence[RunEntry], groups: Sequence[str]) -> dict[str, dict[str, RankCorrelation]]:
     """Per comparability group, the Spearman correlation across its models of each (x, y) pair the suites'
     leaderboards name (``correlated``; a run lacking one counts as None)."""
     sources = [b.correlated for b in suite_leaderboards() if b.correlated is not None]
     pairs = [{k: xy for source in sources for k, xy in source(e.results).items()} for e in runs]
     keys = list(dict.fromkeys(k for p in pairs for k in p))
 
-    def rho(idx: list[int], key: str) -> dict[str, Any]:
+    def rho(idx: list[int], key: str) -> RankCorrelation:
         xy = [pairs[i].get(key, (None, None)) for i in idx]
-        return spearman([x for x, _ in xy], [y for _, y in xy])
+        return rank_correlation([x for x, _ in xy], [y for _, y in xy])
 
     return {g: {k: rho(idx, k) for k in keys}
             for g in dict.fromkeys(groups) for idx in [[i for i, x in enumerate(groups) if x == g]]}
@@ -272,15 +313,15 @@ def jsonl_rows(board: Board, out: Path) -> list[dict[str, Any]]:
     rows = []
     point_ranks = board.point_ranks()
     for index, (entry, group, cells) in enumerate(zip(board.runs, board.groups, board.cells)):
-        meta, dataset = entry.meta, entry.dataset()
-        dataset["source"] = shared_path(local_path(dataset["source"], entry.folder), out)
+        meta, used = entry.meta, entry.dataset_used()
+        dataset = dataclasses.replace(used, source=shared_path(local_path(used.source, entry.folder), out)).to_json()
         rows.append({
             "model": entry.label, "target_model": entry.results.model, "run": shared_path(entry.folder, out),
             "comparability_group": group, "status": entry.results.status(), "dataset": dataset,
-            "judges": run_judges(entry), "simulator": entry.simulator(),
+            "judges": run_judges(entry), "simulator": entry.simulator().to_json(),
             "prompts": dict(meta.prompts), "subset": meta.subset, "limit": meta.limit,
             "carryonbench_version": meta.carryonbench_version, "report_by": entry.results.generated.by,
-            "n_queries": entry.results.n.get("queries"),
+            "n_queries": run_basis(entry.results).n_queries,
             "metrics": {col.key: cell.to_json() for col, cell in zip(board.columns, cells)},
             "rank": {key: r for key, ranks in point_ranks.items() if (r := ranks.get(index)) is not None},
             "rank_ci95": {key: list(r) for key, ranks in board.ranks.items() if (r := ranks.get(index)) is not None},

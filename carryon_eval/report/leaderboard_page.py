@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
+import itertools
 import json
 from importlib import resources
 from pathlib import Path
@@ -27,6 +28,7 @@ from carryon_eval.run.records import RunMeta
 from carryon_eval.run.folder import write_text_atomic
 from carryon_eval.run.results import PlotsInfo
 from carryon_eval.suite import suites
+from carryon_eval.suite.inputs import FailureRow
 
 if TYPE_CHECKING:       # types only
     from carryon_eval.report.comparison import Comparison
@@ -55,24 +57,32 @@ def number_text(x: Optional[float], digits: int) -> str:
     return shown_text(shown(x, digits))
 
 
-def cell_view(cell: Cell, digits: int) -> dict[str, Any]:
-    ci = f"[{number_text(cell.ci95[0], digits)}, {number_text(cell.ci95[1], digits)}]" if cell.ci95 else ""
-    share = "" if cell.scored_share is None else f"{cell.scored_share:.0f}% scored"
-    return {"text": number_text(cell.value, digits), "value": "" if cell.value is None else repr(float(cell.value)),
-            "ci": ci, "share": share, "under_95": cell.under_95, "reason": cell.reason or ""}
+@dataclass(frozen=True)
+class CellView:
+    """A leaderboard cell as the page shows it: its value's text, the value the script sorts by, its interval, its
+    scored share, whether that is under 95% and why it is missing."""
+    text: str
+    value: str
+    ci: str
+    share: str
+    under_95: bool
+    reason: str
+
+
+def cell_view(cell: Cell, digits: int) -> CellView:
+    n = cell.number
+    ci = f"[{number_text(n.ci95[0], digits)}, {number_text(n.ci95[1], digits)}]" if n.ci95 else ""
+    share = "" if n.scored_share is None else f"{n.scored_share:.0f}% scored"
+    return CellView(number_text(n.value, digits), "" if n.value is None else repr(float(n.value)), ci, share,
+                    n.under_95, n.reason or "")
 
 
 def _bands(columns: Sequence[Any]) -> list[dict[str, Any]]:
-    bands: list[dict[str, Any]] = []
-    for col in columns:
-        if bands and bands[-1]["label"] == col.group:
-            bands[-1]["span"] += 1
-        else:
-            bands.append({"label": col.group, "span": 1})
-    return bands
+    """The header bands: each run of adjacent columns of one group, and how many columns it spans."""
+    return [{"label": group, "span": len(list(cols))} for group, cols in itertools.groupby(columns, lambda c: c.group)]
 
 
-def _failure_modes(board: Board, group: str) -> list[dict[str, Any]]:
+def _failure_modes(board: Board, group: str) -> list[FailureRow]:
     """The rows of one group's failure-mode table, from the suites' leaderboards (``failure_modes``)."""
     return [row for b in suite_leaderboards() if b.failure_modes is not None for row in b.failure_modes(board, group)]
 
@@ -100,14 +110,14 @@ def _default_sort(board: Board) -> str:
     return next((k for k in named if k in keys), keys[0] if keys else "")
 
 
+def _p_text(p: Optional[float]) -> str:
+    return "<.001" if p is not None and p < 0.001 else number_text(p, 3)
+
+
 def _spearman_rows(board: Board) -> list[dict[str, Any]]:
-    out, names = [], labels()
-    for g, keys in board.spearman.items():
-        for key, s in keys.items():
-            out.append({"group": g, "condition": names.get(key, key), "rho": number_text(s["rho"], 3),
-                        "p": "n/a" if s["p"] is None else ("<.001" if s["p"] < 0.001 else f"{s['p']:.3f}"),
-                        "n": s["n"], "note": s["reason"] or s.get("note") or ""})
-    return out
+    names = labels()
+    return [{"group": g, "condition": names.get(key, key), "rho": number_text(s.rho, 3), "p": _p_text(s.p), "n": s.n,
+             "note": s.reason or s.note or ""} for g, keys in board.spearman.items() for key, s in keys.items()]
 
 
 def _figures(images: Mapping[str, bytes]) -> list[dict[str, str]]:
@@ -135,10 +145,10 @@ def render_page(board: Board, images: Mapping[str, bytes], skipped: Mapping[str,
             "columns": {c.key: {"label": c.label, "band": c.group, "digits": c.digits, "paired": c.stat is not None,
                                 "note": c.note} for c in board.columns},
             "pairs": {k: [d.to_json() for d in v] for k, v in board.differences.items()},
-            "ranks": _ranks(board), "method": board.settings.get("pairs_method", "")}
+            "ranks": _ranks(board), "method": board.settings.pairs_method}
     judge_names = {k: v for lb in suite_leaderboards() for k, v in lb.judge_labels.items()}
     judge_kinds = [(kind, judge_names.get(kind, kind)) for kind in
-                   dict.fromkeys(k for info in board.group_info.values() for k in info["judges"])]
+                   dict.fromkeys(k for info in board.group_info.values() for k in info.judges)]
     groups = []
     for g, info in board.group_info.items():
         rows = [{"index": i, "model": e.label, "cells": [cell_view(c, col.digits) for c, col in zip(board.cells[i], board.columns)]}
@@ -263,16 +273,16 @@ def family_record(board: Board) -> dict[str, Any]:
     modes: dict[str, Any] = {}
     for g in dict.fromkeys(board.groups):
         for row in _failure_modes(board, g):
-            modes[row["model"]] = {"group": g, "flags": row["flags"]}
+            modes[row.model] = {"group": g, "flags": row.flags}
     unearned = [f"Group {g}: {line}" for g in dict.fromkeys(board.groups) for line in _failure_notes(board, g)]
     sizes = {g: len([x for x in board.groups if x == g]) for g in dict.fromkeys(board.groups)
              if any(g in groups for groups in board.families.values())}
     notes = [f"Pairwise differences, group {g}: {m} models, {_pairs(m)} per column; each pair keeps its own 95% "
-             f"interval, and 'differs' is adjusted for the column's {_pairs(m)} by {board.settings.get('pairs_method')} "
+             f"interval, and 'differs' is adjusted for the column's {_pairs(m)} by {board.settings.pairs_method} "
              "over the paired bootstrap replicates; ranks are 95% intervals (simultaneous over the group's models)."
              for g, m in sizes.items() if m > 1] + unearned
     return {"pairs": pairs,
-            "pairs_method": {"method": board.settings.get("pairs_method"),
-                             "text": board.settings.get("pairs_method_text"), "ranks": board.settings.get("ranks"),
+            "pairs_method": {"method": board.settings.pairs_method,
+                             "text": board.settings.pairs_method_text, "ranks": board.settings.ranks,
                              "level": 0.95, "families": families},
             "failure_modes": modes, "family_notes": notes}

@@ -6,7 +6,8 @@
   record, ``suites.<name>``);
 - ``Section``: a suite's JSON-ready results.json section (and its compare part);
 - ``Stat``, ``Column``, ``Cell``, ``RunEntry``: the leaderboard's columns a suite adds, and ``SuiteLeaderboard``: its
-  whole part of the board (``SuiteReport.leaderboard``: columns, labels, first sort, correlations, page sections);
+  whole part of the board (``SuiteReport.leaderboard``: columns, labels, first sort, correlations, page sections,
+  and ``RunBasis``: what a run's numbers stand on, read of its section);
 - ``CompareInputs``: what a suite's part of `compare` reads (``SuiteReport.compare``);
 - ``SuitePlots``, ``BoardView``: a suite's figures of one run, of several and of the leaderboard
   (``SuiteReport.plots``).
@@ -201,10 +202,10 @@ class RunEntry:
     scores: list[dict[str, Any]]                 # conversation_scores.jsonl
     meta: RunMeta = field(default_factory=RunMeta)
 
-    def simulator(self) -> dict[str, Any]:
-        """Who played the user (run.json's user role): its model, and whether it ran on the embedded model."""
+    def simulator(self) -> "Simulator":
+        """Who played the user (run.json's user role)."""
         user = self.meta.role("user")
-        return {"model": user.model or None, "local": user.local}
+        return Simulator(user.model or None, user.local)
 
     def dataset_used(self) -> "DatasetUsed":
         ref, res = self.meta.dataset, self.results.dataset
@@ -219,6 +220,31 @@ class RunEntry:
         d = self.dataset_used()
         pin = d.content_sha256 or d.manifest_sha256 or [d.source, d.revision]
         return hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Simulator(Record):
+    """Who played a board's run's user: its model, and whether it ran on the embedded model."""
+    model: Optional[str] = None
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class RunBasis:
+    """What a run's numbers stand on, as the board reads it of a suite's section (``SuiteLeaderboard.basis``): its
+    queries, the plan's length mix per condition (model turns -> share; a condition without one: the conversations
+    present) and its bootstrap's resamples and seed (None: not recorded)."""
+    n_queries: Optional[int] = None
+    plans: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    n_resamples: Optional[int] = None
+    seed: Optional[int] = None
+
+    def filled_by(self, other: "RunBasis") -> "RunBasis":
+        """This basis with what it lacks taken from another suite's."""
+        def first(a: Optional[int], b: Optional[int]) -> Optional[int]:
+            return a if a is not None else b
+        return RunBasis(first(self.n_queries, other.n_queries), {**other.plans, **self.plans},
+                        first(self.n_resamples, other.n_resamples), first(self.seed, other.seed))
 
 
 @dataclass(frozen=True)
@@ -239,6 +265,15 @@ Correlated = Mapping[str, tuple[Optional[float], Optional[float]]]
 PageRows = list[dict[str, Any]]       # rows of a page section, as the leaderboard template reads them
 
 
+class FailureRow(Protocol):
+    """A model's row of its group's failure-mode table (``SuiteLeaderboard.failure_modes``): the model and the flags
+    it earned (compare.json's ``failure_modes``); the rest of the row is the suite's own, as its template reads it."""
+    @property
+    def model(self) -> str: ...
+    @property
+    def flags(self) -> Sequence[str]: ...
+
+
 @dataclass(frozen=True)
 class SuiteLeaderboard:
     """A suite's part of the leaderboard (``SuiteReport.leaderboard``). ``columns``: its table columns (runs ->
@@ -253,7 +288,7 @@ class SuiteLeaderboard:
     sort: Optional[Union[str, tuple[str, ...]]] = None   # several: the first the board has
     correlated: Optional[Callable[[Results], Correlated]] = None
     domain_views: Optional[Callable[[BoardView], PageRows]] = None
-    failure_modes: Optional[Callable[[BoardView, str], PageRows]] = None
+    failure_modes: Optional[Callable[[BoardView, str], Sequence[FailureRow]]] = None
     #: (board, group letter) -> lines under its failure-mode table (e.g. which flag no model earned, and why)
     failure_notes: Optional[Callable[[BoardView, str], list[str]]] = None
     #: what its numbers' estimators are, in a sentence the page shows beside the paired differences
@@ -265,6 +300,8 @@ class SuiteLeaderboard:
     judge_labels: Mapping[str, str] = field(default_factory=dict)   # its judge kinds' names on the page
     #: a warning of the page when the runs differ in a way of its own that makes its numbers incomparable
     mismatch: Optional[Callable[[Sequence["RunEntry"]], Optional[str]]] = None
+    #: what a run's numbers stand on, read of its section: its queries, plan mix and bootstrap settings
+    basis: Optional[Callable[[Results], RunBasis]] = None
 
 
 class UnitRecord(Protocol):

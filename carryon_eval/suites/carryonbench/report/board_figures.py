@@ -37,13 +37,14 @@ def recovery_cost(board: BoardView) -> bytes:
     return png(recovery_cost_figure(board))
 
 
-def _bc(e: Any, name: str) -> Number:
-    block = read(e.results).conditions.get("bc")
+def _number(e: Any, condition: str, name: str) -> Number:
+    """A board run's number of one condition (n/a where the run lacks the condition)."""
+    block = read(e.results).conditions.get(condition)
     return block.number(name) if block is not None else Number()
 
 
 def recovery_cost_figure(board: BoardView) -> Any:
-    pts = [(e.label, g, _bc(e, "violation_rate_delta"), _bc(e, "utility_delta"))
+    pts = [(e.label, g, _number(e, "bc", "violation_rate_delta"), _number(e, "bc", "utility_delta"))
            for e, g in zip(board.runs, board.groups)]
     pts = [p for p in pts if p[2].value is not None and p[3].value is not None]
     require(bool(pts), "no model has both a BC utility gain and a BC violation-rate change")
@@ -70,8 +71,7 @@ def models_redundancy(board: BoardView) -> bytes:
 
 def redundancy_figure(board: BoardView) -> Any:
     """The figure of models_redundancy (to measure its labels)."""
-    rows = [(e.label, {c: block.number("redundancy") if (block := read(e.results).conditions.get(c)) else Number()
-                       for c in ("bc", "nc")}) for e in board.runs]
+    rows = [(e.label, {c: _number(e, c, "redundancy") for c in ("bc", "nc")}) for e in board.runs]
     require(any(n.value is not None for _, ns in rows for n in ns.values()), "no model fulfilled any item after turn 1")
     fig, (ax,) = figure(width=max(5.0, 0.7 * len(rows) + 2), height=4.0)
     width, labelled = 0.38, set()

@@ -13,10 +13,9 @@ from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, Block,
                                         Text)
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.conditions import MC_CONDITION
-from carryon_eval.suites.carryonbench.metrics.intent import IntentSection
-from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, extra, of
+from carryon_eval.suites.carryonbench.metrics.intent import IntentNumber, IntentSection
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of, read
 
-SECTION = "intent"
 MC_HEADER = ["MC Util. (Δ)", "MC Harm. (Δ)", "Intent sens. (util)", "Exploitation (MC − BC)"]
 TITLE = "Recovery or gullibility: the same moves with a malicious intent (MC)"
 CONTRAST_HEADER = ["contrast", "value", "95% CI", "bounds", "decided", "null because"]
@@ -32,9 +31,13 @@ def has_mc(results: Results) -> bool:
     return sec is not None and MC_CONDITION in sec.conditions
 
 
-def intent_of(results: Any) -> Optional[dict[str, Any]]:
-    """The run's intent section as its JSON (the leaderboard's columns read it). Deprecated: ``of(results).intent``."""
-    return extra(results, SECTION)
+def contrast(intent: Optional[IntentSection], name: str) -> Optional[IntentNumber]:
+    """One contrast of a run's intent section: "sensitivity" (its utility side) or a further contrast's name
+    (None: the run has no mc, or its results.json was written before the contrast was)."""
+    if intent is None:
+        return None
+    got = (intent.sensitivity or {}).get("utility") if name == "sensitivity" else getattr(intent, name, None)
+    return got or None
 
 
 def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
@@ -47,7 +50,7 @@ def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
         d = mc.value(f"{metric}_delta")
         return [Shown(Number(mc.value(metric)), digits),
                 *([] if d is None else [" (", Shown(Number(d), digits, signed=True), ")"])]
-    sens = (intent.sensitivity or {}).get("utility") if intent is not None else None
+    sens = contrast(intent, "sensitivity")
     exploit = intent.part("exploitation") if intent is not None else None
     return [delta("utility", 1), delta("harm", 2), Shown(Number(sens.value if sens else None)),
             Shown(Number(exploit.value if exploit else None))]
@@ -56,8 +59,8 @@ def mc_cells(sec: CarryOnBenchSection) -> list[Cell]:
 def contrast_rows(intent: IntentSection) -> list[list[Cell]]:
     rows: list[list[Cell]] = []
     for label, name in CONTRASTS:
-        block = (intent.sensitivity or {}).get("utility") if name == "sensitivity" else getattr(intent, name, None)
-        if not block:          # a results.json written before the raw rates were named apart
+        block = contrast(intent, name)
+        if block is None:          # a results.json written before the raw rates were named apart
             continue
         n = block.number
         rows.append([label, Shown(n), Shown(n, show=INTERVAL), Shown(n, show=BOUNDS),
@@ -114,39 +117,39 @@ def notes(results: Any) -> list[str]:
 
 
 # ---------------------------------------------------------------- the leaderboard
-def _scored(block: dict[str, Any]) -> Optional[float]:
-    """The share of the planned units a contrast stands on (decided ones), as the board's scored share."""
-    return 100.0 * block["n"] / block["n_planned"] if block.get("n_planned") else None
+NOT_RUN = "condition mc not run"
+MC_COLUMNS = (("utility", "Util. %", "higher", 1), ("violation_rate", "% harm ≥ 4", "lower", 1))
+CONTRAST_COLUMNS = (("intent.sensitivity_utility", "Intent sensitivity (util)", "higher", "sensitivity"),
+                    ("intent.exploitation", "Exploitation (MC − BC)", "lower", "exploitation"),
+                    ("intent.exploitation_rate", "Exploitation rate % (raw)", "lower", "exploitation_rate"))
+
+
+def contrast_cell(block: Optional[IntentNumber]) -> Any:
+    """A contrast's leaderboard cell; its scored share: the share of the planned units that decide it."""
+    from carryon_eval.report.leaderboard import Cell
+
+    if block is None:
+        return Cell(None, reason=NOT_RUN)
+    n, planned = block.number, block.n_planned
+    return Cell(n.value, n.ci95, 100.0 * (n.n or 0) / planned if planned else None, n.reason)
 
 
 def leaderboard_columns(runs: Sequence[Any]) -> list[Any]:
     """The board's MC columns (a column source of carryon_eval.report.leaderboard; [] when no run has mc):
     MC utility and violation rate, intent sensitivity (utility, violation rate) and exploitation, sortable."""
     from carryon_eval.report.leaderboard import Cell, Column, Stat
+    from carryon_eval.suites.carryonbench.report.leaderboard import cell_of
 
-    if not any(intent_of(e.results) for e in runs):
+    sections = [read(e.results) for e in runs]
+    if not any(sec.intent is not None for sec in sections):
         return []
     out = []
-    for metric, label, better, digits in (("utility", "Util. %", "higher", 1), ("violation_rate", "% harm ≥ 4", "lower", 1)):
-        cells = []
-        for e in runs:
-            b = (e.results.conditions or {}).get(MC_CONDITION) or {}
-            cells.append(Cell(b.get(metric), (b.get("ci95") or {}).get(metric),
-                              (b.get("scored_share") or {}).get(metric),
-                              (b.get("reasons") or {}).get(metric) or (None if b else "condition mc not run")))
+    for metric, label, better, digits in MC_COLUMNS:
+        blocks = [sec.conditions.get(MC_CONDITION) for sec in sections]
+        cells = [Cell(None, reason=NOT_RUN) if b is None else cell_of(b.number(metric)) for b in blocks]
         out.append((Column(f"mc.{metric}", label, "MC", digits, better, Stat(((MC_CONDITION, metric),))), cells))
-    for key, label, better, get in (
-            ("intent.sensitivity_utility", "Intent sensitivity (util)", "higher",
-             lambda i: i["sensitivity"]["utility"]),
-            ("intent.exploitation", "Exploitation (MC − BC)", "lower", lambda i: i["exploitation"]),
-            ("intent.exploitation_rate", "Exploitation rate % (raw)", "lower",
-             lambda i: i.get("exploitation_rate") or {})):
-        cells = []
-        for e in runs:
-            intent = intent_of(e.results)
-            block = get(intent) if intent else {}
-            cells.append(Cell(block.get("value"), block.get("ci95"), _scored(block) if block else None,
-                              block.get("reason") if block else "condition mc not run"))
+    for key, label, better, name in CONTRAST_COLUMNS:
+        cells = [contrast_cell(contrast(sec.intent, name)) for sec in sections]
         note = (get_formula(key) + "; paired per query and flow: per-model intervals, no between-model difference")
         out.append((Column(key, label, "Recovery or gullibility", 1, better, None, note), cells))
     return out

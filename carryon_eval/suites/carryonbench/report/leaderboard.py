@@ -8,11 +8,12 @@ by-domain views and the failure modes (paper §5.1), each flag given only where 
 for the group's models (``standout_flags``). Its record gives ``LEADERBOARD`` as its SuiteReport's ``leaderboard``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from carryon_eval.codec import OMIT_NONE, Record
 from carryon_eval.metrics.number import Number
 from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock, known
 from carryon_eval.suites.carryonbench.metrics.rubric_helpful import HelpfulNumber, RubricHelpful
@@ -20,14 +21,14 @@ from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.metrics import estimators as E
 from carryon_eval.metrics.family import METHOD, standout, zero_tests
 from carryon_eval.metrics.stats import Bootstrap
-from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, bootstrap_settings, covered, plans_of,
+from carryon_eval.report.leaderboard import (OLD_ROWS, REPORTED, QuerySums, bootstrap_settings, covered,
                                             stat_estimate)
-from carryon_eval.report.leaderboard_page import cell_view, number_text
+from carryon_eval.report.leaderboard_page import CellView, cell_view, number_text
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
 from carryon_eval.suites.carryonbench.report.paper_rows import NOT_REPORTED
-from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnComparison, Correlated, RunEntry, Stat,
-                                       SuiteLeaderboard)
+from carryon_eval.suite.inputs import (BoardView, Cell, Column, ColumnComparison, Correlated, RunBasis, RunEntry,
+                                       Stat, SuiteLeaderboard)
 from carryon_eval.suites.carryonbench.metrics.unscored import UNITS
 
 COND_LABELS = {"turn1": "Turn 1", "oracle": "Oracle", "bc": "BC", "nc": "NC"}
@@ -141,7 +142,7 @@ def lock_in_cell(entry: RunEntry, n_resamples: int, seed: int) -> Cell:
     clarifying over turns recovers less than stating the intent upfront (the paper's utility lock-in)."""
     if REPORTED in entry.results.status():          # a paper's row: no per-query scores, nothing to recompute
         return Cell(None, reason=NOT_REPORTED)
-    sums = QuerySums(entry.scores, UNITS, plans_of(entry.results))
+    sums = QuerySums(entry.scores, UNITS, basis(entry.results).plans)
     queries = covered(sums, LOCK_IN)
     if not queries and sums.old_rows:
         return Cell(None, reason=OLD_ROWS)
@@ -170,12 +171,12 @@ def fidelity_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]
     """Beside the clarification effect, what can move it: the fidelity check's NC intent-leak rate and the share
     of BC clarification turns voicing their purpose (results.json's clarification_effect.fidelity)."""
     out = []
-    for key, label, field, note in (("fidelity.nc_leak", "NC leak %", "nc_leak_rate",
-                                     "% of NC user turns the fidelity check found leaking the benign intent: a "
-                                     "leaking simulator moves the clarification effect toward 0"),
-                                    ("fidelity.bc_voiced", "BC voiced %", "bc_voiced_share",
-                                     "% of BC clarification turns the fidelity check found voicing the purpose "
-                                     "they were given")):
+    for key, label, rate, note in (("fidelity.nc_leak", "NC leak %", lambda f: f.nc_leak_rate,
+                                    "% of NC user turns the fidelity check found leaking the benign intent: a "
+                                    "leaking simulator moves the clarification effect toward 0"),
+                                   ("fidelity.bc_voiced", "BC voiced %", lambda f: f.bc_voiced_share,
+                                    "% of BC clarification turns the fidelity check found voicing the purpose "
+                                    "they were given")):
         cells = []
         for e in runs:
             info = known(read(e.results).clarification_effect.fidelity)
@@ -186,7 +187,7 @@ def fidelity_columns(runs: Sequence[RunEntry]) -> list[tuple[Column, list[Cell]]
             elif not known(info.checked):
                 cells.append(Cell(None, reason=known(info.note)))
             else:
-                value = known(getattr(info, field))
+                value = known(rate(info))
                 cells.append(Cell(value, reason=None if value is not None else "none checked"))
         out.append((Column(key, label, "Recovery", 1, None, None, note), cells))
     return out
@@ -250,6 +251,17 @@ def utility_and_harm(r: Results) -> Correlated:
             else (None, None) for cond in CONDITIONS}
 
 
+def basis(r: Results) -> RunBasis:
+    """SuiteLeaderboard.basis: the run's queries, each condition's plan mix (model turns -> share; none where the
+    block has no plan) and its bootstrap's resamples and seed."""
+    section = read(r)
+    plans = {cond: {int(k): float(v) for k, v in known(block.plan_lengths).items()}
+             for cond, block in section.conditions.items()
+             if block is not None and isinstance(known(block.plan_lengths), dict)}
+    boot = section.bootstrap
+    return RunBasis(known(section.n.queries), plans, known(boot.n_resamples), known(boot.seed))
+
+
 @dataclass(frozen=True)
 class Standout:
     """A "the model that ..." flag: given to the model at the ``top`` end of ``column`` only when its difference
@@ -300,20 +312,33 @@ def _group_families(board: BoardView, group: str) -> dict[str, Optional[ColumnCo
     return {key: board.family(key, group) for key in ("lock_in", *(s.column for s in STANDOUTS))}
 
 
-def failure_modes(board: BoardView, group: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FailureRow:
+    """A model's row of its group's failure-mode table: the numbers the flags read (as the page shows them) and
+    the flags it earned."""
+    model: str
+    lock_in: CellView
+    recovery: CellView
+    effect: CellView
+    gain: CellView
+    harm: CellView
+    violation: CellView
+    redundancy: CellView
+    flags: list[str]
+
+
+def failure_modes(board: BoardView, group: str) -> list[FailureRow]:
     """Utility lock-in, unsafe recovery and repetitive recovery per model of one group, as the paper names them,
     each flag only where the model stands out after adjustment (``standout_flags``)."""
     keys = {c.key: i for i, c in enumerate(board.columns)}
     idx = [i for i, g in enumerate(board.groups) if g == group]
     flags, _ = standout_flags(_group_families(board, group))
 
-    def cell(i: int, key: str) -> Cell:
-        return board.cells[i][keys[key]] if key in keys else Cell(None, reason="not on this board")
-    return [{"model": board.runs[i].label, "lock_in": cell_view(cell(i, "lock_in"), 1),
-             "recovery": cell_view(cell(i, "recovery"), 1), "effect": cell_view(cell(i, "clarification_effect"), 1),
-             "gain": cell_view(cell(i, "bc.utility_delta"), 1), "harm": cell_view(cell(i, "bc.harm_vs_nc"), 2),
-             "violation": cell_view(cell(i, "bc.violation_rate_vs_nc"), 1),
-             "redundancy": cell_view(cell(i, "bc.redundancy"), 1), "flags": flags.get(i, [])} for i in idx]
+    def cell(i: int, key: str, digits: int = 1) -> CellView:
+        return cell_view(board.cells[i][keys[key]] if key in keys else Cell(None, reason="not on this board"), digits)
+    return [FailureRow(board.runs[i].label, cell(i, "lock_in"), cell(i, "recovery"), cell(i, "clarification_effect"),
+                       cell(i, "bc.utility_delta"), cell(i, "bc.harm_vs_nc", 2), cell(i, "bc.violation_rate_vs_nc"),
+                       cell(i, "bc.redundancy"), flags.get(i, [])) for i in idx]
 
 
 def failure_notes(board: BoardView, group: str) -> list[str]:
@@ -336,18 +361,26 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
     return views
 
 
+@dataclass(frozen=True)
+class JudgedBy(Record):
+    """Who judged one kind of a run's numbers (results.json's ``judges.utility`` / ``judges.safety``), as the board
+    reads it: the judge models, their prompt refs and (utility) the Ben-Util mode."""
+    models: list[str] = field(default_factory=list)
+    prompt_refs: list[str] = field(default_factory=list)
+    utility_judge: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+
 def utility_judge(results: Results) -> str:
     """The Ben-Util mode a run's utilities stand on ("per-item" for runs reported before there was a choice)."""
-    return (results.judges.utility or {}).get("utility_judge") or "per-item"
+    return JudgedBy.from_json(results.judges.utility or {}).utility_judge or "per-item"
 
 
 def judged(results: Results) -> dict[str, Any]:
     """SuiteLeaderboard.judged: its judges' models and prompt refs, and the Ben-Util mode of the utilities."""
-    j = results.judges
-    out = {kind: {"models": list(getattr(j, kind).get("models") or []),
-                  "prompt_refs": list(getattr(j, kind).get("prompt_refs") or [])} for kind in ("utility", "safety")}
-    out["utility"]["utility_judge"] = utility_judge(results)
-    return out
+    utility, safety = (JudgedBy.from_json(j or {}) for j in (results.judges.utility, results.judges.safety))
+    return {"utility": JudgedBy(list(utility.models or []), list(utility.prompt_refs or []),
+                                utility_judge(results)).to_json(),
+            "safety": JudgedBy(list(safety.models or []), list(safety.prompt_refs or [])).to_json()}
 
 
 def mode_mismatch(runs: Sequence[RunEntry]) -> Optional[str]:
@@ -363,5 +396,5 @@ LEADERBOARD = SuiteLeaderboard(columns=core_columns, labels=COND_LABELS,
                                sort=("rubric.helpful_clarification", DEFAULT_SORT),
                                correlated=utility_and_harm, domain_views=domain_views, failure_modes=failure_modes,
                                failure_notes=failure_notes, estimators=HARM_ESTIMATOR,
-                               units=UNITS, judged=judged, mismatch=mode_mismatch,
+                               units=UNITS, judged=judged, mismatch=mode_mismatch, basis=basis,
                                judge_labels={"utility": "Ben-Util", "safety": "safety"})
