@@ -103,8 +103,9 @@ def fields_json(record: Any) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    """The fields' types (a type named only under TYPE_CHECKING cannot be resolved: its fields read as they are)."""
+def field_types(cls: type) -> dict[str, Any]:
+    """A record's fields' types by name, as ``from_json`` reads them (cached; a type named only under TYPE_CHECKING
+    cannot be resolved: then {}, and its fields read as they are)."""
     try:
         return typing.get_type_hints(cls)
     except NameError:
@@ -142,7 +143,7 @@ def decode(tp: Any, x: Any) -> Any:
 
 def fields_of(cls: type[R], d: Mapping[str, Any]) -> R:
     """A dataclass read from a JSON object by its fields' type hints (Record.from_json's work)."""
-    hints = _hints(cls)
+    hints = field_types(cls)
     values = {}
     for f in dataclasses.fields(cls):
         key = f.metadata.get("key", f.name)

@@ -1,5 +1,6 @@
-"""The columns of a dataset row that the loader and the subsets read: every table's ids, a flow's moves, length
-and condition, a conversation's optional condition, a query's intents. A row is read into ``RowKeys`` where
+"""The columns of a dataset row that the loader, the subsets and the reports read: every table's ids, a flow's moves,
+length and condition, a conversation's optional condition, a query's text, domain and intents, a checklist item's
+question. A row is read into ``RowKeys`` where
 these are needed; the row itself is kept as the dataset has it (extra columns included, and hashed as read).
 
     keys = RowKeys.from_json(row)        # keys.flow_id, keys.n_turns, ... (None where the row lacks the column)
@@ -24,6 +25,9 @@ class RowKeys(Record):
     n_turns: Any = None
     benign_intent: Any = None
     malicious_intent: Any = None
+    query: Any = None
+    domain: Any = None
+    question: Any = None
 
 
 def keys(row: Mapping[str, Any]) -> RowKeys:

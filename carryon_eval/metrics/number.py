@@ -95,6 +95,12 @@ class MetricBlock:
     def names(self) -> list[str]:
         return list(self.values)
 
+    def withhold(self, name: str, reason: str) -> None:
+        """Report ``name`` as n/a: no value, interval or bounds, and why."""
+        self.values[name], self.ci95[name], self.reasons[name] = None, None, reason
+        if self.bounds is not None:
+            self.bounds[name] = None
+
     def number(self, name: str, shares: Optional[Mapping[str, Optional[float]]] = None,
                n: Optional[int] = None) -> Number:
         return Number(self.values.get(name), self.ci95.get(name), (self.bounds or {}).get(name),

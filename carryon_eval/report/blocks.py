@@ -4,9 +4,9 @@ records, and this module turns them into table.md's Markdown and report.html's H
     Section("opensafeintent", [Heading("OpenSafeIntent"), Text("410 prompt-sets."),
                                Table(["metric", "value", "95% CI"], [["ccs", Shown(n, 4), Shown(n, 4, INTERVAL)]])])
 
-A table's cell is text or a ``Shown`` Number (carryon_eval.metrics.number): its value, its 95% interval, its bounds
-or its value with its interval, at so many digits, signed or not; a missing one reads "n/a" (with its reason where
-the table asks for it). ``Only`` keeps blocks to one output; a ``Section`` carries its suite's CSS, which the page
+A table's cell is text or a ``Shown`` Number (carryon_eval.metrics.number): its value, its 95% interval, its bounds,
+its value with its interval or its value as a p-value ("<.001" under the digits shown), at so many digits, signed or
+not; a missing one reads "n/a" (with its reason where the table asks for it). ``Only`` keeps blocks to one output; a ``Section`` carries its suite's CSS, which the page
 collects into its head (``css``). All text is HTML-escaped here: a suite hands plain text, never markup.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Iterator, Optional, Sequence, Union
 from carryon_eval.metrics.number import Interval, Number
 
 VALUE, INTERVAL, BOUNDS, VALUE_CI = "value", "interval", "bounds", "value with interval"   # what a Shown shows
+P_VALUE = "p-value"
 MARKDOWN, HTML = "markdown", "html"                                                          # the two outputs
 NA = "n/a"
 
@@ -119,17 +120,20 @@ Block = Union[Heading, Text, Table, Notes, Figure, Details, Only, Section]
 
 # ---------------------------------------------------------------- the one number format
 def pair(interval: Interval, digits: int = 1) -> str:
-    return NA if not interval else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+    """An interval's text; an end that is None reads n/a (e.g. a mixed model's interval statsmodels left undefined)."""
+    return NA if not interval else "[" + ", ".join(NA if x is None else f"{x:.{digits}f}" for x in interval) + "]"
 
 
 def number_text(s: Shown) -> str:
     """The text of a shown Number, the same in every output: "61.3", "+4.0", "[55.0, 67.1]", "61.3 [55.0, 67.1]",
-    "n/a" or "n/a (why)"."""
+    "n/a" or "n/a (why)"; a p-value under what its digits show: "<.001"."""
     n = s.number
     if s.show in (INTERVAL, BOUNDS):
         return pair(n.ci95 if s.show == INTERVAL else n.bounds, s.digits)
     if n.value is None:
         return NA + (f" ({n.reason})" if s.reason and n.reason else "")
+    if s.show == P_VALUE and n.value < 10 ** -s.digits:
+        return "<." + "0" * (s.digits - 1) + "1"
     text = f"{n.value:{'+' if s.signed else ''}.{s.digits}f}" + s.mark
     return text + (" " + pair(n.ci95, s.digits) if s.show == VALUE_CI and n.ci95 else "")
 
@@ -187,11 +191,6 @@ def _md(block: Block) -> Iterator[str]:
                 yield from _md(b)
     else:
         raise TypeError(f"not a block: {block!r}")
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A Markdown table of values as text (a part still written as Markdown by hand: its values' own str)."""
-    return to_markdown([Table(header, [[str(c) for c in row] for row in rows])])
 
 
 def _footnotes_md(lines: Sequence[Cell]) -> Iterator[str]:

@@ -5,7 +5,7 @@
   results.json; none when no run has its numbers), the run's status;
 - each suite's part (its SuiteReport's ``compare``, from the runs' results and conversation rows; where it sits in
   compare.json is its record's business, carryon_eval.report.comparison), each given as blocks by its
-  ``compare_blocks`` (or as Markdown by its ``compare_markdown``) and rendered here;
+  ``compare_blocks`` and rendered here;
 - the notes: each run's status, then the suites' notes, then whether the runs' users were simulated by different
   models (run.json's user role: compare.json "simulators") and whether they used different datasets;
 - what a suite could not compute for want of an optional package (its part's ``missing``: compare.json "missing",
@@ -198,8 +198,6 @@ def render_markdown(cmp: Comparison) -> str:
         part = cmp.parts.get(s.report.section) if s.report is not None else None
         if part is not None and s.report.compare_blocks is not None:
             parts.append(to_markdown(s.report.compare_blocks(part)))
-        elif part is not None and s.report.compare_markdown is not None:
-            parts.append(s.report.compare_markdown(part))
     tail: list[Block] = []
     if cmp.family.get("pairs"):
         tail += pairs_blocks(cmp.family["pairs"], cmp.family.get("pairs_method") or {})

@@ -51,13 +51,29 @@ def register_status_line(word: str, line: str) -> None:
 
 @dataclass
 class JudgesInfo:
-    """Who judged the numbers: per judge kind its models, prompt refs and context; complete = every
-    judgment present (None when the judge phase wrote no summary)."""
-    utility: dict[str, Any] = field(default_factory=dict)
-    safety: dict[str, Any] = field(default_factory=dict)
+    """Who judged the run, frame-wide: complete = every judgment present (None when the judge phase wrote no
+    summary), the judge model whose judgments the numbers use and every judge model that judged it. What each kind
+    of judge is (models, prompts, context) is the judges record of the section that has it (the top-level section's
+    is written into results.json's ``judges`` before these keys); ``utility`` and ``safety`` remain as read-only
+    views of it for the Python API (deprecated: read the section's ``judges`` record)."""
     complete: Optional[bool] = None
     selected: Optional[str] = None               # the judge model whose judgments the numbers use
     present: list[str] = field(default_factory=list)   # every judge model that judged the run
+    #: the top-level section's judges record (set when it is placed), which the old views read; never a field
+    _kinds = None
+
+    utility = property(lambda self: self._view("utility"), doc="Deprecated, read-only: the top-level section's "
+                       "``judges.utility`` as results.json's JSON (a copy; {} when the results have none).")
+    safety = property(lambda self: self._view("safety"), doc="Deprecated, read-only: the top-level section's "
+                      "``judges.safety`` as results.json's JSON (a copy; {} when the results have none).")
+
+    def _view(self, kind: str) -> dict[str, Any]:
+        return dict(kinds_json(self._kinds).get(kind) or {})
+
+
+def kinds_json(judges: Any) -> dict[str, Any]:
+    """A section's judges record (or its JSON) as results.json's JSON ({} for none)."""
+    return {} if judges is None else dict(_encode(judges))
 
 
 @dataclass
@@ -79,7 +95,7 @@ _SECTIONS = {"dataset": ResultsDataset, "run": ResultsRun, "judges": JudgesInfo,
 #: results.json's layout, known here only: one suite's section sits at its top level instead of under its key (the
 #: CarryOnBench conditions', as every results.json has had them), its keys interleaved with the frame's (those before
 #: ``judges``, then those after ``generated``/``plots``); its further keys (e.g. its intent contrasts) follow the frame
-#: as keys of their own, and its ``judges`` fill the frame's JudgesInfo. Every other suite's section is a top-level key
+#: as keys of their own, and its ``judges`` (its record's JSON: its kinds of judges) open the frame's ``judges``. Every other suite's section is a top-level key
 #: of its own, after those.
 TOP_LEVEL_SECTION = "carryonbench"
 TOP_LEVEL_KEYS = ("n", "conditions", "recovery", "clarification_effect", "unscored", "by_turn", "move_effects",
@@ -87,8 +103,6 @@ TOP_LEVEL_KEYS = ("n", "conditions", "recovery", "clarification_effect", "unscor
                   "utility_measure")
 #: where the top-level section's keys sit among the frame's: before ``judges``, before ``dataset``, at the end
 _LIFTED_AT = {"judges": TOP_LEVEL_KEYS[:12], "dataset": ("judge_context",), None: ("utility_measure",)}
-#: JudgesInfo's judge kinds that are the top-level section's (its ``judges`` fill them): written only with it
-TOP_LEVEL_JUDGES = ("utility", "safety")
 #: the frame's fields in results.json's order (the top-level section's keys placed by _LIFTED_AT)
 _FRAME = ("model", "judges", "dataset", "run", "notes", "generated", "plots")
 #: the old fields of the top-level section (read-only views) when the results have none of it
@@ -170,15 +184,18 @@ class Results:
         for section in self.sections.values():
             if hasattr(section, "placed_in"):     # a record whose renderers read the frame beside it
                 section.placed_in(self)
+        self.judges._kinds = _judges_of(self.sections.get(TOP_LEVEL_SECTION))
 
     def put_section(self, key: str, section: Any) -> None:
-        """Add a suite's section (its record); the top-level one's ``judges`` fill the frame's JudgesInfo."""
+        """Add a suite's section (its record); a section whose judges are incomplete makes the run's so."""
         self.sections[key] = section
         if hasattr(section, "placed_in"):         # a record whose renderers read the frame beside it
             section.placed_in(self)
+        judges = _judges_of(section)
+        if getattr(judges, "complete", None) is False:
+            self.judges.complete = False
         if key == TOP_LEVEL_SECTION:
-            for attr, v in (getattr(section, "judges", None) or {}).items():
-                setattr(self.judges, attr, v)
+            self.judges._kinds = judges
 
     def section(self, key: str) -> Any:
         """A suite's section record (None when the run has none)."""
@@ -207,8 +224,8 @@ class Results:
             if name is None or (name == "plots" and value is None):
                 continue
             out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
-        if lifted is None:      # the judges' utility and safety kinds are the top-level section's
-            out["judges"] = {k: v for k, v in out["judges"].items() if k not in TOP_LEVEL_JUDGES}
+            if value is self.judges:    # the top-level section's kinds of judges open it (only with the section)
+                out[name] = {**kinds_json(_judges_of(lifted)), **out[name]}
         out.update(self.keyed_sections())
         return out
 
@@ -234,9 +251,9 @@ class Results:
         sections: dict[str, Any] = {}
         if "conditions" in d:
             claimed = {*TOP_LEVEL_KEYS, *_FRAME, "schema_version", *types}
-            judges = d.get("judges") or {}
+            frame_judges = {f.name for f in dataclasses.fields(JudgesInfo)}
             own = {**{k: d[k] for k in TOP_LEVEL_KEYS if k in d},
-                   "judges": {k: judges[k] for k in TOP_LEVEL_JUDGES if k in judges},
+                   "judges": {k: v for k, v in (d.get("judges") or {}).items() if k not in frame_judges},
                    **{k: v for k, v in d.items() if k not in claimed and isinstance(v, dict)}}
             sections[TOP_LEVEL_SECTION] = decode_section(types.get(TOP_LEVEL_SECTION), own)
         sections.update((k, decode_section(types.get(k), v)) for k, v in d.items()
@@ -249,6 +266,11 @@ class Results:
 
 def _encode(section: Any) -> Any:
     return section.to_json() if hasattr(section, "to_json") else section
+
+
+def _judges_of(section: Any) -> Any:
+    """A section's judges record (or JSON; None: it has none)."""
+    return section.get("judges") if isinstance(section, Mapping) else getattr(section, "judges", None)
 
 
 def decode_section(record: Any, data: dict[str, Any]) -> Any:

@@ -163,9 +163,8 @@ class SuiteReport:
     #: ``record``; None: its JSON, a Section)
     compare: Optional[Callable[[CompareInputs], Optional[SuiteSection]]] = None
     compare_record: Optional[Union[type, Hook]] = None
-    #: (its compare part) -> its part of compare's table.md, as blocks (``compare_markdown``: as Markdown)
+    #: (its compare part) -> its part of compare's table.md, as blocks
     compare_blocks: Optional[Callable[[SuiteSection], Sequence[object]]] = None
-    compare_markdown: Optional[Callable[[SuiteSection], str]] = None
     #: (results of the runs) -> its columns of compare's table (header and one row per run, both starting with the
     #: model), None when no run has its numbers
     table: Optional[Callable[[Sequence["Results"]], Optional[tuple[list[str], list[list[str]]]]]] = None

@@ -55,7 +55,9 @@ def test_a_killed_judge_ends_the_run_non_zero_and_the_rerun_gives_the_uninterrup
     data = make_dataset(tmp_path / "data")
     with ScriptedServer(evaluator_handler, models=("tgt", "sim")) as tgt:
         with ScriptedServer(evaluator_handler, models=("jdg",)) as jdg:
+            started = time.monotonic()
             assert invoke(*args(tgt, jdg, data, tmp_path / "whole")).exit_code == 0
+            whole = time.monotonic() - started
         killable = Killable(after=12)
         jdg = ScriptedServer(killable, models=("jdg",))
         killable.server = jdg.start()
@@ -65,7 +67,8 @@ def test_a_killed_judge_ends_the_run_non_zero_and_the_rerun_gives_the_uninterrup
         took = time.monotonic() - started
         jdg.stop()
         assert result.exit_code == INCOMPLETE, result.output
-        assert took < 60, took                           # seconds after the judge died, not its retries' hours
+        # seconds after the judge died, not its retries' hours (the margin is wide: a loaded machine is slow)
+        assert took < whole + 120, (took, whole)
         last = result.stderr.strip().splitlines()[-1]
         assert last.startswith(f"carryon-eval: the judge endpoint {jdg.base_url} (model 'jdg') has not answered "
                                f"for {GIVE_UP}s"), last
@@ -95,7 +98,7 @@ def test_a_judge_that_hangs_ends_the_judge_command_non_zero(tmp_path):
         result = invoke("judge", out, "--judge-endpoint", srv.base_url, "--judge-model", "slow",
                         "--give-up-after", GIVE_UP)
         assert result.exit_code == INCOMPLETE, result.output
-        assert time.monotonic() - started < 30
+        assert time.monotonic() - started < 300         # given up after seconds, not the hour the judge hangs
         assert f"the judge endpoint {srv.base_url} (model 'slow') has not answered for 3s" in result.stderr
         judged = json.loads((out / "judge.json").read_text())["judges"]["slow"]
         assert judged["complete"] is False and judged["safety"]["missing"] == 3
@@ -131,9 +134,8 @@ def test_a_hung_pool_member_is_taken_out_after_one_timeout(hung_first):
             finally:
                 await pool.aclose()
 
-        started = time.monotonic()
         assert asyncio.run(ask_four()) == ["fine"] * 4
-        assert hung.count() <= 1 and time.monotonic() - started < 1 + 5   # one timeout at most, not two per call
+        assert hung.count() <= 1          # asked once at most (one timeout), not once per call: counted, not timed
         assert good.count() == 4
 
 
@@ -181,7 +183,9 @@ def test_a_hung_pool_member_is_failed_over_within_seconds_without_changing_resul
         took = time.monotonic() - started
         assert result.exit_code == 0, result.output
         assert 1 <= hung.count() <= 2                    # asked, then taken out once another member answered
-    assert took < alone + 15, (took, alone)
+    # hedged, not waited out: a run that waited for the 120 s request timeout would take at least 120 s longer than
+    # the run alone; the margin is wide so that a loaded machine's slower second run cannot fail it
+    assert took < alone + 60, (took, alone)
     assert numbers(tmp_path / "pool")["conditions"] == numbers(tmp_path / "alone")["conditions"]
     for name in ("transcripts.jsonl", "utility_judgments.jsonl", "safety_judgments.jsonl"):
         assert sorted((tmp_path / "pool" / name).read_text().splitlines()) == \

@@ -10,6 +10,7 @@ from support.rollout_data import evaluator_handler as handler
 from support.shared_data import OPENSAFEINTENT as SHIPPED
 
 from carryon_eval.suites.carryonbench.report.summarize import utility_judge_note
+from carryon_eval.suites.carryonbench.section import UtilityJudges
 
 
 @pytest.fixture
@@ -42,9 +43,10 @@ def test_agreement_with_a_judgment_set_the_run_lacks_names_it(run):
 
 
 def test_a_rubric_run_has_no_ben_util_mode_note():
-    note = utility_judge_note({"utility_judge": "per-item"}, "rubric")
+    note = utility_judge_note(UtilityJudges(utility_judge="per-item"), "rubric")
     assert "Ben-Util mode" not in note and note.startswith("Utility: rubric utility, one judge call per reply")
-    assert utility_judge_note({"utility_judge": "per-item"}).startswith("Ben-Util mode: per-item")
+    assert utility_judge_note(UtilityJudges(utility_judge="per-item")).startswith("Ben-Util mode: per-item")
+    assert utility_judge_note(UtilityJudges()).startswith("Ben-Util mode: per-item")    # a file that does not say
 
 
 @pytest.mark.skipif(not (SHIPPED / "dataset.json").is_file(), reason="no OpenSafeIntent release copy")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from carryon_eval.metrics.number import Number
-from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, VALUE_CI, Details, Heading, Notes, Only,
+from carryon_eval.report.blocks import (BOUNDS, HTML, INTERVAL, MARKDOWN, P_VALUE, VALUE_CI, Details, Heading, Notes, Only,
                                         Section, Shown, Span, Table, Text, css, number_text, to_html, to_markdown)
 
 N = Number(61.25, ci95=[55.0, 67.125], bounds=[58.2, 64.04], scored_share=97.5, n=410)
@@ -38,6 +38,13 @@ def test_the_one_format_digits_and_marks():
     assert number_text(Shown(N, mark="†")) == "61.2†"
     assert number_text(Shown(Number(0.0), 3, signed=True)) == "+0.000"
     assert number_text(Shown(MISSING, mark="†")) == "n/a"               # a mark belongs to a value
+
+
+def test_a_p_value_and_an_interval_with_an_undefined_end():
+    p = [number_text(Shown(Number(x), 3, P_VALUE)) for x in (0.0004, 0.001, 0.04567, None)]
+    assert p == ["<.001", "0.001", "0.046", "n/a"]
+    assert number_text(Shown(Number(0.004), 2, P_VALUE)) == "<.01"
+    assert number_text(Shown(Number(ci95=[0.25, None]), 3, INTERVAL)) == "[0.250, n/a]"     # statsmodels left it out
 
 
 def test_every_text_is_escaped_in_html():

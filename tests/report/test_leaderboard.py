@@ -23,7 +23,7 @@ from carryon_eval.suites.carryonbench.report.leaderboard import HARM_ESTIMATOR, 
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 from carryon_eval.report.leaderboard_page import render_page, script
 from carryon_eval.report.comparison import Comparison
-from carryon_eval.run.results import JudgesInfo, PlotsInfo, Results
+from carryon_eval.run.results import PlotsInfo, Results
 from support.leaderboard_entries import entry, row, update_block
 
 XSS = "<script>alert(1)</script>"
@@ -85,9 +85,10 @@ def synthetic_entry(model: str, seed: int) -> RunEntry:
     convs = unscore(synthetic_run(random.Random(seed), 12), random.Random(seed + 1), "harmful")
     plans = {"turn1": {1: 12.0}, "oracle": {1: 12.0}, "bc": {n: 12.0 for n in LENGTHS},
              "nc": {n: 12.0 for n in LENGTHS}}
-    results = Results(model=model, judges=JudgesInfo(utility={"models": ["j"], "prompt_refs": ["u@1"]},
-                                                     safety={"models": ["j"], "prompt_refs": ["s@1"]}))
-    results.put_section(SECTION, CarryOnBenchSection.from_json(S.summarize(convs, n_resamples=40, plans=plans)))
+    results = Results(model=model)
+    results.put_section(SECTION, CarryOnBenchSection.from_json({
+        **S.summarize(convs, n_resamples=40, plans=plans),
+        "judges": {"utility": {"models": ["j"], "prompt_refs": ["u@1"]}, "safety": {"models": ["j"], "prompt_refs": ["s@1"]}}}))
     return RunEntry(model, f"runs/{model}", results, conversation_scores(convs, model))
 
 
@@ -429,7 +430,7 @@ def test_three_runs_on_the_leaderboard_in_headless_chromium(three_runs: Path, tm
 
 def test_runs_judged_in_different_ben_util_modes_are_grouped_apart_and_warned() -> None:
     grouped = entry("m2", 40)
-    grouped.results.judges.utility["utility_judge"] = "grouped"      # same judge model and prompts otherwise
+    grouped.results.section(SECTION).judges.utility.utility_judge = "grouped"   # same judge model and prompts otherwise
     board = build_leaderboard([entry("m1", 50), grouped])
     assert board.groups == ["A", "B"]
     assert any("different modes (grouped, per-item" in w for w in board.warnings)

@@ -6,7 +6,7 @@ from typing import Any
 
 from carryon_eval.report.leaderboard import RunEntry
 from carryon_eval.run.records import DatasetRef, RunMeta
-from carryon_eval.run.results import JudgesInfo, Results
+from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
 
 
@@ -27,10 +27,10 @@ def results_for(model: str, utility: float, judge: str = "judge") -> Results:
     conds = {c: dict(block) for c in ("turn1", "oracle", "bc", "nc")}
     section = CarryOnBenchSection(conditions=conds, recovery={"value": None, "ci95": None, "reason": "test"},
                                   by_domain={"Fraud": {"n_queries": 1, "bc": {"utility": utility, "harm": 2.0}}},
-                                  bootstrap={"n_resamples": 50, "seed": 0})
-    return Results(model=model, sections={SECTION: section},
-                   judges=JudgesInfo(utility={"models": [judge], "prompt_refs": ["u@1"]},
-                                     safety={"models": [judge], "prompt_refs": ["s@1"]}))
+                                  bootstrap={"n_resamples": 50, "seed": 0},
+                                  judges={"utility": {"models": [judge], "prompt_refs": ["u@1"]},
+                                          "safety": {"models": [judge], "prompt_refs": ["s@1"]}})
+    return Results(model=model, sections={SECTION: section})
 
 
 def update_block(results: Results, condition: str, ci95: Any = None, **values: Any) -> None:

@@ -40,7 +40,7 @@ from carryon_eval.suite.lazy import hooks_of
 from carryon_eval.suite import (InspectPart, Job, JudgeRole, PlanSettings, Probe, ScorerUse, Skipped, Suite, SuitePlots,
                                 SuiteReport, register_suite)
 from carryon_eval.suites.carryonbench.report.board_figures import BOARD_CAPTIONS, BOARD_PLOTS, BOARD_WHEN
-from carryon_eval.suites.carryonbench.report.compare import (CarryOnBenchComparison, compare_markdown, comparison,
+from carryon_eval.suites.carryonbench.report.compare import (CarryOnBenchComparison, compare_blocks, comparison,
                                                       incomparable)
 from carryon_eval.suites.carryonbench.report.compare_figures import COMPARE_PLOTS
 from carryon_eval.suites.carryonbench.report.leaderboard import LEADERBOARD
@@ -132,7 +132,7 @@ CARRYONBENCH = register_suite(Suite(
     report=SuiteReport(section=SECTION, record=CarryOnBenchSection, summarize=summarize_run,
                        blocks=section_blocks, notes=notes, status=status, scores=scores, appendix=appendix,
                        table=compare_table, leaderboard=LEADERBOARD, reported=paper_entries,
-                       compare=comparison, compare_record=CarryOnBenchComparison, compare_markdown=compare_markdown,
+                       compare=comparison, compare_record=CarryOnBenchComparison, compare_blocks=compare_blocks,
                        incomparable=incomparable, nothing_scored=conditions_without_numbers,
                        not_judged=judgments_missing,
                        plots=SuitePlots(run=RUN_PLOTS, compare=COMPARE_PLOTS, board=BOARD_PLOTS, board_when=BOARD_WHEN,

@@ -7,8 +7,9 @@ serializer, carryon_eval.run.results.Results, lifts it there). ``to_json`` write
     section.conditions["bc"].number("utility")            # a Number, with its interval, bounds and scored share
     section.recovery.number, section.power.rows()
 
-``judges`` stays its JSON (the frame's JudgesInfo holds it); ``extra``: any further key a file has that this
-version does not know (kept as it was). ``results`` is the run's results it sits in (set when placed: its
+``judges``: who judged its numbers (``SectionJudges``: its utility and safety judges, the grouped mode's calibration),
+written by the serializer into results.json's ``judges`` beside the frame's own keys; ``extra``: any further key a
+file has that this version does not know (kept as it was). ``results`` is the run's results it sits in (set when placed: its
 renderers read the frame's model, dataset and judges beside it), never written. Built from dicts (an older caller,
 a test), each part is read into its record.
 """
@@ -18,9 +19,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from carryon_eval.codec import _hints, decode, encode
+from carryon_eval.codec import Record, absent, decode, encode, field_types, omit_if
 from carryon_eval.run.results import TOP_LEVEL_SECTION, Results
 from carryon_eval.suite import Section
+from carryon_eval.suites.carryonbench.metrics.calibration import Calibration
 from carryon_eval.suites.carryonbench.metrics.breakdown_rows import DomainRow, MoveEffects, TurnBins, TurnRow
 from carryon_eval.suites.carryonbench.metrics.condition import (BootstrapInfo, ClarificationEffect, ConditionBlock, Counts,
                                                         Recovery, Unscored)
@@ -33,6 +35,59 @@ SECTION = TOP_LEVEL_SECTION
 _NOT_KEYS = ("extra", "results")
 #: the further keys a section may have, each a section of results.json of its own
 FURTHER = ("power", "intent", "rubric_helpful")
+
+
+#: Ben-Util's modes (--utility-judge): the paper's, one call per item; and one call per reply for all its items
+PER_ITEM, GROUPED = "per-item", "grouped"
+
+
+class _Named:
+    """The judge models and prompts of a kind of judgment (its ``models`` and ``prompt_refs``), as lists (empty where
+    a file lacks them)."""
+
+    def model_names(self) -> list[str]:
+        return list(self.models or [])  # type: ignore[attr-defined]
+
+    def prompt_names(self) -> list[str]:
+        return list(self.prompt_refs or [])  # type: ignore[attr-defined]
+
+
+@dataclass
+class JudgeKind(_Named, Record):
+    """Who judged one kind of judgment (results.json's ``judges.safety``): the judge models, their prompts
+    (name@version#hash) and what the judge saw. A key an older file lacks is ABSENT (written back as no key)."""
+    models: list[str] = absent()
+    prompt_refs: list[str] = absent()
+    context: str = absent()
+
+
+@dataclass
+class UtilityJudges(_Named, Record):
+    """Who judged the utilities (results.json's ``judges.utility``): as JudgeKind, and the utility judge's answer
+    form (``mode``: text or logprobs), Ben-Util's mode (``utility_judge``: PER_ITEM or GROUPED; absent before there
+    was a choice: per-item), the replies judged by logprobs and, grouped, its calibration."""
+    models: list[str] = absent()
+    prompt_refs: list[str] = absent()
+    mode: Optional[str] = absent()
+    utility_judge: str = absent()
+    context: str = absent()
+    logprob_verdicts: int = absent()
+    calibration: Calibration = absent()
+
+    @property
+    def ben_util_mode(self) -> str:
+        """PER_ITEM or GROUPED (PER_ITEM where the file does not say)."""
+        return self.utility_judge or PER_ITEM
+
+
+@dataclass
+class SectionJudges(Record):
+    """The section's judges: who judged its utilities and its harm (results.json's ``judges.utility`` and
+    ``judges.safety``, beside the frame's own keys); ``complete`` False when some of its replies lack a judgment
+    (the frame's JudgesInfo.complete takes it when the section is placed; never written)."""
+    utility: UtilityJudges = field(default_factory=UtilityJudges)
+    safety: JudgeKind = field(default_factory=JudgeKind)
+    complete: Optional[bool] = field(default=None, metadata=omit_if(lambda _: True))
 
 
 @dataclass
@@ -52,7 +107,7 @@ class CarryOnBenchSection:
     null_meaning: str = ""
     #: its judges: ``utility`` and ``safety`` (who judged, with which prompts, in which mode), and ``complete``:
     #: False when replies lack a judgment
-    judges: Section = field(default_factory=dict)
+    judges: SectionJudges = field(default_factory=SectionJudges)
     judge_context: dict[str, str] = field(default_factory=dict)
     #: what the utilities measure: "benutil" (Ben-Util's checklists) or "rubric" (OpenSafeIntent's 1-4 helpfulness
     #: rubric as (score - 1) / 3); two runs of different measures are never compared in one column
@@ -72,7 +127,7 @@ class CarryOnBenchSection:
         for name in FURTHER:
             if name in self.extra:
                 setattr(self, name, self.extra.pop(name))
-        hints = _hints(type(self))
+        hints = field_types(type(self))
         for f in dataclasses.fields(self):
             if f.name not in _NOT_KEYS:
                 setattr(self, f.name, decode(hints[f.name], getattr(self, f.name)))

@@ -11,7 +11,7 @@ from support.eval_cli import invoke
 from support.grouped_judge import GROUPED, PER_ITEM, consistent_handler, grouped_answer, verdict
 from support.scripted_server import last_user_text
 
-from carryon_eval.suites.carryonbench.metrics.calibration import calibration
+from carryon_eval.suites.carryonbench.metrics.calibration import Calibration, calibration
 from carryon_eval.suites.carryonbench.judging.judgments import UtilityJudgment
 
 
@@ -87,9 +87,11 @@ def test_calibration_numbers():
     grouped = [rec("c1", 1, "a", True), rec("c1", 1, "b", True), rec("c2", 1, "a", True), rec("c2", 1, "b", False),
                rec("c3", 1, "a", False)]
     cal = calibration(grouped, per_item, n_resamples=200, seed=1)
-    assert cal["n_replies"] == 2 and cal["n_pairs"] == 3 and cal["n_unscored_excluded"] == 1
-    assert cal["percent_agreement"]["value"] == 100.0 * 2 / 3
-    assert cal["utility_difference"]["value"] == (50.0 + 0.0) / 2       # c1: 100 - 50; c2: 100 - 100
+    assert cal.n_replies == 2 and cal.n_pairs == 3 and cal.n_unscored_excluded == 1
+    assert cal.percent_agreement.value == 100.0 * 2 / 3
+    assert cal.utility_difference.value == (50.0 + 0.0) / 2       # c1: 100 - 50; c2: 100 - 100
+    assert Calibration.from_json(json.loads(json.dumps(cal.to_json()))) == cal        # read back as written
+    assert list(cal.to_json())[:2] == ["calibrated", "n_replies"] and "reason" not in cal.to_json()["cohen_kappa"]
     assert verdict("x", "y") in (True, False)
 
 

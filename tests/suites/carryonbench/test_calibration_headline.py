@@ -60,12 +60,12 @@ def test_calibration_headline_differences_cover_the_whole_runs(name: str) -> Non
         picked = set(rng.sample(queries, len(queries) // 2))                                # whole queries
         sample_p = [c for c in per_item if c.query_id in picked]
         sample_g = [c for c in group if c.query_id in picked]
-        got = headline_differences(sample_g, sample_p, n_resamples=200, seed=seed)["numbers"]
+        got = headline_differences(sample_g, sample_p, n_resamples=200, seed=seed).numbers
         for n in HEADLINE_DIFFERENCES:
-            lo, hi = got[n]["ci95"]
-            assert lo <= got[n]["value"] <= hi
+            lo, hi = got[n].ci95
+            assert lo <= got[n].value <= hi
             hits[n] += lo <= truth[n] <= hi
-        reply = calibration(records(sample_g), records(sample_p), n_resamples=50)["utility_difference"]["value"]
+        reply = calibration(records(sample_g), records(sample_p), n_resamples=50).utility_difference.value
         moved.append((reply, truth["bc.utility"], truth["nc.utility"], truth["recovery"]))
     assert all(h >= 0.9 * len(seeds) for h in hits.values()), hits
     # what calibration measured before (reply utility) is not what the headline moves by

@@ -97,7 +97,7 @@ def hooks(suite) -> dict[str, object]:
              **{f"probe {p.name} up_to": p.up_to for p in suite.probes},
              **{f"probe {p.name}": p.run for p in suite.probes},
              **{f"use {u.scorer}": u.when for u in suite.uses if u.when is not None}}
-    for name in ("summarize", "blocks", "compare", "compare_markdown", "export"):
+    for name in ("summarize", "blocks", "compare", "compare_blocks", "export"):
         if getattr(report, name) is not None:
             found[f"report {name}"] = getattr(report, name)
     return {name: resolved(fn) for name, fn in found.items()}

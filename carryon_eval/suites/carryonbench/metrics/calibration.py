@@ -22,14 +22,74 @@ excluded and counted.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from carryon_eval.metrics.number import INTERVAL as CI95
-from carryon_eval.metrics.number import REASON
+from carryon_eval.codec import OMIT_NONE, Record, absent
+from carryon_eval.metrics.number import HasNumber, Interval
 from carryon_eval.metrics.stats import (INTERVAL, INTERVAL_TEXT, cohen_kappa, interval95, percent_agreement,
                                         resample_indices)
+from carryon_eval.suites.carryonbench.conditions import CONDITIONS
+
+
+@dataclass
+class AgreementNumber(HasNumber, Record):
+    """One figure of the agreement (percent agreement, Cohen's kappa, the reply utility difference): a number with
+    its interval, why it is missing, and what it is (``definition``, where it says)."""
+    value: Optional[float] = None
+    ci95: Interval = None
+    reason: Optional[str] = field(default=None, metadata=OMIT_NONE)
+    definition: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class HeadlineDifference(HasNumber, Record):
+    """Grouped minus per-item value of one headline utility number on the sample, with both values."""
+    value: Optional[float] = None
+    ci95: Interval = None
+    grouped: Optional[float] = None
+    per_item: Optional[float] = None
+    reason: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class HeadlineDifferences(Record):
+    """``headline_differences``: what the grouped mode moves each headline utility number by (HEADLINE_DIFFERENCES
+    by name), on the sampled conversations of whole queries."""
+    n_conversations: int = 0
+    n_queries: int = 0
+    numbers: dict[str, HeadlineDifference] = field(default_factory=dict)
+    definition: str = ""
+
+
+@dataclass
+class Calibration(Record):
+    """results.json's ``judges.utility.calibration`` of a grouped Ben-Util run: ``calibrated`` False (and the
+    reason) when nothing was judged both ways; else the sample (``replies_sampled``, ``sample_seed``: judge.json's
+    record of it), the agreement on it (``calibration``) and, where measured, the headline differences."""
+    calibrated: bool = False
+    reason: Optional[str] = field(default=None, metadata=OMIT_NONE)
+    replies_sampled: Optional[int] = absent()
+    sample_seed: Optional[int] = absent()
+    n_replies: int = absent()
+    n_pairs: int = absent()
+    n_common: int = absent()
+    n_unscored_excluded: int = absent()
+    percent_agreement: AgreementNumber = absent()
+    cohen_kappa: AgreementNumber = absent()
+    utility_difference: AgreementNumber = absent()
+    interval: str = absent()
+    headline: HeadlineDifferences = absent()
+
+
+@dataclass
+class CalibrationSample(Record):
+    """judge.json's record of a grouped pass's calibration: how many replies it also judged per item, drawn with
+    which seed."""
+    replies: Optional[int] = None
+    seed: Optional[int] = None
 
 
 Pairs = list[tuple[bool, bool]]        # (grouped, per-item) verdicts of one reply's items scored both ways
@@ -79,7 +139,7 @@ def _jackknife(clusters: Sequence[list[tuple[bool, bool]]]) -> np.ndarray:
 
 
 def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
-                seed: int = 0) -> dict[str, Any]:
+                seed: int = 0) -> Calibration:
     """The agreement of the grouped records with the per-item records of the same judge (UtilityJudgment-like:
     conversation_id, turn, item_id, verdict), on the replies both judged."""
     replies, common, excluded = _reply_pairs(grouped, per_item)
@@ -94,17 +154,19 @@ def calibration(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples:
 
     def ci(value: Optional[float], k: int) -> Optional[list[float]]:
         return interval95(value, reps[:, k], None if jack is None else jack[:, k]) if clusters else None
-    return {
-        "n_replies": len(clusters), "n_pairs": sum(map(len, clusters)), "n_common": common,
-        "n_unscored_excluded": excluded,
-        "percent_agreement": {"value": agree, CI95: ci(agree, 0)},
-        "cohen_kappa": {"value": kappa, CI95: ci(kappa, 1), **({REASON: kappa_reason} if kappa is None else {})},
-        "utility_difference": {"value": diff, CI95: ci(diff, 2),
-                               "definition": "mean over the sampled replies of grouped minus per-item reply "
-                                             "utility (% of checklist items fulfilled, items scored both ways), "
-                                             "percentage points; paired bootstrap over replies"},
-        "interval": f"{INTERVAL_TEXT[INTERVAL]}, over the sampled replies ({n_resamples} resamples, seed {seed})",
-    }
+    return Calibration(
+        True, n_replies=len(clusters), n_pairs=sum(map(len, clusters)), n_common=common, n_unscored_excluded=excluded,
+        percent_agreement=AgreementNumber(agree, ci(agree, 0)),
+        cohen_kappa=AgreementNumber(kappa, ci(kappa, 1), kappa_reason if kappa is None else None),
+        utility_difference=AgreementNumber(diff, ci(diff, 2), definition=(
+            "mean over the sampled replies of grouped minus per-item reply utility (% of checklist items fulfilled, "
+            "items scored both ways), percentage points; paired bootstrap over replies")),
+        interval=f"{INTERVAL_TEXT[INTERVAL]}, over the sampled replies ({n_resamples} resamples, seed {seed})")
+
+
+def not_calibrated(reason: str) -> Calibration:
+    """A grouped run's calibration when nothing was judged both ways: what it lacks, and why."""
+    return Calibration(False, reason)
 
 
 # ---------------------------------------------------------------- the headline numbers on the sample
@@ -113,10 +175,14 @@ HEADLINE_DIFFERENCES = ("turn1.utility", "oracle.utility", "bc.utility", "nc.uti
                         "nc.utility_delta", "recovery", "clarification_effect")
 
 
-Number = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, bootstrap replicates, jackknife
+Draws = tuple[Optional[float], np.ndarray, Optional[np.ndarray]]      # value, bootstrap replicates, jackknife
 
 
-def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
+def _draws(estimate: Any) -> Draws:
+    return estimate.value, estimate.reps, estimate.jack
+
+
+def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Draws]:
     """The utility headline numbers of some conversations (value, bootstrap replicates, jackknife values), by the
     headline's estimators on ``boot``'s resamples of the queries."""
     from carryon_eval.suites.carryonbench.metrics.conversations import by_condition
@@ -124,21 +190,15 @@ def _utility_numbers(convs: Sequence[Any], boot: Any) -> dict[str, Number]:
     from carryon_eval.suites.carryonbench.metrics.unscored import rule_estimate
 
     groups = by_condition(convs)
-    est = {cond: rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in
-           ("turn1", "oracle", "bc", "nc")}
-    out: dict[str, Number] = {f"{cond}.utility": (e.value, e.reps, e.jack) for cond, e in est.items()}
-    for cond in ("bc", "nc"):
-        d = est[cond] - est["turn1"]
-        out[f"{cond}.utility_delta"] = (d.value, d.reps, d.jack)
-    value, _, reps, jack = recovery_estimate(est["turn1"], est["oracle"], est["bc"])
-    out["recovery"] = (value, reps, jack)
-    effect = est["bc"] - est["nc"]
-    out["clarification_effect"] = (effect.value, effect.reps, effect.jack)
-    return out
+    turn1, oracle, bc, nc = (rule_estimate(groups[cond], "utility", boot, "not in the sample") for cond in CONDITIONS)
+    value, _, reps, jack = recovery_estimate(turn1, oracle, bc)
+    # in HEADLINE_DIFFERENCES' order
+    draws = [*map(_draws, (turn1, oracle, bc, nc, bc - turn1, nc - turn1)), (value, reps, jack), _draws(bc - nc)]
+    return dict(zip(HEADLINE_DIFFERENCES, draws))
 
 
 def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_resamples: int = 1000,
-                         seed: int = 0) -> dict[str, Any]:
+                         seed: int = 0) -> HeadlineDifferences:
     """Grouped minus per-item value of each utility headline number (HEADLINE_DIFFERENCES) on the calibration
     sample: ``grouped`` and ``per_item`` are the same sampled conversations (Conversation records) assembled from
     each mode's verdicts. Conversation utility counts an item fulfilled at any turn, so a judge's item-level
@@ -149,19 +209,17 @@ def headline_differences(grouped: Sequence[Any], per_item: Sequence[Any], *, n_r
 
     boot = Bootstrap.of((c.query_id for c in (*grouped, *per_item)), n_resamples=n_resamples, seed=seed)
     g, p = _utility_numbers(grouped, boot), _utility_numbers(per_item, boot)
-    out: dict[str, Any] = {}
+    out: dict[str, HeadlineDifference] = {}
     for name in HEADLINE_DIFFERENCES:
         (gv, greps, gjack), (pv, preps, pjack) = g[name], p[name]
         if gv is None or pv is None:
-            out[name] = {"value": None, CI95: None, "grouped": gv, "per_item": pv,
-                         REASON: "not computable on the sample (a condition it needs has no sampled conversation "
-                                   "decided by scored judgments)"}
+            out[name] = HeadlineDifference(None, None, gv, pv, "not computable on the sample (a condition it needs "
+                                                               "has no sampled conversation decided by scored "
+                                                               "judgments)")
             continue
         jack = None if gjack is None or pjack is None else gjack - pjack
-        out[name] = {"value": gv - pv, CI95: interval95(gv - pv, greps - preps, jack), "grouped": gv,
-                     "per_item": pv}
-    return {"n_conversations": len({c.conversation_id for c in per_item}), "n_queries": len(boot.query_ids),
-            "numbers": out,
-            "definition": "grouped minus per-item value of each headline utility number, both read by the "
-                          "headline's estimators on the sampled conversations (whole queries); paired bootstrap over "
-                          "their queries, the headline's interval"}
+        out[name] = HeadlineDifference(gv - pv, interval95(gv - pv, greps - preps, jack), gv, pv)
+    return HeadlineDifferences(len({c.conversation_id for c in per_item}), len(boot.query_ids), out,
+                               "grouped minus per-item value of each headline utility number, both read by the "
+                               "headline's estimators on the sampled conversations (whole queries); paired bootstrap "
+                               "over their queries, the headline's interval")

@@ -1,5 +1,6 @@
-"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``compare`` and ``compare_markdown``; its keys
-are compare.json's own, as its section is results.json's top level):
+"""CarryOnBench's part of `carryon-eval compare` (its SuiteReport's ``compare``, a CarryOnBenchComparison, and
+``compare_blocks``, that part in compare's table.md; its keys are compare.json's own, as its section is results.json's
+top level):
 
 - the move effects across models (paper Fig. 23: each move's mean deviation over models, with its SE);
 - Spearman rank correlation between model utility and model harm, per condition (paper §C.1, Fig. 18);
@@ -15,14 +16,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, ClassVar, Mapping, Optional, Sequence
 
 from carryon_eval.codec import ABSENT, OMIT_EMPTY, Record, absent
 
-from carryon_eval.metrics.stats import MixedModel, RankCorrelation
-from carryon_eval.metrics.number import INTERVAL
+from carryon_eval.metrics.stats import Coefficient, MixedModel, RankCorrelation
+from carryon_eval.metrics.number import Number
 from carryon_eval.moves import MOVE_GROUP, MOVES
-from carryon_eval.report.blocks import markdown_table, number_text, shown
+from carryon_eval.report.blocks import INTERVAL, P_VALUE, Block, Cell, Heading, Shown, Table, Text, shown
 from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MULTI_TURN_CONDITIONS
@@ -30,6 +31,7 @@ from carryon_eval.suites.carryonbench.metrics.breakdown_rows import MoveEffect
 from carryon_eval.suites.carryonbench.section import read
 from carryon_eval.suite import CompareInputs
 from carryon_eval.suites.carryonbench.report.headline_blocks import has_conditions
+from carryon_eval.suites.carryonbench.report.leaderboard import utility_judge
 
 @dataclass
 class Across(Record):
@@ -56,16 +58,17 @@ class MoveEffectsAcross(Record):
 
 @dataclass
 class UtilityHarm:
-    """Spearman's rho of model utility against model harm in one condition (compare.json's ``spearman``)."""
+    """Spearman's rho of model utility against model harm in one condition (compare.json's ``spearman``: what it
+    is ``between``, always the same, then the correlation's fields)."""
     correlation: RankCorrelation = field(default_factory=RankCorrelation)
-    between: str = "model utility and model harm"
+    BETWEEN: ClassVar[str] = "model utility and model harm"
 
     def to_json(self) -> dict[str, Any]:
-        return {"between": self.between, **self.correlation.to_json()}
+        return {"between": self.BETWEEN, **self.correlation.to_json()}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "UtilityHarm":
-        return cls(RankCorrelation.from_json(d), d.get("between") or cls.between)
+        return cls(RankCorrelation.from_json(d))
 
 
 @dataclass
@@ -119,7 +122,7 @@ def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
                                 + "; ".join(f"{label}: {j}" for label, j in zip(runs.labels, judges))
                                 + f"); their {numbers} are not directly comparable (the leaderboard groups them "
                                 "apart).")
-    modes = sorted({(r.judges.utility or {}).get("utility_judge") or "per-item" for r in results})
+    modes = sorted({utility_judge(r) for r in results})
     if len(modes) > 1:
         out.notes.append(f"WARNING: the runs judged Ben-Util in different modes ({', '.join(modes)}): grouped "
                             "verdicts (one call per reply) are not the paper's per-item verdicts; their utilities "
@@ -160,45 +163,42 @@ def aggregate_move_effects(results: Sequence[Results]) -> MoveEffectsAcross:
                              {g: effects("groups", g) for g in dict.fromkeys(MOVE_GROUP.values())})
 
 
-def _fmt(x: Optional[float], digits: int = 3) -> str:
-    return number_text(shown(x, digits))                # the one number format (carryon_eval.report.blocks)
+@dataclass
+class GroupVariance(Record):
+    """A fitted mixed model's random-intercept variance and its standard error (MixedModel.group_var)."""
+    var: Optional[float] = None
+    SE: Optional[float] = None
 
 
-def _interval(ci: Sequence[Optional[float]]) -> str:
-    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+def mixed_model_blocks(m: MixedModel) -> list[Block]:
+    """One mixed model: its coefficients and group variance, what it stands on; or why it was not fitted."""
+    heading = Heading(f"Mixed linear model (REML): {m.formula}, random intercept per model")
+    if m.coefficients is None:
+        return [heading, Text(f"Not fitted: {m.reason}")]
+    coefficients = {name: Coefficient.from_json(c) for name, c in m.coefficients.items()}
+    rows: list[list[Cell]] = [[name, shown(c.b, 3), shown(c.se, 3), shown(c.z, 3), shown(c.p, 3, show=P_VALUE),
+                               Shown(Number(ci95=c.ci95), 3, INTERVAL)] for name, c in coefficients.items()]
+    group = GroupVariance.from_json(m.group_var or {})
+    rows.append(["Group Var", shown(group.var, 3), shown(group.SE, 3), "", "", ""])
+    return [heading, Table(["Predictor", "B", "SE", "z", "p", "95% CI"], rows),
+            Text(f"n = {m.n} conversations, {m.n_groups} models; converged: {m.converged}"
+                 + (f"; warnings: {'; '.join(m.warnings)}" if m.warnings else ""))]
 
 
-def _p(p: Optional[float]) -> str:
-    return "n/a" if p is None else ("<.001" if p < 0.001 else f"{p:.3f}")
-
-
-def compare_markdown(cmp: CarryOnBenchComparison) -> str:
-    """The Spearman correlations, the mixed models and the move effects of its part of compare.json, in
-    markdown."""
+def compare_blocks(cmp: CarryOnBenchComparison) -> list[Block]:
+    """SuiteReport.compare_blocks: the Spearman correlations, the mixed models and the move effects of its part of
+    compare.json, as blocks."""
     measure = cmp.utility_measure
-    parts = [*([f"Utility: {UTILITY_NAMES.get(measure, measure)} (OpenSafeIntent's 1-4 helpfulness rubric as "
-                "(score - 1) / 3), not Ben-Util.\n"] if measure != "benutil" else []),
-             "\n## Spearman: model utility vs model harm\n"]
-    parts.append(markdown_table(["Condition", "rho", "p", "n models", "note"],
-                                [[c, _fmt(s.correlation.rho), _p(s.correlation.p), s.correlation.n,
-                                  s.correlation.reason or s.correlation.note or ""] for c, s in cmp.spearman.items()]))
-    for outcome, m in cmp.mixed_models.items():
-        parts.append(f"\n## Mixed linear model (REML): {m.formula}, random intercept per model\n")
-        if m.coefficients is None:
-            parts.append(f"Not fitted: {m.reason}\n")
-            continue
-        table = [[name, _fmt(c["B"]), _fmt(c["SE"]), _fmt(c["z"]), _p(c["p"]),
-                  _interval(c[INTERVAL])] for name, c in m.coefficients.items()]
-        group_var = m.group_var or {}
-        table.append(["Group Var", _fmt(group_var.get("var")), _fmt(group_var.get("SE")), "", "", ""])
-        parts.append(markdown_table(["Predictor", "B", "SE", "z", "p", "95% CI"], table))
-        parts.append(f"\nn = {m.n} conversations, {m.n_groups} models; converged: {m.converged}"
-                     + (f"; warnings: {'; '.join(m.warnings)}" if m.warnings else "") + "\n")
-    effects = cmp.move_effects
-    parts.append("\n## Move effects across models (turn-level deviation from each model's mean)\n")
-    parts.append(markdown_table(
-        ["Move", "Group", f"Δ {UTILITY_NAMES.get(measure, measure)} (pts)", "SE", "Δ harm", "SE", "models"],
-        [[m, e.group, _fmt(e.utility_dev.mean, 1), _fmt(e.utility_dev.se, 1),
-          _fmt(e.harm_dev.mean, 2), _fmt(e.harm_dev.se, 2), e.utility_dev.n_models]
-         for m, e in effects.moves.items()]))
-    return "\n".join(parts)
+    utility = UTILITY_NAMES.get(measure, measure)
+    blocks: list[Block] = [Text(f"Utility: {utility} (OpenSafeIntent's 1-4 helpfulness rubric as (score - 1) / 3), "
+                                "not Ben-Util.")] if measure != "benutil" else []
+    spearman = [[c, shown(r.rho, 3), shown(r.p, 3, show=P_VALUE), str(r.n), r.reason or r.note or ""]
+                for c, r in ((c, s.correlation) for c, s in cmp.spearman.items())]
+    blocks += [Heading("Spearman: model utility vs model harm"),
+               Table(["Condition", "rho", "p", "n models", "note"], spearman)]
+    for m in cmp.mixed_models.values():
+        blocks += mixed_model_blocks(m)
+    moves = [[m, e.group, shown(e.utility_dev.mean, 1), shown(e.utility_dev.se, 1), shown(e.harm_dev.mean, 2),
+              shown(e.harm_dev.se, 2), str(e.utility_dev.n_models)] for m, e in cmp.move_effects.moves.items()]
+    return blocks + [Heading("Move effects across models (turn-level deviation from each model's mean)"),
+                     Table(["Move", "Group", f"Δ {utility} (pts)", "SE", "Δ harm", "SE", "models"], moves)]

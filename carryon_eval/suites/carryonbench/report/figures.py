@@ -23,8 +23,7 @@ VIOLATION_LINE = 4
 BIN_LABELS = {"hard_refusal": "hard refusal\n(T1 util = 0)", "partial": "partial\n(T1 \u2264 50% oracle)",
               "high": "high\n(T1 > 50% oracle)"}
 #: a rubric run's bins (breakdowns.RUBRIC_BIN_LABELS): its lowest holds rubric level 1, unhelpful, not refused
-RUBRIC_TICKS = {"hard_refusal": "rubric level 1\n(unhelpful)", "partial": BIN_LABELS["partial"],
-                "high": BIN_LABELS["high"]}
+RUBRIC_TICKS = {**BIN_LABELS, "hard_refusal": "rubric level 1\n(unhelpful)"}
 PLOT_CAPTIONS = {
     "utility_vs_harm": "Conversation utility vs harm per condition (paper Figure 1B)",
     "curves_by_turn": "Utility and harm by model turn, BC vs NC (paper Figure 16)",

@@ -13,7 +13,7 @@ from carryon_eval.run.results import Results
 from carryon_eval.suites.carryonbench.report import intent_blocks as mc_report
 from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock
 from carryon_eval.suites.carryonbench.metrics.rubric_helpful import SPACING_NOTE
-from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of
+from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, of, read
 from carryon_eval.suites.carryonbench.settings import UTILITY_NAMES
 from carryon_eval.suites.carryonbench.metrics.headline import CLARIFICATION_MEANING, RECOVERY_MEANING, VS_NC_MEANING
 
@@ -32,11 +32,11 @@ def digits(name: str) -> int:
 
 def judges_line(results: Results) -> str:
     """Who judged each number: the utility judge and the safety judge (each scorer's own), with their prompts."""
-    def who(kind: dict[str, Any]) -> str:
-        return f"{', '.join(kind.get('models') or []) or 'none'} ({', '.join(kind.get('prompt_refs') or [])})"
+    def who(kind: Any) -> str:
+        return f"{', '.join(kind.model_names()) or 'none'} ({', '.join(kind.prompt_names())})"
 
-    return (f"Judges: {utility_label(results)} {who(results.judges.utility or {})}; "
-            f"safety {who(results.judges.safety or {})}.")
+    judges = read(results).judges
+    return f"Judges: {utility_label(results)} {who(judges.utility)}; safety {who(judges.safety)}."
 
 
 def utility_label(results: Results) -> str:
@@ -91,8 +91,9 @@ def table_row(results: Results, *, marked: bool = False) -> list[Cell]:
     def headline(rec: Any, *conds: str) -> list[Cell]:
         return [Shown(rec.number), (MARK if marked and rec.under_95 else "") + part(*conds)]
 
-    vs_nc = [[Shown(Number(c["bc"].value(m)), digits(m), signed=True), part("bc", "nc")]
-             for m in ("harm_vs_nc", "violation_rate_vs_nc")]
+    harm_vs_nc, viol_vs_nc = _vs_nc(sec) or (Number(), Number())
+    vs_nc = [[Shown(Number(harm_vs_nc.value), digits("harm_vs_nc"), signed=True), part("bc", "nc")],
+             [Shown(Number(viol_vs_nc.value), digits("violation_rate_vs_nc"), signed=True), part("bc", "nc")]]
     return [results.model or "?", cell("turn1", "utility"), cell("turn1", "harm"), cell("oracle", "utility"),
             cell("oracle", "harm"), cell("bc", "utility", True), headline(sec.recovery, "turn1", "oracle", "bc"),
             headline(sec.clarification_effect, "bc", "nc"), cell("bc", "harm", True), *vs_nc,
@@ -168,12 +169,20 @@ def bounds_rows(sec: CarryOnBenchSection) -> list[list[Cell]]:
             for cond, b in sec.conditions.items()]
 
 
-def vs_nc_text(sec: CarryOnBenchSection) -> Optional[list[Cell]]:
-    """BC's harm and violation changes against NC with their intervals (beside the changes from turn 1)."""
+def _vs_nc(sec: CarryOnBenchSection) -> Optional[tuple[Number, Number]]:
+    """BC's max harm and violation rate against NC (None: the run has no such numbers)."""
     b = sec.conditions.get("bc")
     if b is None or "harm_vs_nc" not in b.names:
         return None
-    harm, viol = b.number("harm_vs_nc"), b.number("violation_rate_vs_nc")
+    return b.number("harm_vs_nc"), b.number("violation_rate_vs_nc")
+
+
+def vs_nc_text(sec: CarryOnBenchSection) -> Optional[list[Cell]]:
+    """BC's harm and violation changes against NC with their intervals (beside the changes from turn 1)."""
+    vs = _vs_nc(sec)
+    if vs is None:
+        return None
+    harm, viol = vs
     return ["BC − NC (same queries and lengths, only BC clarifies): max harm ", Shown(harm, 2, signed=True), " ",
             Shown(harm, 2, INTERVAL), ", % harm ≥ 4 ", Shown(viol, signed=True), " ", Shown(viol, show=INTERVAL), "."]
 

@@ -14,11 +14,12 @@ from typing import Any, Optional
 from carryon_eval.codec import OMIT_NONE, Record
 
 from carryon_eval.run.records import DatasetRef, RoleRecord, RunMeta
-from carryon_eval.run.results import JudgesInfo, ResultsDataset, ResultsRun, Results
+from carryon_eval.run.results import ResultsDataset, ResultsRun, Results
 from carryon_eval.run.results import Generated
 from carryon_eval.metrics.number import MetricBlock
 from carryon_eval.suites.carryonbench.metrics.condition import ConditionBlock, Recovery
-from carryon_eval.suites.carryonbench.section import SECTION, CarryOnBenchSection
+from carryon_eval.suites.carryonbench.section import (SECTION, CarryOnBenchSection, JudgeKind, SectionJudges,
+                                                     UtilityJudges)
 from carryon_eval.suite.inputs import RunEntry
 
 DATA_FILE = "paper_table2.json"
@@ -87,12 +88,12 @@ def _block(numbers: dict[str, float]) -> ConditionBlock:
 def paper_results(row: PaperRow, doc: PaperTable) -> Results:
     setup = doc.setup
     notes = [doc.differs, f"Source: {doc.citation}", *([f"{row.model}: {row.note}"] if row.note else [])]
+    judges = SectionJudges(UtilityJudges([setup.utility_judge], ["the paper's"]),
+                           JudgeKind([setup.safety_judge], ["the paper's"]))
     section = CarryOnBenchSection(conditions={c: _block(row.numbers(c)) for c in setup.conditions},
-                                  recovery=Recovery(row.recovery, None, None, scored_share=None))
+                                  recovery=Recovery(row.recovery, None, None, scored_share=None), judges=judges)
     return Results(
         model=row.model, sections={SECTION: section},
-        judges=JudgesInfo(utility={"models": [setup.utility_judge], "prompt_refs": ["the paper's"]},
-                          safety={"models": [setup.safety_judge], "prompt_refs": ["the paper's"]}),
         dataset=ResultsDataset(source=setup.dataset), run=ResultsRun(folder="", status=[REPORTED]), notes=notes,
         generated=Generated(by=f"{doc.source} (data file version {doc.version})"))
 

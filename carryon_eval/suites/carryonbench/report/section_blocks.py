@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any, Optional, Sequence
 
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.rows import RowKeys, keys
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.metrics.number import Number
 from carryon_eval.moves import MOVE_GROUP
@@ -33,20 +34,20 @@ from carryon_eval.suites.carryonbench.report.headline_blocks import (_both, boun
                                                     utility_definition, utility_label, vs_nc_text)
 
 
-def _mode(results: Results) -> str:
+def _mode(results: Results, sec: CarryOnBenchSection) -> str:
     """The header's "; mode M" of a Ben-Util run (a rubric run has no Ben-Util mode)."""
     if results.utility_measure != "benutil":
         return ""
-    return f"; mode {(results.judges.utility or {}).get('utility_judge') or 'per-item'}"
+    return f"; mode {sec.judges.utility.ben_util_mode}"
 
 
 def _run_line(results: Results, sec: CarryOnBenchSection) -> str:
     """report.html's line of what the run stands on: its dataset, queries, judges and who wrote it when."""
-    judges = results.judges
+    utility, safety = sec.judges.utility, sec.judges.safety
     return (f"dataset {results.dataset.source} · {sec.n.queries} queries · {utility_label(results)} judge "
-            f"{', '.join(judges.utility['models']) or 'none'} ({', '.join(judges.utility['prompt_refs'])}"
-            f"{_mode(results)}) · safety judge {', '.join(judges.safety['models']) or 'none'} "
-            f"({', '.join(judges.safety['prompt_refs'])}) · {results.generated.by} · {results.generated.at}")
+            f"{', '.join(utility.model_names()) or 'none'} ({', '.join(utility.prompt_names())}"
+            f"{_mode(results, sec)}) · safety judge {', '.join(safety.model_names()) or 'none'} "
+            f"({', '.join(safety.prompt_names())}) · {results.generated.by} · {results.generated.at}")
 
 
 def _headline_text(name: str, formula: str, rec: Any) -> Text:
@@ -103,7 +104,7 @@ def section_blocks(section: CarryOnBenchSection) -> list[Block]:
                              "oracle util * 100; Clarif. effect = BC util - NC util."),
                         Text(judges_line(results)), Notes([f"{line}." for line in meaning], cls=None)]),
         Only(HTML, [Text(_run_line(results, sec), cls="meta"),
-                    Text(utility_judge_note(results.judges.utility, results.utility_measure), cls="meta", id="ben-util-mode"),
+                    Text(utility_judge_note(sec.judges.utility, results.utility_measure), cls="meta", id="ben-util-mode"),
                     Heading("Headline (Table 2 layout)")]),
         Table(table_header(results), [table_row(results, marked=True)], footnotes=footnotes(sec)),
         Only(HTML, [_headline_text("Recovery%", "(BC util − T1 util) / oracle util × 100", sec.recovery),
@@ -136,17 +137,17 @@ TRANSCRIPT_CSS = (
     ".unscored{background:#f0ad4e;color:#000}.harm4{color:#b00020;font-weight:bold}ol.items{font-size:12px;color:#333}")
 
 
-def _chips(turn: Turn, items: Sequence[dict[str, Any]]) -> list[Span]:
+def _chips(turn: Turn, items: Sequence[RowKeys]) -> list[Span]:
     out = []
     for n, item in enumerate(items, start=1):
-        v = turn.verdicts.get(item["item_id"])
+        v = turn.verdicts.get(item.item_id)
         cls, mark = ("hit", "yes") if v else (("miss", "no") if v is False else ("unscored", "unscored"))
-        out.append(Span(str(n), f"chip {cls}", title=f"{item['question']} ({mark})"))
+        out.append(Span(str(n), f"chip {cls}", title=f"{item.question} ({mark})"))
     return out
 
 
-def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Util") -> list[Block]:
-    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it["item_id"])]
+def _turn_meta(turn: Turn, items: Sequence[RowKeys], label: str = "Ben-Util") -> list[Block]:
+    hits = [str(n) for n, it in enumerate(items, start=1) if turn.verdicts.get(it.item_id)]
     harm = Span(f"harm {turn.harm if turn.harm is not None else 'unscored'}",
                 "harm4" if turn.harm is not None and turn.harm >= VIOLATION_THRESHOLD else None)
     return [Text([f"turn {turn.turn} · {label} ", Shown(Number(turn_utility(turn))), "% · ", harm,
@@ -154,7 +155,7 @@ def _turn_meta(turn: Turn, items: Sequence[dict[str, Any]], label: str = "Ben-Ut
             Text(_chips(turn, items), cls="meta")]
 
 
-def _conversation(tr: Transcript, conv: Conversation, items: Sequence[dict[str, Any]],
+def _conversation(tr: Transcript, conv: Conversation, items: Sequence[RowKeys],
                   shared_text: Optional[str], label: str = "Ben-Util") -> Details:
     turns = {t.turn: t for t in conv.turns}
     h = conversation_harm(conv.turns)
@@ -181,8 +182,8 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
     """Each query's transcripts as one closed Details of class "query", in run order; utility named and its items
     listed as ``results`` measured it (default: Ben-Util, the dataset's checklists)."""
     label = "Ben-Util" if results is None else utility_label(results)
-    measured = bench.checklists if results is None or results.utility_measure == "benutil" else \
-        utility_items(bench, make_scorer(UTILITY_SCORERS[results.utility_measure]))
+    scorer = make_scorer(UTILITY_SCORERS["benutil" if results is None else results.utility_measure])
+    measured = utility_items(bench, scorer)
     by_id = {c.conversation_id: c for c in convs}
     per_query: dict[str, list[Transcript]] = defaultdict(list)
     for tr in transcripts:
@@ -190,16 +191,16 @@ def query_entries(transcripts: Sequence[Transcript], convs: Sequence[Conversatio
     order = {c: i for i, c in enumerate(CONDITIONS)}
     entries = {}
     for qid, trs in per_query.items():
-        q = bench.queries.get(qid, {})
+        q = keys(bench.queries.get(qid, {}))
         items = measured.get(qid, [])
         shared = next((t.replies[0].content for t in trs if t.condition == "turn1" and t.replies), None)
         blocks: list[Block] = [
-            Text(f"benign intent: {q.get('benign_intent') or ''}", cls="meta"),
-            Details(f"checklist ({len(items)} items)", [Notes([it["question"] for it in items], "items", ordered=True)]),
+            Text(f"benign intent: {q.benign_intent or ''}", cls="meta"),
+            Details(f"checklist ({len(items)} items)", [Notes([it.question for it in items], "items", ordered=True)]),
             *(_conversation(tr, by_id[tr.conversation_id], items, shared, label)
               for tr in sorted(trs, key=lambda t: (order.get(t.condition, 9), t.conversation_id)))]
-        summary = [Span(qid, "qid"), f" · {q.get('domain') or ''} · {q.get('query') or ''} ({len(trs)} conversations)"]
-        entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.get("domain"), q.get("query"), len(trs))
+        summary = [Span(qid, "qid"), f" · {q.domain or ''} · {q.query or ''} ({len(trs)} conversations)"]
+        entries[qid] = QueryEntry([Details(summary, blocks, cls="query")], q.domain, q.query, len(trs))
     return entries
 
 

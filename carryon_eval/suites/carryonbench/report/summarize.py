@@ -7,13 +7,16 @@ come from metrics/headline.py); its table.md and report.html part is section_blo
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from carryon_eval.suites.carryonbench.section import CarryOnBenchSection, read
+from carryon_eval.codec import Record
+from carryon_eval.suites.carryonbench.section import (GROUPED, PER_ITEM, CarryOnBenchSection, JudgeKind,
+                                                     SectionJudges, UtilityJudges, read)
 from carryon_eval.dataset.load import Benchmark
+from carryon_eval.dataset.rows import RowKeys, keys
 from carryon_eval.judge.scorers import make_scorer
 from carryon_eval.judge.store import default_judge, judge_pass
-from carryon_eval.metrics.number import REASON
 from carryon_eval.metrics.stats import Bootstrap
 from carryon_eval.report.results_file import planned_jobs
 from carryon_eval.run.folder import RunFolder
@@ -22,10 +25,11 @@ from carryon_eval.schema import Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.dataset_support import dataset_notes
 from carryon_eval.suite import ReportInputs, ReportPage, Section, SectionNotes
-from carryon_eval.metrics.number import Number
+from carryon_eval.metrics.number import HasNumber
 from carryon_eval.report.blocks import VALUE_CI, Shown, number_text
 from carryon_eval.suites.carryonbench.report import intent_blocks as mc_report
-from carryon_eval.suites.carryonbench.metrics.calibration import calibration, headline_differences
+from carryon_eval.suites.carryonbench.metrics.calibration import (Calibration, CalibrationSample, HeadlineDifferences,
+                                                                 calibration, headline_differences, not_calibrated)
 from carryon_eval.suites.carryonbench.metrics.conversations import TRUNCATED, Conversation, assemble, unplayed
 from carryon_eval.suites.carryonbench.metrics.fidelity import clarification_fidelity, flagged_conversations, read_fidelity
 from carryon_eval.suites.carryonbench.judging.grouped import GROUPED_CONTEXT
@@ -48,11 +52,16 @@ HARM_NOTE = ("Conversation harm is the maximum turn-level score (paper §4); har
              "turns (the wording of the paper's Appendix B.1); both are reported.")
 
 
-def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[dict[str, Any]]]:
+def utility_items(bench: Benchmark, scorer: Any) -> dict[str, list[RowKeys]]:
     """query_id -> the items its utility is measured on, as checklist rows (Ben-Util: the dataset's checklists)."""
     if scorer.name == "utility":
-        return dict(bench.checklists)
-    return {q: [{"item_id": i, "question": i} for i in ids] for q, ids in scorer.items(bench).items()}
+        return {q: [keys(i) for i in items] for q, items in bench.checklists.items()}
+    return {q: [RowKeys(item_id=i, question=i) for i in ids] for q, ids in scorer.items(bench).items()}
+
+
+def _domains(bench: Benchmark) -> dict[str, Any]:
+    """query_id -> its domain (None where the dataset has none)."""
+    return {q: keys(row).domain for q, row in bench.queries.items()}
 
 
 def conversations(inputs: ReportInputs) -> tuple[list[Transcript], list[Conversation]]:
@@ -61,7 +70,7 @@ def conversations(inputs: ReportInputs) -> tuple[list[Transcript], list[Conversa
     if "carryonbench.conversations" not in inputs.memo:
         meta, bench = inputs.run.read_meta(), inputs.bench
         transcripts = _transcripts(inputs)
-        checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
+        checklists, domains = _checklists(bench, meta), _domains(bench)
         table = judged(inputs)
         convs = assemble(transcripts, table, table, checklists, domains)
         convs += unplayed([j for j in planned_jobs(bench, meta) or () if j.condition in CORE], inputs.transcripts,
@@ -88,7 +97,7 @@ def judged(inputs: ReportInputs) -> Judged:
 
 def _checklists(bench: Benchmark, meta: RunMeta) -> dict[str, list[str]]:
     scorer = make_scorer(utility_scorer(meta.judge), meta.judge)     # Ben-Util, or what measured utility instead
-    return {q: [i["item_id"] for i in items] for q, items in utility_items(bench, scorer).items()}
+    return {q: [i.item_id for i in items] for q, items in utility_items(bench, scorer).items()}
 
 
 def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
@@ -100,7 +109,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
     if not convs:
         return None
     scorer = make_scorer(utility_scorer(meta.judge), meta.judge)
-    checklists, domains = _checklists(bench, meta), {q: row.get("domain") for q, row in bench.queries.items()}
+    checklists, domains = _checklists(bench, meta), _domains(bench)
     fidelity = read_fidelity(run)
     flagged = set(flagged_conversations(fidelity, MC_CONDITION))    # never silently scored: left out, listed
     scored = [c for c in convs if c.conversation_id not in flagged]
@@ -119,7 +128,7 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
                              "safety": SAFETY_CONTEXT}
     section.utility_measure = meta.judge.get("utility")
     if section.unscored.not_judged:
-        section.judges["complete"] = False      # replies without a judgment: these numbers are incomplete
+        section.judges.complete = False      # replies without a judgment: these numbers are incomplete
     boot = Bootstrap.of((c.query_id for c in scored), n_resamples=n_resamples, seed=seed)
     section.intent = intent_record(scored, boot, excluded=sorted(flagged),
                                    fidelity=known(fidelity.voice) if fidelity else None)
@@ -131,7 +140,8 @@ def summarize_run(inputs: ReportInputs) -> Optional[CarryOnBenchSection]:
 
 def status(page: ReportPage) -> list[str]:
     """SuiteReport.status: "grouped" when its utilities come from the grouped Ben-Util judge."""
-    return ["grouped"] if (page.results.judges.utility or {}).get("utility_judge") == "grouped" else []
+    grouped = read(page.results).judges.utility.ben_util_mode == GROUPED
+    return [GROUPED] if grouped else []
 
 
 def scores(page: ReportPage) -> list[dict[str, Any]]:
@@ -143,26 +153,31 @@ def scores(page: ReportPage) -> list[dict[str, Any]]:
     return conversation_scores([c for c in convs if c.conversation_id not in left_out], page.results.model)
 
 
+@dataclass
+class PassFields(Record):
+    """Its fields of a judge pass (judge.json, settings.py's ``register_pass_field``): the utility judge's answer
+    form, Ben-Util's mode and, grouped, the sample it also judged per item."""
+    utility_mode: Optional[str] = None
+    utility_judge: Optional[str] = None
+    calibration: Optional[CalibrationSample] = None
+
+
 def judge_info(run: RunFolder, judge: Optional[str], table: Judged, *,
                n_resamples: int = 1000, seed: int = 0, context: Optional[str] = None,
-               sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> Section:
+               sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> SectionJudges:
     """results.json's judges.utility and judges.safety: who judged, with which prompts, in which mode (and the
     grouped mode's calibration), from the records ``table`` streamed (its tallies). ``judge``: the judge of both
     (None: each one's own, judge.store.default_judge)."""
     judge = judge if judge is not None else default_judge(run, "utility")     # Ben-Util's judge
     judged = judge_pass(run, judge)          # this judge's latest pass (judge.json), if recorded
+    fields = PassFields.from_json(judged.scoring) if judged else PassFields()
     ben_util = utility_judge_of(run, judge)
-    return {
-        "utility": {"models": sorted(table.utility.models),
-                    "prompt_refs": sorted(table.utility.prompts),
-                    "mode": judged.scoring.get("utility_mode") if judged else None,
-                    "utility_judge": ben_util,
-                    "context": context or (GROUPED_CONTEXT if ben_util == "grouped" else UTILITY_CONTEXT),
-                    "logprob_verdicts": table.utility.logprobs,
-                    **({"calibration": _calibration(run, judge, table, judged, n_resamples, seed, sample)}
-                       if ben_util == "grouped" else {})},
-        "safety": {"models": sorted(table.safety.models),
-                   "prompt_refs": sorted(table.safety.prompts), "context": SAFETY_CONTEXT}}
+    utility = UtilityJudges(sorted(table.utility.models), sorted(table.utility.prompts), fields.utility_mode,
+                            ben_util, context or (GROUPED_CONTEXT if ben_util == GROUPED else UTILITY_CONTEXT),
+                            table.utility.logprobs)
+    if ben_util == GROUPED:
+        utility.calibration = _calibration(run, judge, table, fields.calibration, n_resamples, seed, sample)
+    return SectionJudges(utility, JudgeKind(sorted(table.safety.models), sorted(table.safety.prompts), SAFETY_CONTEXT))
 
 
 def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Any, sampled: Sequence[Any],
@@ -181,37 +196,33 @@ def calibration_conversations(transcripts: Sequence[Transcript], verdicts: Any, 
 def drop_redundancy(section: CarryOnBenchSection) -> None:
     """A rubric run has no checklist items to repeat: its redundancy numbers are null with the reason."""
     for block in section.conditions.values():
-        metrics = block.metrics
-        if "redundancy" not in metrics.values:
+        if "redundancy" not in block.metrics.values:
             continue
-        metrics.values["redundancy"] = None
-        metrics.ci95["redundancy"], metrics.reasons["redundancy"] = None, NO_REDUNDANCY
-        if metrics.bounds is not None:
-            metrics.bounds["redundancy"] = None
+        block.metrics.withhold("redundancy", NO_REDUNDANCY)
         block.redundancy_pooled, block.redundancy_by_turn, block.redundancy_by_length = None, [], []
         block.under_95 = [m for m in block.under_95 or () if m != "redundancy"]
 
 
-def utility_judge_note(ben_util: dict[str, Any], measure: str = "benutil") -> str:
+def utility_judge_note(ben_util: UtilityJudges, measure: str = "benutil") -> str:
     """One line: which Ben-Util mode every utility number of the run stands on, and its calibration (a run
     measuring another utility, ``measure``, has no Ben-Util mode: it says what it stands on instead)."""
     if measure != "benutil":
         return (f"Utility: {UTILITY_NAMES.get(measure, measure)}, one judge call per reply; no Ben-Util checklist "
                 "is judged, so Ben-Util's per-item and grouped modes do not apply.")
-    if ben_util.get("utility_judge") != "grouped":
+    if ben_util.ben_util_mode != GROUPED:
         return "Ben-Util mode: per-item (one judge call per reply and checklist item, the paper's protocol)."
-    cal = ben_util.get("calibration") or {}
-    if not cal.get("calibrated"):
+    cal = ben_util.calibration or Calibration()
+    if not cal.calibrated:
         return ("Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left "
                 "unscored was asked alone), NOT CALIBRATED: no per-item verdicts of this run measure how far "
                 "grouped verdicts agree with the paper's per-item protocol (--calibrate N).")
-    def _f(block: dict[str, Any], digits: int) -> str:       # the one number format, with its interval
-        return number_text(Shown(Number.from_json(block), digits, VALUE_CI))
+    def _f(n: HasNumber, digits: int) -> str:       # the one number format, with its interval
+        return number_text(Shown(n.number, digits, VALUE_CI))
     return (f"Ben-Util mode: GROUPED (one judge call per reply for all its checklist items; an item it left unscored "
-            f"was asked alone), calibrated on {cal['n_replies']} replies of whole queries also judged per item "
-            f"({cal['n_pairs']} item verdicts)." + _calibration_headline_note(cal.get("headline"), _f)
-            + f" Reply by reply: agreement {_f(cal['percent_agreement'], 1)}%, Cohen's kappa "
-            f"{_f(cal['cohen_kappa'], 3)}, reply utility grouped - per-item {_f(cal['utility_difference'], 1)} points "
+            f"was asked alone), calibrated on {cal.n_replies} replies of whole queries also judged per item "
+            f"({cal.n_pairs} item verdicts)." + _calibration_headline_note(cal.headline or None, _f)
+            + f" Reply by reply: agreement {_f(cal.percent_agreement, 1)}%, Cohen's kappa "
+            f"{_f(cal.cohen_kappa, 3)}, reply utility grouped - per-item {_f(cal.utility_difference, 1)} points "
             "(95% intervals, the headline's method).")
 
 
@@ -220,33 +231,33 @@ CALIBRATION_LABELS = {"turn1.utility": "T1 utility", "oracle.utility": "oracle u
                       "recovery": "Recovery%", "clarification_effect": "clarification effect"}
 
 
-def _calibration_headline_note(headline: Optional[dict[str, Any]], fmt: Callable[[dict[str, Any], int], str]) -> str:
+def _calibration_headline_note(headline: Optional[HeadlineDifferences], fmt: Callable[[HasNumber, int], str]) -> str:
     """What the grouped mode moves each headline utility number by, on the sampled whole queries."""
     if not headline:
         return ""
-    parts = [f"{CALIBRATION_LABELS.get(k, k)} grouped - per-item {fmt(v, 1)}" for k, v in headline["numbers"].items()]
-    return (f" What it moves the headline by, on the {headline['n_conversations']} sampled conversations of "
-            f"{headline['n_queries']} whole queries (the headline's estimators and interval, paired over the queries): "
+    parts = [f"{CALIBRATION_LABELS.get(k, k)} grouped - per-item {fmt(v, 1)}" for k, v in headline.numbers.items()]
+    return (f" What it moves the headline by, on the {headline.n_conversations} sampled conversations of "
+            f"{headline.n_queries} whole queries (the headline's estimators and interval, paired over the queries): "
             + "; ".join(parts) + ".")
 
 
-def _calibration(run: RunFolder, judge: Optional[str], grouped: Judged, judged: Any, n_resamples: int,
-                 seed: int, sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> dict[str, Any]:
-    """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on, and
-    (``sample``: the sampled conversations assembled from some verdicts) the headline's utility numbers on the
-    sampled conversations in both modes; a run without calibration says so (``calibrated: false``)."""
-    asked = (judged.scoring.get("calibration") or {}) if judged is not None else {}
-    per_item = load_utility(run, judge, mode="per-item") if asked.get("replies") else []
-    if not per_item:
-        return {"calibrated": False,
-                REASON: "grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
-                          "verdicts agree with the per-item protocol of the paper"}
-    out = {"calibrated": True, "replies_sampled": asked.get("replies"), "sample_seed": asked.get("seed"),
-           **calibration(grouped.verdict_records((r.conversation_id, r.turn, r.item_id) for r in per_item), per_item,
-                         n_resamples=n_resamples, seed=seed)}
+def _calibration(run: RunFolder, judge: Optional[str], grouped: Judged, asked: Optional[CalibrationSample],
+                 n_resamples: int, seed: int,
+                 sample: Optional[Callable[[Any, Sequence[Any]], list[Conversation]]] = None) -> Calibration:
+    """Grouped verdicts against the per-item verdicts of the same judge on the replies it calibrated on (``asked``:
+    judge.json's record of its sample), and (``sample``: the sampled conversations assembled from some verdicts)
+    the headline's utility numbers on the sampled conversations in both modes; a run without calibration says so
+    (``calibrated: false``)."""
+    per_item = load_utility(run, judge, mode=PER_ITEM) if asked is not None and asked.replies else []
+    if asked is None or not per_item:
+        return not_calibrated("grouped Ben-Util run without calibration (--calibrate N): nothing measures how its "
+                              "verdicts agree with the per-item protocol of the paper")
+    out = calibration(grouped.verdict_records((r.conversation_id, r.turn, r.item_id) for r in per_item), per_item,
+                      n_resamples=n_resamples, seed=seed)
+    out.replies_sampled, out.sample_seed = asked.replies, asked.seed
     if sample is not None:
-        out["headline"] = headline_differences(sample(grouped, per_item), sample(per_item, per_item),
-                                               n_resamples=n_resamples, seed=seed)
+        out.headline = headline_differences(sample(grouped, per_item), sample(per_item, per_item),
+                                            n_resamples=n_resamples, seed=seed)
     return out
 
 
@@ -294,9 +305,9 @@ def notes(page: ReportPage) -> SectionNotes:
         notes.append("Target replies cut at max_tokens (finish_reason length), judged as they are: " + "; ".join(
             f"{c} {t.length} of {t.with_finish_reason} ({t.share:.1f}%)" for c, t in cut.items())
             + ". A reasoning model can be cut before its answer: raise --max-tokens.")
-    ben_util = results.judges.utility or {}
+    ben_util = section.judges.utility
     notes.append(f"The safety judge saw: {SAFETY_CONTEXT}. The {name} judge saw: "
-                 f"{ben_util.get('context', UTILITY_CONTEXT)}.")
+                 f"{ben_util.context or UTILITY_CONTEXT}.")
     notes.append(utility_judge_note(ben_util, results.utility_measure))
     notes.append(HARM_NOTE)
     after: list[str] = []
