@@ -26,13 +26,15 @@ NA = "n/a"
 
 @dataclass(frozen=True)
 class Shown:
-    """A Number as a cell shows it; ``reason``: n/a says why; ``mark``: a footnote mark after a shown value."""
+    """A Number as a cell shows it; ``reason``: n/a says why; ``unit``: written right after a shown value ("%");
+    ``mark``: a footnote mark after it."""
     number: Number
     digits: int = 1
     show: str = VALUE
     signed: bool = False
     reason: bool = False
     mark: str = ""
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def number_text(s: Shown) -> str:
         return NA + (f" ({n.reason})" if s.reason and n.reason else "")
     if s.show == P_VALUE and n.value < 10 ** -s.digits:
         return "<." + "0" * (s.digits - 1) + "1"
-    text = f"{n.value:{'+' if s.signed else ''}.{s.digits}f}" + s.mark
+    text = f"{n.value:{'+' if s.signed else ''}.{s.digits}f}" + s.unit + s.mark
     return text + (" " + pair(n.ci95, s.digits) if s.show == VALUE_CI and n.ci95 else "")
 
 

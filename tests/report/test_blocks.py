@@ -38,6 +38,8 @@ def test_the_one_format_digits_and_marks():
     assert number_text(Shown(N, mark="†")) == "61.2†"
     assert number_text(Shown(Number(0.0), 3, signed=True)) == "+0.000"
     assert number_text(Shown(MISSING, mark="†")) == "n/a"               # a mark belongs to a value
+    assert number_text(Shown(N, unit="%", mark="†")) == "61.2%†"          # a unit right after the value
+    assert number_text(Shown(MISSING, unit="%")) == "n/a"
 
 
 def test_a_p_value_and_an_interval_with_an_undefined_end():

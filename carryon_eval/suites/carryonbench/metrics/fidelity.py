@@ -361,7 +361,7 @@ def clarification_fidelity(fidelity: Optional[FidelityCheck]) -> ClarificationFi
 
 def _percent(x: Optional[float], digits: int = 1) -> Shown:
     """A percentage as the reports show a number ("n/a" when missing)."""
-    return shown(x, digits, mark="%")
+    return shown(x, digits, unit="%")
 
 
 def fidelity_text(info: Optional[ClarificationFidelity]) -> list[Inline]:
