@@ -116,7 +116,7 @@ def comparison(runs: CompareInputs) -> Optional[CarryOnBenchComparison]:
         out.notes.append(f"{len(results)} model(s): Spearman correlations and mixed models need at least 2.")
     for kind, name, numbers in (("utility", UTILITY_NAMES.get(measure, measure), "utilities"),
                                 ("safety", "safety", "harm numbers")):
-        judges = [", ".join(getattr(r.judges, kind).get("models") or []) or "none" for r in results]
+        judges = [", ".join(getattr(read(r).judges, kind).models or []) or "none" for r in results]
         if len(set(judges)) > 1:
             out.notes.append(f"WARNING: the runs were judged by different {name} judges ("
                                 + "; ".join(f"{label}: {j}" for label, j in zip(runs.labels, judges))

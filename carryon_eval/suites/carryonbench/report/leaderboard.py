@@ -363,8 +363,8 @@ def domain_views(board: BoardView) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class JudgedBy(Record):
-    """Who judged one kind of a run's numbers (results.json's ``judges.utility`` / ``judges.safety``), as the board
-    reads it: the judge models, their prompt refs and (utility) the Ben-Util mode."""
+    """Who judged one kind of a run's numbers, as the board shows it (leaderboard.jsonl's ``judged``): the judge
+    models, their prompt refs and (utility) the Ben-Util mode."""
     models: list[str] = field(default_factory=list)
     prompt_refs: list[str] = field(default_factory=list)
     utility_judge: Optional[str] = field(default=None, metadata=OMIT_NONE)
@@ -372,14 +372,15 @@ class JudgedBy(Record):
 
 def utility_judge(results: Results) -> str:
     """The Ben-Util mode a run's utilities stand on ("per-item" for runs reported before there was a choice)."""
-    return JudgedBy.from_json(results.judges.utility or {}).utility_judge or "per-item"
+    return read(results).judges.utility.ben_util_mode
 
 
 def judged(results: Results) -> dict[str, Any]:
-    """SuiteLeaderboard.judged: its judges' models and prompt refs, and the Ben-Util mode of the utilities."""
-    utility, safety = (JudgedBy.from_json(j or {}) for j in (results.judges.utility, results.judges.safety))
+    """SuiteLeaderboard.judged: its judges' models and prompt refs, and the Ben-Util mode of the utilities (the
+    section's judges record, as the board shows it)."""
+    utility, safety = read(results).judges.utility, read(results).judges.safety
     return {"utility": JudgedBy(list(utility.models or []), list(utility.prompt_refs or []),
-                                utility_judge(results)).to_json(),
+                                utility.ben_util_mode).to_json(),
             "safety": JudgedBy(list(safety.models or []), list(safety.prompt_refs or [])).to_json()}
 
 
