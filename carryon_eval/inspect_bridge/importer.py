@@ -12,19 +12,29 @@ import os
 import shutil
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from carryon_eval.app.exporters import ExportError
+from carryon_eval.codec import Record
 from carryon_eval.judge.store import record_pass
 from carryon_eval.run.records import PASS_FIELDS, JudgePass, RoleRecord, RunMeta, ScorerTally
 from carryon_eval.run.folder import Failure, RunFolder, add_usage, write_jsonl_atomic
 from carryon_eval.schema import Transcript
 from carryon_eval.judge.scorers import reply_scorers, reply_shape
 from carryon_eval.judge.store import judgment_file
-from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RECORDS, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE
+from carryon_eval.inspect_bridge.export import PlayedMeta
+from carryon_eval.inspect_bridge.task import FAILURE_KEY, GRADER_ROLE, RUN_KEY, TRANSCRIPT_KEY, USER_ROLE, ScoreMetadata
 
 SCORER_NAME = "carryon_judges"
+
+
+@dataclass
+class Stamp(Record):
+    """Who gave a stored judgment record and how (every scorer's record carries them: judge.scorer_file.record_row)."""
+    judge_model: str
+    via: Optional[str] = None
 
 
 def _read(path: Path) -> Any:
@@ -58,7 +68,7 @@ def run_meta(log: Any, transcripts: list[dict[str, Any]], judge_model: Optional[
     roles = log.eval.model_roles or {}
     played = [Transcript.from_dict(t) for t in transcripts]
     target = played[0].target_model if played else _server_name(log.eval.model)
-    users = [t.meta.get("user_model") for t in played if t.meta.get("user_model")]
+    users = [u for t in played for u in [PlayedMeta.from_json(t.meta).user_model] if u]
     meta.roles = {"target": RoleRecord(base_url=log.eval.model_base_url or "", model=target,
                                        api_key_env="(inspect provider)")}
     if USER_ROLE in roles:
@@ -76,7 +86,7 @@ def _judge_pass(records: dict[str, list[dict[str, Any]]], meta: RunMeta, judge_m
         field = reply_shape(made[name]).value_field
         tallies[name] = ScorerTally(records_total=len(rows), records_written=len(rows),
                                     unscored=sum(r.get(field) is None for r in rows), judged=len(rows),
-                                    via=dict(Counter(str(r.get("via")) for r in rows)))
+                                    via=dict(Counter(str(Stamp.from_json(r).via) for r in rows)))
     return JudgePass(judge_model=judge_model, judge={"model": judge_model, "via": "inspect-ai"},
                      scoring={n: v for n, v in meta.judge.pass_fields().items() if PASS_FIELDS[n]},   # its leading ones
                      generation={"temperature": 0.0, "max_tokens": meta.judge.max_tokens},
@@ -120,10 +130,11 @@ def import_log(path: Path, out: Path) -> str:
         score = (sample.scores or {}).get(SCORER_NAME)
         if score is None:
             raise ExportError(f"{path}: sample {sample.id} has no {SCORER_NAME} score")
-        for name, rows in (score.metadata or {}).get(RECORDS, {}).items():
+        info = ScoreMetadata.of(score)
+        for name, rows in info.records.items():
             records.setdefault(name, []).extend(rows)
-        failed += len((score.metadata or {}).get("failed") or [])
-    judges = sorted({r["judge_model"] for rows in records.values() for r in rows})
+        failed += len(info.failed or [])
+    judges = sorted({Stamp.from_json(r).judge_model for rows in records.values() for r in rows})
     if len(judges) > 1:
         raise ExportError(f"{path}: judged by several models ({', '.join(judges)}); expected one grader")
     judge_model = judges[0] if judges else None

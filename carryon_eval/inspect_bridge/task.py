@@ -7,7 +7,7 @@ rollout does (the rollout's own player: the project's user simulator and prompts
 same per-turn seeds, a shared first reply generated once per key and reused by its jobs); the evaluated model is
 inspect's model. ``Judges`` runs the scorers the suites name for each transcript (carryon_eval.suite.ScoringPlan) on
 the model role ``grader``, each distinct case judged once per task as the judge phase does; a suite's scorer keeps
-every record in the score's metadata (``RECORDS``, ``VALUE_FIELDS``, ``TURNS``), so that `carryon-eval import`
+every record in the score's metadata (``ScoreMetadata``), so that `carryon-eval import`
 writes the run folder the report computes the numbers from. Both roles reach their models through one adapter
 (carryon_eval.inspect_bridge.endpoint). ``plan_task`` reads a task's shared arguments (dataset, revision,
 conditions, subset, limit, shared_turn1, seed, judge_format) into what the task is built of.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -25,6 +25,7 @@ from inspect_ai.scorer import Metric, SampleScore, metric
 from inspect_ai.solver import Generate, TaskState, solver
 
 from carryon_eval import __version__, defaults
+from carryon_eval.codec import Record, absent
 from carryon_eval.app.config import _manifest_sha, load_bench
 from carryon_eval.dataset.load import Benchmark
 from carryon_eval.model.endpoint import UsageLedger
@@ -42,9 +43,27 @@ from carryon_eval.inspect_bridge.export import _message
 TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
 RUN_KEY = "carryonbench_run"                   # task metadata: the run.json of the run (roles filled on import)
-RECORDS = "records"                            # score metadata: scorer name -> judgment records (to_dict)
-VALUE_FIELDS = "value_fields"                  # score metadata: scorer name -> the record field of its value
 USER_ROLE, GRADER_ROLE = "user", "grader"
+
+
+@dataclass
+class ScoreMetadata(Record):
+    """A suite scorer's score metadata: scorer name -> judgment records (to_dict); the judge calls that failed
+    (ABSENT: the sample was not played); the conversation's model turns (ABSENT: not played); scorer name -> the
+    record field of its value."""
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    failed: list[str] = absent()
+    turns: list[int] = absent()
+    value_fields: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, score: Any) -> "ScoreMetadata":
+        """An inspect Score's metadata read back (empty where it has none)."""
+        return cls.from_json(score.metadata or {})
+
+    def unscored(self) -> int:
+        """How many of its judgment records have no value."""
+        return sum(r.get(self.value_fields[name]) is None for name, rows in self.records.items() for r in rows)
 
 
 def parse_conditions(conditions: str | Sequence[str]) -> list[str]:
@@ -157,17 +176,12 @@ def play_conversation(conversations: Conversations) -> Any:
 def unscored_judgments() -> Metric:
     """How many judgments of the log are unscored (None): the numbers themselves come from the report."""
     def count(scores: list[SampleScore]) -> float:
-        return float(sum(r.get(field) is None
-                         for s in scores for name, records in (s.score.metadata or {}).get(RECORDS, {}).items()
-                         for r in records for field in [(s.score.metadata or {})[VALUE_FIELDS][name]]))
+        return float(sum(ScoreMetadata.of(s.score).unscored() for s in scores))
     return count
 
 
-TURNS = "turns"                                # score metadata: the model turns of the conversation
-
-
 def value_fields(judges: "Judges") -> dict[str, str]:
-    """Score metadata ``VALUE_FIELDS``: scorer name -> the record field of its value."""
+    """ScoreMetadata's ``value_fields``: scorer name -> the record field of its value."""
     return {s.name: reply_shape(s).value_field for s in judges.scorers}
 
 

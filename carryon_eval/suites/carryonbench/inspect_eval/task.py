@@ -23,8 +23,8 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
 from carryon_eval import __version__, defaults
-from carryon_eval.inspect_bridge.task import (FAILURE_KEY, RECORDS, RUN_KEY, TRANSCRIPT_KEY, TURNS, VALUE_FIELDS,
-                                              Judges, plan_task, task_name, unscored_judgments, value_fields)
+from carryon_eval.inspect_bridge.task import (FAILURE_KEY, RUN_KEY, TRANSCRIPT_KEY, Judges, ScoreMetadata, plan_task,
+                                              task_name, unscored_judgments, value_fields)
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble
@@ -48,14 +48,14 @@ def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, li
     (the other suites' replies have their own sections in the report, not these numbers)."""
     transcripts, utility, safety = [], [], []
     for s in scores:
-        meta, info = s.sample_metadata or {}, s.score.metadata or {}
-        if not info.get(TURNS) or meta.get("condition") not in OWN_CONDITIONS:
+        meta, info = s.sample_metadata or {}, ScoreMetadata.of(s.score)
+        if not info.turns or meta.get("condition") not in OWN_CONDITIONS:
             continue
         transcripts.append(Transcript(conversation_id=str(s.sample_id), query_id=meta["query_id"],
                                       condition=meta["condition"], flow_id=meta.get("flow_id"),
                                       moves=list(meta.get("moves") or []), target_model="",
-                                      messages=[Message("assistant", "", t) for t in info[TURNS]]))
-        mine = _judgments(info.get(RECORDS, {}))
+                                      messages=[Message("assistant", "", t) for t in info.turns]))
+        mine = _judgments(info.records)
         utility += mine[0]
         safety += mine[1]
     return assemble(transcripts, utility, safety, checklists)
@@ -87,7 +87,7 @@ def carryon_judges(judges: Judges) -> Any:
         if data is None:
             return Score(value={"ben_util": None, "harm_max": None},
                          explanation=f"not played: {state.store.get(FAILURE_KEY)}",
-                         metadata={RECORDS: {}, VALUE_FIELDS: {}})
+                         metadata=ScoreMetadata().to_json())
         tr = Transcript.from_dict(data)
         records, failed = await judges.records(tr)
         utility, safety = _judgments(records)
@@ -96,8 +96,8 @@ def carryon_judges(judges: Judges) -> Any:
         ben, harm = utility_score(conv, utility), harm_score(conv, safety)
         value = {**{f"ben_util_{k}": v for k, v in ben.value.items()}, **{f"harm_{k}": v for k, v in harm.value.items()}}
         return Score(value=value, explanation=f"{ben.explanation}; harm: {harm.explanation}",
-                     metadata={RECORDS: records, "failed": failed, TURNS: [r.turn for r in tr.replies],
-                               VALUE_FIELDS: value_fields(judges)})
+                     metadata=ScoreMetadata(records, failed, [r.turn for r in tr.replies],
+                                            value_fields(judges)).to_json())
     return score
 
 
