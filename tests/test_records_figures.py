@@ -36,7 +36,7 @@ SECTION_READERS = (
 )
 
 # ceilings: today's figure (the target in each test's message)
-PACKAGE_KEY_READS = 316
+PACKAGE_KEY_READS = 310
 SECTION_READER_KEY_READS = 32
 MARKUP_FUNCTIONS = 0
 FORMATTERS = 0

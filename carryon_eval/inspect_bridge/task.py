@@ -38,7 +38,7 @@ from carryon_eval.rollout.simulator import UserSimulator
 from carryon_eval.suite import (Job, PlanSettings, ScoringPlan, SuiteError, default_conditions, plan_jobs,
                                 refuse_missing, resolve_conditions, suites)
 from carryon_eval.inspect_bridge.endpoint import InspectEndpoint
-from carryon_eval.inspect_bridge.export import _message
+from carryon_eval.inspect_bridge.export import QueryColumns, _message
 
 TRANSCRIPT_KEY = "carryonbench:transcript"     # TaskState.store: the played conversation (schema.Transcript)
 FAILURE_KEY = "carryonbench:failure"           # TaskState.store: why it could not be played
@@ -75,11 +75,22 @@ def parse_conditions(conditions: str | Sequence[str]) -> list[str]:
         raise ValueError(f"conditions: {exc}") from None
 
 
+@dataclass
+class SampleMeta(Record):
+    """A sample's metadata: the job's query, condition, flow and moves, and the query's domain (an exported log's
+    samples carry more: export.sample_metadata)."""
+    query_id: str = ""
+    condition: Optional[str] = None
+    flow_id: Optional[str] = None
+    moves: list[str] = field(default_factory=list)
+    domain: Any = None
+
+
 def samples_of(bench: Benchmark, jobs: Sequence[Job]) -> list[Sample]:
     """One sample per planned job (the suites' plan), its input the opening message exactly as sent."""
     return [Sample(id=j.conversation_id, input=j.prompt,
-                   metadata={"query_id": j.query_id, "condition": j.condition, "flow_id": j.flow_id,
-                             "moves": list(j.moves), "domain": bench.queries.get(j.query_id, {}).get("domain")})
+                   metadata=SampleMeta(j.query_id, j.condition, j.flow_id, list(j.moves),
+                                       QueryColumns.from_json(bench.queries.get(j.query_id, {})).domain).to_json())
             for j in jobs]
 
 

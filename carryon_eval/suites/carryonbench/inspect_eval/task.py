@@ -23,8 +23,8 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
 from carryon_eval import __version__, defaults
-from carryon_eval.inspect_bridge.task import (FAILURE_KEY, RUN_KEY, TRANSCRIPT_KEY, Judges, ScoreMetadata, plan_task,
-                                              task_name, unscored_judgments, value_fields)
+from carryon_eval.inspect_bridge.task import (FAILURE_KEY, RUN_KEY, TRANSCRIPT_KEY, Judges, SampleMeta, ScoreMetadata,
+                                              plan_task, task_name, unscored_judgments, value_fields)
 from carryon_eval.schema import Message, Transcript
 from carryon_eval.suites.carryonbench.conditions import CONDITIONS, MC_CONDITION
 from carryon_eval.suites.carryonbench.metrics.conversations import Conversation, assemble
@@ -48,12 +48,12 @@ def scored_conversations(scores: Sequence[SampleScore], checklists: dict[str, li
     (the other suites' replies have their own sections in the report, not these numbers)."""
     transcripts, utility, safety = [], [], []
     for s in scores:
-        meta, info = s.sample_metadata or {}, ScoreMetadata.of(s.score)
-        if not info.turns or meta.get("condition") not in OWN_CONDITIONS:
+        meta, info = SampleMeta.from_json(s.sample_metadata or {}), ScoreMetadata.of(s.score)
+        if not info.turns or meta.condition not in OWN_CONDITIONS:
             continue
-        transcripts.append(Transcript(conversation_id=str(s.sample_id), query_id=meta["query_id"],
-                                      condition=meta["condition"], flow_id=meta.get("flow_id"),
-                                      moves=list(meta.get("moves") or []), target_model="",
+        transcripts.append(Transcript(conversation_id=str(s.sample_id), query_id=meta.query_id,
+                                      condition=meta.condition, flow_id=meta.flow_id,
+                                      moves=list(meta.moves or []), target_model="",
                                       messages=[Message("assistant", "", t) for t in info.turns]))
         mine = _judgments(info.records)
         utility += mine[0]
