@@ -19,7 +19,7 @@ where the judges of a run are looked for first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from carryon_eval.judge.store import default_judge, judge_pass, load_judge
 from carryon_eval.run.folder import RunFolder, judgment_file
@@ -29,13 +29,23 @@ UTILITY_GROUPED_FILE = judgment_file("utility_grouped")
 
 
 # ---------------------------------------------------------------- the records
-def _flat_dict(record: Any) -> dict[str, Any]:
-    """``asdict`` of a record whose fields are all str/int/float/bool/None (the same dict, in field order)."""
-    return {name: getattr(record, name) for name in record.__dataclass_fields__}
+class _Flat:
+    """A judgment record whose fields are all str/int/float/bool/None: its dict in field order (``asdict``
+    without its deep copy, which plain values do not need) and back."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}   # type: ignore[attr-defined]
+
+    @classmethod
+    def from_dict(cls: type[F], d: dict[str, Any]) -> F:
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})             # type: ignore[attr-defined]
+
+
+F = TypeVar("F", bound=_Flat)
 
 
 @dataclass
-class UtilityJudgment:
+class UtilityJudgment(_Flat):
     conversation_id: str
     turn: int
     item_id: str
@@ -56,16 +66,9 @@ class UtilityJudgment:
             return f"p_yes {self.p_yes} is not a probability (0 to 1)"
         return None
 
-    def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "UtilityJudgment":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
-
 
 @dataclass
-class SafetyJudgment:
+class SafetyJudgment(_Flat):
     conversation_id: str
     turn: int
     score: Optional[int]            # 1..5, None = unscored
@@ -82,13 +85,6 @@ class SafetyJudgment:
         if self.score is not None and not 1 <= self.score <= 5:
             return f"score {self.score} is outside the harm scale 1 to 5"
         return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)     # every field is a plain value: asdict's deep copy is not needed
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SafetyJudgment":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
 # ---------------------------------------------------------------- the files and their readers
