@@ -149,7 +149,7 @@ def summarize(inputs: ReportInputs) -> Optional[OpenSafeIntentSection]:
 
 def blocks(sec: OpenSafeIntentSection) -> list[Block]:
     """SuiteReport.blocks: its part of table.md and report.html (report.py's blocks, which read its JSON)."""
-    return section_blocks(sec.to_json())
+    return section_blocks(sec)
 
 
 def export(inputs: ReportInputs, dest: Path) -> dict[str, Path]:
@@ -169,7 +169,7 @@ def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
 
 def compare_part(part: Optional[OpenSafeIntentComparison]) -> list[Block]:
     """SuiteReport.compare_blocks: its part of compare's table.md."""
-    return compare_blocks(part.to_json() if part is not None else None)
+    return compare_blocks(part)
 
 
 def nothing_scored(sec: OpenSafeIntentSection) -> list[str]:

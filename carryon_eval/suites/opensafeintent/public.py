@@ -14,7 +14,7 @@ its replies out). Everything else in the wing is its own and may change without 
 - the section's records and their parts of compare: ``OpenSafeIntentSection`` (its fields ``HEADER`` first),
   ``OpenSafeIntentComparison``, ``comparison``, ``nothing_scored`` (its sets have replies, no metric is scored);
 - the metrics and the section's rendering: ``HEADLINE``, ``ScoredSet``, ``summarize``, ``section_blocks``,
-  ``compare_columns``, ``compare_blocks``.
+  ``compare_blocks``.
 
 - the suite hooks the triplet wing shares (carryon_eval.suites.opensafeintent.hooks): ``load_as`` (the release's
   judges on the dataset's triplets, as a condition's inputs), ``is_dual_use``, ``count_sets``, ``judge_records``,
@@ -32,13 +32,13 @@ from carryon_eval.suites.opensafeintent.readings import read_score
 from carryon_eval.suites.opensafeintent.release import PROMPT_NAMES, PromptSet, Release, ReleaseError, load_release
 from carryon_eval.suites.opensafeintent.section import (HEADER, OpenSafeIntentComparison, OpenSafeIntentSection,
                                                         comparison, nothing_scored)
-from carryon_eval.suites.opensafeintent.report import compare_columns, compare_blocks, section_blocks
+from carryon_eval.suites.opensafeintent.report import compare_blocks, section_blocks
 from carryon_eval.suites.opensafeintent.suite import (RUBRIC_MAX_TOKENS, Inputs, inputs_of, inputs_or_none, load_probes,
                                                       parse_conversation_id, plan, probe_file, probe_intent,
                                                       probe_run_file, section, target_model)
 
 __all__ = ["HEADER", "OpenSafeIntentComparison", "OpenSafeIntentSection", "comparison", "nothing_scored", "HEADLINE", "NEEDS", "PROMPT_NAMES", "RUBRIC_MAX_TOKENS", "Inputs", "PromptSet", "Release", "ReleaseError",
-           "ScoredSet", "compare_columns", "compare_blocks", "count_sets", "fill", "inputs_of", "inputs_or_none",
+           "ScoredSet", "compare_blocks", "count_sets", "fill", "inputs_of", "inputs_or_none",
            "is_dual_use", "judge_records", "load_as", "load_probes", "load_release", "parse_conversation_id", "plan",
            "probe_file", "probe_intent", "probe_run_file",
            "read_score", "run_intent_probe", "section", "section_blocks", "summarize", "target_model"]

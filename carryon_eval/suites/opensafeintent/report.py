@@ -1,66 +1,52 @@
-"""OpenSafeIntent's section in results.json, table.md and report.html.
+"""OpenSafeIntent's section in results.json, table.md and report.html, read from its records (section.py).
 
 With CarryOnBench conditions in the same run, the section is added to the files their report wrote; alone, the
 three files hold this section only."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from carryon_eval.metrics.number import Number
-from carryon_eval.report.blocks import INTERVAL, MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text
+from carryon_eval.report.blocks import INTERVAL, MARKDOWN, Block, Heading, Only, Section, Shown, Table, Text, shown
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE
+from carryon_eval.suites.opensafeintent.section import OpenSafeIntentComparison, OpenSafeIntentSection, Stat
 
 SECTION = "opensafeintent"
 PROBE_WORDS = ("FULL", "CONSTRAINED", "REFUSE", "ERROR")
 DIGITS = 4                      # the reference implementation's 0-1 scale
 
 
-def _number(x: Any) -> Number:
-    """A number of the section: a record with its keys, or a bare value."""
-    return Number.from_json(x) if isinstance(x, dict) else Number(x)
-
-
-def section_blocks(sec: dict[str, Any], title: str = "OpenSafeIntent", section_id: str = SECTION) -> list[Block]:
+def section_blocks(sec: OpenSafeIntentSection, title: str = "OpenSafeIntent",
+                   section_id: str = SECTION) -> list[Block]:
     """The section in table.md and report.html: the six metrics, paraphrase robustness (table.md), the response
     modes and the intent probe."""
-    numbers = {m: _number(sec[m]) for m in HEADLINE}
-    headline = [[m, Shown(n, DIGITS), str(n.n), Shown(n, DIGITS, INTERVAL)] for m, n in numbers.items()]
-    p, rm, ip = sec["paraphrase"], sec["response_modes"], sec["intent_probe"]
-    robust = [_shown(p[k]) for k in ("all_unsafe", "all_safe", "flip", "utility_variance")]
-    paraphrase = Text([f"Paraphrase robustness ({p['n']} sets): all unsafe ", robust[0], ", all safe ", robust[1],
-                       ", flip ", robust[2], "; utility variance ", robust[3],
-                       f" (n {_number(p['utility_variance']).n})."])
-    modes = [[a, _shown(rm["all"]["shares"][a]), _shown(rm["conditional_unsafe_rate"][a])] for a in rm["all"]["counts"]]
-    probe = (f"Intent probe ({ip['considered']} dual-use replies with harm above 0): "
-             + ", ".join(f"{k} {ip[k]['count']}" for k in PROBE_WORDS) + ".")
+    headline = [[m, _shown(s), str(s.n), Shown(s.number, DIGITS, INTERVAL)] for m, s in sec.headline.numbers().items()]
+    p, modes, probe = sec.paraphrase, sec.response_modes, sec.intent_probe
+    paraphrase = Text([f"Paraphrase robustness ({p.n} sets): all unsafe ", _shown(p.all_unsafe), ", all safe ",
+                       _shown(p.all_safe), ", flip ", _shown(p.flip), "; utility variance ",
+                       _shown(p.utility_variance), f" (n {p.utility_variance.n})."])
+    levels = [[a, shown(modes.all.shares.get(a), DIGITS), _shown(modes.conditional_unsafe_rate.get(a, Stat()))]
+              for a in modes.all.counts]
+    counts = ", ".join(f"{k} {probe.strategies[k].count}" for k in PROBE_WORDS)
     return [Section(section_id, [
         Heading(title),
-        Text(f"{sec['n_sets']} prompt-sets; judge {sec.get('judge_model')}; the reference implementation's "
-             "definitions (0-1 scale)."),
+        Text(f"{sec.n_sets} prompt-sets; judge {sec.judge_model}; the reference implementation's definitions (0-1 "
+             "scale)."),
         Table(["metric", "value", "n", "95% CI"], headline),
         Only(MARKDOWN, [paraphrase]),
-        Table(["assistance level", "share", "conditional unsafe rate"], modes),
-        Text(probe)])]
+        Table(["assistance level", "share", "conditional unsafe rate"], levels),
+        Text(f"Intent probe ({probe.considered} dual-use replies with harm above 0): {counts}.")])]
 
 
-def _shown(x: Any) -> Shown:
-    return Shown(_number(x), DIGITS)
+def _shown(stat: Stat) -> Shown:
+    return Shown(stat.number, DIGITS)
 
 
-def compare_columns(models: list[str], sections: list[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
-    """`compare`'s OpenSafeIntent part: per model the six metrics (value, n); None when no run has the section."""
-    if not any(sections):
-        return None
-    numbers = [{k: _number(s[k]) if s else Number() for k in HEADLINE} for s in sections]
-    return {"table": [{"model": m, **{k: n[k].value for k in HEADLINE}, **{f"{k}_n": n[k].n for k in HEADLINE}}
-                      for m, n in zip(models, numbers)]}
-
-
-def compare_blocks(part: Optional[dict[str, Any]],
+def compare_blocks(part: Optional[OpenSafeIntentComparison],
                    heading: str = "OpenSafeIntent (the reference implementation's definitions, 0-1)") -> list[Block]:
     """`compare`'s table of the six metrics, one row per model: each value and the sets it stands on."""
     if not part:
         return []
-    rows = [[r["model"], *([_shown(r[k]), f" (n {r[k + '_n']})"] if r[k + "_n"] is not None else "n/a"
-                           for k in HEADLINE)] for r in part["table"]]
+    rows = [[r.model, *([Shown(Number(r.values.get(k)), DIGITS), f" (n {r.counts[k]})"]
+                        if r.counts.get(k) is not None else "n/a" for k in HEADLINE)] for r in part.table]
     return [Heading(heading), Table(["Model", *HEADLINE], rows)]

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from carryon_eval.codec import Record, absent, fields_of
+from carryon_eval.metrics.number import HasNumber
 
 REFERENCE = "OpenSafeIntent (Uppaal et al., 2026), reference implementation's definitions, 0-1 scale"
 
 
 @dataclass
-class Stat(Record):
+class Stat(HasNumber, Record):
     """A number over prompt-sets (0-1): its value (None when no set counts), the sets it counts, its 95% interval."""
     value: Optional[float] = None
     n: int = 0

@@ -71,7 +71,7 @@ def summarize(inputs: ReportInputs) -> Optional[TripletSectionRecord]:
 def blocks(sec: TripletSectionRecord) -> list[Block]:
     if isinstance(sec, EarlierTripletSection):
         return legacy_blocks(sec.data)
-    return section_blocks(sec.to_json(), TITLE, TRIPLET_CONDITION)
+    return section_blocks(sec, TITLE, TRIPLET_CONDITION)
 
 
 def compare(runs: CompareInputs) -> Optional[OpenSafeIntentComparison]:
@@ -90,7 +90,7 @@ def compare_part(part: Optional[OpenSafeIntentComparison]) -> list[Block]:
     """SuiteReport.compare_blocks: its part of compare's table.md."""
     if not part:
         return []
-    blocks = compare_blocks(part.to_json(), "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
+    blocks = compare_blocks(part, "Triplet evaluation (OpenSafeIntent's reference definitions, 0-1)") \
         if part.table else []
     if part.earlier_definitions:
         blocks.append(Text("Triplet sections of " + ", ".join(part.earlier_definitions) + " use this project's "

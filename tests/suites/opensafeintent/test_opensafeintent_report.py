@@ -10,6 +10,7 @@ from support.browser import chromium, render_headless
 from carryon_eval.suites.opensafeintent.metrics import HEADLINE, summarize
 from carryon_eval.report.blocks import to_html
 from carryon_eval.suites.opensafeintent.report import section_blocks
+from carryon_eval.suites.opensafeintent.section import OpenSafeIntentSection
 from support.opensafeintent_fixture import fixture_sets
 
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it)")
@@ -23,7 +24,7 @@ def sec():
 @needs_chromium
 def test_the_page_shows_the_six_metrics(tmp_path, sec):
     (tmp_path / "report.html").write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
-                                          f"</head><body>{to_html(section_blocks(sec))}</body></html>\n")
+                                          f"</head><body>{to_html(section_blocks(OpenSafeIntentSection.from_json(sec)))}</body></html>\n")
     dom, console = render_headless(tmp_path / "report.html", profile_dir=tmp_path / "chrome-profile")
     assert not console, console
     section = dom[dom.index('id="opensafeintent"'):]

@@ -184,7 +184,7 @@ def test_section_matches_the_metrics_of_the_export(ran, bench, tmp_path):
     for name in ("headline", "variants", "paraphrase", "response_modes", "intent_probe", "failure_profile",
                  "by_harm_domain", "by_task_type"):
         assert getattr(back, name) == getattr(sec, name), name
-    md = to_markdown(section_blocks(sec.to_json()))
+    md = to_markdown(section_blocks(sec))
     assert "## OpenSafeIntent" in md and "intent_calibrated_utility" in md
 
 
