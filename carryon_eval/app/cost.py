@@ -114,16 +114,27 @@ class Estimate:
     def calls(self, role: Optional[str] = None) -> int:
         return sum(r.calls for (ro, _), r in self.rows.items() if role is None or ro == role)
 
+    def of_role(self, role: str) -> list[tuple[str, Row]]:
+        """A role's rows by condition, in the suites' order of conditions (registry.all_conditions), any other
+        after them."""
+        order = {c: i for i, c in enumerate(all_conditions())}
+        return sorted(((c, r) for (ro, c), r in self.rows.items() if ro == role),
+                      key=lambda cr: order.get(cr[0], len(order)))
+
+    def total(self, role: str) -> Row:
+        """A role's rows summed (its "all" row)."""
+        out = Row()
+        for _, r in self.of_role(role):
+            out.add(r.calls, r.prompt_tokens, r.completion_tokens)
+            out.cached += r.cached
+        return out
+
     def to_json(self) -> dict[str, Any]:
         roles: dict[str, Any] = {}
         for role in ROLES:
-            mine = {c: r for (ro, c), r in sorted(self.rows.items(), key=lambda kv: _order(kv[0][1])) if ro == role}
+            mine = self.of_role(role)
             if mine:
-                total = Row()
-                for r in mine.values():
-                    total.add(r.calls, r.prompt_tokens, r.completion_tokens)
-                    total.cached += r.cached
-                roles[role] = {**{c: r.to_json() for c, r in mine.items()}, ALL: total.to_json()}
+                roles[role] = {**{c: r.to_json() for c, r in mine}, ALL: self.total(role).to_json()}
         up: dict[str, dict[str, int]] = {}
         for (role, probe), n in self.up_to.items():
             up.setdefault(role, {})[probe] = n
@@ -482,27 +493,12 @@ def run_cost_table(bench: Benchmark, jobs: Sequence[Job], meta: RunMeta, run: Op
     if as_json:
         out = table.to_json()
         if priced:
-            out["usd"] = {role: price.cost(_role_row(table, role)) for role, price in priced.items()}
+            out["usd"] = {role: price.cost(table.total(role)) for role, price in priced.items()}
         return out
     return format_table(table, priced)
 
 
-def _role_row(table: Estimate, role: str) -> Row:
-    total = Row()
-    for (ro, _), r in table.rows.items():
-        if ro == role:
-            total.add(r.calls, r.prompt_tokens, r.completion_tokens)
-            total.cached += r.cached
-    return total
-
-
 # ---------------------------------------------------------------- the printed table
-def _order(condition: str) -> int:
-    """A row's place: the conditions in the suites' order (registry.all_conditions), anything else after them."""
-    order = all_conditions()
-    return order.index(condition) if condition in order else len(order)
-
-
 def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> list[str]:
     """The table as lines: one per role and condition, then per role and in total."""
     prices = prices or {}
@@ -511,12 +507,13 @@ def format_table(table: Estimate, prices: Optional[dict[str, Price]] = None) -> 
              "chars each, replies at their caps):", head + (f" {'USD':>10}" if prices else "")]
     total_cost = 0.0
     for role in ROLES:
-        role_rows = [(c, r) for (ro, c), r in table.rows.items() if ro == role]
-        for cond, r in sorted(role_rows, key=lambda cr: _order(cr[0])):
+        role_rows = table.of_role(role)
+        for cond, r in role_rows:
             lines.append(_line(role, cond, r, prices.get(role)))
         if role_rows:
-            lines.append(_line(role, ALL, _role_row(table, role), prices.get(role)))
-            total_cost += prices[role].cost(_role_row(table, role)) if role in prices else 0.0
+            total = table.total(role)
+            lines.append(_line(role, ALL, total, prices.get(role)))
+            total_cost += prices[role].cost(total) if role in prices else 0.0
     before = sum(table.judge_before_dedupe.values())
     lines.append(f"judge calls before dedupe of shared replies and identical items: {before:,}; after: "
                  f"{table.calls('judge'):,} (exact when no two replies are identical; identical replies are "

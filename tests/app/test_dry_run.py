@@ -116,7 +116,7 @@ def test_max_calls_on_the_rollout_and_judge_subcommands(scripted_server, dataset
 def test_the_dry_runs_json_reads_back_as_the_estimate_it_was(scripted_server, dataset, tmp_path):
     """`--dry-run --json` is an Estimate's JSON: read back, it writes the same object (its ``usd``, the prices' view
     of its rows, aside), its wings' keys (CarryOnBench's Ben-Util modes) kept, and its rows price to the same USD."""
-    from carryon_eval.app.cost import Estimate, Price, _role_row
+    from carryon_eval.app.cost import Estimate, Price
 
     srv = scripted_server(unique_replies, models=("tgt", "sim", "jdg"))
     dry = invoke(*remote(srv), "--dataset", dataset, "--out", tmp_path / "run", "--dry-run", "--json",
@@ -130,4 +130,4 @@ def test_the_dry_runs_json_reads_back_as_the_estimate_it_was(scripted_server, da
                             "up_to", "note"}
     assert "utility_modes" in wings and set(back.notes[0].json) == wings
     assert back.calls("judge") > 0 and back.conversations == written["conversations_to_run"] > 0
-    assert usd == {"judge": Price(1, 2).cost(_role_row(back, "judge"))}
+    assert usd == {"judge": Price(1, 2).cost(back.total("judge"))}
