@@ -378,7 +378,8 @@ def utility_judge(results: Results) -> str:
 def judged(results: Results) -> dict[str, Any]:
     """SuiteLeaderboard.judged: its judges' models and prompt refs, and the Ben-Util mode of the utilities (the
     section's judges record, as the board shows it)."""
-    utility, safety = read(results).judges.utility, read(results).judges.safety
+    judges = read(results).judges
+    utility, safety = judges.utility, judges.safety
     return {"utility": JudgedBy(list(utility.models or []), list(utility.prompt_refs or []),
                                 utility.ben_util_mode).to_json(),
             "safety": JudgedBy(list(safety.models or []), list(safety.prompt_refs or [])).to_json()}
